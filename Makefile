@@ -1,0 +1,96 @@
+# oqc - ONNX quantization compiler.  GNU make.
+#
+#   make              build build/oqc and build/liboqc.a (installs missing Debian packages)
+#   make check        build and run every test (unit tests, CLI tests, ONNX node tests)
+#   make check SAN=1  the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make CC=clang     build with clang (objects go to build/clang/)
+#   make models       regenerate the torchvision models (needs Debian python3-torch)
+#   make clean
+#
+# Sources are found by wildcard: a new compiler/, passes/ or runtime/ file, or a new
+# tests/unit/test_*.c, is picked up without editing this file.
+
+CC      ?= cc
+SAN     ?=
+PYTHON  ?= /usr/bin/python3
+ONNX_PROTO ?= /usr/include/onnx/onnx.proto
+
+# Each configuration builds into its own directory so gcc, clang and sanitizer objects
+# never mix.  The default (gcc, no sanitizer) is build/ itself.
+CCNAME := $(notdir $(firstword $(CC)))
+ifeq ($(CCNAME),cc)
+CCNAME := gcc
+endif
+CONFIG := $(if $(filter-out gcc,$(CCNAME)),$(CCNAME))$(if $(SAN),$(if $(filter-out gcc,$(CCNAME)),-)san)
+BUILD  ?= build$(if $(CONFIG),/$(CONFIG))
+
+WARN    := -Wall -Wextra -Werror -Wshadow -Wno-missing-field-initializers
+CSTD    := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
+OPT     := -O2 -g
+comma := ,
+SANFLAGS := $(if $(SAN),-fsanitize=address$(comma)undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+XML_CFLAGS := $(shell pkg-config --cflags libxml-2.0 2>/dev/null || echo -I/usr/include/libxml2)
+XML_LIBS   := $(shell pkg-config --libs libxml-2.0 2>/dev/null || echo -lxml2)
+INCLUDES := -Icompiler -Ipasses -Iruntime -I$(BUILD)/proto
+CFLAGS_ALL := $(CSTD) $(OPT) $(WARN) $(SANFLAGS) $(INCLUDES) $(XML_CFLAGS) -pthread $(CFLAGS)
+LDLIBS_ALL := -lprotobuf-c $(XML_LIBS) -lm -pthread $(LDLIBS)
+LDFLAGS_ALL := $(SANFLAGS) $(LDFLAGS)
+
+LIB_SRCS := $(filter-out compiler/main.c,$(wildcard compiler/*.c)) \
+            $(wildcard passes/*.c) $(wildcard runtime/*.c)
+LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/proto/onnx.pb-c.o
+TEST_SRCS := $(wildcard tests/unit/test_*.c)
+TEST_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+TEST_SUPPORT := $(filter-out $(TEST_SRCS),$(wildcard tests/unit/*.c))
+TEST_SUPPORT_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_SUPPORT))
+
+DEPS_STAMP := build/.deps-ok
+
+.PHONY: all check clean deps models bench demo
+all: $(BUILD)/oqc $(BUILD)/liboqc.a
+
+# Missing Debian packages are installed (as root) before anything is compiled.
+deps: $(DEPS_STAMP)
+$(DEPS_STAMP): scripts/install-deps.sh
+	@scripts/install-deps.sh
+	@mkdir -p $(dir $@) && touch $@
+
+# protobuf-c code is generated from the ONNX .proto Debian's libonnx-dev installs;
+# generated files live only in the build directory.
+$(BUILD)/proto/onnx.pb-c.c $(BUILD)/proto/onnx.pb-c.h: $(ONNX_PROTO) | $(DEPS_STAMP)
+	@mkdir -p $(BUILD)/proto
+	cp $(ONNX_PROTO) $(BUILD)/proto/onnx.proto
+	cd $(BUILD)/proto && protoc-c --c_out=. onnx.proto
+
+# Generated code is not ours: compile it without -Werror.
+$(BUILD)/obj/proto/onnx.pb-c.o: $(BUILD)/proto/onnx.pb-c.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(OPT) $(SANFLAGS) -w -I$(BUILD)/proto -c $< -o $@
+
+$(BUILD)/obj/%.o: %.c $(BUILD)/proto/onnx.pb-c.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(CFLAGS_$(subst /,_,$*)) -MMD -MP -c $< -o $@
+
+$(BUILD)/liboqc.a: $(LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/oqc: $(BUILD)/obj/compiler/main.o $(BUILD)/liboqc.a
+	$(CC) $(LDFLAGS_ALL) $^ $(LDLIBS_ALL) -o $@
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_SUPPORT_OBJS) $(BUILD)/liboqc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_ALL) $^ -lcunit $(LDLIBS_ALL) -o $@
+
+# The test runner runs every unit test binary, then the CLI tests; it ends with the
+# line "check: N passed, M failed".
+check: $(BUILD)/oqc $(TEST_BINS)
+	@BUILD=$(BUILD) SAN=$(SAN) sh tests/run.sh
+
+models:
+	$(PYTHON) models/tv/make_torchvision.py --out models/tv
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

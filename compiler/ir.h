@@ -1,0 +1,333 @@
+/* ir.h - oqc's internal interface: arena, diagnostics, the IR and its operator table.
+ *
+ * Every compiler/ and passes/ file includes this header. It is organised as one banner
+ * per source file, listing what that file exports (chibicc style). The public API for
+ * library users is oqc.h; this header is for oqc's own code and tests.
+ *
+ * The IR is a flat graph: arrays of tensors and nodes addressed by integer ids, each
+ * tensor knowing its producer and consumers, nodes kept in topological order. One
+ * arena per model owns every byte of it; nothing is freed individually.
+ */
+#ifndef OQC_IR_H
+#define OQC_IR_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "oqcf.h"
+
+#if defined(__GNUC__)
+#define OQC_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define OQC_PRINTF(f, a)
+#endif
+
+/* ===================================================================== arena.c */
+
+/* A bump allocator. Everything a model needs lives in its arena and is released by
+ * oqc_arena_free at once. Running out of memory is fatal (oqc_panic): user data sizes
+ * are validated against OQC_MAX_ELEMENTS before anything that large is allocated. */
+typedef struct OqcArena OqcArena;
+
+OqcArena *oqc_arena_new(void);
+void oqc_arena_free(OqcArena *a);
+void *oqc_arena_alloc(OqcArena *a, size_t n);        /* zeroed, 16-byte aligned */
+void *oqc_arena_alloc_raw(OqcArena *a, size_t n);    /* not zeroed, 64-byte aligned */
+void *oqc_arena_dup(OqcArena *a, const void *p, size_t n);
+char *oqc_arena_strdup(OqcArena *a, const char *s);
+char *oqc_arena_strndup(OqcArena *a, const char *s, size_t n);
+char *oqc_arena_printf(OqcArena *a, const char *fmt, ...) OQC_PRINTF(2, 3);
+/* Grows an array p of old_n elements of size el to new_n elements (copying). */
+void *oqc_arena_grow(OqcArena *a, void *p, size_t old_n, size_t new_n, size_t el);
+size_t oqc_arena_used(const OqcArena *a);            /* bytes handed out so far */
+
+/* ====================================================================== diag.c */
+
+/* User errors are collected in an OqcDiag and returned up as -1; the CLI prints them
+ * and exits 1. Broken invariants (bugs in oqc) call oqc_panic, which aborts with
+ * file:line. Library code never calls exit(). */
+typedef struct OqcDiag {
+    char *buf;        /* accumulated error text, one message per line (malloc'd) */
+    size_t len;       /* bytes used in buf */
+    size_t cap;       /* bytes allocated for buf */
+    int nerrors;      /* number of errors reported */
+    int verbose;      /* > 0: oqc_info messages are printed */
+    FILE *log;        /* where oqc_info writes (stderr when NULL) */
+} OqcDiag;
+
+struct OqcGraph;
+void oqc_diag_init(OqcDiag *d);
+void oqc_diag_free(OqcDiag *d);
+/* Records an error; always returns -1 so callers can `return oqc_err(...)`. */
+int oqc_err(OqcDiag *d, const char *fmt, ...) OQC_PRINTF(2, 3);
+int oqc_verr(OqcDiag *d, const char *fmt, va_list ap);
+/* Error about a node: prefixed "FILE: node 'NAME' (OP): ". */
+int oqc_err_node(OqcDiag *d, const struct OqcGraph *g, int node, const char *fmt, ...)
+    OQC_PRINTF(4, 5);
+/* Informational line (pass statistics) shown with -v. */
+void oqc_info(OqcDiag *d, const char *fmt, ...) OQC_PRINTF(2, 3);
+_Noreturn void oqc_panic(const char *file, int line, const char *what);
+#define OQC_ASSERT(c) ((c) ? (void)0 : oqc_panic(__FILE__, __LINE__, #c))
+
+/* ===================================================================== graph.c */
+
+/* Largest element count of any tensor oqc accepts (2^32): a model claiming more is
+ * rejected as absurd before anything is allocated for it. */
+#define OQC_MAX_ELEMENTS ((int64_t)1 << 32)
+#define OQC_MAX_RANK OQCF_MAX_RANK
+
+/* A shape in the IR: rank -1 when unknown; d[i] == -1 for an unknown extent. */
+typedef OqcfShape OqcShape;
+
+/* Operators: OQC_OP_UNKNOWN for anything not in ops.def. */
+#define OQC_OPF_ELEMWISE 1u
+typedef enum OqcOp {
+    OQC_OP_UNKNOWN = 0,
+#define OQC_OP(name, flags) OQC_OP_##name,
+#include "ops.def"
+#undef OQC_OP
+    OQC_OP_COUNT
+} OqcOp;
+
+/* Attribute types, numbered as ONNX's AttributeProto.AttributeType. */
+typedef enum OqcAttrType {
+    OQC_ATTR_UNDEFINED = 0, OQC_ATTR_FLOAT = 1, OQC_ATTR_INT = 2, OQC_ATTR_STRING = 3,
+    OQC_ATTR_TENSOR = 4, OQC_ATTR_GRAPH = 5, OQC_ATTR_FLOATS = 6, OQC_ATTR_INTS = 7,
+    OQC_ATTR_STRINGS = 8, OQC_ATTR_TENSORS = 9, OQC_ATTR_GRAPHS = 10,
+    OQC_ATTR_SPARSE_TENSOR = 11, OQC_ATTR_SPARSE_TENSORS = 12, OQC_ATTR_TYPE_PROTO = 13,
+    OQC_ATTR_TYPE_PROTOS = 14,
+} OqcAttrType;
+
+/* A constant tensor value that is not a graph tensor (an attribute's tensor). */
+typedef struct OqcValue {
+    OqcfDType dtype;    /* element type */
+    OqcShape shape;     /* always known */
+    void *data;         /* dense little-endian C-order elements (char* per STRING) */
+    size_t nbytes;      /* size of data in bytes */
+} OqcValue;
+
+/* One node attribute; which fields are meaningful depends on type. */
+typedef struct OqcAttr {
+    const char *name;      /* attribute name */
+    OqcAttrType type;      /* ONNX attribute type */
+    int64_t i;             /* INT */
+    float f;               /* FLOAT */
+    const char *s;         /* STRING, NUL-terminated copy (may contain NULs: see slen) */
+    size_t slen;           /* STRING length in bytes */
+    int n;                 /* element count of FLOATS/INTS/STRINGS/TENSORS/GRAPHS... */
+    float *floats;         /* FLOATS */
+    int64_t *ints;         /* INTS */
+    const char **strings;  /* STRINGS */
+    OqcValue *tensors;     /* TENSOR (n == 1) and TENSORS */
+    const char *opaque;    /* GRAPH(S), SPARSE_TENSOR(S), TYPE_PROTO(S): a summary only */
+} OqcAttr;
+
+/* Quantization parameters of a tensor (filled by calibration / the quantize pass). */
+typedef struct OqcQuant {
+    int valid;           /* 1 when the fields below are set */
+    int is_unsigned;     /* stored as u8 (provably non-negative) instead of s8 */
+    float amax;          /* largest |x| seen during calibration */
+    float threshold;     /* saturation threshold T */
+    float scale;         /* T / 127 (s8) or T / 255 (u8) */
+    const char *method;  /* calibration method that chose T, or "table" */
+} OqcQuant;
+
+/* A tensor: graph input, constant, or a value produced by a node. */
+typedef struct OqcTensor {
+    const char *name;          /* ONNX name, unique in the graph */
+    OqcfDType dtype;           /* element type; OQCF_UNDEFINED when not inferred */
+    OqcShape shape;            /* static shape; rank -1 when not inferred */
+    const char **dim_param;    /* graph inputs: symbolic name per dim (NULL entries) */
+    int producer;              /* node writing it; -1 for inputs and constants */
+    int nconsumers;            /* number of node input slots that read it */
+    int *consumers;            /* node id per reading slot (repeats if read twice) */
+    unsigned is_input : 1;     /* fed by the caller at run time */
+    unsigned is_output : 1;    /* a graph output */
+    unsigned is_const : 1;     /* a constant (initializer, Constant node, folded) */
+    unsigned has_value : 1;    /* not constant, but data holds values shape inference
+                                  derived (small int64 shape computations) */
+    void *data;                /* constant/derived elements, NULL if not held */
+    size_t nbytes;             /* bytes in data */
+    const char *summary;       /* constant loaded without data (XML): the dump's
+                                  summary text of its values, else NULL */
+    OqcQuant quant;            /* quantization parameters when calibrated */
+} OqcTensor;
+
+/* A node; inputs/outputs are tensor ids (-1 for an omitted optional input). */
+typedef struct OqcNode {
+    OqcOp op;              /* OQC_OP_UNKNOWN when oqc does not know the op */
+    const char *op_type;   /* op_type as written in the model */
+    const char *domain;    /* "" for the default ONNX domain */
+    const char *name;      /* node name (generated "<op_type>_<index>" when empty) */
+    int64_t opset;         /* opset version of the node's domain */
+    int nin;               /* number of inputs */
+    int *in;               /* input tensor ids */
+    int nout;              /* number of outputs */
+    int *out;              /* output tensor ids (-1 for omitted optional outputs) */
+    int nattr;             /* number of attributes */
+    OqcAttr *attr;         /* attributes, in model order */
+} OqcNode;
+
+/* An opset import. */
+typedef struct OqcOpset {
+    const char *domain;    /* "" for ai.onnx */
+    int64_t version;       /* opset version */
+} OqcOpset;
+
+typedef struct OqcNameMap OqcNameMap;
+
+/* The model: one graph, its tensors and nodes, owned by one arena. */
+typedef struct OqcGraph {
+    OqcArena *arena;       /* owns everything reachable from the graph */
+    const char *path;      /* file it was loaded from (for messages) */
+    const char *name;      /* graph name */
+    int64_t ir_version;    /* ModelProto.ir_version */
+    const char *producer;  /* "producer_name producer_version" */
+    int nopsets;           /* number of opset imports */
+    OqcOpset *opsets;      /* opset imports */
+    int ntensors;          /* number of tensors */
+    int cap_tensors;       /* capacity of tensors */
+    OqcTensor *tensors;    /* all tensors, by id */
+    int nnodes;            /* number of nodes */
+    int cap_nodes;         /* capacity of nodes */
+    OqcNode *nodes;        /* nodes, in topological order after oqc_graph_toposort */
+    int ninputs;           /* number of run-time graph inputs */
+    int *inputs;           /* their tensor ids, in model order */
+    int noutputs;          /* number of graph outputs */
+    int *outputs;          /* their tensor ids, in model order */
+    OqcNameMap *names;     /* tensor name -> id */
+} OqcGraph;
+
+OqcGraph *oqc_graph_new(const char *path);        /* creates its own arena */
+void oqc_graph_free(OqcGraph *g);                   /* frees the arena */
+const char *oqc_op_name(OqcOp op);
+OqcOp oqc_op_lookup(const char *domain, const char *op_type);
+unsigned oqc_op_flags(OqcOp op);
+/* Expected attribute type per (op, name) from attrs.def; OQC_ATTR_UNDEFINED if unlisted. */
+OqcAttrType oqc_attr_expected(OqcOp op, const char *name);
+const char *oqc_attr_type_name(OqcAttrType t);
+int oqc_tensor_find(const OqcGraph *g, const char *name);    /* id or -1 */
+int oqc_tensor_add(OqcGraph *g, const char *name);          /* new id; name must be new */
+int oqc_tensor_get(OqcGraph *g, const char *name);          /* find or add */
+/* Adds a node with the given inputs and outputs (copied); returns its id. */
+int oqc_node_add(OqcGraph *g, OqcOp op, const char *op_type, const char *name,
+                 int nin, const int *in, int nout, const int *out);
+/* Recomputes producer and consumer lists from the nodes; -1 (with an error) when two
+ * nodes write the same tensor or a node writes an input or constant. */
+int oqc_graph_link(OqcGraph *g, OqcDiag *d);
+/* Orders nodes topologically (stable: keeps model order where possible); reports a
+ * cycle naming its nodes. Calls oqc_graph_link. */
+int oqc_graph_toposort(OqcGraph *g, OqcDiag *d);
+/* Removes nodes flagged in dead[] (array of nnodes) and relinks. */
+void oqc_graph_remove_nodes(OqcGraph *g, const unsigned char *dead);
+
+const OqcAttr *oqc_attr_find(const OqcNode *n, const char *name);
+int64_t oqc_attr_int(const OqcNode *n, const char *name, int64_t dflt);
+float oqc_attr_float(const OqcNode *n, const char *name, float dflt);
+const char *oqc_attr_string(const OqcNode *n, const char *name, const char *dflt);
+/* INTS attribute: element count and *v, or -1 when absent. */
+int oqc_attr_ints(const OqcNode *n, const char *name, const int64_t **v);
+
+int64_t oqc_shape_numel(const OqcShape *s);          /* -1 if any extent unknown */
+int oqc_shape_known(const OqcShape *s);               /* rank and all dims known */
+int oqc_shape_equal(const OqcShape *a, const OqcShape *b);
+/* Writes "1x3x224x224" ("scalar" for rank 0, "?" for unknown rank, "?" per unknown
+ * dim) into buf; returns buf. */
+char *oqc_shape_str(const OqcShape *s, char *buf, size_t size);
+const char *oqc_dtype_name(OqcfDType t);              /* "f32", "i64", ... */
+OqcfDType oqc_dtype_lookup(const char *name);        /* inverse; UNDEFINED if unknown */
+/* Label for messages: the node name, quoted. */
+const char *oqc_node_label(const OqcGraph *g, int node);
+
+/* ================================================================= onnx_load.c */
+
+/* Loads an ONNX model file into a new graph: tensors, constants (every storage form,
+ * external data), nodes with checked attributes, opsets; validates references and
+ * orders nodes topologically. Returns NULL with errors in d. */
+OqcGraph *oqc_load_onnx(const char *path, OqcDiag *d);
+/* Decodes an ONNX TensorProto file (.pb, the ONNX test-data format) into a value
+ * allocated in arena a; name receives the tensor name (may be ""). */
+int oqc_load_tensor_pb(const char *path, OqcArena *a, OqcValue *out, const char **name,
+                       OqcDiag *d);
+
+/* ====================================================================== geom.c */
+
+/* Geometry of a sliding-window op (Conv, ConvTranspose, pooling) over nsp spatial
+ * axes: explicit pads resolved from auto_pad, output extents computed. Shape
+ * inference and the executor both use it, so they cannot disagree. */
+typedef struct OqcWindow {
+    int nsp;                            /* number of spatial axes */
+    int64_t in[OQC_MAX_RANK];           /* input extent per spatial axis */
+    int64_t out[OQC_MAX_RANK];          /* output extent per spatial axis */
+    int64_t kernel[OQC_MAX_RANK];       /* kernel extent */
+    int64_t stride[OQC_MAX_RANK];       /* stride */
+    int64_t dilation[OQC_MAX_RANK];     /* dilation */
+    int64_t pad_begin[OQC_MAX_RANK];    /* padding before */
+    int64_t pad_end[OQC_MAX_RANK];      /* padding after */
+    int64_t out_padding[OQC_MAX_RANK];  /* ConvTranspose output_padding */
+    int64_t group;                      /* Conv/ConvTranspose groups */
+    int64_t in_channels;                /* C */
+    int64_t out_channels;               /* output channels */
+} OqcWindow;
+
+int oqc_conv_geometry(const OqcGraph *g, int node, const OqcShape *x, const OqcShape *w,
+                      OqcWindow *win, OqcDiag *d);
+int oqc_conv_transpose_geometry(const OqcGraph *g, int node, const OqcShape *x,
+                                const OqcShape *w, OqcWindow *win, OqcDiag *d);
+/* MaxPool/AveragePool: kernel_shape, strides, dilations, pads/auto_pad, ceil_mode. */
+int oqc_pool_geometry(const OqcGraph *g, int node, const OqcShape *x, OqcWindow *win,
+                      OqcDiag *d);
+
+/* ===================================================================== shape.c */
+
+/* A user-given input shape (--input-shape NAME=1x3x224x224). */
+typedef struct OqcInputShape {
+    const char *name;   /* graph input name; NULL applies to the only input */
+    OqcShape shape;     /* the full static shape */
+} OqcInputShape;
+
+/* Parses "NAME=1x3x224x224" or "1x3x224x224"; -1 with an error on bad syntax. */
+int oqc_parse_input_shape(const char *arg, OqcInputShape *out, OqcDiag *d);
+/* Applies the overrides to graph inputs (error for unknown names, conflicting fixed
+ * dims), then requires every input to be static. */
+int oqc_fix_inputs(OqcGraph *g, const OqcInputShape *shapes, int n, OqcDiag *d);
+/* Infers dtype and shape of every tensor, in topological order. Tensors of unknown
+ * ops (and everything downstream of them) stay unknown; strict = 1 makes that an
+ * error listing all unsupported ops with counts. Shape errors in known ops are errors. */
+int oqc_infer_shapes(OqcGraph *g, int strict, OqcDiag *d);
+/* Lists every unsupported op with counts in one error; 0 when all are supported. */
+int oqc_check_supported(const OqcGraph *g, OqcDiag *d);
+
+/* ====================================================================== dump.c */
+
+typedef enum OqcDumpFormat { OQC_DUMP_TEXT, OQC_DUMP_XML, OQC_DUMP_DOT } OqcDumpFormat;
+
+/* Text dump: one line per node in topological order; constants summarised. */
+int oqc_dump_text(const OqcGraph *g, FILE *out);
+/* Graphviz dump: a box per node labelled with op and output shape. */
+int oqc_dump_dot(const OqcGraph *g, FILE *out);
+/* Summary of a constant's values: "min=... max=..." (written into the arena). */
+const char *oqc_const_summary(OqcGraph *g, int tensor);
+
+/* ================================================================== dump_xml.c */
+
+/* XML dump (schema docs/oqc-ir.rng). With data_path, constants' bytes are written
+ * to that side file and referenced from the XML by offset; data_ref is the name
+ * written in the XML (relative to the XML file). */
+int oqc_dump_xml(OqcGraph *g, FILE *out, const char *data_path, const char *data_ref,
+                 OqcDiag *d);
+/* Loads an XML dump back into a graph (constant data from the side file when the XML
+ * references one). */
+OqcGraph *oqc_load_xml(const char *path, OqcDiag *d);
+
+/* ================================================================== model.c */
+
+/* Loads a model by content: XML dumps (starting with "<?xml") or ONNX protobuf. */
+OqcGraph *oqc_load_model(const char *path, OqcDiag *d);
+/* Load + --input-shape + shape inference; strict rejects unsupported ops. */
+OqcGraph *oqc_prepare(const char *path, const OqcInputShape *shapes, int nshapes,
+                      int strict, OqcDiag *d);
+
+#endif

@@ -1,0 +1,289 @@
+/* main.c - the oqc command-line driver.
+ *
+ *   oqc dump MODEL [--format text|xml|dot] [-o FILE] [--input-shape NAME=DIMS]...
+ *   oqc check MODEL [--input-shape NAME=DIMS]...
+ *   oqc help [COMMAND] | oqc --version
+ *
+ * Each command is a function taking its arguments and an OqcDiag; user errors come
+ * back as -1 with messages in the diag, which main prints before exiting 1. Output
+ * files are written to a temporary name beside the target and renamed only when
+ * complete, so a failed command never leaves a partial file that looks finished. */
+#include "ir.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define OQC_VERSION "0.1.0"
+
+/* Options shared by the commands. */
+typedef struct Opts {
+    const char *model;            /* MODEL argument */
+    const char *out;              /* -o FILE (NULL: stdout) */
+    const char *format;           /* --format */
+    OqcInputShape shapes[16];     /* --input-shape, in order */
+    int nshapes;                  /* number of --input-shape */
+    int verbose;                  /* -v count */
+    int quiet;                    /* -q */
+} Opts;
+
+/* An output file being written: tmp name until oqc_out_commit renames it. */
+typedef struct OutFile {
+    FILE *f;            /* stream to write */
+    const char *path;   /* final path, NULL for stdout */
+    char *tmp;          /* temporary path (malloc'd) */
+} OutFile;
+
+static int out_open(OutFile *o, const char *path, OqcDiag *d) {
+    memset(o, 0, sizeof *o);
+    if (!path || strcmp(path, "-") == 0) {
+        o->f = stdout;
+        return 0;
+    }
+    size_t n = strlen(path) + 32;
+    o->tmp = malloc(n);
+    if (!o->tmp)
+        return oqc_err(d, "out of memory");
+    snprintf(o->tmp, n, "%s.tmp%ld", path, (long)getpid());
+    o->f = fopen(o->tmp, "wb");
+    if (!o->f) {
+        oqc_err(d, "%s: cannot write: %s", path, strerror(errno));
+        free(o->tmp);
+        o->tmp = NULL;
+        return -1;
+    }
+    o->path = path;
+    return 0;
+}
+
+/* Finishes the output: renames into place when ok, else removes the temporary. */
+static int out_close(OutFile *o, int ok, OqcDiag *d) {
+    int rc = 0;
+    if (o->f == stdout) {
+        if (fflush(stdout) != 0 && ok)
+            rc = oqc_err(d, "error writing standard output: %s", strerror(errno));
+        return ok ? rc : -1;
+    }
+    if (!o->f)
+        return -1;
+    if (fclose(o->f) != 0 && ok)
+        rc = oqc_err(d, "%s: error writing: %s", o->path, strerror(errno));
+    if (ok && rc == 0 && rename(o->tmp, o->path) != 0)
+        rc = oqc_err(d, "%s: cannot rename the finished output into place: %s", o->path,
+                     strerror(errno));
+    if (!ok || rc < 0)
+        remove(o->tmp);
+    free(o->tmp);
+    return ok ? rc : -1;
+}
+
+static const char *usage_text =
+    "usage: oqc COMMAND [options]\n"
+    "\n"
+    "commands:\n"
+    "  dump MODEL   print the IR (--format text|xml|dot, -o FILE)\n"
+    "  check MODEL  check that oqc supports every op and shape of MODEL\n"
+    "  help         this text (oqc help COMMAND for one command)\n"
+    "\n"
+    "common options:\n"
+    "  --input-shape NAME=D1xD2x...  fix a dynamic input's shape (repeatable)\n"
+    "  -o FILE                       write the output to FILE instead of stdout\n"
+    "  -v                            verbose (pass statistics)\n"
+    "  -q                            quiet\n"
+    "\n"
+    "MODEL is an ONNX file or an XML dump written by `oqc dump --format xml`.\n"
+    "Exit status: 0 success, 1 error (the message names the file, node and problem).\n";
+
+static const char *cmd_usage(const char *cmd) {
+    if (!strcmp(cmd, "dump"))
+        return "usage: oqc dump MODEL [--format text|xml|dot] [-o FILE] "
+               "[--input-shape NAME=DIMS]...\n"
+               "  text: one line per input, constant, node and output (docs/ir-dump.md)\n"
+               "  xml:  the whole IR (schema docs/oqc-ir.rng); with -o FILE the constants'\n"
+               "        bytes go to FILE.data, so `oqc dump FILE` can load it back\n"
+               "  dot:  Graphviz (render with dot -Tsvg)\n";
+    if (!strcmp(cmd, "check"))
+        return "usage: oqc check MODEL [--input-shape NAME=DIMS]...\n"
+               "  loads MODEL, infers every shape and lists unsupported ops; exit 0 when\n"
+               "  oqc can execute and compile the model\n";
+    return NULL;
+}
+
+/* Parses the options a command accepts (allowed: string of option letters/names). */
+static int parse_opts(int argc, char **argv, const char *cmd, const char *const *allowed,
+                      Opts *o, OqcDiag *d) {
+    memset(o, 0, sizeof *o);
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = NULL;
+        if (a[0] != '-' || !a[1]) {
+            if (o->model)
+                return oqc_err(d, "oqc %s: unexpected argument '%s' (the model is already "
+                                  "'%s')", cmd, a, o->model);
+            o->model = a;
+            continue;
+        }
+        char name[64];
+        const char *eq = strchr(a, '=');
+        if (!strncmp(a, "--", 2) && eq && (size_t)(eq - a) < sizeof name) {
+            memcpy(name, a, (size_t)(eq - a));
+            name[eq - a] = 0;
+            val = eq + 1;
+        } else {
+            snprintf(name, sizeof name, "%s", a);
+        }
+        int ok = 0;
+        for (const char *const *p = allowed; *p; p++)
+            ok |= !strcmp(*p, name);
+        if (!ok)
+            return oqc_err(d, "oqc %s: unknown option '%s' (see `oqc help %s`)", cmd, name,
+                           cmd);
+        if (!strcmp(name, "-v")) {
+            o->verbose++;
+            continue;
+        }
+        if (!strcmp(name, "-q")) {
+            o->quiet = 1;
+            continue;
+        }
+        if (!val) {
+            if (i + 1 >= argc)
+                return oqc_err(d, "oqc %s: option '%s' needs a value", cmd, name);
+            val = argv[++i];
+        }
+        if (!strcmp(name, "-o")) {
+            o->out = val;
+        } else if (!strcmp(name, "--format")) {
+            o->format = val;
+        } else if (!strcmp(name, "--input-shape")) {
+            if (o->nshapes == (int)(sizeof o->shapes / sizeof o->shapes[0]))
+                return oqc_err(d, "oqc %s: too many --input-shape options", cmd);
+            if (oqc_parse_input_shape(val, &o->shapes[o->nshapes], d) < 0)
+                return -1;
+            o->nshapes++;
+        }
+    }
+    if (!o->model)
+        return oqc_err(d, "oqc %s: missing MODEL argument\n%s", cmd, cmd_usage(cmd));
+    return 0;
+}
+
+static void free_opts(Opts *o) {
+    for (int i = 0; i < o->nshapes; i++)
+        free((void *)o->shapes[i].name);
+}
+
+static int cmd_dump(int argc, char **argv, OqcDiag *d) {
+    static const char *const allowed[] = {"-o", "--format", "--input-shape", "-v", "-q", NULL};
+    Opts o;
+    int rc = parse_opts(argc, argv, "dump", allowed, &o, d);
+    OqcDumpFormat fmt = OQC_DUMP_TEXT;
+    if (rc == 0 && o.format) {
+        if (!strcmp(o.format, "text"))
+            fmt = OQC_DUMP_TEXT;
+        else if (!strcmp(o.format, "xml"))
+            fmt = OQC_DUMP_XML;
+        else if (!strcmp(o.format, "dot"))
+            fmt = OQC_DUMP_DOT;
+        else
+            rc = oqc_err(d, "oqc dump: unknown --format '%s' (text, xml or dot)", o.format);
+    }
+    OqcGraph *g = rc == 0 ? oqc_prepare(o.model, o.shapes, o.nshapes, 0, d) : NULL;
+    if (g) {
+        OutFile out;
+        if (out_open(&out, o.out, d) == 0) {
+            int ok;
+            if (fmt == OQC_DUMP_XML) {
+                char *data_path = NULL;
+                const char *ref = NULL;
+                if (out.path) {
+                    size_t n = strlen(out.path) + 8;
+                    data_path = malloc(n);
+                    if (!data_path)
+                        oqc_panic(__FILE__, __LINE__, "out of memory");
+                    snprintf(data_path, n, "%s.data", out.path);
+                    ref = strrchr(data_path, '/') ? strrchr(data_path, '/') + 1 : data_path;
+                }
+                ok = oqc_dump_xml(g, out.f, data_path, ref, d) == 0;
+                free(data_path);
+            } else if (fmt == OQC_DUMP_DOT) {
+                ok = oqc_dump_dot(g, out.f) == 0;
+            } else {
+                ok = oqc_dump_text(g, out.f) == 0;
+            }
+            rc = out_close(&out, ok, d);
+        } else {
+            rc = -1;
+        }
+        oqc_graph_free(g);
+    } else {
+        rc = -1;
+    }
+    free_opts(&o);
+    return rc;
+}
+
+static int cmd_check(int argc, char **argv, OqcDiag *d) {
+    static const char *const allowed[] = {"--input-shape", "-v", "-q", NULL};
+    Opts o;
+    int rc = parse_opts(argc, argv, "check", allowed, &o, d);
+    OqcGraph *g = rc == 0 ? oqc_prepare(o.model, o.shapes, o.nshapes, 1, d) : NULL;
+    if (g) {
+        if (!o.quiet)
+            printf("%s: ok: %d nodes, %d inputs, %d outputs, every op supported\n", o.model,
+                   g->nnodes, g->ninputs, g->noutputs);
+        oqc_graph_free(g);
+    } else {
+        rc = -1;
+    }
+    free_opts(&o);
+    return rc;
+}
+
+typedef struct Command {
+    const char *name;                                 /* command word */
+    int (*fn)(int argc, char **argv, OqcDiag *d);     /* its implementation */
+} Command;
+
+static const Command commands[] = {
+    {"dump", cmd_dump},
+    {"check", cmd_check},
+};
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fputs(usage_text, stderr);
+        return 1;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+        printf("oqc %s\n", OQC_VERSION);
+        return 0;
+    }
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        const char *u = argc > 2 ? cmd_usage(argv[2]) : NULL;
+        fputs(u ? u : usage_text, stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(commands[i].name, cmd))
+            continue;
+        for (int k = 2; k < argc; k++)
+            if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
+                fputs(cmd_usage(cmd), stdout);
+                return 0;
+            }
+        OqcDiag d;
+        oqc_diag_init(&d);
+        int rc = commands[i].fn(argc - 2, argv + 2, &d);
+        if (rc < 0 || d.nerrors) {
+            fflush(stdout);
+            fputs(d.buf ? d.buf : "oqc: failed\n", stderr);
+        }
+        oqc_diag_free(&d);
+        return rc < 0 ? 1 : 0;
+    }
+    fprintf(stderr, "oqc: unknown command '%s'\n\n%s", cmd, usage_text);
+    return 1;
+}

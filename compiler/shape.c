@@ -1,0 +1,1013 @@
+/* shape.c - shape and dtype inference over the IR (see ir.h).
+ *
+ * One function per op, dispatched through a table indexed by OqcOp. Nodes are visited
+ * in topological order; a node whose inputs are not known (downstream of an op oqc
+ * does not know) leaves its outputs unknown. Errors name the node, its op and what
+ * does not fit. Shape rules that the FP32 kernels also need (broadcasting, Slice
+ * clamping, Pad, Gather) come from the runtime library so there is one copy of each.
+ *
+ * Small int64 tensors computed from shapes (PyTorch's Shape -> Gather -> Unsqueeze ->
+ * Concat -> Reshape chains) get their values derived here too (has_value), so the
+ * Reshape at the end of such a chain has a static shape. */
+#include "ir.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "oqcf_tensor.h"
+
+/* Per-node inference context. */
+typedef struct Ctx {
+    OqcGraph *g;      /* the graph */
+    OqcDiag *d;       /* errors */
+    int node;         /* node id */
+    OqcNode *n;       /* the node */
+} Ctx;
+
+typedef int (*ShapeFn)(Ctx *c);
+
+#define ERR(...) oqc_err_node(c->d, c->g, c->node, __VA_ARGS__)
+#define MAX_VALUES 64 /* largest tensor whose values shape inference derives */
+
+static OqcTensor *IN(Ctx *c, int k) {
+    return k < c->n->nin && c->n->in[k] >= 0 ? &c->g->tensors[c->n->in[k]] : NULL;
+}
+static OqcTensor *OUT(Ctx *c, int k) {
+    return k < c->n->nout && c->n->out[k] >= 0 ? &c->g->tensors[c->n->out[k]] : NULL;
+}
+static void set_out(Ctx *c, int k, OqcfDType dt, const OqcShape *s) {
+    OqcTensor *t = OUT(c, k);
+    if (t && !t->is_const) {
+        t->dtype = dt;
+        t->shape = *s;
+    }
+}
+static char *sstr(const OqcShape *s) {
+    static char bufs[4][128];
+    static int i;
+    i = (i + 1) & 3;
+    return oqc_shape_str(s, bufs[i], sizeof bufs[i]);
+}
+
+/* Values of a small int64 (or int32) tensor known at compile time, else NULL. */
+static const void *known_values(const OqcTensor *t) {
+    if (!t || !(t->is_const || t->has_value) || !t->data)
+        return NULL;
+    return t->data;
+}
+
+/* Reads input k as a 1-D list of integers (constant or derived); -1 when unknown. */
+static int int_list(Ctx *c, int k, int64_t *v, int max) {
+    const OqcTensor *t = IN(c, k);
+    const void *p = known_values(t);
+    if (!p || (t->dtype != OQCF_INT64 && t->dtype != OQCF_INT32) || t->shape.rank > 1)
+        return -1;
+    int64_t n = oqc_shape_numel(&t->shape);
+    if (n > max)
+        return ERR("input '%s' has %" PRId64 " values; at most %d are supported", t->name,
+                   n, max) - 1;
+    for (int64_t i = 0; i < n; i++)
+        v[i] = t->dtype == OQCF_INT64 ? ((const int64_t *)p)[i] : ((const int32_t *)p)[i];
+    return (int)n;
+}
+
+static int norm_axis(Ctx *c, int64_t axis, int rank, const char *what) {
+    if (axis < -rank || axis >= rank)
+        return ERR("%s %" PRId64 " is out of range for rank %d", what, axis, rank);
+    return (int)(axis < 0 ? axis + rank : axis);
+}
+
+/* ------------------------------------------------------------- element-wise */
+
+static int shape_same(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    set_out(c, 0, x->dtype, &x->shape);
+    return 0;
+}
+
+static int shape_broadcast(Ctx *c) {
+    OqcShape s = IN(c, 0)->shape;
+    OqcfDType dt = IN(c, 0)->dtype;
+    for (int k = 1; k < c->n->nin; k++) {
+        const OqcTensor *x = IN(c, k);
+        if (!x)
+            continue;
+        if (x->dtype != dt)
+            return ERR("inputs have different element types %s ('%s') and %s ('%s')",
+                       oqc_dtype_name(dt), IN(c, 0)->name, oqc_dtype_name(x->dtype), x->name);
+        OqcShape r;
+        if (oqcf_broadcast_shape(&s, &x->shape, &r) != OQCF_OK)
+            return ERR("shapes %s and %s ('%s') do not broadcast", sstr(&s), sstr(&x->shape),
+                       x->name);
+        s = r;
+    }
+    set_out(c, 0, dt, &s);
+    return 0;
+}
+
+static int shape_clip(Ctx *c) {
+    for (int k = 1; k < c->n->nin && k < 3; k++)
+        if (IN(c, k) && oqc_shape_numel(&IN(c, k)->shape) != 1)
+            return ERR("min/max input '%s' must be a scalar", IN(c, k)->name);
+    return shape_same(c);
+}
+
+/* ---------------------------------------------------------- conv / pooling */
+
+static int shape_conv(Ctx *c) {
+    const OqcTensor *x = IN(c, 0), *w = IN(c, 1);
+    if (!w)
+        return ERR("needs a weight input");
+    OqcWindow win;
+    if (oqc_conv_geometry(c->g, c->node, &x->shape, &w->shape, &win, c->d) < 0)
+        return -1;
+    const OqcTensor *b = IN(c, 2);
+    if (b && (b->shape.rank != 1 || b->shape.d[0] != win.out_channels))
+        return ERR("bias '%s' has shape %s; expected [%" PRId64 "]", b->name,
+                   sstr(&b->shape), win.out_channels);
+    OqcShape s = {.rank = x->shape.rank};
+    s.d[0] = x->shape.d[0];
+    s.d[1] = win.out_channels;
+    for (int i = 0; i < win.nsp; i++)
+        s.d[2 + i] = win.out[i];
+    set_out(c, 0, x->dtype, &s);
+    return 0;
+}
+
+static int shape_conv_transpose(Ctx *c) {
+    const OqcTensor *x = IN(c, 0), *w = IN(c, 1);
+    if (!w)
+        return ERR("needs a weight input");
+    OqcWindow win;
+    if (oqc_conv_transpose_geometry(c->g, c->node, &x->shape, &w->shape, &win, c->d) < 0)
+        return -1;
+    OqcShape s = {.rank = x->shape.rank};
+    s.d[0] = x->shape.d[0];
+    s.d[1] = win.out_channels;
+    for (int i = 0; i < win.nsp; i++)
+        s.d[2 + i] = win.out[i];
+    set_out(c, 0, x->dtype, &s);
+    return 0;
+}
+
+static int shape_pool(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    OqcWindow win;
+    if (oqc_pool_geometry(c->g, c->node, &x->shape, &win, c->d) < 0)
+        return -1;
+    OqcShape s = x->shape;
+    for (int i = 0; i < win.nsp; i++)
+        s.d[2 + i] = win.out[i];
+    set_out(c, 0, x->dtype, &s);
+    set_out(c, 1, OQCF_INT64, &s); /* MaxPool's optional Indices */
+    return 0;
+}
+
+static int shape_global_pool(Ctx *c) {
+    OqcShape s = IN(c, 0)->shape;
+    if (s.rank < 3)
+        return ERR("input '%s' has rank %d; needs N x C x spatial...", IN(c, 0)->name, s.rank);
+    for (int i = 2; i < s.rank; i++)
+        s.d[i] = 1;
+    set_out(c, 0, IN(c, 0)->dtype, &s);
+    return 0;
+}
+
+static int shape_batchnorm(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    if (x->shape.rank < 2)
+        return ERR("input '%s' has rank %d; needs at least N x C", x->name, x->shape.rank);
+    int64_t ch = x->shape.d[1];
+    for (int k = 1; k < 5; k++) {
+        const OqcTensor *p = IN(c, k);
+        if (!p)
+            return ERR("needs 5 inputs (X, scale, B, mean, var)");
+        if (p->shape.rank != 1 || p->shape.d[0] != ch)
+            return ERR("input '%s' has shape %s; expected [%" PRId64 "] (one per channel)",
+                       p->name, sstr(&p->shape), ch);
+    }
+    set_out(c, 0, x->dtype, &x->shape);
+    OqcShape cs = {.rank = 1, .d = {ch}};
+    for (int k = 1; k < c->n->nout; k++)
+        set_out(c, k, x->dtype, &cs);
+    return 0;
+}
+
+static int shape_lrn(Ctx *c) {
+    if (IN(c, 0)->shape.rank < 3)
+        return ERR("input has rank %d; LRN needs N x C x spatial...", IN(c, 0)->shape.rank);
+    if (oqc_attr_int(c->n, "size", 0) <= 0)
+        return ERR("attribute 'size' must be a positive integer");
+    return shape_same(c);
+}
+
+/* ------------------------------------------------------------------ linear */
+
+static int shape_gemm(Ctx *c) {
+    const OqcTensor *a = IN(c, 0), *b = IN(c, 1), *cc = IN(c, 2);
+    if (!b)
+        return ERR("needs inputs A and B");
+    if (a->shape.rank != 2 || b->shape.rank != 2)
+        return ERR("A '%s' %s and B '%s' %s must both be 2-D", a->name, sstr(&a->shape),
+                   b->name, sstr(&b->shape));
+    int ta = oqc_attr_int(c->n, "transA", 0) != 0, tb = oqc_attr_int(c->n, "transB", 0) != 0;
+    int64_t m = a->shape.d[ta], k = a->shape.d[!ta], kb = b->shape.d[tb], n = b->shape.d[!tb];
+    if (k != kb)
+        return ERR("inner dimensions differ: A%s is %s, B%s is %s", ta ? "^T" : "",
+                   sstr(&a->shape), tb ? "^T" : "", sstr(&b->shape));
+    OqcShape s = {.rank = 2, .d = {m, n}}, r;
+    if (cc && (oqcf_broadcast_shape(&cc->shape, &s, &r) != OQCF_OK || !oqc_shape_equal(&r, &s)))
+        return ERR("C '%s' %s does not broadcast to %s", cc->name, sstr(&cc->shape), sstr(&s));
+    set_out(c, 0, a->dtype, &s);
+    return 0;
+}
+
+static int shape_matmul(Ctx *c) {
+    const OqcTensor *a = IN(c, 0), *b = IN(c, 1);
+    if (!b)
+        return ERR("needs two inputs");
+    OqcShape as = a->shape, bs = b->shape;
+    if (as.rank == 0 || bs.rank == 0)
+        return ERR("MatMul inputs must have rank >= 1 (got %s and %s)", sstr(&as), sstr(&bs));
+    int a1 = as.rank == 1, b1 = bs.rank == 1;
+    if (a1) { as.rank = 2; as.d[1] = as.d[0]; as.d[0] = 1; }
+    if (b1) { bs.rank = 2; bs.d[1] = 1; }
+    if (as.d[as.rank - 1] != bs.d[bs.rank - 2])
+        return ERR("inner dimensions differ: %s x %s", sstr(&a->shape), sstr(&b->shape));
+    OqcShape ab = as, bb = bs, batch;
+    ab.rank -= 2;
+    bb.rank -= 2;
+    if (oqcf_broadcast_shape(&ab, &bb, &batch) != OQCF_OK)
+        return ERR("batch dimensions of %s and %s do not broadcast", sstr(&a->shape),
+                   sstr(&b->shape));
+    OqcShape s = batch;
+    if (!a1)
+        s.d[s.rank++] = as.d[as.rank - 2];
+    if (!b1)
+        s.d[s.rank++] = bs.d[bs.rank - 1];
+    set_out(c, 0, a->dtype, &s);
+    return 0;
+}
+
+/* ------------------------------------------------------------ data movement */
+
+static int shape_concat(Ctx *c) {
+    const OqcTensor *x0 = IN(c, 0);
+    if (!oqc_attr_find(c->n, "axis"))
+        return ERR("attribute 'axis' is required");
+    int axis = norm_axis(c, oqc_attr_int(c->n, "axis", 0), x0->shape.rank, "axis");
+    if (axis < 0)
+        return -1;
+    OqcShape s = x0->shape;
+    for (int k = 1; k < c->n->nin; k++) {
+        const OqcTensor *x = IN(c, k);
+        if (!x)
+            continue;
+        if (x->dtype != x0->dtype || x->shape.rank != s.rank)
+            return ERR("input '%s' (%s %s) does not match '%s' (%s %s)", x->name,
+                       oqc_dtype_name(x->dtype), sstr(&x->shape), x0->name,
+                       oqc_dtype_name(x0->dtype), sstr(&x0->shape));
+        for (int i = 0; i < s.rank; i++)
+            if (i != axis && x->shape.d[i] != s.d[i])
+                return ERR("input '%s' %s differs from %s outside axis %d", x->name,
+                           sstr(&x->shape), sstr(&x0->shape), axis);
+        s.d[axis] += x->shape.d[axis];
+    }
+    set_out(c, 0, x0->dtype, &s);
+    return 0;
+}
+
+static int shape_split(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    int axis = norm_axis(c, oqc_attr_int(c->n, "axis", 0), x->shape.rank, "axis");
+    if (axis < 0)
+        return -1;
+    int64_t sizes[MAX_VALUES];
+    int nout = c->n->nout, ns = -1;
+    const int64_t *av;
+    if (IN(c, 1)) {
+        ns = int_list(c, 1, sizes, MAX_VALUES);
+        if (ns < -1)
+            return -1;
+        if (ns < 0)
+            return ERR("split sizes '%s' must be a constant", IN(c, 1)->name);
+    } else if ((ns = oqc_attr_ints(c->n, "split", &av)) >= 0) {
+        if (ns > MAX_VALUES)
+            return ERR("too many split sizes");
+        memcpy(sizes, av, (size_t)ns * sizeof *sizes);
+    }
+    int64_t dim = x->shape.d[axis];
+    if (ns < 0) { /* equal parts; the last may be smaller (opset 18) */
+        if (nout > MAX_VALUES || nout <= 0)
+            return ERR("bad number of outputs %d", nout);
+        int64_t part = (dim + nout - 1) / nout;
+        if (oqc_attr_find(c->n, "num_outputs") == NULL && dim % nout)
+            return ERR("axis %d of size %" PRId64 " does not split into %d equal parts", axis,
+                       dim, nout);
+        for (int i = 0; i < nout; i++)
+            sizes[i] = i < nout - 1 ? part : dim - part * (nout - 1);
+        ns = nout;
+    }
+    if (ns != nout)
+        return ERR("%d split sizes for %d outputs", ns, nout);
+    int64_t total = 0;
+    for (int i = 0; i < ns; i++) {
+        if (sizes[i] < 0)
+            return ERR("negative split size %" PRId64, sizes[i]);
+        total += sizes[i];
+    }
+    if (total != dim)
+        return ERR("split sizes add up to %" PRId64 " but axis %d has size %" PRId64, total,
+                   axis, dim);
+    for (int i = 0; i < nout; i++) {
+        OqcShape s = x->shape;
+        s.d[axis] = sizes[i];
+        set_out(c, i, x->dtype, &s);
+    }
+    return 0;
+}
+
+static int shape_slice(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    int64_t st[OQC_MAX_RANK], en[OQC_MAX_RANK], ax[OQC_MAX_RANK], sp[OQC_MAX_RANK];
+    int n, na = -1, nsp = -1;
+    if (c->n->opset < 10) {
+        const int64_t *v;
+        n = oqc_attr_ints(c->n, "starts", &v);
+        if (n < 0 || n > OQC_MAX_RANK || oqc_attr_ints(c->n, "ends", &v) != n)
+            return ERR("attributes 'starts' and 'ends' must have the same length <= rank");
+        oqc_attr_ints(c->n, "starts", &v);
+        memcpy(st, v, (size_t)n * sizeof *st);
+        oqc_attr_ints(c->n, "ends", &v);
+        memcpy(en, v, (size_t)n * sizeof *en);
+        if ((na = oqc_attr_ints(c->n, "axes", &v)) >= 0) {
+            if (na != n)
+                return ERR("'axes' has %d entries, 'starts' %d", na, n);
+            memcpy(ax, v, (size_t)na * sizeof *ax);
+        }
+    } else {
+        if (!IN(c, 1) || !IN(c, 2))
+            return ERR("needs inputs starts and ends");
+        n = int_list(c, 1, st, OQC_MAX_RANK);
+        int ne = int_list(c, 2, en, OQC_MAX_RANK);
+        na = IN(c, 3) ? int_list(c, 3, ax, OQC_MAX_RANK) : -1;
+        nsp = IN(c, 4) ? int_list(c, 4, sp, OQC_MAX_RANK) : -1;
+        if (n < -1 || ne < -1 || na < -1 || nsp < -1)
+            return -1;
+        if (n < 0 || ne < 0 || (IN(c, 3) && na < 0) || (IN(c, 4) && nsp < 0))
+            return ERR("starts, ends, axes and steps must be constants");
+        if (ne != n || (na >= 0 && na != n) || (nsp >= 0 && nsp != n))
+            return ERR("starts, ends, axes and steps must have the same length");
+    }
+    OqcfSlice sl;
+    if (oqcf_slice_resolve(&x->shape, st, en, n, na >= 0 ? ax : NULL, nsp >= 0 ? sp : NULL,
+                           &sl) != OQCF_OK)
+        return ERR("invalid slice of %s (axis out of range, repeated axis or zero step)",
+                   sstr(&x->shape));
+    set_out(c, 0, x->dtype, &sl.out);
+    return 0;
+}
+
+static int shape_flatten(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    int64_t axis = oqc_attr_int(c->n, "axis", 1);
+    int r = x->shape.rank;
+    if (axis < -r || axis > r)
+        return ERR("axis %" PRId64 " is out of range for rank %d", axis, r);
+    if (axis < 0)
+        axis += r;
+    OqcShape s = {.rank = 2, .d = {1, 1}};
+    for (int i = 0; i < r; i++)
+        s.d[i >= axis] *= x->shape.d[i];
+    set_out(c, 0, x->dtype, &s);
+    return 0;
+}
+
+static int shape_reshape(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    int64_t v[OQC_MAX_RANK + 1];
+    int n;
+    if (c->n->opset < 5) {
+        const int64_t *a;
+        n = oqc_attr_ints(c->n, "shape", &a);
+        if (n < 0 || n > OQC_MAX_RANK)
+            return ERR("attribute 'shape' is missing or too long");
+        memcpy(v, a, (size_t)n * sizeof *v);
+    } else {
+        if (!IN(c, 1))
+            return ERR("needs a shape input");
+        n = int_list(c, 1, v, OQC_MAX_RANK + 1);
+        if (n < -1)
+            return -1;
+        if (n < 0)
+            return ERR("shape input '%s' is not a constant oqc can compute", IN(c, 1)->name);
+        if (n > OQC_MAX_RANK)
+            return ERR("target rank %d exceeds %d", n, OQC_MAX_RANK);
+    }
+    int allowzero = (int)oqc_attr_int(c->n, "allowzero", 0);
+    OqcShape s = {.rank = n};
+    int64_t known = 1, total = oqc_shape_numel(&x->shape);
+    int minus = -1;
+    for (int i = 0; i < n; i++) {
+        if (v[i] == -1) {
+            if (minus >= 0)
+                return ERR("shape has more than one -1");
+            minus = i;
+            continue;
+        }
+        if (v[i] < -1)
+            return ERR("shape entry %" PRId64 " is invalid", v[i]);
+        s.d[i] = v[i] == 0 && !allowzero ? (i < x->shape.rank ? x->shape.d[i] : -2) : v[i];
+        if (s.d[i] == -2)
+            return ERR("shape entry 0 at axis %d copies a dimension the input (rank %d) "
+                       "does not have", i, x->shape.rank);
+        known *= s.d[i];
+    }
+    if (minus >= 0) {
+        if (known == 0 || total % known)
+            return ERR("cannot reshape %s into %d dims with -1 (%" PRId64
+                       " elements do not divide by %" PRId64 ")", sstr(&x->shape), n, total,
+                       known);
+        s.d[minus] = total / known;
+    } else if (known != total) {
+        return ERR("cannot reshape %s (%" PRId64 " elements) into %s", sstr(&x->shape), total,
+                   sstr(&s));
+    }
+    set_out(c, 0, x->dtype, &s);
+    return 0;
+}
+
+static int shape_transpose(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    int r = x->shape.rank;
+    const int64_t *perm;
+    int np = oqc_attr_ints(c->n, "perm", &perm);
+    OqcShape s = {.rank = r};
+    int seen[OQC_MAX_RANK] = {0};
+    if (np >= 0 && np != r)
+        return ERR("perm has %d entries for rank %d", np, r);
+    for (int i = 0; i < r; i++) {
+        int64_t p = np >= 0 ? perm[i] : r - 1 - i;
+        if (p < 0 || p >= r || seen[p]++)
+            return ERR("perm is not a permutation of 0..%d", r - 1);
+        s.d[i] = x->shape.d[p];
+    }
+    set_out(c, 0, x->dtype, &s);
+    return 0;
+}
+
+/* Axes of Squeeze/Unsqueeze: the input (opset >= 13) or the attribute. */
+static int axes_arg(Ctx *c, int64_t *ax, int max) {
+    if (c->n->opset >= 13) {
+        if (!IN(c, 1))
+            return -2; /* absent */
+        int n = int_list(c, 1, ax, max);
+        if (n == -1)
+            return ERR("axes input '%s' must be a constant", IN(c, 1)->name);
+        return n;
+    }
+    const int64_t *v;
+    int n = oqc_attr_ints(c->n, "axes", &v);
+    if (n < 0)
+        return -2;
+    if (n > max)
+        return ERR("too many axes");
+    memcpy(ax, v, (size_t)n * sizeof *ax);
+    return n;
+}
+
+static int shape_squeeze(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    int64_t ax[OQC_MAX_RANK];
+    int na = axes_arg(c, ax, OQC_MAX_RANK);
+    if (na == -1 || na < -2)
+        return -1;
+    int drop[OQC_MAX_RANK] = {0};
+    if (na == -2) {
+        for (int i = 0; i < x->shape.rank; i++)
+            drop[i] = x->shape.d[i] == 1;
+    } else {
+        for (int i = 0; i < na; i++) {
+            int a = norm_axis(c, ax[i], x->shape.rank, "axis");
+            if (a < 0)
+                return -1;
+            if (x->shape.d[a] != 1)
+                return ERR("cannot squeeze axis %d of %s: its size is not 1", a,
+                           sstr(&x->shape));
+            drop[a] = 1;
+        }
+    }
+    OqcShape s = {.rank = 0};
+    for (int i = 0; i < x->shape.rank; i++)
+        if (!drop[i])
+            s.d[s.rank++] = x->shape.d[i];
+    set_out(c, 0, x->dtype, &s);
+    return 0;
+}
+
+static int shape_unsqueeze(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    int64_t ax[OQC_MAX_RANK];
+    int na = axes_arg(c, ax, OQC_MAX_RANK);
+    if (na == -2)
+        return ERR("axes are required");
+    if (na < 0)
+        return -1;
+    int r = x->shape.rank + na;
+    if (r > OQC_MAX_RANK)
+        return ERR("output rank %d exceeds %d", r, OQC_MAX_RANK);
+    int ins[OQC_MAX_RANK] = {0};
+    for (int i = 0; i < na; i++) {
+        int a = norm_axis(c, ax[i], r, "axis");
+        if (a < 0)
+            return -1;
+        if (ins[a]++)
+            return ERR("axis %d is repeated", a);
+    }
+    OqcShape s = {.rank = r};
+    for (int i = 0, j = 0; i < r; i++)
+        s.d[i] = ins[i] ? 1 : x->shape.d[j++];
+    set_out(c, 0, x->dtype, &s);
+    return 0;
+}
+
+static int shape_softmax(Ctx *c) {
+    int r = IN(c, 0)->shape.rank;
+    int64_t axis = oqc_attr_int(c->n, "axis", c->n->opset >= 13 ? -1 : 1);
+    if (r > 0 && norm_axis(c, axis, r, "axis") < 0)
+        return -1;
+    return shape_same(c);
+}
+
+static int shape_dropout(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    set_out(c, 0, x->dtype, &x->shape);
+    set_out(c, 1, OQCF_BOOL, &x->shape);
+    return 0;
+}
+
+static int shape_pad(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    int r = x->shape.rank;
+    int64_t pads[2 * OQC_MAX_RANK] = {0}, raw[2 * OQC_MAX_RANK], ax[OQC_MAX_RANK];
+    int np;
+    if (c->n->opset < 11) {
+        const int64_t *v;
+        np = oqc_attr_ints(c->n, "pads", &v);
+        if (np != 2 * r)
+            return ERR("attribute 'pads' must have %d entries", 2 * r);
+        memcpy(pads, v, (size_t)np * sizeof *pads);
+    } else {
+        if (!IN(c, 1))
+            return ERR("needs a pads input");
+        np = int_list(c, 1, raw, 2 * OQC_MAX_RANK);
+        if (np < -1)
+            return -1;
+        if (np < 0)
+            return ERR("pads input '%s' must be a constant", IN(c, 1)->name);
+        int na = IN(c, 3) ? int_list(c, 3, ax, OQC_MAX_RANK) : -1;
+        if (IN(c, 3) && na < 0)
+            return ERR("axes input must be a constant");
+        int nax = na >= 0 ? na : r;
+        if (np != 2 * nax)
+            return ERR("pads has %d entries; expected %d", np, 2 * nax);
+        for (int i = 0; i < nax; i++) {
+            int a = na >= 0 ? norm_axis(c, ax[i], r, "axis") : i;
+            if (a < 0)
+                return -1;
+            pads[a] = raw[i];
+            pads[r + a] = raw[nax + i];
+        }
+    }
+    const char *mode = oqc_attr_string(c->n, "mode", "constant");
+    if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge"))
+        return ERR("pad mode '%s' is not supported (constant, reflect, edge)", mode);
+    OqcShape s;
+    if (oqcf_pad_shape(&x->shape, pads, &s) != OQCF_OK)
+        return ERR("pads make a dimension of %s negative", sstr(&x->shape));
+    set_out(c, 0, x->dtype, &s);
+    return 0;
+}
+
+static int shape_shape(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    int r = x->shape.rank;
+    int64_t start = oqc_attr_int(c->n, "start", 0), end = oqc_attr_int(c->n, "end", r);
+    if (start < 0)
+        start += r;
+    if (end < 0)
+        end += r;
+    start = start < 0 ? 0 : start > r ? r : start;
+    end = end < 0 ? 0 : end > r ? r : end;
+    int64_t n = end > start ? end - start : 0;
+    OqcShape s = {.rank = 1, .d = {n}};
+    set_out(c, 0, OQCF_INT64, &s);
+    OqcTensor *y = OUT(c, 0);
+    if (y && oqc_shape_known(&x->shape)) {
+        int64_t *v = oqc_arena_alloc(c->g->arena, (size_t)(n ? n : 1) * sizeof *v);
+        for (int64_t i = 0; i < n; i++)
+            v[i] = x->shape.d[start + i];
+        y->data = v;
+        y->nbytes = (size_t)n * sizeof *v;
+        y->has_value = 1;
+    }
+    return 0;
+}
+
+static int shape_gather(Ctx *c) {
+    const OqcTensor *x = IN(c, 0), *ix = IN(c, 1);
+    if (!ix)
+        return ERR("needs an indices input");
+    if (ix->dtype != OQCF_INT64 && ix->dtype != OQCF_INT32)
+        return ERR("indices '%s' must be int32 or int64, not %s", ix->name,
+                   oqc_dtype_name(ix->dtype));
+    int axis = norm_axis(c, oqc_attr_int(c->n, "axis", 0), x->shape.rank, "axis");
+    if (axis < 0)
+        return -1;
+    OqcShape s;
+    if (oqcf_gather_shape(&x->shape, &ix->shape, axis, &s) != OQCF_OK)
+        return ERR("output rank would exceed %d", OQC_MAX_RANK);
+    set_out(c, 0, x->dtype, &s);
+    return 0;
+}
+
+static int shape_cast(Ctx *c) {
+    const OqcAttr *to = oqc_attr_find(c->n, "to");
+    if (!to)
+        return ERR("attribute 'to' is required");
+    OqcfDType dt = (OqcfDType)to->i;
+    if (to->i <= 0 || to->i > OQCF_BFLOAT16 || (oqcf_dtype_size(dt) == 0 && dt != OQCF_STRING))
+        return ERR("attribute 'to' = %" PRId64 " is not a valid element type", to->i);
+    set_out(c, 0, dt, &IN(c, 0)->shape);
+    return 0;
+}
+
+static int shape_constant_of_shape(Ctx *c) {
+    int64_t v[OQC_MAX_RANK + 1];
+    int n = int_list(c, 0, v, OQC_MAX_RANK + 1);
+    if (n < -1)
+        return -1;
+    if (n < 0)
+        return ERR("shape input '%s' must be a constant oqc can compute", IN(c, 0)->name);
+    if (n > OQC_MAX_RANK)
+        return ERR("rank %d exceeds %d", n, OQC_MAX_RANK);
+    OqcShape s = {.rank = n};
+    for (int i = 0; i < n; i++) {
+        if (v[i] < 0)
+            return ERR("negative dimension %" PRId64, v[i]);
+        s.d[i] = v[i];
+    }
+    const OqcAttr *va = oqc_attr_find(c->n, "value");
+    set_out(c, 0, va ? va->tensors[0].dtype : OQCF_FLOAT, &s);
+    return 0;
+}
+
+static int shape_quantize(Ctx *c) {
+    const OqcTensor *zp = IN(c, 2);
+    set_out(c, 0, zp ? zp->dtype : OQCF_UINT8, &IN(c, 0)->shape);
+    return 0;
+}
+
+static int shape_dequantize(Ctx *c) {
+    set_out(c, 0, OQCF_FLOAT, &IN(c, 0)->shape);
+    return 0;
+}
+
+static const ShapeFn shape_fns[OQC_OP_COUNT] = {
+    [OQC_OP_Add] = shape_broadcast,
+    [OQC_OP_AveragePool] = shape_pool,
+    [OQC_OP_BatchNormalization] = shape_batchnorm,
+    [OQC_OP_Cast] = shape_cast,
+    [OQC_OP_Clip] = shape_clip,
+    [OQC_OP_Concat] = shape_concat,
+    [OQC_OP_ConstantOfShape] = shape_constant_of_shape,
+    [OQC_OP_Conv] = shape_conv,
+    [OQC_OP_ConvTranspose] = shape_conv_transpose,
+    [OQC_OP_DequantizeLinear] = shape_dequantize,
+    [OQC_OP_Div] = shape_broadcast,
+    [OQC_OP_Dropout] = shape_dropout,
+    [OQC_OP_Flatten] = shape_flatten,
+    [OQC_OP_Gather] = shape_gather,
+    [OQC_OP_Gemm] = shape_gemm,
+    [OQC_OP_GlobalAveragePool] = shape_global_pool,
+    [OQC_OP_GlobalMaxPool] = shape_global_pool,
+    [OQC_OP_HardSigmoid] = shape_same,
+    [OQC_OP_Identity] = shape_same,
+    [OQC_OP_LRN] = shape_lrn,
+    [OQC_OP_LeakyRelu] = shape_same,
+    [OQC_OP_MatMul] = shape_matmul,
+    [OQC_OP_MaxPool] = shape_pool,
+    [OQC_OP_Mul] = shape_broadcast,
+    [OQC_OP_Pad] = shape_pad,
+    [OQC_OP_QuantizeLinear] = shape_quantize,
+    [OQC_OP_Relu] = shape_same,
+    [OQC_OP_Reshape] = shape_reshape,
+    [OQC_OP_Shape] = shape_shape,
+    [OQC_OP_Sigmoid] = shape_same,
+    [OQC_OP_Slice] = shape_slice,
+    [OQC_OP_Softmax] = shape_softmax,
+    [OQC_OP_Split] = shape_split,
+    [OQC_OP_Squeeze] = shape_squeeze,
+    [OQC_OP_Sub] = shape_broadcast,
+    [OQC_OP_Sum] = shape_broadcast,
+    [OQC_OP_Tanh] = shape_same,
+    [OQC_OP_Transpose] = shape_transpose,
+    [OQC_OP_Unsqueeze] = shape_unsqueeze,
+};
+
+/* ------------------------------------------------------- value propagation */
+
+/* Derives the values of a small integer output from inputs whose values are known,
+ * by running the same runtime kernel the executor uses. */
+static void propagate_values(Ctx *c) {
+    OqcNode *n = c->n;
+    OqcTensor *y = OUT(c, 0);
+    if (!y || y->is_const || (y->dtype != OQCF_INT64 && y->dtype != OQCF_INT32) ||
+        n->nout != 1 || !oqc_shape_known(&y->shape))
+        return;
+    int64_t numel = oqc_shape_numel(&y->shape);
+    if (numel > MAX_VALUES)
+        return;
+    int ndata = n->nin;
+    switch (n->op) {
+    case OQC_OP_Identity: case OQC_OP_Reshape: case OQC_OP_Flatten: case OQC_OP_Squeeze:
+    case OQC_OP_Unsqueeze: case OQC_OP_Slice: case OQC_OP_Cast:
+        ndata = 1;
+        break;
+    case OQC_OP_Gather: case OQC_OP_Add: case OQC_OP_Sub: case OQC_OP_Mul: case OQC_OP_Div:
+    case OQC_OP_Concat:
+        break;
+    default:
+        return;
+    }
+    for (int k = 0; k < ndata; k++)
+        if (!known_values(IN(c, k)) || oqc_shape_numel(&IN(c, k)->shape) > MAX_VALUES)
+            return;
+    size_t es = oqcf_dtype_size(y->dtype);
+    void *out = oqc_arena_alloc(c->g->arena, (size_t)numel * es + 8);
+    const OqcTensor *x = IN(c, 0);
+    OqcfStatus st = OQCF_EINVAL;
+    switch (n->op) {
+    case OQC_OP_Cast:
+        st = oqcf_cast(x->data, x->dtype, out, y->dtype, numel);
+        break;
+    case OQC_OP_Slice: {
+        int64_t sv[4][OQC_MAX_RANK];
+        int cnt[4];
+        for (int k = 0; k < 4; k++)
+            cnt[k] = IN(c, k + 1) ? int_list(c, k + 1, sv[k], OQC_MAX_RANK) : -1;
+        OqcfSlice sl;
+        if (n->opset >= 10 && cnt[0] >= 0 &&
+            oqcf_slice_resolve(&x->shape, sv[0], sv[1], cnt[0], cnt[2] >= 0 ? sv[2] : NULL,
+                               cnt[3] >= 0 ? sv[3] : NULL, &sl) == OQCF_OK)
+            st = oqcf_slice(x->data, &x->shape, &sl, es, out);
+        break;
+    }
+    case OQC_OP_Gather: {
+        int axis = (int)oqc_attr_int(n, "axis", 0);
+        if (axis < 0)
+            axis += x->shape.rank;
+        st = oqcf_gather(x->data, &x->shape, axis, IN(c, 1)->data, IN(c, 1)->dtype,
+                         oqc_shape_numel(&IN(c, 1)->shape), es, out);
+        break;
+    }
+    case OQC_OP_Add: case OQC_OP_Sub: case OQC_OP_Mul: case OQC_OP_Div: {
+        OqcfBinaryOp bop = n->op == OQC_OP_Add ? OQCF_ADD : n->op == OQC_OP_Sub ? OQCF_SUB
+                         : n->op == OQC_OP_Mul ? OQCF_MUL : OQCF_DIV;
+        st = oqcf_binary(bop, y->dtype, x->data, &x->shape, IN(c, 1)->data, &IN(c, 1)->shape,
+                         out);
+        break;
+    }
+    case OQC_OP_Concat: {
+        const void *ptrs[MAX_VALUES];
+        OqcfShape shapes[MAX_VALUES];
+        if (n->nin > MAX_VALUES)
+            return;
+        for (int k = 0; k < n->nin; k++) {
+            ptrs[k] = IN(c, k)->data;
+            shapes[k] = IN(c, k)->shape;
+        }
+        int axis = (int)oqc_attr_int(n, "axis", 0);
+        if (axis < 0)
+            axis += y->shape.rank;
+        st = oqcf_concat(ptrs, shapes, n->nin, axis, es, out);
+        break;
+    }
+    default: /* reshapes keep the values in order */
+        st = oqcf_copy(x->data, out, numel, es);
+        break;
+    }
+    if (st == OQCF_OK) {
+        y->data = out;
+        y->nbytes = (size_t)numel * es;
+        y->has_value = 1;
+    }
+}
+
+/* --------------------------------------------------------------- entry points */
+
+int oqc_infer_shapes(OqcGraph *g, int strict, OqcDiag *d) {
+    if (strict && oqc_check_supported(g, d) < 0)
+        return -1;
+    int rc = 0;
+    for (int i = 0; i < g->nnodes; i++) {
+        Ctx c = {g, d, i, &g->nodes[i]};
+        OqcNode *n = c.n;
+        ShapeFn fn = shape_fns[n->op];
+        int ready = fn != NULL && n->nin > 0 && IN(&c, 0) != NULL;
+        for (int k = 0; ready && k < n->nin; k++) {
+            const OqcTensor *t = IN(&c, k);
+            if (t && (t->shape.rank < 0 || !oqc_shape_known(&t->shape)))
+                ready = 0;
+        }
+        if (n->op == OQC_OP_ConstantOfShape && fn && IN(&c, 0))
+            ready = 1;
+        if (!ready) {
+            if (fn && n->nin > 0 && !IN(&c, 0))
+                rc = oqc_err_node(d, g, i, "its first input is empty");
+            continue;
+        }
+        if (fn(&c) < 0) {
+            rc = -1;
+            continue;
+        }
+        for (int k = 0; k < n->nout; k++) {
+            OqcTensor *t = OUT(&c, k);
+            int64_t numel = t ? oqc_shape_numel(&t->shape) : 0;
+            if (numel > OQC_MAX_ELEMENTS)
+                rc = oqc_err_node(d, g, i, "output '%s' would have %" PRId64
+                                           " elements: absurd, refusing it", t->name, numel);
+        }
+        propagate_values(&c);
+    }
+    return rc;
+}
+
+int oqc_check_supported(const OqcGraph *g, OqcDiag *d) {
+    /* Count unsupported op types (domain-qualified), in first-seen order. */
+    const char *names[64];
+    int counts[64], nnames = 0, total = 0;
+    for (int i = 0; i < g->nnodes; i++) {
+        const OqcNode *n = &g->nodes[i];
+        if (n->op != OQC_OP_UNKNOWN && shape_fns[n->op])
+            continue;
+        total++;
+        const char *nm = n->domain[0] ? oqc_arena_printf(g->arena, "%s.%s", n->domain, n->op_type)
+                                      : n->op_type;
+        int j;
+        for (j = 0; j < nnames && strcmp(names[j], nm); j++)
+            ;
+        if (j == nnames && nnames < 64) {
+            names[nnames] = nm;
+            counts[nnames++] = 0;
+        }
+        if (j < 64)
+            counts[j]++;
+    }
+    if (!total)
+        return 0;
+    char list[2048] = "";
+    size_t len = 0;
+    for (int j = 0; j < nnames && len < sizeof list; j++) {
+        int w = snprintf(list + len, sizeof list - len, "%s%s x%d", j ? ", " : "", names[j],
+                         counts[j]);
+        if (w < 0)
+            break;
+        len += (size_t)w;
+    }
+    return oqc_err(d, "%s: %d node(s) use operators oqc does not support: %s", g->path, total,
+                   list);
+}
+
+/* ------------------------------------------------------------ input shapes */
+
+int oqc_parse_input_shape(const char *arg, OqcInputShape *out, OqcDiag *d) {
+    memset(out, 0, sizeof *out);
+    const char *eq = strrchr(arg, '=');
+    const char *dims = eq ? eq + 1 : arg;
+    if (eq) {
+        size_t len = (size_t)(eq - arg);
+        char *name = malloc(len + 1);
+        if (!name)
+            oqc_panic(__FILE__, __LINE__, "out of memory");
+        memcpy(name, arg, len);
+        name[len] = 0;
+        out->name = name; /* owned by the caller: freed with oqc_input_shapes_free */
+    }
+    const char *p = dims;
+    int r = 0;
+    if (!*p)
+        goto bad;
+    while (*p) {
+        if (r == OQC_MAX_RANK)
+            return oqc_err(d, "--input-shape '%s': more than %d dimensions", arg, OQC_MAX_RANK);
+        char *end;
+        if (*p < '0' || *p > '9')
+            goto bad;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || v <= 0 || v > OQC_MAX_ELEMENTS)
+            goto bad;
+        out->shape.d[r++] = v;
+        p = end;
+        if (*p == 'x' || *p == 'X' || *p == ',')
+            p++;
+        else if (*p)
+            goto bad;
+        else
+            break;
+        if (!*p)
+            goto bad;
+    }
+    out->shape.rank = r;
+    return 0;
+bad:
+    free((void *)out->name);
+    out->name = NULL;
+    return oqc_err(d, "--input-shape '%s': expected NAME=D1xD2x... with positive integers "
+                      "(for example input=1x3x224x224)", arg);
+}
+
+int oqc_fix_inputs(OqcGraph *g, const OqcInputShape *shapes, int n, OqcDiag *d) {
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        int id = -1;
+        if (shapes[i].name) {
+            id = oqc_tensor_find(g, shapes[i].name);
+            if (id < 0 || !g->tensors[id].is_input) {
+                char list[512] = "";
+                size_t len = 0;
+                for (int k = 0; k < g->ninputs && len < sizeof list; k++) {
+                    int w = snprintf(list + len, sizeof list - len, "%s'%s'", k ? ", " : "",
+                                     g->tensors[g->inputs[k]].name);
+                    if (w < 0)
+                        break;
+                    len += (size_t)w;
+                }
+                rc = oqc_err(d, "%s: --input-shape names '%s', which is not a graph input "
+                                "(inputs: %s)", g->path, shapes[i].name, list);
+                continue;
+            }
+        } else if (g->ninputs == 1) {
+            id = g->inputs[0];
+        } else {
+            rc = oqc_err(d, "%s: the model has %d inputs; write --input-shape NAME=DIMS",
+                         g->path, g->ninputs);
+            continue;
+        }
+        OqcTensor *t = &g->tensors[id];
+        const OqcShape *s = &shapes[i].shape;
+        char a[128], b[128];
+        if (t->shape.rank >= 0 && t->shape.rank != s->rank) {
+            rc = oqc_err(d, "%s: --input-shape gives '%s' rank %d (%s) but the model declares "
+                            "rank %d (%s)", g->path, t->name, s->rank,
+                         oqc_shape_str(s, a, sizeof a), t->shape.rank,
+                         oqc_shape_str(&t->shape, b, sizeof b));
+            continue;
+        }
+        for (int k = 0; k < t->shape.rank; k++)
+            if (t->shape.d[k] >= 0 && t->shape.d[k] != s->d[k]) {
+                rc = oqc_err(d, "%s: --input-shape gives '%s' shape %s but the model fixes "
+                                "dimension %d to %" PRId64, g->path, t->name,
+                             oqc_shape_str(s, a, sizeof a), k, t->shape.d[k]);
+                break;
+            }
+        int64_t numel = oqc_shape_numel(s);
+        if (numel > OQC_MAX_ELEMENTS) {
+            rc = oqc_err(d, "%s: --input-shape %s for '%s' is absurdly large", g->path,
+                         oqc_shape_str(s, a, sizeof a), t->name);
+            continue;
+        }
+        t->shape = *s;
+    }
+    if (rc < 0)
+        return rc;
+    for (int i = 0; i < g->ninputs; i++) {
+        OqcTensor *t = &g->tensors[g->inputs[i]];
+        if (oqc_shape_known(&t->shape))
+            continue;
+        char shape[256] = "", ex[128] = "";
+        size_t len = 0, elen = 0;
+        for (int k = 0; t->shape.rank >= 0 && k < t->shape.rank; k++) {
+            const char *p = t->dim_param && t->dim_param[k] ? t->dim_param[k] : "?";
+            int w = t->shape.d[k] >= 0
+                        ? snprintf(shape + len, sizeof shape - len, "%s%" PRId64, k ? "x" : "",
+                                   t->shape.d[k])
+                        : snprintf(shape + len, sizeof shape - len, "%s%s", k ? "x" : "", p);
+            int we = snprintf(ex + elen, sizeof ex - elen, "%s%" PRId64, k ? "x" : "",
+                              t->shape.d[k] >= 0 ? t->shape.d[k] : 1);
+            if (w < 0 || we < 0 || (size_t)w >= sizeof shape - len ||
+                (size_t)we >= sizeof ex - elen)
+                break;
+            len += (size_t)w;
+            elen += (size_t)we;
+        }
+        if (t->shape.rank < 0)
+            rc = oqc_err(d, "%s: graph input '%s' has no declared shape; give it with "
+                            "--input-shape %s=D1xD2x...", g->path, t->name, t->name);
+        else
+            rc = oqc_err(d, "%s: graph input '%s' has dynamic shape %s; fix it with "
+                            "--input-shape %s=%s", g->path, t->name, shape, t->name, ex);
+    }
+    return rc;
+}

@@ -1,0 +1,24 @@
+#!/bin/sh
+# install-deps.sh - make sure the Debian packages oqc builds and tests with are present.
+# Installs the missing ones with apt-get when run as root; otherwise names them and fails.
+# Usage: scripts/install-deps.sh [extra-package ...]
+set -u
+pkgs="protobuf-c-compiler libprotobuf-c-dev libonnx-dev libxml2-dev libxml2-utils
+libcunit1-dev libonnx-testdata graphviz clang $*"
+missing=""
+for p in $pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+        missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+    echo "oqc: missing Debian packages:$missing" >&2
+    echo "oqc: install them with: sudo apt-get install$missing" >&2
+    exit 1
+fi
+echo "oqc: installing missing Debian packages:$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q >&2 || { echo "oqc: apt-get update failed" >&2; exit 1; }
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $missing >&2 ||
+    { echo "oqc: apt-get install$missing failed" >&2; exit 1; }

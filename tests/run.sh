@@ -1,0 +1,47 @@
+#!/bin/sh
+# run.sh - runs every oqc test and adds up the results (called by `make check`).
+#   1. each unit-test binary in $BUILD/tests/ (CUnit; prints "RESULT suite passed failed");
+#   2. each tests/cli/*.sh script (CLI behaviour; prints "RESULT name passed failed").
+# Ends with the line "check: N passed, M failed" and exits non-zero on any failure.
+# A filter argument (TESTS=substring in the environment) runs only matching files.
+set -u
+cd "$(dirname "$0")/.." || exit 2
+BUILD=${BUILD:-build}
+export BUILD OQC="$BUILD/oqc"
+passed=0
+failed=0
+broken=""
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+account() { # name status
+    r=$(grep '^RESULT ' "$log" | tail -n 1)
+    if [ -z "$r" ]; then
+        failed=$((failed + 1)); broken="$broken $1(no result, exit $2)"; return
+    fi
+    set -- "$1" "$2" $r
+    passed=$((passed + $5)); failed=$((failed + $6))
+    if [ "$2" != 0 ] && [ "$6" = 0 ]; then
+        failed=$((failed + 1)); broken="$broken $1(exit $2)"
+    fi
+}
+
+for t in "$BUILD"/tests/test_*; do
+    [ -x "$t" ] || continue
+    case "$t" in *"${TESTS:-}"*) ;; *) continue ;; esac
+    echo "== $t"
+    "$t" >"$log" 2>&1; st=$?
+    cat "$log"
+    account "$(basename "$t")" "$st"
+done
+for s in tests/cli/*.sh; do
+    [ -f "$s" ] || continue
+    case "$s" in *"${TESTS:-}"*) ;; *) continue ;; esac
+    echo "== $s"
+    sh "$s" >"$log" 2>&1; st=$?
+    cat "$log"
+    account "$(basename "$s")" "$st"
+done
+[ -n "$broken" ] && echo "broken:$broken"
+echo "check: $passed passed, $failed failed"
+[ "$failed" = 0 ]

@@ -1,0 +1,35 @@
+/* harness.h - the one way oqc's CUnit tests are written.
+ *
+ * A test file is tests/unit/test_NAME.c; the Makefile builds it into its own binary
+ * (build/tests/test_NAME) linked with liboqc.a, and tests/run.sh runs it from the
+ * repository root, so model paths are relative to the root.  A file ends with
+ *
+ *     OQC_TEST_MAIN("suite name", OQC_TEST(test_a), OQC_TEST(test_b))
+ *
+ * and every test is a plain `static void test_a(void)` using CUnit's CU_ASSERT_*.
+ * The harness prints CUnit's summary and a line "RESULT <suite> <passed> <failed>"
+ * that tests/run.sh adds up. */
+#ifndef OQC_TEST_HARNESS_H
+#define OQC_TEST_HARNESS_H
+
+#include <CUnit/CUnit.h>
+
+typedef struct OqcTestCase {
+    const char *name;   /* test name as printed */
+    CU_TestFunc fn;     /* the test body */
+} OqcTestCase;
+
+/* Runs the cases as one CUnit suite; returns the process exit status. */
+int oqc_test_main(const char *suite, const OqcTestCase *cases, int argc, char **argv);
+
+/* Reads a whole file into malloc'd memory (NUL-terminated); NULL if unreadable. */
+char *oqc_test_read_file(const char *path, size_t *len);
+
+#define OQC_TEST(fn) { #fn, fn }
+#define OQC_TEST_MAIN(suite, ...)                                                  \
+    int main(int argc, char **argv) {                                              \
+        static const OqcTestCase oqc_cases_[] = { __VA_ARGS__, { 0, 0 } };         \
+        return oqc_test_main(suite, oqc_cases_, argc, argv);                       \
+    }
+
+#endif
