@@ -42,6 +42,9 @@ LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/proto/onnx
 TEST_SRCS := $(wildcard tests/unit/test_*.c)
 TEST_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 TEST_SUPPORT := $(filter-out $(TEST_SRCS),$(wildcard tests/unit/*.c))
+# Test programs that are not CUnit suites (e.g. the ONNX node-test runner).
+TOOL_SRCS := $(wildcard tests/tools/*.c)
+TOOL_BINS := $(patsubst tests/tools/%.c,$(BUILD)/tests/tools/%,$(TOOL_SRCS))
 TEST_SUPPORT_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_SUPPORT))
 
 DEPS_STAMP := build/.deps-ok
@@ -82,9 +85,13 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_SUPPORT_OBJS) $(BUILD)/libo
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) $^ -lcunit $(LDLIBS_ALL) -o $@
 
+$(BUILD)/tests/tools/%: $(BUILD)/obj/tests/tools/%.o $(BUILD)/liboqc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_ALL) $^ $(LDLIBS_ALL) -o $@
+
 # The test runner runs every unit test binary, then the CLI tests; it ends with the
 # line "check: N passed, M failed".
-check: $(BUILD)/oqc $(TEST_BINS)
+check: $(BUILD)/oqc $(TEST_BINS) $(TOOL_BINS)
 	@BUILD=$(BUILD) SAN=$(SAN) sh tests/run.sh
 
 models:

@@ -326,6 +326,36 @@ int oqc_graph_toposort(OqcGraph *g, OqcDiag *d) {
     return oqc_graph_link(g, d);
 }
 
+int oqc_bind_input(OqcGraph *g, int tensor, const OqcValue *v, OqcDiag *d) {
+    OqcTensor *t = &g->tensors[tensor];
+    char a[128], b[128];
+    if (!t->is_input)
+        return oqc_err(d, "%s: '%s' is not a graph input", g->path, t->name);
+    if (t->dtype != v->dtype)
+        return oqc_err(d, "%s: input '%s' is %s but the value is %s", g->path, t->name,
+                       oqc_dtype_name(t->dtype), oqc_dtype_name(v->dtype));
+    if (t->shape.rank >= 0) {
+        int ok = t->shape.rank == v->shape.rank;
+        for (int i = 0; ok && i < t->shape.rank; i++)
+            ok = t->shape.d[i] < 0 || t->shape.d[i] == v->shape.d[i];
+        if (!ok)
+            return oqc_err(d, "%s: input '%s' has shape %s; the value has shape %s", g->path,
+                           t->name, oqc_shape_str(&t->shape, a, sizeof a),
+                           oqc_shape_str(&v->shape, b, sizeof b));
+    }
+    t->is_input = 0;
+    t->is_const = 1;
+    t->shape = v->shape;
+    t->data = oqc_arena_dup(g->arena, v->data, v->nbytes);
+    t->nbytes = v->nbytes;
+    int j = 0;
+    for (int i = 0; i < g->ninputs; i++)
+        if (g->inputs[i] != tensor)
+            g->inputs[j++] = g->inputs[i];
+    g->ninputs = j;
+    return 0;
+}
+
 void oqc_graph_remove_nodes(OqcGraph *g, const unsigned char *dead) {
     int j = 0;
     for (int i = 0; i < g->nnodes; i++)

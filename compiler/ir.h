@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "oqcf.h"
+#include "oqcf_nn.h"
 
 #if defined(__GNUC__)
 #define OQC_PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -168,6 +169,8 @@ typedef struct OqcNode {
     int *out;              /* output tensor ids (-1 for omitted optional outputs) */
     int nattr;             /* number of attributes */
     OqcAttr *attr;         /* attributes, in model order */
+    OqcfAct act;           /* activation fused into this node by a pass (NONE if not) */
+    OqcfAct *act_per_channel; /* merged convs: one activation per output channel */
 } OqcNode;
 
 /* An opset import. */
@@ -198,6 +201,8 @@ typedef struct OqcGraph {
     int noutputs;          /* number of graph outputs */
     int *outputs;          /* their tensor ids, in model order */
     OqcNameMap *names;     /* tensor name -> id */
+    int nnontensor;        /* graph inputs/outputs of non-tensor type (sequence, ...) */
+    const char *nontensor; /* the first such name, for messages */
 } OqcGraph;
 
 OqcGraph *oqc_graph_new(const char *path);        /* creates its own arena */
@@ -220,6 +225,9 @@ int oqc_graph_link(OqcGraph *g, OqcDiag *d);
 /* Orders nodes topologically (stable: keeps model order where possible); reports a
  * cycle naming its nodes. Calls oqc_graph_link. */
 int oqc_graph_toposort(OqcGraph *g, OqcDiag *d);
+/* Turns graph input `tensor` into a constant holding v (copied into the arena): an
+ * ahead-of-time compiler needs shape-determining inputs as constants. */
+int oqc_bind_input(OqcGraph *g, int tensor, const OqcValue *v, OqcDiag *d);
 /* Removes nodes flagged in dead[] (array of nnodes) and relinks. */
 void oqc_graph_remove_nodes(OqcGraph *g, const unsigned char *dead);
 
@@ -297,8 +305,8 @@ int oqc_fix_inputs(OqcGraph *g, const OqcInputShape *shapes, int n, OqcDiag *d);
  * ops (and everything downstream of them) stay unknown; strict = 1 makes that an
  * error listing all unsupported ops with counts. Shape errors in known ops are errors. */
 int oqc_infer_shapes(OqcGraph *g, int strict, OqcDiag *d);
-/* Lists every unsupported op with counts in one error; 0 when all are supported. */
-int oqc_check_supported(const OqcGraph *g, OqcDiag *d);
+/* 1 when shape inference knows the op. */
+int oqc_shape_supported(OqcOp op);
 
 /* ====================================================================== dump.c */
 
@@ -321,6 +329,57 @@ int oqc_dump_xml(OqcGraph *g, FILE *out, const char *data_path, const char *data
 /* Loads an XML dump back into a graph (constant data from the side file when the XML
  * references one). */
 OqcGraph *oqc_load_xml(const char *path, OqcDiag *d);
+
+/* =================================================================== memplan.c */
+
+/* One buffer to place: its size and the interval of steps during which it is live. */
+typedef struct OqcLive {
+    size_t size;     /* bytes */
+    int first;       /* first step that writes or reads it */
+    int last;        /* last step that reads it */
+    size_t offset;   /* result: byte offset in the arena */
+} OqcLive;
+
+/* Assigns offsets so that buffers live at the same time never overlap (greedy by
+ * size, lowest fitting offset); returns the arena size. Offsets are multiples of
+ * align (a power of two). */
+size_t oqc_memplan(OqcLive *bufs, int n, size_t align);
+
+/* ====================================================================== exec.c */
+
+/* The FP32 executor: runs the graph in topological order over one planned arena in
+ * which dead tensors' memory is reused; reshapes are views. */
+typedef struct OqcExec OqcExec;
+
+/* Called after a node runs, once per output tensor, with its data (calibration). */
+typedef void (*OqcTensorHook)(void *ctx, const OqcGraph *g, int tensor, const void *data);
+
+/* Lists every op (with counts) the executor cannot run, in one error; 0 if none. */
+int oqc_check_supported(const OqcGraph *g, OqcDiag *d);
+/* Plans buffers and kernels for a shape-inferred graph; nthreads >= 1. */
+OqcExec *oqc_exec_new(OqcGraph *g, int nthreads, OqcDiag *d);
+void oqc_exec_free(OqcExec *e);
+void oqc_exec_set_hook(OqcExec *e, OqcTensorHook fn, void *ctx);
+/* Runs once: inputs[i] holds graph input i (g->inputs order, its dtype and shape),
+ * outputs[i] receives graph output i. */
+int oqc_exec_run(OqcExec *e, const void *const *inputs, void *const *outputs, OqcDiag *d);
+/* Bytes of the activation arena and of the sum of all activations (for reports). */
+size_t oqc_exec_arena_bytes(const OqcExec *e);
+size_t oqc_exec_total_bytes(const OqcExec *e);
+
+/* ================================================================= tensor_io.c */
+
+/* Reads a NumPy .npy file (C order, little-endian numeric dtypes) into the arena. */
+int oqc_npy_read(const char *path, OqcArena *a, OqcValue *v, OqcDiag *d);
+/* Writes v as .npy (atomically: temporary file renamed into place). */
+int oqc_npy_write(const char *path, const OqcValue *v, OqcDiag *d);
+/* Reads .npy, ONNX .pb, or (any other name) raw float32 samples of raw_shape. */
+int oqc_tensor_read(const char *path, const OqcShape *raw_shape, OqcArena *a, OqcValue *v,
+                    OqcDiag *d);
+/* How many samples of input shape `in` the array holds: exactly one, a leading sample
+ * axis [S, ...in], or S batches stacked on axis 0; error naming `what` otherwise. */
+int oqc_samples_of(const char *what, const OqcValue *v, const OqcShape *in,
+                   int64_t *nsamples, OqcDiag *d);
 
 /* ================================================================== model.c */
 

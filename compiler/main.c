@@ -2,6 +2,7 @@
  *
  *   oqc dump MODEL [--format text|xml|dot] [-o FILE] [--input-shape NAME=DIMS]...
  *   oqc check MODEL [--input-shape NAME=DIMS]...
+ *   oqc run MODEL --input [NAME=]FILE... [-o OUT] [--input-shape NAME=DIMS]... [--threads N]
  *   oqc help [COMMAND] | oqc --version
  *
  * Each command is a function taking its arguments and an OqcDiag; user errors come
@@ -13,6 +14,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define OQC_VERSION "0.1.0"
@@ -26,6 +28,9 @@ typedef struct Opts {
     int nshapes;                  /* number of --input-shape */
     int verbose;                  /* -v count */
     int quiet;                    /* -q */
+    const char *inputs[16];       /* --input [NAME=]FILE, in order */
+    int ninputs;                  /* number of --input */
+    int threads;                  /* --threads (0: default) */
 } Opts;
 
 /* An output file being written: tmp name until oqc_out_commit renames it. */
@@ -84,6 +89,7 @@ static const char *usage_text =
     "commands:\n"
     "  dump MODEL   print the IR (--format text|xml|dot, -o FILE)\n"
     "  check MODEL  check that oqc supports every op and shape of MODEL\n"
+    "  run MODEL    run the model in FP32 (--input [NAME=]FILE, -o OUT)\n"
     "  help         this text (oqc help COMMAND for one command)\n"
     "\n"
     "common options:\n"
@@ -107,6 +113,15 @@ static const char *cmd_usage(const char *cmd) {
         return "usage: oqc check MODEL [--input-shape NAME=DIMS]...\n"
                "  loads MODEL, infers every shape and lists unsupported ops; exit 0 when\n"
                "  oqc can execute and compile the model\n";
+    if (!strcmp(cmd, "run"))
+        return "usage: oqc run MODEL --input [NAME=]FILE... [-o OUT] [--input-shape NAME=DIMS]...\n"
+               "               [--threads N]\n"
+               "  runs MODEL in FP32 with oqc's reference executor. FILE is .npy (float32),\n"
+               "  ONNX TensorProto .pb, or raw float32 (shape from the model or\n"
+               "  --input-shape). A file may hold several samples (a leading sample axis,\n"
+               "  or batches stacked on axis 0); each is run and the outputs stacked.\n"
+               "  -o OUT: .npy file for a single output, else a directory of NAME.npy.\n"
+               "  Prints each output's shape and, for classifier outputs, the top-5.\n";
     return NULL;
 }
 
@@ -156,6 +171,17 @@ static int parse_opts(int argc, char **argv, const char *cmd, const char *const 
             o->out = val;
         } else if (!strcmp(name, "--format")) {
             o->format = val;
+        } else if (!strcmp(name, "--input")) {
+            if (o->ninputs == (int)(sizeof o->inputs / sizeof o->inputs[0]))
+                return oqc_err(d, "oqc %s: too many --input options", cmd);
+            o->inputs[o->ninputs++] = val;
+        } else if (!strcmp(name, "--threads")) {
+            char *end;
+            long t = strtol(val, &end, 10);
+            if (*end || t < 1 || t > 64)
+                return oqc_err(d, "oqc %s: --threads '%s' must be a number from 1 to 64", cmd,
+                               val);
+            o->threads = (int)t;
         } else if (!strcmp(name, "--input-shape")) {
             if (o->nshapes == (int)(sizeof o->shapes / sizeof o->shapes[0]))
                 return oqc_err(d, "oqc %s: too many --input-shape options", cmd);
@@ -228,8 +254,14 @@ static int cmd_check(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"--input-shape", "-v", "-q", NULL};
     Opts o;
     int rc = parse_opts(argc, argv, "check", allowed, &o, d);
+    OqcExec *e = NULL;
     OqcGraph *g = rc == 0 ? oqc_prepare(o.model, o.shapes, o.nshapes, 1, d) : NULL;
+    if (g && !(e = oqc_exec_new(g, 1, d))) {
+        oqc_graph_free(g);
+        g = NULL;
+    }
     if (g) {
+        oqc_exec_free(e);
         if (!o.quiet)
             printf("%s: ok: %d nodes, %d inputs, %d outputs, every op supported\n", o.model,
                    g->nnodes, g->ninputs, g->noutputs);
@@ -237,6 +269,154 @@ static int cmd_check(int argc, char **argv, OqcDiag *d) {
     } else {
         rc = -1;
     }
+    free_opts(&o);
+    return rc;
+}
+
+static int default_threads(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 8 ? 8 : (int)n;
+}
+
+/* Writes top-5 of each of the first samples of a [S, C] float output. */
+static void print_top5(const float *y, int64_t rows, int64_t cols) {
+    for (int64_t r = 0; r < rows && r < 4; r++) {
+        const float *p = y + r * cols;
+        int best[5];
+        int nb = 0;
+        for (int64_t c = 0; c < cols; c++) {
+            int pos = nb < 5 ? nb++ : 5;
+            while (pos > 0 && p[c] > p[best[pos - 1]]) {
+                if (pos < 5)
+                    best[pos] = best[pos - 1];
+                pos--;
+            }
+            if (pos < 5)
+                best[pos] = (int)c;
+        }
+        printf("  sample %lld top-5:", (long long)r);
+        for (int i = 0; i < nb; i++)
+            printf(" %d (%.6g)", best[i], p[best[i]]);
+        printf("\n");
+    }
+    if (rows > 4)
+        printf("  ... (%lld samples)\n", (long long)rows);
+}
+
+static int cmd_run(int argc, char **argv, OqcDiag *d) {
+    static const char *const allowed[] = {"-o", "--input", "--input-shape", "--threads", "-v",
+                                          "-q", NULL};
+    Opts o;
+    int rc = parse_opts(argc, argv, "run", allowed, &o, d);
+    OqcGraph *g = NULL;
+    OqcExec *e = NULL;
+    if (rc == 0 && o.ninputs == 0)
+        rc = oqc_err(d, "oqc run: give the input data with --input [NAME=]FILE");
+    if (rc == 0)
+        g = oqc_prepare(o.model, o.shapes, o.nshapes, 1, d);
+    if (!g) {
+        free_opts(&o);
+        return -1;
+    }
+    OqcArena *a = g->arena;
+    if (o.ninputs != g->ninputs)
+        rc = oqc_err(d, "%s: the model has %d input(s) but %d --input given", o.model,
+                     g->ninputs, o.ninputs);
+    OqcValue *vals = oqc_arena_alloc(a, (size_t)(g->ninputs + 1) * sizeof *vals);
+    int64_t samples = -1;
+    for (int i = 0; rc == 0 && i < o.ninputs; i++) {
+        const char *arg = o.inputs[i], *eq = strchr(arg, '=');
+        int slot = i;
+        if (eq) {
+            char *name = oqc_arena_strndup(a, arg, (size_t)(eq - arg));
+            int t = oqc_tensor_find(g, name);
+            for (slot = 0; slot < g->ninputs && g->inputs[slot] != t; slot++)
+                ;
+            if (slot == g->ninputs) {
+                rc = oqc_err(d, "%s: --input names '%s', which is not a graph input", o.model,
+                             name);
+                break;
+            }
+            arg = eq + 1;
+        }
+        const OqcTensor *in = &g->tensors[g->inputs[slot]];
+        int64_t s;
+        if (oqc_tensor_read(arg, &in->shape, a, &vals[slot], d) < 0 ||
+            oqc_samples_of(arg, &vals[slot], &in->shape, &s, d) < 0) {
+            rc = -1;
+            break;
+        }
+        if (vals[slot].dtype != in->dtype) {
+            rc = oqc_err(d, "%s: holds %s data but input '%s' is %s", arg,
+                         oqc_dtype_name(vals[slot].dtype), in->name, oqc_dtype_name(in->dtype));
+            break;
+        }
+        if (samples >= 0 && s != samples) {
+            rc = oqc_err(d, "%s: holds %lld samples but another input holds %lld", arg,
+                         (long long)s, (long long)samples);
+            break;
+        }
+        samples = s;
+    }
+    if (rc == 0)
+        e = oqc_exec_new(g, o.threads ? o.threads : default_threads(), d);
+    if (rc == 0 && !e)
+        rc = -1;
+    OqcValue *outs = oqc_arena_alloc(a, (size_t)(g->noutputs + 1) * sizeof *outs);
+    for (int i = 0; rc == 0 && i < g->noutputs; i++) {
+        const OqcTensor *t = &g->tensors[g->outputs[i]];
+        outs[i].dtype = t->dtype;
+        outs[i].shape = t->shape;
+        if (samples > 1) { /* stack on a new leading axis, or on the batch axis */
+            int stacked_on_batch = vals[0].shape.rank == g->tensors[g->inputs[0]].shape.rank;
+            if (stacked_on_batch && t->shape.rank > 0) {
+                outs[i].shape.d[0] *= samples;
+            } else {
+                for (int k = outs[i].shape.rank; k > 0; k--)
+                    outs[i].shape.d[k] = outs[i].shape.d[k - 1];
+                outs[i].shape.d[0] = samples;
+                outs[i].shape.rank++;
+            }
+        }
+        outs[i].nbytes = (size_t)oqc_shape_numel(&outs[i].shape) * oqcf_dtype_size(t->dtype);
+        outs[i].data = oqc_arena_alloc_raw(a, outs[i].nbytes + 1);
+    }
+    const void **inp = oqc_arena_alloc(a, (size_t)(g->ninputs + 1) * sizeof *inp);
+    void **outp = oqc_arena_alloc(a, (size_t)(g->noutputs + 1) * sizeof *outp);
+    for (int64_t s = 0; rc == 0 && s < samples; s++) {
+        for (int i = 0; i < g->ninputs; i++)
+            inp[i] = (const char *)vals[i].data + (size_t)s * (vals[i].nbytes / (size_t)samples);
+        for (int i = 0; i < g->noutputs; i++)
+            outp[i] = (char *)outs[i].data + (size_t)s * (outs[i].nbytes / (size_t)samples);
+        rc = oqc_exec_run(e, inp, outp, d);
+    }
+    for (int i = 0; rc == 0 && !o.quiet && i < g->noutputs; i++) {
+        char buf[128];
+        const OqcValue *v = &outs[i];
+        printf("output '%s': %s[%s]\n", g->tensors[g->outputs[i]].name, oqc_dtype_name(v->dtype),
+               oqc_shape_str(&v->shape, buf, sizeof buf));
+        int64_t cols = v->shape.rank > 0 ? v->shape.d[v->shape.rank - 1] : 0;
+        if (v->dtype == OQCF_FLOAT && cols >= 2 && oqc_shape_numel(&v->shape) / cols ==
+                                                       (v->shape.rank >= 2 ? oqc_shape_numel(&v->shape) / cols : 1))
+            print_top5(v->data, oqc_shape_numel(&v->shape) / cols, cols);
+    }
+    if (rc == 0 && o.out) {
+        if (g->noutputs == 1) {
+            rc = oqc_npy_write(o.out, &outs[0], d);
+        } else {
+            if (mkdir(o.out, 0777) != 0 && errno != EEXIST)
+                rc = oqc_err(d, "%s: cannot create directory: %s", o.out, strerror(errno));
+            for (int i = 0; rc == 0 && i < g->noutputs; i++) {
+                char *nm = oqc_arena_strdup(a, g->tensors[g->outputs[i]].name);
+                for (char *p = nm; *p; p++)
+                    if (*p == '/' || *p == '\\' || *p == ':')
+                        *p = '_';
+                rc = oqc_npy_write(oqc_arena_printf(a, "%s/%s.npy", o.out, nm), &outs[i], d);
+            }
+        }
+    }
+    oqc_exec_free(e);
+    oqc_graph_free(g);
     free_opts(&o);
     return rc;
 }
@@ -249,6 +429,7 @@ typedef struct Command {
 static const Command commands[] = {
     {"dump", cmd_dump},
     {"check", cmd_check},
+    {"run", cmd_run},
 };
 
 int main(int argc, char **argv) {

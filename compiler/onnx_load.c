@@ -502,9 +502,15 @@ static int convert_tensor(Loader *L, const Onnx__TensorProto *tp, const char *wh
 
 static int load_value_info(Loader *L, const Onnx__ValueInfoProto *vi, OqcTensor *t) {
     const Onnx__TypeProto *tp = vi->type;
-    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
-        return oqc_err(L->d, "%s: graph input/output '%s' is not a tensor; oqc supports "
-                             "only tensor inputs and outputs", L->path, t->name);
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
+        /* Sequences, maps, optionals: kept so `dump` shows the graph; commands that
+         * execute reject them (oqc_check_supported). */
+        if (L->g->nnontensor++ == 0)
+            L->g->nontensor = t->name;
+        t->dtype = OQCF_UNDEFINED;
+        t->shape.rank = -1;
+        return 0;
+    }
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     t->dtype = tt->has_elem_type ? (OqcfDType)tt->elem_type : OQCF_UNDEFINED;
     if (!tt->shape) {

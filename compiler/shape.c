@@ -844,41 +844,7 @@ int oqc_infer_shapes(OqcGraph *g, int strict, OqcDiag *d) {
     return rc;
 }
 
-int oqc_check_supported(const OqcGraph *g, OqcDiag *d) {
-    /* Count unsupported op types (domain-qualified), in first-seen order. */
-    const char *names[64];
-    int counts[64], nnames = 0, total = 0;
-    for (int i = 0; i < g->nnodes; i++) {
-        const OqcNode *n = &g->nodes[i];
-        if (n->op != OQC_OP_UNKNOWN && shape_fns[n->op])
-            continue;
-        total++;
-        const char *nm = n->domain[0] ? oqc_arena_printf(g->arena, "%s.%s", n->domain, n->op_type)
-                                      : n->op_type;
-        int j;
-        for (j = 0; j < nnames && strcmp(names[j], nm); j++)
-            ;
-        if (j == nnames && nnames < 64) {
-            names[nnames] = nm;
-            counts[nnames++] = 0;
-        }
-        if (j < 64)
-            counts[j]++;
-    }
-    if (!total)
-        return 0;
-    char list[2048] = "";
-    size_t len = 0;
-    for (int j = 0; j < nnames && len < sizeof list; j++) {
-        int w = snprintf(list + len, sizeof list - len, "%s%s x%d", j ? ", " : "", names[j],
-                         counts[j]);
-        if (w < 0)
-            break;
-        len += (size_t)w;
-    }
-    return oqc_err(d, "%s: %d node(s) use operators oqc does not support: %s", g->path, total,
-                   list);
-}
+int oqc_shape_supported(OqcOp op) { return op > OQC_OP_UNKNOWN && op < OQC_OP_COUNT && shape_fns[op]; }
 
 /* ------------------------------------------------------------ input shapes */
 
@@ -984,8 +950,8 @@ int oqc_fix_inputs(OqcGraph *g, const OqcInputShape *shapes, int n, OqcDiag *d) 
         return rc;
     for (int i = 0; i < g->ninputs; i++) {
         OqcTensor *t = &g->tensors[g->inputs[i]];
-        if (oqc_shape_known(&t->shape))
-            continue;
+        if (oqc_shape_known(&t->shape) || t->dtype == OQCF_UNDEFINED)
+            continue; /* non-tensor inputs are reported by oqc_check_supported */
         char shape[256] = "", ex[128] = "";
         size_t len = 0, elen = 0;
         for (int k = 0; t->shape.rank >= 0 && k < t->shape.rank; k++) {

@@ -34,6 +34,17 @@ for t in "$BUILD"/tests/test_*; do
     cat "$log"
     account "$(basename "$t")" "$st"
 done
+# 3. the official ONNX backend node tests (Debian libonnx-testdata)
+NODE_DATA=${NODE_DATA:-/usr/share/libonnx-testdata/data}
+if [ -x "$BUILD/tests/tools/onnx_node_tests" ]; then
+    case onnx_node_tests in *"${TESTS:-}"*)
+        echo "== onnx node tests ($NODE_DATA/node, $NODE_DATA/pytorch-converted)"
+        "$BUILD/tests/tools/onnx_node_tests" "$NODE_DATA/node" "$NODE_DATA/pytorch-converted" >"$log" 2>&1; st=$?
+        grep -v '^skip ' "$log"
+        echo "(skipped tests and their reasons: $(grep -c '^skip ' "$log"); run the tool to list them)"
+        account onnx_node_tests "$st" ;;
+    esac
+fi
 for s in tests/cli/*.sh; do
     [ -f "$s" ] || continue
     case "$s" in *"${TESTS:-}"*) ;; *) continue ;; esac
