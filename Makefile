@@ -50,6 +50,9 @@ TEST_SUPPORT_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_SUPPORT))
 DEPS_STAMP := build/.deps-ok
 
 .PHONY: all check clean deps models bench demo
+# Keep intermediate objects (tests link them); V=1 shows full commands.
+.SECONDARY:
+Q := $(if $(V),,@)
 all: $(BUILD)/oqc $(BUILD)/liboqc.a
 
 # Missing Debian packages are installed (as root) before anything is compiled.
@@ -72,22 +75,27 @@ $(BUILD)/obj/proto/onnx.pb-c.o: $(BUILD)/proto/onnx.pb-c.c
 
 $(BUILD)/obj/%.o: %.c $(BUILD)/proto/onnx.pb-c.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) $(CFLAGS_$(subst /,_,$*)) -MMD -MP -c $< -o $@
+	@$(if $(V),,echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS_ALL) $(CFLAGS_$(subst /,_,$*)) -MMD -MP -c $< -o $@
 
 $(BUILD)/liboqc.a: $(LIB_OBJS)
 	@rm -f $@
-	ar rcs $@ $^
+	@$(if $(V),,echo "  AR      $@")
+	$(Q)ar rcs $@ $^
 
 $(BUILD)/oqc: $(BUILD)/obj/compiler/main.o $(BUILD)/liboqc.a
-	$(CC) $(LDFLAGS_ALL) $^ $(LDLIBS_ALL) -o $@
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS_ALL) $^ $(LDLIBS_ALL) -o $@
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_SUPPORT_OBJS) $(BUILD)/liboqc.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_ALL) $^ -lcunit $(LDLIBS_ALL) -o $@
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS_ALL) $^ -lcunit $(LDLIBS_ALL) -o $@
 
 $(BUILD)/tests/tools/%: $(BUILD)/obj/tests/tools/%.o $(BUILD)/liboqc.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_ALL) $^ $(LDLIBS_ALL) -o $@
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS_ALL) $^ $(LDLIBS_ALL) -o $@
 
 # The test runner runs every unit test binary, then the CLI tests; it ends with the
 # line "check: N passed, M failed".

@@ -528,7 +528,7 @@ static int load_value_info(Loader *L, const Onnx__ValueInfoProto *vi, OqcTensor 
         t->shape.d[i] = -1;
         if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
             if (dm->dim_value < 0)
-                return oqc_err(L->d, "%s: '%s' has negative dimension %" PRId64
+                return oqc_err(L->d, "%s: graph input '%s' has negative dimension %" PRId64
                                      " at axis %d", L->path, t->name, dm->dim_value, i);
             t->shape.d[i] = dm->dim_value;
             if (dm->dim_value && numel > OQC_MAX_ELEMENTS / dm->dim_value)
@@ -541,7 +541,7 @@ static int load_value_info(Loader *L, const Onnx__ValueInfoProto *vi, OqcTensor 
     }
     if (numel > OQC_MAX_ELEMENTS && oqc_shape_numel(&t->shape) != 0) {
         char buf[160];
-        return oqc_err(L->d, "%s: '%s' has shape %s, more than %" PRId64
+        return oqc_err(L->d, "%s: graph input '%s' has shape %s, more than %" PRId64
                              " elements: absurd, refusing it", L->path, t->name,
                        oqc_shape_str(&t->shape, buf, sizeof buf), OQC_MAX_ELEMENTS);
     }
