@@ -31,6 +31,7 @@ typedef struct Opts {
     const char *inputs[16];       /* --input [NAME=]FILE, in order */
     int ninputs;                  /* number of --input */
     int threads;                  /* --threads (0: default) */
+    const char *labels;           /* --labels FILE (.npy of int64/int32 class ids) */
 } Opts;
 
 /* An output file being written: tmp name until oqc_out_commit renames it. */
@@ -115,13 +116,14 @@ static const char *cmd_usage(const char *cmd) {
                "  oqc can execute and compile the model\n";
     if (!strcmp(cmd, "run"))
         return "usage: oqc run MODEL --input [NAME=]FILE... [-o OUT] [--input-shape NAME=DIMS]...\n"
-               "               [--threads N]\n"
+               "               [--threads N] [--labels Y.npy]\n"
                "  runs MODEL in FP32 with oqc's reference executor. FILE is .npy (float32),\n"
                "  ONNX TensorProto .pb, or raw float32 (shape from the model or\n"
                "  --input-shape). A file may hold several samples (a leading sample axis,\n"
                "  or batches stacked on axis 0); each is run and the outputs stacked.\n"
                "  -o OUT: .npy file for a single output, else a directory of NAME.npy.\n"
-               "  Prints each output's shape and, for classifier outputs, the top-5.\n";
+               "  Prints each output's shape and, for classifier outputs, the top-5;\n"
+               "  --labels Y.npy (int64 or int32 class ids, one per sample) adds top-1 accuracy.\n";
     return NULL;
 }
 
@@ -171,6 +173,8 @@ static int parse_opts(int argc, char **argv, const char *cmd, const char *const 
             o->out = val;
         } else if (!strcmp(name, "--format")) {
             o->format = val;
+        } else if (!strcmp(name, "--labels")) {
+            o->labels = val;
         } else if (!strcmp(name, "--input")) {
             if (o->ninputs == (int)(sizeof o->inputs / sizeof o->inputs[0]))
                 return oqc_err(d, "oqc %s: too many --input options", cmd);
@@ -303,9 +307,39 @@ static void print_top5(const float *y, int64_t rows, int64_t cols) {
         printf("  ... (%lld samples)\n", (long long)rows);
 }
 
+/* Top-1 accuracy of a [S, C] float output against S class ids. */
+static int print_accuracy(const char *path, const OqcValue *y, OqcArena *a, OqcDiag *d) {
+    OqcValue lab;
+    if (oqc_npy_read(path, a, &lab, d) < 0)
+        return -1;
+    int64_t n = oqc_shape_numel(&lab.shape);
+    int64_t cols = y->shape.rank > 0 ? y->shape.d[y->shape.rank - 1] : 0;
+    if (y->dtype != OQCF_FLOAT || cols < 2 || oqc_shape_numel(&y->shape) != n * cols)
+        return oqc_err(d, "%s: %lld labels do not match the first output (%lld values of "
+                          "%lld classes)", path, (long long)n,
+                       (long long)oqc_shape_numel(&y->shape), (long long)cols);
+    if (lab.dtype != OQCF_INT64 && lab.dtype != OQCF_INT32)
+        return oqc_err(d, "%s: labels must be int64 or int32, not %s", path,
+                       oqc_dtype_name(lab.dtype));
+    int64_t correct = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const float *p = (const float *)y->data + i * cols;
+        int64_t best = 0;
+        for (int64_t c = 1; c < cols; c++)
+            if (p[c] > p[best])
+                best = c;
+        int64_t want = lab.dtype == OQCF_INT64 ? ((const int64_t *)lab.data)[i]
+                                               : ((const int32_t *)lab.data)[i];
+        correct += best == want;
+    }
+    printf("top-1 accuracy: %.4f (%lld of %lld)\n", (double)correct / (double)(n ? n : 1),
+           (long long)correct, (long long)n);
+    return 0;
+}
+
 static int cmd_run(int argc, char **argv, OqcDiag *d) {
-    static const char *const allowed[] = {"-o", "--input", "--input-shape", "--threads", "-v",
-                                          "-q", NULL};
+    static const char *const allowed[] = {"-o", "--input", "--input-shape", "--threads",
+                                          "--labels", "-v", "-q", NULL};
     Opts o;
     int rc = parse_opts(argc, argv, "run", allowed, &o, d);
     OqcGraph *g = NULL;
@@ -396,10 +430,11 @@ static int cmd_run(int argc, char **argv, OqcDiag *d) {
         printf("output '%s': %s[%s]\n", g->tensors[g->outputs[i]].name, oqc_dtype_name(v->dtype),
                oqc_shape_str(&v->shape, buf, sizeof buf));
         int64_t cols = v->shape.rank > 0 ? v->shape.d[v->shape.rank - 1] : 0;
-        if (v->dtype == OQCF_FLOAT && cols >= 2 && oqc_shape_numel(&v->shape) / cols ==
-                                                       (v->shape.rank >= 2 ? oqc_shape_numel(&v->shape) / cols : 1))
+        if (v->dtype == OQCF_FLOAT && v->shape.rank <= 2 && cols >= 2)
             print_top5(v->data, oqc_shape_numel(&v->shape) / cols, cols);
     }
+    if (rc == 0 && o.labels)
+        rc = print_accuracy(o.labels, &outs[0], a, d);
     if (rc == 0 && o.out) {
         if (g->noutputs == 1) {
             rc = oqc_npy_write(o.out, &outs[0], d);
