@@ -49,7 +49,7 @@ TEST_SUPPORT_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_SUPPORT))
 
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all check clean deps models bench demo
+.PHONY: all check check-one clean deps models bench demo
 # Keep intermediate objects (tests link them); V=1 shows full commands.
 .SECONDARY:
 Q := $(if $(V),,@)
@@ -97,10 +97,36 @@ $(BUILD)/tests/tools/%: $(BUILD)/obj/tests/tools/%.o $(BUILD)/liboqc.a
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS_ALL) $^ $(LDLIBS_ALL) -o $@
 
-# The test runner runs every unit test binary, then the CLI tests; it ends with the
-# line "check: N passed, M failed".
-check: $(BUILD)/oqc $(TEST_BINS) $(TOOL_BINS)
-	@BUILD=$(BUILD) SAN=$(SAN) sh tests/run.sh
+# check-one runs every test of this configuration (tests/run.sh: unit tests, node
+# tests, CLI tests). `make check` with the default configuration runs the whole matrix
+# (gcc, clang, gcc+ASan/UBSan) and ends with one line adding them up; with CC= or
+# SAN= given it runs only that configuration.
+check-one: $(BUILD)/oqc $(TEST_BINS) $(TOOL_BINS)
+	@BUILD=$(BUILD) SAN=$(SAN) TOTALS=$(TOTALS) sh tests/run.sh
+
+ifeq ($(CONFIG),)
+TOTALS := build/check-totals
+check:
+	@mkdir -p build && rm -f $(TOTALS)
+	@$(MAKE) --no-print-directory check-one TOTALS=$(TOTALS) || touch build/check-failed
+	@$(MAKE) --no-print-directory check-one CC=clang TOTALS=$(TOTALS) || touch build/check-failed
+	@$(MAKE) --no-print-directory check-one SAN=1 TOTALS=$(TOTALS) || touch build/check-failed
+	@awk '{p += $$2; f += $$3; print "  " $$1 ": " $$2 " passed, " $$3 " failed"} \
+	     END {print "check: " p " passed, " f " failed"}' $(TOTALS)
+	@if [ -e build/check-failed ]; then rm -f build/check-failed; exit 1; fi
+else
+check: check-one
+endif
+
+# The main job: today, dump and run the bundled Fashion-MNIST model.
+demo: $(BUILD)/oqc
+	$(BUILD)/oqc dump models/fashion/fashion_cnn.onnx | head -n 12
+	@echo "  ..."
+	$(BUILD)/oqc run models/fashion/fashion_cnn.onnx --input models/fashion/test_1000.npy \
+	    --labels models/fashion/test_labels_1000.npy
+
+bench: $(BUILD)/oqc
+	sh bench/run.sh
 
 models:
 	$(PYTHON) models/tv/make_torchvision.py --out models/tv

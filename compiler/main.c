@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define OQC_VERSION "0.1.0"
+#define OQC_VERSION "0.1.0" /* keep equal to oqc_version() in api.c */
 
 /* Options shared by the commands. */
 typedef struct Opts {

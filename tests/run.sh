@@ -54,5 +54,6 @@ for s in tests/cli/*.sh; do
     account "$(basename "$s")" "$st"
 done
 [ -n "$broken" ] && echo "broken:$broken"
-echo "check: $passed passed, $failed failed"
+echo "check ($BUILD): $passed passed, $failed failed"
+[ -n "${TOTALS:-}" ] && echo "$BUILD $passed $failed" >> "$TOTALS"
 [ "$failed" = 0 ]
