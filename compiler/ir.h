@@ -249,6 +249,24 @@ OqcfDType oqc_dtype_lookup(const char *name);        /* inverse; UNDEFINED if un
 /* Label for messages: the node name, quoted. */
 const char *oqc_node_label(const OqcGraph *g, int node);
 
+/* =============================================================== onnx_tensor.c */
+
+struct Onnx__TensorProto;
+/* Where TensorProto contents are decoded: arena, errors, file and its directory. */
+typedef struct OqcOnnxCtx {
+    OqcArena *arena;     /* receives converted data */
+    OqcDiag *d;          /* errors */
+    const char *path;    /* model file, for messages */
+    const char *dir;     /* its directory, for external data */
+} OqcOnnxCtx;
+
+/* Validates dims (rank <= 8, none negative, at most OQC_MAX_ELEMENTS) into shape. */
+int oqc_onnx_check_dims(const OqcOnnxCtx *c, const char *what, const char *name, size_t n,
+                        const int64_t *dims, OqcShape *shape);
+/* Decodes a TensorProto (any storage form, external data) into v. */
+int oqc_onnx_tensor(const OqcOnnxCtx *c, const struct Onnx__TensorProto *tp,
+                    const char *what, OqcValue *v);
+
 /* ================================================================= onnx_load.c */
 
 /* Loads an ONNX model file into a new graph: tensors, constants (every storage form,

@@ -29,6 +29,7 @@
 
 /* Loader state for one model file. */
 typedef struct Loader {
+    OqcOnnxCtx ctx;          /* arena, diag, path, dir for onnx_tensor.c */
     OqcGraph *g;             /* graph being built */
     OqcDiag *d;              /* where errors go */
     const char *path;        /* model file */
@@ -292,212 +293,6 @@ static Onnx__ModelProto *read_model(Loader *L, int fd, uint64_t size) {
     return m;
 }
 
-/* ---------------------------------------------------------- tensor contents */
-
-static int check_dims(Loader *L, const char *what, const char *name, size_t n,
-                      const int64_t *dims, OqcShape *shape) {
-    if (n > OQC_MAX_RANK)
-        return oqc_err(L->d, "%s: %s '%s' has rank %zu; oqc supports rank <= %d", L->path,
-                       what, name, n, OQC_MAX_RANK);
-    shape->rank = (int)n;
-    int64_t numel = 1;
-    for (size_t i = 0; i < n; i++) {
-        if (dims[i] < 0)
-            return oqc_err(L->d, "%s: %s '%s' has negative dimension %" PRId64
-                                 " at axis %zu", L->path, what, name, dims[i], i);
-        shape->d[i] = dims[i];
-        if (dims[i] && numel > OQC_MAX_ELEMENTS / dims[i]) {
-            numel = OQC_MAX_ELEMENTS + 1;
-        } else {
-            numel *= dims[i];
-        }
-    }
-    for (size_t i = 0; i < n && numel > OQC_MAX_ELEMENTS; i++)
-        if (dims[i] == 0)
-            numel = 0;
-    if (numel > OQC_MAX_ELEMENTS) {
-        char buf[160];
-        return oqc_err(L->d, "%s: %s '%s' has shape %s, more than %" PRId64
-                             " elements: absurd, refusing it", L->path, what, name,
-                       oqc_shape_str(shape, buf, sizeof buf), OQC_MAX_ELEMENTS);
-    }
-    return 0;
-}
-
-/* Reads external data for a tensor into the arena. */
-static int read_external(Loader *L, const Onnx__TensorProto *tp, const char *name,
-                         size_t need, void **out) {
-    const char *location = NULL;
-    uint64_t offset = 0, length = UINT64_MAX;
-    for (size_t i = 0; i < tp->n_external_data; i++) {
-        const Onnx__StringStringEntryProto *e = tp->external_data[i];
-        if (!e->key || !e->value)
-            continue;
-        char *endp;
-        if (strcmp(e->key, "location") == 0) {
-            location = e->value;
-        } else if (strcmp(e->key, "offset") == 0 || strcmp(e->key, "length") == 0) {
-            errno = 0;
-            unsigned long long v = strtoull(e->value, &endp, 10);
-            if (errno || *endp || e->value[0] == '-' || !e->value[0])
-                return oqc_err(L->d, "%s: tensor '%s': external data %s '%s' is not a "
-                                     "number", L->path, name, e->key, e->value);
-            if (e->key[0] == 'o')
-                offset = v;
-            else
-                length = v;
-        }
-    }
-    if (!location || !location[0])
-        return oqc_err(L->d, "%s: tensor '%s': external data without a location", L->path,
-                       name);
-    if (location[0] == '/' || strstr(location, ".."))
-        return oqc_err(L->d, "%s: tensor '%s': external data location '%s' must be a "
-                             "relative path inside the model's directory", L->path, name,
-                       location);
-    if (length != UINT64_MAX && length != need)
-        return oqc_err(L->d, "%s: tensor '%s': external data length %" PRIu64
-                             " but its shape needs %zu bytes", L->path, name, length, need);
-    char *file = oqc_arena_printf(L->g->arena, "%s/%s", L->dir, location);
-    int fd = open(file, O_RDONLY);
-    if (fd < 0)
-        return oqc_err(L->d, "%s: tensor '%s': cannot open external data file '%s': %s",
-                       L->path, name, file, strerror(errno));
-    struct stat st;
-    int rc = 0;
-    if (fstat(fd, &st) < 0 || offset > (uint64_t)st.st_size ||
-        need > (uint64_t)st.st_size - offset) {
-        rc = oqc_err(L->d, "%s: tensor '%s': external data file '%s' is %lld bytes, too "
-                           "short for offset %" PRIu64 " + length %zu", L->path, name, file,
-                     (long long)st.st_size, offset, need);
-    } else {
-        unsigned char *p = oqc_arena_alloc_raw(L->g->arena, need ? need : 1);
-        size_t done = 0;
-        while (done < need) {
-            ssize_t got = pread(fd, p + done, need - done, (off_t)(offset + done));
-            if (got <= 0) {
-                rc = oqc_err(L->d, "%s: tensor '%s': error reading '%s'", L->path, name,
-                             file);
-                break;
-            }
-            done += (size_t)got;
-        }
-        *out = p;
-    }
-    close(fd);
-    return rc;
-}
-
-/* Converts a TensorProto's contents into v (dtype, shape, dense data). */
-static int convert_tensor(Loader *L, const Onnx__TensorProto *tp, const char *what,
-                          OqcValue *v) {
-    const char *name = tp->name ? tp->name : "";
-    OqcfDType dt = (OqcfDType)tp->data_type;
-    size_t el = oqcf_dtype_size(dt);
-    if (dt == OQCF_STRING)
-        el = sizeof(char *);
-    if (!tp->has_data_type || el == 0)
-        return oqc_err(L->d, "%s: %s '%s' has unknown data type %d", L->path, what, name,
-                       tp->data_type);
-    if (tp->segment)
-        return oqc_err(L->d, "%s: %s '%s' is segmented; oqc does not support segments",
-                       L->path, what, name);
-    v->dtype = dt;
-    if (check_dims(L, what, name, tp->n_dims, tp->dims, &v->shape) < 0)
-        return -1;
-    size_t numel = (size_t)oqc_shape_numel(&v->shape);
-    size_t need = numel * el;
-    v->nbytes = need;
-    size_t have;  /* elements present in the typed field used */
-    OqcArena *a = L->g->arena;
-
-    if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-        if (dt == OQCF_STRING)
-            return oqc_err(L->d, "%s: %s '%s': external string data is not supported",
-                           L->path, what, name);
-        return read_external(L, tp, name, need, &v->data);
-    }
-    if (tp->has_raw_data && dt != OQCF_STRING) {
-        if (tp->raw_data.len != need)
-            return oqc_err(L->d, "%s: %s '%s' has %zu bytes of raw_data but its shape "
-                                 "needs %zu", L->path, what, name, tp->raw_data.len, need);
-        v->data = tp->raw_data.data; /* in the arena already: no copy */
-        if (!v->data)
-            v->data = oqc_arena_alloc(a, 1);
-        return 0;
-    }
-    switch (dt) {
-    case OQCF_FLOAT:
-    case OQCF_COMPLEX64:
-        have = tp->n_float_data * sizeof(float) / el;
-        if (have == numel)
-            v->data = tp->n_float_data ? (void *)tp->float_data : oqc_arena_alloc(a, 1);
-        break;
-    case OQCF_INT32: case OQCF_INT16: case OQCF_INT8: case OQCF_UINT16: case OQCF_UINT8:
-    case OQCF_BOOL: case OQCF_FLOAT16: case OQCF_BFLOAT16:
-        have = tp->n_int32_data;
-        if (have == numel) {
-            unsigned char *p = oqc_arena_alloc(a, need ? need : 1);
-            for (size_t i = 0; i < numel; i++) {
-                int32_t x = tp->int32_data[i];
-                if (el == 4) {
-                    memcpy(p + 4 * i, &x, 4);
-                } else if (el == 2) {
-                    uint16_t h = (uint16_t)x;
-                    memcpy(p + 2 * i, &h, 2);
-                } else {
-                    p[i] = (unsigned char)x;
-                }
-            }
-            v->data = p;
-        }
-        break;
-    case OQCF_INT64:
-        have = tp->n_int64_data;
-        if (have == numel)
-            v->data = numel ? (void *)tp->int64_data : oqc_arena_alloc(a, 1);
-        break;
-    case OQCF_DOUBLE:
-    case OQCF_COMPLEX128:
-        have = tp->n_double_data * sizeof(double) / el;
-        if (have == numel)
-            v->data = tp->n_double_data ? (void *)tp->double_data : oqc_arena_alloc(a, 1);
-        break;
-    case OQCF_UINT32:
-    case OQCF_UINT64:
-        have = tp->n_uint64_data;
-        if (have == numel) {
-            if (dt == OQCF_UINT64) {
-                v->data = numel ? (void *)tp->uint64_data : oqc_arena_alloc(a, 1);
-            } else {
-                uint32_t *p = oqc_arena_alloc(a, need ? need : 1);
-                for (size_t i = 0; i < numel; i++)
-                    p[i] = (uint32_t)tp->uint64_data[i];
-                v->data = p;
-            }
-        }
-        break;
-    case OQCF_STRING:
-        have = tp->n_string_data;
-        if (have == numel) {
-            const char **p = oqc_arena_alloc(a, (numel ? numel : 1) * sizeof *p);
-            for (size_t i = 0; i < numel; i++)
-                p[i] = oqc_arena_strndup(a, (const char *)tp->string_data[i].data,
-                                         tp->string_data[i].len);
-            v->data = (void *)p;
-        }
-        break;
-    default:
-        return oqc_err(L->d, "%s: %s '%s' has data type %s that oqc cannot store", L->path,
-                       what, name, oqc_dtype_name(dt));
-    }
-    if (!v->data)
-        return oqc_err(L->d, "%s: %s '%s' has %zu elements of data but its shape %s needs "
-                             "%zu", L->path, what, name, have,
-                       oqc_shape_str(&v->shape, (char[96]){0}, 96), numel);
-    return 0;
-}
-
 /* ------------------------------------------------------------ graph pieces */
 
 static int load_value_info(Loader *L, const Onnx__ValueInfoProto *vi, OqcTensor *t) {
@@ -621,7 +416,7 @@ static int load_attr(Loader *L, int node, const Onnx__AttributeProto *ap, OqcAtt
             const Onnx__TensorProto *tp = t == OQC_ATTR_TENSOR ? ap->t : ap->tensors[i];
             char *what = oqc_arena_printf(a, "node '%s' attribute '%s' tensor", n->name,
                                           at->name);
-            if (convert_tensor(L, tp, what, &at->tensors[i]) < 0)
+            if (oqc_onnx_tensor(&L->ctx, tp, what, &at->tensors[i]) < 0)
                 return -1;
         }
         break;
@@ -720,7 +515,7 @@ static int fold_constant_of_shape(Loader *L, int node) {
     }
     const int64_t *dims = in->data;
     int64_t rank = in->shape.d[0];
-    if (check_dims(L, "ConstantOfShape output", n->name, (size_t)rank, dims, &v.shape) < 0)
+    if (oqc_onnx_check_dims(&L->ctx, "ConstantOfShape output", n->name, (size_t)rank, dims, &v.shape) < 0)
         return -1;
     size_t el = oqcf_dtype_size(v.dtype), numel = (size_t)oqc_shape_numel(&v.shape);
     v.nbytes = numel * el;
@@ -775,7 +570,7 @@ static int build_graph(Loader *L, const Onnx__ModelProto *m) {
             continue;
         }
         OqcValue v = {0};
-        if (convert_tensor(L, tp, "initializer", &v) < 0) {
+        if (oqc_onnx_tensor(&L->ctx, tp, "initializer", &v) < 0) {
             rc = -1;
             continue;
         }
@@ -926,6 +721,7 @@ OqcGraph *oqc_load_onnx(const char *path, OqcDiag *d) {
     OqcGraph *g = oqc_graph_new(path);
     Loader L = {.g = g, .d = d, .path = g->path, .dir = dir_of(g->arena, path),
                 .pb = {pb_alloc, pb_free, g->arena}};
+    L.ctx = (OqcOnnxCtx){g->arena, d, L.path, L.dir};
     Onnx__ModelProto *m = read_model(&L, fd, (uint64_t)st.st_size);
     close(fd);
     if (!m || build_graph(&L, m) < 0) {
@@ -961,11 +757,12 @@ int oqc_load_tensor_pb(const char *path, OqcArena *a, OqcValue *out, const char 
     OqcGraph tmp = {.arena = a, .path = path};
     Loader L = {.g = &tmp, .d = d, .path = path, .dir = dir_of(a, path),
                 .pb = {pb_alloc, pb_free, a}};
+    L.ctx = (OqcOnnxCtx){a, d, path, L.dir};
     Onnx__TensorProto *tp = n ? onnx__tensor_proto__unpack(&L.pb, n, buf) : NULL;
     free(buf);
     if (!tp)
         return oqc_err(d, "%s: not a valid ONNX TensorProto file", path);
     if (name)
         *name = oqc_arena_strdup(a, tp->name);
-    return convert_tensor(&L, tp, "tensor", out);
+    return oqc_onnx_tensor(&L.ctx, tp, "tensor", out);
 }

@@ -46,6 +46,7 @@ if [ -x "$BUILD/tests/tools/onnx_node_tests" ]; then
     esac
 fi
 for s in tests/cli/*.sh; do
+    case "$s" in */lib.sh) continue ;; esac
     [ -f "$s" ] || continue
     case "$s" in *"${TESTS:-}"*) ;; *) continue ;; esac
     echo "== $s"

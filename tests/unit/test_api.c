@@ -53,7 +53,7 @@ static void test_errors_are_returned(void) {
     err = NULL;
     const char *bad_shape[] = {"x=1xZ"};
     CU_ASSERT_PTR_NULL(oqc_model_load("models/tiny/dynamic_batch.onnx", bad_shape, 1, &err));
-    CU_ASSERT_PTR_NOT_NULL(err && strstr(err, "--input-shape 'x=1xZ'"));
+    CU_ASSERT(err && strstr(err, "--input-shape 'x=1xZ'"));
     free(err);
     const char *good_shape[] = {"x=2x3x8x8"};
     OqcModel *m = oqc_model_load("models/tiny/dynamic_batch.onnx", good_shape, 1, NULL);

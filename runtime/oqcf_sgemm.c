@@ -1,0 +1,640 @@
+/* oqcf_sgemm.c - the one FP32 matrix product of oqc's kernels (see oqcf_nn.h).
+ *
+ * Design (GotoBLAS / BLIS):
+ *
+ *   for jc over N in steps of NC          (per thread: its own column range)
+ *     for pc over K in steps of KC
+ *       pack op(B)[pc.., jc..] into NR-column panels        (B block: L3 / L2)
+ *       for ic over M in steps of MC
+ *         pack op(A)[ic.., pc..] into MR-row panels          (A block: L2)
+ *         for jr over the block's NR panels                  (B panel: L1)
+ *           for ir over the block's MR panels
+ *             microkernel: MR x NR tile += A panel * B panel (registers)
+ *
+ * The microkernel applies the epilogue when it writes its tile: alpha, beta (on the
+ * first K block only; later blocks accumulate), and on the last K block the bias and
+ * the activation.  Tiles cut by the edge of C, and activations indexed per column,
+ * go through a tile buffer and the scalar epilogue instead.
+ *
+ * Microkernels: `ukr_4x16__c` (portable, left to the compiler's vectoriser),
+ * `ukr_6x16__avx2` (AVX2 + FMA: 12 ymm accumulators) and `ukr_12x32__avx512` (AVX-512F:
+ * 24 zmm accumulators).  The x86 ones use target attributes, so the file needs no
+ * -m flags, and are chosen at run time with __builtin_cpu_supports.
+ *
+ * Threads: the M x N result is cut into a tm x tn grid of tile-aligned blocks, one per
+ * thread, chosen to minimise the largest block's compute plus its packing; each thread
+ * runs the loops above on its block with its own pack buffers.
+ *
+ * op(B) comes from a packer callback (OqcfSgemmB) so Conv can pack straight from the
+ * image; oqcf_sgemm() wraps a dense matrix in the packer pack_dense_b(). */
+#include "oqcf_nn.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define OQCF_SGEMM_X86 1
+#include <immintrin.h>
+#else
+#define OQCF_SGEMM_X86 0
+#endif
+
+#define MR_MAX 12    /* largest microkernel tile, for tile buffers */
+#define NR_MAX 32
+#define ALIGN 64     /* pack buffers start on a cache line */
+
+/* Epilogue of one microkernel call; bias and act are already offset to the tile. */
+typedef struct Ukp {
+    float alpha;          /* product scale */
+    float beta;           /* scale of the old C (0: C not read) */
+    OqcfPer bias_per;     /* NONE, ALL, ROW (bias[i]) or COL (bias[j]) */
+    const float *bias;    /* bias at the tile origin */
+    OqcfPer act_per;      /* NONE, ALL or ROW only (COL goes through the tile buffer) */
+    const OqcfAct *act;   /* activations at the tile origin */
+} Ukp;
+
+/* One microkernel: c[MR x NR] = epilogue(sum over kc of a panel x b panel).  Element
+ * (i, k) of the A panel is a[i * rsa + k * csa]: a packed panel has rsa 1, csa MR; a
+ * row-major A read in place has rsa lda, csa 1. */
+typedef void (*UkrFn)(int64_t kc, const float *a, int64_t rsa, int64_t csa, const float *b,
+                      float *c, int64_t ldc, const Ukp *e);
+
+/* A microkernel family with its blocking. */
+typedef struct Kernel {
+    OqcfIsa isa;   /* family */
+    int mr, nr;    /* register tile */
+    int64_t mc;    /* rows of an A block (multiple of mr) */
+    int64_t kc;    /* depth of a block */
+    int64_t nc;    /* columns of a B block (multiple of nr) */
+    UkrFn ukr;     /* the microkernel */
+} Kernel;
+
+/* ---- scalar epilogue (edges, per-column activations, portable kernel) ---------- */
+
+static const OqcfAct *ukp_act(const Ukp *e, int64_t i) {
+    if (e->act_per == OQCF_PER_ALL)
+        return e->act;
+    if (e->act_per == OQCF_PER_ROW)
+        return e->act + i;
+    return NULL;
+}
+
+/* Full epilogue indexing, for the scalar path: offsets of the tile inside C. */
+typedef struct EpiFull {
+    float alpha, beta;              /* as in Ukp */
+    const OqcfSgemmEpilogue *epi;   /* user epilogue (may be NULL) */
+    int final;                      /* last K block: apply bias and activation */
+} EpiFull;
+
+static void epilogue_scalar(const float *t, int64_t ldt, float *c, int64_t ldc, int64_t i0,
+                            int64_t j0, int64_t m, int64_t n, const EpiFull *f) {
+    const OqcfSgemmEpilogue *u = f->final ? f->epi : NULL;
+    for (int64_t i = 0; i < m; i++) {
+        for (int64_t j = 0; j < n; j++) {
+            float v = f->alpha * t[i * ldt + j];
+            if (f->beta != 0.0f)
+                v += f->beta * c[i * ldc + j];
+            if (u) {
+                switch (u->bias_per) {
+                case OQCF_PER_ALL: v += u->bias[0]; break;
+                case OQCF_PER_ROW: v += u->bias[i0 + i]; break;
+                case OQCF_PER_COL: v += u->bias[j0 + j]; break;
+                default: break;
+                }
+                switch (u->act_per) {
+                case OQCF_PER_ALL: v = oqcf_act_apply(&u->act[0], v); break;
+                case OQCF_PER_ROW: v = oqcf_act_apply(&u->act[i0 + i], v); break;
+                case OQCF_PER_COL: v = oqcf_act_apply(&u->act[j0 + j], v); break;
+                default: break;
+                }
+            }
+            c[i * ldc + j] = v;
+        }
+    }
+}
+
+/* ---- portable microkernel ----------------------------------------------------------- */
+
+static void ukr_4x16__c(int64_t kc, const float *restrict a, int64_t rsa, int64_t csa,
+                        const float *restrict b, float *restrict c, int64_t ldc, const Ukp *e) {
+    float acc[4][16];
+    memset(acc, 0, sizeof acc);
+    for (int64_t k = 0; k < kc; k++, a += csa, b += 16)
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 16; j++)
+                acc[i][j] += a[i * rsa] * b[j];
+    for (int i = 0; i < 4; i++) {
+        const OqcfAct *act = ukp_act(e, i);
+        for (int j = 0; j < 16; j++) {
+            float v = e->alpha * acc[i][j];
+            if (e->beta != 0.0f)
+                v += e->beta * c[i * ldc + j];
+            if (e->bias_per == OQCF_PER_ALL)
+                v += e->bias[0];
+            else if (e->bias_per == OQCF_PER_ROW)
+                v += e->bias[i];
+            else if (e->bias_per == OQCF_PER_COL)
+                v += e->bias[j];
+            c[i * ldc + j] = act ? oqcf_act_apply(act, v) : v;
+        }
+    }
+}
+
+/* ---- x86 microkernels ----------------------------------------------------------- */
+#if OQCF_SGEMM_X86
+
+#define AVX2 __attribute__((target("avx2,fma")))
+#define AVX512 __attribute__((target("avx512f,fma")))
+
+AVX2 static inline __m256 act8(__m256 v, const OqcfAct *a) {
+    switch (a->kind) {
+    case OQCF_ACT_RELU:   /* max(v, 0): maxps returns its second operand for NaN */
+        return _mm256_max_ps(v, _mm256_setzero_ps());
+    case OQCF_ACT_CLIP:   /* NaN passes through, as in oqcf_act_apply */
+        return _mm256_min_ps(_mm256_set1_ps(a->p1), _mm256_max_ps(_mm256_set1_ps(a->p0), v));
+    case OQCF_ACT_LEAKY: {
+        __m256 ge = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_GE_OQ);
+        return _mm256_blendv_ps(_mm256_mul_ps(v, _mm256_set1_ps(a->p0)), v, ge);
+    }
+    default:
+        return v;
+    }
+}
+
+/* Stores row i (16 floats) of a tile through the epilogue. */
+AVX2 static inline void row16__avx2(float *c, __m256 v0, __m256 v1, int i, const Ukp *e) {
+    __m256 al = _mm256_set1_ps(e->alpha);
+    v0 = _mm256_mul_ps(v0, al);
+    v1 = _mm256_mul_ps(v1, al);
+    if (e->beta != 0.0f) {
+        __m256 be = _mm256_set1_ps(e->beta);
+        v0 = _mm256_fmadd_ps(be, _mm256_loadu_ps(c), v0);
+        v1 = _mm256_fmadd_ps(be, _mm256_loadu_ps(c + 8), v1);
+    }
+    if (e->bias_per == OQCF_PER_COL) {
+        v0 = _mm256_add_ps(v0, _mm256_loadu_ps(e->bias));
+        v1 = _mm256_add_ps(v1, _mm256_loadu_ps(e->bias + 8));
+    } else if (e->bias_per != OQCF_PER_NONE) {
+        __m256 bb = _mm256_set1_ps(e->bias[e->bias_per == OQCF_PER_ROW ? i : 0]);
+        v0 = _mm256_add_ps(v0, bb);
+        v1 = _mm256_add_ps(v1, bb);
+    }
+    const OqcfAct *act = ukp_act(e, i);
+    if (act) {
+        v0 = act8(v0, act);
+        v1 = act8(v1, act);
+    }
+    _mm256_storeu_ps(c, v0);
+    _mm256_storeu_ps(c + 8, v1);
+}
+
+#define ROWS6(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define DECL6(i) __m256 c##i##a = _mm256_setzero_ps(), c##i##b = _mm256_setzero_ps();
+#define AROW(i) const float *a##i = a + (i) * rsa;
+#define STEP6(i)                                        \
+    {                                                   \
+        __m256 ai = _mm256_broadcast_ss(a##i + o);      \
+        c##i##a = _mm256_fmadd_ps(ai, b0, c##i##a);     \
+        c##i##b = _mm256_fmadd_ps(ai, b1, c##i##b);     \
+    }
+#define STORE6(i) row16__avx2(c + (i) * ldc, c##i##a, c##i##b, i, e);
+
+AVX2 static void ukr_6x16__avx2(int64_t kc, const float *restrict a, int64_t rsa, int64_t csa,
+                                const float *restrict b, float *restrict c, int64_t ldc,
+                                const Ukp *e) {
+    ROWS6(DECL6)
+    ROWS6(AROW)
+    int64_t o = 0;
+    for (int64_t k = 0; k < kc; k++, o += csa, b += 16) {
+        __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+        ROWS6(STEP6)
+    }
+    ROWS6(STORE6)
+}
+
+AVX512 static inline __m512 act16(__m512 v, const OqcfAct *a) {
+    switch (a->kind) {
+    case OQCF_ACT_RELU:
+        return _mm512_max_ps(v, _mm512_setzero_ps());
+    case OQCF_ACT_CLIP:
+        return _mm512_min_ps(_mm512_set1_ps(a->p1), _mm512_max_ps(_mm512_set1_ps(a->p0), v));
+    case OQCF_ACT_LEAKY: {
+        __mmask16 lt = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
+        return _mm512_mask_mul_ps(v, lt, v, _mm512_set1_ps(a->p0));
+    }
+    default:
+        return v;
+    }
+}
+
+/* Stores row i (32 floats) of a tile through the epilogue. */
+AVX512 static inline void row32__avx512(float *c, __m512 v0, __m512 v1, int i, const Ukp *e) {
+    __m512 al = _mm512_set1_ps(e->alpha);
+    v0 = _mm512_mul_ps(v0, al);
+    v1 = _mm512_mul_ps(v1, al);
+    if (e->beta != 0.0f) {
+        __m512 be = _mm512_set1_ps(e->beta);
+        v0 = _mm512_fmadd_ps(be, _mm512_loadu_ps(c), v0);
+        v1 = _mm512_fmadd_ps(be, _mm512_loadu_ps(c + 16), v1);
+    }
+    if (e->bias_per == OQCF_PER_COL) {
+        v0 = _mm512_add_ps(v0, _mm512_loadu_ps(e->bias));
+        v1 = _mm512_add_ps(v1, _mm512_loadu_ps(e->bias + 16));
+    } else if (e->bias_per != OQCF_PER_NONE) {
+        __m512 bb = _mm512_set1_ps(e->bias[e->bias_per == OQCF_PER_ROW ? i : 0]);
+        v0 = _mm512_add_ps(v0, bb);
+        v1 = _mm512_add_ps(v1, bb);
+    }
+    const OqcfAct *act = ukp_act(e, i);
+    if (act) {
+        v0 = act16(v0, act);
+        v1 = act16(v1, act);
+    }
+    _mm512_storeu_ps(c, v0);
+    _mm512_storeu_ps(c + 16, v1);
+}
+
+#define ROWS12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define DECL12(i) __m512 c##i##a = _mm512_setzero_ps(), c##i##b = _mm512_setzero_ps();
+#define STEP12(i)                                       \
+    {                                                   \
+        __m512 ai = _mm512_set1_ps(a##i[o]);            \
+        c##i##a = _mm512_fmadd_ps(ai, b0, c##i##a);     \
+        c##i##b = _mm512_fmadd_ps(ai, b1, c##i##b);     \
+    }
+#define STORE12(i) row32__avx512(c + (i) * ldc, c##i##a, c##i##b, i, e);
+
+AVX512 static void ukr_12x32__avx512(int64_t kc, const float *restrict a, int64_t rsa,
+                                     int64_t csa, const float *restrict b, float *restrict c,
+                                     int64_t ldc, const Ukp *e) {
+    ROWS12(DECL12)
+    ROWS12(AROW)
+    int64_t o = 0;
+    for (int64_t k = 0; k < kc; k++, o += csa, b += 32) {
+        __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+        ROWS12(STEP12)
+    }
+    ROWS12(STORE12)
+}
+
+#endif /* OQCF_SGEMM_X86 */
+
+/* ---- kernel table and selection -------------------------------------------------- */
+
+static const Kernel kernel_c = {OQCF_ISA_PORTABLE, 4, 16, 128, 256, 2048, ukr_4x16__c};
+#if OQCF_SGEMM_X86
+static const Kernel kernel_avx2 = {OQCF_ISA_AVX2, 6, 16, 144, 256, 2048, ukr_6x16__avx2};
+static const Kernel kernel_avx512 = {OQCF_ISA_AVX512, 12, 32, 144, 384, 2048,
+                                     ukr_12x32__avx512};
+static const Kernel *const all_kernels[] = {&kernel_c, &kernel_avx2, &kernel_avx512};
+#else
+static const Kernel *const all_kernels[] = {&kernel_c};
+#endif
+#define NKERNELS ((int)(sizeof all_kernels / sizeof all_kernels[0]))
+
+static atomic_int forced_isa;   /* OQCF_ISA_AUTO until oqcf_sgemm_force_isa() */
+
+int oqcf_sgemm_isa_supported(OqcfIsa isa) {
+    switch (isa) {
+    case OQCF_ISA_AUTO:
+    case OQCF_ISA_PORTABLE:
+        return 1;
+#if OQCF_SGEMM_X86
+    case OQCF_ISA_AVX2:
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case OQCF_ISA_AVX512:
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx512f") != 0;
+#endif
+    default:
+        return 0;
+    }
+}
+
+int oqcf_sgemm_force_isa(OqcfIsa isa) {
+    if (!oqcf_sgemm_isa_supported(isa))
+        return OQCF_EINVAL;
+    atomic_store(&forced_isa, (int)isa);
+    return OQCF_OK;
+}
+
+static const Kernel *pick_kernel(void) {
+    int f = atomic_load(&forced_isa);
+    for (int i = NKERNELS - 1; i >= 0; i--) {
+        const Kernel *k = all_kernels[i];
+        if (f == OQCF_ISA_AUTO ? oqcf_sgemm_isa_supported(k->isa) : (int)k->isa == f)
+            return k;
+    }
+    return &kernel_c;
+}
+
+OqcfIsa oqcf_sgemm_isa(void) {
+    return pick_kernel()->isa;
+}
+
+/* ---- blocking and scratch --------------------------------------------------------- */
+
+static int64_t ceil_div(int64_t a, int64_t b) {
+    return (a + b - 1) / b;
+}
+
+static int64_t round_up(int64_t a, int64_t b) {
+    return ceil_div(a, b) * b;
+}
+
+/* Depth of the K blocks: at most kc, balanced so the last block is not tiny. */
+static int64_t block_k(const Kernel *kr, int64_t K) {
+    int64_t nb = ceil_div(K, kr->kc);
+    return nb ? ceil_div(K, nb) : 0;
+}
+
+/* Floats of one thread's pack buffers for a block of at most m x n. */
+static void pack_floats(const Kernel *kr, int64_t m, int64_t n, int64_t K, int64_t *fa,
+                        int64_t *fb) {
+    int64_t kc = block_k(kr, K);
+    int64_t mc = m < kr->mc ? round_up(m, kr->mr) : kr->mc;
+    int64_t nc = n < kr->nc ? round_up(n, kr->nr) : kr->nc;
+    *fa = round_up(mc * kc, ALIGN / 4);
+    *fb = round_up(kc * nc, ALIGN / 4);
+}
+
+static size_t per_thread_bytes(int64_t M, int64_t N, int64_t K) {
+    size_t best = 0;
+    for (int i = 0; i < NKERNELS; i++) {
+        int64_t fa, fb;
+        pack_floats(all_kernels[i], M, N, K, &fa, &fb);
+        size_t s = (size_t)(fa + fb) * sizeof(float);
+        if (s > best)
+            best = s;
+    }
+    return best;
+}
+
+size_t oqcf_sgemm_scratch_size(int64_t M, int64_t N, int64_t K, int nthreads) {
+    if (M <= 0 || N <= 0 || K <= 0)
+        return 0;
+    if (nthreads < 1)
+        nthreads = 1;
+    return (size_t)nthreads * per_thread_bytes(M, N, K) + ALIGN;
+}
+
+/* ---- packing -------------------------------------------------------------------- */
+
+/* Packs rows [i0, i0+m) x columns [k0, k0+kc) of op(A) as MR-row panels. */
+static void pack_a(int mr, int trans, const float *A, int64_t lda, int64_t i0, int64_t m,
+                   int64_t k0, int64_t kc, float *dst) {
+    for (int64_t ip = 0; ip < m; ip += mr, dst += mr * kc) {
+        int64_t rows = m - ip < mr ? m - ip : mr;
+        if (!trans) {
+            for (int64_t i = 0; i < rows; i++) {
+                const float *src = A + (i0 + ip + i) * lda + k0;
+                for (int64_t k = 0; k < kc; k++)
+                    dst[k * mr + i] = src[k];
+            }
+        } else {
+            for (int64_t k = 0; k < kc; k++) {
+                const float *src = A + (k0 + k) * lda + i0 + ip;
+                for (int64_t i = 0; i < rows; i++)
+                    dst[k * mr + i] = src[i];
+            }
+        }
+        for (int64_t i = rows; i < mr; i++)
+            for (int64_t k = 0; k < kc; k++)
+                dst[k * mr + i] = 0.0f;
+    }
+}
+
+/* op(B) as a dense matrix, for oqcf_sgemm. */
+typedef struct DenseB {
+    const float *B;   /* matrix as stored */
+    int64_t ldb;      /* its leading dimension */
+    int trans;        /* B is stored N x K */
+} DenseB;
+
+static void pack_dense_b(const void *ctx, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
+                         int nr, float *dst) {
+    const DenseB *d = ctx;
+    for (int64_t jp = 0; jp < nc; jp += nr, dst += nr * kc) {
+        int64_t cols = nc - jp < nr ? nc - jp : nr;
+        if (!d->trans) {
+            for (int64_t k = 0; k < kc; k++) {
+                const float *src = d->B + (k0 + k) * d->ldb + j0 + jp;
+                float *o = dst + k * nr;
+                if (cols == nr) {
+                    memcpy(o, src, (size_t)nr * sizeof(float));
+                } else {
+                    for (int64_t j = 0; j < cols; j++)
+                        o[j] = src[j];
+                    for (int64_t j = cols; j < nr; j++)
+                        o[j] = 0.0f;
+                }
+            }
+        } else {
+            for (int64_t j = 0; j < cols; j++) {
+                const float *src = d->B + (j0 + jp + j) * d->ldb + k0;
+                for (int64_t k = 0; k < kc; k++)
+                    dst[k * nr + j] = src[k];
+            }
+            for (int64_t j = cols; j < nr; j++)
+                for (int64_t k = 0; k < kc; k++)
+                    dst[k * nr + j] = 0.0f;
+        }
+    }
+}
+
+/* ---- the blocked product on one thread's block ------------------------------------- */
+
+/* Everything a thread needs; shared read-only by all threads. */
+typedef struct Job {
+    const Kernel *kr;               /* microkernel family */
+    int trans_a;                    /* A stored K x M */
+    int64_t M, N, K;                /* problem */
+    float alpha, beta;              /* scales */
+    const float *A;                 /* op(A) source */
+    int64_t lda;                    /* its leading dimension */
+    const OqcfSgemmB *B;            /* op(B) packer */
+    float *C;                       /* result */
+    int64_t ldc;                    /* its leading dimension */
+    const OqcfSgemmEpilogue *epi;   /* user epilogue, NULL if none */
+    int tm, tn;                     /* thread grid */
+    int64_t mtiles, ntiles;         /* MR tiles and NR tiles of the problem */
+    float *bufs;                    /* aligned pack buffers, per block */
+    int64_t fa, fb;                 /* floats of one block's A and B buffers */
+} Job;
+
+static void run_block(const Job *J, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
+                      float *abuf, float *bbuf) {
+    const Kernel *kr = J->kr;
+    const int mr = kr->mr, nr = kr->nr;
+    const OqcfSgemmEpilogue *u = J->epi;
+    int per_col_act = u && u->act_per == OQCF_PER_COL;
+    int64_t kcb = block_k(kr, J->K);
+    _Alignas(ALIGN) float tile[MR_MAX * NR_MAX];
+    for (int64_t jc = j0; jc < j1; jc += kr->nc) {
+        int64_t nc = j1 - jc < kr->nc ? j1 - jc : kr->nc;
+        for (int64_t pc = 0; pc < J->K; pc += kcb) {
+            int64_t kc = J->K - pc < kcb ? J->K - pc : kcb;
+            int first = pc == 0, final = pc + kc == J->K;
+            J->B->pack(J->B->ctx, pc, kc, jc, nc, nr, bbuf);
+            EpiFull ef = {J->alpha, first ? J->beta : 1.0f, u, final};
+            for (int64_t ic = i0; ic < i1; ic += kr->mc) {
+                int64_t mc = i1 - ic < kr->mc ? i1 - ic : kr->mc;
+                /* A stored M x K is read in place (rows lda apart) except for a last
+                 * partial panel, packed with zero rows so the kernel reads no further. */
+                int64_t mfull = mc - mc % mr;
+                if (J->trans_a)
+                    pack_a(mr, 1, J->A, J->lda, ic, mc, pc, kc, abuf);
+                else if (mfull < mc)
+                    pack_a(mr, 0, J->A, J->lda, ic + mfull, mc - mfull, pc, kc, abuf);
+                for (int64_t jr = 0; jr < nc; jr += nr) {
+                    int64_t n = nc - jr < nr ? nc - jr : nr;
+                    int64_t j = jc + jr;
+                    const float *bp = bbuf + jr * kc;
+                    for (int64_t ir = 0; ir < mc; ir += mr) {
+                        int64_t m = mc - ir < mr ? mc - ir : mr;
+                        int64_t i = ic + ir;
+                        const float *ap = abuf + ir * kc;
+                        int64_t rsa = 1, csa = mr;
+                        if (!J->trans_a && m == mr) {
+                            ap = J->A + i * J->lda + pc;
+                            rsa = J->lda;
+                            csa = 1;
+                        } else if (!J->trans_a) {
+                            ap = abuf;
+                        }
+                        float *c = J->C + i * J->ldc + j;
+                        if (m == mr && n == nr && !(final && per_col_act)) {
+                            Ukp e = {ef.alpha, ef.beta, OQCF_PER_NONE, NULL, OQCF_PER_NONE,
+                                     NULL};
+                            if (final && u) {
+                                e.bias_per = u->bias_per;
+                                e.bias = u->bias_per == OQCF_PER_ROW   ? u->bias + i
+                                         : u->bias_per == OQCF_PER_COL ? u->bias + j
+                                                                       : u->bias;
+                                e.act_per = u->act_per;
+                                e.act = u->act_per == OQCF_PER_ROW ? u->act + i : u->act;
+                            }
+                            kr->ukr(kc, ap, rsa, csa, bp, c, J->ldc, &e);
+                        } else {
+                            Ukp raw = {1.0f, 0.0f, OQCF_PER_NONE, NULL, OQCF_PER_NONE, NULL};
+                            kr->ukr(kc, ap, rsa, csa, bp, tile, nr, &raw);
+                            epilogue_scalar(tile, nr, c, J->ldc, i, j, m, n, &ef);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+static void job_fn(void *ctx, int64_t begin, int64_t end, int tid) {
+    const Job *J = ctx;
+    (void)tid;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t ti = t / J->tn, tj = t % J->tn;
+        int64_t i0 = J->mtiles * ti / J->tm * J->kr->mr;
+        int64_t i1 = J->mtiles * (ti + 1) / J->tm * J->kr->mr;
+        int64_t j0 = J->ntiles * tj / J->tn * J->kr->nr;
+        int64_t j1 = J->ntiles * (tj + 1) / J->tn * J->kr->nr;
+        if (i1 > J->M)
+            i1 = J->M;
+        if (j1 > J->N)
+            j1 = J->N;
+        if (i0 >= i1 || j0 >= j1)
+            continue;
+        float *abuf = J->bufs + t * (J->fa + J->fb);
+        run_block(J, i0, i1, j0, j1, abuf, abuf + J->fa);
+    }
+}
+
+/* Chooses the thread grid tm x tn (tm * tn <= T) minimising the largest block's work:
+ * its multiply-adds plus (weighted) the elements it packs. */
+static void choose_grid(const Job *J, int T, int *tm_out, int *tn_out) {
+    const double pack_cost = 8.0;   /* a packed element costs about 8 multiply-adds */
+    double best = -1.0;
+    for (int tm = 1; tm <= T; tm++) {
+        int tn = T / tm;
+        if (tm > J->mtiles || tn > J->ntiles)
+            continue;
+        double m = (double)ceil_div(J->mtiles, tm) * J->kr->mr;
+        double n = (double)ceil_div(J->ntiles, tn) * J->kr->nr;
+        double cost = m * n * (double)J->K + pack_cost * (double)J->K * (m + n);
+        if (best < 0 || cost < best) {
+            best = cost;
+            *tm_out = tm;
+            *tn_out = tn;
+        }
+    }
+    if (best < 0) {
+        *tm_out = 1;
+        *tn_out = 1;
+    }
+}
+
+/* K == 0: C = act(beta * C + bias). */
+static void scale_only(int64_t M, int64_t N, float beta, float *C, int64_t ldc,
+                       const OqcfSgemmEpilogue *epi) {
+    float zero = 0.0f;
+    EpiFull ef = {1.0f, beta, epi, 1};
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++)
+            epilogue_scalar(&zero, 0, C + i * ldc + j, ldc, i, j, 1, 1, &ef);
+}
+
+static int check_epi(const OqcfSgemmEpilogue *e) {
+    if (!e)
+        return 1;
+    if ((unsigned)e->bias_per > OQCF_PER_COL || (unsigned)e->act_per > OQCF_PER_COL)
+        return 0;
+    return (e->bias_per == OQCF_PER_NONE || e->bias) && (e->act_per == OQCF_PER_NONE || e->act);
+}
+
+int oqcf_sgemm_ex(OqcfPool *pool, int trans_a, int64_t M, int64_t N, int64_t K, float alpha,
+                  const float *A, int64_t lda, const OqcfSgemmB *B, float beta, float *C,
+                  int64_t ldc, const OqcfSgemmEpilogue *epi, void *scratch,
+                  size_t scratch_size) {
+    if (M < 0 || N < 0 || K < 0 || !check_epi(epi))
+        return OQCF_EINVAL;
+    if (M == 0 || N == 0)
+        return OQCF_OK;
+    if (!C || ldc < N)
+        return OQCF_EINVAL;
+    if (K == 0) {
+        scale_only(M, N, beta, C, ldc, epi);
+        return OQCF_OK;
+    }
+    if (!A || !B || !B->pack || lda < (trans_a ? M : K))
+        return OQCF_EINVAL;
+    Job J = {pick_kernel(), trans_a, M, N, K, alpha, beta, A, lda, B, C, ldc, epi,
+             1, 1, 0, 0, NULL, 0, 0};
+    J.mtiles = ceil_div(M, J.kr->mr);
+    J.ntiles = ceil_div(N, J.kr->nr);
+    size_t per = per_thread_bytes(M, N, K);
+    uintptr_t base = ((uintptr_t)scratch + ALIGN - 1) & ~(uintptr_t)(ALIGN - 1);
+    size_t usable = scratch ? scratch_size - (base - (uintptr_t)scratch) : 0;
+    if (!scratch || scratch_size < ALIGN || usable < per)
+        return OQCF_ESCRATCH;
+    int T = oqcf_pool_threads(pool);
+    if ((size_t)T > usable / per)
+        T = (int)(usable / per);
+    if ((double)M * N * K < 1e5)   /* below ~10 us of work threads cost more than they give */
+        T = 1;
+    choose_grid(&J, T, &J.tm, &J.tn);
+    pack_floats(J.kr, M, N, K, &J.fa, &J.fb);
+    J.bufs = (float *)base;
+    oqcf_parallel_for(pool, (int64_t)J.tm * J.tn, job_fn, &J);
+    return OQCF_OK;
+}
+
+int oqcf_sgemm(OqcfPool *pool, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
+               float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
+               float beta, float *C, int64_t ldc, const OqcfSgemmEpilogue *epi, void *scratch,
+               size_t scratch_size) {
+    if (K > 0 && M > 0 && N > 0 && (!B || ldb < (trans_b ? K : N)))
+        return OQCF_EINVAL;
+    DenseB d = {B, ldb, trans_b};
+    OqcfSgemmB src = {pack_dense_b, &d};
+    return oqcf_sgemm_ex(pool, trans_a, M, N, K, alpha, A, lda, &src, beta, C, ldc, epi,
+                         scratch, scratch_size);
+}
