@@ -8,10 +8,12 @@
  * derives Reshape targets from Shape chains, which ONNX 1.12 does not). Files for a
  * model with a symbolic input dim are compared after fixing the dim to 1 (the
  * "__fixed_N1" files); the unfixed variant is skipped because oqc requires static
- * shapes (--input-shape). */
+ * shapes (--input-shape). References of models that `make models` generates are
+ * committed too; they are compared when the model is present. */
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "ir.h"
@@ -32,6 +34,11 @@ static int compare_file(const char *tsv_name) {
     for (char *p = strstr(model, "__"); p; p = strstr(p, "__")) {
         *p = '/';
         memmove(p + 1, p + 2, strlen(p + 2) + 1);
+    }
+    if (access(model, R_OK) != 0) {
+        /* References for `make models` networks stay valid without their models. */
+        printf("\n  %s: not present (make models), skipped", model);
+        return 0;
     }
     OqcDiag d;
     oqc_diag_init(&d);
