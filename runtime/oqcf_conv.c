@@ -9,11 +9,14 @@
  *     q = (c, kd, kh, kw): input channel of the group and kernel tap (K = C/group * taps)
  *
  * X_col (the im2col matrix) is never built: conv_pack_b() is the SGEMM's B packer and
- * writes each KC x NR panel straight from the image, copying runs of output columns
- * that share an output row (contiguous for stride 1) and filling padding with zeros.
+ * writes the packed panels straight from the image, row k of X_col at a time, as runs
+ * of output columns that share an output row (contiguous input for stride 1), with
+ * zeros for the padding.
  * A 1x1 / stride-1 / unpadded conv's X_col is the input itself, so it is handed to
- * oqcf_sgemm as a dense matrix.  Depthwise conv (group == C == K) is a direct kernel
- * that accumulates whole output rows tap by tap (vectorisable), parallel over planes.
+ * oqcf_sgemm as a dense matrix.  Depthwise conv (group == C == K) is a direct kernel,
+ * parallel over planes: 1-D and 2-D planes are copied into a zero-padded scratch plane
+ * and each 8-output chunk is accumulated over all taps in a register (AVX2 or portable
+ * C); 3-D, or a call without scratch, accumulates whole output rows tap by tap.
  *
  * Bias and activation (one for all channels or one per channel) are applied in the
  * SGEMM epilogue, or at the end of each output row for depthwise.  Channel views only
@@ -22,6 +25,13 @@
 #include "oqcf_nn.h"
 
 #include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define OQCF_CONV_X86 1
+#include <immintrin.h>
+#else
+#define OQCF_CONV_X86 0
+#endif
 
 /* A convolution normalised to three spatial axes. */
 typedef struct Geo {
@@ -215,6 +225,44 @@ static void conv_pack_b(const void *ctx, int64_t k0, int64_t kc, int64_t j0, int
 
 /* ---- depthwise ------------------------------------------------------------------- */
 
+/* y[i] += w * x[i * sx] for i < n: one kernel tap over a run of an output row.  gcc -O2
+ * does not vectorise loops of unknown length, so there are AVX2 versions for input
+ * strides 1 and 2 (chosen when the SGEMM family is not forced to portable). */
+static void dw_axpy__c(float *restrict y, const float *restrict x, float w, int64_t n,
+                       int64_t sx) {
+    for (int64_t i = 0; i < n; i++)
+        y[i] += w * x[i * sx];
+}
+
+#if OQCF_CONV_X86
+__attribute__((target("avx2,fma"))) static void dw_axpy__avx2(float *restrict y,
+                                                             const float *restrict x,
+                                                             float w, int64_t n, int64_t sx) {
+    __m256 wv = _mm256_set1_ps(w);
+    int64_t i = 0;
+    if (sx == 1) {
+        for (; i + 8 <= n; i += 8)
+            _mm256_storeu_ps(y + i, _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + i),
+                                                    _mm256_loadu_ps(y + i)));
+    } else if (sx == 2) {
+        /* x[2i .. 2i+15] holds the 8 inputs at its even positions; the last vector
+         * must not read past x[2(n-1)], hence i + 9 <= n. */
+        for (; i + 9 <= n; i += 8) {
+            __m256 a = _mm256_loadu_ps(x + 2 * i), b = _mm256_loadu_ps(x + 2 * i + 8);
+            __m256 ev = _mm256_shuffle_ps(a, b, 0x88);   /* x0 x2 x8 x10 | x4 x6 x12 x14 */
+            ev = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), 0xD8));
+            _mm256_storeu_ps(y + i, _mm256_fmadd_ps(wv, ev, _mm256_loadu_ps(y + i)));
+        }
+    }
+    for (; i < n; i++)
+        y[i] += w * x[i * sx];
+}
+#endif
+
+/* Signature of dw_axpy__c / dw_axpy__avx2. */
+typedef void (*DwAxpyFn)(float *restrict y, const float *restrict x, float w, int64_t n,
+                         int64_t sx);
+
 /* Depthwise job: planes (n, c) in [0, batch * C). */
 typedef struct DwJob {
     const OqcfConvParams *p;   /* parameters */
@@ -222,6 +270,7 @@ typedef struct DwJob {
     const float *x, *w, *bias; /* input, weights (C x taps), bias or NULL */
     float *y;                  /* output */
     int64_t xct, yct;          /* channels of the input and output buffers */
+    DwAxpyFn axpy;             /* row update of the row-by-row path */
 } DwJob;
 
 static void dw_plane(const DwJob *J, int64_t n, int64_t c) {
@@ -251,13 +300,8 @@ static void dw_plane(const DwJob *J, int64_t n, int64_t c) {
                         int64_t off = kw * g->dil[2] - g->pad[2], lo, hi;
                         float wv = wr[kw];
                         valid_range(off, sw, W, OW, &lo, &hi);
-                        if (sw == 1) {
-                            for (int64_t ow = lo; ow < hi; ow++)
-                                row[ow] += wv * xr[ow + off];
-                        } else {
-                            for (int64_t ow = lo; ow < hi; ow++)
-                                row[ow] += wv * xr[ow * sw + off];
-                        }
+                        if (lo < hi)
+                            J->axpy(row + lo, xr + lo * sw + off, wv, hi - lo, sw);
                     }
                 }
             }
@@ -275,6 +319,191 @@ static void dw_fn(void *ctx, int64_t begin, int64_t end, int tid) {
         dw_plane(J, t / J->p->channels, t % J->p->channels);
 }
 
+/* ---- depthwise, fast path (1-D and 2-D) --------------------------------------------- */
+
+/* Each plane is first copied into a zero-padded scratch plane (one per thread), so no
+ * tap needs a bounds test; then every 8 outputs of a row are computed in one register
+ * over all taps and stored once.  The padded row is long enough for the last chunk to
+ * run past the row end (those outputs are computed and dropped). */
+
+/* Padded-plane geometry. */
+typedef struct DwPad {
+    int64_t hp, wp;     /* padded plane: rows and row length */
+    int64_t chunks;     /* 8-output chunks per output row */
+    int64_t floats;     /* floats per thread buffer (rounded to a cache line) */
+} DwPad;
+
+static int dw_fast_geo(const Geo *g, DwPad *d) {
+    if (g->in[0] != 1 || g->out[0] != 1 || g->ker[0] != 1)   /* 3-D: row path */
+        return 0;
+    d->chunks = (g->out[2] + 7) / 8;
+    d->hp = (g->out[1] - 1) * g->str[1] + (g->ker[1] - 1) * g->dil[1] + 1;
+    d->wp = d->chunks * 8 * g->str[2] + (g->ker[2] - 1) * g->dil[2] + 16;
+    d->floats = (d->hp * d->wp + 15) / 16 * 16;
+    return 1;
+}
+
+/* Fills the padded plane from input plane xp. */
+static void dw_pad_plane(const Geo *g, const DwPad *d, const float *xp, float *xpad) {
+    const int64_t H = g->in[1], W = g->in[2], ph = g->pad[1], pw = g->pad[2];
+    for (int64_t r = 0; r < d->hp; r++) {
+        float *o = xpad + r * d->wp;
+        int64_t ih = r - ph;
+        int64_t c0 = pw < d->wp ? pw : d->wp;                 /* first data column */
+        int64_t c1 = pw + W < d->wp ? pw + W : d->wp;         /* past the last */
+        if (ih < 0 || ih >= H)
+            c0 = c1 = 0;
+        for (int64_t c = 0; c < c0; c++)
+            o[c] = 0.0f;
+        if (c1 > c0)
+            memcpy(o + c0, xp + ih * W, (size_t)(c1 - c0) * sizeof(float));
+        for (int64_t c = c1 > c0 ? c1 : c0; c < d->wp; c++)
+            o[c] = 0.0f;
+    }
+}
+
+/* All output rows of one plane from its padded copy: portable version. */
+static void dw_rows__c(const Geo *g, const DwPad *d, const float *xpad, const float *wc,
+                       float b0, const OqcfAct *act, float *yp) {
+    const int64_t OW = g->out[2], sh = g->str[1], sw = g->str[2];
+    for (int64_t oh = 0; oh < g->out[1]; oh++) {
+        for (int64_t ch = 0; ch < d->chunks; ch++) {
+            float acc[8];
+            for (int l = 0; l < 8; l++)
+                acc[l] = b0;
+            for (int64_t kh = 0; kh < g->ker[1]; kh++) {
+                const float *xr = xpad + (oh * sh + kh * g->dil[1]) * d->wp + ch * 8 * sw;
+                for (int64_t kw = 0; kw < g->ker[2]; kw++) {
+                    const float *xs = xr + kw * g->dil[2];
+                    float wv = wc[kh * g->ker[2] + kw];
+                    for (int l = 0; l < 8; l++)
+                        acc[l] += wv * xs[l * sw];
+                }
+            }
+            int64_t n = OW - ch * 8 < 8 ? OW - ch * 8 : 8;
+            for (int64_t l = 0; l < n; l++)
+                yp[oh * OW + ch * 8 + l] = oqcf_act_apply(act, acc[l]);
+        }
+    }
+}
+
+#if OQCF_CONV_X86
+#define AVX2 __attribute__((target("avx2,fma")))
+
+AVX2 static inline __m256 dw_act8(__m256 v, const OqcfAct *a) {
+    switch (a->kind) {
+    case OQCF_ACT_RELU:
+        return _mm256_max_ps(v, _mm256_setzero_ps());
+    case OQCF_ACT_CLIP:
+        return _mm256_min_ps(_mm256_set1_ps(a->p1), _mm256_max_ps(_mm256_set1_ps(a->p0), v));
+    case OQCF_ACT_LEAKY: {
+        __m256 ge = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_GE_OQ);
+        return _mm256_blendv_ps(_mm256_mul_ps(v, _mm256_set1_ps(a->p0)), v, ge);
+    }
+    default:
+        return v;
+    }
+}
+
+/* Eight inputs x[0], x[sw], ..., x[7 sw]. */
+AVX2 static inline __m256 dw_load8(const float *x, int64_t sw) {
+    if (sw == 1)
+        return _mm256_loadu_ps(x);
+    if (sw == 2) {
+        __m256 ev = _mm256_shuffle_ps(_mm256_loadu_ps(x), _mm256_loadu_ps(x + 8), 0x88);
+        return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), 0xD8));
+    }
+    return _mm256_set_ps(x[7 * sw], x[6 * sw], x[5 * sw], x[4 * sw], x[3 * sw], x[2 * sw],
+                         x[sw], x[0]);
+}
+
+/* Stores 8 results at o, of which only the first n (<= 8) are kept. */
+AVX2 static inline void dw_store8(float *o, __m256 v, int64_t n) {
+    if (n >= 8) {
+        _mm256_storeu_ps(o, v);
+    } else {
+        float t[8];
+        _mm256_storeu_ps(t, v);
+        for (int64_t l = 0; l < n; l++)
+            o[l] = t[l];
+    }
+}
+
+/* All output rows of one plane from its padded copy: AVX2 version.  Four chunks (32
+ * outputs) are accumulated together, so four FMA chains hide the FMA latency. */
+AVX2 static void dw_rows__avx2(const Geo *g, const DwPad *d, const float *xpad,
+                               const float *wc, float b0, const OqcfAct *act, float *yp) {
+    const int64_t OW = g->out[2], sh = g->str[1], sw = g->str[2], dw = g->dil[2];
+    const int64_t KH = g->ker[1], KW = g->ker[2], step = 8 * sw;
+    for (int64_t oh = 0; oh < g->out[1]; oh++) {
+        float *yr = yp + oh * OW;
+        int64_t ch = 0;
+        for (; ch + 4 <= d->chunks; ch += 4) {
+            __m256 a0 = _mm256_set1_ps(b0), a1 = a0, a2 = a0, a3 = a0;
+            for (int64_t kh = 0; kh < KH; kh++) {
+                const float *xr = xpad + (oh * sh + kh * g->dil[1]) * d->wp + ch * step;
+                for (int64_t kw = 0; kw < KW; kw++) {
+                    __m256 wv = _mm256_set1_ps(wc[kh * KW + kw]);
+                    const float *xs = xr + kw * dw;
+                    a0 = _mm256_fmadd_ps(wv, dw_load8(xs, sw), a0);
+                    a1 = _mm256_fmadd_ps(wv, dw_load8(xs + step, sw), a1);
+                    a2 = _mm256_fmadd_ps(wv, dw_load8(xs + 2 * step, sw), a2);
+                    a3 = _mm256_fmadd_ps(wv, dw_load8(xs + 3 * step, sw), a3);
+                }
+            }
+            dw_store8(yr + ch * 8, dw_act8(a0, act), OW - ch * 8);
+            dw_store8(yr + ch * 8 + 8, dw_act8(a1, act), OW - ch * 8 - 8);
+            dw_store8(yr + ch * 8 + 16, dw_act8(a2, act), OW - ch * 8 - 16);
+            dw_store8(yr + ch * 8 + 24, dw_act8(a3, act), OW - ch * 8 - 24);
+        }
+        for (; ch < d->chunks; ch++) {   /* taps alternate between two chains */
+            __m256 a0 = _mm256_set1_ps(b0), a1 = _mm256_setzero_ps();
+            for (int64_t kh = 0; kh < KH; kh++) {
+                const float *xr = xpad + (oh * sh + kh * g->dil[1]) * d->wp + ch * step;
+                const float *wr = wc + kh * KW;
+                int64_t kw = 0;
+                for (; kw + 2 <= KW; kw += 2) {
+                    a0 = _mm256_fmadd_ps(_mm256_set1_ps(wr[kw]), dw_load8(xr + kw * dw, sw),
+                                         a0);
+                    a1 = _mm256_fmadd_ps(_mm256_set1_ps(wr[kw + 1]),
+                                         dw_load8(xr + (kw + 1) * dw, sw), a1);
+                }
+                if (kw < KW)
+                    a0 = _mm256_fmadd_ps(_mm256_set1_ps(wr[kw]), dw_load8(xr + kw * dw, sw),
+                                         a0);
+            }
+            __m256 v = _mm256_add_ps(a0, a1);
+            dw_store8(yr + ch * 8, dw_act8(v, act), OW - ch * 8);
+        }
+    }
+}
+#endif
+
+/* Fast depthwise job: planes (n, c), one padded buffer per thread. */
+typedef struct DwFast {
+    const DwJob *J;     /* the plain job (parameters, tensors) */
+    DwPad d;            /* padded geometry */
+    float *bufs;        /* aligned per-thread padded planes */
+    void (*rows)(const Geo *, const DwPad *, const float *, const float *, float,
+                 const OqcfAct *, float *);   /* dw_rows__c or dw_rows__avx2 */
+} DwFast;
+
+static void dw_fast_fn(void *ctx, int64_t begin, int64_t end, int tid) {
+    const DwFast *F = ctx;
+    const DwJob *J = F->J;
+    const Geo *g = J->g;
+    float *xpad = F->bufs + tid * F->d.floats;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t n = t / J->p->channels, c = t % J->p->channels;
+        const float *xp = J->x + (n * J->xct + J->p->x_coff + c) * g->in_plane;
+        float *yp = J->y + (n * J->yct + J->p->y_coff + c) * g->out_plane;
+        const OqcfAct *act =
+            J->p->act_per_channel ? &J->p->act_per_channel[c] : &J->p->act;
+        dw_pad_plane(g, &F->d, xp, xpad);
+        F->rows(g, &F->d, xpad, J->w + c * g->taps, J->bias ? J->bias[c] : 0.0f, act, yp);
+    }
+}
+
 /* ---- driver ---------------------------------------------------------------------- */
 
 static int is_depthwise(const OqcfConvParams *p) {
@@ -290,8 +519,13 @@ static int is_pointwise(const Geo *g) {
 
 size_t oqcf_conv_scratch_size(const OqcfConvParams *p, int nthreads) {
     Geo g;
-    if (!p || !make_geo(p, &g) || p->group < 1 || is_depthwise(p))
+    DwPad d;
+    if (!p || !make_geo(p, &g) || p->group < 1)
         return 0;
+    if (is_depthwise(p))   /* padded planes, one per thread (optional: see oqcf_conv) */
+        return dw_fast_geo(&g, &d) ? (size_t)(nthreads < 1 ? 1 : nthreads) *
+                                             (size_t)d.floats * sizeof(float) + 64
+                                   : 0;
     return oqcf_sgemm_scratch_size(p->out_channels / p->group, g.out_plane,
                                    p->channels / p->group * g.taps, nthreads);
 }
@@ -312,7 +546,31 @@ int oqcf_conv(OqcfPool *pool, const OqcfConvParams *p, const float *x, const flo
     if (!x || !w || !y)
         return OQCF_EINVAL;
     if (is_depthwise(p)) {
-        DwJob J = {p, &g, x, w, bias, y, xct, yct};
+        DwJob J = {p, &g, x, w, bias, y, xct, yct, dw_axpy__c};
+        int vec = 0;
+#if OQCF_CONV_X86
+        vec = oqcf_sgemm_isa() != OQCF_ISA_PORTABLE;   /* AVX2 or AVX-512 CPU */
+        if (vec)
+            J.axpy = dw_axpy__avx2;
+#endif
+        /* The padded fast path needs one scratch plane per thread; with less scratch
+         * it runs on fewer threads, with none it falls back to the row path. */
+        DwFast F = {&J, {0, 0, 0, 0}, NULL, dw_rows__c};
+        uintptr_t base = ((uintptr_t)scratch + 63) & ~(uintptr_t)63;
+        size_t usable = 0;
+        if (scratch && scratch_size >= 64)
+            usable = scratch_size - (base - (uintptr_t)scratch);
+        if (dw_fast_geo(&g, &F.d) && usable >= (size_t)F.d.floats * sizeof(float)) {
+            F.bufs = (float *)base;
+#if OQCF_CONV_X86
+            if (vec)
+                F.rows = dw_rows__avx2;
+#endif
+            size_t nbuf = usable / ((size_t)F.d.floats * sizeof(float));
+            OqcfPool *use = (size_t)oqcf_pool_threads(pool) <= nbuf ? pool : NULL;
+            oqcf_parallel_for(use, p->batch * p->channels, dw_fast_fn, &F);
+            return OQCF_OK;
+        }
         oqcf_parallel_for(pool, p->batch * p->channels, dw_fn, &J);
         return OQCF_OK;
     }

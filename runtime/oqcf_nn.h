@@ -3,11 +3,12 @@
  *
  * Design:
  *   - One SGEMM (oqcf_sgemm.c) does all the heavy arithmetic.  It is GotoBLAS/BLIS
- *     shaped: op(B) is packed in KC x NC blocks, op(A) in MC x KC blocks, and a
- *     microkernel multiplies an MR-row panel of A by an NR-column panel of B held in
- *     registers.  Microkernels exist for AVX-512F, AVX2+FMA and portable C; the best the
- *     CPU supports is chosen at run time.  An epilogue adds a per-row, per-column or
- *     scalar bias and applies an activation while the tile is still in registers.
+ *     shaped: op(B) is packed in KC-deep NR-column panels, op(A) is blocked MC x KC
+ *     (and read in place when stored M x K), and a microkernel multiplies an MR-row
+ *     panel of A by an NR-column panel of B held in registers.  Microkernels exist for
+ *     AVX-512F, AVX2+FMA and portable C; the best the CPU supports is chosen at run
+ *     time.  An epilogue adds a per-row, per-column or scalar bias and applies an
+ *     activation while the tile is still in registers.
  *   - Conv never materialises an im2col matrix: oqcf_sgemm_ex() takes op(B) as a
  *     "packer" callback, and Conv's packer reads the input image straight into the
  *     packed panels.  A 1x1, stride-1, unpadded conv packs the input as a plain matrix.
@@ -18,7 +19,7 @@
  *     NULL (run on the calling thread).  The pool is created once, at set-up.
  *
  * Channel views: Conv and pooling can read their input from channels
- * [x_coff, x_coff + C) of an NC... buffer that has x_ctotal channels, and write their
+ * [x_coff, x_coff + C) of an N x C... buffer that has x_ctotal channels, and write their
  * output to channels [y_coff, y_coff + K) of a buffer with y_ctotal channels, so a
  * concat can be assembled in place.  A ctotal of 0 means "the tensor is dense". */
 #ifndef OQCF_NN_H
@@ -117,7 +118,9 @@ size_t oqcf_sgemm_scratch_size(int64_t M, int64_t N, int64_t K, int nthreads);
 
 /* C = act(alpha * op(A) op(B) + beta * C + bias), row-major with leading dimensions
  * lda, ldb, ldc; op(A) is M x K, op(B) is K x N.  trans_a: A is stored K x M;
- * trans_b: B is stored N x K.  beta == 0 does not read C.  epi may be NULL. */
+ * trans_b: B is stored N x K.  beta == 0 does not read C.  epi may be NULL.  Scratch
+ * sized for fewer threads than the pool has runs on fewer threads; less than one
+ * thread's worth is OQCF_ESCRATCH (none is needed when K == 0, M == 1 or N == 1). */
 int oqcf_sgemm(OqcfPool *pool, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
                float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
                float beta, float *C, int64_t ldc, const OqcfSgemmEpilogue *epi,
@@ -135,7 +138,7 @@ typedef struct OqcfSgemmB {
     const void *ctx;    /* passed to pack, read-only */
 } OqcfSgemmB;
 
-/* oqcf_sgemm with op(B) produced by a packer. */
+/* oqcf_sgemm with op(B) produced by a packer (scratch always needed when K > 0). */
 int oqcf_sgemm_ex(OqcfPool *pool, int trans_a, int64_t M, int64_t N, int64_t K,
                   float alpha, const float *A, int64_t lda, const OqcfSgemmB *B,
                   float beta, float *C, int64_t ldc, const OqcfSgemmEpilogue *epi,
@@ -172,6 +175,8 @@ typedef struct OqcfConvParams {
     const OqcfAct *act_per_channel;       /* K activations, overriding act; or NULL */
 } OqcfConvParams;
 
+/* Scratch bytes for oqcf_conv on nthreads threads.  Depthwise convs also run with less
+ * (on fewer threads, or with none on a slower row-by-row path); others need it all. */
 size_t oqcf_conv_scratch_size(const OqcfConvParams *p, int nthreads);
 /* y = act(conv(x, w) + bias); bias (K floats) may be NULL. */
 int oqcf_conv(OqcfPool *pool, const OqcfConvParams *p, const float *x, const float *w,

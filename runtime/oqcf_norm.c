@@ -5,7 +5,7 @@
  *
  * BatchNormalization folds each channel into y = x * a + b, a = scale / sqrt(var + eps),
  * b = bias - mean * a (computed in double, then rounded once), so the plane loop is one
- * multiply-add per element and vectorises.
+ * multiply-add per element (with an AVX2 version).
  *
  * LRN (ONNX): square_sum[n,c,i] = sum of x[n,c',i]^2 over
  * c' in [max(0, c - floor((size-1)/2)), min(C-1, c + ceil((size-1)/2))],
@@ -15,6 +15,13 @@
 
 #include <math.h>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#define OQCF_NORM_X86 1
+#include <immintrin.h>
+#else
+#define OQCF_NORM_X86 0
+#endif
+
 /* BatchNormalization job. */
 typedef struct BnJob {
     const float *x;                            /* input */
@@ -22,7 +29,28 @@ typedef struct BnJob {
     float eps;                                 /* variance epsilon */
     float *y;                                  /* output (may be x) */
     int64_t channels, inner;                   /* C and plane size */
+    void (*fn)(float *, const float *, float, float, int64_t);   /* scale_shift__* */
 } BnJob;
+
+/* y[i] = x[i] * a + b (y may be x).  gcc -O2 leaves loops of unknown length scalar,
+ * hence the AVX2 version, used when the CPU has it and SGEMM is not forced portable. */
+static void scale_shift__c(float *y, const float *x, float a, float b, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        y[i] = x[i] * a + b;
+}
+
+#if OQCF_NORM_X86
+__attribute__((target("avx2,fma"))) static void scale_shift__avx2(float *y, const float *x,
+                                                                 float a, float b,
+                                                                 int64_t n) {
+    __m256 av = _mm256_set1_ps(a), bv = _mm256_set1_ps(b);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(_mm256_loadu_ps(x + i), av, bv));
+    for (; i < n; i++)
+        y[i] = x[i] * a + b;
+}
+#endif
 
 static void bn_fn(void *ctx, int64_t begin, int64_t end, int tid) {
     const BnJob *J = ctx;
@@ -31,10 +59,7 @@ static void bn_fn(void *ctx, int64_t begin, int64_t end, int tid) {
         int64_t c = t % J->channels;
         double ad = (double)J->scale[c] / sqrt((double)J->var[c] + (double)J->eps);
         float a = (float)ad, b = (float)((double)J->bias[c] - (double)J->mean[c] * ad);
-        const float *xp = J->x + t * J->inner;
-        float *yp = J->y + t * J->inner;
-        for (int64_t i = 0; i < J->inner; i++)
-            yp[i] = xp[i] * a + b;
+        J->fn(J->y + t * J->inner, J->x + t * J->inner, a, b, J->inner);
     }
 }
 
@@ -47,7 +72,11 @@ int oqcf_batchnorm(OqcfPool *pool, int64_t batch, int64_t channels, int64_t inne
         return OQCF_OK;
     if (!x || !scale || !bias || !mean || !var || !y)
         return OQCF_EINVAL;
-    BnJob J = {x, scale, bias, mean, var, eps, y, channels, inner};
+    BnJob J = {x, scale, bias, mean, var, eps, y, channels, inner, scale_shift__c};
+#if OQCF_NORM_X86
+    if (oqcf_sgemm_isa() != OQCF_ISA_PORTABLE)   /* AVX2 or AVX-512 CPU */
+        J.fn = scale_shift__avx2;
+#endif
     oqcf_parallel_for(pool, batch * channels, bn_fn, &J);
     return OQCF_OK;
 }

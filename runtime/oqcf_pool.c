@@ -1,9 +1,9 @@
 /* oqcf_pool.c - a tiny persistent thread pool for the FP32 kernels (see oqcf_nn.h).
  *
  * Design: nthreads - 1 workers are started once, by oqcf_pool_create(), and wait for
- * jobs.  A job is published by bumping `gen`; a worker spins on it for a short while
- * (back-to-back kernels then start in well under a microsecond) and afterwards sleeps on
- * a condition variable.  The caller runs chunk 0 itself and waits for `pending` to drop
+ * jobs.  A job is published by bumping `gen`; a worker spins on it for 50 us (so
+ * back-to-back kernels start in about a microsecond) and afterwards sleeps on a
+ * condition variable.  The caller runs chunk 0 itself and waits for `pending` to drop
  * to zero with the same spin-then-sleep scheme.  Nothing is allocated per call.
  *
  * Lost wake-ups are avoided with sequentially consistent atomics: a sleeper increments
@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -26,8 +27,35 @@
 #define OQCF_PAUSE() ((void)0)
 #endif
 
-/* Spin iterations (each one pause) before sleeping: roughly 20-50 microseconds. */
-#define OQCF_SPIN 4000
+/* How long a waiting thread spins before it sleeps.  Measured in time, not in pause
+ * instructions, whose cost varies from ~10 to ~150 cycles between CPUs. */
+#define OQCF_SPIN_NS 50000
+
+static int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Spins until *v != v0, or OQCF_SPIN_NS pass. */
+static void spin_gen(atomic_uint_fast64_t *v, uint_fast64_t v0) {
+    int64_t end = now_ns() + OQCF_SPIN_NS;
+    for (int i = 1; atomic_load(v) == v0; i++) {
+        OQCF_PAUSE();
+        if (i % 32 == 0 && now_ns() > end)
+            return;
+    }
+}
+
+/* Spins until *v == 0, or OQCF_SPIN_NS pass. */
+static void spin_zero(atomic_int *v) {
+    int64_t end = now_ns() + OQCF_SPIN_NS;
+    for (int i = 1; atomic_load(v) != 0; i++) {
+        OQCF_PAUSE();
+        if (i % 32 == 0 && now_ns() > end)
+            return;
+    }
+}
 
 typedef struct OqcfWorker {
     OqcfPool *pool;      /* owning pool */
@@ -63,11 +91,7 @@ static void *worker_main(void *arg) {
     OqcfPool *p = w->pool;
     uint_fast64_t seen = 0;   /* gen at creation: a job may be published before we run */
     for (;;) {
-        int spins = 0;
-        while (atomic_load(&p->gen) == seen && spins < OQCF_SPIN) {
-            OQCF_PAUSE();
-            spins++;
-        }
+        spin_gen(&p->gen, seen);
         if (atomic_load(&p->gen) == seen) {
             pthread_mutex_lock(&p->mu);
             atomic_fetch_add(&p->work_sleepers, 1);
@@ -104,11 +128,7 @@ static void wake_workers(OqcfPool *p) {
 }
 
 static void wait_workers(OqcfPool *p) {
-    int spins = 0;
-    while (atomic_load(&p->pending) && spins < OQCF_SPIN) {
-        OQCF_PAUSE();
-        spins++;
-    }
+    spin_zero(&p->pending);
     if (atomic_load(&p->pending)) {
         pthread_mutex_lock(&p->mu);
         atomic_store(&p->done_sleepers, 1);

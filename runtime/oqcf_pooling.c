@@ -2,9 +2,12 @@
  *
  * Design: as in oqcf_conv.c, geometries are normalised to three spatial axes (D, H, W)
  * with extent-1 leading axes, and the work is split over (n, c) planes with the pool.
- * For each output position the window's taps inside the input are found per axis as a
- * range [lo, hi) of kernel indices (no per-tap bounds test), so padding and ceil_mode
- * overhang cost nothing.  Semantics follow ONNX (and ONNX Runtime):
+ * The taps inside the input are found per axis as ranges, never by a per-tap bounds
+ * test, so padding and ceil_mode overhang cost nothing.  Without Indices a whole output
+ * row is computed tap by tap (for each kernel tap, one vectorisable pass over the
+ * outputs that read inside the input, as in the depthwise conv); MaxPool with Indices
+ * goes output by output to keep ONNX's tie order.  Semantics follow ONNX (and ONNX
+ * Runtime):
  *   - MaxPool takes the max over taps inside the input (pads never win); the first
  *     maximum in row-major window order is kept.  Its index is
  *     (n * C + c) * in_plane + spatial offset, the spatial offset row-major
@@ -88,6 +91,93 @@ typedef struct PoolJob {
     int is_max;                /* MaxPool (else AveragePool) */
 } PoolJob;
 
+#define WTABLE 512   /* output widths whose windows are tabulated once per plane */
+
+/* One axis window: taps [lo, hi) inside the input, n taps inside input + pads. */
+typedef struct Win {
+    int64_t lo, hi, n;   /* as axis_window() returns them */
+} Win;
+
+/* Output positions o with 0 <= o * s + off < n, as [*lo, *hi) within [0, out). */
+static void valid_range(int64_t off, int64_t s, int64_t n, int64_t out, int64_t *lo,
+                        int64_t *hi) {
+    int64_t l = floor_div(-off + s - 1, s), h = floor_div(n - 1 - off, s) + 1;
+    *lo = l < 0 ? 0 : (l > out ? out : l);
+    *hi = h < *lo ? *lo : (h > out ? out : h);
+}
+
+/* MaxPool with Indices: per output, the window's taps in row-major order, so the first
+ * maximum is kept as ONNX Runtime does. */
+static void max_indices_row(const PoolJob *J, const float *xp, int64_t d0, Win wd, int64_t h0,
+                            Win wh, float *yr, int64_t *ir, int64_t ibase) {
+    const PGeo *g = J->g;
+    const int64_t H = g->in[1], W = g->in[2];
+    for (int64_t ow = 0; ow < g->out[2]; ow++) {
+        Win ww;
+        axis_window(g, 2, ow, &ww.lo, &ww.hi, &ww.n);
+        int64_t w0 = ow * g->str[2] - g->pb[2];
+        float best = -FLT_MAX;
+        int64_t at = -1;   /* row-major offset of the max in the plane */
+        for (int64_t kd = wd.lo; kd < wd.hi; kd++)
+            for (int64_t kh = wh.lo; kh < wh.hi; kh++) {
+                int64_t row = ((d0 + kd * g->dil[0]) * H + h0 + kh * g->dil[1]) * W;
+                for (int64_t kw = ww.lo; kw < ww.hi; kw++) {
+                    int64_t off = row + w0 + kw * g->dil[2];
+                    if (xp[off] > best || (at < 0 && xp[off] == best)) {   /* NaN never wins */
+                        best = xp[off];
+                        at = off;
+                    }
+                }
+            }
+        if (at >= 0 && J->p->storage_order) {   /* column-major offset */
+            int64_t iw = at % W, ih = at / W % H, id = at / (W * H);
+            at = id + ih * g->in[0] + iw * g->in[0] * H;
+        }
+        yr[ow] = best;
+        ir[ow] = at < 0 ? -1 : ibase + at;
+    }
+}
+
+/* MaxPool without Indices and AveragePool: a whole output row at a time, tap by tap
+ * (vectorisable along the row), as the depthwise conv does. */
+static void pool_row(const PoolJob *J, const float *xp, int64_t d0, Win wd, int64_t h0,
+                     Win wh, const Win *wt, float *yr) {
+    const PGeo *g = J->g;
+    const int64_t H = g->in[1], W = g->in[2], OW = g->out[2], sw = g->str[2];
+    for (int64_t ow = 0; ow < OW; ow++)
+        yr[ow] = J->is_max ? -FLT_MAX : 0.0f;
+    for (int64_t kd = wd.lo; kd < wd.hi; kd++)
+        for (int64_t kh = wh.lo; kh < wh.hi; kh++) {
+            const float *xr = xp + ((d0 + kd * g->dil[0]) * H + h0 + kh * g->dil[1]) * W;
+            for (int64_t kw = 0; kw < g->ker[2]; kw++) {
+                int64_t off = kw * g->dil[2] - g->pb[2], lo, hi;
+                valid_range(off, sw, W, OW, &lo, &hi);
+                if (J->is_max && sw == 1)
+                    for (int64_t ow = lo; ow < hi; ow++)   /* NaN never wins */
+                        yr[ow] = xr[ow + off] > yr[ow] ? xr[ow + off] : yr[ow];
+                else if (J->is_max)
+                    for (int64_t ow = lo; ow < hi; ow++)
+                        yr[ow] = xr[ow * sw + off] > yr[ow] ? xr[ow * sw + off] : yr[ow];
+                else
+                    for (int64_t ow = lo; ow < hi; ow++)
+                        yr[ow] += xr[ow * sw + off];
+            }
+        }
+    if (J->is_max)
+        return;
+    for (int64_t ow = 0; ow < OW; ow++) {
+        Win ww;
+        if (ow < WTABLE)
+            ww = wt[ow];
+        else
+            axis_window(g, 2, ow, &ww.lo, &ww.hi, &ww.n);
+        int64_t cnt = J->p->count_include_pad
+                          ? wd.n * wh.n * ww.n
+                          : (wd.hi - wd.lo) * (wh.hi - wh.lo) * (ww.hi - ww.lo);
+        yr[ow] = cnt > 0 ? yr[ow] / (float)cnt : 0.0f;
+    }
+}
+
 static void pool_plane(const PoolJob *J, int64_t n, int64_t c) {
     const PGeo *g = J->g;
     const OqcfPoolParams *p = J->p;
@@ -95,52 +185,23 @@ static void pool_plane(const PoolJob *J, int64_t n, int64_t c) {
     float *yp = J->y + (n * g->yct + p->y_coff + c) * g->out_plane;
     int64_t *ip = J->ind ? J->ind + (n * p->channels + c) * g->out_plane : NULL;
     int64_t ibase = (n * p->channels + c) * g->in_plane;
-    const int64_t H = g->in[1], W = g->in[2];
-    int64_t o = 0;
+    const int64_t OW = g->out[2];
+    Win wt[WTABLE];   /* the W windows, the same for every output row */
+    if (!J->is_max)
+        for (int64_t ow = 0; ow < OW && ow < WTABLE; ow++)
+            axis_window(g, 2, ow, &wt[ow].lo, &wt[ow].hi, &wt[ow].n);
     for (int64_t od = 0; od < g->out[0]; od++) {
-        int64_t dlo, dhi, dn;
-        axis_window(g, 0, od, &dlo, &dhi, &dn);
+        Win wd;
+        axis_window(g, 0, od, &wd.lo, &wd.hi, &wd.n);
         int64_t d0 = od * g->str[0] - g->pb[0];
         for (int64_t oh = 0; oh < g->out[1]; oh++) {
-            int64_t hlo, hhi, hn;
-            axis_window(g, 1, oh, &hlo, &hhi, &hn);
-            int64_t h0 = oh * g->str[1] - g->pb[1];
-            for (int64_t ow = 0; ow < g->out[2]; ow++, o++) {
-                int64_t wlo, whi, wn;
-                axis_window(g, 2, ow, &wlo, &whi, &wn);
-                int64_t w0 = ow * g->str[2] - g->pb[2];
-                float best = -FLT_MAX, sum = 0.0f;
-                int64_t at = -1;
-                for (int64_t kd = dlo; kd < dhi; kd++) {
-                    int64_t id = d0 + kd * g->dil[0];
-                    for (int64_t kh = hlo; kh < hhi; kh++) {
-                        int64_t ih = h0 + kh * g->dil[1];
-                        const float *xr = xp + (id * H + ih) * W;
-                        for (int64_t kw = wlo; kw < whi; kw++) {
-                            int64_t iw = w0 + kw * g->dil[2];
-                            float v = xr[iw];
-                            if (!J->is_max) {
-                                sum += v;
-                            } else if (v > best || (at < 0 && v == best)) {   /* NaN never wins */
-                                best = v;
-                                at = (id * H + ih) * W + iw;
-                                if (p->storage_order)
-                                    at = id + ih * g->in[0] + iw * g->in[0] * H;
-                            }
-                        }
-                    }
-                }
-                if (J->is_max) {
-                    yp[o] = best;
-                    if (ip)
-                        ip[o] = at < 0 ? -1 : ibase + at;
-                } else {
-                    int64_t cnt = p->count_include_pad
-                                      ? dn * hn * wn
-                                      : (dhi - dlo) * (hhi - hlo) * (whi - wlo);
-                    yp[o] = cnt > 0 ? sum / (float)cnt : 0.0f;
-                }
-            }
+            Win wh;
+            axis_window(g, 1, oh, &wh.lo, &wh.hi, &wh.n);
+            int64_t h0 = oh * g->str[1] - g->pb[1], o = (od * g->out[1] + oh) * OW;
+            if (J->is_max && ip)
+                max_indices_row(J, xp, d0, wd, h0, wh, yp + o, ip + o, ibase);
+            else
+                pool_row(J, xp, d0, wd, h0, wh, wt, yp + o);
         }
     }
 }

@@ -4,12 +4,24 @@
  *
  *   for jc over N in steps of NC          (per thread: its own column range)
  *     for pc over K in steps of KC
- *       pack op(B)[pc.., jc..] into NR-column panels        (B block: L3 / L2)
- *       for ic over M in steps of MC
- *         pack op(A)[ic.., pc..] into MR-row panels          (A block: L2)
- *         for jr over the block's NR panels                  (B panel: L1)
- *           for ir over the block's MR panels
+ *       for ic over M in steps of MC                         (A block: L2)
+ *         [A stored K x M: pack op(A)[ic.., pc..] into MR-row panels]
+ *         for jr over the block's NR-column panels of op(B)  (B panel: L1)
+ *           [first ic only: pack the next B_CHUNK panels of op(B)[pc.., jc..]]
+ *           for ir over the block's MR-row panels
  *             microkernel: MR x NR tile += A panel * B panel (registers)
+ *
+ * Deviations from the textbook, each measured on conv-shaped problems:
+ *   - A stored M x K (the usual case: Conv weights, Gemm without transA) is not packed:
+ *     the microkernel broadcasts straight from its MR rows (rows lda apart, like
+ *     MLAS).  Only a last partial MR panel is packed (with zero rows) so nothing past
+ *     row M is read.  Packing A cost a third of the time when N is small (7x7 convs).
+ *   - B panels are packed B_CHUNK at a time right before the first A block uses them,
+ *     so they are still in cache; later A blocks reuse the packed block.
+ *   - A product with M == 1 or N == 1 (oqcf_sgemm only) skips packing altogether: it
+ *     is memory-bound, and runs as dot products or row updates (gemv_fn).
+ *   - A last B panel with at most NR/2 valid columns uses a half-width kernel
+ *     (N = 49 for a 7x7 output: 3 full panels + 1 column).
  *
  * The microkernel applies the epilogue when it writes its tile: alpha, beta (on the
  * first K block only; later blocks accumulate), and on the last K block the bias and
@@ -17,9 +29,10 @@
  * go through a tile buffer and the scalar epilogue instead.
  *
  * Microkernels: `ukr_4x16__c` (portable, left to the compiler's vectoriser),
- * `ukr_6x16__avx2` (AVX2 + FMA: 12 ymm accumulators) and `ukr_12x32__avx512` (AVX-512F:
- * 24 zmm accumulators).  The x86 ones use target attributes, so the file needs no
- * -m flags, and are chosen at run time with __builtin_cpu_supports.
+ * `ukr_6x16__avx2` (AVX2 + FMA: 12 ymm accumulators, edge `ukr_6x8__avx2`) and
+ * `ukr_12x32__avx512` (AVX-512F: 24 zmm accumulators, edge `ukr_12x16__avx512`).  The
+ * x86 ones use target attributes, so the file needs no -m flags, and are chosen at run
+ * time with __builtin_cpu_supports; oqcf_sgemm_force_isa() overrides the choice.
  *
  * Threads: the M x N result is cut into a tm x tn grid of tile-aligned blocks, one per
  * thread, chosen to minimise the largest block's compute plus its packing; each thread
@@ -42,6 +55,7 @@
 #define MR_MAX 12    /* largest microkernel tile, for tile buffers */
 #define NR_MAX 32
 #define ALIGN 64     /* pack buffers start on a cache line */
+#define B_CHUNK 16   /* B panels packed per packer call (just before their first use) */
 
 /* Epilogue of one microkernel call; bias and act are already offset to the tile. */
 typedef struct Ukp {
@@ -59,14 +73,20 @@ typedef struct Ukp {
 typedef void (*UkrFn)(int64_t kc, const float *a, int64_t rsa, int64_t csa, const float *b,
                       float *c, int64_t ldc, const Ukp *e);
 
+/* Edge microkernel for a last B panel with at most NR/2 valid columns: writes the raw
+ * MR x NR/2 sums (no epilogue) to tile, row stride NR; b is still an NR-wide panel. */
+typedef void (*UkrHalfFn)(int64_t kc, const float *a, int64_t rsa, int64_t csa,
+                          const float *b, float *tile);
+
 /* A microkernel family with its blocking. */
 typedef struct Kernel {
-    OqcfIsa isa;   /* family */
-    int mr, nr;    /* register tile */
-    int64_t mc;    /* rows of an A block (multiple of mr) */
-    int64_t kc;    /* depth of a block */
-    int64_t nc;    /* columns of a B block (multiple of nr) */
-    UkrFn ukr;     /* the microkernel */
+    OqcfIsa isa;      /* family */
+    int mr, nr;       /* register tile */
+    int64_t mc;       /* rows of an A block (multiple of mr) */
+    int64_t kc;       /* depth of a block */
+    int64_t nc;       /* columns of a B block (multiple of nr) */
+    UkrFn ukr;        /* the microkernel */
+    UkrHalfFn half;   /* half-width edge kernel, or NULL */
 } Kernel;
 
 /* ---- scalar epilogue (edges, per-column activations, portable kernel) ---------- */
@@ -204,12 +224,38 @@ AVX2 static void ukr_6x16__avx2(int64_t kc, const float *restrict a, int64_t rsa
                                 const Ukp *e) {
     ROWS6(DECL6)
     ROWS6(AROW)
-    int64_t o = 0;
-    for (int64_t k = 0; k < kc; k++, o += csa, b += 16) {
+    int64_t o = 0, k = 0;
+    for (; k + 2 <= kc; k += 2) {   /* unrolled twice: ~2% on conv shapes */
+        __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+        ROWS6(STEP6)
+        o += csa;
+        b0 = _mm256_load_ps(b + 16);
+        b1 = _mm256_load_ps(b + 24);
+        ROWS6(STEP6)
+        o += csa;
+        b += 32;
+    }
+    for (; k < kc; k++, o += csa, b += 16) {
         __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
         ROWS6(STEP6)
     }
     ROWS6(STORE6)
+}
+
+#define DECL6H(i) __m256 c##i##a = _mm256_setzero_ps();
+#define STEP6H(i) c##i##a = _mm256_fmadd_ps(_mm256_broadcast_ss(a##i + o), b0, c##i##a);
+#define STORE6H(i) _mm256_storeu_ps(tile + (i) * 16, c##i##a);
+
+AVX2 static void ukr_6x8__avx2(int64_t kc, const float *restrict a, int64_t rsa, int64_t csa,
+                               const float *restrict b, float *restrict tile) {
+    ROWS6(DECL6H)
+    ROWS6(AROW)
+    int64_t o = 0;
+    for (int64_t k = 0; k < kc; k++, o += csa, b += 16) {
+        __m256 b0 = _mm256_load_ps(b);
+        ROWS6(STEP6H)
+    }
+    ROWS6(STORE6H)
 }
 
 AVX512 static inline __m512 act16(__m512 v, const OqcfAct *a) {
@@ -277,15 +323,33 @@ AVX512 static void ukr_12x32__avx512(int64_t kc, const float *restrict a, int64_
     ROWS12(STORE12)
 }
 
+#define DECL12H(i) __m512 c##i##a = _mm512_setzero_ps();
+#define STEP12H(i) c##i##a = _mm512_fmadd_ps(_mm512_set1_ps(a##i[o]), b0, c##i##a);
+#define STORE12H(i) _mm512_storeu_ps(tile + (i) * 32, c##i##a);
+
+AVX512 static void ukr_12x16__avx512(int64_t kc, const float *restrict a, int64_t rsa,
+                                     int64_t csa, const float *restrict b,
+                                     float *restrict tile) {
+    ROWS12(DECL12H)
+    ROWS12(AROW)
+    int64_t o = 0;
+    for (int64_t k = 0; k < kc; k++, o += csa, b += 32) {
+        __m512 b0 = _mm512_load_ps(b);
+        ROWS12(STEP12H)
+    }
+    ROWS12(STORE12H)
+}
+
 #endif /* OQCF_SGEMM_X86 */
 
 /* ---- kernel table and selection -------------------------------------------------- */
 
-static const Kernel kernel_c = {OQCF_ISA_PORTABLE, 4, 16, 128, 256, 2048, ukr_4x16__c};
+static const Kernel kernel_c = {OQCF_ISA_PORTABLE, 4, 16, 128, 256, 2048, ukr_4x16__c, NULL};
 #if OQCF_SGEMM_X86
-static const Kernel kernel_avx2 = {OQCF_ISA_AVX2, 6, 16, 144, 256, 2048, ukr_6x16__avx2};
+static const Kernel kernel_avx2 = {OQCF_ISA_AVX2, 6, 16, 144, 256, 2048, ukr_6x16__avx2,
+                                   ukr_6x8__avx2};
 static const Kernel kernel_avx512 = {OQCF_ISA_AVX512, 12, 32, 144, 384, 2048,
-                                     ukr_12x32__avx512};
+                                     ukr_12x32__avx512, ukr_12x16__avx512};
 static const Kernel *const all_kernels[] = {&kernel_c, &kernel_avx2, &kernel_avx512};
 #else
 static const Kernel *const all_kernels[] = {&kernel_c};
@@ -412,34 +476,50 @@ typedef struct DenseB {
     int trans;        /* B is stored N x K */
 } DenseB;
 
+/* Copies one panel row of n floats; fixed sizes for the kernels' widths (the compiler
+ * inlines those; a variable-size memcpy is a library call costing more than the copy). */
+static inline void copy_panel_row(float *restrict d, const float *restrict s, int n) {
+    if (n == 16)
+        memcpy(d, s, 16 * sizeof(float));
+    else if (n == 32)
+        memcpy(d, s, 32 * sizeof(float));
+    else
+        for (int j = 0; j < n; j++)
+            d[j] = s[j];
+}
+
 static void pack_dense_b(const void *ctx, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
                          int nr, float *dst) {
     const DenseB *d = ctx;
+    if (!d->trans) {
+        /* Row by row of B: each row is read sequentially (prefetch-friendly) and
+         * scattered to the panels; panel-by-panel reading would touch a new cache
+         * line, often a new page, for every k. */
+        int64_t full = nc / nr, rest = nc % nr;
+        for (int64_t k = 0; k < kc; k++) {
+            const float *src = d->B + (k0 + k) * d->ldb + j0;
+            float *o = dst + k * nr;
+            for (int64_t p = 0; p < full; p++, src += nr, o += kc * nr)
+                copy_panel_row(o, src, nr);
+            if (rest) {
+                for (int64_t j = 0; j < rest; j++)
+                    o[j] = src[j];
+                for (int64_t j = rest; j < nr; j++)
+                    o[j] = 0.0f;
+            }
+        }
+        return;
+    }
     for (int64_t jp = 0; jp < nc; jp += nr, dst += nr * kc) {
         int64_t cols = nc - jp < nr ? nc - jp : nr;
-        if (!d->trans) {
-            for (int64_t k = 0; k < kc; k++) {
-                const float *src = d->B + (k0 + k) * d->ldb + j0 + jp;
-                float *o = dst + k * nr;
-                if (cols == nr) {
-                    memcpy(o, src, (size_t)nr * sizeof(float));
-                } else {
-                    for (int64_t j = 0; j < cols; j++)
-                        o[j] = src[j];
-                    for (int64_t j = cols; j < nr; j++)
-                        o[j] = 0.0f;
-                }
-            }
-        } else {
-            for (int64_t j = 0; j < cols; j++) {
-                const float *src = d->B + (j0 + jp + j) * d->ldb + k0;
-                for (int64_t k = 0; k < kc; k++)
-                    dst[k * nr + j] = src[k];
-            }
-            for (int64_t j = cols; j < nr; j++)
-                for (int64_t k = 0; k < kc; k++)
-                    dst[k * nr + j] = 0.0f;
+        for (int64_t j = 0; j < cols; j++) {
+            const float *src = d->B + (j0 + jp + j) * d->ldb + k0;
+            for (int64_t k = 0; k < kc; k++)
+                dst[k * nr + j] = src[k];
         }
+        for (int64_t j = cols; j < nr; j++)
+            for (int64_t k = 0; k < kc; k++)
+                dst[k * nr + j] = 0.0f;
     }
 }
 
@@ -476,7 +556,6 @@ static void run_block(const Job *J, int64_t i0, int64_t i1, int64_t j0, int64_t 
         for (int64_t pc = 0; pc < J->K; pc += kcb) {
             int64_t kc = J->K - pc < kcb ? J->K - pc : kcb;
             int first = pc == 0, final = pc + kc == J->K;
-            J->B->pack(J->B->ctx, pc, kc, jc, nc, nr, bbuf);
             EpiFull ef = {J->alpha, first ? J->beta : 1.0f, u, final};
             for (int64_t ic = i0; ic < i1; ic += kr->mc) {
                 int64_t mc = i1 - ic < kr->mc ? i1 - ic : kr->mc;
@@ -491,6 +570,13 @@ static void run_block(const Job *J, int64_t i0, int64_t i1, int64_t j0, int64_t 
                     int64_t n = nc - jr < nr ? nc - jr : nr;
                     int64_t j = jc + jr;
                     const float *bp = bbuf + jr * kc;
+                    /* B is packed a few panels at a time just before its first use (by
+                     * the first A block), so those panels are still in L1/L2 when the
+                     * kernel reads them (GotoBLAS); later A blocks reuse them. */
+                    if (ic == i0 && jr % (B_CHUNK * nr) == 0) {
+                        int64_t cn = nc - jr < B_CHUNK * nr ? nc - jr : B_CHUNK * nr;
+                        J->B->pack(J->B->ctx, pc, kc, j, cn, nr, bbuf + jr * kc);
+                    }
                     for (int64_t ir = 0; ir < mc; ir += mr) {
                         int64_t m = mc - ir < mr ? mc - ir : mr;
                         int64_t i = ic + ir;
@@ -518,7 +604,10 @@ static void run_block(const Job *J, int64_t i0, int64_t i1, int64_t j0, int64_t 
                             kr->ukr(kc, ap, rsa, csa, bp, c, J->ldc, &e);
                         } else {
                             Ukp raw = {1.0f, 0.0f, OQCF_PER_NONE, NULL, OQCF_PER_NONE, NULL};
-                            kr->ukr(kc, ap, rsa, csa, bp, tile, nr, &raw);
+                            if (kr->half && n <= nr / 2)
+                                kr->half(kc, ap, rsa, csa, bp, tile);
+                            else
+                                kr->ukr(kc, ap, rsa, csa, bp, tile, nr, &raw);
                             epilogue_scalar(tile, nr, c, J->ldc, i, j, m, n, &ef);
                         }
                     }
@@ -627,12 +716,95 @@ int oqcf_sgemm_ex(OqcfPool *pool, int trans_a, int64_t M, int64_t N, int64_t K, 
     return OQCF_OK;
 }
 
+/* ---- matrix-vector products (M == 1 or N == 1) -------------------------------------- */
+
+/* A product with one output row or column is memory-bound: packing would only add
+ * traffic, so it runs straight from the operands, as L dot products ("dot" form: X's
+ * rows run along k) or as K scaled row additions ("axpy" form: X's rows run along the
+ * outputs), a block of GEMV_BLOCK outputs at a time. */
+#define GEMV_BLOCK 256
+
+/* One matrix-vector product. */
+typedef struct Gemv {
+    int dot;                        /* dot form (else axpy form) */
+    const float *X;                 /* the matrix operand */
+    int64_t ldx;                    /* dot: between outputs; axpy: between k */
+    const float *v;                 /* the vector operand */
+    int64_t vs;                     /* its stride */
+    int64_t L, K;                   /* outputs, depth */
+    float alpha, beta;              /* scales */
+    float *C;                       /* first output */
+    int64_t cs;                     /* stride between outputs in C */
+    int row;                        /* M == 1 (outputs are columns j), else N == 1 */
+    const OqcfSgemmEpilogue *epi;   /* user epilogue or NULL */
+} Gemv;
+
+static float dot(const float *restrict x, const float *restrict v, int64_t vs, int64_t K) {
+    if (vs != 1) {
+        float s = 0.0f;
+        for (int64_t k = 0; k < K; k++)
+            s += x[k] * v[k * vs];
+        return s;
+    }
+    float acc[8] = {0};   /* 8 partial sums: vectorisable without reassociation */
+    int64_t k = 0;
+    for (; k + 8 <= K; k += 8)
+        for (int l = 0; l < 8; l++)
+            acc[l] += x[k + l] * v[k + l];
+    float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; k < K; k++)
+        s += x[k] * v[k];
+    return s;
+}
+
+static void gemv_fn(void *ctx, int64_t begin, int64_t end, int tid) {
+    const Gemv *g = ctx;
+    float acc[GEMV_BLOCK];
+    (void)tid;
+    for (int64_t rb = begin; rb < end; rb += GEMV_BLOCK) {
+        int64_t nb = end - rb < GEMV_BLOCK ? end - rb : GEMV_BLOCK;
+        if (g->dot) {
+            for (int64_t r = 0; r < nb; r++)
+                acc[r] = dot(g->X + (rb + r) * g->ldx, g->v, g->vs, g->K);
+        } else {
+            for (int64_t r = 0; r < nb; r++)
+                acc[r] = 0.0f;
+            for (int64_t k = 0; k < g->K; k++) {
+                const float *xr = g->X + k * g->ldx + rb;
+                float vk = g->v[k * g->vs];
+                for (int64_t r = 0; r < nb; r++)
+                    acc[r] += vk * xr[r];
+            }
+        }
+        EpiFull ef = {g->alpha, g->beta, g->epi, 1};
+        for (int64_t r = 0; r < nb; r++) {
+            int64_t o = rb + r;
+            epilogue_scalar(&acc[r], 0, g->C + o * g->cs, 0, g->row ? 0 : o, g->row ? o : 0, 1,
+                            1, &ef);
+        }
+    }
+}
+
 int oqcf_sgemm(OqcfPool *pool, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
                float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
                float beta, float *C, int64_t ldc, const OqcfSgemmEpilogue *epi, void *scratch,
                size_t scratch_size) {
     if (K > 0 && M > 0 && N > 0 && (!B || ldb < (trans_b ? K : N)))
         return OQCF_EINVAL;
+    if (K > 0 && (M == 1 || N == 1) && A && C && ldc >= N && lda >= (trans_a ? M : K) &&
+        check_epi(epi)) {
+        Gemv g;
+        if (M == 1) {   /* C row = op(A) row (a vector along k) times op(B) */
+            g = (Gemv){trans_b, B, ldb, A, trans_a ? lda : 1, N, K,
+                       alpha, beta, C, 1, 1, epi};
+        } else {        /* C column = op(A) times op(B) column (a vector along k) */
+            g = (Gemv){!trans_a, A, lda, B, trans_b ? 1 : ldb, M, K,
+                       alpha, beta, C, ldc, 0, epi};
+        }
+        int small = (double)g.L * (double)K < 1e5;
+        oqcf_parallel_for(small ? NULL : pool, g.L, gemv_fn, &g);
+        return OQCF_OK;
+    }
     DenseB d = {B, ldb, trans_b};
     OqcfSgemmB src = {pack_dense_b, &d};
     return oqcf_sgemm_ex(pool, trans_a, M, N, K, alpha, A, lda, &src, beta, C, ldc, epi,
