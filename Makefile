@@ -126,7 +126,7 @@ demo: $(BUILD)/oqc
 	    --labels models/fashion/test_labels_1000.npy
 
 bench: $(BUILD)/oqc
-	sh bench/run.sh
+	BUILD=$(BUILD) CC=$(CC) sh bench/run.sh
 
 models:
 	$(PYTHON) models/tv/make_torchvision.py --out models/tv

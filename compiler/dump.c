@@ -253,6 +253,14 @@ int oqc_dump_text(const OqcGraph *cg, FILE *out) {
         fputc(')', out);
         for (int k = 0; k < n->nattr; k++)
             put_attr(out, g->arena, &n->attr[k]);
+        if (n->act.kind == OQCF_ACT_RELU)
+            fprintf(out, " +Relu");
+        else if (n->act.kind == OQCF_ACT_CLIP)
+            fprintf(out, " +Clip(%g,%g)", n->act.p0, n->act.p1);
+        else if (n->act.kind == OQCF_ACT_LEAKY)
+            fprintf(out, " +LeakyRelu(%g)", n->act.p0);
+        if (n->act_per_channel)
+            fprintf(out, " +per-channel-activations");
         fputc('\n', out);
     }
     for (int i = 0; i < g->noutputs; i++) {

@@ -298,6 +298,12 @@ static void w_node(Writer *W, const OqcNode *n) {
     w_str(W, "domain", n->domain);
     w_str(W, "name", n->name);
     w_fmt(W, "opset", "%" PRId64, n->opset);
+    switch (n->act.kind) {
+    case OQCF_ACT_RELU: w_attr(W, "act", "relu"); break;
+    case OQCF_ACT_CLIP: w_fmt(W, "act", "clip %.9g %.9g", n->act.p0, n->act.p1); break;
+    case OQCF_ACT_LEAKY: w_fmt(W, "act", "leaky %.9g", n->act.p0); break;
+    default: break;
+    }
     for (int k = 0; k < n->nin + n->nout; k++) {
         int t = k < n->nin ? n->in[k] : n->out[k - n->nin];
         w_start(W, k < n->nin ? "in" : "out");

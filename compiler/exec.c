@@ -858,3 +858,55 @@ int oqc_exec_run(OqcExec *e, const void *const *inputs, void *const *outputs, Oq
     }
     return 0;
 }
+
+int oqc_exec_fold_node(OqcGraph *g, int node, OqcDiag *d) {
+    const OqcNode *n = &g->nodes[node];
+    for (int k = 0; k < n->nin; k++)
+        if (n->in[k] >= 0 && !g->tensors[n->in[k]].is_const)
+            return oqc_err_node(d, g, node, "internal: folding a node with a non-constant input");
+    for (int k = 0; k < n->nout; k++) {
+        const OqcTensor *t = n->out[k] >= 0 ? &g->tensors[n->out[k]] : NULL;
+        if (t && (!oqc_shape_known(&t->shape) || !oqcf_dtype_size(t->dtype)))
+            return oqc_err_node(d, g, node, "cannot fold: output '%s' has no static type",
+                                t->name);
+    }
+    OqcExec e = {.g = g};
+    e.nodes = calloc((size_t)g->nnodes, sizeof *e.nodes);
+    e.ptr = calloc((size_t)g->ntensors, sizeof *e.ptr);
+    if (!e.nodes || !e.ptr)
+        oqc_panic(__FILE__, __LINE__, "out of memory");
+    int rc = prepare(&e, node, d);
+    if (rc == 0 && e.nodes[node].scratch && !(e.scratch = malloc(e.nodes[node].scratch)))
+        oqc_panic(__FILE__, __LINE__, "out of memory");
+    e.scratch_bytes = e.nodes[node].scratch;
+    for (int k = 0; rc == 0 && k < n->nin; k++)
+        if (n->in[k] >= 0)
+            e.ptr[n->in[k]] = g->tensors[n->in[k]].data;
+    for (int k = 0; rc == 0 && k < n->nout; k++) {
+        if (n->out[k] < 0)
+            continue;
+        OqcTensor *t = &g->tensors[n->out[k]];
+        size_t nb = (size_t)oqc_shape_numel(&t->shape) * esize_of(t);
+        if (k == 0 && is_view_op(n)) {
+            e.ptr[n->out[k]] = e.ptr[n->in[0]]; /* views share the constant's bytes */
+        } else {
+            e.ptr[n->out[k]] = oqc_arena_alloc_raw(g->arena, nb ? nb : 1);
+        }
+    }
+    e.d = d;
+    if (rc == 0 && e.nodes[node].run)
+        rc = e.nodes[node].run(&e, node);
+    for (int k = 0; rc == 0 && k < n->nout; k++) {
+        if (n->out[k] < 0)
+            continue;
+        OqcTensor *t = &g->tensors[n->out[k]];
+        t->is_const = 1;
+        t->has_value = 0;
+        t->data = (void *)e.ptr[n->out[k]];
+        t->nbytes = (size_t)oqc_shape_numel(&t->shape) * esize_of(t);
+    }
+    free(e.scratch);
+    free(e.nodes);
+    free(e.ptr);
+    return rc;
+}

@@ -381,6 +381,10 @@ void oqc_exec_set_hook(OqcExec *e, OqcTensorHook fn, void *ctx);
 /* Runs once: inputs[i] holds graph input i (g->inputs order, its dtype and shape),
  * outputs[i] receives graph output i. */
 int oqc_exec_run(OqcExec *e, const void *const *inputs, void *const *outputs, OqcDiag *d);
+/* Evaluates node `node`, whose inputs are all constants, with the FP32 kernels and
+ * makes its outputs constants (constant folding). The node itself is left in place
+ * for the caller to remove. */
+int oqc_exec_fold_node(OqcGraph *g, int node, OqcDiag *d);
 /* Bytes of the activation arena and of the sum of all activations (for reports). */
 size_t oqc_exec_arena_bytes(const OqcExec *e);
 size_t oqc_exec_total_bytes(const OqcExec *e);

@@ -52,7 +52,7 @@ static const struct XmlSpec {
     {"s", "", "#text"},
     {"input", "name", ""},
     {"output", "name", ""},
-    {"node", "op_type domain name opset", "in* out* attr*"},
+    {"node", "op_type domain name opset act", "in* out* attr*"},
     {"in", "name", ""},
     {"out", "name", ""},
     {"attr", "name type value summary", "s* value*"},
@@ -527,6 +527,24 @@ static int read_node(Reader *R, xmlNodePtr n) {
         get_str(R, n, "domain", REQUIRED, &domain, NULL) < 0 ||
         get_str(R, n, "name", REQUIRED, &name, NULL) < 0 || get_num(R, n, "opset", &opset, NULL) < 0)
         return -1;
+    const char *act;
+    OqcfAct fused = {OQCF_ACT_NONE, 0, 0};
+    if (get_str(R, n, "act", OPTIONAL, &act, NULL) < 0)
+        return -1;
+    if (act) {
+        char word[16], extra;
+        float p0 = 0, p1 = 0;
+        int got = sscanf(act, "%15s %f %f %c", word, &p0, &p1, &extra);
+        if (got == 1 && !strcmp(word, "relu"))
+            fused = (OqcfAct){OQCF_ACT_RELU, 0, 0};
+        else if (got == 3 && !strcmp(word, "clip"))
+            fused = (OqcfAct){OQCF_ACT_CLIP, p0, p1};
+        else if (got == 2 && !strcmp(word, "leaky"))
+            fused = (OqcfAct){OQCF_ACT_LEAKY, p0, 0};
+        else
+            return rerr(R, n, "node '%s': act '%s' is not \"relu\", \"clip LO HI\" or "
+                              "\"leaky ALPHA\"", name, act);
+    }
     int *io = oqc_arena_alloc(g->arena, (size_t)(nin + nout + 1) * sizeof *io);
     OqcAttr *attr = oqc_arena_alloc(g->arena, (size_t)(nattr + 1) * sizeof *attr);
     OqcOp op = oqc_op_lookup(domain, op_type);
@@ -550,6 +568,7 @@ static int read_node(Reader *R, xmlNodePtr n) {
     OqcNode *nd = &g->nodes[id];
     nd->domain = domain;
     nd->opset = opset;
+    nd->act = fused;
     nd->nattr = (int)nattr;
     nd->attr = attr;
     if (id % 64 == 0)

@@ -10,6 +10,7 @@
  * files are written to a temporary name beside the target and renamed only when
  * complete, so a failed command never leaves a partial file that looks finished. */
 #include "ir.h"
+#include "passes.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -32,6 +33,11 @@ typedef struct Opts {
     int ninputs;                  /* number of --input */
     int threads;                  /* --threads (0: default) */
     const char *labels;           /* --labels FILE (.npy of int64/int32 class ids) */
+    const char *after;            /* dump --after PASS|all */
+    const char *passes;           /* --passes LIST */
+    const char *disable;          /* --disable-pass LIST (repeatable: joined) */
+    int no_opt;                   /* --no-opt */
+    char disable_buf[512];        /* storage for joined --disable-pass values */
 } Opts;
 
 /* An output file being written: tmp name until oqc_out_commit renames it. */
@@ -97,6 +103,9 @@ static const char *usage_text =
     "  --input-shape NAME=D1xD2x...  fix a dynamic input's shape (repeatable)\n"
     "  -o FILE                       write the output to FILE instead of stdout\n"
     "  -v                            verbose (pass statistics)\n"
+    "  --passes LIST                 run only these passes (comma-separated)\n"
+    "  --disable-pass NAME           skip a pass (repeatable or comma-separated)\n"
+    "  --no-opt                      run/check the graph as loaded, without passes\n"
     "  -q                            quiet\n"
     "\n"
     "MODEL is an ONNX file or an XML dump written by `oqc dump --format xml`.\n"
@@ -106,6 +115,9 @@ static const char *cmd_usage(const char *cmd) {
     if (!strcmp(cmd, "dump"))
         return "usage: oqc dump MODEL [--format text|xml|dot] [-o FILE] "
                "[--input-shape NAME=DIMS]...\n"
+               "                [--after PASS|all] [--passes LIST] [--disable-pass NAME] [-v]\n"
+               "  without --after the IR is shown as loaded; --after PASS runs the pipeline up\n"
+               "  to and including PASS (all: the whole pipeline) and shows the result\n"
                "  text: one line per input, constant, node and output (docs/ir-dump.md)\n"
                "  xml:  the whole IR (schema docs/oqc-ir.rng); with -o FILE the constants'\n"
                "        bytes go to FILE.data, so `oqc dump FILE` can load it back\n"
@@ -164,6 +176,10 @@ static int parse_opts(int argc, char **argv, const char *cmd, const char *const 
             o->quiet = 1;
             continue;
         }
+        if (!strcmp(name, "--no-opt")) {
+            o->no_opt = 1;
+            continue;
+        }
         if (!val) {
             if (i + 1 >= argc)
                 return oqc_err(d, "oqc %s: option '%s' needs a value", cmd, name);
@@ -173,6 +189,17 @@ static int parse_opts(int argc, char **argv, const char *cmd, const char *const 
             o->out = val;
         } else if (!strcmp(name, "--format")) {
             o->format = val;
+        } else if (!strcmp(name, "--after")) {
+            o->after = val;
+        } else if (!strcmp(name, "--passes")) {
+            o->passes = val;
+        } else if (!strcmp(name, "--disable-pass")) {
+            size_t used = strlen(o->disable_buf);
+            if (used + strlen(val) + 2 > sizeof o->disable_buf)
+                return oqc_err(d, "oqc %s: --disable-pass lists are too long", cmd);
+            snprintf(o->disable_buf + used, sizeof o->disable_buf - used, "%s%s",
+                     used ? "," : "", val);
+            o->disable = o->disable_buf;
         } else if (!strcmp(name, "--labels")) {
             o->labels = val;
         } else if (!strcmp(name, "--input")) {
@@ -204,8 +231,60 @@ static void free_opts(Opts *o) {
         free((void *)o->shapes[i].name);
 }
 
+/* Runs the pass pipeline as the options say: everything (or --passes) minus
+ * --disable-pass, stopping after --after PASS when given; nothing with --no-opt. */
+static int optimize(OqcGraph *g, const Opts *o, OqcDiag *d) {
+    if (o->no_opt)
+        return 0;
+    d->verbose = o->verbose;
+    const char *only = o->passes;
+    char prefix[512] = "";
+    if (o->after && strcmp(o->after, "all") != 0) {
+        const OqcPass *stop = oqc_pass_find(o->after);
+        int n;
+        const OqcPass *list = oqc_pipeline(&n);
+        if (!stop) {
+            char names[256] = "";
+            for (int i = 0; i < n; i++) {
+                strncat(names, i ? ", " : "", sizeof names - strlen(names) - 1);
+                strncat(names, list[i].name, sizeof names - strlen(names) - 1);
+            }
+            return oqc_err(d, "--after: unknown pass '%s' (passes: %s, or all)", o->after, names);
+        }
+        for (const char *p = o->passes; p && *p;) { /* --passes names must exist */
+            const char *comma = strchr(p, ',');
+            char one[64];
+            snprintf(one, sizeof one, "%.*s", comma ? (int)(comma - p) : (int)strlen(p), p);
+            if (!oqc_pass_find(one))
+                return oqc_err(d, "--passes: unknown pass '%s'", one);
+            p = comma ? comma + 1 : NULL;
+        }
+        for (int i = 0; i < n; i++) {
+            int selected = !o->passes;
+            for (const char *p = o->passes; p && *p && !selected;) {
+                const char *comma = strchr(p, ',');
+                size_t len = comma ? (size_t)(comma - p) : strlen(p);
+                selected = len == strlen(list[i].name) && !strncmp(p, list[i].name, len);
+                p = comma ? comma + 1 : NULL;
+            }
+            if (selected) {
+                strncat(prefix, prefix[0] ? "," : "", sizeof prefix - strlen(prefix) - 1);
+                strncat(prefix, list[i].name, sizeof prefix - strlen(prefix) - 1);
+            }
+            if (&list[i] == stop)
+                break;
+        }
+        if (!prefix[0])
+            return oqc_err(d, "--after %s: that pass is not selected by --passes %s", o->after,
+                           o->passes);
+        only = prefix;
+    }
+    return oqc_run_passes(g, only, o->disable, NULL, NULL, d);
+}
+
 static int cmd_dump(int argc, char **argv, OqcDiag *d) {
-    static const char *const allowed[] = {"-o", "--format", "--input-shape", "-v", "-q", NULL};
+    static const char *const allowed[] = {"-o", "--format", "--input-shape", "--after",
+                                          "--passes", "--disable-pass", "-v", "-q", NULL};
     Opts o;
     int rc = parse_opts(argc, argv, "dump", allowed, &o, d);
     OqcDumpFormat fmt = OQC_DUMP_TEXT;
@@ -219,7 +298,11 @@ static int cmd_dump(int argc, char **argv, OqcDiag *d) {
         else
             rc = oqc_err(d, "oqc dump: unknown --format '%s' (text, xml or dot)", o.format);
     }
-    OqcGraph *g = rc == 0 ? oqc_prepare(o.model, o.shapes, o.nshapes, 0, d) : NULL;
+    OqcGraph *g = rc == 0 ? oqc_prepare(o.model, o.shapes, o.nshapes, o.after != NULL, d) : NULL;
+    if (g && o.after && optimize(g, &o, d) < 0) {
+        oqc_graph_free(g);
+        g = NULL;
+    }
     if (g) {
         OutFile out;
         if (out_open(&out, o.out, d) == 0) {
@@ -255,11 +338,16 @@ static int cmd_dump(int argc, char **argv, OqcDiag *d) {
 }
 
 static int cmd_check(int argc, char **argv, OqcDiag *d) {
-    static const char *const allowed[] = {"--input-shape", "-v", "-q", NULL};
+    static const char *const allowed[] = {"--input-shape", "--passes", "--disable-pass",
+                                          "--no-opt", "-v", "-q", NULL};
     Opts o;
     int rc = parse_opts(argc, argv, "check", allowed, &o, d);
     OqcExec *e = NULL;
     OqcGraph *g = rc == 0 ? oqc_prepare(o.model, o.shapes, o.nshapes, 1, d) : NULL;
+    if (g && optimize(g, &o, d) < 0) {
+        oqc_graph_free(g);
+        g = NULL;
+    }
     if (g && !(e = oqc_exec_new(g, 1, d))) {
         oqc_graph_free(g);
         g = NULL;
@@ -339,7 +427,8 @@ static int print_accuracy(const char *path, const OqcValue *y, OqcArena *a, OqcD
 
 static int cmd_run(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"-o", "--input", "--input-shape", "--threads",
-                                          "--labels", "-v", "-q", NULL};
+                                          "--labels", "--passes", "--disable-pass",
+                                          "--no-opt", "-v", "-q", NULL};
     Opts o;
     int rc = parse_opts(argc, argv, "run", allowed, &o, d);
     OqcGraph *g = NULL;
@@ -348,6 +437,10 @@ static int cmd_run(int argc, char **argv, OqcDiag *d) {
         rc = oqc_err(d, "oqc run: give the input data with --input [NAME=]FILE");
     if (rc == 0)
         g = oqc_prepare(o.model, o.shapes, o.nshapes, 1, d);
+    if (g && optimize(g, &o, d) < 0) {
+        oqc_graph_free(g);
+        g = NULL;
+    }
     if (!g) {
         free_opts(&o);
         return -1;

@@ -1,6 +1,7 @@
 #!/bin/sh
 # golden_dumps.sh - text dumps of the committed models equal the golden files in
-# tests/golden/ (byte for byte), dumps are deterministic, and the DOT output renders
+# tests/golden/ (byte for byte), both as loaded (NAME.txt) and after the whole pass
+# pipeline (NAME.after-all.txt); dumps are deterministic, and the DOT output renders
 # with Graphviz. Regenerate the goldens after an intended format change with
 #   OQC_UPDATE_GOLDEN=1 sh tests/cli/golden_dumps.sh     (then review the diff)
 . tests/cli/lib.sh
@@ -25,6 +26,21 @@ for m in models/fashion/*.onnx models/tv/squeezenet1_1.onnx models/tiny/*.onnx; 
         ok "golden $name"
     else
         fail "golden $name differs: $(diff "$gold" "$TMP/a.txt" 2>&1 | head -n 5)"
+    fi
+    # After the pipeline (only for models oqc can run: --after implies the strict path).
+    # shellcheck disable=SC2086
+    "$OQC" check "$m" $args -q 2>/dev/null || continue
+    gold="tests/golden/$name.after-all.txt"
+    # shellcheck disable=SC2086
+    if ! "$OQC" dump "$m" $args --after all -o "$TMP/p.txt" 2>"$TMP/err"; then
+        fail "dump --after all $m: $(cat "$TMP/err")"
+        continue
+    fi
+    [ -n "${OQC_UPDATE_GOLDEN:-}" ] && cp "$TMP/p.txt" "$gold"
+    if [ -f "$gold" ] && cmp -s "$TMP/p.txt" "$gold"; then
+        ok "golden $name after all passes"
+    else
+        fail "golden $name after all differs: $(diff "$gold" "$TMP/p.txt" 2>&1 | head -n 5)"
     fi
 done
 

@@ -1,0 +1,49 @@
+/* passes.h - oqc's graph passes: one file per pass, one signature, one pipeline.
+ *
+ * Every pass is `int pass_NAME(OqcGraph *g, OqcDiag *d)`: it rewrites g in place and
+ * returns the number of rewrites it made (0: the graph is unchanged) or -1 on a user
+ * error. It prints exactly one statistics line with oqc_info (shown with -v), e.g.
+ * "fold-bn: folded 20 of 20 BatchNormalization", and when it cannot apply somewhere,
+ * says why on further -v lines ("fold-bn: 'bn3' not folded: its input has 2 consumers").
+ * A pass must preserve the FP32 outputs (tests/unit/test_passes.c runs every model
+ * before and after each pass alone and the whole pipeline).
+ *
+ * Passes may leave dead nodes and tensors behind; the pipeline relinks, re-sorts and
+ * re-infers shapes after every pass (oqc_run_passes), and `cleanup` removes the dead.
+ *
+ * Adding a pass: write passes/NAME.c with pass_NAME, declare it here, add it to the
+ * table in pipeline.c, document it in docs/passes.md, and add op-count tests. */
+#ifndef OQC_PASSES_H
+#define OQC_PASSES_H
+
+#include "ir.h"
+
+typedef int (*OqcPassFn)(OqcGraph *g, OqcDiag *d);
+
+/* A pass in the pipeline. */
+typedef struct OqcPass {
+    const char *name;     /* as used by --passes, --disable-pass, --after */
+    OqcPassFn fn;         /* the pass */
+    const char *summary;  /* one line for `oqc help` and docs */
+} OqcPass;
+
+int pass_cleanup(OqcGraph *g, OqcDiag *d);
+int pass_fold_bn(OqcGraph *g, OqcDiag *d);
+int pass_fuse_cbr(OqcGraph *g, OqcDiag *d);
+
+/* The pipeline, in order; n receives the count. */
+const OqcPass *oqc_pipeline(int *n);
+/* Looks up a pass by name; NULL if unknown. */
+const OqcPass *oqc_pass_find(const char *name);
+
+/* Called after each pass that ran (for --after PASS dumps). */
+typedef int (*OqcAfterPassFn)(void *ctx, const char *pass, OqcGraph *g);
+
+/* Runs the pipeline on a shape-inferred graph. only: comma-separated pass names to
+ * run (NULL: all), in pipeline order; disable: comma-separated names to skip. After
+ * each pass the graph is relinked, sorted and re-inferred, then after() is called.
+ * Unknown pass names are an error listing the known ones. */
+int oqc_run_passes(OqcGraph *g, const char *only, const char *disable, OqcAfterPassFn after,
+                   void *ctx, OqcDiag *d);
+
+#endif

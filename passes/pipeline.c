@@ -1,0 +1,82 @@
+/* pipeline.c - the one ordered list of passes and the driver that runs them (see
+ * passes.h). The order matters: cleanup first (removing Identity and folding constants
+ * exposes Conv -> BN -> Relu chains), BN folding before fusion (the fused node must
+ * carry the folded bias). fold-bn and fuse-cbr remove the nodes they absorb
+ * themselves, so no second cleanup is needed. */
+#include "passes.h"
+
+#include <string.h>
+
+static const OqcPass pipeline[] = {
+    {"cleanup", pass_cleanup,
+     "remove Identity/Dropout, fold constant subgraphs, drop dead nodes"},
+    {"fold-bn", pass_fold_bn,
+     "fold BatchNormalization (and per-channel Mul/Add) into the preceding Conv/Gemm"},
+    {"fuse-cbr", pass_fuse_cbr,
+     "fuse Relu/Clip/LeakyRelu into the preceding Conv/Gemm"},
+};
+
+const OqcPass *oqc_pipeline(int *n) {
+    *n = (int)(sizeof pipeline / sizeof pipeline[0]);
+    return pipeline;
+}
+
+const OqcPass *oqc_pass_find(const char *name) {
+    for (size_t i = 0; i < sizeof pipeline / sizeof pipeline[0]; i++)
+        if (strcmp(pipeline[i].name, name) == 0)
+            return &pipeline[i];
+    return NULL;
+}
+
+/* Whether name is in the comma-separated list. */
+static int in_list(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0)
+            return 1;
+        p = comma ? comma + 1 : NULL;
+    }
+    return 0;
+}
+
+/* Every name of the list must be a pass. */
+static int check_list(const char *list, const char *flag, OqcDiag *d) {
+    for (const char *p = list; p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        int known = 0;
+        for (size_t i = 0; i < sizeof pipeline / sizeof pipeline[0]; i++)
+            known |= strlen(pipeline[i].name) == len && !strncmp(pipeline[i].name, p, len);
+        if (!known) {
+            char names[256] = "";
+            for (size_t i = 0; i < sizeof pipeline / sizeof pipeline[0]; i++) {
+                strncat(names, i ? ", " : "", sizeof names - strlen(names) - 1);
+                strncat(names, pipeline[i].name, sizeof names - strlen(names) - 1);
+            }
+            return oqc_err(d, "%s: unknown pass '%.*s' (passes: %s)", flag, (int)len, p, names);
+        }
+        p = comma ? comma + 1 : NULL;
+    }
+    return 0;
+}
+
+int oqc_run_passes(OqcGraph *g, const char *only, const char *disable, OqcAfterPassFn after,
+                   void *ctx, OqcDiag *d) {
+    if (check_list(only, "--passes", d) < 0 || check_list(disable, "--disable-pass", d) < 0)
+        return -1;
+    for (size_t i = 0; i < sizeof pipeline / sizeof pipeline[0]; i++) {
+        const OqcPass *p = &pipeline[i];
+        if ((only && !in_list(only, p->name)) || in_list(disable, p->name))
+            continue;
+        if (p->fn(g, d) < 0)
+            return -1;
+        if (oqc_graph_toposort(g, d) < 0 || oqc_infer_shapes(g, 1, d) < 0)
+            return oqc_err(d, "%s: internal: the graph is inconsistent after pass '%s'",
+                           g->path, p->name);
+        if (after && after(ctx, p->name, g) < 0)
+            return -1;
+    }
+    return 0;
+}
