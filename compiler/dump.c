@@ -39,9 +39,14 @@ static void put_name(FILE *f, const char *s) {
         put_quoted(f, s);
 }
 
-static void put_type(FILE *f, const OqcTensor *t) {
+static void put_type(FILE *f, const OqcGraph *g, const OqcTensor *t) {
     char buf[128];
     fprintf(f, " %s[%s]", oqc_dtype_name(t->dtype), oqc_shape_str(&t->shape, buf, sizeof buf));
+    if (t->view_base >= 0) { /* written in place into channels of another tensor */
+        fprintf(f, "@");
+        put_name(f, g->tensors[t->view_base].name);
+        fprintf(f, "+%" PRId64, t->view_coff);
+    }
     if (t->quant.valid)
         fprintf(f, "{%s scale=%.9g T=%.9g amax=%.9g%s%s}", t->quant.is_unsigned ? "u8" : "s8",
                 t->quant.scale, t->quant.threshold, t->quant.amax,
@@ -203,7 +208,7 @@ int oqc_dump_text(const OqcGraph *cg, FILE *out) {
     for (int i = 0; i < g->ninputs; i++) {
         fprintf(out, "input  ");
         put_name(out, g->tensors[g->inputs[i]].name);
-        put_type(out, &g->tensors[g->inputs[i]]);
+        put_type(out, g, &g->tensors[g->inputs[i]]);
         fputc('\n', out);
     }
     /* Constants in order of first use, then unused ones in id order. */
@@ -220,7 +225,7 @@ int oqc_dump_text(const OqcGraph *cg, FILE *out) {
                 shown[t] = 1;
                 fprintf(out, "const  ");
                 put_name(out, g->tensors[t].name);
-                put_type(out, &g->tensors[t]);
+                put_type(out, g, &g->tensors[t]);
                 fprintf(out, " %s\n", oqc_const_summary(g, t));
             }
         }
@@ -237,7 +242,7 @@ int oqc_dump_text(const OqcGraph *cg, FILE *out) {
                 continue;
             }
             put_name(out, g->tensors[n->in[k]].name);
-            put_type(out, &g->tensors[n->in[k]]);
+            put_type(out, g, &g->tensors[n->in[k]]);
         }
         fprintf(out, ") -> (");
         for (int k = 0; k < n->nout; k++) {
@@ -248,7 +253,7 @@ int oqc_dump_text(const OqcGraph *cg, FILE *out) {
                 continue;
             }
             put_name(out, g->tensors[n->out[k]].name);
-            put_type(out, &g->tensors[n->out[k]]);
+            put_type(out, g, &g->tensors[n->out[k]]);
         }
         fputc(')', out);
         for (int k = 0; k < n->nattr; k++)
@@ -266,7 +271,7 @@ int oqc_dump_text(const OqcGraph *cg, FILE *out) {
     for (int i = 0; i < g->noutputs; i++) {
         fprintf(out, "output ");
         put_name(out, g->tensors[g->outputs[i]].name);
-        put_type(out, &g->tensors[g->outputs[i]]);
+        put_type(out, g, &g->tensors[g->outputs[i]]);
         fputc('\n', out);
     }
     return ferror(out) ? -1 : 0;

@@ -260,6 +260,10 @@ static void w_tensor(Writer *W, int id) {
         buf_add(W, " const", t->is_const ? 6 : 0);
         w_attr(W, "flags", W->buf + 1);
     }
+    if (t->view_base >= 0) {
+        w_str(W, "view_of", W->g->tensors[t->view_base].name);
+        w_fmt(W, "view_coff", "%" PRId64, t->view_coff);
+    }
     if (t->is_const) {
         w_str(W, "summary", oqc_const_summary(W->g, id));
         if (t->data && W->data && oqcf_dtype_size(t->dtype) > 0)
@@ -303,6 +307,35 @@ static void w_node(Writer *W, const OqcNode *n) {
     case OQCF_ACT_CLIP: w_fmt(W, "act", "clip %.9g %.9g", n->act.p0, n->act.p1); break;
     case OQCF_ACT_LEAKY: w_fmt(W, "act", "leaky %.9g", n->act.p0); break;
     default: break;
+    }
+    if (n->out_channels) { /* a merged conv: channels per output, and per-channel acts */
+        buf_clear(W);
+        for (int k = 0; k < n->nout; k++)
+            buf_printf(W, "%s%" PRId64, k ? " " : "", n->out_channels[k]);
+        w_attr(W, "out_channels", W->buf);
+    }
+    if (n->act_per_channel && n->out_channels) {
+        int64_t total = 0;
+        for (int k = 0; k < n->nout; k++)
+            total += n->out_channels[k];
+        buf_clear(W);
+        for (int64_t c = 0; c < total;) { /* runs: COUNT:relu, COUNT:clip:LO:HI, ... */
+            const OqcfAct *a = &n->act_per_channel[c];
+            int64_t run = 1;
+            while (c + run < total && !memcmp(&n->act_per_channel[c + run], a, sizeof *a))
+                run++;
+            buf_printf(W, "%s%" PRId64 ":", c ? " " : "", run);
+            if (a->kind == OQCF_ACT_RELU)
+                buf_printf(W, "relu");
+            else if (a->kind == OQCF_ACT_CLIP)
+                buf_printf(W, "clip:%.9g:%.9g", a->p0, a->p1);
+            else if (a->kind == OQCF_ACT_LEAKY)
+                buf_printf(W, "leaky:%.9g", a->p0);
+            else
+                buf_printf(W, "none");
+            c += run;
+        }
+        w_attr(W, "acts", W->buf);
     }
     for (int k = 0; k < n->nin + n->nout; k++) {
         int t = k < n->nin ? n->in[k] : n->out[k - n->nin];

@@ -25,7 +25,9 @@ typedef int (*RunFn)(OqcExec *e, int node);
 typedef struct ExecNode {
     RunFn run;                 /* kernel invocation */
     size_t scratch;            /* scratch bytes it needs */
-    OqcfConvParams conv;       /* Conv */
+    OqcfConvParams conv;       /* Conv (output 0 of a merged conv) */
+    OqcfConvParams *convs;     /* merged Conv: parameters per output, NULL otherwise */
+    int64_t *koff;             /* merged Conv: first weight row of each output */
     OqcfPoolParams pool;       /* MaxPool / AveragePool */
     OqcfGemmParams gemm;       /* Gemm */
     int64_t a, b, c;           /* op-specific sizes (outer/axis/inner, batch/ch/inner) */
@@ -76,10 +78,29 @@ static int64_t numel_out(OqcExec *e, int node, int k) {
 
 /* ------------------------------------------------------------------ kernels */
 
+/* Where a kernel writes output k: the view's base buffer (the kernel adds y_coff), or
+ * the tensor itself. */
+static float *out_base(OqcExec *e, int node, int k) {
+    const OqcTensor *t = T(e, N(e, node)->out[k]);
+    return (float *)(t->view_base >= 0 ? e->ptr[t->view_base] : e->ptr[N(e, node)->out[k]]);
+}
+
 static int run_conv(OqcExec *e, int node) {
-    const float *b = N(e, node)->nin > 2 && N(e, node)->in[2] >= 0 ? XIN(e, node, 2) : NULL;
-    CHECK(oqcf_conv(e->pool, &EN(e, node)->conv, XIN(e, node, 0), XIN(e, node, 1), b,
-                    YOUT(e, node, 0), e->scratch, e->scratch_bytes));
+    const OqcNode *n = N(e, node);
+    ExecNode *x = EN(e, node);
+    const float *b = n->nin > 2 && n->in[2] >= 0 ? XIN(e, node, 2) : NULL;
+    if (!x->convs) {
+        CHECK(oqcf_conv(e->pool, &x->conv, XIN(e, node, 0), XIN(e, node, 1), b,
+                        out_base(e, node, 0), e->scratch, e->scratch_bytes));
+        return 0;
+    }
+    /* A merged conv: one call per output range of weight rows. */
+    const float *w = XIN(e, node, 1);
+    int64_t row = oqc_shape_numel(SH(e, node, 1)) / SH(e, node, 1)->d[0];
+    for (int k = 0; k < n->nout; k++)
+        CHECK(oqcf_conv(e->pool, &x->convs[k], XIN(e, node, 0), w + x->koff[k] * row,
+                        b ? b + x->koff[k] : NULL, out_base(e, node, k), e->scratch,
+                        e->scratch_bytes));
     return 0;
 }
 
@@ -87,7 +108,8 @@ static int run_maxpool(OqcExec *e, int node) {
     int64_t *idx = N(e, node)->nout > 1 && N(e, node)->out[1] >= 0 ? YOUT(e, node, 1) : NULL;
     const OqcTensor *x = T(e, N(e, node)->in[0]);
     if (x->dtype == OQCF_FLOAT) {
-        CHECK(oqcf_maxpool(e->pool, &EN(e, node)->pool, XIN(e, node, 0), YOUT(e, node, 0), idx));
+        CHECK(oqcf_maxpool(e->pool, &EN(e, node)->pool, XIN(e, node, 0), out_base(e, node, 0),
+                       idx));
         return 0;
     }
     /* 8-bit inputs: max commutes with the exact conversion to float and back. */
@@ -100,7 +122,7 @@ static int run_maxpool(OqcExec *e, int node) {
 }
 
 static int run_avgpool(OqcExec *e, int node) {
-    CHECK(oqcf_avgpool(e->pool, &EN(e, node)->pool, XIN(e, node, 0), YOUT(e, node, 0)));
+    CHECK(oqcf_avgpool(e->pool, &EN(e, node)->pool, XIN(e, node, 0), out_base(e, node, 0)));
     return 0;
 }
 
@@ -353,6 +375,21 @@ static int fill_window(const OqcWindow *w, int64_t *in, int64_t *out, int64_t *k
 
 static int is_float(const OqcTensor *t) { return t->dtype == OQCF_FLOAT; }
 
+/* When output tensor t is a view (a channel range of another tensor's buffer), sets
+ * the kernel's output channel total and offset. */
+static int set_out_view(const OqcGraph *g, int t, int64_t *ctotal, int64_t *coff, OqcDiag *d,
+                        int node) {
+    const OqcTensor *tt = &g->tensors[t];
+    if (tt->view_base < 0)
+        return 0;
+    const OqcTensor *b = &g->tensors[tt->view_base];
+    if (b->shape.rank != tt->shape.rank || tt->view_coff + tt->shape.d[1] > b->shape.d[1])
+        return PERR("internal: view '%s' does not fit in '%s'", tt->name, b->name);
+    *ctotal = b->shape.d[1];
+    *coff = tt->view_coff;
+    return 0;
+}
+
 /* Prepares node `node`: run function, parameters, scratch; dtype checks. */
 static int prepare(OqcExec *e, int node, OqcDiag *d) {
     OqcGraph *g = e->g;
@@ -383,7 +420,29 @@ static int prepare(OqcExec *e, int node, OqcDiag *d) {
         p->group = w.group;
         p->act = n->act;
         p->act_per_channel = n->act_per_channel;
-        x->scratch = oqcf_conv_scratch_size(p, nthreads);
+        if (n->out_channels) {
+            if (w.group != 1)
+                return PERR("a merged Conv must have group 1");
+            x->convs = oqc_arena_alloc(g->arena, (size_t)n->nout * sizeof *x->convs);
+            x->koff = oqc_arena_alloc(g->arena, (size_t)n->nout * sizeof *x->koff);
+            int64_t off = 0;
+            for (int k = 0; k < n->nout; k++) {
+                x->convs[k] = *p;
+                x->convs[k].out_channels = n->out_channels[k];
+                if (n->act_per_channel)
+                    x->convs[k].act_per_channel = n->act_per_channel + off;
+                x->koff[k] = off;
+                off += n->out_channels[k];
+                if (set_out_view(g, n->out[k], &x->convs[k].y_ctotal, &x->convs[k].y_coff, d, node) < 0)
+                    return -1;
+                size_t sc = oqcf_conv_scratch_size(&x->convs[k], nthreads);
+                x->scratch = sc > x->scratch ? sc : x->scratch;
+            }
+        } else if (set_out_view(g, n->out[0], &p->y_ctotal, &p->y_coff, d, node) < 0) {
+            return -1;
+        }
+        if (!n->out_channels)
+            x->scratch = oqcf_conv_scratch_size(p, nthreads);
         x->run = run_conv;
         return 0;
     }
@@ -408,6 +467,8 @@ static int prepare(OqcExec *e, int node, OqcDiag *d) {
             return PERR("pooling with %d spatial axes is not supported", w.nsp);
         p->batch = in0->shape.d[0];
         p->channels = in0->shape.d[1];
+        if (set_out_view(g, n->out[0], &p->y_ctotal, &p->y_coff, d, node) < 0)
+            return -1;
         p->count_include_pad = (int)oqc_attr_int(n, "count_include_pad", 0);
         p->storage_order = (int)oqc_attr_int(n, "storage_order", 0);
         x->run = n->op == OQC_OP_MaxPool ? run_maxpool : run_avgpool;
@@ -742,7 +803,7 @@ OqcExec *oqc_exec_new(OqcGraph *g, int nthreads, OqcDiag *d) {
     }
     for (int t = 0; t < g->ntensors; t++) {
         const OqcTensor *tt = &g->tensors[t];
-        e->root[t] = t;
+        e->root[t] = tt->view_base >= 0 ? tt->view_base : t;
         if ((tt->nconsumers || tt->is_output || tt->producer >= 0) && !tt->is_const &&
             (tt->dtype == OQCF_UNDEFINED || tt->dtype == OQCF_STRING ||
              !oqc_shape_known(&tt->shape))) {
@@ -838,10 +899,17 @@ int oqc_exec_run(OqcExec *e, const void *const *inputs, void *const *outputs, Oq
         else if (e->offset[r] != SIZE_MAX)
             e->ptr[t] = e->arena + e->offset[r];
     }
-    /* Views of inputs and constants point at their root's data. */
-    for (int t = 0; t < g->ntensors; t++)
+    /* Views of inputs and constants point at their root's data; channel views at
+     * their first element in the base (contiguous for batch 1). */
+    for (int t = 0; t < g->ntensors; t++) {
+        const OqcTensor *tt = &g->tensors[t];
         if (e->root[t] != t && e->offset[e->root[t]] == SIZE_MAX)
             e->ptr[t] = e->ptr[e->root[t]];
+        if (tt->view_base >= 0)
+            e->ptr[t] = (const char *)e->ptr[e->root[t]] +
+                        (size_t)(tt->view_coff * oqc_shape_numel(&tt->shape) / tt->shape.d[1] /
+                                 tt->shape.d[0]) * esize_of(tt);
+    }
     for (int i = 0; i < g->nnodes; i++) {
         const OqcNode *n = &g->nodes[i];
         if (e->nodes[i].run && e->nodes[i].run(e, i) < 0)

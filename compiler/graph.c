@@ -136,6 +136,7 @@ int oqc_tensor_add(OqcGraph *g, const char *name) {
     t->name = oqc_arena_strdup(g->arena, name);
     t->shape.rank = -1;
     t->producer = -1;
+    t->view_base = -1;
     OqcNameMap *m = g->names;
     if (2 * (m->count + 1) > m->cap)
         map_rehash(g, 2 * m->cap);
@@ -254,11 +255,19 @@ int oqc_graph_toposort(OqcGraph *g, OqcDiag *d) {
     int *heap = oqc_arena_alloc(g->arena, (size_t)n * sizeof *heap);
     int *order = oqc_arena_alloc(g->arena, (size_t)n * sizeof *order);
     int nheap = 0, norder = 0;
+    /* A tensor written through views (a Concat replaced by in-place writes) depends on
+     * the producers of its views: count them as writers of the base. */
+    int *view_writers = oqc_arena_alloc(g->arena, (size_t)(g->ntensors + 1) * sizeof *view_writers);
+    for (int t = 0; t < g->ntensors; t++) {
+        const OqcTensor *tt = &g->tensors[t];
+        if (tt->view_base >= 0 && tt->producer >= 0)
+            view_writers[tt->view_base]++;
+    }
     for (int i = 0; i < n; i++) {
         const OqcNode *nd = &g->nodes[i];
         for (int k = 0; k < nd->nin; k++)
-            if (nd->in[k] >= 0 && g->tensors[nd->in[k]].producer >= 0)
-                indeg[i]++;
+            if (nd->in[k] >= 0)
+                indeg[i] += (g->tensors[nd->in[k]].producer >= 0) + view_writers[nd->in[k]];
     }
 #define HEAP_PUSH(v)                                                                   \
     do {                                                                               \
@@ -299,6 +308,12 @@ int oqc_graph_toposort(OqcGraph *g, OqcDiag *d) {
             for (int c = 0; c < t->nconsumers; c++)
                 if (--indeg[t->consumers[c]] == 0)
                     HEAP_PUSH(t->consumers[c]);
+            if (t->view_base >= 0) {
+                const OqcTensor *b = &g->tensors[t->view_base];
+                for (int c = 0; c < b->nconsumers; c++)
+                    if (--indeg[b->consumers[c]] == 0)
+                        HEAP_PUSH(b->consumers[c]);
+            }
         }
     }
 #undef HEAP_PUSH

@@ -153,6 +153,10 @@ typedef struct OqcTensor {
     size_t nbytes;             /* bytes in data */
     const char *summary;       /* constant loaded without data (XML): the dump's
                                   summary text of its values, else NULL */
+    int view_base;             /* -1, or the tensor whose buffer holds this one as the
+                                  channel range [view_coff, view_coff + d[1]) (written
+                                  in place of a Concat by passes/concat_elim.c) */
+    int64_t view_coff;         /* first channel of this tensor in view_base */
     OqcQuant quant;            /* quantization parameters when calibrated */
 } OqcTensor;
 
@@ -171,6 +175,8 @@ typedef struct OqcNode {
     OqcAttr *attr;         /* attributes, in model order */
     OqcfAct act;           /* activation fused into this node by a pass (NONE if not) */
     OqcfAct *act_per_channel; /* merged convs: one activation per output channel */
+    int64_t *out_channels; /* merged Conv (passes/merge_1x1.c): output k holds the next
+                              out_channels[k] output channels; NULL: one output */
 } OqcNode;
 
 /* An opset import. */

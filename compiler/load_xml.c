@@ -30,6 +30,8 @@ typedef struct Reader {
     const char *path;        /* the XML file (messages) */
     const char *dir;         /* its directory: side files are relative to it */
     long *node_line;         /* XML line of each node, by id before sorting */
+    const char **view_of;    /* per tensor id: the view_of name, resolved at the end */
+    long *view_line;         /* per tensor id: XML line of that tensor */
 } Reader;
 
 #define WS " \t\r\n" /* XML white space */
@@ -45,14 +47,15 @@ static const struct XmlSpec {
 } xml_spec[] = {
     {"oqc-ir", "version name ir_version producer", "opset* tensor* input* node* output*"},
     {"opset", "domain version", ""},
-    {"tensor", "name dtype shape flags summary data offset nbytes", "dim* quant? strings?"},
+    {"tensor", "name dtype shape flags summary data offset nbytes view_of view_coff",
+     "dim* quant? strings?"},
     {"dim", "axis param", ""},
     {"quant", "unsigned amax threshold scale method", ""},
     {"strings", "", "s*"},
     {"s", "", "#text"},
     {"input", "name", ""},
     {"output", "name", ""},
-    {"node", "op_type domain name opset act", "in* out* attr*"},
+    {"node", "op_type domain name opset act out_channels acts", "in* out* attr*"},
     {"in", "name", ""},
     {"out", "name", ""},
     {"attr", "name type value summary", "s* value*"},
@@ -444,6 +447,22 @@ static int read_tensor(Reader *R, xmlNodePtr n) {
     OqcTensor *t = &g->tensors[id];
     t->dtype = dt;
     t->shape = shape;
+    const char *view_of;
+    int64_t coff = 0;
+    if (get_str(R, n, "view_of", OPTIONAL, &view_of, NULL) < 0)
+        return -1;
+    if (view_of && get_num(R, n, "view_coff", &coff, NULL) < 0)
+        return -1;
+    if (id % 64 == 0) {
+        R->view_of = oqc_arena_grow(g->arena, R->view_of, (size_t)id, (size_t)id + 64,
+                                    sizeof *R->view_of);
+        R->view_line = oqc_arena_grow(g->arena, R->view_line, (size_t)id, (size_t)id + 64,
+                                      sizeof *R->view_line);
+    }
+    R->view_of[id] = view_of;
+    R->view_line[id] = xmlGetLineNo(n);
+    t = &g->tensors[id];
+    t->view_coff = coff;
     for (const char *p = flags ? flags + strspn(flags, WS) : ""; *p; p += strspn(p, WS)) {
         size_t l = strcspn(p, WS);
         if (l == 5 && !strncmp(p, "input", 5))
@@ -518,6 +537,64 @@ static int read_io(Reader *R, xmlNodePtr n, int *list, int *count) {
     return 0;
 }
 
+/* A merged conv's out_channels="4 5 3" and acts="4:relu 5:none 3:clip:0:6". */
+static int read_ranges(Reader *R, xmlNodePtr n, OqcNode *nd, const char *name) {
+    OqcGraph *g = R->g;
+    const char *oc, *acts;
+    if (get_str(R, n, "out_channels", OPTIONAL, &oc, NULL) < 0 ||
+        get_str(R, n, "acts", OPTIONAL, &acts, NULL) < 0)
+        return -1;
+    if (!oc)
+        return acts ? rerr(R, n, "node '%s': acts without out_channels", name) : 0;
+    nd->out_channels = oqc_arena_alloc(g->arena, (size_t)(nd->nout + 1) * sizeof(int64_t));
+    int64_t total = 0;
+    const char *p = oc;
+    for (int k = 0; k < nd->nout; k++) {
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || v <= 0 || v > OQC_MAX_ELEMENTS)
+            return rerr(R, n, "node '%s': out_channels '%s' must list %d positive counts", name,
+                        oc, nd->nout);
+        nd->out_channels[k] = v;
+        total += v;
+        p = end;
+    }
+    if (p[strspn(p, WS)])
+        return rerr(R, n, "node '%s': out_channels '%s' has more than %d counts", name, oc,
+                    nd->nout);
+    if (!acts)
+        return 0;
+    nd->act_per_channel = oqc_arena_alloc(g->arena, (size_t)total * sizeof(OqcfAct));
+    int64_t c = 0;
+    for (p = acts + strspn(acts, WS); *p; p += strspn(p, WS)) {
+        char kind[16];
+        long long run;
+        float p0 = 0, p1 = 0;
+        int used = 0;
+        if (sscanf(p, "%lld:%15[a-z]%n", &run, kind, &used) != 2 || run <= 0 || run > total - c)
+            return rerr(R, n, "node '%s': bad acts '%s'", name, acts);
+        OqcfAct a = {OQCF_ACT_NONE, 0, 0};
+        p += used;
+        if (!strcmp(kind, "relu")) {
+            a.kind = OQCF_ACT_RELU;
+        } else if (!strcmp(kind, "clip") && sscanf(p, ":%f:%f%n", &p0, &p1, &used) == 2) {
+            a = (OqcfAct){OQCF_ACT_CLIP, p0, p1};
+            p += used;
+        } else if (!strcmp(kind, "leaky") && sscanf(p, ":%f%n", &p0, &used) == 1) {
+            a = (OqcfAct){OQCF_ACT_LEAKY, p0, 0};
+            p += used;
+        } else if (strcmp(kind, "none")) {
+            return rerr(R, n, "node '%s': bad acts '%s'", name, acts);
+        }
+        for (long long i = 0; i < run; i++)
+            nd->act_per_channel[c++] = a;
+    }
+    if (c != total)
+        return rerr(R, n, "node '%s': acts cover %lld of %lld channels", name, (long long)c,
+                    (long long)total);
+    return 0;
+}
+
 static int read_node(Reader *R, xmlNodePtr n) {
     OqcGraph *g = R->g;
     const char *op_type, *domain, *name;
@@ -569,6 +646,8 @@ static int read_node(Reader *R, xmlNodePtr n) {
     nd->domain = domain;
     nd->opset = opset;
     nd->act = fused;
+    if (read_ranges(R, n, nd, name) < 0)
+        return -1;
     nd->nattr = (int)nattr;
     nd->attr = attr;
     if (id % 64 == 0)
@@ -583,6 +662,19 @@ static int read_node(Reader *R, xmlNodePtr n) {
 static int finish_graph(Reader *R) {
     OqcGraph *g = R->g;
     int rc = 0;
+    for (int t = 0; t < g->ntensors; t++) { /* views name tensors declared later */
+        const char *base = R->view_of ? R->view_of[t] : NULL;
+        if (!base)
+            continue;
+        int b = oqc_tensor_find(g, base);
+        OqcTensor *tt = &g->tensors[t];
+        if (b < 0 || b == t || g->tensors[b].view_base >= 0 || tt->view_coff < 0 ||
+            tt->shape.rank < 2 || g->tensors[b].shape.rank != tt->shape.rank ||
+            tt->view_coff + tt->shape.d[1] > g->tensors[b].shape.d[1])
+            return oqc_err(R->d, "%s:%ld: <tensor>: '%s' is not a valid view of '%s'", R->path,
+                           R->view_line[t], tt->name, base);
+        tt->view_base = b;
+    }
     unsigned char *listed = oqc_arena_alloc(g->arena, (size_t)g->ntensors + 1);
     for (int i = 0; i < g->ninputs; i++) {
         if (listed[g->inputs[i]] & 1)
@@ -602,17 +694,23 @@ static int finish_graph(Reader *R) {
     }
     if (rc < 0 || oqc_graph_link(g, R->d) < 0)
         return -1;
+    /* A tensor written through views (concat-elim) is produced by its views' writers. */
+    unsigned char *has_views = oqc_arena_alloc(g->arena, (size_t)g->ntensors + 1);
+    for (int t = 0; t < g->ntensors; t++)
+        if (g->tensors[t].view_base >= 0 && g->tensors[t].producer >= 0)
+            has_views[g->tensors[t].view_base] = 1;
     for (int i = 0; i < g->nnodes; i++)
         for (int k = 0; k < g->nodes[i].nin; k++) {
             const OqcTensor *t = g->nodes[i].in[k] >= 0 ? &g->tensors[g->nodes[i].in[k]] : NULL;
-            if (t && t->producer < 0 && !t->is_input && !t->is_const)
+            if (t && t->producer < 0 && !t->is_input && !t->is_const &&
+                !has_views[g->nodes[i].in[k]])
                 rc = oqc_err(R->d, "%s:%ld: <node>: node '%s': input '%s' is produced by no "
                                    "node and is neither a graph input nor a constant",
                              R->path, R->node_line[i], g->nodes[i].name, t->name);
         }
     for (int i = 0; i < g->noutputs; i++) {
         const OqcTensor *t = &g->tensors[g->outputs[i]];
-        if (t->producer < 0 && !t->is_input && !t->is_const)
+        if (t->producer < 0 && !t->is_input && !t->is_const && !has_views[g->outputs[i]])
             rc = oqc_err(R->d, "%s: graph output '%s' is produced by no node and is neither "
                                "a graph input nor a constant", R->path, t->name);
     }

@@ -131,7 +131,20 @@ static int shape_conv(Ctx *c) {
     s.d[1] = win.out_channels;
     for (int i = 0; i < win.nsp; i++)
         s.d[2 + i] = win.out[i];
-    set_out(c, 0, x->dtype, &s);
+    if (!c->n->out_channels) {
+        set_out(c, 0, x->dtype, &s);
+        return 0;
+    }
+    /* A merged conv: output k holds the next out_channels[k] channels. */
+    int64_t total = 0;
+    for (int k = 0; k < c->n->nout; k++) {
+        s.d[1] = c->n->out_channels[k];
+        total += s.d[1];
+        set_out(c, k, x->dtype, &s);
+    }
+    if (total != win.out_channels)
+        return ERR("output channel ranges add up to %" PRId64 " but the weight has %" PRId64,
+                   total, win.out_channels);
     return 0;
 }
 

@@ -30,6 +30,8 @@ typedef struct OqcPass {
 int pass_cleanup(OqcGraph *g, OqcDiag *d);
 int pass_fold_bn(OqcGraph *g, OqcDiag *d);
 int pass_fuse_cbr(OqcGraph *g, OqcDiag *d);
+int pass_merge_1x1(OqcGraph *g, OqcDiag *d);
+int pass_concat_elim(OqcGraph *g, OqcDiag *d);
 
 /* The pipeline, in order; n receives the count. */
 const OqcPass *oqc_pipeline(int *n);

@@ -1,8 +1,10 @@
 /* pipeline.c - the one ordered list of passes and the driver that runs them (see
  * passes.h). The order matters: cleanup first (removing Identity and folding constants
  * exposes Conv -> BN -> Relu chains), BN folding before fusion (the fused node must
- * carry the folded bias). fold-bn and fuse-cbr remove the nodes they absorb
- * themselves, so no second cleanup is needed. */
+ * carry the folded bias), fusion before merging (the merged conv carries each branch's
+ * activation), merging before concat elimination (a merged conv's outputs can then be
+ * written straight into the concat buffer). Each pass removes the nodes it absorbs
+ * itself, so no second cleanup is needed. */
 #include "passes.h"
 
 #include <string.h>
@@ -14,6 +16,10 @@ static const OqcPass pipeline[] = {
      "fold BatchNormalization (and per-channel Mul/Add) into the preceding Conv/Gemm"},
     {"fuse-cbr", pass_fuse_cbr,
      "fuse Relu/Clip/LeakyRelu into the preceding Conv/Gemm"},
+    {"merge-1x1", pass_merge_1x1,
+     "merge sibling 1x1 convs that read the same tensor into one conv"},
+    {"concat-elim", pass_concat_elim,
+     "make a channel Concat's producers write into its output; drop the Concat"},
 };
 
 const OqcPass *oqc_pipeline(int *n) {

@@ -73,8 +73,13 @@ def table(m):
     return "".join(f"{k}\t{rows[k][0]}\t{rows[k][1]}\n" for k in keys)
 
 
-def infer(m):
-    return shape_inference.infer_shapes(m, check_type=True, strict_mode=True)
+def infer(m, what):
+    try:
+        return shape_inference.infer_shapes(m, check_type=True, strict_mode=True)
+    except Exception as e:  # noqa: BLE001 - keep going, but say so
+        print(f"warning: {what}: strict shape inference failed ({str(e).splitlines()[0]}); "
+              f"falling back to non-strict inference", file=sys.stderr)
+        return shape_inference.infer_shapes(m)
 
 
 def fix_dim(m, param, value):
@@ -105,13 +110,13 @@ def main():
         rel = os.path.relpath(path, ROOT).replace(os.sep, "/")
         base = rel.replace("/", "__")
         m = onnx.load(path, load_external_data=False)  # shapes only; dims are in the protobuf
-        write(base + ".shapes.tsv", table(infer(m)))
+        write(base + ".shapes.tsv", table(infer(m, rel)))
         params = {d.dim_param for v in m.graph.input for d in v.type.tensor_type.shape.dim
                   if d.HasField("dim_param")}
         if "N" in params:
             m1, n = fix_dim(m, "N", 1)
             assert n > 0
-            write(base + "__fixed_N1.shapes.tsv", table(infer(m1)))
+            write(base + "__fixed_N1.shapes.tsv", table(infer(m1, rel + " (N=1)")))
 
 
 if __name__ == "__main__":
