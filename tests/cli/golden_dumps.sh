@@ -8,7 +8,11 @@
 
 for m in models/fashion/*.onnx models/tv/squeezenet1_1.onnx models/tiny/*.onnx; do
     [ -f "$m" ] || continue
-    case "$m" in *dynamic_batch*) args="--input-shape x=1x3x8x8" ;; *) args="" ;; esac
+    case "$m" in
+        *dynamic_batch*) args="--input-shape x=1x3x8x8" ;;
+        *merge_inception*) args="--input-shape x=2x6x5x5" ;;
+        *) args="" ;;
+    esac
     name=$(echo "$m" | sed 's|^models/||; s|/|__|g; s|\.onnx$||')
     gold="tests/golden/$name.txt"
     # shellcheck disable=SC2086
