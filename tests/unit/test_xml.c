@@ -402,35 +402,35 @@ static OqcGraph *build_synthetic(void) {
 
     int w = oqc_tensor_add(g, "w \\x41 <weight> & \"q\"");
     float wv[8] = {1.5f, -0.0f, 1e-45f, 3.4028235e38f, -2.25f, 0.1f, 1.0f / 3, 7};
-    g->tensors[w] = (OqcTensor){.name = g->tensors[w].name, .dtype = OQCF_FLOAT,
+    g->tensors[w] = (OqcTensor){.name = g->tensors[w].name, .view_base = -1, .dtype = OQCF_FLOAT,
                                 .shape = shape_of(2, 2, 4, 0), .producer = -1, .is_const = 1,
                                 .data = gdup(g, wv, sizeof wv), .nbytes = sizeof wv};
 
     int s = oqc_tensor_add(g, "strings");
     const char *sv[3] = {"a", "", "\xff\xfe bad utf8 \\ \x7f \xf0\x9f\x98\x80"};
-    g->tensors[s] = (OqcTensor){.name = g->tensors[s].name, .dtype = OQCF_STRING,
+    g->tensors[s] = (OqcTensor){.name = g->tensors[s].name, .view_base = -1, .dtype = OQCF_STRING,
                                 .shape = shape_of(1, 3, 0, 0), .producer = -1, .is_const = 1,
                                 .data = gdup(g, sv, sizeof sv), .nbytes = sizeof sv};
 
     int nd = oqc_tensor_add(g, "nodata");
-    g->tensors[nd] = (OqcTensor){.name = g->tensors[nd].name, .dtype = OQCF_FLOAT,
+    g->tensors[nd] = (OqcTensor){.name = g->tensors[nd].name, .view_base = -1, .dtype = OQCF_FLOAT,
                                  .shape = shape_of(1, 3, 0, 0), .producer = -1, .is_const = 1,
                                  .summary = "min=1 max=2"};
 
     int e = oqc_tensor_add(g, "empty");
-    g->tensors[e] = (OqcTensor){.name = g->tensors[e].name, .dtype = OQCF_INT64,
+    g->tensors[e] = (OqcTensor){.name = g->tensors[e].name, .view_base = -1, .dtype = OQCF_INT64,
                                 .shape = shape_of(2, 0, 5, 0), .producer = -1, .is_const = 1,
                                 .data = oqc_arena_alloc(a, 1), .nbytes = 0};
 
     int sc = oqc_tensor_add(g, "scalar");
     int64_t scv = INT64_MIN;
-    g->tensors[sc] = (OqcTensor){.name = g->tensors[sc].name, .dtype = OQCF_INT64,
+    g->tensors[sc] = (OqcTensor){.name = g->tensors[sc].name, .view_base = -1, .dtype = OQCF_INT64,
                                  .shape = shape_of(0, 0, 0, 0), .producer = -1, .is_const = 1,
                                  .data = gdup(g, &scv, 8), .nbytes = 8};
 
     int dead = oqc_tensor_add(g, "dead initializer");
     uint8_t dv[3] = {1, 2, 255};
-    g->tensors[dead] = (OqcTensor){.name = g->tensors[dead].name, .dtype = OQCF_UINT8,
+    g->tensors[dead] = (OqcTensor){.name = g->tensors[dead].name, .view_base = -1, .dtype = OQCF_UINT8,
                                    .shape = shape_of(1, 3, 0, 0), .producer = -1,
                                    .is_const = 1, .data = gdup(g, dv, 3), .nbytes = 3};
 
