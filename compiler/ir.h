@@ -409,6 +409,107 @@ int oqc_tensor_read(const char *path, const OqcShape *raw_shape, OqcArena *a, Oq
 int oqc_samples_of(const char *what, const OqcValue *v, const OqcShape *in,
                    int64_t *nsamples, OqcDiag *d);
 
+/* ===================================================================== calib.c */
+
+/* Calibration (contract: docs/calibration.md): per quantized tensor, a histogram of |x|
+ * over [0, amax] with nbins equal bins, summed over every sample; a method picks the
+ * saturation threshold T from it. */
+typedef enum OqcCalibMethod {
+    OQC_CALIB_ENTROPY,     /* TensorRT's KL-divergence search (default) */
+    OQC_CALIB_MAX,         /* T = amax */
+    OQC_CALIB_PERCENTILE,  /* T = upper edge of the bin where the CDF reaches P% */
+    OQC_CALIB_MSE,         /* T minimising expected squared quantization error */
+} OqcCalibMethod;
+
+/* Histogram of |x| for one tensor. */
+typedef struct OqcHist {
+    float amax;            /* largest |x| over the whole calibration set */
+    int nbins;             /* N (2048 by default) */
+    uint64_t *bins;        /* counts; a value equal to amax falls in the last bin */
+    uint64_t count;        /* values added */
+} OqcHist;
+
+/* The calibration result of one tensor. */
+typedef struct OqcCalibEntry {
+    const char *name;      /* tensor name */
+    float amax;            /* largest |x| */
+    float threshold;       /* chosen T */
+    float scale;           /* T / 127, or T / 255 for an unsigned tensor */
+    int is_unsigned;       /* provably non-negative: stored as u8 */
+    const char *method;    /* "entropy", "max", "percentile:99.99", "mse" or "table" */
+    double clipped;        /* share of values above T */
+    double kl;             /* KL divergence at T (entropy only; else NaN) */
+    const OqcHist *hist;   /* its histogram (NULL for imported entries) */
+    double *divergence;    /* entropy: divergence per candidate bin index i (nbins
+                              entries, NaN where not evaluated), else NULL */
+    const char *op;        /* op type of the producer ("input" for graph inputs) */
+    OqcShape shape;        /* tensor shape */
+} OqcCalibEntry;
+
+/* Parses "entropy", "max", "percentile:P" (0 < P <= 100) or "mse". */
+int oqc_calib_method_parse(const char *s, OqcCalibMethod *m, double *param, OqcDiag *d);
+/* Adds n values' |x| to h (amax and nbins already set; |x| > amax is an error of the
+ * caller: the amax pass saw every value). Vectorisable. */
+void oqc_hist_add(OqcHist *h, const float *x, int64_t n);
+/* The entropy method's Q expansion (exposed for tests): the i bins of p are split into
+ * `levels` groups of i / levels bins (the last group takes the remainder); each group's
+ * total is spread evenly over the group's bins that are non-zero in p. */
+void oqc_entropy_expand(const double *p, int i, int levels, double *q);
+/* Picks T for h; levels = 128 (signed) or 255 (unsigned entropy option, which also makes
+ * mse model u8 rounding; any levels >= 1 is accepted); for entropy fills divergence
+ * (nbins entries, NaN where not evaluated; may be NULL). Sets e->threshold, amax,
+ * clipped, kl (NaN unless entropy) and scale (T / 127, or T / 255 when e->is_unsigned,
+ * which the caller sets first). Returns 0, or -1 when amax is not finite (the data held
+ * non-finite values: the caller reports it). */
+int oqc_calib_threshold(const OqcHist *h, OqcCalibMethod m, double param, int levels,
+                        OqcCalibEntry *e, double *divergence);
+
+/* TensorRT calibration cache: "TRT-<version>-<Kind>Calibration" then one line per
+ * tensor "NAME: HHHHHHHH" (the float32 bits of T/127, 8 lowercase hex digits: a signed
+ * entry's own scale, so a cache read and written again is byte-identical). kind is
+ * "Entropy", "MinMax", ... ("Calibration" is appended) or a whole kind such as
+ * "EntropyCalibration2"; NULL means "Entropy". */
+int oqc_table_write_trt(const char *path, const char *kind, const OqcCalibEntry *e, int n,
+                        OqcDiag *d);
+/* Reads a cache into entries allocated in a (threshold = scale * 127, amax = threshold,
+ * signed, method "table", clipped and kl NaN). */
+int oqc_table_read_trt(const char *path, OqcArena *a, OqcCalibEntry **e, int *n, OqcDiag *d);
+/* XML form (schema docs/calib-table.rng): name, method, amax, threshold, scale,
+ * signedness, samples per tensor. */
+int oqc_table_write_xml(const char *path, const OqcCalibEntry *e, int n, int64_t samples,
+                        OqcDiag *d);
+int oqc_table_read_xml(const char *path, OqcArena *a, OqcCalibEntry **e, int *n,
+                       int64_t *samples, OqcDiag *d);
+
+/* ================================================================= calibrate.c */
+
+/* What to calibrate and how. */
+typedef struct OqcCalibOptions {
+    const char *const *data;     /* data paths: directories of .npy/.pb, or files */
+    int ndata;                   /* number of paths */
+    OqcCalibMethod method;       /* threshold method */
+    double param;                /* percentile P */
+    const char *method_name;     /* as given, recorded in the table */
+    int bins;                    /* histogram bins (2048) */
+    int threads;                 /* executor threads */
+    int progress;                /* draw a progress bar on stderr */
+    const OqcCalibEntry *table;  /* imported thresholds that override calibration */
+    int ntable;                  /* their count */
+} OqcCalibOptions;
+
+/* Runs the (optimised) graph over the data twice (amax, then histograms) and picks a
+ * threshold for every float activation tensor; entries live in g's arena. */
+int oqc_calibrate(OqcGraph *g, const OqcCalibOptions *o, OqcCalibEntry **entries,
+                  int *nentries, int64_t *nsamples, OqcDiag *d);
+
+/* ============================================================== calib_report.c */
+
+/* Writes a self-contained HTML report (inline SVG and CSS, no script): a summary table
+ * and, per tensor, the |x| histogram on a log axis with amax and T marked and the
+ * divergence curve. */
+int oqc_calib_report(const char *path, const char *model, const OqcCalibEntry *e, int n,
+                     int64_t samples, OqcDiag *d);
+
 /* ================================================================== model.c */
 
 /* Loads a model by content: XML dumps (starting with "<?xml") or ONNX protobuf. */

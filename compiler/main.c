@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define OQC_VERSION "0.1.0" /* keep equal to oqc_version() in api.c */
@@ -37,6 +38,12 @@ typedef struct Opts {
     const char *passes;           /* --passes LIST */
     const char *disable;          /* --disable-pass LIST (repeatable: joined) */
     int no_opt;                   /* --no-opt */
+    const char *data[64];         /* calibrate --data PATH (repeatable) */
+    int ndata;                    /* number of --data */
+    const char *method;           /* calibrate --method */
+    int bins;                     /* calibrate --bins */
+    const char *report;           /* calibrate --report FILE.html */
+    const char *table;            /* --table FILE (imported thresholds) */
     char disable_buf[512];        /* storage for joined --disable-pass values */
 } Opts;
 
@@ -97,6 +104,7 @@ static const char *usage_text =
     "  dump MODEL   print the IR (--format text|xml|dot, -o FILE)\n"
     "  check MODEL  check that oqc supports every op and shape of MODEL\n"
     "  run MODEL    run the model in FP32 (--input [NAME=]FILE, -o OUT)\n"
+    "  calibrate MODEL  choose INT8 thresholds from data (--data DIR, -o TABLE)\n"
     "  help         this text (oqc help COMMAND for one command)\n"
     "\n"
     "common options:\n"
@@ -126,6 +134,15 @@ static const char *cmd_usage(const char *cmd) {
         return "usage: oqc check MODEL [--input-shape NAME=DIMS]...\n"
                "  loads MODEL, infers every shape and lists unsupported ops; exit 0 when\n"
                "  oqc can execute and compile the model\n";
+    if (!strcmp(cmd, "calibrate"))
+        return "usage: oqc calibrate MODEL --data PATH... -o TABLE [--method entropy|max|\n"
+               "                     percentile:P|mse] [--bins 2048] [--format trt|xml]\n"
+               "                     [--report FILE.html] [--table FILE] [--threads N] [-q]\n"
+               "  runs the optimised FP32 graph over the data (a directory of .npy/.pb files,\n"
+               "  or .npy files whose first axis is the sample axis; --data repeatable) and\n"
+               "  writes a threshold per activation tensor: a TensorRT calibration cache (trt)\n"
+               "  or XML. --table imports thresholds that override calibration for the\n"
+               "  tensors it names. --report writes an HTML report with histograms.\n";
     if (!strcmp(cmd, "run"))
         return "usage: oqc run MODEL --input [NAME=]FILE... [-o OUT] [--input-shape NAME=DIMS]...\n"
                "               [--threads N] [--labels Y.npy]\n"
@@ -189,6 +206,23 @@ static int parse_opts(int argc, char **argv, const char *cmd, const char *const 
             o->out = val;
         } else if (!strcmp(name, "--format")) {
             o->format = val;
+        } else if (!strcmp(name, "--data")) {
+            if (o->ndata == (int)(sizeof o->data / sizeof o->data[0]))
+                return oqc_err(d, "oqc %s: too many --data options", cmd);
+            o->data[o->ndata++] = val;
+        } else if (!strcmp(name, "--method")) {
+            o->method = val;
+        } else if (!strcmp(name, "--bins")) {
+            char *end;
+            long b = strtol(val, &end, 10);
+            if (*end || b < 128 || b > (1 << 20))
+                return oqc_err(d, "oqc %s: --bins '%s' must be a number from 128 to 1048576",
+                               cmd, val);
+            o->bins = (int)b;
+        } else if (!strcmp(name, "--report")) {
+            o->report = val;
+        } else if (!strcmp(name, "--table")) {
+            o->table = val;
         } else if (!strcmp(name, "--after")) {
             o->after = val;
         } else if (!strcmp(name, "--passes")) {
@@ -549,6 +583,78 @@ static int cmd_run(int argc, char **argv, OqcDiag *d) {
     return rc;
 }
 
+/* Reads a table by extension: .xml is the XML form, anything else a TRT cache. */
+static int read_table(const char *path, OqcArena *a, OqcCalibEntry **e, int *n, OqcDiag *d) {
+    size_t len = strlen(path);
+    int64_t samples;
+    if (len > 4 && !strcmp(path + len - 4, ".xml"))
+        return oqc_table_read_xml(path, a, e, n, &samples, d);
+    return oqc_table_read_trt(path, a, e, n, d);
+}
+
+static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
+    static const char *const allowed[] = {"--data", "--method", "--bins", "-o", "--format",
+                                          "--report", "--table", "--input-shape", "--threads",
+                                          "--passes", "--disable-pass", "--no-opt", "-v",
+                                          "-q", NULL};
+    Opts o;
+    int rc = parse_opts(argc, argv, "calibrate", allowed, &o, d);
+    OqcCalibOptions co = {.method = OQC_CALIB_ENTROPY, .method_name = "entropy", .bins = 2048};
+    int xml = 0;
+    if (rc == 0 && o.ndata == 0)
+        rc = oqc_err(d, "oqc calibrate: give the calibration data with --data PATH");
+    if (rc == 0 && !o.out)
+        rc = oqc_err(d, "oqc calibrate: give the output table with -o TABLE");
+    if (rc == 0 && o.format && strcmp(o.format, "trt") && strcmp(o.format, "xml"))
+        rc = oqc_err(d, "oqc calibrate: unknown --format '%s' (trt or xml)", o.format);
+    xml = o.format && !strcmp(o.format, "xml");
+    if (rc == 0 && o.method) {
+        rc = oqc_calib_method_parse(o.method, &co.method, &co.param, d);
+        co.method_name = o.method;
+    }
+    OqcGraph *g = rc == 0 ? oqc_prepare(o.model, o.shapes, o.nshapes, 1, d) : NULL;
+    if (g && optimize(g, &o, d) < 0) {
+        oqc_graph_free(g);
+        g = NULL;
+    }
+    if (!g) {
+        free_opts(&o);
+        return -1;
+    }
+    co.data = o.data;
+    co.ndata = o.ndata;
+    if (o.bins)
+        co.bins = o.bins;
+    co.threads = o.threads ? o.threads : default_threads();
+    co.progress = !o.quiet && isatty(2);
+    OqcCalibEntry *table = NULL, *es = NULL;
+    int ntable = 0, n = 0;
+    int64_t samples = 0;
+    if (o.table && read_table(o.table, g->arena, &table, &ntable, d) < 0)
+        rc = -1;
+    co.table = table;
+    co.ntable = ntable;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (rc == 0)
+        rc = oqc_calibrate(g, &co, &es, &n, &samples, d);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (rc == 0)
+        rc = xml ? oqc_table_write_xml(o.out, es, n, samples, d)
+                 : oqc_table_write_trt(o.out, co.method == OQC_CALIB_MAX ? "MinMax" : "Entropy",
+                                       es, n, d);
+    if (rc == 0 && o.report)
+        rc = oqc_calib_report(o.report, o.model, es, n, samples, d);
+    if (rc == 0 && !o.quiet)
+        printf("calibrated %d tensors over %lld samples (%s) in %.2f s; table: %s%s%s\n", n,
+               (long long)samples, co.method_name,
+               (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
+               o.out, o.report ? "; report: " : "", o.report ? o.report : "");
+    oqc_graph_free(g);
+    free_opts(&o);
+    return rc;
+}
+
 typedef struct Command {
     const char *name;                                 /* command word */
     int (*fn)(int argc, char **argv, OqcDiag *d);     /* its implementation */
@@ -558,6 +664,7 @@ static const Command commands[] = {
     {"dump", cmd_dump},
     {"check", cmd_check},
     {"run", cmd_run},
+    {"calibrate", cmd_calibrate},
 };
 
 int main(int argc, char **argv) {

@@ -1,0 +1,349 @@
+/* calibrate.c - running the FP32 graph over a dataset to calibrate activation
+ * thresholds (see ir.h, banner calibrate.c; the math is calib.c).
+ *
+ * Two streaming passes over the data, as docs/calibration.md specifies: the first finds
+ * each tensor's amax, the second fills its |x| histogram over [0, amax]. Nothing but
+ * one histogram per tensor is kept, so memory does not grow with the sample count, and
+ * because every sample's values land in the same bins whatever the batch size, the
+ * result does not depend on --batch. Calibration runs on the graph after the passes:
+ * thresholds belong to the tensors the INT8 code will hold (fused conv outputs, merged
+ * conv ranges, concat buffers). A tensor written in place into a concat buffer (a view)
+ * contributes to its base's histogram and shares its threshold. */
+#include "ir.h"
+
+#include <dirent.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* State shared with the executor hook. */
+typedef struct Calib {
+    OqcGraph *g;          /* the optimised graph */
+    int pass;             /* 1: amax, 2: histograms */
+    int *slot;            /* per tensor: index into hists (-1: not calibrated) */
+    OqcHist *hists;       /* per calibrated root tensor */
+    int nhists;           /* number of histograms */
+    int *root_of;         /* per tensor: tensor whose histogram receives its values */
+} Calib;
+
+/* Which tensors are calibrated: float activations (graph inputs, node outputs, and
+ * buffers written through views), views counting toward their base. */
+static int calibrated(const OqcGraph *g, const unsigned char *is_base, int t) {
+    const OqcTensor *tt = &g->tensors[t];
+    return tt->dtype == OQCF_FLOAT && !tt->is_const && !tt->has_value &&
+           (tt->is_input || tt->producer >= 0 || tt->view_base >= 0 || is_base[t]);
+}
+
+static void hook(void *ctx, const OqcGraph *g, int tensor, const void *data) {
+    Calib *c = ctx;
+    int s = c->slot[c->root_of[tensor]];
+    if (s < 0)
+        return;
+    OqcHist *h = &c->hists[s];
+    const float *x = data;
+    int64_t n = oqc_shape_numel(&g->tensors[tensor].shape);
+    if (c->pass == 1) {
+        float m = h->amax;
+        for (int64_t i = 0; i < n; i++) {
+            float a = fabsf(x[i]);
+            m = a > m ? a : m; /* NaN never wins */
+        }
+        h->amax = m;
+    } else {
+        oqc_hist_add(h, x, n);
+    }
+}
+
+/* Graph inputs are not produced by a node, so the hook does not see them: feed them. */
+static void feed_inputs(Calib *c, const void *const *inputs) {
+    for (int i = 0; i < c->g->ninputs; i++)
+        hook(c, c->g, c->g->inputs[i], inputs[i]);
+}
+
+/* Provably non-negative tensors (u8 storage): outputs of Relu, Clip with min >= 0,
+ * Sigmoid/HardSigmoid, convs/Gemms with such a fused activation, and max/average
+ * pooling, reshapes and concats of non-negative tensors. */
+static void find_unsigned(const OqcGraph *g, unsigned char *nonneg) {
+    for (int i = 0; i < g->nnodes; i++) {
+        const OqcNode *n = &g->nodes[i];
+        int in0 = n->nin > 0 && n->in[0] >= 0 ? nonneg[n->in[0]] : 0;
+        int all_in = n->nin > 0;
+        for (int k = 0; k < n->nin; k++)
+            all_in &= n->in[k] >= 0 && nonneg[n->in[k]];
+        int act_nonneg = n->act.kind == OQCF_ACT_RELU ||
+                         (n->act.kind == OQCF_ACT_CLIP && n->act.p0 >= 0);
+        for (int k = 0; k < n->nout; k++) {
+            if (n->out[k] < 0)
+                continue;
+            int v = 0;
+            switch (n->op) {
+            case OQC_OP_Relu: case OQC_OP_Sigmoid: case OQC_OP_HardSigmoid:
+                v = 1;
+                break;
+            case OQC_OP_Clip: {
+                float lo = n->opset >= 11 ? -INFINITY : oqc_attr_float(n, "min", -INFINITY);
+                if (n->opset >= 11 && n->nin > 1 && n->in[1] >= 0) {
+                    const OqcTensor *m = &g->tensors[n->in[1]];
+                    if (m->is_const && m->data && m->dtype == OQCF_FLOAT)
+                        lo = *(const float *)m->data;
+                }
+                v = lo >= 0 || in0;
+                break;
+            }
+            case OQC_OP_Conv: case OQC_OP_Gemm:
+                v = act_nonneg;
+                if (n->act_per_channel && n->out_channels) {
+                    int64_t off = 0;
+                    for (int j = 0; j < k; j++)
+                        off += n->out_channels[j];
+                    v = 1;
+                    for (int64_t ch = 0; ch < n->out_channels[k]; ch++) {
+                        const OqcfAct *a = &n->act_per_channel[off + ch];
+                        v &= a->kind == OQCF_ACT_RELU || (a->kind == OQCF_ACT_CLIP && a->p0 >= 0);
+                    }
+                }
+                break;
+            case OQC_OP_MaxPool: case OQC_OP_AveragePool: case OQC_OP_GlobalAveragePool:
+            case OQC_OP_GlobalMaxPool: case OQC_OP_Flatten: case OQC_OP_Reshape:
+            case OQC_OP_Squeeze: case OQC_OP_Unsqueeze: case OQC_OP_Identity:
+            case OQC_OP_Dropout: case OQC_OP_Transpose: case OQC_OP_Slice: case OQC_OP_Split:
+                v = k == 0 || n->op == OQC_OP_Split ? in0 : 0;
+                break;
+            case OQC_OP_Concat: case OQC_OP_Sum: case OQC_OP_Add: case OQC_OP_Mul:
+                v = all_in;
+                break;
+            default:
+                v = 0;
+            }
+            nonneg[n->out[k]] = (unsigned char)v;
+        }
+    }
+    /* A concat buffer written through views is non-negative when all its views are. */
+    for (int t = 0; t < g->ntensors; t++)
+        if (g->tensors[t].view_base >= 0 && g->tensors[t].producer >= 0)
+            nonneg[g->tensors[t].view_base] = 2;
+    for (int t = 0; t < g->ntensors; t++)
+        if (g->tensors[t].view_base >= 0 && !nonneg[t])
+            nonneg[g->tensors[t].view_base] = 0;
+    for (int t = 0; t < g->ntensors; t++)
+        if (nonneg[t] == 2)
+            nonneg[t] = 1;
+}
+
+/* ------------------------------------------------------------------- data */
+
+/* The sample files of PATHs: a directory contributes its .npy and .pb files in name
+ * order; a file is itself. */
+static int list_data(OqcArena *a, const char *const *paths, int npaths, const char ***out,
+                     int *n, OqcDiag *d) {
+    int cap = 64, cnt = 0;
+    const char **v = oqc_arena_alloc(a, (size_t)cap * sizeof *v);
+    for (int p = 0; p < npaths; p++) {
+        struct stat st;
+        if (stat(paths[p], &st) != 0)
+            return oqc_err(d, "%s: cannot read calibration data", paths[p]);
+        if (!S_ISDIR(st.st_mode)) {
+            if (cnt == cap) {
+                v = oqc_arena_grow(a, v, (size_t)cnt, (size_t)cap * 2, sizeof *v);
+                cap *= 2;
+            }
+            v[cnt++] = paths[p];
+            continue;
+        }
+        struct dirent **ents;
+        int ne = scandir(paths[p], &ents, NULL, alphasort);
+        if (ne < 0)
+            return oqc_err(d, "%s: cannot list the directory", paths[p]);
+        int found = 0;
+        for (int i = 0; i < ne; i++) {
+            const char *nm = ents[i]->d_name;
+            size_t len = strlen(nm);
+            if ((len > 4 && !strcmp(nm + len - 4, ".npy")) || (len > 3 && !strcmp(nm + len - 3, ".pb"))) {
+                if (cnt == cap) {
+                    v = oqc_arena_grow(a, v, (size_t)cnt, (size_t)cap * 2, sizeof *v);
+                    cap *= 2;
+                }
+                v[cnt++] = oqc_arena_printf(a, "%s/%s", paths[p], nm);
+                found++;
+            }
+            free(ents[i]);
+        }
+        free(ents);
+        if (!found)
+            return oqc_err(d, "%s: no .npy or .pb files in the directory", paths[p]);
+    }
+    *out = v;
+    *n = cnt;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- progress */
+
+typedef struct Progress {
+    int on;             /* drawing at all */
+    struct timespec t0; /* start of the current pass */
+    int64_t total;      /* samples per pass */
+} Progress;
+
+static double since(const struct timespec *t0) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + 1e-9 * (double)(t.tv_nsec - t0->tv_nsec);
+}
+
+static void progress(Progress *p, int pass, int64_t done) {
+    if (!p->on)
+        return;
+    double dt = since(&p->t0), rate = dt > 0 ? (double)done / dt : 0;
+    int width = 30, fill = p->total ? (int)(width * done / p->total) : width;
+    double eta = rate > 0 ? (double)(p->total - done) / rate : 0;
+    if (p->total <= 0) /* the first pass learns the sample count */
+        fprintf(stderr, "\rcalibrating: pass 1/2 (amax) %" PRId64 " samples %.1f/s ", done,
+                rate);
+    else
+        fprintf(stderr, "\rcalibrating: pass %d/2 [%.*s%*s] %" PRId64 "/%" PRId64
+                        " samples %.1f/s ETA %.0fs ", pass, fill,
+                "##############################", width - fill, "", done, p->total, rate, eta);
+    if (p->total > 0 && done == p->total)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+/* -------------------------------------------------------------- the driver */
+
+int oqc_calibrate(OqcGraph *g, const OqcCalibOptions *o, OqcCalibEntry **entries, int *nentries,
+                  int64_t *nsamples, OqcDiag *d) {
+    OqcArena *a = g->arena;
+    if (g->ninputs != 1)
+        return oqc_err(d, "%s: calibration supports models with one input; this one has %d",
+                       g->path, g->ninputs);
+    const OqcTensor *x = &g->tensors[g->inputs[0]];
+    if (x->dtype != OQCF_FLOAT)
+        return oqc_err(d, "%s: input '%s' is %s; calibration needs a float input", g->path,
+                       x->name, oqc_dtype_name(x->dtype));
+    const char **files = NULL;
+    int nfiles = 0;
+    if (list_data(a, o->data, o->ndata, &files, &nfiles, d) < 0)
+        return -1;
+    OqcExec *e = oqc_exec_new(g, o->threads > 0 ? o->threads : 1, d);
+    if (!e)
+        return -1;
+    Calib c = {.g = g};
+    c.slot = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof *c.slot);
+    c.root_of = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof *c.root_of);
+    c.hists = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof *c.hists);
+    unsigned char *is_base = oqc_arena_alloc(a, (size_t)g->ntensors + 1);
+    for (int t = 0; t < g->ntensors; t++) {
+        c.root_of[t] = g->tensors[t].view_base >= 0 ? g->tensors[t].view_base : t;
+        c.slot[t] = -1;
+        if (g->tensors[t].view_base >= 0)
+            is_base[g->tensors[t].view_base] = 1;
+    }
+    for (int t = 0; t < g->ntensors; t++)
+        if (calibrated(g, is_base, t) && g->tensors[t].view_base < 0) {
+            c.slot[t] = c.nhists;
+            c.hists[c.nhists].nbins = o->bins;
+            c.hists[c.nhists].bins = oqc_arena_alloc(a, (size_t)o->bins * sizeof(uint64_t));
+            c.nhists++;
+        }
+    oqc_exec_set_hook(e, hook, &c);
+    /* Each file holds one or more samples of the input's shape. */
+    void **outs = oqc_arena_alloc(a, (size_t)(g->noutputs + 1) * sizeof *outs);
+    for (int i = 0; i < g->noutputs; i++) {
+        const OqcTensor *t = &g->tensors[g->outputs[i]];
+        outs[i] = oqc_arena_alloc_raw(a, (size_t)oqc_shape_numel(&t->shape) * oqcf_dtype_size(t->dtype) + 1);
+    }
+    Progress pr = {.on = o->progress};
+    int64_t total = 0;
+    int rc = 0;
+    for (int pass = 1; pass <= 2 && rc == 0; pass++) {
+        c.pass = pass;
+        for (int t = 0; pass == 2 && t < g->ntensors; t++)
+            if (c.slot[t] >= 0 && !isfinite(c.hists[c.slot[t]].amax))
+                rc = oqc_err(d, "%s: tensor '%s' takes non-finite values on the calibration "
+                                "data", g->path, g->tensors[t].name);
+        if (rc < 0)
+            break;
+        clock_gettime(CLOCK_MONOTONIC, &pr.t0);
+        int64_t done = 0;
+        for (int f = 0; f < nfiles && rc == 0; f++) {
+            /* Read each file fresh in a scratch arena: memory stays bounded by one file. */
+            OqcArena *fa = oqc_arena_new();
+            OqcValue v;
+            int64_t s;
+            if (oqc_tensor_read(files[f], &x->shape, fa, &v, d) < 0 ||
+                oqc_samples_of(files[f], &v, &x->shape, &s, d) < 0) {
+                rc = -1;
+            } else if (v.dtype != OQCF_FLOAT) {
+                rc = oqc_err(d, "%s: holds %s data; the input '%s' is f32", files[f],
+                             oqc_dtype_name(v.dtype), x->name);
+            } else {
+                size_t step = v.nbytes / (size_t)s;
+                for (int64_t k = 0; k < s && rc == 0; k++) {
+                    const void *in = (const char *)v.data + (size_t)k * step;
+                    feed_inputs(&c, &in);
+                    rc = oqc_exec_run(e, &in, outs, d);
+                    done++;
+                    progress(&pr, pass, done);
+                }
+            }
+            oqc_arena_free(fa);
+        }
+        if (pass == 1) {
+            total = done;
+            pr.total = done;
+            if (pr.on)
+                fputc('\n', stderr);
+        }
+        if (rc == 0 && done == 0)
+            rc = oqc_err(d, "no calibration samples in the given data");
+    }
+    oqc_exec_free(e);
+    if (rc < 0)
+        return -1;
+    /* Thresholds, per tensor (views share their base's). */
+    unsigned char *nonneg = oqc_arena_alloc(a, (size_t)(g->ntensors + 1));
+    find_unsigned(g, nonneg);
+    OqcCalibEntry *es = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof *es);
+    int ne = 0;
+    for (int t = 0; t < g->ntensors; t++) {
+        if (!calibrated(g, is_base, t))
+            continue;
+        const OqcTensor *tt = &g->tensors[t];
+        int s = c.slot[c.root_of[t]];
+        if (s < 0)
+            continue;
+        OqcCalibEntry *en = &es[ne++];
+        en->name = tt->name;
+        en->shape = tt->shape;
+        en->op = tt->producer >= 0 ? g->nodes[tt->producer].op_type : "input";
+        en->is_unsigned = nonneg[c.root_of[t]];
+        en->hist = &c.hists[s];
+        int imported = -1;
+        for (int k = 0; k < o->ntable; k++)
+            if (!strcmp(o->table[k].name, tt->name))
+                imported = k;
+        if (imported >= 0) { /* the user's scale factor wins */
+            en->threshold = o->table[imported].threshold;
+            en->amax = c.hists[s].amax;
+            en->method = "table";
+            en->kl = NAN;
+        } else {
+            en->divergence = o->method == OQC_CALIB_ENTROPY
+                                 ? oqc_arena_alloc(a, (size_t)o->bins * sizeof(double))
+                                 : NULL;
+            if (oqc_calib_threshold(&c.hists[s], o->method, o->param, 128, en, en->divergence) < 0)
+                return oqc_err(d, "%s: cannot choose a threshold for '%s'", g->path, tt->name);
+            en->method = o->method_name;
+        }
+        en->scale = en->threshold / (en->is_unsigned ? 255.0f : 127.0f);
+    }
+    *entries = es;
+    *nentries = ne;
+    *nsamples = total;
+    return 0;
+}
