@@ -28,6 +28,7 @@ typedef struct Calib {
     OqcHist *hists;       /* per calibrated root tensor */
     int nhists;           /* number of histograms */
     int *root_of;         /* per tensor: tensor whose histogram receives its values */
+    int nan_tensor;       /* first tensor seen holding NaN, or -1 */
 } Calib;
 
 /* Which tensors are calibrated: float activations (graph inputs, node outputs, and
@@ -48,11 +49,15 @@ static void hook(void *ctx, const OqcGraph *g, int tensor, const void *data) {
     int64_t n = oqc_shape_numel(&g->tensors[tensor].shape);
     if (c->pass == 1) {
         float m = h->amax;
+        int nan = 0;
         for (int64_t i = 0; i < n; i++) {
             float a = fabsf(x[i]);
             m = a > m ? a : m; /* NaN never wins */
+            nan |= a != a;
         }
         h->amax = m;
+        if (nan && c->nan_tensor < 0)
+            c->nan_tensor = tensor;
     } else {
         oqc_hist_add(h, x, n);
     }
@@ -232,7 +237,7 @@ int oqc_calibrate(OqcGraph *g, const OqcCalibOptions *o, OqcCalibEntry **entries
     OqcExec *e = oqc_exec_new(g, o->threads > 0 ? o->threads : 1, d);
     if (!e)
         return -1;
-    Calib c = {.g = g};
+    Calib c = {.g = g, .nan_tensor = -1};
     c.slot = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof *c.slot);
     c.root_of = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof *c.root_of);
     c.hists = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof *c.hists);
@@ -262,7 +267,10 @@ int oqc_calibrate(OqcGraph *g, const OqcCalibOptions *o, OqcCalibEntry **entries
     int rc = 0;
     for (int pass = 1; pass <= 2 && rc == 0; pass++) {
         c.pass = pass;
-        for (int t = 0; pass == 2 && t < g->ntensors; t++)
+        if (pass == 2 && c.nan_tensor >= 0)
+            rc = oqc_err(d, "%s: tensor '%s' takes NaN values on the calibration data", g->path,
+                         g->tensors[c.nan_tensor].name);
+        for (int t = 0; rc == 0 && pass == 2 && t < g->ntensors; t++)
             if (c.slot[t] >= 0 && !isfinite(c.hists[c.slot[t]].amax))
                 rc = oqc_err(d, "%s: tensor '%s' takes non-finite values on the calibration "
                                 "data", g->path, g->tensors[t].name);
@@ -327,8 +335,9 @@ int oqc_calibrate(OqcGraph *g, const OqcCalibOptions *o, OqcCalibEntry **entries
         for (int k = 0; k < o->ntable; k++)
             if (!strcmp(o->table[k].name, tt->name))
                 imported = k;
-        if (imported >= 0) { /* the user's scale factor wins */
+        if (imported >= 0) { /* the user's scale factor wins, bit for bit */
             en->threshold = o->table[imported].threshold;
+            en->scale = o->table[imported].scale;
             en->amax = c.hists[s].amax;
             en->method = "table";
             en->kl = NAN;
@@ -340,7 +349,8 @@ int oqc_calibrate(OqcGraph *g, const OqcCalibOptions *o, OqcCalibEntry **entries
                 return oqc_err(d, "%s: cannot choose a threshold for '%s'", g->path, tt->name);
             en->method = o->method_name;
         }
-        en->scale = en->threshold / (en->is_unsigned ? 255.0f : 127.0f);
+        if (imported < 0 || en->is_unsigned)
+            en->scale = en->threshold / (en->is_unsigned ? 255.0f : 127.0f);
     }
     *entries = es;
     *nentries = ne;
