@@ -73,7 +73,7 @@ static void putf(FILE *f, const char *fmt, ...) {
 
 /* Length of the well-formed UTF-8 sequence at p (n bytes left) encoding a character
  * that XML and HTML carry verbatim, 0 when the byte at p cannot be written as is (the
- * same rule as dump_xml.c's xml_char_len, plus tab, newline and the C1 controls). */
+ * same rule as oqc_xml_char_len in dump_xml.c, plus tab, newline and the C1 controls). */
 static size_t utf8_char_len(const unsigned char *p, size_t n) {
     static const uint32_t min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
     unsigned c = p[0];

@@ -351,30 +351,6 @@ int oqc_table_read_trt(const char *path, OqcArena *a, OqcCalibEntry **e, int *n,
 
 /* ================================================================== XML */
 
-/* Length of the well-formed UTF-8 sequence at p (n bytes left) for a character XML
- * carries verbatim; 0 when the byte must be escaped. The same rule as dump_xml.c's
- * (docs/oqc-ir.rng "text"), so names look the same in both XML forms. */
-static size_t xml_char_len(const unsigned char *p, size_t n) {
-    static const uint32_t min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
-    unsigned c = p[0];
-    if (c >= 0x20 && c < 0x7f)
-        return 1;
-    if (c < 0xc2 || c > 0xf4)
-        return 0;
-    size_t len = c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
-    if (len > n)
-        return 0;
-    uint32_t cp = c & (0x7fu >> len);
-    for (size_t i = 1; i < len; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-        cp = cp << 6 | (p[i] & 0x3fu);
-    }
-    if (cp < min_cp[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) ||
-        cp == 0xfffe || cp == 0xffff)
-        return 0;
-    return len;
-}
 
 /* s escaped (\\ and \xHH) into a malloc'd string. */
 static char *xml_escape(const char *s) {
@@ -384,7 +360,7 @@ static char *xml_escape(const char *s) {
         oqc_panic(__FILE__, __LINE__, "out of memory");
     const unsigned char *p = (const unsigned char *)s;
     for (size_t i = 0; i < n;) {
-        size_t c = p[i] == '\\' ? 0 : xml_char_len(p + i, n - i);
+        size_t c = p[i] == '\\' ? 0 : oqc_xml_char_len(p + i, n - i);
         if (c) {
             memcpy(o + k, s + i, c);
             k += c;

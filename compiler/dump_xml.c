@@ -38,7 +38,7 @@
 /* Length of the well-formed UTF-8 sequence at p (n bytes left) that encodes a character
  * XML carries verbatim; 0 when the byte at p must be escaped. The caller escapes
  * backslashes. */
-static size_t xml_char_len(const unsigned char *p, size_t n) {
+size_t oqc_xml_char_len(const unsigned char *p, size_t n) {
     static const uint32_t min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
     unsigned c = p[0];
     if (c >= 0x20 && c < 0x7f)
@@ -114,7 +114,7 @@ static const char *buf_escaped(Writer *W, const char *s, size_t n) {
     const unsigned char *p = (const unsigned char *)s;
     buf_clear(W);
     for (size_t i = 0, k; s && i < n; i += k) {
-        k = p[i] == '\\' ? 0 : xml_char_len(p + i, n - i);
+        k = p[i] == '\\' ? 0 : oqc_xml_char_len(p + i, n - i);
         if (k)
             buf_add(W, s + i, k);
         else if (p[i] == '\\')

@@ -350,6 +350,10 @@ const char *oqc_const_summary(OqcGraph *g, int tensor);
  * written in the XML (relative to the XML file). */
 int oqc_dump_xml(OqcGraph *g, FILE *out, const char *data_path, const char *data_ref,
                  OqcDiag *d);
+/* Length of the well-formed UTF-8 character at p (n bytes left) that XML can carry
+ * verbatim, or 0 when the byte must be escaped (\xHH): the one escaping rule of every
+ * XML file oqc writes (IR dumps, calibration tables). */
+size_t oqc_xml_char_len(const unsigned char *p, size_t n);
 /* Loads an XML dump back into a graph (constant data from the side file when the XML
  * references one). */
 OqcGraph *oqc_load_xml(const char *path, OqcDiag *d);

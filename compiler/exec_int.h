@@ -1,0 +1,76 @@
+/* exec_int.h - private to the FP32 executor (exec.c plans and runs, exec_ops.c holds
+ * the per-op preparation and kernel calls): its state structs and small helpers. Not
+ * part of ir.h because nothing outside the executor may depend on them. */
+#ifndef OQC_EXEC_INT_H
+#define OQC_EXEC_INT_H
+
+#include "ir.h"
+#include "oqcf_nn.h"
+#include "oqcf_tensor.h"
+
+typedef struct OqcExec OqcExec;
+typedef int (*RunFn)(OqcExec *e, int node);
+
+/* What a node needs at run time, computed once. */
+typedef struct ExecNode {
+    RunFn run;                 /* kernel invocation */
+    size_t scratch;            /* scratch bytes it needs */
+    OqcfConvParams conv;       /* Conv (output 0 of a merged conv) */
+    OqcfConvParams *convs;     /* merged Conv: parameters per output, NULL otherwise */
+    int64_t *koff;             /* merged Conv: first weight row of each output */
+    OqcfPoolParams pool;       /* MaxPool / AveragePool */
+    OqcfGemmParams gemm;       /* Gemm */
+    int64_t a, b, c;           /* op-specific sizes (outer/axis/inner, batch/ch/inner) */
+    float f0, f1;              /* op-specific scalars (alpha, beta, eps, clip bounds) */
+    int axis;                  /* op-specific axis */
+    int perm[OQC_MAX_RANK];    /* Transpose permutation */
+    int64_t pads[2 * OQC_MAX_RANK]; /* Pad */
+    OqcfSlice slice;           /* Slice */
+    OqcfPadMode pad_mode;      /* Pad */
+} ExecNode;
+
+struct OqcExec {
+    OqcGraph *g;               /* the graph (shapes inferred) */
+    OqcfPool *pool;            /* threads, NULL for one */
+    ExecNode *nodes;           /* per node */
+    int *root;                 /* per tensor: tensor whose storage it uses */
+    size_t *offset;            /* per root: arena offset (SIZE_MAX: not in the arena) */
+    unsigned char *arena;      /* activation memory */
+    size_t arena_bytes;        /* its size */
+    size_t total_bytes;        /* sum of all activation sizes (without reuse) */
+    void *scratch;             /* shared scratch for the running node */
+    size_t scratch_bytes;      /* its size */
+    const void **ptr;          /* per tensor: data during a run */
+    OqcTensorHook hook;        /* tensor callback or NULL */
+    void *hook_ctx;            /* its context */
+    OqcDiag *d;                /* errors of the current run */
+};
+
+#define T(e, id) (&(e)->g->tensors[id])
+#define N(e, i) (&(e)->g->nodes[i])
+#define XIN(e, n, k) ((e)->ptr[N(e, n)->in[k]])
+#define YOUT(e, n, k) ((void *)(e)->ptr[N(e, n)->out[k]])
+#define EN(e, n) (&(e)->nodes[n])
+
+static inline int kfail(OqcExec *e, int node, int st) {
+    const char *why = st == OQCF_EINVAL ? "invalid parameters or an index out of range"
+                    : st == OQCF_EDTYPE ? "unsupported element type"
+                    : st == OQCF_ESCRATCH ? "scratch too small (internal)"
+                    : "internal failure";
+    return oqc_err_node(e->d, e->g, node, "kernel failed: %s", why);
+}
+#define CHECK(st) do { int st_ = (st); if (st_ != OQCF_OK) return kfail(e, node, st_); } while (0)
+
+static inline const OqcShape *SH(OqcExec *e, int node, int k) { return &T(e, N(e, node)->in[k])->shape; }
+static inline int64_t numel_out(OqcExec *e, int node, int k) {
+    return oqc_shape_numel(&T(e, N(e, node)->out[k])->shape);
+}
+
+static inline size_t esize_of(const OqcTensor *t) { return oqcf_dtype_size(t->dtype); }
+
+/* exec_ops.c: prepares node `node` (run function, parameters, scratch, dtype checks). */
+int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d);
+/* exec_ops.c: 1 for ops whose first output is a view of their first input. */
+int oqc_exec_is_view_op(const OqcNode *n);
+
+#endif
