@@ -267,5 +267,51 @@ for m in $largest $BIG; do
 done
 out ""
 out "(wall: date around /usr/bin/time; peak RSS: its \"Maximum resident set size\", in MiB)"
+
+# ---------------------------------------------------------------- calibration
+# oqc calibrate (entropy, 2048 bins, two streaming passes, 2 threads) on the Fashion
+# model with its 500 calibration images and on resnet18 with 500 image-like inputs
+# (smooth random images, ImageNet-normalised; made here with numpy). Target: under 60 s
+# and under 1 GB on this machine.
+out ""
+out "## Calibration"
+out ""
+out "| model | samples | wall s | samples/s | peak RSS MB |"
+out "|---|---:|---:|---:|---:|"
+R18CAL=$OUT/calib_resnet18_500.npy
+if [ -f models/tv/resnet18.onnx ] && [ ! -f "$R18CAL" ]; then
+    if "$PY" -c 'import numpy' 2>/dev/null; then
+        "$PY" - "$R18CAL" <<'PYEOF'
+import sys, numpy as np
+rng = np.random.default_rng(0)
+n = 500
+low = rng.standard_normal((n, 3, 7, 7)).astype(np.float32)
+img = np.repeat(np.repeat(low, 32, axis=2), 32, axis=3)           # smooth blobs
+img += 0.3 * rng.standard_normal(img.shape).astype(np.float32)    # texture
+img = 1 / (1 + np.exp(-img))                                      # into [0, 1]
+mean = np.array([0.485, 0.456, 0.406], np.float32)[:, None, None]
+std = np.array([0.229, 0.224, 0.225], np.float32)[:, None, None]
+np.save(sys.argv[1], ((img - mean) / std).astype(np.float32))
+PYEOF
+    else
+        note "$PY cannot import numpy: no resnet18 calibration set"
+    fi
+fi
+for pair in "models/fashion/fashion_cnn.onnx:models/fashion/calib_500.npy" \
+            "models/tv/resnet18.onnx:$R18CAL"; do
+    m=${pair%%:*}; data=${pair#*:}
+    [ -f "$m" ] && [ -f "$data" ] || continue
+    t0=$(date +%s%N)
+    if ! /usr/bin/time -v "$BUILD/oqc" calibrate "$m" --data "$data" --threads 2 -q \
+            -o "$OUT/$(basename "$m" .onnx).trt" >"$OUT/calib.log" 2>&1; then
+        note "oqc calibrate $m failed:"; sed 's/^/  /' "$OUT/calib.log" | head -n 5
+        STATUS=1; continue
+    fi
+    t1=$(date +%s%N)
+    kb=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$OUT/calib.log")
+    awk -v m="$(basename "$m")" -v t0="$t0" -v t1="$t1" -v r="$kb" 'BEGIN {
+        w = (t1 - t0) / 1e9
+        printf "| %s | 500 | %.1f | %.1f | %.0f |\n", m, w, 500 / w, r / 1024 }' | tee -a "$RESULTS"
+done
 note "results in $RESULTS, raw logs in $OUT/"
 exit $STATUS
