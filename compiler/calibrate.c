@@ -20,16 +20,21 @@
 #include <time.h>
 #include <unistd.h>
 
-/* State shared with the executor hook. */
+/* State shared by the executors' hooks. */
 typedef struct Calib {
-    OqcGraph *g;          /* the optimised graph */
     int pass;             /* 1: amax, 2: histograms */
-    int *slot;            /* per tensor: index into hists (-1: not calibrated) */
     OqcHist *hists;       /* per calibrated root tensor */
     int nhists;           /* number of histograms */
-    int *root_of;         /* per tensor: tensor whose histogram receives its values */
-    int nan_tensor;       /* first tensor seen holding NaN, or -1 */
+    const char *nan_name; /* first tensor seen holding NaN, or NULL */
 } Calib;
+
+/* One executor's view of the histograms (the batch-1 and the batch-b graphs have the
+ * same tensors, matched by name). */
+typedef struct Hook {
+    Calib *c;             /* shared state */
+    int *slot;            /* per tensor of this graph: histogram index, -1 if none */
+    int64_t batch;        /* samples per run of this graph */
+} Hook;
 
 /* Which tensors are calibrated: float activations (graph inputs, node outputs, and
  * buffers written through views), views counting toward their base. */
@@ -39,14 +44,8 @@ static int calibrated(const OqcGraph *g, const unsigned char *is_base, int t) {
            (tt->is_input || tt->producer >= 0 || tt->view_base >= 0 || is_base[t]);
 }
 
-static void hook(void *ctx, const OqcGraph *g, int tensor, const void *data) {
-    Calib *c = ctx;
-    int s = c->slot[c->root_of[tensor]];
-    if (s < 0)
-        return;
-    OqcHist *h = &c->hists[s];
-    const float *x = data;
-    int64_t n = oqc_shape_numel(&g->tensors[tensor].shape);
+/* Adds n contiguous values to histogram h (pass 1: amax; pass 2: bins). */
+static void accumulate(Calib *c, OqcHist *h, const float *x, int64_t n, const char *name) {
     if (c->pass == 1) {
         float m = h->amax;
         int nan = 0;
@@ -56,17 +55,36 @@ static void hook(void *ctx, const OqcGraph *g, int tensor, const void *data) {
             nan |= a != a;
         }
         h->amax = m;
-        if (nan && c->nan_tensor < 0)
-            c->nan_tensor = tensor;
+        if (nan && !c->nan_name)
+            c->nan_name = name;
     } else {
         oqc_hist_add(h, x, n);
     }
 }
 
+static void hook(void *ctx, const OqcGraph *g, int tensor, const void *data) {
+    Hook *k = ctx;
+    const OqcTensor *t = &g->tensors[tensor];
+    int s = k->slot[t->view_base >= 0 ? t->view_base : tensor];
+    if (s < 0)
+        return;
+    OqcHist *h = &k->c->hists[s];
+    int64_t n = oqc_shape_numel(&t->shape);
+    if (t->view_base < 0 || t->shape.d[0] == 1) {
+        accumulate(k->c, h, data, n, t->name);
+        return;
+    }
+    /* A view holds channels [coff, coff + C) of each sample of its base: strided. */
+    int64_t per = n / t->shape.d[0];
+    int64_t stride = oqc_shape_numel(&g->tensors[t->view_base].shape) / t->shape.d[0];
+    for (int64_t b = 0; b < t->shape.d[0]; b++)
+        accumulate(k->c, h, (const float *)data + b * stride, per, t->name);
+}
+
 /* Graph inputs are not produced by a node, so the hook does not see them: feed them. */
-static void feed_inputs(Calib *c, const void *const *inputs) {
-    for (int i = 0; i < c->g->ninputs; i++)
-        hook(c, c->g, c->g->inputs[i], inputs[i]);
+static void feed_inputs(Hook *k, const OqcGraph *g, const void *const *inputs) {
+    for (int i = 0; i < g->ninputs; i++)
+        hook(k, g, g->inputs[i], inputs[i]);
 }
 
 /* Provably non-negative tensors (u8 storage): outputs of Relu, Clip with min >= 0,
@@ -220,8 +238,36 @@ static void progress(Progress *p, int pass, int64_t done) {
 
 /* -------------------------------------------------------------- the driver */
 
-int oqc_calibrate(OqcGraph *g, const OqcCalibOptions *o, OqcCalibEntry **entries, int *nentries,
-                  int64_t *nsamples, OqcDiag *d) {
+/* Histogram slots of graph g: one per calibrated root tensor, matched by name with
+ * the reference graph (whose slots are numbered first). */
+static int *make_slots(OqcGraph *g, const OqcGraph *ref, const int *ref_slot, Calib *c,
+                       int bins) {
+    OqcArena *a = g->arena;
+    int *slot = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof *slot);
+    unsigned char *is_base = oqc_arena_alloc(a, (size_t)g->ntensors + 1);
+    for (int t = 0; t < g->ntensors; t++) {
+        slot[t] = -1;
+        if (g->tensors[t].view_base >= 0)
+            is_base[g->tensors[t].view_base] = 1;
+    }
+    for (int t = 0; t < g->ntensors; t++) {
+        if (!calibrated(g, is_base, t) || g->tensors[t].view_base >= 0)
+            continue;
+        if (ref) {
+            int r = oqc_tensor_find(ref, g->tensors[t].name);
+            slot[t] = r >= 0 ? ref_slot[r] : -1;
+            continue;
+        }
+        slot[t] = c->nhists;
+        c->hists[c->nhists].nbins = bins;
+        c->hists[c->nhists].bins = oqc_arena_alloc(a, (size_t)bins * sizeof(uint64_t));
+        c->nhists++;
+    }
+    return slot;
+}
+
+int oqc_calibrate(OqcGraph *g, OqcGraph *gb, int64_t b, const OqcCalibOptions *o,
+                  OqcCalibEntry **entries, int *nentries, int64_t *nsamples, OqcDiag *d) {
     OqcArena *a = g->arena;
     if (g->ninputs != 1)
         return oqc_err(d, "%s: calibration supports models with one input; this one has %d",
@@ -234,52 +280,47 @@ int oqc_calibrate(OqcGraph *g, const OqcCalibOptions *o, OqcCalibEntry **entries
     int nfiles = 0;
     if (list_data(a, o->data, o->ndata, &files, &nfiles, d) < 0)
         return -1;
+    if (!gb || b < 2)
+        b = 1;
     OqcExec *e = oqc_exec_new(g, o->threads > 0 ? o->threads : 1, d);
-    if (!e)
+    OqcExec *eb = e && b > 1 ? oqc_exec_new(gb, o->threads > 0 ? o->threads : 1, d) : NULL;
+    if (!e || (b > 1 && !eb)) {
+        oqc_exec_free(e);
         return -1;
-    Calib c = {.g = g, .nan_tensor = -1};
-    c.slot = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof *c.slot);
-    c.root_of = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof *c.root_of);
+    }
+    Calib c = {0};
     c.hists = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof *c.hists);
-    unsigned char *is_base = oqc_arena_alloc(a, (size_t)g->ntensors + 1);
-    for (int t = 0; t < g->ntensors; t++) {
-        c.root_of[t] = g->tensors[t].view_base >= 0 ? g->tensors[t].view_base : t;
-        c.slot[t] = -1;
-        if (g->tensors[t].view_base >= 0)
-            is_base[g->tensors[t].view_base] = 1;
-    }
-    for (int t = 0; t < g->ntensors; t++)
-        if (calibrated(g, is_base, t) && g->tensors[t].view_base < 0) {
-            c.slot[t] = c.nhists;
-            c.hists[c.nhists].nbins = o->bins;
-            c.hists[c.nhists].bins = oqc_arena_alloc(a, (size_t)o->bins * sizeof(uint64_t));
-            c.nhists++;
-        }
-    oqc_exec_set_hook(e, hook, &c);
-    /* Each file holds one or more samples of the input's shape. */
+    Hook h1 = {&c, make_slots(g, NULL, NULL, &c, o->bins), 1};
+    Hook hb = {&c, b > 1 ? make_slots(gb, g, h1.slot, &c, o->bins) : NULL, b};
+    oqc_exec_set_hook(e, hook, &h1);
+    if (eb)
+        oqc_exec_set_hook(eb, hook, &hb);
     void **outs = oqc_arena_alloc(a, (size_t)(g->noutputs + 1) * sizeof *outs);
-    for (int i = 0; i < g->noutputs; i++) {
+    for (int i = 0; i < g->noutputs; i++) { /* big enough for either graph */
         const OqcTensor *t = &g->tensors[g->outputs[i]];
-        outs[i] = oqc_arena_alloc_raw(a, (size_t)oqc_shape_numel(&t->shape) * oqcf_dtype_size(t->dtype) + 1);
+        outs[i] = oqc_arena_alloc_raw(a, (size_t)(oqc_shape_numel(&t->shape) * b) *
+                                             oqcf_dtype_size(t->dtype) + 1);
     }
+    size_t sample_bytes = (size_t)oqc_shape_numel(&x->shape) * sizeof(float);
+    float *batch = oqc_arena_alloc_raw(a, sample_bytes * (size_t)b + 1);
     Progress pr = {.on = o->progress};
     int64_t total = 0;
     int rc = 0;
     for (int pass = 1; pass <= 2 && rc == 0; pass++) {
         c.pass = pass;
-        if (pass == 2 && c.nan_tensor >= 0)
+        if (pass == 2 && c.nan_name)
             rc = oqc_err(d, "%s: tensor '%s' takes NaN values on the calibration data", g->path,
-                         g->tensors[c.nan_tensor].name);
-        for (int t = 0; rc == 0 && pass == 2 && t < g->ntensors; t++)
-            if (c.slot[t] >= 0 && !isfinite(c.hists[c.slot[t]].amax))
-                rc = oqc_err(d, "%s: tensor '%s' takes non-finite values on the calibration "
-                                "data", g->path, g->tensors[t].name);
+                         c.nan_name);
+        for (int hi = 0; rc == 0 && pass == 2 && hi < c.nhists; hi++)
+            if (!isfinite(c.hists[hi].amax))
+                rc = oqc_err(d, "%s: an activation takes infinite values on the calibration "
+                                "data", g->path);
         if (rc < 0)
             break;
         clock_gettime(CLOCK_MONOTONIC, &pr.t0);
-        int64_t done = 0;
+        int64_t done = 0, queued = 0;
         for (int f = 0; f < nfiles && rc == 0; f++) {
-            /* Read each file fresh in a scratch arena: memory stays bounded by one file. */
+            /* Each file is read into a scratch arena: memory stays bounded by one file. */
             OqcArena *fa = oqc_arena_new();
             OqcValue v;
             int64_t s;
@@ -289,17 +330,26 @@ int oqc_calibrate(OqcGraph *g, const OqcCalibOptions *o, OqcCalibEntry **entries
             } else if (v.dtype != OQCF_FLOAT) {
                 rc = oqc_err(d, "%s: holds %s data; the input '%s' is f32", files[f],
                              oqc_dtype_name(v.dtype), x->name);
-            } else {
-                size_t step = v.nbytes / (size_t)s;
-                for (int64_t k = 0; k < s && rc == 0; k++) {
-                    const void *in = (const char *)v.data + (size_t)k * step;
-                    feed_inputs(&c, &in);
-                    rc = oqc_exec_run(e, &in, outs, d);
-                    done++;
+            }
+            for (int64_t k = 0; rc == 0 && k < s; k++) {
+                memcpy((char *)batch + (size_t)queued * sample_bytes,
+                       (const char *)v.data + (size_t)k * sample_bytes, sample_bytes);
+                if (++queued == b) { /* a full batch */
+                    const void *in = batch;
+                    feed_inputs(b > 1 ? &hb : &h1, b > 1 ? gb : g, &in);
+                    rc = oqc_exec_run(b > 1 ? eb : e, &in, outs, d);
+                    done += queued;
+                    queued = 0;
                     progress(&pr, pass, done);
                 }
             }
             oqc_arena_free(fa);
+        }
+        for (int64_t k = 0; rc == 0 && k < queued; k++) { /* the short last batch */
+            const void *in = (const char *)batch + (size_t)k * sample_bytes;
+            feed_inputs(&h1, g, &in);
+            rc = oqc_exec_run(e, &in, outs, d);
+            progress(&pr, pass, ++done);
         }
         if (pass == 1) {
             total = done;
@@ -311,8 +361,15 @@ int oqc_calibrate(OqcGraph *g, const OqcCalibOptions *o, OqcCalibEntry **entries
             rc = oqc_err(d, "no calibration samples in the given data");
     }
     oqc_exec_free(e);
+    oqc_exec_free(eb);
     if (rc < 0)
         return -1;
+    unsigned char *is_base = oqc_arena_alloc(a, (size_t)g->ntensors + 1);
+    for (int t = 0; t < g->ntensors; t++)
+        if (g->tensors[t].view_base >= 0)
+            is_base[g->tensors[t].view_base] = 1;
+    Calib *cp = &c;
+    int *slot = h1.slot;
     /* Thresholds, per tensor (views share their base's). */
     unsigned char *nonneg = oqc_arena_alloc(a, (size_t)(g->ntensors + 1));
     find_unsigned(g, nonneg);
@@ -322,15 +379,16 @@ int oqc_calibrate(OqcGraph *g, const OqcCalibOptions *o, OqcCalibEntry **entries
         if (!calibrated(g, is_base, t))
             continue;
         const OqcTensor *tt = &g->tensors[t];
-        int s = c.slot[c.root_of[t]];
+        int root = tt->view_base >= 0 ? tt->view_base : t;
+        int s = slot[root];
         if (s < 0)
             continue;
         OqcCalibEntry *en = &es[ne++];
         en->name = tt->name;
         en->shape = tt->shape;
         en->op = tt->producer >= 0 ? g->nodes[tt->producer].op_type : "input";
-        en->is_unsigned = nonneg[c.root_of[t]];
-        en->hist = &c.hists[s];
+        en->is_unsigned = nonneg[root];
+        en->hist = &cp->hists[s];
         int imported = -1;
         for (int k = 0; k < o->ntable; k++)
             if (!strcmp(o->table[k].name, tt->name))
@@ -338,14 +396,14 @@ int oqc_calibrate(OqcGraph *g, const OqcCalibOptions *o, OqcCalibEntry **entries
         if (imported >= 0) { /* the user's scale factor wins, bit for bit */
             en->threshold = o->table[imported].threshold;
             en->scale = o->table[imported].scale;
-            en->amax = c.hists[s].amax;
+            en->amax = cp->hists[s].amax;
             en->method = "table";
             en->kl = NAN;
         } else {
             en->divergence = o->method == OQC_CALIB_ENTROPY
                                  ? oqc_arena_alloc(a, (size_t)o->bins * sizeof(double))
                                  : NULL;
-            if (oqc_calib_threshold(&c.hists[s], o->method, o->param, 128, en, en->divergence) < 0)
+            if (oqc_calib_threshold(&cp->hists[s], o->method, o->param, 128, en, en->divergence) < 0)
                 return oqc_err(d, "%s: cannot choose a threshold for '%s'", g->path, tt->name);
             en->method = o->method_name;
         }

@@ -137,3 +137,34 @@ int oqc_fix_inputs(OqcGraph *g, const OqcInputShape *shapes, int n, OqcDiag *d) 
     }
     return rc;
 }
+
+int oqc_rebatch(OqcGraph *g, int64_t n, OqcDiag *d) {
+    char a[128];
+    for (int i = 0; i < g->ninputs; i++) {
+        OqcTensor *t = &g->tensors[g->inputs[i]];
+        if (t->shape.rank < 1 || t->shape.d[0] != 1)
+            return oqc_err(d, "%s: --batch needs inputs whose first dimension is 1; '%s' has "
+                              "shape %s", g->path, t->name, oqc_shape_str(&t->shape, a, sizeof a));
+        t->shape.d[0] = n;
+    }
+    OqcShape *before = oqc_arena_alloc(g->arena, (size_t)(g->noutputs + 1) * sizeof *before);
+    for (int i = 0; i < g->noutputs; i++)
+        before[i] = g->tensors[g->outputs[i]].shape;
+    if (oqc_infer_shapes(g, 1, d) < 0)
+        return oqc_err(d, "%s: the model's batch dimension cannot be changed to %lld (see "
+                          "above); use --batch 1", g->path, (long long)n);
+    for (int i = 0; i < g->noutputs; i++) {
+        const OqcTensor *t = &g->tensors[g->outputs[i]];
+        int ok = t->shape.rank == before[i].rank && t->shape.rank >= 1 &&
+                 before[i].d[0] == 1 && t->shape.d[0] == n;
+        for (int k = 1; ok && k < t->shape.rank; k++)
+            ok = t->shape.d[k] == before[i].d[k];
+        if (!ok)
+            return oqc_err(d, "%s: with a batch of %lld, output '%s' has shape %s instead of "
+                              "%lld x its batch-1 shape (the model fixes its batch size "
+                              "somewhere, e.g. in a Reshape); use --batch 1", g->path,
+                           (long long)n, t->name, oqc_shape_str(&t->shape, a, sizeof a),
+                           (long long)n);
+    }
+    return 0;
+}

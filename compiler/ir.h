@@ -325,6 +325,9 @@ int oqc_parse_input_shape(const char *arg, OqcInputShape *out, OqcDiag *d);
 /* Applies the overrides to graph inputs (error for unknown names, conflicting fixed
  * dims), then requires every input to be static. */
 int oqc_fix_inputs(OqcGraph *g, const OqcInputShape *shapes, int n, OqcDiag *d);
+/* Sets the first dimension of every graph input (1 now) to n and re-infers shapes;
+ * an error when some output does not scale with it (a batch size fixed in the graph). */
+int oqc_rebatch(OqcGraph *g, int64_t n, OqcDiag *d);
 /* Infers dtype and shape of every tensor, in topological order. Tensors of unknown
  * ops (and everything downstream of them) stay unknown; strict = 1 makes that an
  * error listing all unsupported ops with counts. Shape errors in known ops are errors. */
@@ -502,9 +505,11 @@ typedef struct OqcCalibOptions {
 } OqcCalibOptions;
 
 /* Runs the (optimised) graph over the data twice (amax, then histograms) and picks a
- * threshold for every float activation tensor; entries live in g's arena. */
-int oqc_calibrate(OqcGraph *g, const OqcCalibOptions *o, OqcCalibEntry **entries,
-                  int *nentries, int64_t *nsamples, OqcDiag *d);
+ * threshold for every float activation tensor; entries live in g1's arena. g1 runs one
+ * sample at a time; gb (may be NULL) is the same model re-batched to b samples
+ * (oqc_rebatch), used for every full batch. The result does not depend on b. */
+int oqc_calibrate(OqcGraph *g1, OqcGraph *gb, int64_t b, const OqcCalibOptions *o,
+                  OqcCalibEntry **entries, int *nentries, int64_t *nsamples, OqcDiag *d);
 
 /* ============================================================== calib_report.c */
 

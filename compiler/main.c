@@ -44,6 +44,7 @@ typedef struct Opts {
     int bins;                     /* calibrate --bins */
     const char *report;           /* calibrate --report FILE.html */
     const char *table;            /* --table FILE (imported thresholds) */
+    int batch;                    /* calibrate --batch N */
     char disable_buf[512];        /* storage for joined --disable-pass values */
 } Opts;
 
@@ -137,12 +138,13 @@ static const char *cmd_usage(const char *cmd) {
     if (!strcmp(cmd, "calibrate"))
         return "usage: oqc calibrate MODEL --data PATH... -o TABLE [--method entropy|max|\n"
                "                     percentile:P|mse] [--bins 2048] [--format trt|xml]\n"
-               "                     [--report FILE.html] [--table FILE] [--threads N] [-q]\n"
+               "                     [--report FILE.html] [--table FILE] [--batch N] [--threads N] [-q]\n"
                "  runs the optimised FP32 graph over the data (a directory of .npy/.pb files,\n"
                "  or .npy files whose first axis is the sample axis; --data repeatable) and\n"
                "  writes a threshold per activation tensor: a TensorRT calibration cache (trt)\n"
                "  or XML. --table imports thresholds that override calibration for the\n"
-               "  tensors it names. --report writes an HTML report with histograms.\n";
+               "  tensors it names. --report writes an HTML report with histograms. --batch N\n"
+               "  runs N samples at a time (the table does not depend on it).\n";
     if (!strcmp(cmd, "run"))
         return "usage: oqc run MODEL --input [NAME=]FILE... [-o OUT] [--input-shape NAME=DIMS]...\n"
                "               [--threads N] [--labels Y.npy]\n"
@@ -219,6 +221,13 @@ static int parse_opts(int argc, char **argv, const char *cmd, const char *const 
                 return oqc_err(d, "oqc %s: --bins '%s' must be a number from 128 to 1048576",
                                cmd, val);
             o->bins = (int)b;
+        } else if (!strcmp(name, "--batch")) {
+            char *end;
+            long b = strtol(val, &end, 10);
+            if (*end || b < 1 || b > 4096)
+                return oqc_err(d, "oqc %s: --batch '%s' must be a number from 1 to 4096", cmd,
+                               val);
+            o->batch = (int)b;
         } else if (!strcmp(name, "--report")) {
             o->report = val;
         } else if (!strcmp(name, "--table")) {
@@ -595,6 +604,7 @@ static int read_table(const char *path, OqcArena *a, OqcCalibEntry **e, int *n, 
 static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"--data", "--method", "--bins", "-o", "--format",
                                           "--report", "--table", "--input-shape", "--threads",
+                                          "--batch",
                                           "--passes", "--disable-pass", "--no-opt", "-v",
                                           "-q", NULL};
     Opts o;
@@ -617,6 +627,15 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
         oqc_graph_free(g);
         g = NULL;
     }
+    OqcGraph *gb = NULL; /* the same model re-batched for --batch N */
+    if (g && o.batch > 1) {
+        gb = oqc_prepare(o.model, o.shapes, o.nshapes, 1, d);
+        if (!gb || oqc_rebatch(gb, o.batch, d) < 0 || optimize(gb, &o, d) < 0) {
+            oqc_graph_free(gb);
+            oqc_graph_free(g);
+            g = NULL;
+        }
+    }
     if (!g) {
         free_opts(&o);
         return -1;
@@ -637,7 +656,7 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (rc == 0)
-        rc = oqc_calibrate(g, &co, &es, &n, &samples, d);
+        rc = oqc_calibrate(g, gb, o.batch, &co, &es, &n, &samples, d);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (rc == 0)
         rc = xml ? oqc_table_write_xml(o.out, es, n, samples, d)
@@ -650,6 +669,7 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
                (long long)samples, co.method_name,
                (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
                o.out, o.report ? "; report: " : "", o.report ? o.report : "");
+    oqc_graph_free(gb);
     oqc_graph_free(g);
     free_opts(&o);
     return rc;
