@@ -71,29 +71,15 @@ static void putf(FILE *f, const char *fmt, ...) {
     va_end(ap);
 }
 
-/* Length of the well-formed UTF-8 sequence at p (n bytes left) encoding a character
- * that XML and HTML carry verbatim, 0 when the byte at p cannot be written as is (the
- * same rule as oqc_xml_char_len in dump_xml.c, plus tab, newline and the C1 controls). */
-static size_t utf8_char_len(const unsigned char *p, size_t n) {
-    static const uint32_t min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
-    unsigned c = p[0];
-    if ((c >= 0x20 && c < 0x7f) || c == '\t' || c == '\n')
+/* Length of the well-formed UTF-8 character at p (n bytes left) that HTML carries
+ * verbatim, 0 when the byte at p is written as U+FFFD: oqc's one XML rule
+ * (oqc_xml_char_len) plus tab and newline, minus the C1 controls U+0080..U+009F (legal
+ * in XML 1.0, a parse error in HTML). */
+static size_t html_char_len(const unsigned char *p, size_t n) {
+    if (*p == '\t' || *p == '\n')
         return 1;
-    if (c < 0xc2 || c > 0xf4)
-        return 0;
-    size_t len = c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
-    if (len > n)
-        return 0;
-    uint32_t cp = c & (0x7fu >> len);
-    for (size_t i = 1; i < len; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-        cp = cp << 6 | (p[i] & 0x3fu);
-    }
-    if (cp < min_cp[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) ||
-        (cp >= 0x80 && cp < 0xa0) || cp == 0xfffe || cp == 0xffff)
-        return 0;
-    return len;
+    size_t k = oqc_xml_char_len(p, n);
+    return k == 2 && p[0] == 0xc2 && p[1] < 0xa0 ? 0 : k;
 }
 
 /* Writes s as HTML text (also fit for an attribute value); NULL as `none`. */
@@ -105,7 +91,7 @@ static void put_esc(FILE *f, const char *s, const char *none) {
     const unsigned char *p = (const unsigned char *)s;
     size_t n = strlen(s);
     while (n > 0) {
-        size_t k = utf8_char_len(p, n);
+        size_t k = html_char_len(p, n);
         switch (k == 1 ? *p : 0) {
         case '&': fputs("&amp;", f); break;
         case '<': fputs("&lt;", f); break;
@@ -118,7 +104,8 @@ static void put_esc(FILE *f, const char *s, const char *none) {
             else
                 fwrite(p, 1, k, f);
         }
-        k = k ? k : 1;
+        if (k == 0) /* one U+FFFD per byte, or per C1 control (two bytes) */
+            k = n >= 2 && p[0] == 0xc2 && p[1] >= 0x80 && p[1] < 0xa0 ? 2 : 1;
         p += k;
         n -= k;
     }

@@ -434,7 +434,8 @@ static void test_escaping(void) {
     OqcArena *a = oqc_arena_new();
     OqcCalibEntry e[3] = {
         {.name = "a<b&c\"d'e>f", .op = "Conv<x>", .method = "m&m", .kl = NAN},
-        {.name = "ctl\x01\x1f\x7f bad\xff\xc3( over\xc0\xaf end", .op = "Add", .kl = NAN},
+        {.name = "ctl\x01\x1f\x7f bad\xff\xc3( over\xc0\xaf c1\xc2\x85 end", .op = "Add",
+         .kl = NAN},
         {.name = "utf8 \xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80", .op = NULL,
          .method = NULL, .kl = NAN},
     };
@@ -453,7 +454,7 @@ static void test_escaping(void) {
     CU_ASSERT(HAS(html, "<td>Conv&lt;x&gt;</td>"));
     CU_ASSERT(HAS(html, "<td>m&amp;m</td>"));
     CU_ASSERT_EQUAL(count(html, "ctl&#xFFFD;&#xFFFD;&#xFFFD; bad&#xFFFD;&#xFFFD;( "
-                                "over&#xFFFD;&#xFFFD; end"),
+                                "over&#xFFFD;&#xFFFD; c1&#xFFFD; end"),
                     2);
     CU_ASSERT_EQUAL(count(html, "utf8 \xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80"), 2);
     CU_ASSERT(HAS(html, "<dt>samples</dt><dd>unknown</dd>"));
@@ -498,6 +499,10 @@ static void test_log_axis(void) {
     CU_ASSERT(fabs(h2 - 2 * h1) <= 0.2);
     CU_ASSERT(fabs(h3 - 3 * h1) <= 0.2);
     CU_ASSERT(fabs(V[3] - ybot) < 1e-9);
+    /* 999 reaches the top of the axis, 10^3 (log10(1000) / log10(1001): 0.03 px short). */
+    char *top = attr_after(html, "<rect class=\"frame\"", "y");
+    CU_ASSERT(top && fabs(V[2] - strtod(top, NULL)) <= 0.2);
+    free(top);
     double w = H[0] - x0;
     CU_ASSERT(w > 50);
     for (int i = 1; i < 4; i++)
@@ -593,6 +598,25 @@ static void test_size(void) {
             }
         }
     CU_ASSERT(fine);
+    free(html);
+
+    /* Bins narrower than half a pixel are merged into columns drawn at their largest
+     * count: 2048 bins alternating 1 and 1000 give at most 2 columns per px of a 600 px
+     * plot, not 2048 steps. */
+    OqcHist *z = oqc_arena_alloc(a, sizeof *z);
+    z->amax = 1.0f;
+    z->nbins = 2048;
+    z->bins = oqc_arena_alloc(a, sizeof(uint64_t) * 2048);
+    for (int i = 0; i < 2048; i++)
+        z->bins[i] = i % 2 ? 1000 : 1 + (uint64_t)i / 16;
+    OqcCalibEntry ze = {.name = "zigzag", .op = "Add", .method = "max", .amax = 1.0f,
+                        .threshold = 1.0f, .kl = NAN, .hist = z};
+    html = report(tmp_path("zigzag.html"), "m", &ze, 1, 1, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(html);
+    char *d = attr_after(html, "<path class=\"hist\"", "d");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    CU_ASSERT(count(d, "H") <= 2 * 600);
+    free(d);
     free(html);
     oqc_arena_free(a);
 }
