@@ -37,34 +37,71 @@ static int unary_args_ok(const float *x, const float *y, int64_t n) {
 
 /* ---- unary float ops ---- */
 
+/* The element-wise loops run in blocks of EW_BLOCK through a local array: each block is
+ * loaded before it is stored, so y may equal x, and gcc -O2 vectorises the fixed-size
+ * inner loops (SLP) where it leaves a plain loop of unknown length scalar (it would need
+ * an alias check).  The select forms below are branch-free and keep NaN: a NaN input
+ * compares false and passes through unchanged. */
+#define EW_BLOCK 8
+
+static inline float relu1(float v) {
+    return v < 0.0f ? 0.0f : v;   /* maxps(0, v): NaN passes, -0 stays -0 */
+}
+
+static inline float clip1(float v, float lo, float hi) {
+    v = v < lo ? lo : v;
+    return v > hi ? hi : v;
+}
+
+static inline float leaky1(float v, float alpha) {
+    return v < 0.0f ? alpha * v : v;
+}
+
 OqcfStatus oqcf_relu(const float *x, float *y, int64_t n) {
     if (!unary_args_ok(x, y, n))
         return OQCF_EINVAL;
-    for (int64_t i = 0; i < n; i++) {
-        float v = x[i];
-        y[i] = v < 0.0f ? 0.0f : v;   /* NaN compares false and passes through */
+    int64_t i = 0;
+    for (; i + EW_BLOCK <= n; i += EW_BLOCK) {
+        float t[EW_BLOCK];
+        for (int l = 0; l < EW_BLOCK; l++)
+            t[l] = x[i + l];
+        for (int l = 0; l < EW_BLOCK; l++)
+            y[i + l] = relu1(t[l]);
     }
+    for (; i < n; i++)
+        y[i] = relu1(x[i]);
     return OQCF_OK;
 }
 
 OqcfStatus oqcf_clip(const float *x, float *y, int64_t n, float lo, float hi) {
     if (!unary_args_ok(x, y, n))
         return OQCF_EINVAL;
-    for (int64_t i = 0; i < n; i++) {
-        float v = x[i];
-        v = v < lo ? lo : v;
-        y[i] = v > hi ? hi : v;
+    int64_t i = 0;
+    for (; i + EW_BLOCK <= n; i += EW_BLOCK) {
+        float t[EW_BLOCK];
+        for (int l = 0; l < EW_BLOCK; l++)
+            t[l] = x[i + l];
+        for (int l = 0; l < EW_BLOCK; l++)
+            y[i + l] = clip1(t[l], lo, hi);
     }
+    for (; i < n; i++)
+        y[i] = clip1(x[i], lo, hi);
     return OQCF_OK;
 }
 
 OqcfStatus oqcf_leaky_relu(const float *x, float *y, int64_t n, float alpha) {
     if (!unary_args_ok(x, y, n))
         return OQCF_EINVAL;
-    for (int64_t i = 0; i < n; i++) {
-        float v = x[i];
-        y[i] = v < 0.0f ? alpha * v : v;
+    int64_t i = 0;
+    for (; i + EW_BLOCK <= n; i += EW_BLOCK) {
+        float t[EW_BLOCK];
+        for (int l = 0; l < EW_BLOCK; l++)
+            t[l] = x[i + l];
+        for (int l = 0; l < EW_BLOCK; l++)
+            y[i + l] = leaky1(t[l], alpha);
     }
+    for (; i < n; i++)
+        y[i] = leaky1(x[i], alpha);
     return OQCF_OK;
 }
 
@@ -88,11 +125,16 @@ OqcfStatus oqcf_sigmoid(const float *x, float *y, int64_t n) {
 OqcfStatus oqcf_hard_sigmoid(const float *x, float *y, int64_t n, float alpha, float beta) {
     if (!unary_args_ok(x, y, n))
         return OQCF_EINVAL;
-    for (int64_t i = 0; i < n; i++) {
-        float v = alpha * x[i] + beta;
-        v = v < 0.0f ? 0.0f : v;
-        y[i] = v > 1.0f ? 1.0f : v;
+    int64_t i = 0;
+    for (; i + EW_BLOCK <= n; i += EW_BLOCK) {
+        float t[EW_BLOCK];
+        for (int l = 0; l < EW_BLOCK; l++)
+            t[l] = x[i + l];
+        for (int l = 0; l < EW_BLOCK; l++)
+            y[i + l] = clip1(alpha * t[l] + beta, 0.0f, 1.0f);
     }
+    for (; i < n; i++)
+        y[i] = clip1(alpha * x[i] + beta, 0.0f, 1.0f);
     return OQCF_OK;
 }
 
@@ -115,7 +157,17 @@ OqcfStatus oqcf_tanh(const float *x, float *y, int64_t n) {
             memcpy(&lo_v, lo, sizeof(T));                                                \
         if (hi)                                                                          \
             memcpy(&hi_v, hi, sizeof(T));                                                \
-        for (int64_t i = 0; i < n; i++) {                                                \
+        int64_t i = 0;                                                                   \
+        for (; i + EW_BLOCK <= n; i += EW_BLOCK) {   /* vectorisable, see EW_BLOCK */    \
+            T blk[EW_BLOCK];                                                             \
+            for (int l = 0; l < EW_BLOCK; l++)                                           \
+                blk[l] = xp[i + l];                                                      \
+            for (int l = 0; l < EW_BLOCK; l++) {                                         \
+                T v = blk[l] < lo_v ? lo_v : blk[l];                                     \
+                yp[i + l] = v > hi_v ? hi_v : v;                                         \
+            }                                                                            \
+        }                                                                                \
+        for (; i < n; i++) {                                                             \
             T v = xp[i];                                                                 \
             v = v < lo_v ? lo_v : v;                                                     \
             yp[i] = v > hi_v ? hi_v : v;                                                 \
@@ -155,12 +207,23 @@ typedef struct BinKernels {
 } BinKernels;
 
 /* Defines NAME_vv, NAME_sv, NAME_vs computing EXPR from operands u (of a) and v (of b).
- * Each operand is loaded before y[i] is stored, so y may alias a full-shape input. */
+ * Blocks of EW_BLOCK are computed into a local array before they are stored, so y may
+ * alias a full-shape input, and gcc -O2 vectorises the float ones (see EW_BLOCK). */
 #define BIN_DEFINE(NAME, T, EXPR)                                                       \
     static void NAME##_vv(const void *pa, const void *pb, void *py, int64_t n) {         \
         const T *a = pa, *b = pb;                                                        \
         T *y = py;                                                                       \
-        for (int64_t i = 0; i < n; i++) {                                                \
+        int64_t i = 0;                                                                   \
+        for (; i + EW_BLOCK <= n; i += EW_BLOCK) {                                       \
+            T t[EW_BLOCK];                                                               \
+            for (int l = 0; l < EW_BLOCK; l++) {                                         \
+                T u = a[i + l], v = b[i + l];                                            \
+                t[l] = (T)(EXPR);                                                        \
+            }                                                                            \
+            for (int l = 0; l < EW_BLOCK; l++)                                           \
+                y[i + l] = t[l];                                                         \
+        }                                                                                \
+        for (; i < n; i++) {                                                             \
             T u = a[i], v = b[i];                                                        \
             y[i] = (T)(EXPR);                                                            \
         }                                                                                \
@@ -169,7 +232,17 @@ typedef struct BinKernels {
         const T *b = pb;                                                                 \
         T *y = py;                                                                       \
         T u = *(const T *)pa;                                                            \
-        for (int64_t i = 0; i < n; i++) {                                                \
+        int64_t i = 0;                                                                   \
+        for (; i + EW_BLOCK <= n; i += EW_BLOCK) {                                       \
+            T t[EW_BLOCK];                                                               \
+            for (int l = 0; l < EW_BLOCK; l++) {                                         \
+                T v = b[i + l];                                                          \
+                t[l] = (T)(EXPR);                                                        \
+            }                                                                            \
+            for (int l = 0; l < EW_BLOCK; l++)                                           \
+                y[i + l] = t[l];                                                         \
+        }                                                                                \
+        for (; i < n; i++) {                                                             \
             T v = b[i];                                                                  \
             y[i] = (T)(EXPR);                                                            \
         }                                                                                \
@@ -178,7 +251,17 @@ typedef struct BinKernels {
         const T *a = pa;                                                                 \
         T *y = py;                                                                       \
         T v = *(const T *)pb;                                                            \
-        for (int64_t i = 0; i < n; i++) {                                                \
+        int64_t i = 0;                                                                   \
+        for (; i + EW_BLOCK <= n; i += EW_BLOCK) {                                       \
+            T t[EW_BLOCK];                                                               \
+            for (int l = 0; l < EW_BLOCK; l++) {                                         \
+                T u = a[i + l];                                                          \
+                t[l] = (T)(EXPR);                                                        \
+            }                                                                            \
+            for (int l = 0; l < EW_BLOCK; l++)                                           \
+                y[i + l] = t[l];                                                         \
+        }                                                                                \
+        for (; i < n; i++) {                                                             \
             T u = a[i];                                                                  \
             y[i] = (T)(EXPR);                                                            \
         }                                                                                \

@@ -9,10 +9,12 @@
  *     AVX-512F, AVX2+FMA and portable C; the best the CPU supports is chosen at run
  *     time.  An epilogue adds a per-row, per-column or scalar bias and applies an
  *     activation while the tile is still in registers.
- *   - Conv never materialises an im2col matrix: oqcf_sgemm_ex() takes op(B) as a
- *     "packer" callback, and Conv's packer reads the input image straight into the
- *     packed panels.  A 1x1, stride-1, unpadded conv packs the input as a plain matrix.
- *     Depthwise conv (group == C == K) has its own direct kernel.
+ *   - Conv never materialises an im2col matrix.  oqcf_sgemm_ex() takes op(B) as a
+ *     "packer" callback or as rows anywhere in memory (row k at rows + koff[k]).  A
+ *     1-D/2-D conv copies its input once into zero-padded planes split by stride phase,
+ *     where every im2col row is one contiguous run (rows mode); a 1x1, stride-1,
+ *     unpadded conv's rows are the input's channels; 3-D convs pack straight from the
+ *     image.  Depthwise conv (group == C == K) has its own direct kernels.
  *   - Kernels never allocate.  Work memory comes from the caller, sized by the
  *     matching *_scratch_size() for the same parameters and thread count.
  *   - Parallelism comes from an optional OqcfPool; every kernel taking a pool accepts
@@ -48,13 +50,28 @@ int oqcf_pool_threads(const OqcfPool *pool);
  * inline.  fn is called at most once per tid per call, never with an empty range. */
 void oqcf_parallel_for(OqcfPool *pool, int64_t n, OqcfRangeFn fn, void *ctx);
 
+/* Default work per thread (multiply-adds, or elements visited) below which a kernel
+ * runs on the calling thread alone: waking a worker and waiting for it costs a few
+ * microseconds, more than so small a share saves, and on a busy machine a worker that
+ * is not running stalls the whole call. */
+#define OQCF_PAR_MIN_WORK 65536.0
+
+/* The pool a kernel should use for `work` units in total: pool itself, or NULL when a
+ * thread's share would be below the minimum.  Every kernel taking a pool calls this
+ * before oqcf_parallel_for (the SGEMM caps its thread count with it). */
+OqcfPool *oqcf_pool_for_work(OqcfPool *pool, double work);
+/* Sets the minimum work per thread (process-wide; 0 parallelises everything, which
+ * the tests use to reach the threaded paths with small shapes) and returns the previous
+ * one.  Not synchronised: call it while no kernel runs. */
+double oqcf_pool_set_min_work(double work);
+
 /* ------------------------------------------------------------------------------------
  * Activations and epilogues
  * ---------------------------------------------------------------------------------- */
 
 typedef enum OqcfActKind {
     OQCF_ACT_NONE = 0,   /* identity */
-    OQCF_ACT_RELU,       /* max(x, 0) */
+    OQCF_ACT_RELU,       /* max(x, 0); NaN stays NaN */
     OQCF_ACT_CLIP,       /* min(max(x, lo), hi) */
     OQCF_ACT_LEAKY,      /* x >= 0 ? x : alpha * x */
 } OqcfActKind;
@@ -74,10 +91,13 @@ typedef enum OqcfPer {
     OQCF_PER_COL,        /* element j for column j (N entries) */
 } OqcfPer;
 
-/* Applies one activation to one value (also the reference for the vector epilogues). */
+/* Applies one activation to one value (also the reference for the vector epilogues).
+ * NaN propagates through every activation, as in the standalone oqcf_relu, oqcf_clip
+ * and oqcf_leaky_relu (oqcf_tensor.h), so fusing one into a Conv or Gemm changes no
+ * result; RELU keeps the sign of -0 as they do. */
 static inline float oqcf_act_apply(const OqcfAct *a, float v) {
     switch (a->kind) {
-    case OQCF_ACT_RELU: return v > 0.0f ? v : 0.0f;
+    case OQCF_ACT_RELU: return v < 0.0f ? 0.0f : v;
     case OQCF_ACT_CLIP: return v < a->p0 ? a->p0 : (v > a->p1 ? a->p1 : v);
     case OQCF_ACT_LEAKY: return v >= 0.0f ? v : a->p0 * v;
     default: return v;
@@ -132,13 +152,20 @@ int oqcf_sgemm(OqcfPool *pool, int trans_a, int trans_b, int64_t M, int64_t N, i
 typedef void (*OqcfPackBFn)(const void *ctx, int64_t k0, int64_t kc, int64_t j0,
                             int64_t nc, int nr, float *dst);
 
-/* op(B) given as a packer instead of a matrix (used by Conv's implicit im2col). */
+/* op(B) given as a packer instead of a matrix (used by Conv's implicit im2col), or as
+ * rows anywhere in memory: B[k][j] = rows[koff[k] + j] (Conv's flat-offset and 1x1
+ * paths).  Rows are read in place by the vector microkernels, 16 or 32 columns at a
+ * time, with no packing; only the last panel cut by column N is packed, so nothing
+ * past column N - 1 of any row is read. */
 typedef struct OqcfSgemmB {
-    OqcfPackBFn pack;   /* fills packed panels; called concurrently from all threads */
-    const void *ctx;    /* passed to pack, read-only */
+    OqcfPackBFn pack;       /* fills packed panels; called concurrently from all threads */
+    const void *ctx;        /* passed to pack, read-only */
+    const float *rows;      /* instead of pack (which must then be NULL): B's rows */
+    const int64_t *koff;    /* with rows: offset of each of the K rows */
 } OqcfSgemmB;
 
-/* oqcf_sgemm with op(B) produced by a packer (scratch always needed when K > 0). */
+/* oqcf_sgemm with op(B) produced by a packer or given as rows (scratch always needed
+ * when K > 0). */
 int oqcf_sgemm_ex(OqcfPool *pool, int trans_a, int64_t M, int64_t N, int64_t K,
                   float alpha, const float *A, int64_t lda, const OqcfSgemmB *B,
                   float beta, float *C, int64_t ldc, const OqcfSgemmEpilogue *epi,

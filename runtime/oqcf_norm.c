@@ -77,7 +77,8 @@ int oqcf_batchnorm(OqcfPool *pool, int64_t batch, int64_t channels, int64_t inne
     if (oqcf_sgemm_isa() != OQCF_ISA_PORTABLE)   /* AVX2 or AVX-512 CPU */
         J.fn = scale_shift__avx2;
 #endif
-    oqcf_parallel_for(pool, batch * channels, bn_fn, &J);
+    oqcf_parallel_for(oqcf_pool_for_work(pool, (double)batch * channels * inner),
+                      batch * channels, bn_fn, &J);
     return OQCF_OK;
 }
 
@@ -127,6 +128,7 @@ int oqcf_lrn(OqcfPool *pool, int64_t batch, int64_t channels, int64_t inner, con
         return OQCF_EINVAL;
     LrnJob J = {x, y, channels, inner, (size - 1) / 2, size / 2, alpha / (float)size, beta,
                 bias};
-    oqcf_parallel_for(pool, batch * channels, lrn_fn, &J);
+    oqcf_parallel_for(oqcf_pool_for_work(pool, (double)batch * channels * inner * size),
+                      batch * channels, lrn_fn, &J);
     return OQCF_OK;
 }

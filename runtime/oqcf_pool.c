@@ -197,6 +197,18 @@ int oqcf_pool_threads(const OqcfPool *p) {
     return p ? p->nthreads : 1;
 }
 
+static double min_work = OQCF_PAR_MIN_WORK;   /* per thread, see oqcf_pool_set_min_work */
+
+OqcfPool *oqcf_pool_for_work(OqcfPool *p, double work) {
+    return work < min_work * oqcf_pool_threads(p) ? NULL : p;
+}
+
+double oqcf_pool_set_min_work(double work) {
+    double old = min_work;
+    min_work = work < 0 ? 0 : work;
+    return old;
+}
+
 void oqcf_parallel_for(OqcfPool *p, int64_t n, OqcfRangeFn fn, void *ctx) {
     if (n <= 0)
         return;

@@ -20,6 +20,14 @@
 #include "oqcf_nn.h"
 
 #include <float.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define OQCF_POOL_X86 1
+#include <immintrin.h>
+#else
+#define OQCF_POOL_X86 0
+#endif
 
 /* Pooling geometry normalised to three spatial axes. */
 typedef struct PGeo {
@@ -81,6 +89,8 @@ static void axis_window(const PGeo *g, int a, int64_t o, int64_t *lo, int64_t *h
     *padded = hp < 0 ? 0 : hp;
 }
 
+typedef struct MpGeo MpGeo;           /* MaxPool fast path (below) */
+
 /* Job over planes (n, c) in [0, batch * channels). */
 typedef struct PoolJob {
     const OqcfPoolParams *p;   /* parameters */
@@ -89,6 +99,9 @@ typedef struct PoolJob {
     float *y;                  /* output buffer */
     int64_t *ind;              /* MaxPool indices or NULL */
     int is_max;                /* MaxPool (else AveragePool) */
+    const MpGeo *mg;           /* MaxPool fast-path geometry, or NULL */
+    void (*mp)(const PGeo *, const MpGeo *, const float *, float *, float *);
+                               /* its plane function: mp_plane__c or mp_plane__avx2 */
 } PoolJob;
 
 #define WTABLE 512   /* output widths whose windows are tabulated once per plane */
@@ -105,6 +118,215 @@ static void valid_range(int64_t off, int64_t s, int64_t n, int64_t out, int64_t 
     *lo = l < 0 ? 0 : (l > out ? out : l);
     *hi = h < *lo ? *lo : (h > out ? out : h);
 }
+
+/* ---- MaxPool without Indices, 1-D and 2-D: separable fast path ------------------------ */
+
+/* A max over a KH x KW window is a max over KH row maxima.  Each input row is copied once
+ * into a padded row (padding -FLT_MAX, which never wins over the -FLT_MAX start value,
+ * so the result is exactly the reference's), its columns split by phase modulo the
+ * stride as in the depthwise conv, so tap kw of outputs ow .. ow + 7 is one vector load
+ * at a fixed offset.  The row maxima (`hm` rows) are kept in a small ring of the last
+ * (KH-1)*dh + 1 input rows, so each is computed once; each output row is then the max of
+ * its window's hm rows.  NaN inputs never win, as in the reference: maxps returns its
+ * second operand (the running max) when the first is NaN.
+ *
+ * The work memory is a fixed stack buffer (the pooling API takes no scratch); shapes
+ * that do not fit (very wide rows or tall windows) take the general path. */
+
+#define MP_STACK 2048      /* floats of stack work memory per plane */
+#define MP_MAX_KW 16       /* widest window of the fast path */
+#define MP_MAX_STRIDE 4    /* largest stride along W */
+#define MP_MAX_RING 16     /* tallest window span ((KH-1)*dh + 1) */
+
+/* Geometry of the fast path for one call. */
+typedef struct MpGeo {
+    int64_t owp;                  /* outputs per hm row: OW rounded up to 8 */
+    int64_t wq;                   /* columns of one phase of the padded row */
+    int64_t rs;                   /* floats of the padded row (sw phases), multiple of 8 */
+    int64_t ring;                 /* hm rows kept: (KH-1)*dh + 1 rounded up to 2^k */
+    int64_t off[MP_MAX_KW];       /* tap kw reads the padded row at off[kw] + ow */
+    int64_t lo[MP_MAX_STRIDE];    /* per phase: columns [lo, hi) hold input data */
+    int64_t hi[MP_MAX_STRIDE];
+} MpGeo;
+
+static int mp_geo(const PGeo *g, MpGeo *m) {
+    const int64_t sw = g->str[2], dw = g->dil[2], KW = g->ker[2];
+    if (g->in[0] != 1 || g->out[0] != 1 || g->ker[0] != 1 || KW > MP_MAX_KW ||
+        sw > MP_MAX_STRIDE || g->out[2] < 1)
+        return 0;
+    int64_t span = (g->ker[1] - 1) * g->dil[1] + 1;
+    for (m->ring = 1; m->ring < span; m->ring *= 2)   /* a power of two: slot = ih & mask */
+        ;
+    if (m->ring > MP_MAX_RING)
+        return 0;
+    m->owp = (g->out[2] + 7) / 8 * 8;
+    m->wq = m->owp + (KW - 1) * dw / sw;
+    m->rs = (sw * m->wq + 7) / 8 * 8;
+    if (m->rs + m->ring * m->owp > MP_STACK)
+        return 0;
+    for (int64_t kw = 0; kw < KW; kw++)
+        m->off[kw] = (kw * dw) % sw * m->wq + (kw * dw) / sw;
+    for (int64_t ph = 0; ph < sw; ph++)
+        valid_range(ph - g->pb[2], sw, g->in[2], m->wq, &m->lo[ph], &m->hi[ph]);
+    return 1;
+}
+
+/* The vector parts of the fast path, portable and AVX2. */
+typedef struct MpKernels {
+    /* dst[i] = src[i * s] for i < n */
+    void (*gather)(float *restrict dst, const float *restrict src, int64_t n, int64_t s);
+    /* hm[o] = max over kw < KW of row[off[kw] + o], for o < owp (a multiple of 8) */
+    void (*hmax)(const float *row, const int64_t *off, int64_t KW, float *hm, int64_t owp);
+    /* y[o] = max(-FLT_MAX, rows[r][o] for r < nr), for o < n */
+    void (*vmax)(const float *const *rows, int64_t nr, float *y, int64_t n);
+} MpKernels;
+
+static void mp_gather__c(float *restrict dst, const float *restrict src, int64_t n,
+                         int64_t s) {
+    if (s == 1) {
+        memcpy(dst, src, (size_t)n * sizeof(float));
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = src[i * s];
+}
+
+static void mp_hmax__c(const float *row, const int64_t *off, int64_t KW, float *hm,
+                       int64_t owp) {
+    for (int64_t o = 0; o < owp; o++)
+        hm[o] = -FLT_MAX;
+    for (int64_t kw = 0; kw < KW; kw++) {
+        const float *r = row + off[kw];
+        for (int64_t o = 0; o < owp; o++)
+            hm[o] = r[o] > hm[o] ? r[o] : hm[o];   /* NaN never wins */
+    }
+}
+
+static void mp_vmax__c(const float *const *rows, int64_t nr, float *y, int64_t n) {
+    for (int64_t o = 0; o < n; o++)
+        y[o] = -FLT_MAX;
+    for (int64_t r = 0; r < nr; r++)
+        for (int64_t o = 0; o < n; o++)
+            y[o] = rows[r][o] > y[o] ? rows[r][o] : y[o];
+}
+
+static const MpKernels mp_kernels_c = {mp_gather__c, mp_hmax__c, mp_vmax__c};
+
+#if OQCF_POOL_X86
+#define AVX2 __attribute__((target("avx2,fma")))
+
+AVX2 static void mp_gather__avx2(float *restrict dst, const float *restrict src, int64_t n,
+                                 int64_t s) {
+    int64_t i = 0;
+    if (s == 1) {
+        for (; i + 8 <= n; i += 8)
+            _mm256_storeu_ps(dst + i, _mm256_loadu_ps(src + i));
+    } else if (s == 2) {
+        /* src[2i .. 2i+15] holds 8 outputs at its even positions; the last vector must
+         * not read past src[2(n-1)], hence i + 9 <= n. */
+        for (; i + 9 <= n; i += 8) {
+            __m256 ev = _mm256_shuffle_ps(_mm256_loadu_ps(src + 2 * i),
+                                          _mm256_loadu_ps(src + 2 * i + 8), 0x88);
+            ev = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), 0xD8));
+            _mm256_storeu_ps(dst + i, ev);
+        }
+    }
+    for (; i < n; i++)
+        dst[i] = src[i * s];
+}
+
+AVX2 static void mp_hmax__avx2(const float *row, const int64_t *off, int64_t KW, float *hm,
+                               int64_t owp) {
+    if (KW == 3) {   /* the common window, unrolled */
+        const float *r0 = row + off[0], *r1 = row + off[1], *r2 = row + off[2];
+        for (int64_t o = 0; o < owp; o += 8) {
+            __m256 m = _mm256_max_ps(_mm256_loadu_ps(r0 + o), _mm256_set1_ps(-FLT_MAX));
+            m = _mm256_max_ps(_mm256_loadu_ps(r1 + o), m);
+            _mm256_storeu_ps(hm + o, _mm256_max_ps(_mm256_loadu_ps(r2 + o), m));
+        }
+        return;
+    }
+    for (int64_t o = 0; o < owp; o += 8) {
+        __m256 m = _mm256_set1_ps(-FLT_MAX);
+        for (int64_t kw = 0; kw < KW; kw++)   /* maxps(x, m) is m when x is NaN */
+            m = _mm256_max_ps(_mm256_loadu_ps(row + off[kw] + o), m);
+        _mm256_storeu_ps(hm + o, m);
+    }
+}
+
+AVX2 static void mp_vmax__avx2(const float *const *rows, int64_t nr, float *y, int64_t n) {
+    int64_t o = 0;
+    for (; o + 8 <= n; o += 8) {
+        __m256 m = _mm256_set1_ps(-FLT_MAX);
+        for (int64_t r = 0; r < nr; r++)
+            m = _mm256_max_ps(_mm256_loadu_ps(rows[r] + o), m);
+        _mm256_storeu_ps(y + o, m);
+    }
+    if (o < n) {   /* the rows are padded to a multiple of 8: compute 8, store the rest */
+        float t[8];
+        __m256 m = _mm256_set1_ps(-FLT_MAX);
+        for (int64_t r = 0; r < nr; r++)
+            m = _mm256_max_ps(_mm256_loadu_ps(rows[r] + o), m);
+        _mm256_storeu_ps(t, m);
+        for (int64_t i = 0; o + i < n; i++)
+            y[o + i] = t[i];
+    }
+}
+
+static const MpKernels mp_kernels_avx2 = {mp_gather__avx2, mp_hmax__avx2, mp_vmax__avx2};
+#endif
+
+/* One plane through the fast path; work holds MP_STACK floats, its first m->rs (the
+ * padded row) filled with -FLT_MAX once per thread: planes write only data columns.
+ * Inlined into mp_plane__c and mp_plane__avx2 with constant kernels (direct calls). */
+static inline __attribute__((always_inline)) void
+mp_plane(const PGeo *g, const MpGeo *m, const MpKernels *k, const float *xp, float *yp,
+         float *work) {
+    float *prow = work, *ring = work + m->rs;
+    int64_t tag[MP_MAX_RING];   /* input row held by each ring slot, -1: none */
+    const float *rows[MP_MAX_RING];
+    const int64_t W = g->in[2], H = g->in[1], sw = g->str[2], OW = g->out[2];
+    const int64_t KH = g->ker[1], dh = g->dil[1];
+    for (int64_t r = 0; r < m->ring; r++)
+        tag[r] = -1;
+    for (int64_t oh = 0; oh < g->out[1]; oh++) {
+        int64_t lo, hi, npad, nr = 0, h0 = oh * g->str[1] - g->pb[1];
+        if (dh == 1) {   /* the window's rows inside the input, without divisions */
+            lo = h0 < 0 ? -h0 : 0;
+            hi = H - h0 < KH ? H - h0 : KH;
+        } else {
+            axis_window(g, 1, oh, &lo, &hi, &npad);
+        }
+        for (int64_t kh = lo; kh < hi; kh++) {
+            int64_t ih = h0 + kh * dh, slot = ih & (m->ring - 1);
+            float *hm = ring + slot * m->owp;
+            if (tag[slot] != ih) {   /* first use of input row ih: its row maxima */
+                const float *src = xp + ih * W;
+                for (int64_t ph = 0; ph < sw; ph++)
+                    if (m->hi[ph] > m->lo[ph])
+                        k->gather(prow + ph * m->wq + m->lo[ph],
+                                  src + m->lo[ph] * sw + ph - g->pb[2], m->hi[ph] - m->lo[ph],
+                                  sw);
+                k->hmax(prow, m->off, g->ker[2], hm, m->owp);
+                tag[slot] = ih;
+            }
+            rows[nr++] = hm;
+        }
+        k->vmax(rows, nr, yp + oh * OW, OW);
+    }
+}
+
+static void mp_plane__c(const PGeo *g, const MpGeo *m, const float *xp, float *yp,
+                        float *work) {
+    mp_plane(g, m, &mp_kernels_c, xp, yp, work);
+}
+
+#if OQCF_POOL_X86
+AVX2 static void mp_plane__avx2(const PGeo *g, const MpGeo *m, const float *xp, float *yp,
+                                float *work) {
+    mp_plane(g, m, &mp_kernels_avx2, xp, yp, work);
+}
+#endif
 
 /* MaxPool with Indices: per output, the window's taps in row-major order, so the first
  * maximum is kept as ONNX Runtime does. */
@@ -186,6 +408,7 @@ static void pool_plane(const PoolJob *J, int64_t n, int64_t c) {
     int64_t *ip = J->ind ? J->ind + (n * p->channels + c) * g->out_plane : NULL;
     int64_t ibase = (n * p->channels + c) * g->in_plane;
     const int64_t OW = g->out[2];
+
     Win wt[WTABLE];   /* the W windows, the same for every output row */
     if (!J->is_max)
         for (int64_t ow = 0; ow < OW && ow < WTABLE; ow++)
@@ -209,6 +432,19 @@ static void pool_plane(const PoolJob *J, int64_t n, int64_t c) {
 static void pool_fn(void *ctx, int64_t begin, int64_t end, int tid) {
     const PoolJob *J = ctx;
     (void)tid;
+    if (J->mg) {   /* MaxPool fast path */
+        const PGeo *g = J->g;
+        const OqcfPoolParams *p = J->p;
+        float work[MP_STACK];
+        for (int64_t i = 0; i < J->mg->rs; i++)
+            work[i] = -FLT_MAX;
+        for (int64_t t = begin; t < end; t++) {
+            int64_t n = t / p->channels, c = t % p->channels;
+            J->mp(g, J->mg, J->x + (n * g->xct + p->x_coff + c) * g->in_plane,
+                  J->y + (n * g->yct + p->y_coff + c) * g->out_plane, work);
+        }
+        return;
+    }
     for (int64_t t = begin; t < end; t++)
         pool_plane(J, t / J->p->channels, t % J->p->channels);
 }
@@ -222,8 +458,17 @@ static int run_pool(OqcfPool *pool, const OqcfPoolParams *p, const float *x, flo
         return OQCF_OK;
     if (!x || !y)
         return OQCF_EINVAL;
-    PoolJob J = {p, &g, x, y, ind, is_max};
-    oqcf_parallel_for(pool, p->batch * p->channels, pool_fn, &J);
+    PoolJob J = {p, &g, x, y, ind, is_max, NULL, mp_plane__c};
+    MpGeo mg;
+    if (is_max && !ind && mp_geo(&g, &mg)) {
+        J.mg = &mg;
+#if OQCF_POOL_X86
+        if (oqcf_sgemm_isa() != OQCF_ISA_PORTABLE)   /* an AVX2 (or AVX-512) CPU */
+            J.mp = mp_plane__avx2;
+#endif
+    }
+    double work = (double)p->batch * p->channels * g.out_plane * g.ker[0] * g.ker[1] * g.ker[2];
+    oqcf_parallel_for(oqcf_pool_for_work(pool, work), p->batch * p->channels, pool_fn, &J);
     return OQCF_OK;
 }
 
@@ -280,7 +525,8 @@ static int run_global(OqcfPool *pool, int64_t batch, int64_t channels, int64_t s
     if (!x || !y)
         return OQCF_EINVAL;
     GlobalJob J = {x, y, spatial, is_max};
-    oqcf_parallel_for(pool, batch * channels, global_fn, &J);
+    oqcf_parallel_for(oqcf_pool_for_work(pool, (double)batch * channels * spatial),
+                      batch * channels, global_fn, &J);
     return OQCF_OK;
 }
 

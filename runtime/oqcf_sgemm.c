@@ -22,11 +22,17 @@
  *     is memory-bound, and runs as dot products or row updates (gemv_fn).
  *   - A last B panel with at most NR/2 valid columns uses a half-width kernel
  *     (N = 49 for a 7x7 output: 3 full panels + 1 column).
+ *   - op(B) given as rows (OqcfSgemmB.rows, koff: Conv's 1x1 and flat-offset paths) is
+ *     read in place by `ukr_6x16r__avx2` when a thread's block has at most ROWS_MAX_M
+ *     rows: a packed panel would then serve too few microkernel calls to pay for its
+ *     packing (small-M convs gained 5-40%; from ~128 rows up packing wins: its panels
+ *     are aligned and contiguous).  A last panel cut by column N is still packed.
  *
  * The microkernel applies the epilogue when it writes its tile: alpha, beta (on the
  * first K block only; later blocks accumulate), and on the last K block the bias and
- * the activation.  Tiles cut by the edge of C, and activations indexed per column,
- * go through a tile buffer and the scalar epilogue instead.
+ * the activation.  Tiles cut by the edge of C go through a tile buffer and an edge
+ * store (`edge__avx2`: masked vectors; the scalar epilogue_scalar for the other
+ * families and for activations indexed per column).
  *
  * Microkernels: `ukr_4x16__c` (portable, left to the compiler's vectoriser),
  * `ukr_6x16__avx2` (AVX2 + FMA: 12 ymm accumulators, edge `ukr_6x8__avx2`) and
@@ -39,7 +45,7 @@
  * runs the loops above on its block with its own pack buffers.
  *
  * op(B) comes from a packer callback (OqcfSgemmB) so Conv can pack straight from the
- * image; oqcf_sgemm() wraps a dense matrix in the packer pack_dense_b(). */
+ * image, or as rows; oqcf_sgemm() wraps a dense matrix in the packer pack_dense_b(). */
 #include "oqcf_nn.h"
 
 #include <stdatomic.h>
@@ -56,6 +62,7 @@
 #define NR_MAX 32
 #define ALIGN 64     /* pack buffers start on a cache line */
 #define B_CHUNK 16   /* B panels packed per packer call (just before their first use) */
+#define ROWS_MAX_M 120   /* rows of a block above which rows-mode B is packed anyway */
 
 /* Epilogue of one microkernel call; bias and act are already offset to the tile. */
 typedef struct Ukp {
@@ -78,6 +85,17 @@ typedef void (*UkrFn)(int64_t kc, const float *a, int64_t rsa, int64_t csa, cons
 typedef void (*UkrHalfFn)(int64_t kc, const float *a, int64_t rsa, int64_t csa,
                           const float *b, float *tile);
 
+/* A microkernel reading op(B) in place: row k of the NR-column panel is at b + koff[k]
+ * (rows mode of OqcfSgemmB); otherwise as UkrFn. */
+typedef void (*UkrRowsFn)(int64_t kc, const float *a, int64_t rsa, int64_t csa,
+                          const float *b, const int64_t *koff, float *c, int64_t ldc,
+                          const Ukp *e);
+
+/* Stores an m x n tile (raw sums, row stride ldt) to C through the epilogue e (bias and
+ * act at the tile origin, act not per column): the edge tiles of a vector family. */
+typedef void (*EdgeFn)(const float *tile, int64_t ldt, float *c, int64_t ldc, int64_t m,
+                       int64_t n, const Ukp *e);
+
 /* A microkernel family with its blocking. */
 typedef struct Kernel {
     OqcfIsa isa;      /* family */
@@ -87,6 +105,8 @@ typedef struct Kernel {
     int64_t nc;       /* columns of a B block (multiple of nr) */
     UkrFn ukr;        /* the microkernel */
     UkrHalfFn half;   /* half-width edge kernel, or NULL */
+    EdgeFn edge;      /* vector edge-tile store, or NULL (scalar epilogue) */
+    UkrRowsFn rows;   /* in-place op(B) kernel, or NULL (rows are packed) */
 } Kernel;
 
 /* ---- scalar epilogue (edges, per-column activations, portable kernel) ---------- */
@@ -168,8 +188,8 @@ static void ukr_4x16__c(int64_t kc, const float *restrict a, int64_t rsa, int64_
 
 AVX2 static inline __m256 act8(__m256 v, const OqcfAct *a) {
     switch (a->kind) {
-    case OQCF_ACT_RELU:   /* max(v, 0): maxps returns its second operand for NaN */
-        return _mm256_max_ps(v, _mm256_setzero_ps());
+    case OQCF_ACT_RELU:   /* maxps returns its second operand for NaN: NaN stays NaN */
+        return _mm256_max_ps(_mm256_setzero_ps(), v);
     case OQCF_ACT_CLIP:   /* NaN passes through, as in oqcf_act_apply */
         return _mm256_min_ps(_mm256_set1_ps(a->p1), _mm256_max_ps(_mm256_set1_ps(a->p0), v));
     case OQCF_ACT_LEAKY: {
@@ -242,6 +262,31 @@ AVX2 static void ukr_6x16__avx2(int64_t kc, const float *restrict a, int64_t rsa
     ROWS6(STORE6)
 }
 
+/* ukr_6x16__avx2 with op(B) read in place: row k of the panel at b + koff[k]. */
+AVX2 static void ukr_6x16r__avx2(int64_t kc, const float *restrict a, int64_t rsa,
+                                 int64_t csa, const float *restrict b, const int64_t *koff,
+                                 float *restrict c, int64_t ldc, const Ukp *e) {
+    ROWS6(DECL6)
+    ROWS6(AROW)
+    int64_t o = 0, k = 0;
+    for (; k + 2 <= kc; k += 2) {
+        const float *r0 = b + koff[k], *r1 = b + koff[k + 1];
+        __m256 b0 = _mm256_loadu_ps(r0), b1 = _mm256_loadu_ps(r0 + 8);
+        ROWS6(STEP6)
+        o += csa;
+        b0 = _mm256_loadu_ps(r1);
+        b1 = _mm256_loadu_ps(r1 + 8);
+        ROWS6(STEP6)
+        o += csa;
+    }
+    for (; k < kc; k++, o += csa) {
+        const float *r0 = b + koff[k];
+        __m256 b0 = _mm256_loadu_ps(r0), b1 = _mm256_loadu_ps(r0 + 8);
+        ROWS6(STEP6)
+    }
+    ROWS6(STORE6)
+}
+
 #define DECL6H(i) __m256 c##i##a = _mm256_setzero_ps();
 #define STEP6H(i) c##i##a = _mm256_fmadd_ps(_mm256_broadcast_ss(a##i + o), b0, c##i##a);
 #define STORE6H(i) _mm256_storeu_ps(tile + (i) * 16, c##i##a);
@@ -258,10 +303,42 @@ AVX2 static void ukr_6x8__avx2(int64_t kc, const float *restrict a, int64_t rsa,
     ROWS6(STORE6H)
 }
 
+/* Edge tiles (cut by the edge of C, or half-width): each row in 8-wide pieces, the last
+ * partial piece with masked loads and stores. */
+AVX2 static void edge__avx2(const float *tile, int64_t ldt, float *c, int64_t ldc, int64_t m,
+                            int64_t n, const Ukp *e) {
+    const __m256 al = _mm256_set1_ps(e->alpha), be = _mm256_set1_ps(e->beta);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int64_t i = 0; i < m; i++) {
+        const OqcfAct *act = ukp_act(e, i);
+        float *ci = c + i * ldc;
+        for (int64_t j = 0; j < n; j += 8) {
+            __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - j)), lane);
+            int full = n - j >= 8;
+            __m256 v = _mm256_mul_ps(_mm256_loadu_ps(tile + i * ldt + j), al);
+            if (e->beta != 0.0f)
+                v = _mm256_fmadd_ps(be, full ? _mm256_loadu_ps(ci + j)
+                                             : _mm256_maskload_ps(ci + j, mask), v);
+            if (e->bias_per == OQCF_PER_COL)
+                v = _mm256_add_ps(v, full ? _mm256_loadu_ps(e->bias + j)
+                                          : _mm256_maskload_ps(e->bias + j, mask));
+            else if (e->bias_per != OQCF_PER_NONE)
+                v = _mm256_add_ps(
+                    v, _mm256_set1_ps(e->bias[e->bias_per == OQCF_PER_ROW ? i : 0]));
+            if (act)
+                v = act8(v, act);
+            if (full)
+                _mm256_storeu_ps(ci + j, v);
+            else
+                _mm256_maskstore_ps(ci + j, mask, v);
+        }
+    }
+}
+
 AVX512 static inline __m512 act16(__m512 v, const OqcfAct *a) {
     switch (a->kind) {
-    case OQCF_ACT_RELU:
-        return _mm512_max_ps(v, _mm512_setzero_ps());
+    case OQCF_ACT_RELU:   /* NaN stays NaN, as in oqcf_act_apply */
+        return _mm512_max_ps(_mm512_setzero_ps(), v);
     case OQCF_ACT_CLIP:
         return _mm512_min_ps(_mm512_set1_ps(a->p1), _mm512_max_ps(_mm512_set1_ps(a->p0), v));
     case OQCF_ACT_LEAKY: {
@@ -344,12 +421,13 @@ AVX512 static void ukr_12x16__avx512(int64_t kc, const float *restrict a, int64_
 
 /* ---- kernel table and selection -------------------------------------------------- */
 
-static const Kernel kernel_c = {OQCF_ISA_PORTABLE, 4, 16, 128, 256, 2048, ukr_4x16__c, NULL};
+static const Kernel kernel_c = {OQCF_ISA_PORTABLE, 4, 16, 128, 256, 2048, ukr_4x16__c, NULL,
+                                NULL, NULL};
 #if OQCF_SGEMM_X86
 static const Kernel kernel_avx2 = {OQCF_ISA_AVX2, 6, 16, 144, 256, 2048, ukr_6x16__avx2,
-                                   ukr_6x8__avx2};
+                                   ukr_6x8__avx2, edge__avx2, ukr_6x16r__avx2};
 static const Kernel kernel_avx512 = {OQCF_ISA_AVX512, 12, 32, 144, 384, 2048,
-                                     ukr_12x32__avx512, ukr_12x16__avx512};
+                                     ukr_12x32__avx512, ukr_12x16__avx512, NULL, NULL};
 static const Kernel *const all_kernels[] = {&kernel_c, &kernel_avx2, &kernel_avx512};
 #else
 static const Kernel *const all_kernels[] = {&kernel_c};
@@ -523,6 +601,27 @@ static void pack_dense_b(const void *ctx, int64_t k0, int64_t kc, int64_t j0, in
     }
 }
 
+/* Packer of op(B) given as rows (ctx: the OqcfSgemmB): row by row, as pack_dense_b.
+ * The vector kernels only use it for a last panel cut by column N; other families
+ * for everything. */
+static void pack_rows_b(const void *ctx, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
+                        int nr, float *dst) {
+    const OqcfSgemmB *b = ctx;
+    int64_t full = nc / nr, rest = nc % nr;
+    for (int64_t k = 0; k < kc; k++) {
+        const float *src = b->rows + b->koff[k0 + k] + j0;
+        float *o = dst + k * nr;
+        for (int64_t p = 0; p < full; p++, src += nr, o += kc * nr)
+            copy_panel_row(o, src, nr);
+        if (rest) {
+            for (int64_t j = 0; j < rest; j++)
+                o[j] = src[j];
+            for (int64_t j = rest; j < nr; j++)
+                o[j] = 0.0f;
+        }
+    }
+}
+
 /* ---- the blocked product on one thread's block ------------------------------------- */
 
 /* Everything a thread needs; shared read-only by all threads. */
@@ -533,7 +632,8 @@ typedef struct Job {
     float alpha, beta;              /* scales */
     const float *A;                 /* op(A) source */
     int64_t lda;                    /* its leading dimension */
-    const OqcfSgemmB *B;            /* op(B) packer */
+    const OqcfSgemmB *B;            /* op(B) packer (rows mode: pack_rows_b) */
+    const OqcfSgemmB *rows;         /* rows mode, read in place by kr->rows; or NULL */
     float *C;                       /* result */
     int64_t ldc;                    /* its leading dimension */
     const OqcfSgemmEpilogue *epi;   /* user epilogue, NULL if none */
@@ -543,12 +643,32 @@ typedef struct Job {
     int64_t fa, fb;                 /* floats of one block's A and B buffers */
 } Job;
 
+/* The microkernel epilogue of the tile at (i, j): alpha, beta, and on the last K block
+ * the user's bias and activation offset to the tile (activations not per column). */
+static Ukp tile_epi(const EpiFull *f, int64_t i, int64_t j) {
+    Ukp e = {f->alpha, f->beta, OQCF_PER_NONE, NULL, OQCF_PER_NONE, NULL};
+    const OqcfSgemmEpilogue *u = f->epi;
+    if (f->final && u) {
+        e.bias_per = u->bias_per;
+        e.bias = u->bias_per == OQCF_PER_ROW   ? u->bias + i
+                 : u->bias_per == OQCF_PER_COL ? u->bias + j
+                                               : u->bias;
+        e.act_per = u->act_per;
+        e.act = u->act_per == OQCF_PER_ROW ? u->act + i : u->act;
+    }
+    return e;
+}
+
 static void run_block(const Job *J, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
                       float *abuf, float *bbuf) {
     const Kernel *kr = J->kr;
     const int mr = kr->mr, nr = kr->nr;
     const OqcfSgemmEpilogue *u = J->epi;
     int per_col_act = u && u->act_per == OQCF_PER_COL;
+    /* Rows read in place when this block has few rows: a packed panel would serve at
+     * most ROWS_MAX_M / mr microkernel calls, too few to pay for its packing (a packed
+     * panel is read faster: aligned and contiguous). */
+    const OqcfSgemmB *rows = i1 - i0 <= ROWS_MAX_M ? J->rows : NULL;
     int64_t kcb = block_k(kr, J->K);
     _Alignas(ALIGN) float tile[MR_MAX * NR_MAX];
     for (int64_t jc = j0; jc < j1; jc += kr->nc) {
@@ -572,8 +692,13 @@ static void run_block(const Job *J, int64_t i0, int64_t i1, int64_t j0, int64_t 
                     const float *bp = bbuf + jr * kc;
                     /* B is packed a few panels at a time just before its first use (by
                      * the first A block), so those panels are still in L1/L2 when the
-                     * kernel reads them (GotoBLAS); later A blocks reuse them. */
-                    if (ic == i0 && jr % (B_CHUNK * nr) == 0) {
+                     * kernel reads them (GotoBLAS); later A blocks reuse them.  In rows
+                     * mode only a last panel cut by column N is packed. */
+                    int in_place = rows && n == nr;
+                    if (rows) {
+                        if (!in_place && ic == i0)
+                            J->B->pack(J->B->ctx, pc, kc, j, n, nr, bbuf + jr * kc);
+                    } else if (ic == i0 && jr % (B_CHUNK * nr) == 0) {
                         int64_t cn = nc - jr < B_CHUNK * nr ? nc - jr : B_CHUNK * nr;
                         J->B->pack(J->B->ctx, pc, kc, j, cn, nr, bbuf + jr * kc);
                     }
@@ -591,24 +716,27 @@ static void run_block(const Job *J, int64_t i0, int64_t i1, int64_t j0, int64_t 
                         }
                         float *c = J->C + i * J->ldc + j;
                         if (m == mr && n == nr && !(final && per_col_act)) {
-                            Ukp e = {ef.alpha, ef.beta, OQCF_PER_NONE, NULL, OQCF_PER_NONE,
-                                     NULL};
-                            if (final && u) {
-                                e.bias_per = u->bias_per;
-                                e.bias = u->bias_per == OQCF_PER_ROW   ? u->bias + i
-                                         : u->bias_per == OQCF_PER_COL ? u->bias + j
-                                                                       : u->bias;
-                                e.act_per = u->act_per;
-                                e.act = u->act_per == OQCF_PER_ROW ? u->act + i : u->act;
-                            }
-                            kr->ukr(kc, ap, rsa, csa, bp, c, J->ldc, &e);
+                            Ukp e = tile_epi(&ef, i, j);
+                            if (in_place)
+                                kr->rows(kc, ap, rsa, csa, rows->rows + j, rows->koff + pc, c,
+                                         J->ldc, &e);
+                            else
+                                kr->ukr(kc, ap, rsa, csa, bp, c, J->ldc, &e);
                         } else {
                             Ukp raw = {1.0f, 0.0f, OQCF_PER_NONE, NULL, OQCF_PER_NONE, NULL};
-                            if (kr->half && n <= nr / 2)
+                            if (in_place)
+                                kr->rows(kc, ap, rsa, csa, rows->rows + j, rows->koff + pc,
+                                         tile, nr, &raw);
+                            else if (kr->half && n <= nr / 2)
                                 kr->half(kc, ap, rsa, csa, bp, tile);
                             else
                                 kr->ukr(kc, ap, rsa, csa, bp, tile, nr, &raw);
-                            epilogue_scalar(tile, nr, c, J->ldc, i, j, m, n, &ef);
+                            if (kr->edge && !(final && per_col_act)) {
+                                Ukp e = tile_epi(&ef, i, j);
+                                kr->edge(tile, nr, c, J->ldc, m, n, &e);
+                            } else {
+                                epilogue_scalar(tile, nr, c, J->ldc, i, j, m, n, &ef);
+                            }
                         }
                     }
                 }
@@ -693,10 +821,15 @@ int oqcf_sgemm_ex(OqcfPool *pool, int trans_a, int64_t M, int64_t N, int64_t K, 
         scale_only(M, N, beta, C, ldc, epi);
         return OQCF_OK;
     }
-    if (!A || !B || !B->pack || lda < (trans_a ? M : K))
+    if (!A || !B || (!B->pack && (!B->rows || !B->koff)) || lda < (trans_a ? M : K))
         return OQCF_EINVAL;
-    Job J = {pick_kernel(), trans_a, M, N, K, alpha, beta, A, lda, B, C, ldc, epi,
+    Job J = {pick_kernel(), trans_a, M, N, K, alpha, beta, A, lda, B, NULL, C, ldc, epi,
              1, 1, 0, 0, NULL, 0, 0};
+    OqcfSgemmB rows_packer = {pack_rows_b, B, NULL, NULL};
+    if (!B->pack) {   /* rows mode: in place where the family can, packed otherwise */
+        J.B = &rows_packer;
+        J.rows = J.kr->rows ? B : NULL;
+    }
     J.mtiles = ceil_div(M, J.kr->mr);
     J.ntiles = ceil_div(N, J.kr->nr);
     size_t per = per_thread_bytes(M, N, K);
@@ -707,7 +840,7 @@ int oqcf_sgemm_ex(OqcfPool *pool, int trans_a, int64_t M, int64_t N, int64_t K, 
     int T = oqcf_pool_threads(pool);
     if ((size_t)T > usable / per)
         T = (int)(usable / per);
-    if ((double)M * N * K < 1e5)   /* below ~10 us of work threads cost more than they give */
+    if (!oqcf_pool_for_work(pool, (double)M * N * K))   /* too little work to share */
         T = 1;
     choose_grid(&J, T, &J.tm, &J.tn);
     pack_floats(J.kr, M, N, K, &J.fa, &J.fb);
@@ -801,8 +934,8 @@ int oqcf_sgemm(OqcfPool *pool, int trans_a, int trans_b, int64_t M, int64_t N, i
             g = (Gemv){!trans_a, A, lda, B, trans_b ? 1 : ldb, M, K,
                        alpha, beta, C, ldc, 0, epi};
         }
-        int small = (double)g.L * (double)K < 1e5;
-        oqcf_parallel_for(small ? NULL : pool, g.L, gemv_fn, &g);
+        oqcf_parallel_for(oqcf_pool_for_work(pool, (double)g.L * (double)K), g.L, gemv_fn,
+                          &g);
         return OQCF_OK;
     }
     DenseB d = {B, ldb, trans_b};

@@ -57,7 +57,7 @@ static inline float *rnd_buf(int64_t n) {
 
 static inline double ref_act(const OqcfAct *a, double v) {
     switch (a->kind) {
-    case OQCF_ACT_RELU: return v > 0 ? v : 0;
+    case OQCF_ACT_RELU: return v < 0 ? 0 : v;   /* NaN stays NaN, as in the kernels */
     case OQCF_ACT_CLIP: return v < a->p0 ? a->p0 : (v > a->p1 ? a->p1 : v);
     case OQCF_ACT_LEAKY: return v >= 0 ? v : a->p0 * v;
     default: return v;
@@ -93,6 +93,14 @@ static inline int64_t mismatches(const char *what, const float *got, const doubl
 
 static inline void *scratch_alloc(size_t n) {
     return malloc(n ? n : 1);
+}
+
+/* The tests' 2-thread pool.  Kernels run problems smaller than OQCF_PAR_MIN_WORK per
+ * thread on the caller alone; the tests' shapes are small, so the minimum is dropped
+ * (process-wide) to reach the threaded paths. */
+static inline OqcfPool *test_pool2(void) {
+    oqcf_pool_set_min_work(0);
+    return oqcf_pool_create(2);
 }
 
 #endif

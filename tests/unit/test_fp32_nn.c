@@ -72,6 +72,16 @@ static void test_pool(void) {
         oqcf_pool_destroy(pool);
     }
     oqcf_pool_destroy(NULL);
+    /* Minimum work per thread: below it a kernel keeps to the calling thread. */
+    OqcfPool *pool = oqcf_pool_create(2);
+    double old = oqcf_pool_set_min_work(OQCF_PAR_MIN_WORK);
+    CU_ASSERT_EQUAL(oqcf_pool_for_work(pool, 2 * OQCF_PAR_MIN_WORK - 1), NULL);
+    CU_ASSERT_EQUAL(oqcf_pool_for_work(pool, 2 * OQCF_PAR_MIN_WORK), pool);
+    CU_ASSERT_EQUAL(oqcf_pool_for_work(NULL, 1e12), NULL);
+    CU_ASSERT_EQUAL(oqcf_pool_set_min_work(0), OQCF_PAR_MIN_WORK);
+    CU_ASSERT_EQUAL(oqcf_pool_for_work(pool, 1), pool);
+    oqcf_pool_set_min_work(old);
+    oqcf_pool_destroy(pool);
 }
 
 /* ---- SGEMM ------------------------------------------------------------------------ */
@@ -175,7 +185,7 @@ static int64_t gemm_case_check(const GemmCase *g, const float *C) {
 
 /* Random SGEMMs with the current family, 1 and 2 threads. */
 static void sgemm_suite(uint64_t seed) {
-    OqcfPool *pool2 = oqcf_pool_create(2);
+    OqcfPool *pool2 = test_pool2();
     rnd_seed(seed);
     /* Odd small sizes, then sizes crossing the MC (144), KC (256 / 384) and NC (2048)
      * blocks of every family, then matrix-vector products (M or N = 1) past the
@@ -278,6 +288,72 @@ static void test_sgemm_isa_agree(void) {
         printf("\n  [no vector microkernel on this CPU or build: nothing to compare] ");
 }
 
+/* oqcf_sgemm_ex with op(B) given as rows (rows mode): the rows at shuffled, gapped
+ * offsets of a buffer allocated to end exactly at the last row's column N - 1 (an
+ * over-read shows under ASan), few (read in place) and many (packed) rows of A, K over
+ * several blocks, 1 and 2 threads, every microkernel family. */
+static void test_sgemm_rows(void) {
+    const OqcfIsa isas[] = {OQCF_ISA_PORTABLE, OQCF_ISA_AVX2, OQCF_ISA_AVX512};
+    OqcfPool *pool2 = test_pool2();
+    rnd_seed(31);
+    for (int t = 0; t < 36; t++) {
+        GemmCase g;
+        int64_t M = t % 3 == 2 ? rnd_int(121, 260) : rnd_int(1, 120);
+        gemm_case_make(&g, M, rnd_int(1, 90), rnd_int(1, 300));
+        g.tb = 0;   /* gemm_case_check reads B[k * ldb + j] */
+        free(g.B);
+        g.ldb = g.N + rnd_int(0, 3);
+        g.B = rnd_buf(g.K * g.ldb);
+        int64_t *koff = malloc(sizeof(int64_t) * (size_t)g.K);
+        int64_t pitch = g.N + rnd_int(0, 5), end = 0;
+        for (int64_t k = 0; k < g.K; k++)   /* row k at slot (k * 7) % K (K != 7 * m) */
+            koff[k] = ((k * 7) % g.K) * pitch;
+        for (int64_t k = 0; k < g.K; k++)
+            end = koff[k] + g.N > end ? koff[k] + g.N : end;
+        int distinct = g.K % 7 != 0;
+        float *rows = malloc(sizeof(float) * (size_t)end);
+        for (int64_t k = 0; k < g.K && distinct; k++)
+            memcpy(rows + koff[k], g.B + k * g.ldb, sizeof(float) * (size_t)g.N);
+        if (!distinct) {   /* rows would collide: lay them out in order instead */
+            for (int64_t k = 0; k < g.K; k++)
+                koff[k] = k * pitch;
+            free(rows);
+            end = (g.K - 1) * pitch + g.N;
+            rows = malloc(sizeof(float) * (size_t)end);
+            for (int64_t k = 0; k < g.K; k++)
+                memcpy(rows + koff[k], g.B + k * g.ldb, sizeof(float) * (size_t)g.N);
+        }
+        OqcfSgemmB src = {NULL, NULL, rows, koff};
+        OqcfPool *pool = t % 2 ? pool2 : NULL;
+        for (int i = 0; i < 3; i++) {
+            if (oqcf_sgemm_force_isa(isas[i]) != OQCF_OK)
+                continue;
+            float *C = malloc(sizeof(float) * (size_t)(g.M * g.ldc));
+            memcpy(C, g.C0, sizeof(float) * (size_t)(g.M * g.ldc));
+            size_t ss = oqcf_sgemm_scratch_size(g.M, g.N, g.K, oqcf_pool_threads(pool));
+            void *scratch = scratch_alloc(ss);
+            CU_ASSERT_EQUAL(oqcf_sgemm_ex(pool, g.ta, g.M, g.N, g.K, g.alpha, g.A, g.lda, &src,
+                                          g.beta, C, g.ldc, &g.epi, scratch, ss), OQCF_OK);
+            int64_t bad = gemm_case_check(&g, C);
+            if (bad)
+                printf("\n  rows case %d isa %d: M=%lld N=%lld K=%lld", t, i, (long long)g.M,
+                       (long long)g.N, (long long)g.K);
+            CU_ASSERT_EQUAL(bad, 0);
+            free(scratch);
+            free(C);
+        }
+        oqcf_sgemm_force_isa(OQCF_ISA_AUTO);
+        free(rows);
+        free(koff);
+        gemm_case_free(&g);
+    }
+    OqcfSgemmB none = {NULL, NULL, NULL, NULL};
+    float a = 1, c = 0;
+    CU_ASSERT_EQUAL(oqcf_sgemm_ex(NULL, 0, 1, 1, 1, 1.0f, &a, 1, &none, 0.0f, &c, 1, NULL, &c,
+                                  sizeof c), OQCF_EINVAL);
+    oqcf_pool_destroy(pool2);
+}
+
 static void test_sgemm_edges(void) {
     float A[6] = {1, 2, 3, 4, 5, 6}, B[6] = {1, 0, 0, 1, 1, 1}, C[4] = {1, 1, 1, 1};
     float bias[2] = {10, 20};
@@ -316,11 +392,85 @@ static void test_sgemm_edges(void) {
     CU_ASSERT_EQUAL(oqcf_sgemm_force_isa((OqcfIsa)99), OQCF_EINVAL);
 }
 
+/* Fused activations propagate NaN (as the standalone oqcf_relu/clip/leaky_relu do), in
+ * full tiles, edge tiles and the matrix-vector path, on every microkernel family; and
+ * depthwise and implicit-GEMM Conv do the same. */
+static void test_act_nan(void) {
+    const OqcfIsa isas[] = {OQCF_ISA_PORTABLE, OQCF_ISA_AVX2, OQCF_ISA_AVX512};
+    const OqcfAct acts[] = {{OQCF_ACT_RELU, 0, 0}, {OQCF_ACT_CLIP, -0.5f, 0.5f},
+                            {OQCF_ACT_LEAKY, 0.1f, 0}};
+    const int64_t M = 13, N = 37, K = 5;
+    float *A = rnd_buf(M * K), *B = rnd_buf(K * N), *C = malloc(sizeof(float) * M * N);
+    for (int64_t k = 0; k < K; k++)
+        A[0 * K + k] = A[7 * K + k] = A[12 * K + k] = NAN;   /* rows 0, 7, 12 all NaN */
+    size_t ss = oqcf_sgemm_scratch_size(M, N, K, 1);
+    void *s = scratch_alloc(ss);
+    for (int i = 0; i < 3; i++) {
+        if (oqcf_sgemm_force_isa(isas[i]) != OQCF_OK)
+            continue;
+        for (int a = 0; a < 3; a++) {
+            OqcfSgemmEpilogue epi = {OQCF_PER_NONE, NULL, OQCF_PER_ALL, &acts[a]};
+            CU_ASSERT_EQUAL(oqcf_sgemm(NULL, 0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N, &epi,
+                                       s, ss), OQCF_OK);
+            int64_t bad = 0;
+            for (int64_t r = 0; r < M; r++)
+                for (int64_t c = 0; c < N; c++)
+                    bad += (r == 0 || r == 7 || r == 12) != (isnan(C[r * N + c]) != 0);
+            CU_ASSERT_EQUAL(bad, 0);
+            /* M == 1: the matrix-vector path */
+            CU_ASSERT_EQUAL(oqcf_sgemm(NULL, 0, 0, 1, N, K, 1.0f, A, K, B, N, 0.0f, C, N, &epi,
+                                       s, ss), OQCF_OK);
+            for (int64_t c = 0; c < N; c++)
+                CU_ASSERT(isnan(C[c]));
+        }
+        /* RELU keeps -0 (as oqcf_relu): alpha -1 times a zero product, full tiles and
+         * edges */
+        float *Z = calloc((size_t)(M * K), sizeof(float));
+        OqcfSgemmEpilogue e0 = {OQCF_PER_NONE, NULL, OQCF_PER_ALL, &acts[0]};
+        CU_ASSERT_EQUAL(oqcf_sgemm(NULL, 0, 0, M, N, K, -1.0f, Z, K, B, N, 0.0f, C, N, &e0, s,
+                                   ss), OQCF_OK);
+        int64_t pos = 0;
+        for (int64_t r = 0; r < M * N; r++)
+            pos += !(C[r] == 0.0f && signbit(C[r]));
+        CU_ASSERT_EQUAL(pos, 0);
+        free(Z);
+    }
+    /* Conv: depthwise (its own kernels) and 3x3 (SGEMM), all-NaN input, no padding */
+    for (int i = 0; i < 3; i++) {
+        if (oqcf_sgemm_force_isa(isas[i]) != OQCF_OK)
+            continue;
+        for (int dwc = 0; dwc < 2; dwc++) {
+            OqcfConvParams p = {2, 1, 4, 4, dwc ? 4 : 1, {10, 12}, {8, 10}, {3, 3}, {1, 1},
+                                {1, 1}, {0, 0}, {0, 0}, 0, 0, 0, 0, acts[0], NULL};
+            float x[4 * 120], w[4 * 4 * 9], y[4 * 80];
+            for (int j = 0; j < 4 * 120; j++)
+                x[j] = NAN;
+            for (int j = 0; j < 4 * 4 * 9; j++)
+                w[j] = 0.5f;
+            size_t cs = oqcf_conv_scratch_size(&p, 1);
+            void *sc = scratch_alloc(cs);
+            CU_ASSERT_EQUAL(oqcf_conv(NULL, &p, x, w, NULL, y, sc, cs), OQCF_OK);
+            int64_t bad = 0;
+            for (int j = 0; j < 4 * 80; j++)
+                bad += !isnan(y[j]);
+            CU_ASSERT_EQUAL(bad, 0);
+            free(sc);
+        }
+    }
+    oqcf_sgemm_force_isa(OQCF_ISA_AUTO);
+    CU_ASSERT(isnan(oqcf_act_apply(&acts[0], NAN)) && isnan(oqcf_act_apply(&acts[1], NAN)) &&
+              isnan(oqcf_act_apply(&acts[2], NAN)));
+    free(A);
+    free(B);
+    free(C);
+    free(s);
+}
+
 /* ---- Gemm and MatMul ----------------------------------------------------------------- */
 
 static void test_gemm_op(void) {
     rnd_seed(23);
-    OqcfPool *pool2 = oqcf_pool_create(2);
+    OqcfPool *pool2 = test_pool2();
     for (int t = 0; t < 80; t++) {
         OqcfGemmParams p = {0};
         p.M = rnd_int(1, 20);
@@ -437,7 +587,7 @@ static void matmul_case(OqcfPool *pool, const OqcfShape *as, const OqcfShape *bs
 
 static void test_matmul(void) {
     rnd_seed(29);
-    OqcfPool *pool2 = oqcf_pool_create(2);
+    OqcfPool *pool2 = test_pool2();
     const struct {
         OqcfShape a, b, y;   /* operands and expected result shape */
     } cases[] = {
@@ -465,4 +615,5 @@ static void test_matmul(void) {
 OQC_TEST_MAIN("fp32-nn", OQC_TEST(test_pool), OQC_TEST(test_sgemm_isa_portable),
               OQC_TEST(test_sgemm_isa_avx2), OQC_TEST(test_sgemm_isa_avx512),
               OQC_TEST(test_sgemm_isa_agree), OQC_TEST(test_sgemm_edges),
+              OQC_TEST(test_sgemm_rows), OQC_TEST(test_act_nan),
               OQC_TEST(test_gemm_op), OQC_TEST(test_matmul))

@@ -127,7 +127,7 @@ static void rnd_geometry(OqcfConvParams *p, int ns, int64_t maxin) {
 }
 
 static void test_conv_random(void) {
-    OqcfPool *pool2 = oqcf_pool_create(2);
+    OqcfPool *pool2 = test_pool2();
     rnd_seed(5);
     for (int t = 0; t < 120; t++) {
         OqcfConvParams p = {0};
@@ -164,7 +164,7 @@ static void test_conv_random(void) {
 /* Specific shapes: 1x1 fast path (with views, batch 2), resnet-like 3x3 and 7x7/2,
  * depthwise with stride and dilation, and the same under the portable microkernel. */
 static void test_conv_shapes(void) {
-    OqcfPool *pool2 = oqcf_pool_create(2);
+    OqcfPool *pool2 = test_pool2();
     rnd_seed(9);
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1)
@@ -208,6 +208,152 @@ static void test_conv_shapes(void) {
     bad.x_ctotal = 3;
     bad.x_coff = 2;
     CU_ASSERT_EQUAL(oqcf_conv(NULL, &bad, NULL, NULL, NULL, NULL, NULL, 0), OQCF_EINVAL);
+    oqcf_pool_destroy(pool2);
+}
+
+/* The 1-D/2-D flat-offset path: strides along H and W up to 4 (phase-split planes, some
+ * phases unused, e.g. 1x1 stride 2), 8 (the largest it takes) and 9 (the implicit
+ * packer), dilations, 1xK and Kx1 kernels, several output bands (Kg * R large) with a
+ * short last one, groups with views and batch 2; and the implicit packer when the
+ * scratch holds only what the SGEMM needs, which must agree with the flat path. */
+static void test_conv_flat(void) {
+    OqcfPool *pool2 = test_pool2();
+    rnd_seed(29);
+    for (int t = 0; t < 60; t++) {
+        OqcfConvParams p = {0};
+        p.nspatial = t % 5 == 4 ? 1 : 2;
+        p.batch = rnd_int(1, 2);
+        p.group = rnd_int(1, 2);
+        p.channels = p.group * rnd_int(1, 4);
+        p.out_channels = p.group * rnd_int(1, 6);
+        for (int i = 0; i < p.nspatial; i++) {
+            p.kernel[i] = rnd_int(1, 4);
+            p.stride[i] = t % 10 == 3 ? 8 + i : rnd_int(1, 4);
+            p.dilation[i] = rnd_int(1, 3);
+            p.pad_begin[i] = rnd_int(0, 2);
+            p.pad_end[i] = rnd_int(0, 2);
+            int64_t span = p.dilation[i] * (p.kernel[i] - 1) + 1;
+            int64_t lo = span - p.pad_begin[i] - p.pad_end[i];
+            lo = lo < 1 ? 1 : lo;
+            p.in_size[i] = rnd_int(lo, lo + 12 * p.stride[i]);
+            p.out_size[i] = (p.in_size[i] + p.pad_begin[i] + p.pad_end[i] - span) /
+                                p.stride[i] + 1;
+        }
+        if (t % 3 == 2) {
+            p.x_coff = rnd_int(0, 2);
+            p.x_ctotal = p.x_coff + p.channels + rnd_int(0, 2);
+            p.y_coff = rnd_int(0, 2);
+            p.y_ctotal = p.y_coff + p.out_channels + rnd_int(0, 2);
+        }
+        p.act = rnd_act();
+        int64_t bad = conv_check(t % 2 ? pool2 : NULL, &p, t % 4 != 1);
+        if (bad)
+            printf("\n  flat conv case %d", t);
+        CU_ASSERT_EQUAL(bad, 0);
+    }
+    /* Bands: Kg * R = 40 * 602 floats, two rows per band, 5 rows; and one row per band
+     * (Kg * R > FLAT_BAND_FLOATS) with two threads. */
+    OqcfConvParams b1 = {2, 1, 2, 40, 1, {7, 600}, {5, 600}, {3, 3}, {1, 1}, {1, 1},
+                         {0, 1}, {0, 1}, 0, 0, 0, 0, {OQCF_ACT_RELU, 0, 0}, NULL};
+    CU_ASSERT_EQUAL(conv_check(NULL, &b1, 1), 0);
+    OqcfConvParams b2 = {2, 1, 3, 140, 1, {4, 500}, {2, 250}, {3, 3}, {2, 2}, {1, 1},
+                         {1, 1}, {0, 1}, 0, 0, 0, 0, {OQCF_ACT_NONE, 0, 0}, NULL};
+    CU_ASSERT_EQUAL(conv_check(pool2, &b2, 0), 0);
+    /* Scratch for the implicit packer only: same result as the flat path (the same
+     * sums in the same order: both feed the same SGEMM). */
+    OqcfConvParams q = {2, 2, 6, 10, 2, {13, 17}, {7, 9}, {3, 3}, {2, 2}, {1, 1},
+                        {1, 1}, {1, 1}, 0, 0, 0, 0, {OQCF_ACT_LEAKY, 0.1f, 0}, NULL};
+    int64_t nx = 2 * 6 * 13 * 17, ny = 2 * 10 * 7 * 9;
+    float *x = rnd_buf(nx), *w = rnd_buf(10 * 3 * 9), *b = rnd_buf(10);
+    float *y1 = malloc(sizeof(float) * (size_t)ny), *y2 = malloc(sizeof(float) * (size_t)ny);
+    size_t full = oqcf_conv_scratch_size(&q, 1);
+    size_t small = oqcf_sgemm_scratch_size(5, 63, 27, 1);
+    CU_ASSERT(small < full);
+    void *s = scratch_alloc(full);
+    CU_ASSERT_EQUAL(oqcf_conv(NULL, &q, x, w, b, y1, s, full), OQCF_OK);
+    CU_ASSERT_EQUAL(oqcf_conv(NULL, &q, x, w, b, y2, s, small), OQCF_OK);
+    CU_ASSERT_EQUAL(memcmp(y1, y2, sizeof(float) * (size_t)ny), 0);
+    CU_ASSERT_EQUAL(oqcf_conv(NULL, &q, x, w, b, y2, s, small / 2), OQCF_ESCRATCH);
+    free(x);
+    free(w);
+    free(b);
+    free(y1);
+    free(y2);
+    free(s);
+    oqcf_pool_destroy(pool2);
+}
+
+/* Depthwise 2-D sweep over the fast path's kernels: the unrolled 3x3 (stride 1 in four-
+ * row blocks, and any stride/dilation row by row), other kernel sizes, strides 1-3 along
+ * W (phase-split padded planes), output rows shorter than, equal to and longer than one
+ * 8-wide chunk (masked stores, overlapping last chunk), fewer rows than a block, views
+ * and per-channel activations; under the AVX2 and the portable kernels, 1 and 2 threads,
+ * and once with scratch for a single thread. */
+static void test_conv_depthwise_sweep(void) {
+    OqcfPool *pool2 = test_pool2();
+    rnd_seed(17);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1)
+            oqcf_sgemm_force_isa(OQCF_ISA_PORTABLE);
+        for (int t = 0; t < 160; t++) {
+            OqcfConvParams p = {0};
+            p.nspatial = 2;
+            p.batch = rnd_int(1, 2);
+            p.group = p.channels = p.out_channels = rnd_int(1, 5);
+            int kind = t % 4;   /* 0: 3x3/1, 1: 3x3 strided or dilated, 2-3: any */
+            for (int i = 0; i < 2; i++) {
+                p.kernel[i] = kind < 2 ? 3 : rnd_int(1, 5);
+                p.stride[i] = kind == 0 ? 1 : rnd_int(1, 3);
+                p.dilation[i] = kind == 0 ? 1 : rnd_int(1, 2);
+                p.pad_begin[i] = rnd_int(0, 2);
+                p.pad_end[i] = rnd_int(0, 2);
+                int64_t span = p.dilation[i] * (p.kernel[i] - 1) + 1;
+                int64_t lo = span - p.pad_begin[i] - p.pad_end[i];
+                lo = lo < 1 ? 1 : lo;
+                /* output widths 1 .. ~25 (rows of 1-3 chunks); heights 1 .. ~10 */
+                p.in_size[i] = rnd_int(lo, lo + (i == 1 ? 25 : 10) * p.stride[i]);
+                p.out_size[i] = (p.in_size[i] + p.pad_begin[i] + p.pad_end[i] - span) /
+                                    p.stride[i] + 1;
+            }
+            if (t % 5 == 1) {
+                p.x_coff = rnd_int(0, 2);
+                p.x_ctotal = p.x_coff + p.channels + rnd_int(0, 2);
+                p.y_coff = rnd_int(0, 2);
+                p.y_ctotal = p.y_coff + p.out_channels + rnd_int(0, 2);
+            }
+            p.act = rnd_act();
+            OqcfAct acts[8];
+            if (t % 7 == 3) {
+                for (int64_t k = 0; k < p.out_channels; k++)
+                    acts[k] = rnd_act();
+                p.act_per_channel = acts;
+            }
+            int64_t bad = conv_check(t % 3 == 1 ? pool2 : NULL, &p, t % 6 != 5);
+            if (bad)
+                printf("\n  depthwise case %d.%d (k %lldx%lld s %lldx%lld d %lldx%lld "
+                       "out %lldx%lld)", pass, t, (long long)p.kernel[0],
+                       (long long)p.kernel[1], (long long)p.stride[0], (long long)p.stride[1],
+                       (long long)p.dilation[0], (long long)p.dilation[1],
+                       (long long)p.out_size[0], (long long)p.out_size[1]);
+            CU_ASSERT_EQUAL(bad, 0);
+        }
+    }
+    oqcf_sgemm_force_isa(OQCF_ISA_AUTO);
+    /* Scratch for one thread with a 2-thread pool: the fast path runs on one thread. */
+    OqcfConvParams dw = {2, 1, 6, 6, 6, {30, 30}, {30, 30}, {3, 3}, {1, 1}, {1, 1},
+                         {1, 1}, {1, 1}, 0, 0, 0, 0, {OQCF_ACT_RELU, 0, 0}, NULL};
+    size_t ss = oqcf_conv_scratch_size(&dw, 1);
+    float *x = rnd_buf(6 * 900), *w = rnd_buf(6 * 9), *y1 = malloc(sizeof(float) * 6 * 900),
+          *y2 = malloc(sizeof(float) * 6 * 900);
+    void *s1 = scratch_alloc(ss);
+    CU_ASSERT_EQUAL(oqcf_conv(NULL, &dw, x, w, NULL, y1, s1, ss), OQCF_OK);
+    CU_ASSERT_EQUAL(oqcf_conv(pool2, &dw, x, w, NULL, y2, s1, ss), OQCF_OK);
+    CU_ASSERT_EQUAL(memcmp(y1, y2, sizeof(float) * 6 * 900), 0);
+    free(x);
+    free(w);
+    free(y1);
+    free(y2);
+    free(s1);
     oqcf_pool_destroy(pool2);
 }
 
@@ -280,6 +426,8 @@ static void ref_pool(const OqcfPoolParams *p, const float *x, int is_max, double
             }
 }
 
+static int pool_no_indices;   /* pool_check runs MaxPool without Indices (fast path) */
+
 static int64_t pool_check(OqcfPool *pool, const OqcfPoolParams *p, int is_max) {
     int64_t inpl = 1, outpl = 1;
     for (int i = 0; i < p->nspatial; i++) {
@@ -298,7 +446,8 @@ static int64_t pool_check(OqcfPool *pool, const OqcfPoolParams *p, int is_max) {
     double *ref = malloc(sizeof(double) * (size_t)nref);
     double *tol = malloc(sizeof(double) * (size_t)nref);
     ref_pool(p, x, is_max, ref, rind, tol);
-    int st = is_max ? oqcf_maxpool(pool, p, x, y, ind) : oqcf_avgpool(pool, p, x, y);
+    int st = is_max ? oqcf_maxpool(pool, p, x, y, pool_no_indices ? NULL : ind)
+                    : oqcf_avgpool(pool, p, x, y);
     CU_ASSERT_EQUAL(st, OQCF_OK);
     int64_t bad = 0;
     for (int64_t n = 0; n < p->batch; n++)
@@ -312,7 +461,7 @@ static int64_t pool_check(OqcfPool *pool, const OqcfPoolParams *p, int is_max) {
                     bad += yp[i] != -777.0f;
             }
         }
-    if (is_max)
+    if (is_max && !pool_no_indices)
         for (int64_t i = 0; i < nref; i++)
             bad += ind[i] != rind[i];
     free(x);
@@ -325,7 +474,7 @@ static int64_t pool_check(OqcfPool *pool, const OqcfPoolParams *p, int is_max) {
 }
 
 static void test_pool_random(void) {
-    OqcfPool *pool2 = oqcf_pool_create(2);
+    OqcfPool *pool2 = test_pool2();
     rnd_seed(11);
     for (int t = 0; t < 160; t++) {
         OqcfPoolParams p = {0};
@@ -366,6 +515,107 @@ static void test_pool_random(void) {
     oqcf_pool_destroy(pool2);
 }
 
+/* Random 1-D/2-D pooling geometry for the MaxPool sweep: windows up to 5 (dilated up to
+ * 3), strides up to 5 (the fast path takes up to 4 along W), ceil_mode overhangs, pads
+ * up to kernel - 1, output widths 1 .. ~40. */
+static void rnd_pool_geometry(OqcfPoolParams *p, int ns) {
+    p->nspatial = ns;
+    int ceil_mode = (int)rnd_int(0, 1);
+    for (int i = 0; i < ns; i++) {
+        p->kernel[i] = rnd_int(1, 5);
+        p->stride[i] = rnd_int(1, 5);
+        p->dilation[i] = rnd_int(1, 3);
+        p->pad_begin[i] = rnd_int(0, p->kernel[i] - 1);
+        p->pad_end[i] = rnd_int(0, p->kernel[i] - 1);
+        int64_t span = p->dilation[i] * (p->kernel[i] - 1) + 1;
+        int64_t lo = span - p->pad_begin[i] - p->pad_end[i];
+        lo = lo < 1 ? 1 : lo;
+        p->in_size[i] = rnd_int(lo, lo + (i == ns - 1 ? 40 : 12) * p->stride[i] / 2 + 1);
+        int64_t num = p->in_size[i] + p->pad_begin[i] + p->pad_end[i] - span;
+        p->out_size[i] = (ceil_mode ? (num + p->stride[i] - 1) / p->stride[i]
+                                    : num / p->stride[i]) + 1;
+        if (ceil_mode && (p->out_size[i] - 1) * p->stride[i] >= p->in_size[i] + p->pad_begin[i])
+            p->out_size[i]--;
+    }
+}
+
+/* MaxPool without Indices (the separable fast path for 1-D and 2-D, the general path
+ * otherwise) against the naive reference, under the AVX2 and the portable kernels, with
+ * views and 2 threads; then bit-exact against MaxPool with Indices (the general
+ * output-by-output path) on inputs holding NaN, +-inf and -FLT_MAX, which the
+ * reference does not model: NaN never wins, a window of -inf gives -FLT_MAX. */
+static void test_maxpool_sweep(void) {
+    OqcfPool *pool2 = test_pool2();
+    rnd_seed(23);
+    pool_no_indices = 1;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1)
+            oqcf_sgemm_force_isa(OQCF_ISA_PORTABLE);
+        for (int t = 0; t < 200; t++) {
+            OqcfPoolParams p = {0};
+            rnd_pool_geometry(&p, 1 + t % 2);
+            p.batch = rnd_int(1, 2);
+            p.channels = rnd_int(1, 4);
+            if (t % 4 == 3) {
+                p.x_coff = rnd_int(0, 2);
+                p.x_ctotal = p.x_coff + p.channels + rnd_int(0, 2);
+                p.y_coff = rnd_int(0, 2);
+                p.y_ctotal = p.y_coff + p.channels + rnd_int(0, 2);
+            }
+            int64_t bad = pool_check(t % 3 == 1 ? pool2 : NULL, &p, 1);
+            if (bad)
+                printf("\n  maxpool case %d.%d (ns=%d k %lld s %lld d %lld out %lld)", pass, t,
+                       p.nspatial, (long long)p.kernel[p.nspatial - 1],
+                       (long long)p.stride[p.nspatial - 1],
+                       (long long)p.dilation[p.nspatial - 1],
+                       (long long)p.out_size[p.nspatial - 1]);
+            CU_ASSERT_EQUAL(bad, 0);
+        }
+    }
+    pool_no_indices = 0;
+    oqcf_sgemm_force_isa(OQCF_ISA_AUTO);
+    /* A very wide row and a very tall dilated window: the general path. */
+    OqcfPoolParams wide = {2, 1, 2, {3, 3000}, {1, 2998}, {3, 3}, {1, 1}, {1, 1}};
+    OqcfPoolParams tall = {2, 1, 2, {40, 9}, {4, 9}, {5, 3}, {1, 1}, {9, 1}, {0, 1}, {0, 1}};
+    pool_no_indices = 1;
+    CU_ASSERT_EQUAL(pool_check(NULL, &wide, 1), 0);
+    CU_ASSERT_EQUAL(pool_check(NULL, &tall, 1), 0);
+    pool_no_indices = 0;
+    /* Special values: fast path == general path, bit for bit. */
+    const float specials[] = {NAN, INFINITY, -INFINITY, -FLT_MAX};
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1)
+            oqcf_sgemm_force_isa(OQCF_ISA_PORTABLE);
+        for (int t = 0; t < 60; t++) {
+            OqcfPoolParams p = {0};
+            rnd_pool_geometry(&p, 1 + t % 2);
+            p.batch = 1;
+            p.channels = 2;
+            int64_t inpl = 1, outpl = 1;
+            for (int i = 0; i < p.nspatial; i++) {
+                inpl *= p.in_size[i];
+                outpl *= p.out_size[i];
+            }
+            float *x = rnd_buf(2 * inpl);
+            for (int64_t i = 0; i < 2 * inpl; i++)
+                if (rnd_int(0, 3) == 0)
+                    x[i] = specials[rnd_int(0, 3)];
+            float *y1 = malloc(sizeof(float) * (size_t)(2 * outpl));
+            float *y2 = malloc(sizeof(float) * (size_t)(2 * outpl));
+            int64_t *ind = malloc(sizeof(int64_t) * (size_t)(2 * outpl));
+            CU_ASSERT_EQUAL(oqcf_maxpool(NULL, &p, x, y1, NULL), OQCF_OK);
+            CU_ASSERT_EQUAL(oqcf_maxpool(NULL, &p, x, y2, ind), OQCF_OK);
+            CU_ASSERT_EQUAL(memcmp(y1, y2, sizeof(float) * (size_t)(2 * outpl)), 0);
+            free(x);
+            free(y1);
+            free(y2);
+            free(ind);
+        }
+    }
+    oqcf_sgemm_force_isa(OQCF_ISA_AUTO);
+    oqcf_pool_destroy(pool2);
+}
+
 /* Hand-worked ONNX examples (independent of ref_pool). */
 static void test_pool_examples(void) {
     /* 1-D x = [1 2 3 4 5], kernel 2, stride 2, ceil_mode: 3 outputs, the last window
@@ -401,7 +651,7 @@ static void test_pool_examples(void) {
 
 static void test_global_pool(void) {
     rnd_seed(13);
-    OqcfPool *pool2 = oqcf_pool_create(2);
+    OqcfPool *pool2 = test_pool2();
     for (int t = 0; t < 20; t++) {
         int64_t N = rnd_int(1, 3), C = rnd_int(1, 7), S = rnd_int(1, 200);
         float *x = rnd_buf(N * C * S), *ya = malloc(sizeof(float) * (size_t)(N * C)),
@@ -430,7 +680,7 @@ static void test_global_pool(void) {
 
 static void test_batchnorm(void) {
     rnd_seed(17);
-    OqcfPool *pool2 = oqcf_pool_create(2);
+    OqcfPool *pool2 = test_pool2();
     for (int t = 0; t < 20; t++) {
         int64_t N = rnd_int(1, 3), C = rnd_int(1, 9), S = t % 4 == 0 ? 1 : rnd_int(1, 50);
         float *x = rnd_buf(N * C * S), *y = malloc(sizeof(float) * (size_t)(N * C * S));
@@ -464,7 +714,7 @@ static void test_batchnorm(void) {
 
 static void test_lrn(void) {
     rnd_seed(19);
-    OqcfPool *pool2 = oqcf_pool_create(2);
+    OqcfPool *pool2 = test_pool2();
     for (int t = 0; t < 20; t++) {
         int64_t N = rnd_int(1, 2), C = rnd_int(1, 12), S = rnd_int(1, 30), size = rnd_int(1, 6);
         float alpha = 1e-2f * (1 + rnd_f()), beta = 0.75f + 0.2f * rnd_f();
@@ -493,5 +743,7 @@ static void test_lrn(void) {
 }
 
 OQC_TEST_MAIN("fp32-nn-conv", OQC_TEST(test_conv_random), OQC_TEST(test_conv_shapes),
-              OQC_TEST(test_pool_random), OQC_TEST(test_pool_examples),
+              OQC_TEST(test_conv_flat), OQC_TEST(test_conv_depthwise_sweep),
+              OQC_TEST(test_pool_random), OQC_TEST(test_maxpool_sweep),
+              OQC_TEST(test_pool_examples),
               OQC_TEST(test_global_pool), OQC_TEST(test_batchnorm), OQC_TEST(test_lrn))

@@ -132,6 +132,54 @@ static void test_unary_reference(void) {
     }
 }
 
+/* The piecewise-linear ops run in blocks of 8 plus a scalar tail: every length 0..19,
+ * in place and not, with NaN, +-0 and +-inf at every position, bit-exact against the
+ * formulas (NaN passes through, relu(-0) is -0). */
+static int same_float(float a, float b) {
+    return (isnan(a) && isnan(b)) || (a == b && signbit(a) == signbit(b));
+}
+
+static void test_unary_blocks(void) {
+    const float sp[] = { NAN, -0.0f, 0.0f, INFINITY, -INFINITY, -3.5f, 0.25f };
+    enum { L = 19 };
+    float x[L], y[L], z[L];
+    int bad = 0;
+    for (int n = 0; n <= L; n++)
+        for (int pos = 0; pos < n; pos++)
+            for (int k = 0; k < 7; k++) {
+                for (int i = 0; i < n; i++)
+                    x[i] = (float)((i * 7) % 11 - 5) / 4.0f;
+                x[pos] = sp[k];
+                for (int op = 0; op < 4; op++) {
+                    memcpy(z, x, sizeof x);
+                    float *out = op % 2 ? z : y;   /* odd ops in place */
+                    if (op == 0)
+                        oqcf_relu(x, out, n);
+                    else if (op == 1)
+                        oqcf_clip(z, out, n, -1.0f, 0.5f);
+                    else if (op == 2)
+                        oqcf_leaky_relu(x, out, n, 0.125f);
+                    else
+                        oqcf_hard_sigmoid(z, out, n, 0.2f, 0.5f);
+                    for (int i = 0; i < n; i++) {
+                        float v = x[i], want;
+                        if (op == 0)
+                            want = v < 0 ? 0.0f : v;
+                        else if (op == 1)
+                            want = v < -1.0f ? -1.0f : (v > 0.5f ? 0.5f : v);
+                        else if (op == 2)
+                            want = v < 0 ? 0.125f * v : v;
+                        else {
+                            float h = 0.2f * v + 0.5f;
+                            want = h < 0 ? 0.0f : (h > 1 ? 1.0f : h);
+                        }
+                        bad += !same_float(out[i], want);
+                    }
+                }
+            }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
 static void test_clip_typed(void) {
     int8_t x8[256], y8[256], lo8 = -5, hi8 = 7;
     for (int i = 0; i < 256; i++)
@@ -1172,6 +1220,7 @@ static void test_dequantize(void) {
 
 OQC_TEST_MAIN("fp32-tensor",
               OQC_TEST(test_unary_hand), OQC_TEST(test_unary_reference),
+              OQC_TEST(test_unary_blocks),
               OQC_TEST(test_clip_typed), OQC_TEST(test_broadcast_shape),
               OQC_TEST(test_binary_random_ranks), OQC_TEST(test_binary_fast_paths),
               OQC_TEST(test_binary_int_dtypes), OQC_TEST(test_binary_int_corners),
