@@ -33,6 +33,9 @@ XML_CFLAGS := $(shell pkg-config --cflags libxml-2.0 2>/dev/null || echo -I/usr/
 XML_LIBS   := $(shell pkg-config --libs libxml-2.0 2>/dev/null || echo -lxml2)
 INCLUDES := -Icompiler -Ipasses -Iruntime -I$(BUILD)/proto
 CFLAGS_ALL := $(CSTD) $(OPT) $(WARN) $(SANFLAGS) $(INCLUDES) $(XML_CFLAGS) -pthread $(CFLAGS)
+# The FP32 GEMM reproduces its microkernels' summation order in its matrix-vector path:
+# no compiler may fuse a product and a sum on its own there.
+CFLAGS_runtime_oqcf_sgemm := -ffp-contract=off
 LDLIBS_ALL := -lprotobuf-c $(XML_LIBS) -lm -pthread $(LDLIBS)
 LDFLAGS_ALL := $(SANFLAGS) $(LDFLAGS)
 

@@ -124,7 +124,18 @@ typedef struct EpiFull {
     float alpha, beta;              /* as in Ukp */
     const OqcfSgemmEpilogue *epi;   /* user epilogue (may be NULL) */
     int final;                      /* last K block: apply bias and activation */
+    int fused;                      /* beta * C fused into the sum (the x86 families) */
 } EpiFull;
+
+#if OQCF_SGEMM_X86
+#define AVX2 __attribute__((target("avx2,fma")))
+#define AVX512 __attribute__((target("avx512f,fma")))
+
+/* beta * c + v rounded once, as the vector epilogues' fmadd. */
+AVX2 static float fused_beta(float beta, float c, float v) {
+    return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(beta), _mm_set_ss(c), _mm_set_ss(v)));
+}
+#endif
 
 static void epilogue_scalar(const float *t, int64_t ldt, float *c, int64_t ldc, int64_t i0,
                             int64_t j0, int64_t m, int64_t n, const EpiFull *f) {
@@ -132,8 +143,14 @@ static void epilogue_scalar(const float *t, int64_t ldt, float *c, int64_t ldc, 
     for (int64_t i = 0; i < m; i++) {
         for (int64_t j = 0; j < n; j++) {
             float v = f->alpha * t[i * ldt + j];
-            if (f->beta != 0.0f)
-                v += f->beta * c[i * ldc + j];
+            if (f->beta != 0.0f) {
+#if OQCF_SGEMM_X86
+                if (f->fused)
+                    v = fused_beta(f->beta, c[i * ldc + j], v);
+                else
+#endif
+                    v += f->beta * c[i * ldc + j];
+            }
             if (u) {
                 switch (u->bias_per) {
                 case OQCF_PER_ALL: v += u->bias[0]; break;
@@ -182,9 +199,6 @@ static void ukr_4x16__c(int64_t kc, const float *restrict a, int64_t rsa, int64_
 
 /* ---- x86 microkernels ----------------------------------------------------------- */
 #if OQCF_SGEMM_X86
-
-#define AVX2 __attribute__((target("avx2,fma")))
-#define AVX512 __attribute__((target("avx512f,fma")))
 
 AVX2 static inline __m256 act8(__m256 v, const OqcfAct *a) {
     switch (a->kind) {
@@ -676,7 +690,8 @@ static void run_block(const Job *J, int64_t i0, int64_t i1, int64_t j0, int64_t 
         for (int64_t pc = 0; pc < J->K; pc += kcb) {
             int64_t kc = J->K - pc < kcb ? J->K - pc : kcb;
             int first = pc == 0, final = pc + kc == J->K;
-            EpiFull ef = {J->alpha, first ? J->beta : 1.0f, u, final};
+            EpiFull ef = {J->alpha, first ? J->beta : 1.0f, u, final,
+                          kr->isa != OQCF_ISA_PORTABLE};
             for (int64_t ic = i0; ic < i1; ic += kr->mc) {
                 int64_t mc = i1 - ic < kr->mc ? i1 - ic : kr->mc;
                 /* A stored M x K is read in place (rows lda apart) except for a last
@@ -793,7 +808,7 @@ static void choose_grid(const Job *J, int T, int *tm_out, int *tn_out) {
 static void scale_only(int64_t M, int64_t N, float beta, float *C, int64_t ldc,
                        const OqcfSgemmEpilogue *epi) {
     float zero = 0.0f;
-    EpiFull ef = {1.0f, beta, epi, 1};
+    EpiFull ef = {1.0f, beta, epi, 1, 0};
     for (int64_t i = 0; i < M; i++)
         for (int64_t j = 0; j < N; j++)
             epilogue_scalar(&zero, 0, C + i * ldc + j, ldc, i, j, 1, 1, &ef);
@@ -854,7 +869,14 @@ int oqcf_sgemm_ex(OqcfPool *pool, int trans_a, int64_t M, int64_t N, int64_t K, 
 /* A product with one output row or column is memory-bound: packing would only add
  * traffic, so it runs straight from the operands, as L dot products ("dot" form: X's
  * rows run along k) or as K scaled row additions ("axpy" form: X's rows run along the
- * outputs), a block of GEMV_BLOCK outputs at a time. */
+ * outputs), a block of GEMV_BLOCK outputs at a time.
+ *
+ * Every output is summed exactly as the microkernel of the same family would sum it
+ * (one running sum from zero per K block of block_k(), k in order, fused multiply-add
+ * in the x86 families, a product then a sum in the portable one; the blocks combined
+ * through the same epilogue arithmetic).  So a row of C does not depend on how many
+ * other rows the product has: a model run at batch 1 and at batch 7 gives the same
+ * bits per sample, which calibration relies on (tables independent of --batch). */
 #define GEMV_BLOCK 256
 
 /* One matrix-vector product. */
@@ -870,50 +892,117 @@ typedef struct Gemv {
     int64_t cs;                     /* stride between outputs in C */
     int row;                        /* M == 1 (outputs are columns j), else N == 1 */
     const OqcfSgemmEpilogue *epi;   /* user epilogue or NULL */
+    const Kernel *kr;               /* the family whose summation order is reproduced */
 } Gemv;
 
-static float dot(const float *restrict x, const float *restrict v, int64_t vs, int64_t K) {
-    if (vs != 1) {
-        float s = 0.0f;
-        for (int64_t k = 0; k < K; k++)
-            s += x[k] * v[k * vs];
-        return s;
+/* acc[r] = the sum over k in [k0, k0 + kc) of X(r) * v(k), from zero, k in order:
+ * portable family (a product, then a sum; the file is built with -ffp-contract=off). */
+static void gemv_block__c(const Gemv *g, int64_t rb, int64_t nb, int64_t k0, int64_t kc,
+                          float *restrict acc) {
+    for (int64_t r = 0; r < nb; r++)
+        acc[r] = 0.0f;
+    if (g->dot) {
+        for (int64_t r = 0; r < nb; r++) {
+            const float *x = g->X + (rb + r) * g->ldx;
+            float s = 0.0f;
+            for (int64_t k = k0; k < k0 + kc; k++)
+                s += x[k] * g->v[k * g->vs];
+            acc[r] = s;
+        }
+    } else {
+        for (int64_t k = k0; k < k0 + kc; k++) {
+            const float *xr = g->X + k * g->ldx + rb;
+            float vk = g->v[k * g->vs];
+            for (int64_t r = 0; r < nb; r++)
+                acc[r] += vk * xr[r];
+        }
     }
-    float acc[8] = {0};   /* 8 partial sums: vectorisable without reassociation */
-    int64_t k = 0;
-    for (; k + 8 <= K; k += 8)
-        for (int l = 0; l < 8; l++)
-            acc[l] += x[k + l] * v[k + l];
-    float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-    for (; k < K; k++)
-        s += x[k] * v[k];
-    return s;
 }
+
+#if OQCF_SGEMM_X86
+/* gemv_block__c with fused multiply-adds, as the AVX2 and AVX-512 microkernels sum.  The
+ * dot form runs 8 outputs at once (8 independent chains); the axpy form 8 per vector. */
+AVX2 static void gemv_block__fma(const Gemv *g, int64_t rb, int64_t nb, int64_t k0,
+                                 int64_t kc, float *restrict acc) {
+    int64_t r = 0;
+    if (g->dot) {
+        for (; r + 8 <= nb; r += 8) {
+            const float *x = g->X + (rb + r) * g->ldx;
+            const int64_t l = g->ldx;
+            __m128 s0 = _mm_setzero_ps(), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0,
+                   s6 = s0, s7 = s0;
+            for (int64_t k = k0; k < k0 + kc; k++) {
+                __m128 vk = _mm_set_ss(g->v[k * g->vs]);
+                s0 = _mm_fmadd_ss(_mm_set_ss(x[k]), vk, s0);
+                s1 = _mm_fmadd_ss(_mm_set_ss(x[l + k]), vk, s1);
+                s2 = _mm_fmadd_ss(_mm_set_ss(x[2 * l + k]), vk, s2);
+                s3 = _mm_fmadd_ss(_mm_set_ss(x[3 * l + k]), vk, s3);
+                s4 = _mm_fmadd_ss(_mm_set_ss(x[4 * l + k]), vk, s4);
+                s5 = _mm_fmadd_ss(_mm_set_ss(x[5 * l + k]), vk, s5);
+                s6 = _mm_fmadd_ss(_mm_set_ss(x[6 * l + k]), vk, s6);
+                s7 = _mm_fmadd_ss(_mm_set_ss(x[7 * l + k]), vk, s7);
+            }
+            acc[r] = _mm_cvtss_f32(s0);
+            acc[r + 1] = _mm_cvtss_f32(s1);
+            acc[r + 2] = _mm_cvtss_f32(s2);
+            acc[r + 3] = _mm_cvtss_f32(s3);
+            acc[r + 4] = _mm_cvtss_f32(s4);
+            acc[r + 5] = _mm_cvtss_f32(s5);
+            acc[r + 6] = _mm_cvtss_f32(s6);
+            acc[r + 7] = _mm_cvtss_f32(s7);
+        }
+        for (; r < nb; r++) {
+            const float *x = g->X + (rb + r) * g->ldx;
+            __m128 s = _mm_setzero_ps();
+            for (int64_t k = k0; k < k0 + kc; k++)
+                s = _mm_fmadd_ss(_mm_set_ss(x[k]), _mm_set_ss(g->v[k * g->vs]), s);
+            acc[r] = _mm_cvtss_f32(s);
+        }
+        return;
+    }
+    for (; r + 8 <= nb; r += 8) {
+        __m256 s = _mm256_setzero_ps();
+        for (int64_t k = k0; k < k0 + kc; k++)
+            s = _mm256_fmadd_ps(_mm256_set1_ps(g->v[k * g->vs]),
+                                _mm256_loadu_ps(g->X + k * g->ldx + rb + r), s);
+        _mm256_storeu_ps(acc + r, s);
+    }
+    for (; r < nb; r++) {
+        __m128 s = _mm_setzero_ps();
+        for (int64_t k = k0; k < k0 + kc; k++)
+            s = _mm_fmadd_ss(_mm_set_ss(g->v[k * g->vs]),
+                             _mm_set_ss(g->X[k * g->ldx + rb + r]), s);
+        acc[r] = _mm_cvtss_f32(s);
+    }
+}
+
+#endif
 
 static void gemv_fn(void *ctx, int64_t begin, int64_t end, int tid) {
     const Gemv *g = ctx;
     float acc[GEMV_BLOCK];
     (void)tid;
+    const int fused = g->kr->isa != OQCF_ISA_PORTABLE;
+    const int64_t kcb = block_k(g->kr, g->K);
     for (int64_t rb = begin; rb < end; rb += GEMV_BLOCK) {
         int64_t nb = end - rb < GEMV_BLOCK ? end - rb : GEMV_BLOCK;
-        if (g->dot) {
-            for (int64_t r = 0; r < nb; r++)
-                acc[r] = dot(g->X + (rb + r) * g->ldx, g->v, g->vs, g->K);
-        } else {
-            for (int64_t r = 0; r < nb; r++)
-                acc[r] = 0.0f;
-            for (int64_t k = 0; k < g->K; k++) {
-                const float *xr = g->X + k * g->ldx + rb;
-                float vk = g->v[k * g->vs];
-                for (int64_t r = 0; r < nb; r++)
-                    acc[r] += vk * xr[r];
+        for (int64_t pc = 0; pc < g->K; pc += kcb) {
+            int64_t kc = g->K - pc < kcb ? g->K - pc : kcb;
+            int first = pc == 0, final = pc + kc == g->K;
+#if OQCF_SGEMM_X86
+            if (fused)
+                gemv_block__fma(g, rb, nb, pc, kc, acc);
+            else
+#endif
+                gemv_block__c(g, rb, nb, pc, kc, acc);
+            /* The microkernels' epilogue: alpha * sum, then beta * C (fused in the
+             * vector families), then bias and activation on the last block. */
+            EpiFull ef = {g->alpha, first ? g->beta : 1.0f, g->epi, final, fused};
+            for (int64_t r = 0; r < nb; r++) {
+                int64_t o = rb + r;
+                epilogue_scalar(&acc[r], 0, g->C + o * g->cs, 0, g->row ? 0 : o,
+                                g->row ? o : 0, 1, 1, &ef);
             }
-        }
-        EpiFull ef = {g->alpha, g->beta, g->epi, 1};
-        for (int64_t r = 0; r < nb; r++) {
-            int64_t o = rb + r;
-            epilogue_scalar(&acc[r], 0, g->C + o * g->cs, 0, g->row ? 0 : o, g->row ? o : 0, 1,
-                            1, &ef);
         }
     }
 }
@@ -929,10 +1018,10 @@ int oqcf_sgemm(OqcfPool *pool, int trans_a, int trans_b, int64_t M, int64_t N, i
         Gemv g;
         if (M == 1) {   /* C row = op(A) row (a vector along k) times op(B) */
             g = (Gemv){trans_b, B, ldb, A, trans_a ? lda : 1, N, K,
-                       alpha, beta, C, 1, 1, epi};
+                       alpha, beta, C, 1, 1, epi, pick_kernel()};
         } else {        /* C column = op(A) times op(B) column (a vector along k) */
             g = (Gemv){!trans_a, A, lda, B, trans_b ? 1 : ldb, M, K,
-                       alpha, beta, C, ldc, 0, epi};
+                       alpha, beta, C, ldc, 0, epi, pick_kernel()};
         }
         oqcf_parallel_for(oqcf_pool_for_work(pool, (double)g.L * (double)K), g.L, gemv_fn,
                           &g);

@@ -288,6 +288,70 @@ static void test_sgemm_isa_agree(void) {
         printf("\n  [no vector microkernel on this CPU or build: nothing to compare] ");
 }
 
+/* A row (column) of C computed alone, as an M == 1 (N == 1) product, has the same bits
+ * as that row (column) of the whole product: the matrix-vector path sums in the order of
+ * the microkernels, so a model's output for one sample does not depend on the batch it
+ * runs in (calibration tables do not depend on --batch).  Every family, K over several
+ * blocks, all transposes, betas and epilogues. */
+static void test_sgemm_gemv_same_bits(void) {
+    const OqcfIsa isas[] = {OQCF_ISA_PORTABLE, OQCF_ISA_AVX2, OQCF_ISA_AVX512};
+    rnd_seed(55);
+    int64_t compared = 0, differ = 0;
+    for (int t = 0; t < 40; t++) {
+        int64_t M = rnd_int(2, 13), N = rnd_int(2, 40), K = rnd_int(1, t < 20 ? 60 : 900);
+        GemmCase g;
+        gemm_case_make(&g, M, N, K);
+        for (int f = 0; f < 3; f++) {
+            if (oqcf_sgemm_force_isa(isas[f]) != OQCF_OK)
+                continue;
+            int st;
+            float *C = gemm_case_run(&g, NULL, &st);
+            /* Each row alone. */
+            for (int64_t i = 0; i < M; i++) {
+                float *c = malloc(sizeof(float) * (size_t)g.ldc);
+                memcpy(c, g.C0 + i * g.ldc, sizeof(float) * (size_t)g.ldc);
+                OqcfSgemmEpilogue e = g.epi;
+                if (e.bias_per == OQCF_PER_ROW)
+                    e.bias += i;
+                if (e.act_per == OQCF_PER_ROW)
+                    e.act += i;
+                const float *a = g.ta ? g.A + i : g.A + i * g.lda;
+                CU_ASSERT_EQUAL(oqcf_sgemm(NULL, g.ta, g.tb, 1, N, K, g.alpha, a, g.lda, g.B,
+                                           g.ldb, g.beta, c, g.ldc, &e, NULL, 0),
+                                OQCF_OK);
+                differ += memcmp(c, C + i * g.ldc, sizeof(float) * (size_t)N) != 0;
+                compared++;
+                free(c);
+            }
+            /* Each column alone. */
+            for (int64_t j = 0; j < N; j++) {
+                float *c = malloc(sizeof(float) * (size_t)(M * g.ldc));
+                memcpy(c, g.C0, sizeof(float) * (size_t)(M * g.ldc));
+                OqcfSgemmEpilogue e = g.epi;
+                if (e.bias_per == OQCF_PER_COL)
+                    e.bias += j;
+                if (e.act_per == OQCF_PER_COL)
+                    e.act += j;
+                const float *b = g.tb ? g.B + j * g.ldb : g.B + j;
+                CU_ASSERT_EQUAL(oqcf_sgemm(NULL, g.ta, g.tb, M, 1, K, g.alpha, g.A, g.lda, b,
+                                           g.ldb, g.beta, c + j, g.ldc, &e, NULL, 0),
+                                OQCF_OK);
+                for (int64_t i = 0; i < M; i++)
+                    differ += memcmp(&c[i * g.ldc + j], &C[i * g.ldc + j], sizeof(float)) != 0;
+                compared++;
+                free(c);
+            }
+            free(C);
+        }
+        gemm_case_free(&g);
+    }
+    oqcf_sgemm_force_isa(OQCF_ISA_AUTO);
+    if (differ)
+        printf("\n  %lld of %lld single rows/columns differ from the whole product ",
+               (long long)differ, (long long)compared);
+    CU_ASSERT_EQUAL(differ, 0);
+}
+
 /* oqcf_sgemm_ex with op(B) given as rows (rows mode): the rows at shuffled, gapped
  * offsets of a buffer allocated to end exactly at the last row's column N - 1 (an
  * over-read shows under ASan), few (read in place) and many (packed) rows of A, K over
@@ -614,6 +678,7 @@ static void test_matmul(void) {
 
 OQC_TEST_MAIN("fp32-nn", OQC_TEST(test_pool), OQC_TEST(test_sgemm_isa_portable),
               OQC_TEST(test_sgemm_isa_avx2), OQC_TEST(test_sgemm_isa_avx512),
-              OQC_TEST(test_sgemm_isa_agree), OQC_TEST(test_sgemm_edges),
+              OQC_TEST(test_sgemm_isa_agree), OQC_TEST(test_sgemm_gemv_same_bits),
+              OQC_TEST(test_sgemm_edges),
               OQC_TEST(test_sgemm_rows), OQC_TEST(test_act_nan),
               OQC_TEST(test_gemm_op), OQC_TEST(test_matmul))
