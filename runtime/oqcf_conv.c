@@ -731,29 +731,57 @@ static void flat_layout(const Flat *f, int64_t kdim, size_t sgemm, size_t *o_xs,
     *total = *o_gemm + sgemm + 64;
 }
 
-/* Copies the data of Cg input channels (channel c at xg + c * in_plane) into the split
- * planes; the padding is already zero (xs is cleared once per call). */
-static void flat_split(const Geo *g, const Flat *f, const float *xg, int64_t Cg, float *xs,
-                       Gather2Fn gather2) {
-    const int64_t sh = g->str[1], sw = g->str[2], H = g->in[1], W = g->in[2];
-    int usedh[FLAT_MAX_STRIDE] = {0}, usedw[FLAT_MAX_STRIDE] = {0};
-    int64_t lo[FLAT_MAX_STRIDE], hi[FLAT_MAX_STRIDE];
+/* Copying one group's input into the split planes, in parallel over channels. */
+typedef struct FlatSplit {
+    const Geo *g;                        /* geometry */
+    const Flat *f;                       /* flat geometry */
+    const float *xg;                     /* the group's first input channel */
+    float *xs;                           /* the split planes */
+    Gather2Fn gather2;                   /* stride-2 column gather */
+    int usedh[FLAT_MAX_STRIDE];          /* row phases some tap reads */
+    int usedw[FLAT_MAX_STRIDE];          /* column phases some tap reads */
+    int64_t lo[FLAT_MAX_STRIDE];         /* per column phase: data columns [lo, hi) */
+    int64_t hi[FLAT_MAX_STRIDE];
+} FlatSplit;
+
+static void flat_split_init(FlatSplit *S, const Geo *g, const Flat *f, float *xs,
+                            Gather2Fn gather2) {
+    const int64_t sh = g->str[1], sw = g->str[2];
+    S->g = g;
+    S->f = f;
+    S->xg = NULL;
+    S->xs = xs;
+    S->gather2 = gather2;
+    for (int r = 0; r < FLAT_MAX_STRIDE; r++)
+        S->usedh[r] = S->usedw[r] = 0;
     for (int64_t kh = 0; kh < g->ker[1]; kh++)
-        usedh[kh * g->dil[1] % sh] = 1;
+        S->usedh[kh * g->dil[1] % sh] = 1;
     for (int64_t kw = 0; kw < g->ker[2]; kw++)
-        usedw[kw * g->dil[2] % sw] = 1;
+        S->usedw[kw * g->dil[2] % sw] = 1;
     for (int64_t rw = 0; rw < sw; rw++)
-        valid_range(rw - g->pad[2], sw, W, f->R, &lo[rw], &hi[rw]);
-    for (int64_t c = 0; c < Cg; c++) {
-        const float *xc = xg + c * g->in_plane;
+        valid_range(rw - g->pad[2], sw, g->in[2], f->R, &S->lo[rw], &S->hi[rw]);
+}
+
+/* Copies the data of input channels [c0, c1) (channel c at xg + c * in_plane) into the
+ * split planes; the padding is already zero (xs is cleared once per call). */
+static void flat_split_fn(void *ctx, int64_t c0, int64_t c1, int tid) {
+    const FlatSplit *S = ctx;
+    const Geo *g = S->g;
+    const Flat *f = S->f;
+    const int64_t sh = g->str[1], sw = g->str[2], H = g->in[1], W = g->in[2];
+    const int64_t *lo = S->lo, *hi = S->hi;
+    float *xs = S->xs;
+    (void)tid;
+    for (int64_t c = c0; c < c1; c++) {
+        const float *xc = S->xg + c * g->in_plane;
         for (int64_t rh = 0; rh < sh; rh++) {
-            if (!usedh[rh])
+            if (!S->usedh[rh])
                 continue;
             int64_t ilo, ihi;   /* plane rows holding input rows */
             valid_range(rh - g->pad[1], sh, H, f->Hq, &ilo, &ihi);
             for (int64_t rw = 0; rw < sw; rw++) {
                 int64_t n = hi[rw] - lo[rw];
-                if (!usedw[rw] || n <= 0)
+                if (!S->usedw[rw] || n <= 0)
                     continue;
                 float *pl = xs + c * f->cstride + (rh * sw + rw) * f->plane + lo[rw];
                 for (int64_t i = ilo; i < ihi; i++) {
@@ -766,7 +794,7 @@ static void flat_split(const Geo *g, const Flat *f, const float *xg, int64_t Cg,
                         else
                             memcpy(o, s, (size_t)n * sizeof(float));
                     } else if (sw == 2) {
-                        gather2(o, s, n);
+                        S->gather2(o, s, n);
                     } else {
                         for (int64_t j = 0; j < n; j++)
                             o[j] = s[j * sw];
@@ -775,6 +803,33 @@ static void flat_split(const Geo *g, const Flat *f, const float *xg, int64_t Cg,
             }
         }
     }
+}
+
+/* Copying the OW real columns of each padded row of an output band to y, in parallel
+ * over output channels. */
+typedef struct FlatOut {
+    const float *yb;    /* the band: Kg rows of N floats */
+    float *yg;          /* the group's first output channel */
+    int64_t N;          /* floats per channel in the band (rows * R) */
+    int64_t R;          /* row pitch of the band */
+    int64_t OW;         /* real columns per row */
+    int64_t rows;       /* rows in the band */
+    int64_t oh0;        /* the band's first output row */
+    int64_t plane;      /* floats per output channel of y */
+} FlatOut;
+
+static void flat_out_fn(void *ctx, int64_t k0, int64_t k1, int tid) {
+    const FlatOut *O = ctx;
+    (void)tid;
+    for (int64_t k = k0; k < k1; k++)
+        for (int64_t r = 0; r < O->rows; r++) {
+            const float *s = O->yb + k * O->N + r * O->R;
+            float *o = O->yg + k * O->plane + (O->oh0 + r) * O->OW;
+            if (O->OW <= 32)
+                copy_run(o, s, O->OW);
+            else
+                memcpy(o, s, (size_t)O->OW * sizeof(float));
+        }
 }
 
 /* ---- driver ---------------------------------------------------------------------- */
@@ -836,12 +891,16 @@ static int conv_flat(OqcfPool *pool, const OqcfConvParams *p, const Geo *g, cons
     for (int64_t k = g->taps; k < Kdim; k++)
         koff[k] = koff[k - g->taps] + f->cstride;
     memset(xs, 0, (size_t)f->xs * sizeof(float));   /* padding and slack, once */
+    FlatSplit S;
+    flat_split_init(&S, g, f, xs, gather2);
+    OqcfPool *split_pool = oqcf_pool_for_work(pool, (double)Cg * g->in_plane);
     for (int64_t n = 0; n < p->batch; n++) {
         for (int64_t gi = 0; gi < p->group; gi++) {
             const float *xg = x + (n * xct + p->x_coff + gi * Cg) * g->in_plane;
             float *yg = y + (n * yct + p->y_coff + gi * Kg) * g->out_plane;
             OqcfSgemmEpilogue epi = group_epi(p, bias, gi, Kg);
-            flat_split(g, f, xg, Cg, xs, gather2);
+            S.xg = xg;
+            oqcf_parallel_for(split_pool, Cg, flat_split_fn, &S);
             for (int64_t oh0 = 0; oh0 < OH; oh0 += f->band) {
                 int64_t nb = OH - oh0 < f->band ? OH - oh0 : f->band, N = nb * R;
                 OqcfSgemmB src = {NULL, NULL, xs + oh0 * R, koff};
@@ -852,15 +911,11 @@ static int conv_flat(OqcfPool *pool, const OqcfConvParams *p, const Geo *g, cons
                                        direct ? g->out_plane : N, &epi, gs, gsz);
                 if (st != OQCF_OK)
                     return st;
-                for (int64_t k = 0; k < Kg && !direct; k++)   /* the OW real columns */
-                    for (int64_t r = 0; r < nb; r++) {
-                        const float *s = yb + k * N + r * R;
-                        float *o = yg + k * g->out_plane + (oh0 + r) * OW;
-                        if (OW <= 32)
-                            copy_run(o, s, OW);
-                        else
-                            memcpy(o, s, (size_t)OW * sizeof(float));
-                    }
+                if (!direct) {   /* the OW real columns of each row */
+                    FlatOut O = {yb, yg, N, R, OW, nb, oh0, g->out_plane};
+                    oqcf_parallel_for(oqcf_pool_for_work(pool, (double)Kg * nb * OW), Kg,
+                                      flat_out_fn, &O);
+                }
             }
         }
     }
