@@ -376,7 +376,24 @@ int oqc_calib_threshold(const OqcHist *h, OqcCalibMethod m, double param, int le
             if (!divergence)
                 for (int k = 0; k < n; k++)
                     div[k] = NAN;
-            int best = entropy_search(h, levels, div);
+            /* Bin 0 is left out of the search (its count taken as 0) unless param
+             * is non-zero (the contract's literal steps, for tests): its values
+             * quantize to zero at every candidate, and after a ReLU it holds a spike
+             * of exact zeros (half the values or more) that otherwise drags every
+             * group of Q and pushes T down to the smallest candidate.  The seeds'
+             * implementation drops the first bin for the same reason. */
+            OqcHist h0 = *h;
+            uint64_t *b0 = NULL;
+            if (param == 0 && h->bins[0]) {
+                b0 = malloc((size_t)n * sizeof *b0);
+                if (!b0)
+                    oqc_panic(__FILE__, __LINE__, "out of memory in the entropy calibration");
+                memcpy(b0, h->bins, (size_t)n * sizeof *b0);
+                b0[0] = 0;
+                h0.bins = b0;
+            }
+            int best = entropy_search(&h0, levels, div);
+            free(b0);
             if (best >= 0) {
                 pos = best + 0.5;
                 e->kl = div[best];

@@ -90,7 +90,7 @@ static void feed_inputs(Hook *k, const OqcGraph *g, const void *const *inputs) {
 /* Provably non-negative tensors (u8 storage): outputs of Relu, Clip with min >= 0,
  * Sigmoid/HardSigmoid, convs/Gemms with such a fused activation, and max/average
  * pooling, reshapes and concats of non-negative tensors. */
-static void find_unsigned(const OqcGraph *g, unsigned char *nonneg) {
+void oqc_find_unsigned(const OqcGraph *g, unsigned char *nonneg) {
     for (int i = 0; i < g->nnodes; i++) {
         const OqcNode *n = &g->nodes[i];
         int in0 = n->nin > 0 && n->in[0] >= 0 ? nonneg[n->in[0]] : 0;
@@ -372,7 +372,7 @@ int oqc_calibrate(OqcGraph *g, OqcGraph *gb, int64_t b, const OqcCalibOptions *o
     int *slot = h1.slot;
     /* Thresholds, per tensor (views share their base's). */
     unsigned char *nonneg = oqc_arena_alloc(a, (size_t)(g->ntensors + 1));
-    find_unsigned(g, nonneg);
+    oqc_find_unsigned(g, nonneg);
     OqcCalibEntry *es = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof *es);
     int ne = 0;
     for (int t = 0; t < g->ntensors; t++) {
@@ -403,7 +403,8 @@ int oqc_calibrate(OqcGraph *g, OqcGraph *gb, int64_t b, const OqcCalibOptions *o
             en->divergence = o->method == OQC_CALIB_ENTROPY
                                  ? oqc_arena_alloc(a, (size_t)o->bins * sizeof(double))
                                  : NULL;
-            if (oqc_calib_threshold(&cp->hists[s], o->method, o->param, 128, en, en->divergence) < 0)
+            if (oqc_calib_threshold(&cp->hists[s], o->method, o->param,
+                                    128, en, en->divergence) < 0)
                 return oqc_err(d, "%s: cannot choose a threshold for '%s'", g->path, tt->name);
             en->method = o->method_name;
         }

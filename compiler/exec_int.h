@@ -1,6 +1,10 @@
 /* exec_int.h - private to the FP32 executor (exec.c plans and runs, exec_ops.c holds
  * the per-op preparation and kernel calls): its state structs and small helpers. Not
- * part of ir.h because nothing outside the executor may depend on them. */
+ * part of ir.h because nothing outside the executor may depend on them, with one
+ * exception: the C emitter (emit_c.c) is the other reader of a prepared executor. It
+ * serialises the plan (arena offsets, views) and each node's kernel parameters, and
+ * switches on ExecNode.kind to know which kernel call a node makes. A change to a run_*
+ * function in exec_ops.c must be mirrored in emit_c.c's emit_node. */
 #ifndef OQC_EXEC_INT_H
 #define OQC_EXEC_INT_H
 
@@ -11,9 +15,19 @@
 typedef struct OqcExec OqcExec;
 typedef int (*RunFn)(OqcExec *e, int node);
 
+/* Which run function a node has: oqc_exec_prepare sets `kind` together with `run`, so
+ * the C emitter can emit the same kernel call. EXEC_NONE: no work (a view). */
+typedef enum ExecKind {
+    EXEC_NONE = 0, EXEC_CONV, EXEC_MAXPOOL, EXEC_AVGPOOL, EXEC_GLOBAL_POOL, EXEC_BATCHNORM,
+    EXEC_LRN, EXEC_GEMM, EXEC_MATMUL, EXEC_UNARY, EXEC_CLIP, EXEC_BINARY, EXEC_SUM,
+    EXEC_SOFTMAX, EXEC_CONCAT, EXEC_SPLIT, EXEC_SLICE, EXEC_TRANSPOSE, EXEC_PAD, EXEC_GATHER,
+    EXEC_CAST, EXEC_SHAPE, EXEC_CONSTANT_OF_SHAPE, EXEC_DROPOUT, EXEC_QDQ,
+} ExecKind;
+
 /* What a node needs at run time, computed once. */
 typedef struct ExecNode {
     RunFn run;                 /* kernel invocation */
+    ExecKind kind;             /* which run_* function run is (for the C emitter) */
     size_t scratch;            /* scratch bytes it needs */
     OqcfConvParams conv;       /* Conv (output 0 of a merged conv) */
     OqcfConvParams *convs;     /* merged Conv: parameters per output, NULL otherwise */
@@ -70,6 +84,8 @@ static inline size_t esize_of(const OqcTensor *t) { return oqcf_dtype_size(t->dt
 
 /* exec_ops.c: prepares node `node` (run function, parameters, scratch, dtype checks). */
 int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d);
+/* exec_q.c: prepares an INT8 node (OqcNode.q set by passes/quantize.c). */
+int oqc_exec_prepare_q(OqcExec *e, int node, OqcDiag *d);
 /* exec_ops.c: 1 for ops whose first output is a view of their first input. */
 int oqc_exec_is_view_op(const OqcNode *n);
 

@@ -326,6 +326,8 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
     OqcGraph *g = e->g;
     const OqcNode *n = &g->nodes[node];
     ExecNode *x = &e->nodes[node];
+    if (n->q)   /* an INT8 node: exec_q.c */
+        return oqc_exec_prepare_q(e, node, d);
     const OqcTensor *in0 = n->nin > 0 && n->in[0] >= 0 ? &g->tensors[n->in[0]] : NULL;
     const OqcTensor *out0 = n->nout > 0 && n->out[0] >= 0 ? &g->tensors[n->out[0]] : NULL;
     int nthreads = oqcf_pool_threads(e->pool);
@@ -375,6 +377,7 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
         if (!n->out_channels)
             x->scratch = oqcf_conv_scratch_size(p, nthreads);
         x->run = run_conv;
+        x->kind = EXEC_CONV;
         return 0;
     }
     case OQC_OP_MaxPool:
@@ -403,6 +406,7 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
         p->count_include_pad = (int)oqc_attr_int(n, "count_include_pad", 0);
         p->storage_order = (int)oqc_attr_int(n, "storage_order", 0);
         x->run = n->op == OQC_OP_MaxPool ? run_maxpool : run_avgpool;
+        x->kind = n->op == OQC_OP_MaxPool ? EXEC_MAXPOOL : EXEC_AVGPOOL;
         return 0;
     }
     case OQC_OP_GlobalAveragePool:
@@ -413,6 +417,7 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
         x->b = in0->shape.d[1];
         x->c = prod(&in0->shape, 2, in0->shape.rank);
         x->run = run_global_pool;
+        x->kind = EXEC_GLOBAL_POOL;
         return 0;
     case OQC_OP_BatchNormalization:
         if (oqc_attr_int(n, "training_mode", 0) != 0 || (n->opset < 7 && oqc_attr_int(n, "is_test", 1) == 0))
@@ -429,6 +434,7 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
         x->c = prod(&in0->shape, 2, in0->shape.rank);
         x->f0 = oqc_attr_float(n, "epsilon", 1e-5f);
         x->run = run_batchnorm;
+        x->kind = EXEC_BATCHNORM;
         return 0;
     case OQC_OP_LRN:
         if (!is_float(in0))
@@ -437,6 +443,7 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
         x->b = in0->shape.d[1];
         x->c = prod(&in0->shape, 2, in0->shape.rank);
         x->run = run_lrn;
+        x->kind = EXEC_LRN;
         return 0;
     case OQC_OP_Gemm: {
         OqcfGemmParams *p = &x->gemm;
@@ -456,6 +463,7 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
         p->act = n->act;
         x->scratch = oqcf_gemm_scratch_size(p, nthreads);
         x->run = run_gemm;
+        x->kind = EXEC_GEMM;
         return 0;
     }
     case OQC_OP_MatMul:
@@ -463,6 +471,7 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
             return PERR("only f32 is supported");
         x->scratch = oqcf_matmul_scratch_size(SH(e, node, 0), SH(e, node, 1), nthreads);
         x->run = run_matmul;
+        x->kind = EXEC_MATMUL;
         return 0;
     case OQC_OP_Relu: case OQC_OP_Sigmoid: case OQC_OP_Tanh: case OQC_OP_LeakyRelu:
     case OQC_OP_HardSigmoid:
@@ -473,6 +482,7 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
                                           : oqc_attr_float(n, "alpha", 0.2f);
         x->f1 = oqc_attr_float(n, "beta", 0.5f);
         x->run = run_unary;
+        x->kind = EXEC_UNARY;
         return 0;
     case OQC_OP_Clip:
         if (n->opset < 11 && !is_float(in0))
@@ -480,9 +490,11 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
         x->f0 = oqc_attr_float(n, "min", -INFINITY);
         x->f1 = oqc_attr_float(n, "max", INFINITY);
         x->run = run_clip;
+        x->kind = EXEC_CLIP;
         return 0;
     case OQC_OP_Add: case OQC_OP_Sub: case OQC_OP_Mul: case OQC_OP_Div:
         x->run = run_binary;
+        x->kind = EXEC_BINARY;
         return 0;
     case OQC_OP_Sum:
         if (!is_float(in0))
@@ -493,6 +505,7 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
             if (n->in[k] < 0)
                 return PERR("input %d is empty", k);
         x->run = run_sum;
+        x->kind = EXEC_SUM;
         return 0;
     case OQC_OP_Softmax: {
         if (!is_float(in0))
@@ -513,6 +526,7 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
             x->c = 1;
         }
         x->run = run_softmax;
+        x->kind = EXEC_SOFTMAX;
         return 0;
     }
     case OQC_OP_Concat:
@@ -522,6 +536,7 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
         if (x->axis < 0)
             x->axis += out0->shape.rank;
         x->run = run_concat;
+        x->kind = EXEC_CONCAT;
         return 0;
     case OQC_OP_Split:
         if (n->nout > 256)
@@ -533,6 +548,7 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
         if (x->axis < 0)
             x->axis += in0->shape.rank;
         x->run = run_split;
+        x->kind = EXEC_SPLIT;
         return 0;
     case OQC_OP_Slice: {
         int64_t v[4][OQC_MAX_RANK];
@@ -558,6 +574,7 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
                                cnt[3] >= 0 ? v[3] : NULL, &x->slice) != OQCF_OK)
             return PERR("invalid slice");
         x->run = run_slice;
+        x->kind = EXEC_SLICE;
         return 0;
     }
     case OQC_OP_Transpose: {
@@ -566,6 +583,7 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
         for (int i = 0; i < in0->shape.rank; i++)
             x->perm[i] = np >= 0 ? (int)perm[i] : in0->shape.rank - 1 - i;
         x->run = run_transpose;
+        x->kind = EXEC_TRANSPOSE;
         return 0;
     }
     case OQC_OP_Pad: {
@@ -596,6 +614,7 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
         x->pad_mode = !strcmp(mode, "reflect") ? OQCF_PAD_REFLECT
                     : !strcmp(mode, "edge") ? OQCF_PAD_EDGE : OQCF_PAD_CONSTANT;
         x->run = run_pad;
+        x->kind = EXEC_PAD;
         return 0;
     }
     case OQC_OP_Gather:
@@ -603,19 +622,23 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
         if (x->axis < 0)
             x->axis += in0->shape.rank;
         x->run = run_gather;
+        x->kind = EXEC_GATHER;
         return 0;
     case OQC_OP_Cast:
         if (in0->dtype == OQCF_STRING || out0->dtype == OQCF_STRING)
             return PERR("Cast from or to string is not supported");
         x->run = run_cast;
+        x->kind = EXEC_CAST;
         return 0;
     case OQC_OP_Shape:
         if (!out0->has_value)
             return PERR("the input's shape is not static");
         x->run = run_shape;
+        x->kind = EXEC_SHAPE;
         return 0;
     case OQC_OP_ConstantOfShape:
         x->run = run_constant_of_shape;
+        x->kind = EXEC_CONSTANT_OF_SHAPE;
         return 0;
     case OQC_OP_Dropout: {
         int64_t tm[1];
@@ -630,11 +653,13 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
         if (oqc_attr_int(n, "is_test", 1) == 0 && n->opset < 7)
             return PERR("training-mode Dropout is not supported (inference only)");
         x->run = run_dropout_mask; /* output 0 is a view */
+        x->kind = EXEC_DROPOUT;
         return 0;
     }
     case OQC_OP_Identity: case OQC_OP_Reshape: case OQC_OP_Flatten: case OQC_OP_Squeeze:
     case OQC_OP_Unsqueeze:
         x->run = NULL; /* views: no work */
+        x->kind = EXEC_NONE;
         return 0;
     case OQC_OP_QuantizeLinear:
     case OQC_OP_DequantizeLinear: {
@@ -661,6 +686,7 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
             x->c = prod(&in0->shape, (int)axis + 1, r);
         }
         x->run = run_qdq;
+        x->kind = EXEC_QDQ;
         return 0;
     }
     default:

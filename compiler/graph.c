@@ -113,6 +113,12 @@ static void map_rehash(OqcGraph *g, size_t cap) {
     m->cap = cap;
 }
 
+void oqc_tensor_rename(OqcGraph *g, int t, const char *name) {
+    OQC_ASSERT(oqc_tensor_find(g, name) < 0);
+    g->tensors[t].name = oqc_arena_strdup(g->arena, name);
+    map_rehash(g, g->names->cap);   /* rehashes every id under its current name */
+}
+
 int oqc_tensor_find(const OqcGraph *g, const char *name) {
     const OqcNameMap *m = g->names;
     size_t h = hash_str(name) & (m->cap - 1);

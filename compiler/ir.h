@@ -18,6 +18,7 @@
 
 #include "oqcf.h"
 #include "oqcf_nn.h"
+#include "oqci.h"
 
 #if defined(__GNUC__)
 #define OQC_PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -177,6 +178,8 @@ typedef struct OqcNode {
     OqcfAct *act_per_channel; /* merged convs: one activation per output channel */
     int64_t *out_channels; /* merged Conv (passes/merge_1x1.c): output k holds the next
                               out_channels[k] output channels; NULL: one output */
+    struct OqcQNode *q;    /* INT8 node (passes/quantize.c): its kernel parameters;
+                              NULL for a float node */
 } OqcNode;
 
 /* An opset import. */
@@ -207,6 +210,8 @@ typedef struct OqcGraph {
     int noutputs;          /* number of graph outputs */
     int *outputs;          /* their tensor ids, in model order */
     OqcNameMap *names;     /* tensor name -> id */
+    const struct OqcQuantConfig *qcfg; /* INT8 settings for pass "quantize" (NULL: the
+                              pass does nothing); tensors' quant holds calibration */
     int nnontensor;        /* graph inputs/outputs of non-tensor type (sequence, ...) */
     const char *nontensor; /* the first such name, for messages */
 } OqcGraph;
@@ -222,6 +227,7 @@ const char *oqc_attr_type_name(OqcAttrType t);
 int oqc_tensor_find(const OqcGraph *g, const char *name);    /* id or -1 */
 int oqc_tensor_add(OqcGraph *g, const char *name);          /* new id; name must be new */
 int oqc_tensor_get(OqcGraph *g, const char *name);          /* find or add */
+void oqc_tensor_rename(OqcGraph *g, int t, const char *name); /* name must be new */
 /* Adds a node with the given inputs and outputs (copied); returns its id. */
 int oqc_node_add(OqcGraph *g, OqcOp op, const char *op_type, const char *name,
                  int nin, const int *in, int nout, const int *out);
@@ -462,7 +468,9 @@ void oqc_hist_add(OqcHist *h, const float *x, int64_t n);
  * `levels` groups of i / levels bins (the last group takes the remainder); each group's
  * total is spread evenly over the group's bins that are non-zero in p. */
 void oqc_entropy_expand(const double *p, int i, int levels, double *q);
-/* Picks T for h; levels = 128 (signed) or 255 (unsigned entropy option, which also makes
+/* Picks T for h; param: P for percentile; for entropy 0 leaves bin 0 out of the search
+ * (the default, see docs/calibration.md), non-zero keeps it (the contract's literal
+ * steps); levels = 128 (signed) or 255 (unsigned entropy option, which also makes
  * mse model u8 rounding; any levels >= 1 is accepted); for entropy fills divergence
  * (nbins entries, NaN where not evaluated; may be NULL). Sets e->threshold, amax,
  * clipped, kl (NaN unless entropy) and scale (T / 127, or T / 255 when e->is_unsigned,
@@ -510,6 +518,20 @@ typedef struct OqcCalibOptions {
  * (oqc_rebatch), used for every full batch. The result does not depend on b. */
 int oqc_calibrate(OqcGraph *g1, OqcGraph *gb, int64_t b, const OqcCalibOptions *o,
                   OqcCalibEntry **entries, int *nentries, int64_t *nsamples, OqcDiag *d);
+/* Marks provably non-negative tensors (u8 storage) in nonneg (ntensors entries):
+ * outputs of Relu, Clip with min >= 0, Sigmoid, convs with such a fused activation,
+ * pooling/reshapes/concats/sums of non-negative tensors. */
+void oqc_find_unsigned(const OqcGraph *g, unsigned char *nonneg);
+
+/* =================================================================== lower.c */
+
+/* Lowers the optimised graph g to INT8: thresholds from a calibration over o->data
+ * (gb, b as for oqc_calibrate; o->table overrides the tensors it names) or, without
+ * data, from o->table alone; then pass "quantize" with cfg.  entries/nentries (may be
+ * NULL) receive the thresholds used. */
+int oqc_lower_int8(OqcGraph *g, OqcGraph *gb, int64_t b, const OqcCalibOptions *o,
+                   const struct OqcQuantConfig *cfg, OqcCalibEntry **entries, int *nentries,
+                   OqcDiag *d);
 
 /* ============================================================== calib_report.c */
 
@@ -519,6 +541,69 @@ int oqc_calibrate(OqcGraph *g1, OqcGraph *gb, int64_t b, const OqcCalibOptions *
 int oqc_calib_report(const char *path, const char *model, const OqcCalibEntry *e, int n,
                      int64_t samples, OqcDiag *d);
 
+/* ================================================================ quantize.c */
+
+/* How pass "quantize" (passes/quantize.c) lowers a calibrated graph to INT8. */
+typedef struct OqcQuantConfig {
+    int requant;                  /* OQCI_REQ_FLOAT or OQCI_REQ_FIXED */
+    const char *fp32_nodes;       /* comma-separated node names kept in float, or NULL */
+} OqcQuantConfig;
+
+/* What an INT8 node runs (the runtime's parameter structs, see runtime/oqci.h). */
+typedef enum OqcQKind {
+    OQC_Q_CONV,         /* Conv, Gemm, MatMul: one oqci_conv per output (merged convs) */
+    OQC_Q_MAXPOOL,      /* MaxPool: oqci_maxpool */
+    OQC_Q_AVGPOOL,      /* AveragePool, GlobalAveragePool: oqci_avgpool */
+    OQC_Q_ADD,          /* Add, Sum (with a fused Relu/Clip): oqci_add */
+    OQC_Q_CLAMP,        /* Relu, Clip: oqci_clamp */
+    OQC_Q_VIEW,         /* Flatten, Reshape, ...: nothing runs (a view of the input) */
+    OQC_Q_QUANTIZE,     /* float -> s8/u8 at an FP32/INT8 boundary: oqci_quantize */
+    OQC_Q_DEQUANTIZE,   /* s8/u8 -> float at an INT8/FP32 boundary: oqci_dequantize */
+} OqcQKind;
+
+/* An INT8 node's kernel parameters; the arrays they point to live in the graph's arena
+ * and are what the emitter writes as constants. */
+typedef struct OqcQNode {
+    OqcQKind kind;       /* which kernel */
+    int nconv;           /* CONV: one parameter set per output */
+    OqciConv *conv;      /* CONV */
+    float **w_scale;     /* CONV: per output, its channels' weight scales (reports) */
+    OqciPool pool;       /* MAXPOOL, AVGPOOL */
+    OqciAdd add;         /* ADD */
+    int32_t in_type;     /* CLAMP, DEQUANTIZE: OQCI_S8/OQCI_U8 */
+    int32_t out_type;    /* CLAMP, QUANTIZE */
+    int32_t lo, hi;      /* CLAMP */
+    int64_t count;       /* CLAMP, QUANTIZE, DEQUANTIZE: elements */
+    float scale;         /* QUANTIZE, DEQUANTIZE */
+} OqcQNode;
+
+/* Sets the quant of every tensor named in e (the calibration result or an imported
+ * table) in g; a name g does not have is an error naming it. */
+int oqc_quant_apply(OqcGraph *g, const OqcCalibEntry *e, int n, OqcDiag *d);
+
+/* ==================================================================== eval.c */
+
+/* What `oqc eval` compares and prints. */
+typedef struct OqcEvalOptions {
+    const OqcValue *data;        /* evaluation inputs (samples on the first axis) */
+    const char *data_path;       /* for messages */
+    const OqcValue *labels;      /* int64/int32 labels, or NULL */
+    const char *labels_path;     /* for messages */
+    int threads;                 /* executor threads */
+    int per_layer;               /* print the per-layer SQNR table */
+    const char *requant_name;    /* "float" or "fixed", for the report */
+    const char *save_int8;       /* .npy for the INT8 first output [S, n], or NULL */
+    const char *save_fp32;       /* .npy for the float first output, or NULL */
+    double *sqnr;                /* receives the centered SQNR per output, or NULL */
+    FILE *out;                   /* report stream (stdout when NULL) */
+    int64_t limit;               /* evaluate the first `limit` samples only (0: all) */
+} OqcEvalOptions;
+
+/* Runs float graph gf and its INT8 lowering gq (same model, same optimisations) over
+ * o->data and prints top-1 agreement, accuracies, output SQNR (centered) and per-layer
+ * SQNR. */
+int oqc_eval(OqcGraph *gf, OqcGraph *gq, const OqcEvalOptions *o, OqcDiag *d);
+
 /* ================================================================== model.c */
 
 /* Loads a model by content: XML dumps (starting with "<?xml") or ONNX protobuf. */
@@ -526,5 +611,49 @@ OqcGraph *oqc_load_model(const char *path, OqcDiag *d);
 /* Load + --input-shape + shape inference; strict rejects unsupported ops. */
 OqcGraph *oqc_prepare(const char *path, const OqcInputShape *shapes, int nshapes,
                       int strict, OqcDiag *d);
+
+/* ==================================================================== emit_c.c */
+
+/* What oqc_emit_c reports about the code it wrote. */
+typedef struct OqcEmitStats {
+    size_t arena_bytes;    /* NAME_ARENA_BYTES: activations + kernel scratch */
+    size_t weight_bytes;   /* bytes of the constants written */
+    int nconst;            /* constant arrays written */
+    int nfiles;            /* files written */
+    int nruntime;          /* of which copies of runtime files */
+} OqcEmitStats;
+
+/* How to emit C (see docs/compile.md). */
+typedef struct OqcEmitOptions {
+    const char *outdir;                 /* output directory, created when missing */
+    const char *name;                   /* NAME: a C identifier prefixing every symbol and
+                                           file (checked with oqc_c_name_check) */
+    const char *precision;              /* for the generated comments ("fp32") */
+    const char *const *extra_runtime;   /* further runtime files to copy ("oqci_conv.c"),
+                                           with what they need; may be NULL */
+    int nextra;                         /* their count */
+    OqcEmitStats *stats;                /* receives statistics, or NULL */
+} OqcEmitOptions;
+
+/* Writes executor e (built with oqc_exec_new(g, 1, d): one thread) as C into
+ * opt->outdir: NAME.h, NAME.c, NAME_weights.h/.c, the runtime files the calls need,
+ * NAME.mk and README.md. Nodes the emitter cannot compile are all reported before
+ * anything is written; files go to temporary names renamed together at the end. */
+int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d);
+/* 0 when name can be NAME (a C identifier of at most 48 characters, not a keyword,
+ * not starting with '_' or the runtime's oqcf/oqci prefixes), else an error. */
+int oqc_c_name_check(const char *name, OqcDiag *d);
+/* A valid NAME made from a model path: its base name without extension, other
+ * characters turned into '_' ("models/resnet-18.onnx" -> "resnet_18"). */
+const char *oqc_c_name_from_path(OqcArena *a, const char *path);
+
+/* A runtime source file embedded in oqc at build time (the Makefile generates the
+ * table from runtime/ into $(BUILD)/gen/oqc_runtime_src.c); oqc compile copies them. */
+typedef struct OqcRuntimeFile {
+    const char *name;               /* file name in runtime/, e.g. "oqcf_conv.c" */
+    const unsigned char *text;      /* its bytes, NUL-terminated */
+} OqcRuntimeFile;
+/* Every file of runtime/, sorted by name; ends with {NULL, NULL}. */
+extern const OqcRuntimeFile oqc_runtime_files[];
 
 #endif

@@ -3,6 +3,7 @@
  *   oqc dump MODEL [--format text|xml|dot] [-o FILE] [--input-shape NAME=DIMS]...
  *   oqc check MODEL [--input-shape NAME=DIMS]...
  *   oqc run MODEL --input [NAME=]FILE... [-o OUT] [--input-shape NAME=DIMS]... [--threads N]
+ *   oqc compile MODEL -o OUTDIR [--name NAME] [--precision int8|fp32] ...
  *   oqc help [COMMAND] | oqc --version
  *
  * Each command is a function taking its arguments and an OqcDiag; user errors come
@@ -45,6 +46,15 @@ typedef struct Opts {
     const char *report;           /* calibrate --report FILE.html */
     const char *table;            /* --table FILE (imported thresholds) */
     int batch;                    /* calibrate --batch N */
+    const char *calib[64];        /* compile/eval --calib PATH (repeatable) */
+    int ncalib;                   /* number of --calib */
+    const char *requant;          /* --requant float|fixed */
+    const char *fp32_nodes;       /* --fp32-nodes NAME,... */
+    const char *save_int8;        /* eval --save-int8 FILE.npy */
+    const char *save_fp32;        /* eval --save-fp32 FILE.npy */
+    long long limit;              /* eval --limit N (0: every sample) */
+    const char *precision;        /* compile --precision int8|fp32 */
+    const char *name;             /* compile --name NAME */
     char disable_buf[512];        /* storage for joined --disable-pass values */
 } Opts;
 
@@ -106,6 +116,7 @@ static const char *usage_text =
     "  check MODEL  check that oqc supports every op and shape of MODEL\n"
     "  run MODEL    run the model in FP32 (--input [NAME=]FILE, -o OUT)\n"
     "  calibrate MODEL  choose INT8 thresholds from data (--data DIR, -o TABLE)\n"
+    "  compile MODEL    emit the model as self-contained C (-o OUTDIR, --precision fp32)\n"
     "  help         this text (oqc help COMMAND for one command)\n"
     "\n"
     "common options:\n"
@@ -145,6 +156,16 @@ static const char *cmd_usage(const char *cmd) {
                "  or XML. --table imports thresholds that override calibration for the\n"
                "  tensors it names. --report writes an HTML report with histograms. --batch N\n"
                "  runs N samples at a time (the table does not depend on it).\n";
+    if (!strcmp(cmd, "compile"))
+        return "usage: oqc compile MODEL -o OUTDIR [--name NAME] [--precision int8|fp32]\n"
+               "                   [--calib PATH...] [--table FILE] [--method M] [--requant float|fixed]\n"
+               "                   [--input-shape NAME=DIMS]... [--passes LIST | --disable-pass NAME | --no-opt] [-q]\n"
+               "  writes the optimised model as self-contained C into OUTDIR: NAME.h (the API:\n"
+               "  NAME_run, NAME_run_multi, NAME_ARENA_BYTES, sizes), NAME.c (kernel calls over\n"
+               "  one arena), NAME_weights.c, copies of the runtime kernels it calls, NAME.mk\n"
+               "  and README.md (docs/compile.md). NAME defaults to the model's file name.\n"
+               "  --precision fp32 emits the float model (bit-identical to `oqc run`); int8\n"
+               "  (the default, with --calib data or a --table) is not available yet.\n";
     if (!strcmp(cmd, "run"))
         return "usage: oqc run MODEL --input [NAME=]FILE... [-o OUT] [--input-shape NAME=DIMS]...\n"
                "               [--threads N] [--labels Y.npy]\n"
@@ -230,6 +251,30 @@ static int parse_opts(int argc, char **argv, const char *cmd, const char *const 
             o->batch = (int)b;
         } else if (!strcmp(name, "--report")) {
             o->report = val;
+        } else if (!strcmp(name, "--calib")) {
+            if (o->ncalib == (int)(sizeof o->calib / sizeof o->calib[0]))
+                return oqc_err(d, "oqc %s: too many --calib options", cmd);
+            o->calib[o->ncalib++] = val;
+        } else if (!strcmp(name, "--requant")) {
+            if (strcmp(val, "float") && strcmp(val, "fixed"))
+                return oqc_err(d, "oqc %s: --requant '%s': expected float or fixed", cmd, val);
+            o->requant = val;
+        } else if (!strcmp(name, "--precision")) {
+            o->precision = val;
+        } else if (!strcmp(name, "--name")) {
+            o->name = val;
+        } else if (!strcmp(name, "--fp32-nodes")) {
+            o->fp32_nodes = val;
+        } else if (!strcmp(name, "--save-int8")) {
+            o->save_int8 = val;
+        } else if (!strcmp(name, "--save-fp32")) {
+            o->save_fp32 = val;
+        } else if (!strcmp(name, "--limit")) {
+            char *end;
+            long long v = strtoll(val, &end, 10);
+            if (*end || v < 1)
+                return oqc_err(d, "oqc %s: --limit '%s' must be a positive number", cmd, val);
+            o->limit = v;
         } else if (!strcmp(name, "--table")) {
             o->table = val;
         } else if (!strcmp(name, "--after")) {
@@ -675,6 +720,147 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
     return rc;
 }
 
+/* The INT8 lowering of o->model: optimised, calibrated over --calib data and/or a
+ * --table, quantized with --requant/--fp32-nodes (see lower.c).  cfg must outlive
+ * the graph. */
+static OqcGraph *build_int8(const char *cmd, const Opts *o, OqcQuantConfig *cfg, OqcDiag *d) {
+    if (o->ncalib == 0 && !o->table) {
+        oqc_err(d, "oqc %s: INT8 needs thresholds: give calibration data with --calib PATH "
+                   "or a table with --table FILE", cmd);
+        return NULL;
+    }
+    OqcCalibOptions co = {.method = OQC_CALIB_ENTROPY, .method_name = "entropy", .bins = 2048};
+    if (o->method) {
+        if (oqc_calib_method_parse(o->method, &co.method, &co.param, d) < 0)
+            return NULL;
+        co.method_name = o->method;
+    }
+    cfg->requant = o->requant && !strcmp(o->requant, "fixed") ? OQCI_REQ_FIXED
+                                                              : OQCI_REQ_FLOAT;
+    cfg->fp32_nodes = o->fp32_nodes;
+    OqcGraph *g = oqc_prepare(o->model, o->shapes, o->nshapes, 1, d);
+    if (g && optimize(g, o, d) < 0) {
+        oqc_graph_free(g);
+        return NULL;
+    }
+    OqcGraph *gb = NULL;
+    if (g && o->batch > 1 && o->ncalib > 0) {
+        gb = oqc_prepare(o->model, o->shapes, o->nshapes, 1, d);
+        if (!gb || oqc_rebatch(gb, o->batch, d) < 0 || optimize(gb, o, d) < 0) {
+            oqc_graph_free(gb);
+            oqc_graph_free(g);
+            return NULL;
+        }
+    }
+    if (!g)
+        return NULL;
+    co.data = o->calib;
+    co.ndata = o->ncalib;
+    if (o->bins)
+        co.bins = o->bins;
+    co.threads = o->threads ? o->threads : default_threads();
+    co.progress = !o->quiet && isatty(2);
+    OqcCalibEntry *table = NULL;
+    int ntable = 0, rc = 0;
+    if (o->table && read_table(o->table, g->arena, &table, &ntable, d) < 0)
+        rc = -1;
+    co.table = table;
+    co.ntable = ntable;
+    if (rc == 0)
+        rc = oqc_lower_int8(g, gb, o->batch, &co, cfg, NULL, NULL, d);
+    oqc_graph_free(gb);
+    if (rc < 0) {
+        oqc_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+static int cmd_eval(int argc, char **argv, OqcDiag *d) {
+    static const char *const allowed[] = {"--data", "--labels", "--calib", "--table",
+                                          "--method", "--bins", "--batch", "--requant",
+                                          "--fp32-nodes", "--save-int8", "--save-fp32",
+                                          "--limit", "--input-shape", "--threads", "--passes",
+                                          "--disable-pass", "--no-opt", "-v", "-q", NULL};
+    Opts o;
+    int rc = parse_opts(argc, argv, "eval", allowed, &o, d);
+    if (rc == 0 && !o.model)
+        rc = oqc_err(d, "oqc eval: give the model: oqc eval MODEL.onnx --data X.npy ...");
+    if (rc == 0 && o.ndata != 1)
+        rc = oqc_err(d, "oqc eval: give the evaluation inputs with one --data X.npy");
+    OqcQuantConfig cfg;
+    OqcGraph *gq = rc == 0 ? build_int8("eval", &o, &cfg, d) : NULL;
+    OqcGraph *gf = gq ? oqc_prepare(o.model, o.shapes, o.nshapes, 1, d) : NULL;
+    if (gf && optimize(gf, &o, d) < 0) {
+        oqc_graph_free(gf);
+        gf = NULL;
+    }
+    OqcValue data, labels;
+    if (gf && oqc_npy_read(o.data[0], gf->arena, &data, d) < 0)
+        rc = -1;
+    if (gf && rc == 0 && o.labels && oqc_npy_read(o.labels, gf->arena, &labels, d) < 0)
+        rc = -1;
+    if (!gf)
+        rc = -1;
+    if (rc == 0) {
+        OqcEvalOptions eo = {&data, o.data[0], o.labels ? &labels : NULL, o.labels,
+                             o.threads ? o.threads : default_threads(), 1,
+                             o.requant ? o.requant : "float", o.save_int8, o.save_fp32,
+                             NULL, stdout, o.limit};
+        rc = oqc_eval(gf, gq, &eo, d);
+    }
+    oqc_graph_free(gf);
+    oqc_graph_free(gq);
+    free_opts(&o);
+    return rc;
+}
+
+/* oqc compile: the optimised model as C (emit_c.c). */
+static int cmd_compile(int argc, char **argv, OqcDiag *d) {
+    static const char *const allowed[] = {"-o", "--name", "--precision", "--calib", "--table",
+                                          "--method", "--requant", "--input-shape",
+                                          "--passes", "--disable-pass", "--no-opt", "-v",
+                                          "-q", NULL};
+    Opts o;
+    int rc = parse_opts(argc, argv, "compile", allowed, &o, d);
+    const char *prec = o.precision ? o.precision : "int8";
+    if (rc == 0 && !o.out)
+        rc = oqc_err(d, "oqc compile: give the output directory with -o OUTDIR");
+    if (rc == 0 && strcmp(prec, "int8") && strcmp(prec, "fp32"))
+        rc = oqc_err(d, "oqc compile: unknown --precision '%s' (int8 or fp32)", prec);
+    if (rc == 0 && !strcmp(prec, "fp32") && (o.ncalib || o.table || o.method || o.requant))
+        rc = oqc_err(d, "oqc compile: --calib, --table, --method and --requant apply to "
+                        "--precision int8 only");
+    if (rc == 0 && o.name)
+        rc = oqc_c_name_check(o.name, d);
+    if (rc == 0 && !strcmp(prec, "int8"))
+        rc = oqc_err(d, "oqc compile: INT8 code generation is not available in this build "
+                        "yet; use --precision fp32");
+    OqcGraph *g = rc == 0 ? oqc_prepare(o.model, o.shapes, o.nshapes, 1, d) : NULL;
+    if (g && optimize(g, &o, d) < 0) {
+        oqc_graph_free(g);
+        g = NULL;
+    }
+    OqcExec *e = g ? oqc_exec_new(g, 1, d) : NULL; /* one thread: the emitted code's plan */
+    if (!e) {
+        oqc_graph_free(g);
+        free_opts(&o);
+        return -1;
+    }
+    OqcEmitStats st;
+    OqcEmitOptions eo = {.outdir = o.out, .precision = prec, .stats = &st,
+                         .name = o.name ? o.name : oqc_c_name_from_path(g->arena, o.model)};
+    rc = oqc_emit_c(e, &eo, d);
+    if (rc == 0 && !o.quiet)
+        printf("%s: compiled to %s/%s.c (%s): %d nodes, arena %zu bytes, %d constants "
+               "(%zu bytes), %d files (%d runtime)\n", o.model, o.out, eo.name, prec,
+               g->nnodes, st.arena_bytes, st.nconst, st.weight_bytes, st.nfiles, st.nruntime);
+    oqc_exec_free(e);
+    oqc_graph_free(g);
+    free_opts(&o);
+    return rc;
+}
+
 typedef struct Command {
     const char *name;                                 /* command word */
     int (*fn)(int argc, char **argv, OqcDiag *d);     /* its implementation */
@@ -685,6 +871,8 @@ static const Command commands[] = {
     {"check", cmd_check},
     {"run", cmd_run},
     {"calibrate", cmd_calibrate},
+    {"compile", cmd_compile},
+    {"eval", cmd_eval},
 };
 
 int main(int argc, char **argv) {

@@ -52,8 +52,7 @@ static int clip_bound(const OqcGraph *g, const OqcNode *n, int k, float dflt, fl
     return 1;
 }
 
-/* The OqcfAct equivalent to activation node `node`: 1, or 0 with the reason in why. */
-static int act_of(const OqcGraph *g, int node, OqcfAct *act, char *why) {
+int oqc_pass_act_of(const OqcGraph *g, int node, OqcfAct *act, char *why) {
     const OqcNode *n = &g->nodes[node];
     memset(act, 0, sizeof *act);
     switch (n->op) {
@@ -116,7 +115,7 @@ int pass_fuse_cbr(OqcGraph *g, OqcDiag *d) {
         ncand++;
         char why[WHY_SIZE];
         OqcfAct act;
-        if (!can_fuse(g, p, x, why) || !act_of(g, i, &act, why)) {
+        if (!can_fuse(g, p, x, why) || !oqc_pass_act_of(g, i, &act, why)) {
             oqc_info(d, "fuse-cbr: '%s' (%s) not fused into %s '%s': %s", n->name,
                      n->op_type, g->nodes[p].op_type, g->nodes[p].name, why);
             continue;

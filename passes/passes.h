@@ -25,6 +25,7 @@ typedef struct OqcPass {
     const char *name;     /* as used by --passes, --disable-pass, --after */
     OqcPassFn fn;         /* the pass */
     const char *summary;  /* one line for `oqc help` and docs */
+    int reinfer;          /* re-infer shapes after it (0: the pass sets types itself) */
 } OqcPass;
 
 int pass_cleanup(OqcGraph *g, OqcDiag *d);
@@ -32,6 +33,12 @@ int pass_fold_bn(OqcGraph *g, OqcDiag *d);
 int pass_fuse_cbr(OqcGraph *g, OqcDiag *d);
 int pass_merge_1x1(OqcGraph *g, OqcDiag *d);
 int pass_concat_elim(OqcGraph *g, OqcDiag *d);
+int pass_quantize(OqcGraph *g, OqcDiag *d);
+
+/* fuse_cbr.c: the OqcfAct equivalent to activation node `node` (Relu, Clip with constant
+ * bounds, LeakyRelu): 1, or 0 with the reason in why (OQC_WHY_SIZE bytes). */
+#define OQC_WHY_SIZE 256
+int oqc_pass_act_of(const OqcGraph *g, int node, OqcfAct *act, char *why);
 
 /* The pipeline, in order; n receives the count. */
 const OqcPass *oqc_pipeline(int *n);

@@ -3,23 +3,27 @@
  * exposes Conv -> BN -> Relu chains), BN folding before fusion (the fused node must
  * carry the folded bias), fusion before merging (the merged conv carries each branch's
  * activation), merging before concat elimination (a merged conv's outputs can then be
- * written straight into the concat buffer). Each pass removes the nodes it absorbs
- * itself, so no second cleanup is needed. */
+ * written straight into the concat buffer), and quantize last: it lowers the final
+ * float graph, calibrated after all the others (it does nothing without a calibration,
+ * so `oqc compile` runs the list up to concat-elim, calibrates, then runs quantize).
+ * Each pass removes the nodes it absorbs itself, so no second cleanup is needed. */
 #include "passes.h"
 
 #include <string.h>
 
 static const OqcPass pipeline[] = {
     {"cleanup", pass_cleanup,
-     "remove Identity/Dropout, fold constant subgraphs, drop dead nodes"},
+     "remove Identity/Dropout, fold constant subgraphs, drop dead nodes", 1},
     {"fold-bn", pass_fold_bn,
-     "fold BatchNormalization (and per-channel Mul/Add) into the preceding Conv/Gemm"},
+     "fold BatchNormalization (and per-channel Mul/Add) into the preceding Conv/Gemm", 1},
     {"fuse-cbr", pass_fuse_cbr,
-     "fuse Relu/Clip/LeakyRelu into the preceding Conv/Gemm"},
+     "fuse Relu/Clip/LeakyRelu into the preceding Conv/Gemm", 1},
     {"merge-1x1", pass_merge_1x1,
-     "merge sibling 1x1 convs that read the same tensor into one conv"},
+     "merge sibling 1x1 convs that read the same tensor into one conv", 1},
     {"concat-elim", pass_concat_elim,
-     "make a channel Concat's producers write into its output; drop the Concat"},
+     "make a channel Concat's producers write into its output; drop the Concat", 1},
+    {"quantize", pass_quantize,
+     "lower to INT8 with the calibration (compile and eval only; else a no-op)", 0},
 };
 
 const OqcPass *oqc_pipeline(int *n) {
@@ -78,7 +82,7 @@ int oqc_run_passes(OqcGraph *g, const char *only, const char *disable, OqcAfterP
             continue;
         if (p->fn(g, d) < 0)
             return -1;
-        if (oqc_graph_toposort(g, d) < 0 || oqc_infer_shapes(g, 1, d) < 0)
+        if (oqc_graph_toposort(g, d) < 0 || (p->reinfer && oqc_infer_shapes(g, 1, d) < 0))
             return oqc_err(d, "%s: internal: the graph is inconsistent after pass '%s'",
                            g->path, p->name);
         if (after && after(ctx, p->name, g) < 0)

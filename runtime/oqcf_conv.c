@@ -970,9 +970,8 @@ int oqcf_conv(OqcfPool *pool, const OqcfConvParams *p, const float *x, const flo
     if (is_depthwise(p)) {
         DwJob J = {p, &g, x, w, bias, y, xct, yct, dw_axpy__c};
         double work = (double)p->batch * p->channels * g.out_plane * g.taps;
-        int vec = 0;
 #if OQCF_CONV_X86
-        vec = oqcf_sgemm_isa() != OQCF_ISA_PORTABLE;   /* AVX2 or AVX-512 CPU */
+        const int vec = oqcf_sgemm_isa() != OQCF_ISA_PORTABLE;   /* AVX2 or AVX-512 CPU */
         if (vec)
             J.axpy = dw_axpy__avx2;
 #endif
@@ -1047,7 +1046,7 @@ int oqcf_conv(OqcfPool *pool, const OqcfConvParams *p, const float *x, const flo
                 for (int64_t kw = 0; kw < g.ker[2] && kw < KW_TABLE; kw++)
                     valid_range(kw * g.dil[2] - g.pad[2], g.str[2], g.in[2], g.out[2],
                                 &cb.wlo[kw], &cb.whi[kw]);
-                OqcfSgemmB src = {conv_pack_b, &cb};
+                OqcfSgemmB src = {conv_pack_b, &cb, NULL, NULL};
                 st = oqcf_sgemm_ex(pool, 0, Kg, g.out_plane, Kdim, 1.0f, wg, Kdim, &src, 0.0f,
                                    yg, g.out_plane, &epi, scratch, scratch_size);
             }

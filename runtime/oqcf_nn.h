@@ -30,7 +30,8 @@
 #include "oqcf.h"
 
 /* ------------------------------------------------------------------------------------
- * Thread pool (oqcf_pool.c)
+ * Thread pool (oqcf_pool.c; oqcf_serial.c is the same API without threads, for emitted
+ * code: no pool is ever created, and every loop runs on its caller)
  * ---------------------------------------------------------------------------------- */
 
 typedef struct OqcfPool OqcfPool;
@@ -126,7 +127,10 @@ typedef enum OqcfIsa {
 } OqcfIsa;
 
 /* Selects the microkernel family for all later calls (process-wide, not thread-safe
- * against concurrent SGEMMs).  OQCF_EINVAL if the CPU or build lacks it. */
+ * against concurrent SGEMMs).  OQCF_EINVAL if the CPU or build lacks it.  The override
+ * is a mutable global, so it exists only when oqcf_sgemm.c is compiled with
+ * OQCF_TEST_HOOKS defined (liboqc is; emitted code is not): without it every family but
+ * OQCF_ISA_AUTO is OQCF_EINVAL and the best the CPU supports is always used. */
 int oqcf_sgemm_force_isa(OqcfIsa isa);
 /* The family in use (never OQCF_ISA_AUTO). */
 OqcfIsa oqcf_sgemm_isa(void);

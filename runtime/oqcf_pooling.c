@@ -138,8 +138,8 @@ static void valid_range(int64_t off, int64_t s, int64_t n, int64_t out, int64_t 
 #define MP_MAX_STRIDE 4    /* largest stride along W */
 #define MP_MAX_RING 16     /* tallest window span ((KH-1)*dh + 1) */
 
-/* Geometry of the fast path for one call. */
-typedef struct MpGeo {
+/* Geometry of the fast path for one call (its typedef is above: C99 allows only one). */
+struct MpGeo {
     int64_t owp;                  /* outputs per hm row: OW rounded up to 8 */
     int64_t wq;                   /* columns of one phase of the padded row */
     int64_t rs;                   /* floats of the padded row (sw phases), multiple of 8 */
@@ -147,7 +147,7 @@ typedef struct MpGeo {
     int64_t off[MP_MAX_KW];       /* tap kw reads the padded row at off[kw] + ow */
     int64_t lo[MP_MAX_STRIDE];    /* per phase: columns [lo, hi) hold input data */
     int64_t hi[MP_MAX_STRIDE];
-} MpGeo;
+};
 
 static int mp_geo(const PGeo *g, MpGeo *m) {
     const int64_t sw = g->str[2], dw = g->dil[2], KW = g->ker[2];

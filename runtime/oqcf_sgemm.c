@@ -38,7 +38,8 @@
  * `ukr_6x16__avx2` (AVX2 + FMA: 12 ymm accumulators, edge `ukr_6x8__avx2`) and
  * `ukr_12x32__avx512` (AVX-512F: 24 zmm accumulators, edge `ukr_12x16__avx512`).  The
  * x86 ones use target attributes, so the file needs no -m flags, and are chosen at run
- * time with __builtin_cpu_supports; oqcf_sgemm_force_isa() overrides the choice.
+ * time with __builtin_cpu_supports; oqcf_sgemm_force_isa() overrides the choice in
+ * builds with OQCF_TEST_HOOKS defined (the library's; see below).
  *
  * Threads: the M x N result is cut into a tm x tn grid of tile-aligned blocks, one per
  * thread, chosen to minimise the largest block's compute plus its packing; each thread
@@ -48,8 +49,15 @@
  * image, or as rows; oqcf_sgemm() wraps a dense matrix in the packer pack_dense_b(). */
 #include "oqcf_nn.h"
 
-#include <stdatomic.h>
 #include <string.h>
+
+/* The forced-ISA override (oqcf_sgemm_force_isa) is the file's only mutable state, so
+ * it exists only in builds defining OQCF_TEST_HOOKS (liboqc, for its tests and
+ * benchmarks; that build is C11).  The copy emitted next to a model is C99 and has no
+ * mutable global: there oqcf_sgemm_force_isa accepts only OQCF_ISA_AUTO. */
+#ifdef OQCF_TEST_HOOKS
+#include <stdatomic.h>
+#endif
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define OQCF_SGEMM_X86 1
@@ -63,6 +71,17 @@
 #define ALIGN 64     /* pack buffers start on a cache line */
 #define B_CHUNK 16   /* B panels packed per packer call (just before their first use) */
 #define ROWS_MAX_M 120   /* rows of a block above which rows-mode B is packed anyway */
+
+/* Alignment of a local buffer to a cache line: C99 has no _Alignas, GNU C's attribute
+ * does the same (the buffer is only read and written with unaligned vector accesses, so
+ * a compiler with neither merely loses the cache-line alignment). */
+#if defined(__GNUC__)
+#define OQCF_ALIGNED(n) __attribute__((aligned(n)))
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define OQCF_ALIGNED(n) _Alignas(n)
+#else
+#define OQCF_ALIGNED(n)
+#endif
 
 /* Epilogue of one microkernel call; bias and act are already offset to the tile. */
 typedef struct Ukp {
@@ -448,7 +467,9 @@ static const Kernel *const all_kernels[] = {&kernel_c};
 #endif
 #define NKERNELS ((int)(sizeof all_kernels / sizeof all_kernels[0]))
 
+#ifdef OQCF_TEST_HOOKS
 static atomic_int forced_isa;   /* OQCF_ISA_AUTO until oqcf_sgemm_force_isa() */
+#endif
 
 int oqcf_sgemm_isa_supported(OqcfIsa isa) {
     switch (isa) {
@@ -469,14 +490,22 @@ int oqcf_sgemm_isa_supported(OqcfIsa isa) {
 }
 
 int oqcf_sgemm_force_isa(OqcfIsa isa) {
+#ifdef OQCF_TEST_HOOKS
     if (!oqcf_sgemm_isa_supported(isa))
         return OQCF_EINVAL;
     atomic_store(&forced_isa, (int)isa);
     return OQCF_OK;
+#else
+    return isa == OQCF_ISA_AUTO ? OQCF_OK : OQCF_EINVAL;
+#endif
 }
 
 static const Kernel *pick_kernel(void) {
+#ifdef OQCF_TEST_HOOKS
     int f = atomic_load(&forced_isa);
+#else
+    const int f = OQCF_ISA_AUTO;
+#endif
     for (int i = NKERNELS - 1; i >= 0; i--) {
         const Kernel *k = all_kernels[i];
         if (f == OQCF_ISA_AUTO ? oqcf_sgemm_isa_supported(k->isa) : (int)k->isa == f)
@@ -684,7 +713,7 @@ static void run_block(const Job *J, int64_t i0, int64_t i1, int64_t j0, int64_t 
      * panel is read faster: aligned and contiguous). */
     const OqcfSgemmB *rows = i1 - i0 <= ROWS_MAX_M ? J->rows : NULL;
     int64_t kcb = block_k(kr, J->K);
-    _Alignas(ALIGN) float tile[MR_MAX * NR_MAX];
+    OQCF_ALIGNED(ALIGN) float tile[MR_MAX * NR_MAX];
     for (int64_t jc = j0; jc < j1; jc += kr->nc) {
         int64_t nc = j1 - jc < kr->nc ? j1 - jc : kr->nc;
         for (int64_t pc = 0; pc < J->K; pc += kcb) {
@@ -1028,7 +1057,7 @@ int oqcf_sgemm(OqcfPool *pool, int trans_a, int trans_b, int64_t M, int64_t N, i
         return OQCF_OK;
     }
     DenseB d = {B, ldb, trans_b};
-    OqcfSgemmB src = {pack_dense_b, &d};
+    OqcfSgemmB src = {pack_dense_b, &d, NULL, NULL};
     return oqcf_sgemm_ex(pool, trans_a, M, N, K, alpha, A, lda, &src, beta, C, ldc, epi,
                          scratch, scratch_size);
 }

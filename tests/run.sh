@@ -7,7 +7,11 @@
 set -u
 cd "$(dirname "$0")/.." || exit 2
 BUILD=${BUILD:-build}
-export BUILD OQC="$BUILD/oqc"
+# The configuration, for tests that need not run in all three (e.g. checks of the
+# runtime sources with the system compilers run in the default one only; heavy
+# numeric checks use fewer samples under the sanitizers).
+case "$BUILD" in *san*) OQC_CONFIG=san ;; *clang*) OQC_CONFIG=clang ;; *) OQC_CONFIG=default ;; esac
+export BUILD OQC="$BUILD/oqc" OQC_CONFIG
 passed=0
 failed=0
 broken=""

@@ -264,7 +264,7 @@ static void test_entropy_hand_smoothing(void) {
     OqcHist h = make_hist(4, 4, b);
     OqcCalibEntry e;
     double div[4];
-    CU_ASSERT_EQUAL(threshold(&h, OQC_CALIB_ENTROPY, 0, 2, &e, div), 3.5f);
+    CU_ASSERT_EQUAL(threshold(&h, OQC_CALIB_ENTROPY, 1, 2, &e, div), 3.5f);
     CU_ASSERT(isnan(div[0]) && isnan(div[1]));
     CLOSE(div[2], 4.258622, 1e-6);
     CLOSE(div[3], 0.058895, 1e-6);
@@ -288,7 +288,7 @@ static void test_entropy_hand_ties(void) {
     OqcHist h = make_hist(8, 8, b);
     OqcCalibEntry e;
     double div[8];
-    CU_ASSERT_EQUAL(threshold(&h, OQC_CALIB_ENTROPY, 0, 2, &e, div), 4.5f);
+    CU_ASSERT_EQUAL(threshold(&h, OQC_CALIB_ENTROPY, 1, 2, &e, div), 4.5f);
     CLOSE(div[2], 0.130812, 1e-6);
     CLOSE(div[3], 0.058892, 1e-6);
     for (int i = 4; i < 8; i++)
@@ -316,12 +316,35 @@ static void test_entropy_hand_seed_histogram(void) {
     OqcHist h = make_hist(8, 8, b);
     OqcCalibEntry e;
     double div[8];
-    CU_ASSERT_EQUAL(threshold(&h, OQC_CALIB_ENTROPY, 0, 2, &e, div), 7.5f);
+    CU_ASSERT_EQUAL(threshold(&h, OQC_CALIB_ENTROPY, 1, 2, &e, div), 7.5f);
     CLOSE(div[7], 0.097491, 1e-5);
     CLOSE(div[6], 0.148169, 1e-5);
     for (int i = 2; i < 7; i++)
         CU_ASSERT(div[i] > div[7]);
     CLOSE(e.clipped, 3.5 / 22, 1e-15);
+    free(h.bins);
+}
+
+/* The default entropy search leaves bin 0 out (docs/calibration.md): a spike of exact
+ * zeros, as after a ReLU, cannot move T.  Exact: the search sees the same counts. */
+static void test_entropy_ignores_bin0(void) {
+    uint64_t b[512];
+    for (int k = 0; k < 512; k++)   /* a decaying tail with a few far outliers */
+        b[k] = (uint64_t)(2e5 * exp(-k / 60.0)) + (k % 97 == 0);
+    OqcCalibEntry e1, e2, e3;
+    OqcHist h = make_hist(4, 512, b);
+    float t_none, t_spike, t_literal;
+    h.bins[0] = 0;
+    t_none = threshold(&h, OQC_CALIB_ENTROPY, 0, 128, &e1, NULL);
+    h.bins[0] = 50000000;   /* 50M exact zeros: over 90% of all values */
+    t_spike = threshold(&h, OQC_CALIB_ENTROPY, 0, 128, &e2, NULL);
+    CU_ASSERT_EQUAL(t_none, t_spike);
+    /* The literal steps (bin 0 kept) let the spike pull T far down (here to about half
+     * of the default's): the failure the default avoids. */
+    t_literal = threshold(&h, OQC_CALIB_ENTROPY, 1, 128, &e3, NULL);
+    CU_ASSERT(t_literal < 0.6f * t_spike);
+    /* the clipped share still counts bin 0's values */
+    CU_ASSERT(e2.clipped < e1.clipped);
     free(h.bins);
 }
 
@@ -427,7 +450,7 @@ static void test_entropy_matches_reference(void) {
             OqcHist h = make_hist(1, n, b);
             double *div = malloc((size_t)n * sizeof *div);
             OqcCalibEntry e;
-            threshold(&h, OQC_CALIB_ENTROPY, 0, L, &e, div);
+            threshold(&h, OQC_CALIB_ENTROPY, 1, L, &e, div);
             int mref = -1;
             for (int i = L; i < n; i++) {
                 double r = ref_divergence(b, n, i, L);
@@ -1042,7 +1065,7 @@ OQC_TEST_MAIN("calib", OQC_TEST(test_expand_worked_example), OQC_TEST(test_metho
               OQC_TEST(test_hist_placement), OQC_TEST(test_hist_batch_invariance),
               OQC_TEST(test_entropy_hand_smoothing), OQC_TEST(test_entropy_hand_ties),
               OQC_TEST(test_entropy_hand_seed_histogram), OQC_TEST(test_entropy_edge_cases),
-              OQC_TEST(test_entropy_matches_reference),
+              OQC_TEST(test_entropy_matches_reference), OQC_TEST(test_entropy_ignores_bin0),
               OQC_TEST(test_entropy_uniform_near_amax), OQC_TEST(test_gaussian_outliers),
               OQC_TEST(test_percentile), OQC_TEST(test_mse_hand), OQC_TEST(test_max_and_scale),
               OQC_TEST(test_entropy_time),

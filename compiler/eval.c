@@ -1,0 +1,249 @@
+/* eval.c - `oqc eval`: the float graph and its INT8 lowering side by side over a data
+ * set: top-1 agreement, accuracy of both against labels, output SQNR, and a per-layer
+ * SQNR table that shows where the error comes from.
+ *
+ * The INT8 numbers are those of the INT8 graph run by the executor, whose INT8 nodes
+ * call runtime/oqci.h with the parameter structs the emitted C holds: the same bits as
+ * the emitted code (tests/cli/compile_int8.sh checks it).
+ *
+ * SQNR = 10 log10(signal power / error power), error = INT8 (dequantized) - float.
+ * Output SQNR is measured on centered outputs: the float output's per-element mean over
+ * the evaluation inputs is subtracted from both first, so an input-independent part of
+ * the logits cannot inflate it (any bias of the INT8 output stays in the error).  The
+ * per-layer SQNR compares every INT8 tensor with the float tensor of the same name,
+ * uncentered, summed over all samples. */
+#include "ir.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Per-tensor accumulators of the INT8 graph. */
+typedef struct Layer {
+    int ft;              /* the float graph's tensor of the same name, -1 if none */
+    double sig, err;     /* sum f^2, sum (q*scale - f)^2 */
+} Layer;
+
+typedef struct EvalCtx {
+    const OqcGraph *gf;  /* float graph */
+    float **fval;        /* per float tensor: its values for the current sample */
+    Layer *layers;       /* per INT8-graph tensor */
+} EvalCtx;
+
+static void hook_float(void *ctx, const OqcGraph *g, int t, const void *data) {
+    EvalCtx *c = ctx;
+    const OqcTensor *x = &g->tensors[t];
+    if (!c->fval[t] || x->dtype != OQCF_FLOAT)
+        return;
+    memcpy(c->fval[t], data, (size_t)oqc_shape_numel(&x->shape) * sizeof(float));
+}
+
+static void hook_int8(void *ctx, const OqcGraph *g, int t, const void *data) {
+    EvalCtx *c = ctx;
+    const OqcTensor *x = &g->tensors[t];
+    Layer *l = &c->layers[t];
+    if (l->ft < 0 || (x->dtype != OQCF_INT8 && x->dtype != OQCF_UINT8))
+        return;
+    const float *f = c->fval[l->ft];
+    int64_t n = oqc_shape_numel(&x->shape);
+    double s = x->quant.scale;
+    for (int64_t i = 0; i < n; i++) {
+        double q = x->dtype == OQCF_INT8 ? ((const int8_t *)data)[i] : ((const uint8_t *)data)[i];
+        double e = q * s - f[i];
+        l->sig += (double)f[i] * f[i];
+        l->err += e * e;
+    }
+}
+
+static double sqnr_db(double sig, double err) {
+    if (err == 0)
+        return INFINITY;
+    return 10.0 * log10(sig / err);
+}
+
+static int64_t argmax(const float *p, int64_t n) {
+    int64_t b = 0;
+    for (int64_t i = 1; i < n; i++)
+        if (p[i] > p[b])
+            b = i;
+    return b;
+}
+
+/* The float graph's tensor an INT8-graph tensor mirrors (NAME or NAME.q8). */
+static int mirror(const OqcGraph *gf, const char *name) {
+    int t = oqc_tensor_find(gf, name);
+    size_t n = strlen(name);
+    if (t < 0 && n > 3 && !strcmp(name + n - 3, ".q8")) {
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%.*s", (int)(n - 3), name);
+        t = oqc_tensor_find(gf, buf);
+    }
+    return t;
+}
+
+int oqc_eval(OqcGraph *gf, OqcGraph *gq, const OqcEvalOptions *o, OqcDiag *d) {
+    OqcArena *a = gq->arena;
+    if (gf->ninputs != 1 || gq->ninputs != 1)
+        return oqc_err(d, "%s: oqc eval supports models with one input (this one has %d)",
+                       gf->path, gf->ninputs);
+    const OqcTensor *in = &gf->tensors[gf->inputs[0]];
+    int64_t S;
+    if (oqc_samples_of(o->data_path, o->data, &in->shape, &S, d) < 0)
+        return -1;
+    if (S == 0)
+        return oqc_err(d, "%s: no samples", o->data_path);
+    if (o->limit > 0 && o->limit < S)
+        S = o->limit;
+    OqcExec *ef = oqc_exec_new(gf, o->threads, d);
+    OqcExec *eq = ef ? oqc_exec_new(gq, o->threads, d) : NULL;
+    if (!eq) {
+        oqc_exec_free(ef);
+        return -1;
+    }
+    EvalCtx c = {gf, NULL, NULL};
+    c.fval = oqc_arena_alloc(a, (size_t)(gf->ntensors + 1) * sizeof *c.fval);
+    c.layers = oqc_arena_alloc(a, (size_t)(gq->ntensors + 1) * sizeof *c.layers);
+    for (int t = 0; t < gq->ntensors; t++) {
+        const OqcTensor *x = &gq->tensors[t];
+        c.layers[t].ft = -1;
+        if (x->dtype != OQCF_INT8 && x->dtype != OQCF_UINT8)
+            continue;
+        int ft = mirror(gf, x->name);
+        if (ft < 0 || !oqc_shape_equal(&gf->tensors[ft].shape, &x->shape) ||
+            gf->tensors[ft].dtype != OQCF_FLOAT)
+            continue;
+        c.layers[t].ft = ft;
+        if (!c.fval[ft])
+            c.fval[ft] = oqc_arena_alloc_raw(
+                a, (size_t)oqc_shape_numel(&x->shape) * sizeof(float) + 1);
+    }
+    oqc_exec_set_hook(ef, hook_float, &c);
+    oqc_exec_set_hook(eq, hook_int8, &c);
+    int no = gf->noutputs;
+    float **yf = oqc_arena_alloc(a, (size_t)no * sizeof *yf);
+    float **yq = oqc_arena_alloc(a, (size_t)no * sizeof *yq);
+    int64_t *osz = oqc_arena_alloc(a, (size_t)no * sizeof *osz);
+    for (int k = 0; k < no; k++) {
+        const OqcTensor *y = &gf->tensors[gf->outputs[k]];
+        if (y->dtype != OQCF_FLOAT || gq->tensors[gq->outputs[k]].dtype != OQCF_FLOAT) {
+            oqc_exec_free(ef);
+            oqc_exec_free(eq);
+            return oqc_err(d, "%s: output '%s' is not float", gf->path, y->name);
+        }
+        osz[k] = oqc_shape_numel(&y->shape);
+        yf[k] = oqc_arena_alloc_raw(a, (size_t)(S * osz[k]) * sizeof(float) + 1);
+        yq[k] = oqc_arena_alloc_raw(a, (size_t)(S * osz[k]) * sizeof(float) + 1);
+    }
+    size_t sample_bytes = (size_t)oqc_shape_numel(&in->shape) * sizeof(float);
+    void **of = oqc_arena_alloc(a, (size_t)no * sizeof *of);
+    void **oq = oqc_arena_alloc(a, (size_t)no * sizeof *oq);
+    int rc = 0;
+    for (int64_t s = 0; rc == 0 && s < S; s++) {
+        const void *x = (const char *)o->data->data + (size_t)s * sample_bytes;
+        for (int k = 0; k < no; k++) {
+            of[k] = yf[k] + s * osz[k];
+            oq[k] = yq[k] + s * osz[k];
+        }
+        if (c.fval[gf->inputs[0]])   /* graph inputs are no node's output */
+            memcpy(c.fval[gf->inputs[0]], x, sample_bytes);
+        rc = oqc_exec_run(ef, &x, of, d);
+        if (rc == 0)
+            rc = oqc_exec_run(eq, &x, oq, d);
+    }
+    oqc_exec_free(ef);
+    oqc_exec_free(eq);
+    if (rc < 0)
+        return -1;
+    /* Labels. */
+    const int64_t *lab = NULL;
+    int64_t nlab = 0;
+    int64_t *lab64 = NULL;
+    if (o->labels) {
+        nlab = oqc_shape_numel(&o->labels->shape);
+        if (o->labels->dtype == OQCF_INT64) {
+            lab = o->labels->data;
+        } else if (o->labels->dtype == OQCF_INT32) {
+            lab64 = oqc_arena_alloc(a, (size_t)nlab * sizeof *lab64 + 1);
+            for (int64_t i = 0; i < nlab; i++)
+                lab64[i] = ((const int32_t *)o->labels->data)[i];
+            lab = lab64;
+        } else {
+            return oqc_err(d, "%s: labels must be int64 or int32, not %s", o->labels_path,
+                           oqc_dtype_name(o->labels->dtype));
+        }
+    }
+    /* Top-1 (first output, classes on its last axis). */
+    const OqcShape *ys = &gf->tensors[gf->outputs[0]].shape;
+    int64_t cls = ys->rank > 0 ? ys->d[ys->rank - 1] : 1;
+    int64_t rows = osz[0] / (cls ? cls : 1);
+    if (lab && nlab < S * rows)
+        return oqc_err(d, "%s: %lld labels for %lld samples of %lld rows each", o->labels_path,
+                       (long long)nlab, (long long)S, (long long)rows);
+    FILE *out = o->out ? o->out : stdout;
+    fprintf(out, "samples: %lld   INT8 requantization: %s\n", (long long)S,
+             o->requant_name ? o->requant_name : "float");
+    if (cls >= 2) {
+        int64_t agree = 0, cf = 0, cq = 0, total = S * rows;
+        for (int64_t r = 0; r < total; r++) {
+            int64_t af = argmax(yf[0] + r * cls, cls), aq = argmax(yq[0] + r * cls, cls);
+            agree += af == aq;
+            if (lab) {
+                cf += af == lab[r];
+                cq += aq == lab[r];
+            }
+        }
+        fprintf(out, "top-1 agreement FP32 vs INT8: %.4f (%lld of %lld)\n",
+                (double)agree / (double)total, (long long)agree, (long long)total);
+        if (lab)
+            fprintf(out, "top-1 accuracy: FP32 %.4f, INT8 %.4f (%+.2f points)\n",
+                    (double)cf / (double)total, (double)cq / (double)total,
+                    100.0 * (double)(cq - cf) / (double)total);
+    }
+    for (int k = 0; k < no; k++) {
+        double sig = 0, err = 0, rsig = 0;
+        for (int64_t j = 0; j < osz[k]; j++) {
+            double m = 0;
+            for (int64_t s = 0; s < S; s++)
+                m += yf[k][s * osz[k] + j];
+            m /= (double)S;
+            for (int64_t s = 0; s < S; s++) {
+                double f = yf[k][s * osz[k] + j], q = yq[k][s * osz[k] + j];
+                sig += (f - m) * (f - m);
+                rsig += f * f;
+                err += (q - f) * (q - f);
+            }
+        }
+        fprintf(out, "output '%s': SQNR %.2f dB centered (%.2f dB uncentered)\n",
+                gf->tensors[gf->outputs[k]].name, sqnr_db(sig, err), sqnr_db(rsig, err));
+        if (o->sqnr)
+            o->sqnr[k] = sqnr_db(sig, err);
+    }
+    if (o->per_layer) {
+        fprintf(out, "\nper-layer SQNR (INT8 tensor vs FP32, all samples):\n");
+        fprintf(out, "  %-40s %-18s %-4s %-12s %8s\n", "tensor", "producer", "type", "scale",
+                "SQNR dB");
+        for (int i = 0; i < gq->nnodes; i++) {
+            const OqcNode *n = &gq->nodes[i];
+            for (int k = 0; k < n->nout; k++) {
+                int t = n->out[k];
+                if (t < 0 || c.layers[t].ft < 0 || !n->q || n->q->kind == OQC_Q_VIEW)
+                    continue;
+                const OqcTensor *x = &gq->tensors[t];
+                fprintf(out, "  %-40s %-18s %-4s %-12.6g %8.2f\n", x->name, n->op_type,
+                        x->dtype == OQCF_UINT8 ? "u8" : "s8", (double)x->quant.scale,
+                        sqnr_db(c.layers[t].sig, c.layers[t].err));
+            }
+        }
+    }
+    /* Outputs as [S, elements] float32 .npy files. */
+    for (int w = 0; w < 2; w++) {
+        const char *path = w ? o->save_fp32 : o->save_int8;
+        if (!path)
+            continue;
+        OqcValue v = {OQCF_FLOAT, {2, {S, osz[0]}}, w ? yf[0] : yq[0],
+                      (size_t)(S * osz[0]) * sizeof(float)};
+        if (oqc_npy_write(path, &v, d) < 0)
+            return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,65 @@
+/* exec_q.c - the executor's INT8 part: nodes the quantize pass lowered (OqcNode.q) run
+ * the runtime/oqci.h kernels with the parameter structs the pass built.  The C emitter
+ * writes the same structs and the same calls, so `oqc eval` and the emitted code give
+ * the same bits. */
+#include "exec_int.h"
+
+/* Where output k is written: conv and pool kernels take the concat buffer itself and
+ * add out_coff; element-wise kernels the tensor (a view is contiguous at batch 1). */
+static void *q_out(OqcExec *e, int node, int k) {
+    const OqcTensor *t = T(e, N(e, node)->out[k]);
+    return (void *)(t->view_base >= 0 ? e->ptr[t->view_base] : e->ptr[N(e, node)->out[k]]);
+}
+
+static int run_q(OqcExec *e, int node) {
+    const OqcNode *n = N(e, node);
+    const OqcQNode *q = n->q;
+    switch (q->kind) {
+    case OQC_Q_CONV:
+        for (int k = 0; k < q->nconv; k++)
+            CHECK(oqci_conv(&q->conv[k], XIN(e, node, 0), q_out(e, node, k), e->scratch));
+        return 0;
+    case OQC_Q_MAXPOOL:
+        CHECK(oqci_maxpool(&q->pool, XIN(e, node, 0), q_out(e, node, 0)));
+        return 0;
+    case OQC_Q_AVGPOOL:
+        CHECK(oqci_avgpool(&q->pool, XIN(e, node, 0), q_out(e, node, 0)));
+        return 0;
+    case OQC_Q_ADD: {
+        const void *xs[OQCI_ADD_MAX];
+        for (int k = 0; k < n->nin; k++)
+            xs[k] = XIN(e, node, k);
+        CHECK(oqci_add(&q->add, xs, YOUT(e, node, 0)));
+        return 0;
+    }
+    case OQC_Q_CLAMP:
+        CHECK(oqci_clamp(XIN(e, node, 0), q->in_type, YOUT(e, node, 0), q->out_type, q->count,
+                         q->lo, q->hi));
+        return 0;
+    case OQC_Q_QUANTIZE:
+        CHECK(oqci_quantize(XIN(e, node, 0), YOUT(e, node, 0), q->out_type, q->count,
+                            q->scale));
+        return 0;
+    case OQC_Q_DEQUANTIZE:
+        CHECK(oqci_dequantize(XIN(e, node, 0), q->in_type, YOUT(e, node, 0), q->count,
+                              q->scale));
+        return 0;
+    case OQC_Q_VIEW:
+        return 0;
+    }
+    return oqc_err_node(e->d, e->g, node, "internal: unknown INT8 kernel %d", (int)q->kind);
+}
+
+int oqc_exec_prepare_q(OqcExec *e, int node, OqcDiag *d) {
+    const OqcQNode *q = N(e, node)->q;
+    ExecNode *x = EN(e, node);
+    (void)d;
+    x->run = q->kind == OQC_Q_VIEW ? NULL : run_q;
+    x->scratch = 0;
+    for (int k = 0; q->kind == OQC_Q_CONV && k < q->nconv; k++) {
+        size_t s = oqci_conv_scratch(&q->conv[k]);
+        if (s > x->scratch)
+            x->scratch = s;
+    }
+    return 0;
+}

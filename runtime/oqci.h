@@ -1,0 +1,212 @@
+/* oqci.h - oqc's INT8 kernel library: the kernels the quantized model calls.
+ *
+ * This header and the oqci_*.c files are copied verbatim into every INT8 output of
+ * `oqc compile`, and the compiler's own reference path (oqc eval, calibration of the
+ * quantized graph) calls the very same functions with the very same parameter structs,
+ * so the emitted C and the compiler agree bit for bit.  Therefore the files are plain
+ * C99 (they build with -std=c99 -pedantic -Wall -Wextra -Werror), never allocate,
+ * hold no mutable global, and need nothing beyond <stdint.h>/<stddef.h>/<string.h>.
+ *
+ * Numbers (see docs/int8.md and the calibration contract):
+ *   - symmetric, scale-only quantization: x = scale * q, no zero point;
+ *   - activations are s8 (q in [-127, 127]) or u8 (q in [0, 255]); weights s8 in
+ *     [-127, 127], per output channel;
+ *   - every rounding is half away from zero (oqci_round_clamp, oqci_mul_shift);
+ *   - the core primitive is oqci_dp4a_*: four 8-bit products summed into an int32
+ *     accumulator, the per-lane semantics of DP4A, x86 vpdpbusd and ARM sdot/udot;
+ *     weights are packed with the reduction depth padded to a multiple of 4 with zeros.
+ *
+ * Layout: activations NCHW, batch included.  A conv/pool output may be a channel view
+ * of a larger buffer (a Concat removed by the passes): channels [out_coff, out_coff +
+ * K) of a buffer with out_ctotal channels per image. */
+#ifndef OQCI_H
+#define OQCI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Status codes (0 = success), as the FP32 library's. */
+#define OQCI_OK 0
+#define OQCI_EINVAL 1   /* parameters inconsistent (a compiler bug, never data) */
+
+/* Storage type of an activation tensor. */
+#define OQCI_S8 0   /* int8_t, q in [-127, 127] */
+#define OQCI_U8 1   /* uint8_t, q in [0, 255] */
+
+/* Requantization modes. */
+#define OQCI_REQ_FLOAT 0   /* y = round(float(acc) * mult[i]) in float32 */
+#define OQCI_REQ_FIXED 1   /* y = round(acc * m[i] * 2^-shift[i]), int64 product */
+
+/* Largest reduction depth whose int32 sum cannot overflow with u8 x s8 operands:
+ * 65536 * 255 * 127 = 2 122 383 360 < 2^31.  Deeper reductions are summed in chunks
+ * of this depth into an int64 and saturated to int32 (see OqciConv). */
+#define OQCI_KCHUNK 65536
+
+/* A requantization: one multiplier, or one per index (output channel for convs,
+ * window element count for average pools).  Float mode uses mult, fixed mode m and
+ * shift; the other pointers may be NULL. */
+typedef struct OqciRequant {
+    int32_t mode;            /* OQCI_REQ_FLOAT or OQCI_REQ_FIXED */
+    int32_t per_index;       /* 0: element 0 for every index; 1: element i for index i */
+    const float *mult;       /* float mode: M (float32) */
+    const int32_t *m;        /* fixed mode: multiplier, 0 or in [2^30, 2^31) */
+    const int8_t *shift;     /* fixed mode: right shift, in [1, 62] */
+} OqciRequant;
+
+/* ---- scalar primitives (inline: every kernel and the compiler use exactly these) --- */
+
+/* round(t) half away from zero, clamped to [lo, hi]; NaN gives lo.  Exact: no float
+ * addition is involved, so no FMA contraction or excess precision can change it. */
+static inline int32_t oqci_round_clamp(float t, int32_t lo, int32_t hi) {
+    int32_t i;
+    float f;
+    if (!(t > (float)lo))
+        return lo;
+    if (t >= (float)hi)
+        return hi;
+    i = (int32_t)t;      /* toward zero; |t| < 2^31 here */
+    f = t - (float)i;    /* exact (Sterbenz) */
+    if (f >= 0.5f)
+        i++;
+    else if (f <= -0.5f)
+        i--;
+    return i;
+}
+
+/* round(x * m * 2^-shift) half away from zero, saturated to int32.  m < 2^31 and
+ * |x| <= 2^31 keep the product below 2^62; shift in [1, 62]. */
+static inline int32_t oqci_mul_shift(int32_t x, int32_t m, int shift) {
+    int64_t p = (int64_t)x * (int64_t)m;
+    int64_t half = (int64_t)1 << (shift - 1);
+    int64_t r = p >= 0 ? (p + half) >> shift : -((-p + half) >> shift);
+    if (r > INT32_MAX)
+        return INT32_MAX;
+    if (r < INT32_MIN)
+        return INT32_MIN;
+    return (int32_t)r;
+}
+
+/* Requantizes accumulator acc with entry i of r, clamped to [lo, hi].
+ * Integer-only targets (no FPU; e.g. Cortex-M0) define OQCI_NO_FLOAT: the float branch
+ * is then not compiled, so oqci_conv.o and oqci_pool.o need no soft-float routine, and
+ * the kernels reject OQCI_REQ_FLOAT with OQCI_EINVAL. */
+static inline int32_t oqci_requant(int32_t acc, const OqciRequant *r, int64_t i, int32_t lo,
+                                   int32_t hi) {
+    int64_t k = r->per_index ? i : 0;
+#ifndef OQCI_NO_FLOAT
+    if (r->mode == OQCI_REQ_FLOAT)
+        return oqci_round_clamp((float)acc * r->mult[k], lo, hi);
+#endif
+    {
+        int32_t v = oqci_mul_shift(acc, r->m[k], r->shift[k]);
+        return v < lo ? lo : v > hi ? hi : v;
+    }
+}
+
+/* The DP4A primitive: acc + a[0]*b[0] + a[1]*b[1] + a[2]*b[2] + a[3]*b[3], activations
+ * a (u8 or s8) times weights b (s8), exact in int32 (the caller bounds the depth). */
+static inline int32_t oqci_dp4a_u8s8(int32_t acc, const uint8_t *a, const int8_t *b) {
+    return acc + (int32_t)a[0] * b[0] + (int32_t)a[1] * b[1] + (int32_t)a[2] * b[2] +
+           (int32_t)a[3] * b[3];
+}
+static inline int32_t oqci_dp4a_s8s8(int32_t acc, const int8_t *a, const int8_t *b) {
+    return acc + (int32_t)a[0] * b[0] + (int32_t)a[1] * b[1] + (int32_t)a[2] * b[2] +
+           (int32_t)a[3] * b[3];
+}
+
+/* ---- convolution and matrix products (oqci_conv.c) ---------------------------------
+ * 2-D convolution (1-D as H = 1; Gemm/MatMul with constant weights as a 1x1 conv on
+ * a 1x1 image with batch = rows).  Weights: out_channels rows of kpad int8 each, the
+ * row of output channel k holding W[k][c][i][j] at c * kh * kw + i * kw + j for the
+ * channels c of its group, then zeros up to kpad (a multiple of 4).  Output:
+ *   acc  = bias[k] + sum over the window of x * w          (int64, saturated to int32)
+ *   y    = requant(acc, rq, k) clamped to [lo, hi]
+ * with out_type's range and the fused activation folded into [lo, hi]. */
+typedef struct OqciConv {
+    int32_t batch;                 /* N */
+    int32_t in_c, in_h, in_w;      /* input C, H, W */
+    int32_t out_c, out_h, out_w;   /* output K (of this call), H, W */
+    int32_t k_h, k_w;              /* kernel */
+    int32_t s_h, s_w;              /* strides */
+    int32_t d_h, d_w;              /* dilations */
+    int32_t p_t, p_l;              /* padding before (top, left); after follows from out */
+    int32_t group;                 /* groups: divides in_c and out_c */
+    int32_t kdim;                  /* in_c / group * k_h * k_w */
+    int32_t kpad;                  /* kdim rounded up to a multiple of 4 */
+    int32_t out_ctotal;            /* channels per image of the output buffer */
+    int32_t out_coff;              /* first channel of this output in it */
+    int32_t in_type, out_type;     /* OQCI_S8 / OQCI_U8 */
+    int32_t lo, hi;                /* output clamp */
+    const int8_t *w;               /* out_c x kpad packed weights */
+    const int32_t *bias;           /* out_c int32 biases at scale s_in * s_w[k], or NULL */
+    OqciRequant rq;                /* per output channel (per_index) or one */
+} OqciConv;
+
+/* Scratch bytes oqci_conv needs (the im2col tile). */
+size_t oqci_conv_scratch(const OqciConv *p);
+/* y (out_type elements, NCHW view) = conv(x (in_type, NCHW)).  scratch: at least
+ * oqci_conv_scratch(p) bytes, any alignment. */
+int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch);
+
+/* ---- pooling (oqci_pool.c) ---------------------------------------------------------
+ * Max pooling: the max of the window (padding never wins), then requant when in and out
+ * scales differ (requant 1; identity otherwise: the max is copied, clamped to [lo, hi]).
+ * Average pooling: the int32 sum of the window's elements, requantized with entry
+ * `count` of rq (rq.per_index 1: M / count precomputed for every count 1..k_h*k_w,
+ * entry 0 unused), count = window elements inside the image, or k_h*k_w with
+ * count_include_pad.  Global average pooling is an average pool with the whole image as
+ * window (k = in, stride 1, no padding). */
+typedef struct OqciPool {
+    int32_t batch, channels;       /* N, C */
+    int32_t in_h, in_w;            /* input H, W */
+    int32_t out_h, out_w;          /* output H, W */
+    int32_t k_h, k_w;              /* window */
+    int32_t s_h, s_w;              /* strides */
+    int32_t d_h, d_w;              /* dilations (max pooling) */
+    int32_t p_t, p_l;              /* padding before */
+    int32_t count_include_pad;     /* average: divide by k_h * k_w always */
+    int32_t out_ctotal, out_coff;  /* output channel view */
+    int32_t in_type, out_type;     /* OQCI_S8 / OQCI_U8 */
+    int32_t lo, hi;                /* output clamp */
+    int32_t requant;               /* max pooling: 1 to requantize with rq */
+    OqciRequant rq;                /* see above */
+} OqciPool;
+
+int oqci_maxpool(const OqciPool *p, const void *x, void *y);
+int oqci_avgpool(const OqciPool *p, const void *x, void *y);
+
+/* ---- element-wise (oqci_eltwise.c) -------------------------------------------------- */
+
+/* Sum of n same-shape inputs, each requantized to the output scale with 8 extra
+ * fractional bits: t_i = round(q_i * M_i * 256) (rq[i], one multiplier each), then
+ * y = clamp(round(sum t_i / 256), lo, hi) (half away from zero).  Add of two inputs,
+ * Sum of more; a fused Relu/Clip is in [lo, hi]. */
+#define OQCI_ADD_MAX 8
+typedef struct OqciAdd {
+    int32_t ninputs;                     /* 2..OQCI_ADD_MAX */
+    int64_t count;                       /* elements of each input and of the output */
+    int32_t in_type[OQCI_ADD_MAX];       /* OQCI_S8 / OQCI_U8 per input */
+    int32_t out_type;                    /* output type */
+    int32_t lo, hi;                      /* output clamp */
+    OqciRequant rq[OQCI_ADD_MAX];        /* per input: M_i * 256 */
+} OqciAdd;
+int oqci_add(const OqciAdd *p, const void *const *x, void *y);
+
+/* y = clamp(x, lo, hi) at the same scale (Relu, Clip; also s8 -> u8 when lo >= 0). */
+int oqci_clamp(const void *x, int32_t in_type, void *y, int32_t out_type, int64_t count,
+               int32_t lo, int32_t hi);
+
+/* q = clamp(round(x / scale), lo, hi): float input to s8/u8 ([-127, 127] or [0, 255]). */
+int oqci_quantize(const float *x, void *y, int32_t out_type, int64_t count, float scale);
+/* x = q * scale. */
+int oqci_dequantize(const void *x, int32_t in_type, float *y, int64_t count, float scale);
+
+/* ---- compile-time helpers (oqci_eltwise.c; the emitted code does not call them) ---- */
+
+/* The fixed-point form of multiplier M >= 0: m in [2^30, 2^31) and shift in [1, 62]
+ * with m * 2^-shift = M rounded to 31 significant bits (m = round(M * 2^shift), half
+ * away from zero); M below 2^-32 gives m = 0, shift 1 (everything rounds to zero).
+ * Returns OQCI_EINVAL for M >= 2^30, negative or not finite. */
+int oqci_fixed_multiplier(double M, int32_t *m, int8_t *shift);
+
+#endif

@@ -1,0 +1,142 @@
+/* oqci_eltwise.c - INT8 element-wise kernels (Add/Sum, Relu/Clip, quantize,
+ * dequantize) and the compile-time fixed-point multiplier helper, portable C99.
+ *
+ * Design.  Plain loops over `count` elements; every kernel allows y to be one of its
+ * inputs (element j is read before it is written).
+ *   - oqci_add: each input is requantized to the output scale with 8 extra fractional
+ *     bits, t_i = oqci_requant(q_i, &rq[i], 0, -INT32_MAX, INT32_MAX), i.e. with no
+ *     clamp beyond int32 (symmetric, so negation never overflows); the t_i are summed in
+ *     int64 (at most 8 * (2^31 - 1): no overflow) and y = clamp(round(sum / 256), lo,
+ *     hi) with the division rounded half away from zero in integers.  The result is
+ *     exact unless some |q_i * M_i| >= 2^23, far outside any 8-bit output range.
+ *   - oqci_quantize divides by the scale (never multiplies by a reciprocal) and
+ *     rounds with oqci_round_clamp, as the compiler quantizes.
+ *   - oqci_fixed_multiplier uses only exact double operations (doublings, a
+ *     truncation and a subtraction), no <math.h>.
+ * Float operations appear only in oqci_add's float mode, the quantize/dequantize pair and
+ * oqci_fixed_multiplier. */
+#include "oqci.h"
+
+/* A requantization usable for entry 0: pointers present, shift in [1, 62]. */
+static int rq_ok0(const OqciRequant *r) {
+    if (r->mode == OQCI_REQ_FLOAT) {
+#ifdef OQCI_NO_FLOAT
+        return 0;
+#else
+        return r->mult != NULL;
+#endif
+    }
+    return r->mode == OQCI_REQ_FIXED && r->m && r->shift && r->shift[0] >= 1 &&
+           r->shift[0] <= 62;
+}
+
+/* [lo, hi] non-empty and storable in type t. */
+static int range_ok(int32_t t, int32_t lo, int32_t hi) {
+    if (t == OQCI_S8)
+        return lo <= hi && lo >= -128 && hi <= 127;
+    if (t == OQCI_U8)
+        return lo <= hi && lo >= 0 && hi <= 255;
+    return 0;
+}
+
+/* Element i of an s8 or u8 tensor. */
+static int32_t load(const void *x, int32_t type, int64_t i) {
+    return type == OQCI_U8 ? (int32_t)((const uint8_t *)x)[i] : (int32_t)((const int8_t *)x)[i];
+}
+
+/* Stores q (already within the output's range) as element i. */
+static void store(void *y, int32_t type, int64_t i, int32_t q) {
+    if (type == OQCI_U8)
+        ((uint8_t *)y)[i] = (uint8_t)q;
+    else
+        ((int8_t *)y)[i] = (int8_t)q;
+}
+
+int oqci_add(const OqciAdd *p, const void *const *x, void *y) {
+    int64_t j;
+    int32_t i;
+    if (!p || !x || !y || p->ninputs < 2 || p->ninputs > OQCI_ADD_MAX || p->count < 0 ||
+        !range_ok(p->out_type, p->lo, p->hi))
+        return OQCI_EINVAL;
+    for (i = 0; i < p->ninputs; i++)
+        if (!x[i] || (p->in_type[i] != OQCI_S8 && p->in_type[i] != OQCI_U8) ||
+            !rq_ok0(&p->rq[i]))
+            return OQCI_EINVAL;
+    for (j = 0; j < p->count; j++) {
+        int64_t s = 0, r;
+        for (i = 0; i < p->ninputs; i++)
+            s += oqci_requant(load(x[i], p->in_type[i], j), &p->rq[i], 0, -INT32_MAX,
+                              INT32_MAX);
+        r = s >= 0 ? (s + 128) >> 8 : -((-s + 128) >> 8);
+        store(y, p->out_type, j, (int32_t)(r < p->lo ? p->lo : r > p->hi ? p->hi : r));
+    }
+    return OQCI_OK;
+}
+
+int oqci_clamp(const void *x, int32_t in_type, void *y, int32_t out_type, int64_t count,
+               int32_t lo, int32_t hi) {
+    int64_t j;
+    if (!x || !y || count < 0 || (in_type != OQCI_S8 && in_type != OQCI_U8) ||
+        !range_ok(out_type, lo, hi))
+        return OQCI_EINVAL;
+    for (j = 0; j < count; j++) {
+        int32_t v = load(x, in_type, j);
+        store(y, out_type, j, v < lo ? lo : v > hi ? hi : v);
+    }
+    return OQCI_OK;
+}
+
+int oqci_quantize(const float *x, void *y, int32_t out_type, int64_t count, float scale) {
+    int64_t j;
+    int32_t lo = out_type == OQCI_U8 ? 0 : -127, hi = out_type == OQCI_U8 ? 255 : 127;
+    /* scale - scale is 0 exactly when scale is finite (NaN and inf give NaN) */
+    if (!x || !y || count < 0 || (out_type != OQCI_S8 && out_type != OQCI_U8) ||
+        !(scale > 0.0f) || scale - scale != 0.0f)
+        return OQCI_EINVAL;
+    for (j = 0; j < count; j++)
+        store(y, out_type, j, oqci_round_clamp(x[j] / scale, lo, hi));
+    return OQCI_OK;
+}
+
+int oqci_dequantize(const void *x, int32_t in_type, float *y, int64_t count, float scale) {
+    int64_t j;
+    if (!x || !y || count < 0 || (in_type != OQCI_S8 && in_type != OQCI_U8))
+        return OQCI_EINVAL;
+    for (j = 0; j < count; j++)
+        y[j] = (float)load(x, in_type, j) * scale;
+    return OQCI_OK;
+}
+
+/* M is scaled by exact doublings into [2^30, 2^31) (shift = number of doublings, at
+ * most 62 for M >= 2^-32), then rounded half away from zero; a rounding up to 2^31 is
+ * renormalised to m = 2^30 with one doubling less, which fails only for M within 1/4 of
+ * 2^30 (shift would be 0). */
+int oqci_fixed_multiplier(double M, int32_t *m, int8_t *shift) {
+    const double two30 = 1073741824.0, two_m32 = 1.0 / 4294967296.0;
+    double v = M;
+    int64_t i;
+    int s = 0;
+    if (!m || !shift || !(M >= 0.0) || !(M < two30))   /* negative, NaN, >= 2^30, inf */
+        return OQCI_EINVAL;
+    if (M < two_m32) {
+        *m = 0;
+        *shift = 1;
+        return OQCI_OK;
+    }
+    while (v < two30) {
+        v *= 2.0;
+        s++;
+    }
+    i = (int64_t)v;
+    if (v - (double)i >= 0.5)
+        i++;
+    if (i == ((int64_t)1 << 31)) {
+        i >>= 1;
+        s--;
+    }
+    if (s < 1)
+        return OQCI_EINVAL;
+    *m = (int32_t)i;
+    *shift = (int8_t)s;
+    return OQCI_OK;
+}

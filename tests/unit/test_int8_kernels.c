@@ -1,0 +1,1153 @@
+/* test_int8_kernels.c - the INT8 kernel library (runtime/oqci.h): the scalar primitives,
+ * conv, max/average pooling and the element-wise kernels against direct scalar
+ * references written independently here, on seeded random small odd shapes.
+ *
+ * Tolerances.  Everything integer is compared EXACTLY: the kernels' sums are exact
+ * (int32 chunks into int64), so any summation order gives the same accumulator, and
+ * the references requantize that accumulator with the very primitives of oqci.h
+ * (oqci_requant), whose own rounding is checked separately against formulas computed
+ * another way (__int128, double).  The only non-exact comparisons are float requant
+ * vs fixed requant (within 1, see test_requant_float_vs_fixed), the fixed multiplier
+ * (relative error < 2^-30) and dequantization's round trip (half a step), each stated
+ * at its check.
+ *
+ * To add a kernel test: write the direct reference next to the others (plain loops
+ * over the unpacked tensors, explicit bounds checks), a test drawing shapes with
+ * rnd_int(), and add it to OQC_TEST_MAIN at the end. */
+#include "harness.h"
+#include "nn_testutil.h"
+#include "oqci.h"
+
+__extension__ typedef __int128 i128;
+
+/* ---- helpers ------------------------------------------------------------------------ */
+
+/* Element i of an s8/u8 buffer (stored as bytes). */
+static int32_t qget(const uint8_t *b, int type, int64_t i) {
+    return type == OQCI_U8 ? (int32_t)b[i] : (int32_t)(int8_t)b[i];
+}
+
+/* n random values of the type's range into a byte buffer. */
+static uint8_t *rnd_q(int64_t n, int type) {
+    uint8_t *b = malloc((size_t)(n > 0 ? n : 1));
+    for (int64_t i = 0; i < n; i++)
+        b[i] = type == OQCI_U8 ? (uint8_t)rnd_int(0, 255) : (uint8_t)(int8_t)rnd_int(-127, 127);
+    return b;
+}
+
+/* Requantization storage: one multiplier per index, both modes filled from the same M. */
+typedef struct Rq {
+    float *mult;      /* float mode multipliers */
+    int32_t *m;       /* fixed mode multipliers */
+    int8_t *shift;    /* fixed mode shifts */
+    OqciRequant rq;   /* the view passed to the kernels */
+} Rq;
+
+static Rq rq_make(int mode, int per_index, int64_t n, const double *M) {
+    Rq r;
+    r.mult = malloc(sizeof(float) * (size_t)n);
+    r.m = malloc(sizeof(int32_t) * (size_t)n);
+    r.shift = malloc((size_t)n);
+    for (int64_t i = 0; i < n; i++) {
+        r.mult[i] = (float)M[i];
+        CU_ASSERT_EQUAL_FATAL(oqci_fixed_multiplier(M[i], &r.m[i], &r.shift[i]), OQCI_OK);
+    }
+    r.rq.mode = mode;
+    r.rq.per_index = per_index;
+    r.rq.mult = mode == OQCI_REQ_FLOAT ? r.mult : NULL;
+    r.rq.m = mode == OQCI_REQ_FIXED ? r.m : NULL;
+    r.rq.shift = mode == OQCI_REQ_FIXED ? r.shift : NULL;
+    return r;
+}
+
+static void rq_free(Rq *r) {
+    free(r->mult);
+    free(r->m);
+    free(r->shift);
+}
+
+/* A random output clamp for type t: the full range, a fused ReLU or a fused ReLU6. */
+static void rnd_clamp(int t, int32_t *lo, int32_t *hi) {
+    int kind = (int)rnd_int(0, 2);
+    *lo = t == OQCI_U8 ? 0 : kind ? 0 : -127;
+    *hi = t == OQCI_U8 ? (kind == 2 ? (int32_t)rnd_int(40, 254) : 255)
+                       : (kind == 2 ? (int32_t)rnd_int(20, 126) : 127);
+}
+
+static int32_t sat32(int64_t v) {
+    return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+}
+
+/* ---- scalar primitives -------------------------------------------------------------- */
+
+/* Exact: integer results of exactly representable inputs. */
+static void test_round_clamp(void) {
+    CU_ASSERT_EQUAL(oqci_round_clamp(0.5f, -127, 127), 1);
+    CU_ASSERT_EQUAL(oqci_round_clamp(-0.5f, -127, 127), -1);
+    CU_ASSERT_EQUAL(oqci_round_clamp(1.5f, -127, 127), 2);
+    CU_ASSERT_EQUAL(oqci_round_clamp(2.5f, -127, 127), 3);
+    CU_ASSERT_EQUAL(oqci_round_clamp(-2.5f, -127, 127), -3);
+    CU_ASSERT_EQUAL(oqci_round_clamp(0.49999997f, -127, 127), 0);
+    CU_ASSERT_EQUAL(oqci_round_clamp(-0.49999997f, -127, 127), 0);
+    CU_ASSERT_EQUAL(oqci_round_clamp(2.4999998f, -127, 127), 2);
+    CU_ASSERT_EQUAL(oqci_round_clamp(1e-45f, -127, 127), 0);
+    CU_ASSERT_EQUAL(oqci_round_clamp(-0.0f, -127, 127), 0);
+    CU_ASSERT_EQUAL(oqci_round_clamp(NAN, -127, 127), -127);
+    CU_ASSERT_EQUAL(oqci_round_clamp(NAN, 0, 255), 0);
+    CU_ASSERT_EQUAL(oqci_round_clamp(INFINITY, -127, 127), 127);
+    CU_ASSERT_EQUAL(oqci_round_clamp(-INFINITY, 0, 255), 0);
+    CU_ASSERT_EQUAL(oqci_round_clamp(126.5f, -127, 127), 127);
+    CU_ASSERT_EQUAL(oqci_round_clamp(127.49f, -127, 127), 127);
+    CU_ASSERT_EQUAL(oqci_round_clamp(300.0f, -127, 127), 127);
+    CU_ASSERT_EQUAL(oqci_round_clamp(-300.0f, -127, 127), -127);
+    CU_ASSERT_EQUAL(oqci_round_clamp(-127.5f, -127, 127), -127);
+    CU_ASSERT_EQUAL(oqci_round_clamp(-0.7f, 0, 255), 0);
+    CU_ASSERT_EQUAL(oqci_round_clamp(254.5f, 0, 255), 255);
+    CU_ASSERT_EQUAL(oqci_round_clamp(8388607.5f, INT32_MIN, INT32_MAX), 8388608);
+    CU_ASSERT_EQUAL(oqci_round_clamp(-8388607.5f, INT32_MIN, INT32_MAX), -8388608);
+    CU_ASSERT_EQUAL(oqci_round_clamp(3e9f, -INT32_MAX, INT32_MAX), INT32_MAX);
+    CU_ASSERT_EQUAL(oqci_round_clamp(-3e9f, -INT32_MAX, INT32_MAX), -INT32_MAX);
+    CU_ASSERT_EQUAL(oqci_round_clamp(2147483520.0f, -INT32_MAX, INT32_MAX), 2147483520);
+    /* Random floats against rounding computed in double: |t| + 0.5 is exact in double
+     * for |t| < 2^29, so floor gives round-half-away exactly. */
+    rnd_seed(11);
+    int bad = 0;
+    for (int i = 0; i < 200000; i++) {
+        float t = rnd_f() * (float)(1 << rnd_int(0, 10));
+        if (i % 7 == 0)   /* exact halves */
+            t = (float)rnd_int(-600, 600) + 0.5f;
+        double r = floor(fabs((double)t) + 0.5);
+        int32_t want = (int32_t)(t < 0 ? -r : r);
+        want = want < -127 ? -127 : want > 255 ? 255 : want;
+        bad += oqci_round_clamp(t, -127, 255) != want;
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* round(x * m / 2^s) half away from zero, saturated, in 128-bit integers by division
+ * (not by the shift-and-add of oqci.h). */
+static int32_t ref_mul_shift(int32_t x, int32_t m, int s) {
+    i128 p = (i128)x * m;
+    i128 a = p < 0 ? -p : p, d = (i128)1 << s;
+    i128 q = a / d, r = a % d;
+    if (2 * r >= d)
+        q++;
+    if (p < 0)
+        q = -q;
+    return q > INT32_MAX ? INT32_MAX : q < INT32_MIN ? INT32_MIN : (int32_t)q;
+}
+
+/* Exact against ref_mul_shift. */
+static void test_mul_shift(void) {
+    const int32_t two30 = 1 << 30;
+    /* halves exactly: x * 2^30 / 2^31 = x / 2 */
+    CU_ASSERT_EQUAL(oqci_mul_shift(1, two30, 31), 1);
+    CU_ASSERT_EQUAL(oqci_mul_shift(-1, two30, 31), -1);
+    CU_ASSERT_EQUAL(oqci_mul_shift(3, two30, 31), 2);
+    CU_ASSERT_EQUAL(oqci_mul_shift(-3, two30, 31), -2);
+    CU_ASSERT_EQUAL(oqci_mul_shift(5, two30, 32), 1);    /* 1.25 */
+    CU_ASSERT_EQUAL(oqci_mul_shift(-7, two30, 32), -2);  /* -1.75 */
+    CU_ASSERT_EQUAL(oqci_mul_shift(0, INT32_MAX, 1), 0);
+    CU_ASSERT_EQUAL(oqci_mul_shift(123, 0, 1), 0);
+    /* shift 1: saturation both ways */
+    CU_ASSERT_EQUAL(oqci_mul_shift(INT32_MAX, INT32_MAX, 1), INT32_MAX);
+    CU_ASSERT_EQUAL(oqci_mul_shift(INT32_MIN, INT32_MAX, 1), INT32_MIN);
+    CU_ASSERT_EQUAL(oqci_mul_shift(INT32_MIN, two30, 31), -two30);
+    CU_ASSERT_EQUAL(oqci_mul_shift(3, two30, 1), 1610612736);   /* 3 * 2^29 */
+    /* shift 62: (2^31 - 1)^2 / 2^62 = 0.99999... -> 1; -2^31 (2^31 - 1) / 2^62 -> -1;
+     * 2^30 * 2^31 / 2^62 = 0.5 -> 1 but it is 2^61, x = 2^31 needs INT32_MIN: -0.5 -> -1 */
+    CU_ASSERT_EQUAL(oqci_mul_shift(INT32_MAX, INT32_MAX, 62), 1);
+    CU_ASSERT_EQUAL(oqci_mul_shift(INT32_MIN, INT32_MAX, 62), -1);
+    CU_ASSERT_EQUAL(oqci_mul_shift(INT32_MIN, two30, 62), -1);
+    CU_ASSERT_EQUAL(oqci_mul_shift(INT32_MIN + 1, two30, 62), 0);   /* -0.4999999998 */
+    rnd_seed(12);
+    int bad = 0;
+    for (int i = 0; i < 300000; i++) {
+        int32_t x = (int32_t)rnd_u32();
+        if (i % 3 == 0)
+            x >>= rnd_int(0, 30);
+        if (i % 97 == 0)
+            x = i % 2 ? INT32_MIN : INT32_MAX;
+        int32_t m = i % 101 == 0 ? 0 : (int32_t)(two30 + (int32_t)(rnd_u32() >> 2));
+        int s = (int)rnd_int(1, 62);
+        if (i % 5 == 0) {   /* a product that is an exact half: x odd, m = 2^30, s = 31 */
+            m = two30;
+            s = 31;
+            x |= 1;
+        }
+        int32_t got = oqci_mul_shift(x, m, s), want = ref_mul_shift(x, m, s);
+        if (got != want && bad++ < 3)
+            printf("\n  mul_shift(%d, %d, %d) = %d, want %d", x, m, s, got, want);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* m * 2^-shift within relative 2^-30 of M (the bound is 2^-31: half a unit of a 31-bit
+ * m >= 2^30), and m exactly round-half-away(M * 2^shift) computed with ldexp (exact). */
+static void test_fixed_multiplier(void) {
+    int32_t m;
+    int8_t s;
+    rnd_seed(13);
+    int bad = 0;
+    for (int i = 0; i < 100000; i++) {
+        double M = ldexp(1.0 + rnd_u32() / 4294967296.0, (int)rnd_int(-32, 29));
+        if (oqci_fixed_multiplier(M, &m, &s) != OQCI_OK || m < (1 << 30) || s < 1 || s > 62) {
+            bad++;
+            continue;
+        }
+        double v = ldexp(M, s), r = floor(v + 0.5);   /* v < 2^31: v + 0.5 exact */
+        double back = ldexp((double)m, -s);
+        int ok = fabs(back - M) / M < ldexp(1.0, -30);
+        if (r == 2147483648.0)   /* rounded up to 2^31: renormalised one shift down */
+            ok = ok && m == (1 << 30);
+        else
+            ok = ok && (double)m == r;
+        bad += !ok;
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    /* bounds */
+    CU_ASSERT_EQUAL(oqci_fixed_multiplier(1.0, &m, &s), OQCI_OK);
+    CU_ASSERT(m == (1 << 30) && s == 30);
+    CU_ASSERT_EQUAL(oqci_fixed_multiplier(ldexp(1.0, -32), &m, &s), OQCI_OK);
+    CU_ASSERT(m == (1 << 30) && s == 62);
+    CU_ASSERT_EQUAL(oqci_fixed_multiplier(nextafter(ldexp(1.0, -32), 0.0), &m, &s), OQCI_OK);
+    CU_ASSERT(m == 0 && s == 1);
+    CU_ASSERT_EQUAL(oqci_fixed_multiplier(0.0, &m, &s), OQCI_OK);
+    CU_ASSERT(m == 0 && s == 1);
+    CU_ASSERT_EQUAL(oqci_fixed_multiplier(1073741823.0, &m, &s), OQCI_OK);
+    CU_ASSERT(m == 2147483646 && s == 1);
+    /* halves: (2^30 + 0.5) 2^-40 -> m = 2^30 + 1; (2^31 - 0.5) 2^-40 -> 2^31 -> 2^30, 39 */
+    CU_ASSERT_EQUAL(oqci_fixed_multiplier(ldexp(1073741824.5, -40), &m, &s), OQCI_OK);
+    CU_ASSERT(m == (1 << 30) + 1 && s == 40);
+    CU_ASSERT_EQUAL(oqci_fixed_multiplier(ldexp(2147483647.5, -40), &m, &s), OQCI_OK);
+    CU_ASSERT(m == (1 << 30) && s == 39);
+    CU_ASSERT_EQUAL(oqci_fixed_multiplier(ldexp(2147483647.25, -40), &m, &s), OQCI_OK);
+    CU_ASSERT(m == INT32_MAX && s == 40);
+    /* errors: >= 2^30, within 1/4 below 2^30 (would need shift 0), negative, NaN, inf */
+    CU_ASSERT_EQUAL(oqci_fixed_multiplier(1073741824.0, &m, &s), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_fixed_multiplier(1073741823.875, &m, &s), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_fixed_multiplier(-1e-3, &m, &s), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_fixed_multiplier(NAN, &m, &s), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_fixed_multiplier(INFINITY, &m, &s), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_fixed_multiplier(-INFINITY, &m, &s), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_fixed_multiplier(0.5, NULL, &s), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_fixed_multiplier(0.5, &m, NULL), OQCI_EINVAL);
+}
+
+/* Float and fixed requantization of the same M agree within 1.  Why 1: both approximate
+ * the real acc * M; float mode rounds acc, M and their product to float32 (relative
+ * error below 3 * 2^-24), fixed mode has m * 2^-shift within 2^-31 relative of M and
+ * rounds once.  In the clamped range (|acc * M| < 2^9 matters, beyond it both clamp)
+ * the two real values differ by less than 2^-13 < 1/2, and two values that close round
+ * to integers at most 1 apart (they differ only when a half lies between them). */
+static void test_requant_float_vs_fixed(void) {
+    rnd_seed(14);
+    int bad = 0, differ = 0;
+    for (int i = 0; i < 200000; i++) {
+        int32_t acc = (int32_t)rnd_u32() >> rnd_int(0, 31);
+        double M = (double)(float)ldexp(1.0 + rnd_f(), (int)-rnd_int(0, 30));
+        int32_t lo = i % 2 ? 0 : -127, hi = i % 2 ? 255 : 127;
+        Rq a = rq_make(OQCI_REQ_FLOAT, 0, 1, &M), b = rq_make(OQCI_REQ_FIXED, 0, 1, &M);
+        int32_t qf = oqci_requant(acc, &a.rq, 5, lo, hi), qx = oqci_requant(acc, &b.rq, 5, lo, hi);
+        bad += abs(qf - qx) > 1 || qf < lo || qf > hi || qx < lo || qx > hi;
+        differ += qf != qx;
+        rq_free(&a);
+        rq_free(&b);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT(differ < 200);   /* a half between them is rare (observed: a handful) */
+}
+
+/* ---- conv ----------------------------------------------------------------------------- */
+
+/* The direct definition: six nested loops over the unpacked W[k][c][i][j] (c within the
+ * group), explicit padding checks, int64 sum, bias, saturation, requant.  yref is dense
+ * N x K x out_h x out_w. */
+static void ref_conv(const OqciConv *p, const uint8_t *x, const int8_t *W, int32_t *yref) {
+    int64_t cg = p->in_c / p->group, kg = p->out_c / p->group;
+    for (int64_t n = 0; n < p->batch; n++)
+        for (int64_t k = 0; k < p->out_c; k++)
+            for (int64_t oh = 0; oh < p->out_h; oh++)
+                for (int64_t ow = 0; ow < p->out_w; ow++) {
+                    int64_t s = p->bias ? p->bias[k] : 0;
+                    int64_t g = k / kg;
+                    for (int64_t c = 0; c < cg; c++)
+                        for (int64_t i = 0; i < p->k_h; i++)
+                            for (int64_t j = 0; j < p->k_w; j++) {
+                                int64_t ih = oh * p->s_h - p->p_t + i * p->d_h;
+                                int64_t iw = ow * p->s_w - p->p_l + j * p->d_w;
+                                if (ih < 0 || ih >= p->in_h || iw < 0 || iw >= p->in_w)
+                                    continue;
+                                int64_t xi = ((n * p->in_c + g * cg + c) * p->in_h + ih) *
+                                                 p->in_w + iw;
+                                int64_t wi = ((k * cg + c) * p->k_h + i) * p->k_w + j;
+                                s += (int64_t)qget(x, p->in_type, xi) * W[wi];
+                            }
+                    yref[((n * p->out_c + k) * p->out_h + oh) * p->out_w + ow] =
+                        oqci_requant(sat32(s), &p->rq, k, p->lo, p->hi);
+                }
+}
+
+/* Packs W[k][c][i][j] into out_c rows of kpad bytes (zeros after kdim). */
+static int8_t *pack_w(const OqciConv *p, const int8_t *W) {
+    int8_t *w = calloc((size_t)p->out_c * (size_t)p->kpad, 1);
+    for (int64_t k = 0; k < p->out_c; k++)
+        memcpy(w + k * p->kpad, W + k * p->kdim, (size_t)p->kdim);
+    return w;
+}
+
+/* Runs conv p (geometry, types, clamp and view set; w, bias, rq filled here) on x and
+ * W, compares with ref_conv exactly and checks the channels outside the view are
+ * untouched.  Returns the number of bad elements. */
+static int64_t conv_run(OqciConv *p, const uint8_t *x, const int8_t *W) {
+    int64_t pix = (int64_t)p->out_h * p->out_w;
+    int64_t ny = p->batch * p->out_ctotal * pix, nref = p->batch * p->out_c * pix;
+    int8_t *w = pack_w(p, W);
+    uint8_t *y = malloc((size_t)ny);
+    int32_t *ref = malloc(sizeof(int32_t) * (size_t)nref);
+    memset(y, 0xA5, (size_t)ny);
+    p->w = w;
+    size_t ss = oqci_conv_scratch(p);
+    CU_ASSERT(ss >= (size_t)p->kpad && ss <= (size_t)(pix * p->kpad));
+    void *scratch = malloc(ss);   /* exactly the size asked: ASan catches any overrun */
+    int st = oqci_conv(p, x, y, scratch);
+    CU_ASSERT_EQUAL(st, OQCI_OK);
+    ref_conv(p, x, W, ref);
+    int64_t bad = 0;
+    for (int64_t n = 0; n < p->batch; n++)
+        for (int64_t c = 0; c < p->out_ctotal; c++)
+            for (int64_t i = 0; i < pix; i++) {
+                int64_t o = (n * p->out_ctotal + c) * pix + i;
+                int in_view = c >= p->out_coff && c < p->out_coff + p->out_c;
+                int32_t want = in_view ? ref[(n * p->out_c + c - p->out_coff) * pix + i]
+                                       : (p->out_type == OQCI_U8 ? 0xA5 : (int8_t)0xA5);
+                int32_t got = qget(y, p->out_type, o);
+                if (got != want && bad++ < 3)
+                    printf("\n  conv n=%lld c=%lld pix=%lld: got %d want %d", (long long)n,
+                           (long long)c, (long long)i, got, want);
+            }
+    free(w);
+    free(y);
+    free(ref);
+    free(scratch);
+    p->w = NULL;
+    return bad;
+}
+
+/* A random multiplier per channel putting typical outputs in the 8-bit range; scale > 1
+ * pushes many of them into the clamp. */
+static void conv_mults(const OqciConv *p, double *M, double scale) {
+    double xs = p->in_type == OQCI_U8 ? 147.0 : 73.0;   /* rms of uniform inputs */
+    double typ = sqrt((double)p->kdim) * 73.0 * xs;
+    for (int64_t k = 0; k < p->out_c; k++)
+        M[k] = scale * (0.3 + 1.5 * (rnd_f() + 1) / 2) * 60.0 / typ;
+}
+
+/* One random case of the given shape class; returns bad elements. */
+static int64_t conv_random_case(int t) {
+    OqciConv p;
+    memset(&p, 0, sizeof p);
+    int depthwise = t % 6 == 1, gemm = t % 11 == 4, conv1d = t % 9 == 2;
+    p.batch = (int32_t)rnd_int(1, 3);
+    p.group = (int32_t)(depthwise ? rnd_int(1, 9) : rnd_int(1, 3));
+    p.in_c = depthwise ? p.group : p.group * (int32_t)rnd_int(1, 6);
+    p.out_c = p.group * (int32_t)(depthwise ? rnd_int(1, 2) : rnd_int(1, 9));
+    if (gemm) {   /* Gemm as a 1x1 conv on a 1x1 image, batch = rows */
+        p.group = 1;
+        p.in_c = (int32_t)rnd_int(1, 40);
+        p.out_c = (int32_t)rnd_int(1, 13);
+        p.in_h = p.in_w = p.out_h = p.out_w = 1;
+        p.k_h = p.k_w = p.s_h = p.s_w = p.d_h = p.d_w = 1;
+    } else {
+        int32_t *kk[2] = {&p.k_h, &p.k_w}, *ss[2] = {&p.s_h, &p.s_w}, *dd[2] = {&p.d_h, &p.d_w};
+        int32_t *pb[2] = {&p.p_t, &p.p_l}, *in[2] = {&p.in_h, &p.in_w};
+        int32_t *out[2] = {&p.out_h, &p.out_w};
+        for (int a = 0; a < 2; a++) {
+            int flat = conv1d && a == 0;
+            *kk[a] = flat ? 1 : (int32_t)rnd_int(1, 4);
+            *ss[a] = flat ? 1 : (int32_t)rnd_int(1, 3);
+            *dd[a] = flat ? 1 : (int32_t)rnd_int(1, 2);
+            *pb[a] = flat ? 0 : (int32_t)rnd_int(0, 2);
+            int32_t pe = flat ? 0 : (int32_t)rnd_int(0, 2);
+            int32_t span = *dd[a] * (*kk[a] - 1) + 1, lo = span - *pb[a] - pe;
+            if (lo < 1)
+                lo = 1;
+            *in[a] = flat ? 1 : (int32_t)rnd_int(lo, lo + 7);
+            *out[a] = (*in[a] + *pb[a] + pe - span) / *ss[a] + 1;
+        }
+    }
+    p.kdim = p.in_c / p.group * p.k_h * p.k_w;
+    p.kpad = (p.kdim + 3) / 4 * 4;
+    p.out_coff = t % 3 == 0 ? (int32_t)rnd_int(0, 3) : 0;
+    p.out_ctotal = p.out_coff + p.out_c + (t % 3 == 0 ? (int32_t)rnd_int(0, 3) : 0);
+    p.in_type = (int32_t)rnd_int(0, 1);
+    p.out_type = (int32_t)rnd_int(0, 1);
+    rnd_clamp(p.out_type, &p.lo, &p.hi);
+
+    int64_t nx = (int64_t)p.batch * p.in_c * p.in_h * p.in_w;
+    int64_t nw = (int64_t)p.out_c * p.kdim;
+    uint8_t *x = rnd_q(nx, p.in_type);
+    int8_t *W = malloc((size_t)nw);
+    int extreme = t % 13 == 5;   /* all weights +-127, inputs at the ends of their range */
+    for (int64_t i = 0; i < nw; i++)
+        W[i] = (int8_t)(extreme ? (rnd_int(0, 1) ? 127 : -127) : rnd_int(-127, 127));
+    if (extreme)
+        for (int64_t i = 0; i < nx; i++)
+            x[i] = p.in_type == OQCI_U8 ? (uint8_t)(rnd_int(0, 1) ? 255 : 0)
+                                        : (uint8_t)(int8_t)(rnd_int(0, 1) ? 127 : -127);
+    int32_t *bias = NULL;
+    if (t % 5 != 2) {
+        bias = malloc(sizeof(int32_t) * (size_t)p.out_c);
+        for (int64_t k = 0; k < p.out_c; k++)
+            bias[k] = (int32_t)rnd_int(-20000, 20000);
+    }
+    p.bias = bias;
+    double *M = malloc(sizeof(double) * (size_t)p.out_c);
+    conv_mults(&p, M, t % 4 == 3 ? 6.0 : 1.0);
+    Rq r = rq_make((int)rnd_int(0, 1), t % 7 != 6, p.out_c, M);
+    p.rq = r.rq;
+    int64_t bad = conv_run(&p, x, W);
+    if (bad)
+        printf("\n  conv case %d: N=%d C=%d K=%d g=%d %dx%d -> %dx%d k=%dx%d s=%d,%d d=%d,%d "
+               "p=%d,%d types %d->%d mode %d [%d,%d]",
+               t, p.batch, p.in_c, p.out_c, p.group, p.in_h, p.in_w, p.out_h, p.out_w, p.k_h,
+               p.k_w, p.s_h, p.s_w, p.d_h, p.d_w, p.p_t, p.p_l, p.in_type, p.out_type,
+               p.rq.mode, p.lo, p.hi);
+    rq_free(&r);
+    free(M);
+    free(bias);
+    free(W);
+    free(x);
+    return bad;
+}
+
+/* Exact: random odd shapes (K not a multiple of 4, channels not multiples of any tile,
+ * strides 1-3, asymmetric pads, dilation, groups, depthwise with multipliers 1 and 2,
+ * 1-D, Gemm-as-conv, batch 1-3, output views, both types in and out, both requant
+ * modes, per-channel or single multiplier, ReLU/ReLU6 clamps, extreme values). */
+static void test_conv_random(void) {
+    rnd_seed(21);
+    int64_t bad = 0;
+    for (int t = 0; t < 600; t++)
+        bad += conv_random_case(t) != 0;
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* Larger pixel counts than one scratch fill, and a depthwise 3x3/2 with padding:
+ * exact. */
+static void test_conv_shapes(void) {
+    static const int32_t shapes[][12] = {
+        /* N, C, K, g, H, W, k, s, d, pt, pl, pb(=pr) */
+        {2, 3, 8, 1, 17, 13, 3, 1, 1, 1, 1, 1},
+        {1, 12, 12, 12, 15, 16, 3, 2, 1, 1, 0, 1},
+        {3, 5, 7, 1, 9, 9, 1, 1, 1, 0, 0, 0},
+        {1, 6, 10, 2, 11, 7, 5, 2, 2, 2, 2, 2},
+        {2, 16, 4, 4, 6, 5, 2, 1, 1, 0, 1, 1},
+    };
+    rnd_seed(22);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int mode = 0; mode < 2; mode++)
+            for (int it = 0; it < 2; it++) {
+                const int32_t *v = shapes[s];
+                OqciConv p;
+                memset(&p, 0, sizeof p);
+                p.batch = v[0];
+                p.in_c = v[1];
+                p.out_c = v[2];
+                p.group = v[3];
+                p.in_h = v[4];
+                p.in_w = v[5];
+                p.k_h = p.k_w = v[6];
+                p.s_h = p.s_w = v[7];
+                p.d_h = p.d_w = v[8];
+                p.p_t = v[9];
+                p.p_l = v[10];
+                int32_t span = v[8] * (v[6] - 1) + 1;
+                p.out_h = (v[4] + v[9] + v[11] - span) / v[7] + 1;
+                p.out_w = (v[5] + v[10] + v[11] - span) / v[7] + 1;
+                p.kdim = p.in_c / p.group * p.k_h * p.k_w;
+                p.kpad = (p.kdim + 3) / 4 * 4;
+                p.out_coff = it;
+                p.out_ctotal = p.out_c + 2 * it;
+                p.in_type = it;
+                p.out_type = mode;
+                rnd_clamp(p.out_type, &p.lo, &p.hi);
+                uint8_t *x = rnd_q((int64_t)p.batch * p.in_c * p.in_h * p.in_w, p.in_type);
+                int8_t *W = malloc((size_t)(p.out_c * p.kdim));
+                for (int64_t i = 0; i < p.out_c * p.kdim; i++)
+                    W[i] = (int8_t)rnd_int(-127, 127);
+                double M[16];
+                conv_mults(&p, M, 1.0);
+                Rq r = rq_make(mode, 1, p.out_c, M);
+                p.rq = r.rq;
+                CU_ASSERT_EQUAL(conv_run(&p, x, W), 0);
+                rq_free(&r);
+                free(W);
+                free(x);
+            }
+}
+
+/* kdim = 70000 > OQCI_KCHUNK: a 1x1 conv, 1 pixel, u8 inputs all 255.  Channel sums
+ * (exact, then saturated to int32):
+ *   k0: w = 127 everywhere   -> 70000 * 32385 = 2 266 950 000 -> INT32_MAX
+ *   k1: w = -127 everywhere  -> INT32_MIN
+ *   k2: +127 for c < 65536, -127 after -> 61072 * 32385 = 1 977 816 720 (fits)
+ *   k3: +127 for c < 66000, 0 after, bias +20 000 000 -> 2 157 410 000 -> INT32_MAX
+ *   k4: as k3 with bias -20 000 000 -> 2 117 410 000 (fits)
+ * With M = 100 / 2^31 (fixed: m = 1.5625 * 2^30, shift 55, exact) the outputs are round(sum * 100 / 2^31): 100, -100, 92, 100, 99 -- without chunking an
+ * int32 accumulator would wrap and give a negative value for k0.  Exact.  The same
+ * with out_c = 2 (the 1-channel path) and with s8 inputs. */
+static void test_conv_deep(void) {
+    const int32_t C = 70000;
+    for (int variant = 0; variant < 3; variant++) {
+        OqciConv p;
+        memset(&p, 0, sizeof p);
+        p.batch = 1;
+        p.in_c = C;
+        p.in_h = p.in_w = p.out_h = p.out_w = 1;
+        p.out_c = variant == 1 ? 2 : 5;
+        p.k_h = p.k_w = p.s_h = p.s_w = p.d_h = p.d_w = 1;
+        p.group = 1;
+        p.kdim = C;
+        p.kpad = C;
+        p.out_ctotal = p.out_c;
+        p.in_type = variant == 2 ? OQCI_S8 : OQCI_U8;
+        p.out_type = OQCI_S8;
+        p.lo = -127;
+        p.hi = 127;
+        uint8_t *x = malloc((size_t)C);
+        memset(x, variant == 2 ? 0x81 : 0xFF, (size_t)C);   /* s8 -127 or u8 255 */
+        int8_t *W = malloc((size_t)(5 * C));
+        int32_t bias[5] = {0, 0, 0, 20000000, -20000000};
+        for (int32_t c = 0; c < C; c++) {
+            W[c] = 127;
+            W[C + c] = -127;
+            W[2 * C + c] = c < 65536 ? 127 : -127;
+            W[3 * C + c] = W[4 * C + c] = c < 66000 ? 127 : 0;
+        }
+        p.bias = bias;
+        double M = 100.0 / 2147483648.0;
+        Rq r = rq_make(OQCI_REQ_FIXED, 0, 1, &M);
+        p.rq = r.rq;
+        CU_ASSERT_EQUAL(conv_run(&p, x, W), 0);   /* against the direct reference */
+        /* and against the hand-computed values */
+        int8_t y[5], *w = pack_w(&p, W);
+        void *scratch = malloc(oqci_conv_scratch(&p));
+        p.w = w;
+        CU_ASSERT_EQUAL(oqci_conv(&p, x, y, scratch), OQCI_OK);
+        if (variant == 2) {   /* s8: sums are -127 * w, no saturation */
+            CU_ASSERT_EQUAL(y[0], oqci_mul_shift(-127 * 127 * C, r.m[0], r.shift[0]));
+            CU_ASSERT_EQUAL(y[0], -53);   /* -1 129 030 000 * 100 / 2^31 = -52.6 */
+            CU_ASSERT_EQUAL(y[1], 53);
+        } else {
+            CU_ASSERT_EQUAL(y[0], 100);
+            CU_ASSERT_EQUAL(y[1], -100);
+            if (variant == 0) {
+                CU_ASSERT_EQUAL(y[2], 92);
+                CU_ASSERT_EQUAL(y[3], 100);
+                CU_ASSERT_EQUAL(y[4], 99);
+            }
+        }
+        free(scratch);
+        free(w);
+        rq_free(&r);
+        free(W);
+        free(x);
+    }
+}
+
+static void test_conv_einval(void) {
+    int8_t w[8] = {1, 2, 3, 0, 4, 5, 6, 0};
+    int32_t m = 1 << 30;
+    int8_t sh = 40, bad_sh = 0;
+    float f = 0.5f;
+    uint8_t x[6] = {1, 2, 3, 4, 5, 6}, y[8], s[64];
+    OqciConv ok;
+    memset(&ok, 0, sizeof ok);
+    ok.batch = 1;
+    ok.in_c = 3;
+    ok.in_h = 1;
+    ok.in_w = 2;
+    ok.out_c = 2;
+    ok.out_h = 1;
+    ok.out_w = 2;
+    ok.k_h = ok.k_w = ok.s_h = ok.s_w = ok.d_h = ok.d_w = 1;
+    ok.group = 1;
+    ok.kdim = 3;
+    ok.kpad = 4;
+    ok.out_ctotal = 2;
+    ok.lo = -127;
+    ok.hi = 127;
+    ok.w = w;
+    ok.rq.mode = OQCI_REQ_FIXED;
+    ok.rq.m = &m;
+    ok.rq.shift = &sh;
+    CU_ASSERT_EQUAL(oqci_conv(&ok, x, y, s), OQCI_OK);
+    CU_ASSERT_EQUAL(oqci_conv(NULL, x, y, s), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_conv(&ok, NULL, y, s), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_conv(&ok, x, NULL, s), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_conv(&ok, x, y, NULL), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_conv_scratch(NULL), 0);
+    OqciConv p;
+#define BAD(stmt)                                                                   \
+    do {                                                                            \
+        p = ok;                                                                     \
+        stmt;                                                                       \
+        CU_ASSERT_EQUAL(oqci_conv(&p, x, y, s), OQCI_EINVAL);                       \
+    } while (0)
+    BAD(p.group = 2);                              /* does not divide in_c = 3 */
+    BAD(p.group = 0);
+    BAD((p.in_c = 2, p.group = 2, p.kdim = 1, p.out_c = 1, p.out_ctotal = 1)); /* out_c */
+    BAD(p.kpad = 3);                               /* not a multiple of 4 */
+    BAD((p.kdim = 5, p.kpad = 8));                 /* kdim != in_c / group * k_h * k_w */
+    BAD((p.k_w = 2, p.kdim = 6, p.kpad = 4));      /* kpad < kdim */
+    BAD(p.out_coff = 1);                           /* out_coff + out_c > out_ctotal */
+    BAD(p.out_coff = -1);
+    BAD(p.w = NULL);
+    BAD(p.in_type = 2);
+    BAD(p.out_type = 7);
+    BAD((p.lo = 5, p.hi = 4));
+    BAD((p.out_type = OQCI_U8, p.lo = -1));
+    BAD(p.hi = 128);
+    BAD(p.rq.shift = &bad_sh);                     /* shift outside [1, 62] */
+    BAD(p.rq.m = NULL);
+    BAD(p.rq.mode = 5);
+    BAD(p.rq.mode = OQCI_REQ_FLOAT);               /* mult NULL */
+    BAD((p.s_h = 0));
+    BAD((p.d_w = 0));
+    BAD((p.batch = -1));
+    BAD((p.p_t = -1));
+#undef BAD
+    p = ok;
+    p.rq.mode = OQCI_REQ_FLOAT;
+    p.rq.mult = &f;
+    CU_ASSERT_EQUAL(oqci_conv(&p, x, y, s), OQCI_OK);
+}
+
+/* ---- pooling -------------------------------------------------------------------------- */
+
+/* Direct max/average pooling: yref dense N x C x out_h x out_w.  Max: padding is skipped
+ * (never wins); an empty window gives lo.  Average: count = inside elements or k_h*k_w;
+ * count 0 gives 0 clamped. */
+static void ref_pool(const OqciPool *p, const uint8_t *x, int avg, int32_t *yref) {
+    for (int64_t n = 0; n < p->batch; n++)
+        for (int64_t c = 0; c < p->channels; c++)
+            for (int64_t oh = 0; oh < p->out_h; oh++)
+                for (int64_t ow = 0; ow < p->out_w; ow++) {
+                    int64_t sum = 0, count = 0;
+                    int32_t mx = -1000;
+                    for (int64_t i = 0; i < p->k_h; i++)
+                        for (int64_t j = 0; j < p->k_w; j++) {
+                            int64_t ih = oh * p->s_h - p->p_t + i * p->d_h;
+                            int64_t iw = ow * p->s_w - p->p_l + j * p->d_w;
+                            if (ih < 0 || ih >= p->in_h || iw < 0 || iw >= p->in_w)
+                                continue;
+                            int32_t v =
+                                qget(x, p->in_type, ((n * p->channels + c) * p->in_h + ih) * p->in_w + iw);
+                            sum += v;
+                            count++;
+                            if (v > mx)
+                                mx = v;
+                        }
+                    int32_t q;
+                    if (avg) {
+                        if (p->count_include_pad)
+                            count = p->k_h * p->k_w;
+                        q = count ? oqci_requant((int32_t)sum, &p->rq, count, p->lo, p->hi)
+                                  : (0 < p->lo ? p->lo : 0 > p->hi ? p->hi : 0);
+                    } else if (!count) {
+                        q = p->lo;
+                    } else if (p->requant) {
+                        q = oqci_requant(mx, &p->rq, 0, p->lo, p->hi);
+                    } else {
+                        q = mx < p->lo ? p->lo : mx > p->hi ? p->hi : mx;
+                    }
+                    yref[((n * p->channels + c) * p->out_h + oh) * p->out_w + ow] = q;
+                }
+}
+
+/* Runs the pool and compares exactly (and the view's outside channels untouched). */
+static int64_t pool_run(const OqciPool *p, const uint8_t *x, int avg) {
+    int64_t pix = (int64_t)p->out_h * p->out_w;
+    int64_t ny = p->batch * p->out_ctotal * pix;
+    uint8_t *y = malloc((size_t)ny);
+    int32_t *ref = malloc(sizeof(int32_t) * (size_t)(p->batch * p->channels * pix));
+    memset(y, 0x5A, (size_t)ny);
+    int st = avg ? oqci_avgpool(p, x, y) : oqci_maxpool(p, x, y);
+    CU_ASSERT_EQUAL(st, OQCI_OK);
+    ref_pool(p, x, avg, ref);
+    int64_t bad = 0;
+    for (int64_t n = 0; n < p->batch; n++)
+        for (int64_t c = 0; c < p->out_ctotal; c++)
+            for (int64_t i = 0; i < pix; i++) {
+                int in_view = c >= p->out_coff && c < p->out_coff + p->channels;
+                int32_t want = in_view ? ref[(n * p->channels + c - p->out_coff) * pix + i] : 0x5A;
+                int32_t got = qget(y, p->out_type, (n * p->out_ctotal + c) * pix + i);
+                if (got != want && bad++ < 3)
+                    printf("\n  %s n=%lld c=%lld pix=%lld: got %d want %d", avg ? "avg" : "max",
+                           (long long)n, (long long)c, (long long)i, got, want);
+            }
+    free(y);
+    free(ref);
+    return bad;
+}
+
+/* Random geometry (pads may exceed half the window: some windows hold padding only). */
+static void rnd_pool(OqciPool *p, int avg) {
+    memset(p, 0, sizeof *p);
+    p->batch = (int32_t)rnd_int(1, 3);
+    p->channels = (int32_t)rnd_int(1, 6);
+    int32_t *kk[2] = {&p->k_h, &p->k_w}, *ss[2] = {&p->s_h, &p->s_w}, *dd[2] = {&p->d_h, &p->d_w};
+    int32_t *pb[2] = {&p->p_t, &p->p_l}, *in[2] = {&p->in_h, &p->in_w};
+    int32_t *out[2] = {&p->out_h, &p->out_w};
+    for (int a = 0; a < 2; a++) {
+        *kk[a] = (int32_t)rnd_int(1, 4);
+        *ss[a] = (int32_t)rnd_int(1, 3);
+        *dd[a] = avg && rnd_int(0, 1) ? 1 : (int32_t)rnd_int(1, 2);
+        *pb[a] = (int32_t)rnd_int(0, 2);
+        int32_t pe = (int32_t)rnd_int(0, 2), span = *dd[a] * (*kk[a] - 1) + 1;
+        int32_t lo = span - *pb[a] - pe;
+        if (lo < 1)
+            lo = 1;
+        *in[a] = (int32_t)rnd_int(lo, lo + 6);
+        *out[a] = (*in[a] + *pb[a] + pe - span) / *ss[a] + 1;
+    }
+    p->out_coff = rnd_int(0, 1) ? (int32_t)rnd_int(0, 2) : 0;
+    p->out_ctotal = p->out_coff + p->channels + (int32_t)rnd_int(0, 2);
+    p->in_type = (int32_t)rnd_int(0, 1);
+    p->out_type = (int32_t)rnd_int(0, 1);
+    rnd_clamp(p->out_type, &p->lo, &p->hi);
+}
+
+/* Exact: random max pools, with and without requant (both modes). */
+static void test_maxpool_random(void) {
+    rnd_seed(31);
+    int64_t bad = 0;
+    for (int t = 0; t < 400; t++) {
+        OqciPool p;
+        rnd_pool(&p, 0);
+        double M = 0.4 + (rnd_f() + 1);
+        Rq r = rq_make(t % 2 ? OQCI_REQ_FIXED : OQCI_REQ_FLOAT, 0, 1, &M);
+        p.requant = t % 3 != 0;
+        p.rq = r.rq;
+        uint8_t *x = rnd_q((int64_t)p.batch * p.channels * p.in_h * p.in_w, p.in_type);
+        bad += pool_run(&p, x, 0) != 0;
+        free(x);
+        rq_free(&r);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* Exact: random average pools, count_include_pad on and off, per-count table M / count
+ * (both modes), and a single multiplier when every count is k_h * k_w. */
+static void test_avgpool_random(void) {
+    rnd_seed(32);
+    int64_t bad = 0;
+    for (int t = 0; t < 400; t++) {
+        OqciPool p;
+        rnd_pool(&p, 1);
+        p.count_include_pad = t % 2;
+        int32_t taps = p.k_h * p.k_w;
+        double Ms[17], M0 = 0.5 + (rnd_f() + 1);
+        for (int32_t c = 0; c <= taps; c++)
+            Ms[c] = c ? M0 / c : 0.0;
+        Rq r = rq_make(t % 4 < 2 ? OQCI_REQ_FIXED : OQCI_REQ_FLOAT, 1, taps + 1, Ms);
+        p.rq = r.rq;
+        if (t % 8 == 7) {   /* one multiplier: entry 0 = M / k_h k_w, include_pad */
+            p.count_include_pad = 1;
+            p.rq.per_index = 0;
+            r.mult[0] = (float)(M0 / taps);
+            CU_ASSERT_EQUAL(oqci_fixed_multiplier(M0 / taps, &r.m[0], &r.shift[0]), OQCI_OK);
+        }
+        uint8_t *x = rnd_q((int64_t)p.batch * p.channels * p.in_h * p.in_w, p.in_type);
+        bad += pool_run(&p, x, 1) != 0;
+        free(x);
+        rq_free(&r);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* Hand-checked examples, exact.
+ * avg 3x3, stride 1, pad 1 on a 3x3 image of 90s (u8), float M / count:
+ *   count excludes pad: every output 90;
+ *   count_include_pad: corner 4 * 90 / 9 = 40, edge 6 * 90 / 9 = 60, centre 90.
+ * max of an all-negative s8 image with padding: the max is the largest input (-3), not
+ * the padding's 0; with requant M = 2 it becomes -6; clamped by a ReLU it is 0.
+ * max with k 2, dilation 3, pad 1 on a 1x2 row: the single window (-1, 2) holds no
+ * input and gives lo.  Global average pool = window of the whole image. */
+static void test_pool_examples(void) {
+    uint8_t x[9], y[9];
+    float mults[10];
+    for (int i = 0; i < 9; i++)
+        x[i] = 90;
+    for (int c = 1; c <= 9; c++)
+        mults[c] = 1.0f / (float)c;
+    mults[0] = 0;
+    OqciPool p;
+    memset(&p, 0, sizeof p);
+    p.batch = p.channels = 1;
+    p.in_h = p.in_w = p.out_h = p.out_w = 3;
+    p.k_h = p.k_w = 3;
+    p.s_h = p.s_w = p.d_h = p.d_w = 1;
+    p.p_t = p.p_l = 1;
+    p.out_ctotal = 1;
+    p.in_type = p.out_type = OQCI_U8;
+    p.lo = 0;
+    p.hi = 255;
+    p.rq.mode = OQCI_REQ_FLOAT;
+    p.rq.per_index = 1;
+    p.rq.mult = mults;
+    CU_ASSERT_EQUAL(oqci_avgpool(&p, x, y), OQCI_OK);
+    for (int i = 0; i < 9; i++)
+        CU_ASSERT_EQUAL(y[i], 90);
+    p.count_include_pad = 1;
+    CU_ASSERT_EQUAL(oqci_avgpool(&p, x, y), OQCI_OK);
+    static const uint8_t want_inc[9] = {40, 60, 40, 60, 90, 60, 40, 60, 40};
+    CU_ASSERT_EQUAL(memcmp(y, want_inc, 9), 0);
+    /* global average pool of 1..9 (u8): 45 / 9 = 5 */
+    for (int i = 0; i < 9; i++)
+        x[i] = (uint8_t)(i + 1);
+    p.count_include_pad = 0;
+    p.p_t = p.p_l = 0;
+    p.out_h = p.out_w = 1;
+    CU_ASSERT_EQUAL(oqci_avgpool(&p, x, y), OQCI_OK);
+    CU_ASSERT_EQUAL(y[0], 5);
+
+    /* max: all-negative s8 with padding */
+    int8_t xs[9] = {-9, -8, -7, -6, -5, -4, -3, -10, -20};
+    int32_t m;
+    int8_t sh;
+    CU_ASSERT_EQUAL(oqci_fixed_multiplier(2.0, &m, &sh), OQCI_OK);
+    memset(&p, 0, sizeof p);
+    p.batch = p.channels = 1;
+    p.in_h = p.in_w = 3;
+    p.out_h = p.out_w = 1;
+    p.k_h = p.k_w = 3;
+    p.s_h = p.s_w = p.d_h = p.d_w = 1;
+    p.p_t = p.p_l = 1;   /* window rows -1..1, cols -1..1: inputs -9 -8 -6 -5 */
+    p.out_ctotal = 1;
+    p.in_type = p.out_type = OQCI_S8;
+    p.lo = -127;
+    p.hi = 127;
+    int8_t ys[2];
+    CU_ASSERT_EQUAL(oqci_maxpool(&p, xs, ys), OQCI_OK);
+    CU_ASSERT_EQUAL(ys[0], -5);
+    p.p_t = p.p_l = 0;   /* whole image */
+    CU_ASSERT_EQUAL(oqci_maxpool(&p, xs, ys), OQCI_OK);
+    CU_ASSERT_EQUAL(ys[0], -3);
+    p.requant = 1;
+    p.rq.mode = OQCI_REQ_FIXED;
+    p.rq.m = &m;
+    p.rq.shift = &sh;
+    CU_ASSERT_EQUAL(oqci_maxpool(&p, xs, ys), OQCI_OK);
+    CU_ASSERT_EQUAL(ys[0], -6);
+    p.lo = 0;   /* fused ReLU */
+    CU_ASSERT_EQUAL(oqci_maxpool(&p, xs, ys), OQCI_OK);
+    CU_ASSERT_EQUAL(ys[0], 0);
+    /* empty window */
+    p.requant = 0;
+    p.lo = -100;
+    p.in_h = 1;
+    p.in_w = 2;
+    p.k_h = 1;
+    p.k_w = 2;
+    p.d_w = 3;
+    p.p_l = 1;
+    CU_ASSERT_EQUAL(oqci_maxpool(&p, xs, ys), OQCI_OK);
+    CU_ASSERT_EQUAL(ys[0], -100);
+}
+
+static void test_pool_einval(void) {
+    uint8_t x[4] = {0}, y[4];
+    int32_t m = 1 << 30;
+    int8_t sh = 3, bad_sh[5] = {0, 1, 63, 1, 1};
+    OqciPool ok;
+    memset(&ok, 0, sizeof ok);
+    ok.batch = ok.channels = 1;
+    ok.in_h = ok.in_w = 2;
+    ok.out_h = ok.out_w = 1;
+    ok.k_h = ok.k_w = ok.s_h = ok.s_w = 2;
+    ok.d_h = ok.d_w = 1;
+    ok.out_ctotal = 1;
+    ok.lo = -127;
+    ok.hi = 127;
+    ok.rq.mode = OQCI_REQ_FIXED;
+    ok.rq.m = &m;
+    ok.rq.shift = &sh;
+    CU_ASSERT_EQUAL(oqci_maxpool(&ok, x, y), OQCI_OK);
+    CU_ASSERT_EQUAL(oqci_avgpool(&ok, x, y), OQCI_OK);
+    OqciPool p;
+#define BAD(stmt)                                                                   \
+    do {                                                                            \
+        p = ok;                                                                     \
+        stmt;                                                                       \
+        CU_ASSERT_EQUAL(oqci_maxpool(&p, x, y) == OQCI_EINVAL &&                    \
+                            oqci_avgpool(&p, x, y) == OQCI_EINVAL, 1);              \
+    } while (0)
+    BAD(p.out_coff = 1);
+    BAD(p.channels = 0);
+    BAD(p.k_w = 0);
+    BAD(p.s_h = 0);
+    BAD(p.in_type = 3);
+    BAD(p.out_type = 3);
+    BAD((p.lo = 3, p.hi = 2));
+    BAD((p.out_type = OQCI_U8, p.lo = -1));
+    BAD((p.requant = 1, p.rq.m = NULL));
+    BAD((p.requant = 1, p.rq.mode = OQCI_REQ_FLOAT));
+#undef BAD
+    CU_ASSERT_EQUAL(oqci_maxpool(NULL, x, y), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_maxpool(&ok, NULL, y), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_avgpool(&ok, x, NULL), OQCI_EINVAL);
+    int32_t ms[5] = {0, 1 << 30, 1 << 30, 1 << 30, 1 << 30};
+    p = ok;   /* avg: a per-count table with a bad shift at count 2 (used) */
+    p.rq.per_index = 1;
+    p.rq.m = ms;
+    p.rq.shift = bad_sh;
+    CU_ASSERT_EQUAL(oqci_avgpool(&p, x, y), OQCI_EINVAL);
+    p.k_h = 1;   /* counts 1..2: entry 2 = 63 */
+    CU_ASSERT_EQUAL(oqci_avgpool(&p, x, y), OQCI_EINVAL);
+    p.k_w = 1;   /* count 1 only: fine */
+    CU_ASSERT_EQUAL(oqci_avgpool(&p, x, y), OQCI_OK);
+    p = ok;   /* a window whose u8 sum could overflow int32 */
+    p.k_h = p.k_w = 3000;
+    CU_ASSERT_EQUAL(oqci_avgpool(&p, x, y), OQCI_EINVAL);
+}
+
+/* ---- element-wise --------------------------------------------------------------------- */
+
+/* Direct Add/Sum: t_i with the int32-only clamp, the int64 sum, then the division by
+ * 256 rounded half away from zero in double (exact: |sum| < 2^35). */
+static int32_t ref_add1(const OqciAdd *p, const uint8_t *const *x, int64_t j) {
+    int64_t s = 0;
+    for (int i = 0; i < p->ninputs; i++)
+        s += oqci_requant(qget(x[i], p->in_type[i], j), &p->rq[i], 0, -INT32_MAX, INT32_MAX);
+    double r = floor(fabs((double)s / 256.0) + 0.5);
+    int64_t v = (int64_t)(s < 0 ? -r : r);
+    return (int32_t)(v < p->lo ? p->lo : v > p->hi ? p->hi : v);
+}
+
+/* Exact: random Add (2 inputs) and Sum (3..8 inputs) of mixed types, both modes, fused
+ * ReLU/ReLU6 clamps, in place (y = x[0]) sometimes. */
+static void test_add_random(void) {
+    rnd_seed(41);
+    int64_t bad = 0;
+    for (int t = 0; t < 300; t++) {
+        OqciAdd p;
+        memset(&p, 0, sizeof p);
+        p.ninputs = t % 3 == 0 ? (int32_t)rnd_int(3, OQCI_ADD_MAX) : 2;
+        p.count = rnd_int(0, 300);
+        p.out_type = (int32_t)rnd_int(0, 1);
+        rnd_clamp(p.out_type, &p.lo, &p.hi);
+        uint8_t *xs[OQCI_ADD_MAX];
+        Rq r[OQCI_ADD_MAX];
+        int mode = (int)rnd_int(0, 1);
+        for (int i = 0; i < p.ninputs; i++) {
+            p.in_type[i] = (int32_t)rnd_int(0, 1);
+            xs[i] = rnd_q(p.count, p.in_type[i]);
+            double M = 256.0 * (0.05 + 1.5 * (rnd_f() + 1) / 2);
+            if (t % 17 == 3)
+                M = 256.0 * 0.5;   /* many exact halves */
+            r[i] = rq_make(mode, 0, 1, &M);
+            p.rq[i] = r[i].rq;
+        }
+        int inplace = t % 5 == 1 && p.in_type[0] == p.out_type;
+        uint8_t *y = inplace ? xs[0] : malloc((size_t)(p.count ? p.count : 1));
+        int32_t *ref = malloc(sizeof(int32_t) * (size_t)(p.count ? p.count : 1));
+        for (int64_t j = 0; j < p.count; j++)
+            ref[j] = ref_add1(&p, (const uint8_t *const *)xs, j);
+        CU_ASSERT_EQUAL(oqci_add(&p, (const void *const *)xs, y), OQCI_OK);
+        int64_t b = 0;
+        for (int64_t j = 0; j < p.count; j++)
+            b += qget(y, p.out_type, j) != ref[j];
+        bad += b != 0;
+        if (!inplace)
+            free(y);
+        free(ref);
+        for (int i = 0; i < p.ninputs; i++) {
+            free(xs[i]);
+            rq_free(&r[i]);
+        }
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* Hand-checked, exact: two inputs with M = 0.5 (t = 128 q): q1 + q2 = 1 -> 0.5 -> 1,
+ * -1 -> -1, 3 -> 2 (1.5), -3 -> -2; three inputs s8, u8, s8 with M = 1, 0.25, 2:
+ * 10 + 200/4 - 2*7 = 46, then a fused ReLU6-like [0, 40] clamp -> 40. */
+static void test_add_examples(void) {
+    int32_t m128, m256, m64, m512;
+    int8_t s128, s256, s64, s512;
+    CU_ASSERT_EQUAL(oqci_fixed_multiplier(128.0, &m128, &s128), OQCI_OK);
+    CU_ASSERT_EQUAL(oqci_fixed_multiplier(256.0, &m256, &s256), OQCI_OK);
+    CU_ASSERT_EQUAL(oqci_fixed_multiplier(64.0, &m64, &s64), OQCI_OK);
+    CU_ASSERT_EQUAL(oqci_fixed_multiplier(512.0, &m512, &s512), OQCI_OK);
+    int8_t a[5] = {1, 0, 2, -3, 0}, b[5] = {0, -1, 1, 0, 0}, y[5];
+    OqciAdd p;
+    memset(&p, 0, sizeof p);
+    p.ninputs = 2;
+    p.count = 5;
+    p.lo = -127;
+    p.hi = 127;
+    p.rq[0].mode = p.rq[1].mode = OQCI_REQ_FIXED;
+    p.rq[0].m = p.rq[1].m = &m128;
+    p.rq[0].shift = p.rq[1].shift = &s128;
+    const void *xs[3] = {a, b, NULL};
+    CU_ASSERT_EQUAL(oqci_add(&p, xs, y), OQCI_OK);
+    static const int8_t want[5] = {1, -1, 2, -2, 0};
+    CU_ASSERT_EQUAL(memcmp(y, want, 5), 0);
+    int8_t c0[1] = {10}, c2[1] = {-7};
+    uint8_t c1[1] = {200};
+    const void *xs3[3] = {c0, c1, c2};
+    p.ninputs = 3;
+    p.count = 1;
+    p.in_type[1] = OQCI_U8;
+    p.rq[0].m = &m256;
+    p.rq[0].shift = &s256;
+    p.rq[1].m = &m64;
+    p.rq[1].shift = &s64;
+    p.rq[2].mode = OQCI_REQ_FIXED;
+    p.rq[2].m = &m512;
+    p.rq[2].shift = &s512;
+    CU_ASSERT_EQUAL(oqci_add(&p, xs3, y), OQCI_OK);
+    CU_ASSERT_EQUAL(y[0], 46);
+    p.out_type = OQCI_U8;
+    p.lo = 0;
+    p.hi = 40;
+    uint8_t yu[1];
+    CU_ASSERT_EQUAL(oqci_add(&p, xs3, yu), OQCI_OK);
+    CU_ASSERT_EQUAL(yu[0], 40);
+    /* EINVAL */
+    p.ninputs = 1;
+    CU_ASSERT_EQUAL(oqci_add(&p, xs3, yu), OQCI_EINVAL);
+    p.ninputs = OQCI_ADD_MAX + 1;
+    CU_ASSERT_EQUAL(oqci_add(&p, xs3, yu), OQCI_EINVAL);
+    p.ninputs = 3;
+    xs3[2] = NULL;
+    CU_ASSERT_EQUAL(oqci_add(&p, xs3, yu), OQCI_EINVAL);
+    xs3[2] = c2;
+    p.rq[2].shift = NULL;
+    CU_ASSERT_EQUAL(oqci_add(&p, xs3, yu), OQCI_EINVAL);
+    p.rq[2].shift = &s512;
+    p.in_type[2] = 9;
+    CU_ASSERT_EQUAL(oqci_add(&p, xs3, yu), OQCI_EINVAL);
+    p.in_type[2] = OQCI_S8;
+    p.count = -1;
+    CU_ASSERT_EQUAL(oqci_add(&p, xs3, yu), OQCI_EINVAL);
+    p.count = 1;
+    CU_ASSERT_EQUAL(oqci_add(NULL, xs3, yu), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_add(&p, NULL, yu), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_add(&p, xs3, NULL), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_add(&p, xs3, yu), OQCI_OK);
+}
+
+/* Exact: every s8/u8 value through every type combination and clamp. */
+static void test_clamp(void) {
+    uint8_t x[256], y[256];
+    for (int i = 0; i < 256; i++)
+        x[i] = (uint8_t)i;
+    for (int it = 0; it < 2; it++)
+        for (int ot = 0; ot < 2; ot++)
+            for (int c = 0; c < 3; c++) {
+                int32_t lo = ot == OQCI_U8 ? 0 : c ? 0 : -128, hi = c == 2 ? 37 : ot ? 255 : 127;
+                CU_ASSERT_EQUAL(oqci_clamp(x, it, y, ot, 256, lo, hi), OQCI_OK);
+                int bad = 0;
+                for (int i = 0; i < 256; i++) {
+                    int32_t v = qget(x, it, i), w = v < lo ? lo : v > hi ? hi : v;
+                    bad += qget(y, ot, i) != w;
+                }
+                CU_ASSERT_EQUAL(bad, 0);
+            }
+    memcpy(y, x, 256);   /* in place, s8 -> u8 (a Relu that also changes the type) */
+    CU_ASSERT_EQUAL(oqci_clamp(y, OQCI_S8, y, OQCI_U8, 256, 0, 255), OQCI_OK);
+    CU_ASSERT(y[5] == 5 && y[127] == 127 && y[128] == 0 && y[255] == 0);
+    CU_ASSERT_EQUAL(oqci_clamp(NULL, 0, y, 0, 1, -127, 127), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_clamp(x, 0, NULL, 0, 1, -127, 127), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_clamp(x, 2, y, 0, 1, -127, 127), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_clamp(x, 0, y, 0, -1, -127, 127), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_clamp(x, 0, y, 0, 1, 5, 4), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_clamp(x, 0, y, OQCI_U8, 1, -1, 4), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_clamp(x, 0, y, OQCI_S8, 1, 0, 200), OQCI_EINVAL);
+}
+
+/* Quantize: exactly round-half-away(x / scale) computed here from the float quotient
+ * in double, clamped to [-127, 127] / [0, 255].  Dequantize: exactly (float)q * scale.
+ * Round trip: |dequant(quant(x)) - x| <= scale / 2 + 2 FLT_EPSILON (|x| + scale) for x
+ * inside the range (half a step, plus half an ulp for the float quotient x / scale and
+ * half an ulp for the product q * scale); quant(dequant(q)) == q for every q (q * s / s is within an
+ * ulp or two of q, far from a half). */
+static void test_quantize(void) {
+    rnd_seed(51);
+    enum { N = 5000 };
+    float *x = malloc(sizeof(float) * N), *back = malloc(sizeof(float) * N);
+    uint8_t *q = malloc(N), all[256], q2[256];
+    for (int t = 0; t < 40; t++) {
+        int type = t % 2;
+        float scale = (float)(ldexp(1.0 + rnd_f() * 0.9, (int)rnd_int(-12, 2)));
+        int32_t lo = type == OQCI_U8 ? 0 : -127, hi = type == OQCI_U8 ? 255 : 127;
+        for (int i = 0; i < N; i++) {
+            x[i] = rnd_f() * scale * 140.0f + (type == OQCI_U8 ? 130.0f * scale : 0.0f);
+            if (i % 10 == 0)   /* exact halves of the step */
+                x[i] = ((float)rnd_int(lo, hi - 1) + 0.5f) * (t % 4 < 2 ? 0.25f : scale);
+        }
+        if (t % 4 < 2)
+            scale = 0.25f;   /* a power of two: x / scale is exact, the halves stay halves */
+        CU_ASSERT_EQUAL(oqci_quantize(x, q, type, N, scale), OQCI_OK);
+        CU_ASSERT_EQUAL(oqci_dequantize(q, type, back, N, scale), OQCI_OK);
+        int bad = 0;
+        for (int i = 0; i < N; i++) {
+            volatile float tq = x[i] / scale;
+            double r = floor(fabs((double)tq) + 0.5);
+            double v = tq < 0 ? -r : r;
+            int32_t want = v < lo ? lo : v > hi ? hi : (int32_t)v;
+            int32_t got = qget(q, type, i);
+            bad += got != want;
+            bad += back[i] != (float)got * scale;
+            if (x[i] / scale > lo && x[i] / scale < hi)
+                bad += fabs((double)back[i] - x[i]) >
+                       0.5 * scale + 2 * FLT_EPSILON * (fabs(x[i]) + scale);
+        }
+        CU_ASSERT_EQUAL(bad, 0);
+        for (int i = 0; i < 256; i++)
+            all[i] = (uint8_t)i;
+        if (type == OQCI_S8)
+            all[128] = 0x81;   /* -128 is outside the s8 range */
+        float f[256];
+        CU_ASSERT_EQUAL(oqci_dequantize(all, type, f, 256, scale), OQCI_OK);
+        CU_ASSERT_EQUAL(oqci_quantize(f, q2, type, 256, scale), OQCI_OK);
+        CU_ASSERT_EQUAL(memcmp(all, q2, 256), 0);
+    }
+    /* halves, clamping, NaN */
+    float hx[7] = {0.5f, -0.5f, 2.5f, -2.5f, 1000.0f, -1000.0f, NAN};
+    int8_t hq[7];
+    CU_ASSERT_EQUAL(oqci_quantize(hx, hq, OQCI_S8, 7, 1.0f), OQCI_OK);
+    static const int8_t hw[7] = {1, -1, 3, -3, 127, -127, -127};
+    CU_ASSERT_EQUAL(memcmp(hq, hw, 7), 0);
+    uint8_t uq[7];
+    CU_ASSERT_EQUAL(oqci_quantize(hx, uq, OQCI_U8, 7, 1.0f), OQCI_OK);
+    static const uint8_t uw[7] = {1, 0, 3, 0, 255, 0, 0};
+    CU_ASSERT_EQUAL(memcmp(uq, uw, 7), 0);
+    /* EINVAL */
+    CU_ASSERT_EQUAL(oqci_quantize(hx, hq, OQCI_S8, 7, 0.0f), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_quantize(hx, hq, OQCI_S8, 7, -1.0f), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_quantize(hx, hq, OQCI_S8, 7, NAN), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_quantize(hx, hq, OQCI_S8, 7, INFINITY), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_quantize(hx, hq, 2, 7, 1.0f), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_quantize(NULL, hq, OQCI_S8, 7, 1.0f), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_quantize(hx, NULL, OQCI_S8, 7, 1.0f), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_quantize(hx, hq, OQCI_S8, -1, 1.0f), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_dequantize(hq, 2, hx, 7, 1.0f), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_dequantize(NULL, 0, hx, 7, 1.0f), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_dequantize(hq, 0, NULL, 7, 1.0f), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_dequantize(hq, 0, hx, -1, 1.0f), OQCI_EINVAL);
+    free(x);
+    free(back);
+    free(q);
+}
+
+OQC_TEST_MAIN("int8-kernels", OQC_TEST(test_round_clamp), OQC_TEST(test_mul_shift),
+              OQC_TEST(test_fixed_multiplier), OQC_TEST(test_requant_float_vs_fixed),
+              OQC_TEST(test_conv_random), OQC_TEST(test_conv_shapes), OQC_TEST(test_conv_deep),
+              OQC_TEST(test_conv_einval), OQC_TEST(test_maxpool_random),
+              OQC_TEST(test_avgpool_random), OQC_TEST(test_pool_examples),
+              OQC_TEST(test_pool_einval), OQC_TEST(test_add_random),
+              OQC_TEST(test_add_examples), OQC_TEST(test_clamp), OQC_TEST(test_quantize))

@@ -1,0 +1,347 @@
+/* test_quantize.c - pass "quantize" (passes/quantize.c) and the INT8 executor path.
+ *
+ * 1. Hand check: on models/tiny/conv_basic.onnx with chosen thresholds, every number
+ *    of the kernel parameters is recomputed here from the contract (weight scales,
+ *    rounded weights, padded depth, int32 bias, float and fixed multipliers, clamps).
+ * 2. Coverage: every single-input float model in models/tiny plus the Fashion model is
+ *    lowered with max thresholds measured here on 16 pseudo-random inputs (passed as an
+ *    imported table, so the table path is exercised), run in INT8 and in float on the
+ *    same inputs, in both requantization modes.  It must run, and its outputs must be
+ *    close: SQNR >= 25 dB.  Why 25: with max thresholds a single op's input, weights and
+ *    output are each rounded to 8 bits (noise about 48 dB below full scale each; our
+ *    uniform [-1, 1] inputs keep signals within ~10 dB of full scale), so a correct
+ *    lowering measures 30-45 dB, while a wrong layout, scale or clamp gives < 15 dB.
+ *    Float and fixed requantization outputs differ by at most one output step per
+ *    element (both approximate the same multiplier to 2^-23 or better). */
+#include <dirent.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "ir.h"
+#include "passes.h"
+
+#define SAMPLES 16
+
+static uint64_t rng = 88172645463325252ull;
+static float urand(void) { /* uniform in [-1, 1) */
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
+}
+
+/* Per-tensor amax over the float runs. */
+typedef struct Amax {
+    float *v;   /* per tensor id */
+} Amax;
+
+static void amax_hook(void *ctx, const OqcGraph *g, int t, const void *data) {
+    Amax *a = ctx;
+    const OqcTensor *x = &g->tensors[t];
+    if (x->dtype != OQCF_FLOAT)
+        return;
+    int64_t n = oqc_shape_numel(&x->shape);
+    for (int64_t i = 0; i < n; i++) {
+        float v = fabsf(((const float *)data)[i]);
+        if (v > a->v[t])
+            a->v[t] = v;
+    }
+}
+
+static OqcGraph *optimised(const char *path, OqcDiag *d) {
+    OqcGraph *g = oqc_prepare(path, NULL, 0, 1, d);
+    if (g && oqc_run_passes(g, NULL, NULL, NULL, NULL, d) < 0) {
+        oqc_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+/* Max thresholds of every float activation of g over the inputs (a table). */
+static OqcCalibEntry *max_table(OqcGraph *g, const float *in, int *n) {
+    OqcDiag d;
+    oqc_diag_init(&d);
+    OqcExec *e = oqc_exec_new(g, 1, &d);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    Amax a = {calloc((size_t)g->ntensors + 1, sizeof(float))};
+    oqc_exec_set_hook(e, amax_hook, &a);
+    const OqcTensor *x = &g->tensors[g->inputs[0]];
+    int64_t isz = oqc_shape_numel(&x->shape);
+    int no = g->noutputs;
+    void **outs = calloc((size_t)no, sizeof *outs);
+    for (int k = 0; k < no; k++)
+        outs[k] = malloc((size_t)oqc_shape_numel(&g->tensors[g->outputs[k]].shape) * 8 + 8);
+    for (int s = 0; s < SAMPLES; s++) {
+        const void *p = in + s * isz;
+        amax_hook(&a, g, g->inputs[0], p);
+        CU_ASSERT_EQUAL(oqc_exec_run(e, &p, outs, &d), 0);
+    }
+    for (int t = 0; t < g->ntensors; t++)   /* a concat buffer: the max of its views */
+        if (g->tensors[t].view_base >= 0 && a.v[t] > a.v[g->tensors[t].view_base])
+            a.v[g->tensors[t].view_base] = a.v[t];
+    OqcCalibEntry *es = calloc((size_t)g->ntensors + 1, sizeof *es);
+    *n = 0;
+    for (int t = 0; t < g->ntensors; t++) {
+        if (a.v[t] > 0 && isfinite(a.v[t])) {
+            OqcCalibEntry *en = &es[(*n)++];
+            en->name = g->tensors[t].name;
+            en->amax = en->threshold = a.v[t];
+            en->scale = a.v[t] / 127.0f;
+            en->method = "max";
+        }
+    }
+    for (int k = 0; k < no; k++)
+        free(outs[k]);
+    free(outs);
+    free(a.v);
+    oqc_exec_free(e);
+    oqc_diag_free(&d);
+    return es;
+}
+
+/* Runs g on the inputs; returns the first output of every sample, stacked. */
+static float *run_all(OqcGraph *g, const float *in, int64_t *osz) {
+    OqcDiag d;
+    oqc_diag_init(&d);
+    OqcExec *e = oqc_exec_new(g, 1, &d);
+    if (!e) {
+        printf("\n  %s: %s", g->path, d.buf);
+        CU_FAIL("executor");
+        oqc_diag_free(&d);
+        return NULL;
+    }
+    int64_t isz = oqc_shape_numel(&g->tensors[g->inputs[0]].shape);
+    int no = g->noutputs;
+    *osz = oqc_shape_numel(&g->tensors[g->outputs[0]].shape);
+    float *y = malloc((size_t)(*osz * SAMPLES) * sizeof *y);
+    void **outs = calloc((size_t)no, sizeof *outs);
+    for (int k = 1; k < no; k++)
+        outs[k] = malloc((size_t)oqc_shape_numel(&g->tensors[g->outputs[k]].shape) * 8 + 8);
+    for (int s = 0; s < SAMPLES; s++) {
+        const void *p = in + s * isz;
+        outs[0] = y + s * *osz;
+        if (oqc_exec_run(e, &p, outs, &d) < 0) {
+            printf("\n  %s: %s", g->path, d.buf);
+            CU_FAIL("run");
+            break;
+        }
+    }
+    for (int k = 1; k < no; k++)
+        free(outs[k]);
+    free(outs);
+    oqc_exec_free(e);
+    oqc_diag_free(&d);
+    return y;
+}
+
+static int int8_nodes(const OqcGraph *g) {
+    int n = 0;
+    for (int i = 0; i < g->nnodes; i++)
+        n += g->nodes[i].q && g->nodes[i].q->kind != OQC_Q_QUANTIZE &&
+             g->nodes[i].q->kind != OQC_Q_DEQUANTIZE;
+    return n;
+}
+
+/* Lowers path with the table and returns its INT8 outputs (NULL if it cannot). */
+static float *int8_outputs(const char *path, const OqcCalibEntry *es, int n, int requant,
+                           const float *in, int64_t *osz, int *nint8, OqcGraph **keep) {
+    OqcDiag d;
+    oqc_diag_init(&d);
+    OqcGraph *g = optimised(path, &d);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    OqcCalibOptions co = {.table = es, .ntable = n};
+    OqcQuantConfig cfg = {requant, NULL};
+    if (oqc_lower_int8(g, NULL, 1, &co, &cfg, NULL, NULL, &d) < 0) {
+        printf("\n  %s: %s", path, d.buf);
+        CU_FAIL("lowering");
+        oqc_graph_free(g);
+        oqc_diag_free(&d);
+        return NULL;
+    }
+    *nint8 = int8_nodes(g);
+    float *y = run_all(g, in, osz);
+    if (keep)
+        *keep = g;
+    else
+        oqc_graph_free(g);
+    oqc_diag_free(&d);
+    return y;
+}
+
+/* ------------------------------------------------------------------ hand check */
+
+static double round_ha(double x) { return x < 0 ? -floor(-x + 0.5) : floor(x + 0.5); }
+
+static void test_conv_params_by_hand(void) {
+    const char *path = "models/tiny/conv_basic.onnx";
+    OqcDiag d;
+    oqc_diag_init(&d);
+    OqcGraph *f = optimised(path, &d);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    int conv = -1;
+    for (int i = 0; i < f->nnodes; i++)
+        if (f->nodes[i].op == OQC_OP_Conv)
+            conv = i;
+    CU_ASSERT_FATAL(conv >= 0);
+    const OqcNode *n = &f->nodes[conv];
+    const char *xname = f->tensors[n->in[0]].name, *yname = f->tensors[n->out[0]].name;
+    const OqcTensor *W = &f->tensors[n->in[1]], *B = &f->tensors[n->in[2]];
+    const int K = (int)W->shape.d[0];
+    const int kdim = (int)(W->shape.d[1] * W->shape.d[2] * W->shape.d[3]);
+    /* chosen thresholds: input 2.5 (s8), output 7 (s8: no activation) */
+    OqcCalibEntry es[2] = {{.name = xname, .amax = 3, .threshold = 2.5f, .scale = 2.5f / 127},
+                           {.name = yname, .amax = 9, .threshold = 7, .scale = 7.0f / 127}};
+    for (int mode = 0; mode < 2; mode++) {
+        OqcGraph *g = optimised(path, &d);
+        OqcCalibOptions co = {.table = es, .ntable = 2};
+        OqcQuantConfig cfg = {mode ? OQCI_REQ_FIXED : OQCI_REQ_FLOAT, NULL};
+        CU_ASSERT_EQUAL_FATAL(oqc_lower_int8(g, NULL, 1, &co, &cfg, NULL, NULL, &d), 0);
+        const OqcQNode *q = NULL;
+        for (int i = 0; i < g->nnodes; i++)
+            if (g->nodes[i].op == OQC_OP_Conv)
+                q = g->nodes[i].q;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+        CU_ASSERT_EQUAL(q->kind, OQC_Q_CONV);
+        CU_ASSERT_EQUAL(q->nconv, 1);
+        const OqciConv *p = &q->conv[0];
+        CU_ASSERT_EQUAL(p->kdim, kdim);
+        CU_ASSERT_EQUAL(p->kpad, (kdim + 3) / 4 * 4);
+        CU_ASSERT_EQUAL(p->in_type, OQCI_S8);
+        CU_ASSERT_EQUAL(p->out_type, OQCI_S8);
+        CU_ASSERT_EQUAL(p->lo, -127);
+        CU_ASSERT_EQUAL(p->hi, 127);
+        const float *w = W->data, *b = B->data;
+        float si = 2.5f / 127, so = 7.0f / 127;
+        int bad = 0;
+        for (int k = 0; k < K; k++) {
+            float m = 0;
+            for (int j = 0; j < kdim; j++)
+                m = fabsf(w[k * kdim + j]) > m ? fabsf(w[k * kdim + j]) : m;
+            float sw = m > 0 ? m / 127.0f : 1.0f;
+            for (int j = 0; j < p->kpad; j++) {
+                int want = j < kdim ? (int)round_ha((double)(w[k * kdim + j] / sw)) : 0;
+                bad += p->w[k * p->kpad + j] != want;
+            }
+            bad += p->bias[k] != (int32_t)round_ha((double)b[k] / ((double)si * sw));
+            double M = (double)si * sw / so;
+            if (mode == 0) {
+                bad += p->rq.mult[k] != (float)M;
+            } else { /* m in [2^30, 2^31), M = m 2^-shift to 31 bits */
+                bad += p->rq.m[k] < (1 << 30) || p->rq.shift[k] < 1 || p->rq.shift[k] > 62;
+                bad += fabs(ldexp(p->rq.m[k], -p->rq.shift[k]) - M) > M * ldexp(1, -30);
+            }
+        }
+        CU_ASSERT_EQUAL(bad, 0);
+        oqc_graph_free(g);
+    }
+    oqc_graph_free(f);
+    oqc_diag_free(&d);
+}
+
+/* ------------------------------------------------------------------ coverage */
+
+static int single_float_input(const char *path) {
+    OqcDiag d;
+    oqc_diag_init(&d);
+    OqcGraph *g = oqc_prepare(path, NULL, 0, 1, &d);
+    int ok = g && g->ninputs == 1 && g->noutputs >= 1 &&
+             g->tensors[g->inputs[0]].dtype == OQCF_FLOAT &&
+             g->tensors[g->outputs[0]].dtype == OQCF_FLOAT &&
+             oqc_shape_numel(&g->tensors[g->inputs[0]].shape) <= (1 << 20);
+    oqc_graph_free(g);
+    oqc_diag_free(&d);
+    return ok;
+}
+
+static double sqnr(const float *ref, const float *y, int64_t n) {
+    double s = 0, e = 0;
+    for (int64_t i = 0; i < n; i++) {
+        s += (double)ref[i] * ref[i];
+        e += ((double)y[i] - ref[i]) * ((double)y[i] - ref[i]);
+    }
+    return e == 0 ? INFINITY : 10 * log10(s / e);
+}
+
+static void check_model(const char *path, int *models, int *lowered, double *worst) {
+    OqcDiag d;
+    oqc_diag_init(&d);
+    OqcGraph *f = optimised(path, &d);
+    if (!f) {
+        oqc_diag_free(&d);
+        return;
+    }
+    int64_t isz = oqc_shape_numel(&f->tensors[f->inputs[0]].shape), osz = 0, o1, o2;
+    float *in = malloc((size_t)(isz * SAMPLES) * sizeof *in);
+    for (int64_t i = 0; i < isz * SAMPLES; i++)
+        in[i] = urand();
+    int n = 0, n8a = 0, n8b = 0;
+    OqcCalibEntry *es = max_table(f, in, &n);
+    float *yf = run_all(f, in, &osz);
+    OqcGraph *gq = NULL;
+    float *ya = int8_outputs(path, es, n, OQCI_REQ_FLOAT, in, &o1, &n8a, &gq);
+    float *yb = int8_outputs(path, es, n, OQCI_REQ_FIXED, in, &o2, &n8b, NULL);
+    (*models)++;
+    if (yf && ya && yb && o1 == osz && o2 == osz) {
+        *lowered += n8a > 0;
+        CU_ASSERT_EQUAL(n8a, n8b);
+        double s1 = sqnr(yf, ya, osz * SAMPLES), s2 = sqnr(yf, yb, osz * SAMPLES);
+        if (n8a > 0 && (s1 < 25 || s2 < 25)) {
+            printf("\n  %s: SQNR %.1f dB (float), %.1f dB (fixed) < 25", path, s1, s2);
+            CU_FAIL("INT8 output too far from float");
+        }
+        if (n8a > 0 && s1 < *worst)
+            *worst = s1;
+        /* float vs fixed: at most one output step apart */
+        const OqcTensor *yt = &gq->tensors[gq->outputs[0]];
+        float step = yt->quant.valid ? yt->quant.scale : 0;
+        int64_t far = 0;
+        for (int64_t i = 0; i < osz * SAMPLES; i++)
+            far += fabsf(ya[i] - yb[i]) > step * 1.0001f;
+        if (far && n8a > 0)
+            printf("\n  %s: %lld outputs differ by more than one step between modes", path,
+                   (long long)far);
+        CU_ASSERT(n8a == 0 || far == 0);
+    } else {
+        CU_ASSERT(yf && ya && yb);
+        printf("\n  %s: did not run", path);
+    }
+    free(in);
+    free(es);
+    free(yf);
+    free(ya);
+    free(yb);
+    oqc_graph_free(gq);
+    oqc_graph_free(f);
+    oqc_diag_free(&d);
+}
+
+static void test_models_close_to_float(void) {
+    DIR *dir = opendir("models/tiny");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+    char *names[512];
+    int nn = 0;
+    struct dirent *de;
+    while ((de = readdir(dir)) && nn < 512) {
+        size_t l = strlen(de->d_name);
+        if (l > 5 && !strcmp(de->d_name + l - 5, ".onnx"))
+            names[nn++] = strdup(de->d_name);
+    }
+    closedir(dir);
+    int models = 0, lowered = 0;
+    double worst = INFINITY;
+    for (int i = 0; i < nn; i++) {
+        char path[600];
+        snprintf(path, sizeof path, "models/tiny/%s", names[i]);
+        if (single_float_input(path))
+            check_model(path, &models, &lowered, &worst);
+        free(names[i]);
+    }
+    check_model("models/fashion/fashion_cnn.onnx", &models, &lowered, &worst);
+    printf("\n  %d models, %d with INT8 nodes; worst SQNR %.1f dB ", models, lowered, worst);
+    CU_ASSERT(lowered >= 30);
+}
+
+OQC_TEST_MAIN("quantize", OQC_TEST(test_conv_params_by_hand),
+              OQC_TEST(test_models_close_to_float))
