@@ -151,10 +151,7 @@ endif
 
 # The main job: today, dump and run the bundled Fashion-MNIST model.
 demo: $(BUILD)/oqc
-	$(BUILD)/oqc dump models/fashion/fashion_cnn.onnx | head -n 12
-	@echo "  ..."
-	$(BUILD)/oqc run models/fashion/fashion_cnn.onnx --input models/fashion/test_1000.npy \
-	    --labels models/fashion/test_labels_1000.npy
+	@BUILD=$(BUILD) CC=$(CC) sh scripts/demo.sh
 
 bench: $(BUILD)/oqc
 	BUILD=$(BUILD) CC=$(CC) sh bench/run.sh

@@ -253,6 +253,11 @@ typedef struct Em {
     FileSet kernels;         /* runtime .c files the calls use (without dependencies) */
     int node;                /* the node being emitted */
     int headed;              /* its comment is in decl already */
+    FILE *qh;                /* INT8 constants: declarations for NAME_weights.h */
+    FILE *qc;                /* INT8 constants: definitions for NAME_weights.c */
+    size_t qbytes;           /* their size in bytes */
+    FILE *pre, *post;        /* the INT8 model's float boundary: quantizing the graph
+                                input, dequantizing the graph output (NULL: in body) */
 } Em;
 
 /* decl, after a comment naming the node being emitted the first time it is used. */
@@ -496,6 +501,167 @@ static void in_shapes(Em *m, int node, int nin) {
     fputs("};\n", decl(m));
 }
 
+/* ------------------------------------------------------------------ INT8 nodes */
+
+/* An INT8 constant array NAME_q<node><suffix> in NAME_weights.c; returns its name. */
+static const char *q_array(Em *m, const char *suffix, const char *ctype, const void *v,
+                           int64_t n, size_t esize) {
+    const char *name = oqc_arena_printf(m->a, "%s_q%d%s", m->name, m->node, suffix);
+    fprintf(m->qh, "extern const %s %s[%" PRId64 "];\n", ctype, name, n);
+    fprintf(m->qc, "\nconst %s %s[%" PRId64 "] = {", ctype, name, n);
+    int per = esize == 1 ? 24 : esize == 4 && !strcmp(ctype, "float") ? 6 : 10;
+    for (int64_t i = 0; i < n; i++) {
+        fputs(i % per ? ", " : i ? ",\n    " : "\n    ", m->qc);
+        char b[48];
+        if (!strcmp(ctype, "int8_t"))
+            fprintf(m->qc, "%d", ((const int8_t *)v)[i]);
+        else if (!strcmp(ctype, "int32_t"))
+            fprintf(m->qc, ((const int32_t *)v)[i] == INT32_MIN ? "(-2147483647 - 1)" : "%" PRId32,
+                    ((const int32_t *)v)[i]);
+        else
+            fputs(flit(b, sizeof b, ((const float *)v)[i]), m->qc);
+    }
+    fputs("};\n", m->qc);
+    m->qbytes += (size_t)n * esize;
+    return name;
+}
+
+/* The initializer of requantization r with n entries (arrays in NAME_weights.c). */
+static const char *q_requant(Em *m, const char *suffix, const OqciRequant *r, int64_t n) {
+    if (!r->per_index)
+        n = 1;
+    const char *mult = "NULL", *mm = "NULL", *sh = "NULL";
+    if (r->mode == OQCI_REQ_FLOAT) {
+        mult = q_array(m, oqc_arena_printf(m->a, "%s_mult", suffix), "float", r->mult, n, 4);
+    } else {
+        mm = q_array(m, oqc_arena_printf(m->a, "%s_m", suffix), "int32_t", r->m, n, 4);
+        sh = q_array(m, oqc_arena_printf(m->a, "%s_shift", suffix), "int8_t", r->shift, n, 1);
+    }
+    return oqc_arena_printf(m->a, "{%s, %d, %s, %s, %s}",
+                            r->mode == OQCI_REQ_FLOAT ? "OQCI_REQ_FLOAT" : "OQCI_REQ_FIXED",
+                            (int)r->per_index, mult, mm, sh);
+}
+
+static const char *qtype_name(int32_t t) { return t == OQCI_U8 ? "OQCI_U8" : "OQCI_S8"; }
+
+/* Whether node `node` is the INT8 model's float boundary: the Quantize of the graph
+ * input or the Dequantize of the graph output (the integer-I/O API skips them). */
+static int q_boundary(const Em *m, int node) {
+    const OqcGraph *g = m->g;
+    const OqcNode *n = &g->nodes[node];
+    if (!n->q || g->ninputs != 1 || g->noutputs != 1)
+        return 0;
+    if (n->q->kind == OQC_Q_QUANTIZE)
+        return n->in[0] == g->inputs[0];
+    if (n->q->kind == OQC_Q_DEQUANTIZE)
+        return n->out[0] == g->outputs[0];
+    return 0;
+}
+
+/* The parameter constants and kernel call of INT8 node `node` (mirrors run_q in
+ * exec_q.c: the same structs, so the same bits). */
+static void emit_q(Em *m, int node, FILE *b) {
+    const OqcNode *n = &m->g->nodes[node];
+    const OqcQNode *q = n->q;
+    switch (q->kind) {
+    case OQC_Q_CONV: {
+        use_kernel(m, "oqci_conv.c");
+        const OqciConv *p0 = &q->conv[0];
+        int64_t wn = 0, bn = 0;
+        for (int k = 0; k < q->nconv; k++) {
+            wn += (int64_t)q->conv[k].out_c * q->conv[k].kpad;
+            bn += q->conv[k].out_c;
+        }
+        const char *w = q_array(m, "_w", "int8_t", p0->w, wn, 1);
+        const char *bias = p0->bias ? q_array(m, "_b", "int32_t", p0->bias, bn, 4) : NULL;
+        for (int k = 0; k < q->nconv; k++) {
+            const OqciConv *p = &q->conv[k];
+            const char *rq = q_requant(m, oqc_arena_printf(m->a, "_%d", k), &p->rq, p->out_c);
+            fprintf(decl(m),
+                    "static const OqciConv q%d_%d = {\n"
+                    "    %d, %d, %d, %d, /* batch, in_c, in_h, in_w */\n"
+                    "    %d, %d, %d, /* out_c, out_h, out_w */\n"
+                    "    %d, %d, %d, %d, %d, %d, %d, %d, /* k_h, k_w, s_h, s_w, d_h, d_w, p_t, p_l */\n"
+                    "    %d, %d, %d, %d, %d, /* group, kdim, kpad, out_ctotal, out_coff */\n"
+                    "    %s, %s, %d, %d, /* in_type, out_type, lo, hi */\n"
+                    "    %s + %td, %s%s%s,\n    %s};\n",
+                    node, k, p->batch, p->in_c, p->in_h, p->in_w, p->out_c, p->out_h, p->out_w,
+                    p->k_h, p->k_w, p->s_h, p->s_w, p->d_h, p->d_w, p->p_t, p->p_l, p->group,
+                    p->kdim, p->kpad, p->out_ctotal, p->out_coff, qtype_name(p->in_type),
+                    qtype_name(p->out_type), p->lo, p->hi, w, p->w - p0->w,
+                    bias ? bias : "NULL",
+                    bias ? oqc_arena_printf(m->a, " + %td", p->bias - p0->bias) : "", "", rq);
+            fprintf(b, "    TRY(oqci_conv(&q%d_%d, %s, %s, %s));\n", node, k, X(0),
+                    out_base(m, node, k), m->e->scratch_bytes ? "SCRATCH" : "NULL");
+        }
+        break;
+    }
+    case OQC_Q_MAXPOOL:
+    case OQC_Q_AVGPOOL: {
+        use_kernel(m, "oqci_pool.c");
+        const OqciPool *p = &q->pool;
+        int64_t entries = p->rq.per_index ? (int64_t)p->k_h * p->k_w + 1 : 1;
+        const char *rq = q->kind == OQC_Q_MAXPOOL && !p->requant
+                             ? "{OQCI_REQ_FLOAT, 0, NULL, NULL, NULL}"
+                             : q_requant(m, "", &p->rq, entries);
+        fprintf(decl(m),
+                "static const OqciPool q%d = {\n"
+                "    %d, %d, %d, %d, %d, %d, /* batch, channels, in_h, in_w, out_h, out_w */\n"
+                "    %d, %d, %d, %d, %d, %d, %d, %d, /* k_h, k_w, s_h, s_w, d_h, d_w, p_t, p_l */\n"
+                "    %d, %d, %d, /* count_include_pad, out_ctotal, out_coff */\n"
+                "    %s, %s, %d, %d, %d, /* in_type, out_type, lo, hi, requant */\n    %s};\n",
+                node, p->batch, p->channels, p->in_h, p->in_w, p->out_h, p->out_w, p->k_h,
+                p->k_w, p->s_h, p->s_w, p->d_h, p->d_w, p->p_t, p->p_l, p->count_include_pad,
+                p->out_ctotal, p->out_coff, qtype_name(p->in_type), qtype_name(p->out_type),
+                p->lo, p->hi, p->requant, rq);
+        fprintf(b, "    TRY(oqci_%s(&q%d, %s, %s));\n",
+                q->kind == OQC_Q_MAXPOOL ? "maxpool" : "avgpool", node, X(0), out_base(m, node, 0));
+        break;
+    }
+    case OQC_Q_ADD: {
+        use_kernel(m, "oqci_eltwise.c");
+        const OqciAdd *p = &q->add;
+        FILE *f = decl(m);
+        const char *rqs[OQCI_ADD_MAX];
+        for (int k = 0; k < p->ninputs; k++)
+            rqs[k] = q_requant(m, oqc_arena_printf(m->a, "_%d", k), &p->rq[k], 1);
+        fprintf(f, "static const OqciAdd q%d = {%d, %" PRId64 ", {", node, p->ninputs, p->count);
+        for (int k = 0; k < OQCI_ADD_MAX; k++)
+            fprintf(f, "%s%s", k ? ", " : "", k < p->ninputs ? qtype_name(p->in_type[k]) : "0");
+        fprintf(f, "},\n    %s, %d, %d, {", qtype_name(p->out_type), p->lo, p->hi);
+        for (int k = 0; k < p->ninputs; k++)
+            fprintf(f, "%s\n    %s", k ? "," : "", rqs[k]);
+        fputs("}};\n", f);
+        fprintf(b, "    {\n        const void *x_[%d];\n", p->ninputs);
+        for (int k = 0; k < p->ninputs; k++)
+            fprintf(b, "        x_[%d] = %s;\n", k, X(k));
+        fprintf(b, "        TRY(oqci_add(&q%d, x_, %s));\n    }\n", node, Y(0));
+        break;
+    }
+    case OQC_Q_CLAMP:
+        use_kernel(m, "oqci_eltwise.c");
+        fprintf(b, "    TRY(oqci_clamp(%s, %s, %s, %s, %" PRId64 ", %d, %d));\n", X(0),
+                qtype_name(q->in_type), Y(0), qtype_name(q->out_type), q->count, q->lo, q->hi);
+        break;
+    case OQC_Q_QUANTIZE: {
+        use_kernel(m, "oqci_eltwise.c");
+        char sb[48];
+        fprintf(b, "    TRY(oqci_quantize(%s, %s, %s, %" PRId64 ", %s));\n", X(0), Y(0),
+                qtype_name(q->out_type), q->count, flit(sb, sizeof sb, q->scale));
+        break;
+    }
+    case OQC_Q_DEQUANTIZE: {
+        use_kernel(m, "oqci_eltwise.c");
+        char sb[48];
+        fprintf(b, "    TRY(oqci_dequantize(%s, %s, %s, %" PRId64 ", %s));\n", X(0),
+                qtype_name(q->in_type), Y(0), q->count, flit(sb, sizeof sb, q->scale));
+        break;
+    }
+    case OQC_Q_VIEW:
+        break;
+    }
+}
+
 /* Why the emitter cannot compile node `node`, or NULL when it can. */
 static const char *unsupported(Em *m, int node) {
     const OqcNode *n = &m->g->nodes[node];
@@ -522,6 +688,8 @@ static void emit_node(Em *m, int node) {
     FILE *b = m->body;
     if (x->kind == EXEC_NONE || x->kind == EXEC_DROPOUT)
         return; /* views: the pointer plan already points the output at the input */
+    if (x->kind == EXEC_Q && m->pre && q_boundary(m, node))
+        b = n->q->kind == OQC_Q_QUANTIZE ? m->pre : m->post;
     m->node = node;
     m->headed = 0;
     fprintf(b, "    /* %d: %s '", node, n->op_type);
@@ -529,6 +697,9 @@ static void emit_node(Em *m, int node) {
     fputs("' */\n", b);
     const OqcTensor *in0 = &g->tensors[n->in[0]];
     switch (x->kind) {
+    case EXEC_Q:
+        emit_q(m, node, b);
+        break;
     case EXEC_CONV: {
         use_kernel(m, "oqcf_conv.c");
         const char *bias = n->nin > 2 && n->in[2] >= 0 ? X(2) : NULL;
@@ -895,8 +1066,17 @@ static int make_dirs(OqcArena *a, const char *dir, const char **made, int *nmade
     return 0;
 }
 
+/* The INT8 parts of the output: the integer-I/O entry point's tensors and the
+ * boundary calls, and the INT8 constants. */
+typedef struct IntIO {
+    int qin, qout;        /* the quantized input and output tensors, -1: no integer I/O */
+    const char *pre;      /* calls quantizing the float input (run_multi only) */
+    const char *post;     /* calls dequantizing the float output (run_multi only) */
+    const char *qh, *qc;  /* INT8 constants: declarations, definitions */
+} IntIO;
+
 /* Writes the constants: NAME_weights.h (declarations) and NAME_weights.c. */
-static int write_weights(Em *m, OutSet *o, const char *model, OqcDiag *d) {
+static int write_weights(Em *m, OutSet *o, const char *model, const IntIO *io, OqcDiag *d) {
     const OqcGraph *g = m->g;
     const char *nm = m->name;
     FILE *h = out_file(o, m->a, oqc_arena_printf(m->a, "%s_weights.h", nm), d);
@@ -920,6 +1100,7 @@ static int write_weights(Em *m, OutSet *o, const char *model, OqcDiag *d) {
         put_comment_text(h, tt->name);
         fprintf(h, "' %s[%s] */\n", oqc_dtype_name(tt->dtype), oqc_shape_str(&tt->shape, sh, sizeof sh));
     }
+    fputs(io->qh, h);
     fputs("\n#endif\n", h);
     if (out_close(h, nm, d) < 0)
         return -1;
@@ -978,6 +1159,7 @@ static int write_weights(Em *m, OutSet *o, const char *model, OqcDiag *d) {
         }
         fputs("};\n", c);
     }
+    fputs(io->qc, c);
     return out_close(c, nm, d);
 }
 
@@ -995,7 +1177,7 @@ static void put_io(FILE *h, const OqcGraph *g, const char *nm, const char *kind,
 }
 
 static int write_header(Em *m, OutSet *o, const char *model, const char *precision,
-                        size_t arena_total, OqcDiag *d) {
+                        size_t arena_total, const IntIO *io, OqcDiag *d) {
     const OqcGraph *g = m->g;
     const char *nm = m->name;
     int single = g->ninputs == 1 && g->noutputs == 1;
@@ -1021,9 +1203,19 @@ static int write_header(Em *m, OutSet *o, const char *model, const char *precisi
                " * (calls must then not overlap), else caller memory of %s_ARENA_BYTES bytes\n"
                " * aligned to 64 bytes (one per concurrent call; its contents need no\n"
                " * initialisation). Nothing is allocated. Returns 0, or the nonzero (negative)\n"
-               " * status of the kernel that failed; -1 also for an arena not aligned to 64. */\n",
+               " * status of the kernel that failed; -1 also for an arena not aligned to 64.%s\n",
             nm, single ? "The same with arrays of inputs and outputs" : "Runs the model once",
-            nm, nm, nm);
+            nm, nm, nm, io->qin >= 0 ? "\n *" : " */");
+    if (io->qin >= 0)
+        fprintf(h, " *   int %s_run_int8(const void *in, void *out, void *arena);\n"
+                   " *       The integer I/O variant: `in` holds %s_INPUT_SIZE quantized values\n"
+                   " *       (uint8_t when %s_INPUT_UNSIGNED, else int8_t) with\n"
+                   " *       x = q * %s_INPUT_SCALE, `out` receives %s_OUTPUT_SIZE quantized\n"
+                   " *       values likewise (%s_OUTPUT_UNSIGNED, %s_OUTPUT_SCALE); no float\n"
+                   " *       arithmetic at all with --requant fixed. To quantize a float x\n"
+                   " *       yourself: q = round-half-away(x / SCALE) clamped to [-127, 127]\n"
+                   " *       (or [0, 255] when unsigned), as %s_run does. */\n",
+                nm, nm, nm, nm, nm, nm, nm, nm);
     fprintf(h, "#ifndef %s_H_INCLUDED\n#define %s_H_INCLUDED\n\n", nm, nm);
     fputs("#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n", h);
     fprintf(h, "/* Working memory of one call: activations (%zu bytes) and kernel scratch\n"
@@ -1038,9 +1230,21 @@ static int write_header(Em *m, OutSet *o, const char *model, const char *precisi
     fprintf(h, "/* Element counts of the first input and output. */\n"
                "#define %s_INPUT_SIZE %s_INPUT0_SIZE\n#define %s_OUTPUT_SIZE %s_OUTPUT0_SIZE\n\n",
             nm, nm, nm, nm);
+    if (io->qin >= 0) {
+        const OqcTensor *qi = &m->g->tensors[io->qin], *qo = &m->g->tensors[io->qout];
+        char b1[48], b2[48];
+        fprintf(h, "/* Integer I/O (%s_run_int8): storage type and scale of the quantized input\n"
+                   " * and output. */\n"
+                   "#define %s_INPUT_UNSIGNED %d\n#define %s_INPUT_SCALE %s\n"
+                   "#define %s_OUTPUT_UNSIGNED %d\n#define %s_OUTPUT_SCALE %s\n\n",
+                nm, nm, qi->dtype == OQCF_UINT8, nm, flit(b1, sizeof b1, qi->quant.scale), nm,
+                qo->dtype == OQCF_UINT8, nm, flit(b2, sizeof b2, qo->quant.scale));
+    }
     if (single)
         fprintf(h, "int %s_run(const float *in, float *out, void *arena);\n", nm);
     fprintf(h, "int %s_run_multi(const float *const *in, float *const *out, void *arena);\n", nm);
+    if (io->qin >= 0)
+        fprintf(h, "int %s_run_int8(const void *in, void *out, void *arena);\n", nm);
     fputs("\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n", h);
     return out_close(h, nm, d);
 }
@@ -1071,7 +1275,7 @@ static void kernel_headers(Em *m, const FileSet *all, FileSet *hdrs) {
 
 static int write_source(Em *m, OutSet *o, const char *model, const char *precision,
                         const FileSet *all, size_t act_end, size_t arena_total, int nconst,
-                        const char *decl, const char *body, OqcDiag *d) {
+                        const char *decl, const char *body, const IntIO *io, OqcDiag *d) {
     const OqcGraph *g = m->g;
     const char *nm = m->name;
     FILE *c = out_file(o, m->a, oqc_arena_printf(m->a, "%s.c", nm), d);
@@ -1102,15 +1306,29 @@ static int write_source(Em *m, OutSet *o, const char *model, const char *precisi
     fputs(decl, c);
     fprintf(c, "\n/* Used when the caller passes no arena; the only mutable object. */\n"
                "static unsigned char static_arena[%s_ARENA_BYTES + 64];\n\n", nm);
-    fprintf(c, "int %s_run_multi(const float *const *in, float *const *out, void *arena) {\n"
-               "    unsigned char *a = (unsigned char *)arena;\n"
-               "    if (!a)\n"
-               "        a = static_arena + (64 - (uintptr_t)static_arena %% 64) %% 64;\n"
-               "    else if ((uintptr_t)a %% 64 != 0)\n"
-               "        return -1;\n", nm);
+    static const char *const arena_prelude =
+        "    unsigned char *a = (unsigned char *)arena;\n"
+        "    if (!a)\n"
+        "        a = static_arena + (64 - (uintptr_t)static_arena %% 64) %% 64;\n"
+        "    else if ((uintptr_t)a %% 64 != 0)\n"
+        "        return -1;\n";
+    if (io->qin >= 0) {   /* the INT8 layers once, shared by both entry points */
+        fprintf(c, "/* The layers between the quantized input and the quantized output. */\n"
+                   "static int %s_core(unsigned char *a) {\n", nm);
+        fputs(body, c);
+        fputs("    (void)a;\n    return 0;\n}\n\n", c);
+    }
+    fprintf(c, "int %s_run_multi(const float *const *in, float *const *out, void *arena) {\n", nm);
+    fprintf(c, arena_prelude);
     if (!g->ninputs)
         fputs("    (void)in;\n", c);
-    fputs(body, c);
+    if (io->qin >= 0) {
+        fputs(io->pre, c);
+        fprintf(c, "    TRY(%s_core(a));\n", nm);
+        fputs(io->post, c);
+    } else {
+        fputs(body, c);
+    }
     fputs("    /* Graph outputs. */\n", c);
     for (int i = 0; i < g->noutputs; i++) {
         const OqcTensor *t = &g->tensors[g->outputs[i]];
@@ -1121,6 +1339,16 @@ static int write_source(Em *m, OutSet *o, const char *model, const char *precisi
     if (g->ninputs == 1 && g->noutputs == 1)
         fprintf(c, "\nint %s_run(const float *in, float *out, void *arena) {\n"
                    "    return %s_run_multi(&in, &out, arena);\n}\n", nm, nm);
+    if (io->qin >= 0) {
+        const OqcTensor *qi = &g->tensors[io->qin], *qo = &g->tensors[io->qout];
+        fprintf(c, "\nint %s_run_int8(const void *in, void *out, void *arena) {\n", nm);
+        fprintf(c, arena_prelude);
+        fprintf(c, "    memcpy(%s, in, %zu);\n", ptr_expr(m, io->qin),
+                (size_t)oqc_shape_numel(&qi->shape));
+        fprintf(c, "    TRY(%s_core(a));\n", nm);
+        fprintf(c, "    memcpy(out, %s, %zu);\n    return 0;\n}\n", ptr_expr(m, io->qout),
+                (size_t)oqc_shape_numel(&qo->shape));
+    }
     return out_close(c, nm, d);
 }
 
@@ -1241,17 +1469,43 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
     plan_locs(&m);
     char *decl = NULL, *body = NULL;
     size_t decl_len = 0, body_len = 0;
+    char *qh = NULL, *qc = NULL, *pre = NULL, *post = NULL;
+    size_t qh_len = 0, qc_len = 0, pre_len = 0, post_len = 0;
     m.decl = open_memstream(&decl, &decl_len);
     m.body = open_memstream(&body, &body_len);
-    if (!m.decl || !m.body)
+    m.qh = open_memstream(&qh, &qh_len);
+    m.qc = open_memstream(&qc, &qc_len);
+    if (!m.decl || !m.body || !m.qh || !m.qc)
         oqc_panic(__FILE__, __LINE__, "out of memory");
+    /* An INT8 model whose one input only feeds its Quantize and whose one output comes
+     * from its Dequantize also gets the integer-I/O entry point. */
+    int qin = -1, qout = -1;
+    if (g->ninputs == 1 && g->noutputs == 1) {
+        const OqcTensor *it = &g->tensors[g->inputs[0]], *ot = &g->tensors[g->outputs[0]];
+        if (it->nconsumers == 1 && q_boundary(&m, it->consumers[0]) && ot->producer >= 0 &&
+            q_boundary(&m, ot->producer)) {
+            qin = g->nodes[it->consumers[0]].out[0];
+            qout = g->nodes[ot->producer].in[0];
+            m.pre = open_memstream(&pre, &pre_len);
+            m.post = open_memstream(&post, &post_len);
+            if (!m.pre || !m.post)
+                oqc_panic(__FILE__, __LINE__, "out of memory");
+        }
+    }
     for (int i = 0; i < g->nnodes; i++)
         emit_node(&m, i);
     for (int i = 0; i < g->noutputs; i++)
         ptr_expr(&m, g->outputs[i]); /* marks constant outputs as used */
     fclose(m.decl);
     fclose(m.body);
-    int nconst = 0;
+    fclose(m.qh);
+    fclose(m.qc);
+    if (m.pre) {
+        fclose(m.pre);
+        fclose(m.post);
+    }
+    IntIO io = {qin, qout, pre, post, qh, qc};
+    int nconst = m.qbytes > 0;
     for (int t = 0; t < g->ntensors; t++)
         nconst += m.used[t];
 
@@ -1273,16 +1527,20 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
     if (rc == 0)
         rc = write_runtime(&m, &o, &all, d);
     if (rc == 0 && nconst)
-        rc = write_weights(&m, &o, model, d);
+        rc = write_weights(&m, &o, model, &io, d);
     if (rc == 0)
         rc = write_make(&m, &o, model, &all, nconst, d);
     if (rc == 0)
-        rc = write_header(&m, &o, model, precision, arena_total, d);
+        rc = write_header(&m, &o, model, precision, arena_total, &io, d);
     if (rc == 0)
         rc = write_source(&m, &o, model, precision, &all, act_end, arena_total, nconst, decl,
-                          body, d);
+                          body, &io, d);
     free(decl);
     free(body);
+    free(qh);
+    free(qc);
+    free(pre);
+    free(post);
     /* Rename into place (NAME.c last); on failure remove this run's files (temporaries,
      * and any already renamed) but nothing an earlier compile left. */
     int renamed = 0;
@@ -1303,7 +1561,7 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
             if (m.used[t])
                 wbytes += g->tensors[t].nbytes;
         opt->stats->arena_bytes = arena_total;
-        opt->stats->weight_bytes = wbytes;
+        opt->stats->weight_bytes = wbytes + m.qbytes;
         opt->stats->nconst = nconst;
         opt->stats->nfiles = o.n;
         opt->stats->nruntime = all.n;

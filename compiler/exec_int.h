@@ -22,6 +22,7 @@ typedef enum ExecKind {
     EXEC_LRN, EXEC_GEMM, EXEC_MATMUL, EXEC_UNARY, EXEC_CLIP, EXEC_BINARY, EXEC_SUM,
     EXEC_SOFTMAX, EXEC_CONCAT, EXEC_SPLIT, EXEC_SLICE, EXEC_TRANSPOSE, EXEC_PAD, EXEC_GATHER,
     EXEC_CAST, EXEC_SHAPE, EXEC_CONSTANT_OF_SHAPE, EXEC_DROPOUT, EXEC_QDQ,
+    EXEC_Q,   /* an INT8 node (exec_q.c): OqcNode.q says which oqci kernel */
 } ExecKind;
 
 /* What a node needs at run time, computed once. */

@@ -55,6 +55,7 @@ int oqc_exec_prepare_q(OqcExec *e, int node, OqcDiag *d) {
     ExecNode *x = EN(e, node);
     (void)d;
     x->run = q->kind == OQC_Q_VIEW ? NULL : run_q;
+    x->kind = q->kind == OQC_Q_VIEW ? EXEC_NONE : EXEC_Q;
     x->scratch = 0;
     for (int k = 0; q->kind == OQC_Q_CONV && k < q->nconv; k++) {
         size_t s = oqci_conv_scratch(&q->conv[k]);

@@ -818,7 +818,8 @@ static int cmd_eval(int argc, char **argv, OqcDiag *d) {
 /* oqc compile: the optimised model as C (emit_c.c). */
 static int cmd_compile(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"-o", "--name", "--precision", "--calib", "--table",
-                                          "--method", "--requant", "--input-shape",
+                                          "--method", "--bins", "--batch", "--requant",
+                                          "--fp32-nodes", "--input-shape", "--threads",
                                           "--passes", "--disable-pass", "--no-opt", "-v",
                                           "-q", NULL};
     Opts o;
@@ -828,18 +829,24 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
         rc = oqc_err(d, "oqc compile: give the output directory with -o OUTDIR");
     if (rc == 0 && strcmp(prec, "int8") && strcmp(prec, "fp32"))
         rc = oqc_err(d, "oqc compile: unknown --precision '%s' (int8 or fp32)", prec);
-    if (rc == 0 && !strcmp(prec, "fp32") && (o.ncalib || o.table || o.method || o.requant))
-        rc = oqc_err(d, "oqc compile: --calib, --table, --method and --requant apply to "
-                        "--precision int8 only");
+    int int8 = !strcmp(prec, "int8");
+    if (rc == 0 && !int8 && (o.ncalib || o.table || o.method || o.requant || o.fp32_nodes))
+        rc = oqc_err(d, "oqc compile: --calib, --table, --method, --requant and --fp32-nodes "
+                        "apply to --precision int8 only");
+    if (rc == 0 && !o.model)
+        rc = oqc_err(d, "oqc compile: give the model: oqc compile MODEL.onnx -o OUTDIR ...");
     if (rc == 0 && o.name)
         rc = oqc_c_name_check(o.name, d);
-    if (rc == 0 && !strcmp(prec, "int8"))
-        rc = oqc_err(d, "oqc compile: INT8 code generation is not available in this build "
-                        "yet; use --precision fp32");
-    OqcGraph *g = rc == 0 ? oqc_prepare(o.model, o.shapes, o.nshapes, 1, d) : NULL;
-    if (g && optimize(g, &o, d) < 0) {
-        oqc_graph_free(g);
-        g = NULL;
+    OqcQuantConfig cfg;
+    OqcGraph *g = NULL;
+    if (rc == 0 && int8) {
+        g = build_int8("compile", &o, &cfg, d);
+    } else if (rc == 0) {
+        g = oqc_prepare(o.model, o.shapes, o.nshapes, 1, d);
+        if (g && optimize(g, &o, d) < 0) {
+            oqc_graph_free(g);
+            g = NULL;
+        }
     }
     OqcExec *e = g ? oqc_exec_new(g, 1, d) : NULL; /* one thread: the emitted code's plan */
     if (!e) {
@@ -848,12 +855,15 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
         return -1;
     }
     OqcEmitStats st;
-    OqcEmitOptions eo = {.outdir = o.out, .precision = prec, .stats = &st,
+    const char *precision = !int8 ? prec
+                            : o.requant && !strcmp(o.requant, "fixed") ? "int8, fixed-point requantization"
+                                                                      : "int8, float requantization";
+    OqcEmitOptions eo = {.outdir = o.out, .precision = precision, .stats = &st,
                          .name = o.name ? o.name : oqc_c_name_from_path(g->arena, o.model)};
     rc = oqc_emit_c(e, &eo, d);
     if (rc == 0 && !o.quiet)
         printf("%s: compiled to %s/%s.c (%s): %d nodes, arena %zu bytes, %d constants "
-               "(%zu bytes), %d files (%d runtime)\n", o.model, o.out, eo.name, prec,
+               "(%zu bytes), %d files (%d runtime)\n", o.model, o.out, eo.name, precision,
                g->nnodes, st.arena_bytes, st.nconst, st.weight_bytes, st.nfiles, st.nruntime);
     oqc_exec_free(e);
     oqc_graph_free(g);

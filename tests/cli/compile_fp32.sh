@@ -23,35 +23,6 @@ case "$OQC" in *clang*) CC=clang OTHER=gcc ;; *) CC=gcc OTHER=clang ;; esac
 DRIVER=tests/emit/emitted_main.c
 SQ=models/tv/squeezenet1_1
 
-# mknpy SHAPE SRC OUT: OUT is a float32 .npy of SHAPE ("2, 3, 4") holding the first
-# values of SRC's data (SRC: a v1 .npy with a 128-byte header, or raw floats).
-mknpy() {
-    n=1
-    for dim in $(echo "$1" | tr ',' ' '); do n=$((n * dim)); done
-    case "$1" in *,*) shape=$1 ;; *) shape="$1," ;; esac
-    h="{'descr': '<f4', 'fortran_order': False, 'shape': ($shape), }"
-    pad=$(( (64 - (10 + ${#h} + 1) % 64) % 64 ))
-    hl=$(( ${#h} + pad + 1 ))
-    { printf '\223NUMPY\001\000'
-      printf "\\$(printf %03o $((hl % 256)))\\$(printf %03o $((hl / 256)))"
-      printf '%s%*s\n' "$h" "$pad" ""
-      tail -c +129 "$2" | head -c $((4 * n)); } > "$3"
-}
-
-# data_of NPY: the data part of a .npy file (header skipped: the driver and oqc may
-# write different shapes for the same values).
-data_of() {
-    hl=$(od -An -tu2 -j8 -N2 "$1" | tr -d ' ')
-    tail -c +$((10 + hl + 1)) "$1"
-}
-
-# same_data A B [BYTES]: the data parts are equal (the first BYTES of them).
-same_data() {
-    data_of "$1" | head -c "${3:-999999999}" > "$TMP/a.bin"
-    data_of "$2" | head -c "${3:-999999999}" > "$TMP/b.bin"
-    [ -s "$TMP/a.bin" ] && cmp -s "$TMP/a.bin" "$TMP/b.bin"
-}
-
 # rt_objs CC TAG DIR FLAGS...: compiles DIR's runtime copies not built yet for TAG.
 rt_objs() {
     cc=$1 tag=$2 dir=$3

@@ -12,3 +12,33 @@ fail() { T_FAIL=$((T_FAIL + 1)); echo "FAIL $*"; }
 # check NAME COMMAND...: passes when the command exits 0
 check() { n=$1; shift; if "$@"; then ok "$n"; else fail "$n"; fi; }
 finish() { echo "RESULT $T_NAME $T_PASS $T_FAIL"; [ "$T_FAIL" = 0 ]; }
+
+# .npy helpers for comparing emitted programs' outputs with oqc's.
+# mknpy SHAPE SRC OUT: OUT is a float32 .npy of SHAPE ("2, 3, 4") holding the first
+# values of SRC's data (SRC: a v1 .npy with a 128-byte header, or raw floats).
+mknpy() {
+    n=1
+    for dim in $(echo "$1" | tr ',' ' '); do n=$((n * dim)); done
+    case "$1" in *,*) shape=$1 ;; *) shape="$1," ;; esac
+    h="{'descr': '<f4', 'fortran_order': False, 'shape': ($shape), }"
+    pad=$(( (64 - (10 + ${#h} + 1) % 64) % 64 ))
+    hl=$(( ${#h} + pad + 1 ))
+    { printf '\223NUMPY\001\000'
+      printf "\\$(printf %03o $((hl % 256)))\\$(printf %03o $((hl / 256)))"
+      printf '%s%*s\n' "$h" "$pad" ""
+      tail -c +129 "$2" | head -c $((4 * n)); } > "$3"
+}
+
+# data_of NPY: the data part of a .npy file (header skipped: the driver and oqc may
+# write different shapes for the same values).
+data_of() {
+    hl=$(od -An -tu2 -j8 -N2 "$1" | tr -d ' ')
+    tail -c +$((10 + hl + 1)) "$1"
+}
+
+# same_data A B [BYTES]: the data parts are equal (the first BYTES of them).
+same_data() {
+    data_of "$1" | head -c "${3:-999999999}" > "$TMP/a.bin"
+    data_of "$2" | head -c "${3:-999999999}" > "$TMP/b.bin"
+    [ -s "$TMP/a.bin" ] && cmp -s "$TMP/a.bin" "$TMP/b.bin"
+}

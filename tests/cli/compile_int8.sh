@@ -1,0 +1,168 @@
+#!/bin/sh
+# compile_int8.sh - `oqc compile` (INT8, the default precision) end to end:
+#   - the emitted C builds with gcc and clang -std=c99 -O2 -Wall -Wextra -Werror
+#     -pedantic, and under -fsanitize=address,undefined;
+#   - it gives the bits of `oqc eval`'s INT8 path (--save-int8) on the same inputs, in
+#     both requantization modes, through NAME_run and (same bits) NAME_run_int8;
+#   - it is deterministic, calls no allocator and has one writable object (the arena);
+#   - --requant fixed cross-compiles for a Cortex-M0 and the layer code needs no
+#     soft-float routine (only the float I/O boundary does; none at all through the
+#     integer I/O entry point);
+#   - bad usage fails cleanly and writes nothing.
+# Models: Fashion-MNIST (100 test images; 10 under the sanitizers) and squeezenet1_1
+# (one image, gcc only: the portable INT8 kernels take ~0.3 s per image).
+. tests/cli/lib.sh
+FLAGS="-std=c99 -O2 -Wall -Wextra -Werror -pedantic -ffp-contract=off"
+DRIVER=tests/emit/emitted_main.c
+M=models/fashion/fashion_cnn.onnx
+D=models/fashion
+N=100
+[ "${OQC_CONFIG:-default}" = san ] && N=10
+mknpy "$N, 1, 28, 28" $D/test_1000.npy "$TMP/in.npy"
+
+# build CC OUT DIR NAME [FLAGS...]: the driver linked with the emitted model in DIR.
+build() {
+    cc=$1 out=$2 dir=$3 name=$4
+    shift 4
+    $cc $FLAGS "$@" -I "$dir" -DOQC_MODEL_HEADER="\"$name.h\"" -DOQC_MODEL_PREFIX="$name" \
+        $DRIVER "$dir"/*.c -lm -o "$out" 2>"$TMP/cc.log"
+}
+
+for r in float fixed; do
+    O="$TMP/f_$r"
+    "$OQC" compile "$M" -o "$O" --name fashion --calib $D/calib_500.npy --requant $r -q &&
+        ok "compile (requant $r)" || fail "compile (requant $r)"
+    "$OQC" eval "$M" --data "$TMP/in.npy" --calib $D/calib_500.npy --requant $r \
+        --save-int8 "$TMP/eval_$r.npy" -q >/dev/null || fail "eval (requant $r)"
+    for cc in gcc clang; do
+        command -v $cc >/dev/null || { echo "skip: no $cc"; continue; }
+        if build $cc "$TMP/run_$cc" "$O" fashion; then
+            ok "$cc builds the $r model (-std=c99 -pedantic -Werror)"
+        else
+            fail "$cc: $(head -n 5 "$TMP/cc.log")"; continue
+        fi
+        "$TMP/run_$cc" "$TMP/in.npy" "$TMP/out_$cc.npy" >/dev/null &&
+            same_data "$TMP/out_$cc.npy" "$TMP/eval_$r.npy" &&
+            ok "$cc, $r: $N outputs bit-identical with oqc eval's INT8 path" ||
+            fail "$cc, $r: outputs differ from oqc eval"
+    done
+done
+cmp -s "$TMP/eval_float.npy" "$TMP/eval_fixed.npy" && echo "(float and fixed happen to agree)"
+
+# The integer-I/O entry point gives the same bits as the float one: a program quantizes
+# sample 0 exactly as fashion_run does, calls fashion_run_int8 and dequantizes.
+cat >"$TMP/int8io.c" <<'EOF'
+#include <stdio.h>
+#include <string.h>
+#include "fashion.h"
+#include "oqci.h"
+int main(void) {
+    static float x[fashion_INPUT_SIZE], y[fashion_OUTPUT_SIZE], y2[fashion_OUTPUT_SIZE];
+    static unsigned char qx[fashion_INPUT_SIZE], qy[fashion_OUTPUT_SIZE];
+    FILE *f = fopen("in.npy", "rb");
+    if (!f || fseek(f, 128, SEEK_SET) || fread(x, sizeof x, 1, f) != 1)
+        return 2;
+    fclose(f);
+    if (fashion_run(x, y, NULL))
+        return 3;
+    if (oqci_quantize(x, qx, fashion_INPUT_UNSIGNED ? OQCI_U8 : OQCI_S8, fashion_INPUT_SIZE,
+                      fashion_INPUT_SCALE) || fashion_run_int8(qx, qy, NULL) ||
+        oqci_dequantize(qy, fashion_OUTPUT_UNSIGNED ? OQCI_U8 : OQCI_S8, y2,
+                        fashion_OUTPUT_SIZE, fashion_OUTPUT_SCALE))
+        return 4;
+    return memcmp(y, y2, sizeof y) != 0;
+}
+EOF
+O="$TMP/f_fixed"
+cp "$TMP/in.npy" "$O/../in.npy" 2>/dev/null
+gcc $FLAGS -I "$O" "$TMP/int8io.c" "$O"/*.c -lm -o "$TMP/int8io" 2>"$TMP/cc.log" &&
+    (cd "$TMP" && ./int8io) && ok "fashion_run_int8 gives fashion_run's bits" ||
+    fail "integer I/O: $(head -n 3 "$TMP/cc.log")"
+
+# Sanitizers (one build, the fixed model).
+if gcc $FLAGS -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I "$O" \
+        -DOQC_MODEL_HEADER='"fashion.h"' -DOQC_MODEL_PREFIX=fashion $DRIVER "$O"/*.c -lm \
+        -o "$TMP/run_san" 2>"$TMP/cc.log"; then
+    "$TMP/run_san" "$TMP/in.npy" "$TMP/out_san.npy" 10 >/dev/null 2>"$TMP/san.log" &&
+        same_data "$TMP/out_san.npy" "$TMP/eval_fixed.npy" 400 &&
+        ok "ASan/UBSan: clean, same bits" || fail "sanitizers: $(head -n 5 "$TMP/san.log")"
+else
+    fail "sanitizer build: $(head -n 3 "$TMP/cc.log")"
+fi
+
+# Deterministic, no allocator, one writable object.
+"$OQC" compile "$M" -o "$TMP/again" --name fashion --calib $D/calib_500.npy --requant fixed -q
+diff -r "$TMP/f_fixed" "$TMP/again" >/dev/null && ok "same inputs, byte-identical output" ||
+    fail "two compiles differ"
+grep -lE '\b(malloc|calloc|realloc|free)[[:space:]]*\(' "$O"/*.c "$O"/*.h >/dev/null &&
+    fail "an allocator call in the output" || ok "no malloc/free in the output"
+# (const structs holding pointers go to .data.rel.ro, read-only after relocation)
+w=""
+for c in "$O"/*.c; do
+    gcc $FLAGS -c -I "$O" "$c" -o "$TMP/w.o" &&
+        w="$w$(objdump -t "$TMP/w.o" | grep -E ' O (\.bss|\.data|COMMON)[[:space:]]' |
+               awk '{print $NF}' | tr '\n' ' ')"
+done
+[ "$w" = "static_arena " ] && ok "only writable object: static_arena" ||
+    fail "writable objects: '$w'"
+
+# Cortex-M0: --requant fixed with -DOQCI_NO_FLOAT (the float requantization compiled
+# out).  Linked with unused sections removed from the integer-I/O entry point, the
+# image has no __aeabi_f*/__aeabi_d* at all; from the float entry point only the
+# quantize/dequantize boundary functions use them.
+if command -v arm-none-eabi-gcc >/dev/null; then
+    A="arm-none-eabi-gcc -mcpu=cortex-m0 -mthumb -O2 -std=c99 -ffreestanding -DOQCI_NO_FLOAT -ffunction-sections -fdata-sections"
+    objs=""
+    okc=1
+    for c in "$O"/*.c; do
+        b=$(basename "$c" .c)
+        $A -Wall -Wextra -Werror -c -I "$O" "$c" -o "$TMP/m0_$b.o" 2>>"$TMP/m0.log" || okc=0
+        objs="$objs $TMP/m0_$b.o"
+    done
+    [ $okc = 1 ] && ok "cross-compiles for Cortex-M0 (-mcpu=cortex-m0 -mthumb)" ||
+        fail "Cortex-M0 build: $(head -n 5 "$TMP/m0.log")"
+    for e in fashion_run_int8 fashion_run; do
+        arm-none-eabi-gcc -mcpu=cortex-m0 -mthumb -nostartfiles -Wl,--gc-sections \
+            -Wl,-e,$e -Wl,--undefined=$e --specs=nosys.specs $objs -o "$TMP/m0_$e.elf" \
+            2>>"$TMP/m0.log" || fail "Cortex-M0 link from $e: $(tail -n 3 "$TMP/m0.log")"
+    done
+    sf=$(arm-none-eabi-nm "$TMP/m0_fashion_run_int8.elf" | grep -cE '__aeabi_[fd]')
+    [ "$sf" = 0 ] && ok "M0 integer I/O image: no soft-float routine" ||
+        fail "M0 integer I/O image has $sf soft-float symbols"
+    # which functions of the float image call soft-float: only the boundary
+    callers=$(arm-none-eabi-objdump -d "$TMP/m0_fashion_run.elf" | awk '
+        /^[0-9a-f]+ <.*>:$/ { fn = $2 }
+        /bl.*<__aeabi_[fd]/ { print fn }' | sort -u | tr '\n' ' ')
+    case "$callers" in
+        "") fail "M0 float image: no soft-float calls at all (the boundary must convert)" ;;
+        *) bad=$(echo "$callers" | tr ' ' '\n' | grep -v -e '^$' -e '<oqci_quantize>:' \
+                -e '<oqci_dequantize>:' -e '<__aeabi' -e '<__' | tr '\n' ' ')
+           [ -z "$bad" ] && ok "M0 float image: soft-float only in $callers" ||
+               fail "M0: soft-float called from $bad" ;;
+    esac
+else
+    echo "skip: arm-none-eabi-gcc not installed (scripts/install-deps.sh installs it)"
+fi
+
+# squeezenet1_1 (gcc, one image).
+if [ "${OQC_CONFIG:-default}" = default ]; then
+    S=models/tv/squeezenet1_1
+    "$OQC" compile $S.onnx -o "$TMP/sq" --name sq --calib ${S}_in4.npy -q &&
+        "$OQC" eval $S.onnx --data ${S}_in1.npy --calib ${S}_in4.npy --save-int8 "$TMP/sq_eval.npy" \
+            -q >/dev/null &&
+        build gcc "$TMP/run_sq" "$TMP/sq" sq && "$TMP/run_sq" ${S}_in1.npy "$TMP/sq_out.npy" >/dev/null &&
+        same_data "$TMP/sq_out.npy" "$TMP/sq_eval.npy" &&
+        ok "squeezenet1_1: emitted INT8 bit-identical with oqc eval" ||
+        fail "squeezenet1_1 INT8: $(head -n 3 "$TMP/cc.log")"
+fi
+
+# Bad usage: nothing written.
+"$OQC" compile "$M" -o "$TMP/none" 2>"$TMP/err"; st=$?
+[ "$st" = 1 ] && grep -q -- "--calib" "$TMP/err" && [ ! -e "$TMP/none" ] &&
+    ok "INT8 without thresholds: error, nothing written" || fail "no thresholds: $st $(cat "$TMP/err")"
+"$OQC" compile "$M" -o "$TMP/none" --calib /nonexistent.npy 2>"$TMP/err"; st=$?
+[ "$st" = 1 ] && [ ! -e "$TMP/none" ] && ok "unreadable calibration data: nothing written" ||
+    fail "bad calib: $st"
+"$OQC" compile "$M" -o "$TMP/none" --precision fp32 --calib $D/calib_500.npy 2>"$TMP/err"; st=$?
+[ "$st" = 1 ] && ok "--calib with --precision fp32 refused" || fail "fp32 + calib: $st"
+finish
