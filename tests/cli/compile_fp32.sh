@@ -10,15 +10,15 @@
 # Sum, MatMul, Q/DQ, ...). resnet18, mobilenet_v2 and googlenet (from `make models`)
 # take a minute each to compile: they run with OQC_TEST_BIG=1 when present.
 #
-# Bit-identity needs the compiler oqc was built with, or -ffp-contract=off with any
-# compiler when oqc was built with gcc (which does not contract in ISO C mode; clang
-# fuses a*b+c by default). So: CC is the compiler of $OQC (clang for build/clang*/oqc),
-# OTHER the other one, built with -ffp-contract=off and compared when CC is gcc.
+# Bit-identity: oqc's runtime is built with -ffp-contract=off in every configuration
+# (Makefile RUNTIME_CFLAGS), so the emitted code built with -ffp-contract=off by gcc or
+# clang reproduces it (clang fuses a*b+c by default). CC is the compiler of $OQC (clang
+# for build/clang*/oqc), OTHER the other one; both are compared.
 #
 # Runtime copies are identical for every model, so each compiler builds them once
 # (cached by name in $TMP/rt-TAG; a copy that differs from the cached one fails).
 . tests/cli/lib.sh
-FLAGS="-std=c99 -O2 -Wall -Wextra -Werror -pedantic"
+FLAGS="-std=c99 -O2 -Wall -Wextra -Werror -pedantic -ffp-contract=off"
 case "$OQC" in *clang*) CC=clang OTHER=gcc ;; *) CC=gcc OTHER=clang ;; esac
 DRIVER=tests/emit/emitted_main.c
 SQ=models/tv/squeezenet1_1
@@ -73,18 +73,16 @@ for f in "$TMP"/f/oqcf*; do
 done
 grep -qE '\b(malloc|calloc|realloc|free)\s*\(' "$TMP"/f/* && fail "allocation in emitted code" ||
     ok "no malloc/calloc/realloc/free in the output"
-# check_run EXE IN OUT REF WHAT CC: runs; bit-identical to REF when CC can be.
+# check_run EXE IN OUT REF WHAT CC: runs, bit-identical to REF.
 check_run() {
     if ! "$1" "$2" "$3" > /dev/null; then
         fail "$5 ($6): run failed"
-    elif [ "$6" = "$CC" ] || [ "$CC" = gcc ]; then
+    else
         same_data "$3" "$4" && ok "$5 ($6): bit-identical to oqc run" ||
             fail "$5 ($6): outputs differ from oqc run"
-    else
-        ok "$5 ($6): builds and runs (oqc was built with $CC: no bit comparison)"
     fi
 }
-OFLAGS="$FLAGS -ffp-contract=off"
+OFLAGS=$FLAGS
 build $CC $CC "$TMP/f" fashion_cnn "$TMP/f_$CC" $FLAGS && ok "fashion: $CC $FLAGS" ||
     fail "fashion: $CC build"
 build $OTHER $OTHER "$TMP/f" fashion_cnn "$TMP/f_$OTHER" $OFLAGS && ok "fashion: $OTHER $OFLAGS" ||
@@ -186,7 +184,7 @@ for name in 9lives int a-b _x oqcf_conv ""; do
     expect_error "bad --name '$name'" "NAME must be a C identifier" \
         compile models/fashion/fashion_cnn.onnx --precision fp32 -o "$TMP/bad" --name "$name"
 done
-expect_error "int8 (the default) not available yet" "use --precision fp32" \
+expect_error "int8 (the default) without thresholds" "give calibration data with --calib" \
     compile models/fashion/fashion_cnn.onnx -o "$TMP/bad"
 expect_error "unknown precision" "unknown --precision 'fp16'" \
     compile models/fashion/fashion_cnn.onnx -o "$TMP/bad" --precision fp16
