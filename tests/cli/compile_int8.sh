@@ -156,6 +156,47 @@ if [ "${OQC_CONFIG:-default}" = default ]; then
         fail "squeezenet1_1 INT8: $(head -n 3 "$TMP/cc.log")"
 fi
 
+# Tiny models (gcc; default configuration): every INT8 kernel form (grouped, depthwise,
+# dilated, strided, asymmetric pads, 1x1, Gemm/MatMul shapes, pools with and without
+# padding, adds, clamps, merged convs and concat buffers) and float ops between INT8 ones
+# (LeakyRelu, Softmax, broadcast adds) in one output.  Calibrated and evaluated on 8
+# pseudo-random inputs (squeezenet's image data, reshaped); emitted == oqc eval, bits.
+if [ "${OQC_CONFIG:-default}" = default ]; then
+    # The runtime copies are verbatim: build them once, from runtime/ (checked below).
+    mkdir -p "$TMP/rt"
+    for c in runtime/oqci_*.c runtime/oqcf_*.c; do
+        case "$c" in */oqcf_pool.c) continue ;; esac
+        gcc $FLAGS -Iruntime -c "$c" -o "$TMP/rt/$(basename "$c" .c).o" || fail "runtime $c"
+    done
+    nt=0
+    for m in conv_basic conv_depthwise conv_depthwise_mult2 conv_dilations conv_group \
+             conv_pads_asym conv_rect_kernel conv_strides conv_1x1 conv_nobias \
+             conv_autopad_same_upper avgpool_pads_exclude avgpool_pads_include avgpool_ceil \
+             avgpool_same_upper_include maxpool_ceil_pads maxpool_dilations maxpool_pads \
+             globalavgpool_basic gemm_alpha_beta gemm_bias_col gemm_no_c gemm_transB \
+             matmul_2d matmul_bcast_3d_2d sum_three clip_minmax relu_basic \
+             pass_gemm_bn mixed_small_cnn pass_leaky pass_relu6_opset12 add_bcast_channel \
+             pass_caffe2_muladd; do
+        mf=models/tiny/$m.onnx
+        "$OQC" compile $mf --precision fp32 -o "$TMP/shape_$m" --name t -q 2>/dev/null || {
+            fail "$m: fp32 compile (for the shape)"; continue; }
+        sh=$(sed -n "s/^\/\* input 0 '.*': f32\[\(.*\)\] \*\/$/\1/p" "$TMP/shape_$m/t.h" | sed 's/x/, /g')
+        mknpy "8, $sh" models/tv/squeezenet1_1_in4.npy "$TMP/in_$m.npy"
+        "$OQC" compile $mf -o "$TMP/q_$m" --name t --calib "$TMP/in_$m.npy" -q 2>"$TMP/err" &&
+            "$OQC" eval $mf --data "$TMP/in_$m.npy" --calib "$TMP/in_$m.npy" \
+                --save-int8 "$TMP/ev_$m.npy" -q >/dev/null 2>>"$TMP/err" &&
+            for f in "$TMP/q_$m"/oqc*.c; do
+                tail -n +2 "$f" | cmp -s - "runtime/$(basename "$f")" || echo "$f" >>"$TMP/err"
+            done &&
+            gcc $FLAGS -I "$TMP/q_$m" -DOQC_MODEL_HEADER='"t.h"' -DOQC_MODEL_PREFIX=t $DRIVER \
+                "$TMP/q_$m"/t*.c "$TMP"/rt/*.o -lm -o "$TMP/run_$m" 2>"$TMP/cc.log" &&
+            "$TMP/run_$m" "$TMP/in_$m.npy" "$TMP/out_$m.npy" >/dev/null &&
+            same_data "$TMP/out_$m.npy" "$TMP/ev_$m.npy" && nt=$((nt + 1)) ||
+            fail "$m: INT8 emitted != oqc eval: $(head -n 3 "$TMP/err" "$TMP/cc.log")"
+    done
+    ok "$nt tiny models: emitted INT8 bit-identical with oqc eval"
+fi
+
 # Bad usage: nothing written.
 "$OQC" compile "$M" -o "$TMP/none" 2>"$TMP/err"; st=$?
 [ "$st" = 1 ] && grep -q -- "--calib" "$TMP/err" && [ ! -e "$TMP/none" ] &&
