@@ -42,6 +42,9 @@ RUNTIME_CFLAGS := -ffp-contract=off
 # force each microkernel family); the copies of runtime/ emitted next to a model are
 # built without it and so have no mutable global.
 CFLAGS_runtime_oqcf_sgemm := -DOQCF_TEST_HOOKS
+# The INT8 conv: every x86 kernel family compiled (target attributes) and chosen at run
+# time, plus oqci_force_isa() for tests and benchmarks (the emitted copies have neither).
+CFLAGS_runtime_oqci_conv := -DOQCI_DISPATCH -DOQCI_TEST_HOOKS
 LDLIBS_ALL := -lprotobuf-c $(XML_LIBS) -lm -pthread $(LDLIBS)
 LDFLAGS_ALL := $(SANFLAGS) $(LDFLAGS)
 

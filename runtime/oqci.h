@@ -5,7 +5,8 @@
  * quantized graph) calls the very same functions with the very same parameter structs,
  * so the emitted C and the compiler agree bit for bit.  Therefore the files are plain
  * C99 (they build with -std=c99 -pedantic -Wall -Wextra -Werror), never allocate,
- * hold no mutable global, and need nothing beyond <stdint.h>/<stddef.h>/<string.h>.
+ * hold no mutable global, and need nothing beyond <stdint.h>/<stddef.h>/<string.h>
+ * (and the compiler's own intrinsics headers, for the SIMD kernels of oqci_conv.c).
  *
  * Numbers (see docs/int8.md and the calibration contract):
  *   - symmetric, scale-only quantization: x = scale * q, no zero point;
@@ -142,11 +143,41 @@ typedef struct OqciConv {
     OqciRequant rq;                /* per output channel (per_index) or one */
 } OqciConv;
 
-/* Scratch bytes oqci_conv needs (the im2col tile). */
+/* Scratch bytes oqci_conv needs.  The same number in every build and on every CPU (the
+ * largest need of all the kernel families below), so an arena sized by the compiler on
+ * one machine serves the emitted code on any other. */
 size_t oqci_conv_scratch(const OqciConv *p);
 /* y (out_type elements, NCHW view) = conv(x (in_type, NCHW)).  scratch: at least
  * oqci_conv_scratch(p) bytes, any alignment. */
 int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch);
+
+/* Kernel families of oqci_conv (instruction sets).  Every family computes exactly the
+ * bits of the portable one (integer sums are exact; requantization is oqci_requant's).
+ * Which families a build has is fixed at compile time (see oqci_conv.c): __AVX2__,
+ * __AVXVNNI__, __AVX512VNNI__ + __AVX512BW__, __ARM_FEATURE_DOTPROD, or, with
+ * OQCI_DISPATCH (oqc's own library; GNU C on x86-64), every x86 family chosen at run
+ * time.  So the emitted C built with no -m flag runs the portable family; -mavx2 or
+ * -march=native, or -DOQCI_DISPATCH, give it the SIMD ones. */
+#define OQCI_ISA_AUTO 0         /* the best family this build has and this CPU runs */
+#define OQCI_ISA_PORTABLE 1     /* plain C99 around oqci_dp4a_* (the reference) */
+#define OQCI_ISA_AVX2 2         /* x86 AVX2 (with FMA, for depthwise): 16-bit vpmaddwd */
+#define OQCI_ISA_AVXVNNI 3      /* x86 AVX-VNNI: vpdpbusd ymm (VEX) */
+#define OQCI_ISA_AVX512VNNI 4   /* x86 AVX-512 VNNI: vpdpbusd zmm */
+#define OQCI_ISA_NEONDOT 5      /* Arm NEON dot product: sdot */
+#define OQCI_ISA_COUNT 6
+/* 1 when this build has family isa and this CPU can run it (AUTO and PORTABLE: 1). */
+int oqci_isa_available(int isa);
+/* The family oqci_conv uses now (never OQCI_ISA_AUTO). */
+int oqci_conv_isa(void);
+/* "portable", "avx2", "avxvnni", "avx512vnni", "neondot"; "auto"; "?" otherwise. */
+const char *oqci_isa_name(int isa);
+#ifdef OQCI_TEST_HOOKS
+/* Tests and benchmarks only (builds defining OQCI_TEST_HOOKS; oqc's library does, the
+ * copies emitted next to a model do not, so they hold no mutable global): makes
+ * oqci_conv use family isa (OQCI_ISA_AUTO: the default choice again).  OQCI_EINVAL
+ * when oqci_isa_available(isa) is 0. */
+int oqci_force_isa(int isa);
+#endif
 
 /* ---- pooling (oqci_pool.c) ---------------------------------------------------------
  * Max pooling: the max of the window (padding never wins), then requant when in and out

@@ -1,27 +1,241 @@
-/* oqci_conv.c - INT8 2-D convolution (also Gemm/MatMul as a 1x1 conv), portable C99.
+/* oqci_conv.c - INT8 2-D convolution (also Gemm/MatMul as a 1x1 conv): a portable C99
+ * reference and SIMD kernel families (x86 AVX2, AVX-VNNI, AVX-512 VNNI; Arm dot
+ * product), all giving exactly the same bits.
  *
- * Design.  For each image and group the input is unfolded (im2col) into the scratch,
- * CONV_ROWS output pixels at a time: one row of kpad bytes per pixel, the group's
- * channels c, kernel rows i and columns j at c * k_h * k_w + i * k_w + j (the order of
- * the packed weight rows), zero for padding taps and for the kpad - kdim tail (0 is
- * the value 0 for both s8 and u8: there is no zero point).  Then every weight row of
- * the group is dotted with every unfolded pixel row by the DP4A primitive of oqci.h,
- * four output channels per pass over a pixel row (dot_*_1x4c4__c) so each activation
- * quadruple is loaded once for four products.  A dot product deeper than OQCI_KCHUNK
- * is summed chunk by chunk (each chunk exact in int32) into an int64; the bias is
- * added in int64, the result saturated to int32 and requantized by oqci_requant.
- * Every sum is exact, so the result is saturate32(bias + sum x*w) whatever the order.
+ * Exactness.  Every product x*w and every partial sum is an exact integer: the int32
+ * sums of at most OQCI_KCHUNK terms cannot overflow (see oqci.h), so any summation
+ * order, any split into lanes and any grouping of the reduction gives the same
+ * accumulator; it is then offset by the bias in int64, saturated to int32 and
+ * requantized exactly as oqci_requant does (the vector requantizations below repeat its
+ * float and fixed-point steps operation for operation, and are tested against it).
  *
- * Scratch: oqci_conv_scratch() = min(out_h * out_w, CONV_ROWS) * kpad bytes, small
- * enough for a microcontroller's static arena.  Depthwise convolutions go through the
- * same path (kdim = k_h * k_w, one weight row per group).
+ * Portable family (conv_portable, the reference and the microcontroller path).  For
+ * each image and group the input is unfolded (im2col) into the scratch, CONV_ROWS
+ * output pixels at a time: one row of kpad bytes per pixel, the group's channels c,
+ * kernel rows i and columns j at c * k_h * k_w + i * k_w + j (the order of the packed
+ * weight rows), zero for padding taps and for the kpad - kdim tail (0 is the value 0
+ * for both s8 and u8: there is no zero point).  Every weight row is dotted with every
+ * unfolded row by the DP4A primitive of oqci.h, four output channels per pass
+ * (dot_*_1x4c4__c); depths above OQCI_KCHUNK are summed chunk by chunk into an int64.
  *
- * Only integer arithmetic here, except the float branch of oqci_requant, which
+ * SIMD families: a GEMM over packed pixel panels (conv_gemm).  The weights stay in
+ * their oqci.h layout (out_c rows of kpad bytes, so nothing is repacked, at compile
+ * time or per call): a microkernel broadcasts four consecutive weight bytes of one
+ * channel (a "c4" quad, the DP4A unit) against vectors of pixels.  The pixels of a
+ * panel (NR output pixels, consecutive over image, row and column, so Gemm rows and
+ * small images fill whole panels) are unfolded into the scratch as
+ *     panel[q][px][0..3] = the four inputs of reduction quad q (k = 4q .. 4q+3) of px,
+ * one K block (at most KBLOCK reductions, blocks of equal size) at a time, so a block
+ * stays in L1 while every channel tile of the group runs over it.  A tile of MR
+ * channels x NR pixels is held in registers (acc[channel][pixel vector]: one output
+ * channel's pixels per vector, the NCHW order of y, so the requantization and the
+ * stores are vector operations).  With several K blocks the microkernel adds its tile
+ * to an int32 buffer of the group's channels (int64 above OQCI_KCHUNK).  Packing walks
+ * the kernel row by row: a row of the unfolded matrix is a pointer into x when its
+ * pixels' inputs lie inside one input row at stride 1, else a copy (the part inside
+ * gathered, zeros around it), and every four rows are transposed into one quad.  A
+ * 1x1 / stride 1 / unpadded conv is "flat": its panels are plain 4-channel transposes
+ * of the input planes, no im2col.
+ *   - AVX2 (q8conv_2x28c4__avx2): vpmaddubsw would saturate (255 * 127 * 2 > 32767), so
+ *     the panel holds the inputs widened to 16 bits (zero- or sign-extended) and the
+ *     weight quad is sign-extended with one vpmovsxbw per channel and quad; vpmaddwd
+ *     (16-bit pairs into int32, exact) then sums px's k0 k1 and k2 k3 in two lanes,
+ *     added together once per tile.  Measured on Zen 3, this mix runs at ~61 GMAC/s
+ *     against ~95 for the inexact vpmaddubsw sequence, and beats the exact split of u8
+ *     inputs into low 7 bits and top bit (two vpmaddubsw + two vpmaddwd per 32 MACs).
+ *     s8 and u8 inputs need no offset: both widen exactly.
+ *   - AVX-512 VNNI (q8conv_8x32c4__avx512vnni) and AVX-VNNI (q8conv_4x24c4__avxvnni):
+ *     vpdpbusd takes u8 x s8: u8 inputs are used as they are, s8 inputs x are packed as
+ *     x + 128 (xor 0x80) and 128 * sum_k w[k] is subtracted from the channel's sum.
+ *   - Arm dot product (q8conv_4x16c4__neondot): sdot takes s8 x s8: s8 inputs as they
+ *     are, u8 inputs x packed as x - 128 (xor 0x80) and 128 * sum_k w[k] added back.
+ *     The corrections are computed once per call per channel (out_c x kpad additions)
+ *     and added modulo 2^32 (exact: the corrected sum fits int32), or in int64 for
+ *     reductions deeper than OQCI_KCHUNK.
+ *   - Epilogue: per tile row, the channel's constants (RqV: correction, bias, whether
+ *     the bias addition can overflow, the multiplier), then the AVX2 requantization
+ *     (rq8) reproduces oqci_requant's float and fixed-point results exactly, 8 lanes at
+ *     a time, and packs 32 outputs into bytes.
+ *   - Few output pixels (Gemm or MatMul with a handful of rows: npix < GEMV_MAX_PIX): a
+ *     panel would be mostly empty, so each pixel row is dotted with the weight rows
+ *     (q8gemv_4x16__avx2: vpmaddwd on 16-bit copies, horizontal sums at the end).
+ *   - Depthwise (one input channel per group, any multiplier, at most DW_MAX_TAPS
+ *     taps): direct kernels on a copy of the channel's plane in the scratch, zero-padded
+ *     and split by stride phase so every tap of a run of outputs is a contiguous run of
+ *     it.  On x86 the plane holds floats: the products and partial sums of a window are
+ *     integers below 2^21, so float multiply-adds are exact and one FMA does a tap of 8
+ *     outputs; 3x3 kernels at vertical stride 1 do four output rows per pass, each
+ *     loaded vector serving every row whose window holds it (q8dw_4x8x9f__avx2), other
+ *     rows and kernels one row (q8dw_16x9f__avx2, q8dw_16xNf__avx2).  With float
+ *     requantization and a bias small enough to keep the sums below 2^24, the sums
+ *     start from the bias and are requantized in float directly.  On Arm the plane holds
+ *     int16 and q8dw_1xN__c is the plain-C loop over taps.  Whole output rows are
+ *     computed into a buffer and stored together.
+ *
+ * Family selection: compile-time macros decide which families a build has (AVX2 with
+ * __AVX2__, AVX-VNNI with __AVXVNNI__, AVX-512 VNNI with __AVX512VNNI__ and
+ * __AVX512BW__, NEON dot with __ARM_FEATURE_DOTPROD on AArch64); a build without them
+ * (e.g. the emitted C compiled with no -m flag, or a Cortex-M0) has only the portable
+ * one, and a build with one of them uses it unconditionally (it was compiled for such a
+ * CPU).  oqc's own library defines OQCI_DISPATCH: every x86 family is then compiled
+ * with target attributes and chosen per call with __builtin_cpu_supports, which reads
+ * what the compiler's runtime found once (AVX-VNNI with gcc only: see OQCI_CC_AVXVNNI).
+ * The emitted C gets the same with -DOQCI_DISPATCH.  OQCI_TEST_HOOKS adds
+ * oqci_force_isa(), the only mutable global, for tests and benchmarks.
+ *
+ * Scratch: oqci_conv_scratch() is the largest need of all families (not only of the
+ * ones compiled in: the compiler sizes the arena of the emitted code with its own
+ * build): the portable path's 16 bytes per reduction element; the GEMM's panel block
+ * (56 bytes per element up to KBLOCK: 28 KB at most), the band (at most BAND_MAX), 4
+ * bytes per output channel and, with several K blocks, 128 bytes per channel of the
+ * group; the depthwise float plane.  For example 19 KB for the Fashion model's
+ * 32x14x14 3x3 conv (4.6 KB portable), 51 KB for a ResNet 64x56x56 3x3 -> 64, 130 KB
+ * for 512x7x7 3x3 -> 512 (74 KB portable), 15 KB for a 144x56x56 depthwise 3x3.
+ *
+ * Only integer arithmetic here, except the float branch of the requantization, which
  * OQCI_NO_FLOAT removes (see oqci.h). */
 #include "oqci.h"
 
-/* Output pixels unfolded per scratch fill: weight rows are re-read once per fill. */
-#define CONV_ROWS 16
+/* ---- families this build has ------------------------------------------------------ */
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define OQCI_X86 1
+#else
+#define OQCI_X86 0
+#endif
+#if OQCI_X86 && defined(OQCI_DISPATCH)
+#define OQCI_X86_DISPATCH 1
+#else
+#define OQCI_X86_DISPATCH 0
+#endif
+/* Compiler support for the VNNI families when they are only used through target
+ * attributes and chosen at run time (AVX-512 VNNI: gcc 8, clang 6; AVX-VNNI: gcc 11,
+ * whose __builtin_cpu_supports knows "avxvnni" -- clang 14's does not, and CPUID on
+ * every call would be slow, in a VM very slow, so clang builds get AVX-VNNI only from
+ * -mavxvnni). */
+#if defined(__clang__)
+#define OQCI_CC_AVXVNNI 0
+#define OQCI_CC_AVX512VNNI (__clang_major__ >= 6)
+#elif defined(__GNUC__)
+#define OQCI_CC_AVXVNNI (__GNUC__ >= 11)
+#define OQCI_CC_AVX512VNNI (__GNUC__ >= 8)
+#else
+#define OQCI_CC_AVXVNNI 0
+#define OQCI_CC_AVX512VNNI 0
+#endif
+
+#if OQCI_X86 && (defined(__AVX2__) || OQCI_X86_DISPATCH)
+#define HAVE_AVX2 1
+#else
+#define HAVE_AVX2 0
+#endif
+#if OQCI_X86 && (defined(__AVXVNNI__) || (OQCI_X86_DISPATCH && OQCI_CC_AVXVNNI))
+#define HAVE_AVXVNNI 1
+#else
+#define HAVE_AVXVNNI 0
+#endif
+#if OQCI_X86 && ((defined(__AVX512VNNI__) && defined(__AVX512BW__)) ||                   \
+                 (OQCI_X86_DISPATCH && OQCI_CC_AVX512VNNI))
+#define HAVE_AVX512VNNI 1
+#else
+#define HAVE_AVX512VNNI 0
+#endif
+#if defined(__aarch64__) && defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
+#define HAVE_NEONDOT 1
+#else
+#define HAVE_NEONDOT 0
+#endif
+/* Tests only (tests/cli/int8_simd_arm.sh): OQCI_TEST_EMULATE_VNNI with -mavx2 builds both
+ * VNNI families for an AVX2 CPU, vpdpbusd ymm emulated exactly with AVX2 (so
+ * q8conv_4x24c4__avxvnni runs as written) and the AVX-512 microkernel replaced by plain
+ * C with its tile and panel (q8conv_8x32c4__emu): everything of the two families but the
+ * instructions this CPU lacks runs and is compared with the portable family. */
+#if defined(OQCI_TEST_EMULATE_VNNI) && OQCI_X86 && defined(__AVX2__) &&                   \
+    !defined(__AVXVNNI__) && !defined(__AVX512VNNI__)
+#define OQCI_EMU_VNNI 1
+#undef HAVE_AVXVNNI
+#define HAVE_AVXVNNI 1
+#undef HAVE_AVX512VNNI
+#define HAVE_AVX512VNNI 1
+#else
+#define OQCI_EMU_VNNI 0
+#endif
+
+/* The portable family needs no header beyond oqci.h's (a freestanding Cortex-M0 build
+ * has no <string.h>); the SIMD ones are built for hosted targets. */
+#if HAVE_AVX2 || HAVE_NEONDOT
+#include <string.h>
+#endif
+#if HAVE_AVX2 || HAVE_AVXVNNI || HAVE_AVX512VNNI
+#include <immintrin.h>
+#endif
+#if HAVE_NEONDOT
+#include <arm_neon.h>
+#endif
+
+/* Target attributes: needed only when the family's macro is not defined (dispatch). */
+#if defined(__AVX2__)
+#define T_AVX2
+#else
+#define T_AVX2 __attribute__((target("avx2")))
+#endif
+#if defined(__AVXVNNI__) || OQCI_EMU_VNNI
+#define T_AVXVNNI
+#else
+#define T_AVXVNNI __attribute__((target("avx2,avxvnni")))
+#endif
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+#define T_AVX512VNNI
+#else
+#define T_AVX512VNNI __attribute__((target("avx2,avx512f,avx512bw,avx512vnni")))
+#endif
+
+/* ---- sizes --------------------------------------------------------------------------- */
+
+#define CONV_ROWS 16        /* portable: output pixels unfolded per scratch fill */
+#define KBLOCK 512          /* SIMD GEMM: reduction elements per packed panel block */
+#define TILE_MR 8           /* largest microkernel tile: channels */
+#define TILE_NR 32          /* largest microkernel tile: pixels (tile row stride) */
+#define PANEL_BYTES_PER_K 56   /* largest nr * element size (AVX2: 28 x int16) */
+#define GEMV_MAX_PIX 8      /* fewer pixels per group than this: dot-product path */
+#define DW_MAX_TAPS 64      /* larger depthwise kernels go through the GEMM */
+#define DW_VEC 16           /* outputs per depthwise step (the plane's column rounding) */
+#define DW_BUF 1024         /* depthwise: sums of output rows computed per store */
+#define ALIGN 64
+#define BAND_MAX 65536      /* SIMD GEMM: largest band of padded input rows (bytes) */
+
+static int32_t sat32(int64_t v) {
+    return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+}
+
+static int64_t round_up(int64_t a, int64_t b) {
+    return (a + b - 1) / b * b;
+}
+
+#if HAVE_AVX2 || HAVE_NEONDOT
+static int32_t load32(const int8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+static uint8_t *align_up(void *p) {
+    uintptr_t a = (uintptr_t)p;
+    return (uint8_t *)p + ((ALIGN - a % ALIGN) % ALIGN);
+}
+
+/* Zeros for padding rows of a panel (never written). */
+static const uint8_t zero_row[32];
+
+/* ceil(a / b) for b > 0 and any sign of a. */
+static int64_t cdiv(int64_t a, int64_t b) {
+    return a >= 0 ? (a + b - 1) / b : -(-a / b);
+}
+#endif
+
+/* ======================================================================================
+ * Portable family: im2col rows and DP4A dot products.
+ * ==================================================================================== */
 
 /* Dot products of one chunk (len bytes, a multiple of 4, at most OQCI_KCHUNK, so exact
  * in int32) of unfolded pixel row a with weight row w (1x1) or with the four weight
@@ -78,6 +292,1634 @@ static void dot_rows(const uint8_t *a, int32_t in_type, const int8_t *w, int32_t
     }
 }
 
+/* Unfolds output pixels p0 .. p0 + nr - 1 of one group (xg: its first input channel)
+ * into nr rows of kpad bytes at s. */
+static void im2col(const OqciConv *p, const uint8_t *xg, int64_t p0, int64_t nr, uint8_t *s) {
+    int64_t plane = (int64_t)p->in_h * p->in_w, r;
+    int32_t cg = p->in_c / p->group;
+    int32_t oh = (int32_t)(p0 / p->out_w), ow = (int32_t)(p0 % p->out_w);
+    for (r = 0; r < nr; r++) {
+        uint8_t *row = s + r * p->kpad;
+        int64_t ih0 = (int64_t)oh * p->s_h - p->p_t, iw0 = (int64_t)ow * p->s_w - p->p_l;
+        int32_t t = 0, c, i, j;
+        for (c = 0; c < cg; c++) {
+            const uint8_t *xc = xg + c * plane;
+            for (i = 0; i < p->k_h; i++) {
+                int64_t ih = ih0 + (int64_t)i * p->d_h;
+                const uint8_t *xr;
+                if (ih < 0 || ih >= p->in_h) {
+                    for (j = 0; j < p->k_w; j++)
+                        row[t++] = 0;
+                    continue;
+                }
+                xr = xc + ih * p->in_w;
+                for (j = 0; j < p->k_w; j++) {
+                    int64_t iw = iw0 + (int64_t)j * p->d_w;
+                    row[t++] = iw >= 0 && iw < p->in_w ? xr[iw] : 0;
+                }
+            }
+        }
+        while (t < p->kpad)
+            row[t++] = 0;
+        if (++ow == p->out_w) {
+            ow = 0;
+            oh++;
+        }
+    }
+}
+
+/* Stores one requantized output: y element o (out_type). */
+static void put_q(const OqciConv *p, void *y, int64_t o, int32_t q) {
+    if (p->out_type == OQCI_U8)
+        ((uint8_t *)y)[o] = (uint8_t)q;
+    else
+        ((int8_t *)y)[o] = (int8_t)q;
+}
+
+static void conv_portable(const OqciConv *p, const void *x, void *y, void *scratch) {
+    int64_t pix = (int64_t)p->out_h * p->out_w, plane = (int64_t)p->in_h * p->in_w, n, p0;
+    int32_t cg = p->in_c / p->group, kg = p->out_c / p->group, g;
+    int32_t rows = pix < CONV_ROWS ? (int32_t)pix : CONV_ROWS;
+    for (n = 0; n < p->batch; n++)
+        for (g = 0; g < p->group; g++) {
+            const uint8_t *xg = (const uint8_t *)x + (n * p->in_c + (int64_t)g * cg) * plane;
+            for (p0 = 0; p0 < pix; p0 += rows) {
+                int64_t nr = pix - p0 < rows ? pix - p0 : rows, r;
+                int32_t kk;
+                im2col(p, xg, p0, nr, (uint8_t *)scratch);
+                for (kk = 0; kk < kg; kk += 4) {
+                    int nk = kg - kk < 4 ? kg - kk : 4, j;
+                    int32_t k = g * kg + kk;   /* first output channel of this block */
+                    const int8_t *w = p->w + (size_t)k * (size_t)p->kpad;
+                    for (r = 0; r < nr; r++) {
+                        int64_t acc[4];
+                        dot_rows((const uint8_t *)scratch + r * p->kpad, p->in_type, w,
+                                 p->kpad, nk, acc);
+                        for (j = 0; j < nk; j++) {
+                            int64_t v = acc[j] + (p->bias ? p->bias[k + j] : 0);
+                            int32_t q = oqci_requant(sat32(v), &p->rq, k + j, p->lo, p->hi);
+                            put_q(p, y, (n * p->out_ctotal + p->out_coff + k + j) * pix + p0 + r,
+                                  q);
+                        }
+                    }
+                }
+            }
+        }
+}
+
+/* ---- scratch of the SIMD paths (needed by every build: see oqci_conv_scratch) ---- */
+
+/* 1x1 / stride 1 / unpadded: the input planes are the unfolded matrix's rows. */
+static int is_flat(const OqciConv *p) {
+    return p->k_h == 1 && p->k_w == 1 && p->s_h == 1 && p->s_w == 1 && p->p_t == 0 &&
+           p->p_l == 0 && p->out_h == p->in_h && p->out_w == p->in_w &&
+           (int64_t)p->in_h * p->in_w <= INT32_MAX;
+}
+
+/* The band of zero-padded input rows a panel reads (conv_gemm, convs that are not
+ * flat): at most `rows` rows of `cols` columns per input channel of the group (rows:
+ * the output rows a run of TILE_NR pixels can touch, widened by the kernel; cols: the
+ * padded columns any output reads).  Bytes, or 0 when above BAND_MAX (the panels are
+ * then unfolded from x directly). */
+static size_t band_dims(const OqciConv *p, int64_t *rows, int64_t *cols) {
+    int64_t spanned = (TILE_NR - 1) / p->out_w + 2, bytes;
+    if (spanned > p->out_h)
+        spanned = p->out_h;
+    *rows = (spanned - 1) * p->s_h + (int64_t)(p->k_h - 1) * p->d_h + 1;
+    *cols = (int64_t)(p->out_w - 1) * p->s_w + (int64_t)(p->k_w - 1) * p->d_w + 1;
+    bytes = (int64_t)(p->in_c / p->group) * *rows * *cols;
+    return is_flat(p) || bytes > BAND_MAX ? 0 : (size_t)round_up(bytes, ALIGN);
+}
+
+/* Scratch of conv_gemm: aligned panel block, the deep-K tile buffer (int32 per K block
+ * sum, int64 above OQCI_KCHUNK), the band, the per-channel corrections (int32). */
+static size_t gemm_scratch(const OqciConv *p, size_t *panel, size_t *cbuf, size_t *band) {
+    int64_t kb = p->kpad < KBLOCK ? p->kpad : KBLOCK, rows, cols;
+    int64_t kg = p->out_c / p->group;
+    *panel = (size_t)round_up(kb * PANEL_BYTES_PER_K, ALIGN);
+    *cbuf = p->kpad > KBLOCK ? (size_t)(round_up(kg, TILE_MR) * TILE_NR *
+                                        (p->kpad > OQCI_KCHUNK ? 8 : 4))
+                             : 0;
+    *band = band_dims(p, &rows, &cols);
+    return ALIGN + *panel + *cbuf + *band + (size_t)p->out_c * 4;
+}
+
+/* Plane geometry of a depthwise conv: rows (padded input rows read), phase row width
+ * (outputs rounded up to DW_VEC plus the largest tap shift), phases (s_w). */
+typedef struct DwGeo {
+    int32_t rows, width, phases;
+    int32_t taps;                  /* k_h * k_w */
+} DwGeo;
+
+static void dw_geo(const OqciConv *p, DwGeo *d) {
+    d->rows = (p->out_h - 1) * p->s_h + (p->k_h - 1) * p->d_h + 1;
+    d->width = (int32_t)round_up(p->out_w, DW_VEC) + (p->k_w - 1) * p->d_w / p->s_w;
+    d->phases = p->s_w;
+    d->taps = p->k_h * p->k_w;
+}
+
+/* The depthwise planes: int16 (Arm) or float (x86) elements. */
+static size_t dw_scratch(const OqciConv *p) {
+    DwGeo d;
+    dw_geo(p, &d);
+    return ALIGN + (size_t)d.phases * (size_t)d.rows * (size_t)d.width * 4;
+}
+
+#define HAVE_SIMD (HAVE_AVX2 || HAVE_NEONDOT)
+#if HAVE_SIMD
+
+/* ======================================================================================
+ * SIMD families: shared pieces (plain C).
+ * ==================================================================================== */
+
+/* A run of consecutive panel pixels inside one output row of one image (or, for flat
+ * convs, inside one image's plane: see Geo). */
+typedef struct Seg {
+    int64_t n;      /* image */
+    int32_t oh;     /* output row (geometry of Geo) */
+    int32_t ow;     /* first output column (Geo) */
+    int32_t len;    /* pixels */
+    int32_t off;    /* first panel column */
+    int64_t pix0;   /* output pixel index in the image's plane (y addressing) */
+} Seg;
+
+/* The geometry the panel packer sees.  A 1x1 / stride 1 / unpadded conv is "flat": its
+ * planes are seen as single rows (in_h = out_h = 1, in_w = out_w = plane), so a panel's
+ * pixels make one run per image whatever the image width. */
+typedef struct Geo {
+    int32_t in_h, in_w, out_w;   /* input rows and columns, output columns */
+    int64_t plane;               /* input elements per channel */
+    int64_t pix;                 /* output pixels per image */
+    int32_t cg;                  /* input channels per group */
+} Geo;
+
+static void make_geo(const OqciConv *p, Geo *g) {
+    int flat = is_flat(p);
+    g->plane = (int64_t)p->in_h * p->in_w;
+    g->pix = (int64_t)p->out_h * p->out_w;
+    g->cg = p->in_c / p->group;
+    g->in_h = flat ? 1 : p->in_h;
+    g->in_w = flat ? (int32_t)g->plane : p->in_w;
+    g->out_w = flat ? (int32_t)g->pix : p->out_w;
+}
+
+/* Cuts the np pixels starting at global pixel P0 (n * pix + index) into runs. */
+static int make_segs(const Geo *g, int64_t P0, int32_t np, Seg *s) {
+    int ns = 0;
+    int32_t off = 0;
+    while (off < np) {
+        int64_t P = P0 + off, n = P / g->pix, q = P % g->pix;
+        int32_t oh = (int32_t)(q / g->out_w), ow = (int32_t)(q % g->out_w);
+        int32_t len = g->out_w - ow < np - off ? g->out_w - ow : np - off;
+        s[ns].n = n;
+        s[ns].oh = oh;
+        s[ns].ow = ow;
+        s[ns].len = len;
+        s[ns].off = off;
+        s[ns].pix0 = q;
+        ns++;
+        off += len;
+    }
+    return ns;
+}
+
+/* Transposes four rows of len input bytes into len panel pixels of 4 elements. */
+typedef void (*Tr4Fn)(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
+                      const uint8_t *r3, int32_t len, void *dst);
+
+/* dst[t] = src[t * stride] for t < n (a strided run inside its input row). */
+typedef void (*GatherFn)(const uint8_t *src, int32_t stride, int32_t n, uint8_t *dst);
+
+#if HAVE_NEONDOT
+static void gather__c(const uint8_t *src, int32_t stride, int32_t n, uint8_t *dst) {
+    int32_t t;
+    for (t = 0; t < n; t++)
+        dst[t] = src[(int64_t)t * stride];
+}
+#endif
+
+/* Packs reduction quads q0 .. q0 + nq - 1 of the pixels of segs (group g) into panel
+ * (nr pixels per quad, esize bytes per element).  The reduction index k walks the
+ * group's channels c, kernel rows i and columns j; each (c, i) row of the kernel is
+ * checked once against the input's rows and columns, then its k_w rows of the unfolded
+ * matrix are pointers into x (a run inside the input row, stride 1) or copies: the part
+ * inside the row gathered, zeros around it.  Every four rows make one quad (tr4). */
+static void pack_panel(const OqciConv *p, const Geo *ge, const uint8_t *x, int32_t g,
+                       const Seg *segs, int nseg, int32_t q0, int32_t nq, uint8_t *panel,
+                       int32_t nr, int esize, Tr4Fn tr4, GatherFn gather) {
+    int32_t taps = p->k_h * p->k_w;
+    int si;
+    for (si = 0; si < nseg; si++) {
+        const Seg *s = &segs[si];
+        const uint8_t *xg = x + (s->n * p->in_c + (int64_t)g * ge->cg) * ge->plane;
+        int32_t k = 4 * q0, kend = 4 * (q0 + nq), nrow = 0, q = 0;
+        int32_t c = k ? k / taps : 0, i = k ? k % taps / p->k_w : 0, j = k ? k % p->k_w : 0;
+        int64_t ih0 = (int64_t)s->oh * p->s_h - p->p_t;
+        int64_t iw0 = (int64_t)s->ow * p->s_w - p->p_l;
+        int64_t span = (int64_t)(s->len - 1) * p->s_w;
+        /* j = 0 .. k_w - 1 all inside the row (stride 1): plain pointers */
+        int inside = p->s_w == 1 && iw0 >= 0 && iw0 + (int64_t)(p->k_w - 1) * p->d_w + span <
+                                                  ge->in_w;
+        uint8_t tmp[4][TILE_NR];
+        const uint8_t *r[4];
+        while (k < kend) {
+            int64_t ih = ih0 + (int64_t)i * p->d_h;
+            const uint8_t *xr = xg + c * ge->plane + ih * ge->in_w;
+            int zero = k >= p->kdim || ih < 0 || ih >= ge->in_h;
+            for (; j < p->k_w && k < kend; j++, k++) {
+                if (zero || k >= p->kdim) {
+                    r[nrow] = zero_row;
+                } else if (inside) {
+                    r[nrow] = xr + iw0 + (int64_t)j * p->d_w;
+                } else {
+                    int64_t iw = iw0 + (int64_t)j * p->d_w;
+                    if (p->s_w == 1 && iw >= 0 && iw + span < ge->in_w) {
+                        r[nrow] = xr + iw;
+                    } else {   /* t in [t0, t1) inside the row */
+                        int64_t t0 = iw >= 0 ? 0 : p->s_w == 1 ? -iw : cdiv(-iw, p->s_w);
+                        int64_t t1 = iw >= ge->in_w ? 0
+                                     : p->s_w == 1 ? ge->in_w - iw
+                                                   : cdiv(ge->in_w - iw, p->s_w);
+                        uint8_t *d = tmp[nrow];
+                        t1 = t1 > s->len ? s->len : t1;
+                        t0 = t0 > t1 ? t1 : t0;
+                        memset(d, 0, (size_t)t0);
+                        if (t1 > t0)
+                            gather(xr + iw + t0 * p->s_w, p->s_w, (int32_t)(t1 - t0), d + t0);
+                        memset(d + t1, 0, (size_t)(s->len - t1));
+                        r[nrow] = d;
+                    }
+                }
+                if (++nrow == 4) {
+                    tr4(r[0], r[1], r[2], r[3], s->len,
+                        panel + ((size_t)q * nr + s->off) * 4 * esize);
+                    nrow = 0;
+                    q++;
+                }
+            }
+            j = 0;
+            if (++i == p->k_h) {
+                i = 0;
+                c++;
+            }
+        }
+    }
+}
+
+/* Fills the band for input rows r0 .. r0 + nrow - 1 of the group's channels (xg: the
+ * image's first channel of the group): channel c, row r at band + (c * rows + r - r0)
+ * * cols, input column iw at + p_l + iw, zeros outside the input. */
+static void fill_band(const OqciConv *p, const Geo *ge, const uint8_t *xg, int64_t r0,
+                      int64_t nrow, uint8_t *band, int64_t rows, int64_t cols) {
+    int64_t left = p->p_l < cols ? p->p_l : cols;
+    int64_t ncopy = cols - left < p->in_w ? cols - left : p->in_w, c, r;
+    for (c = 0; c < ge->cg; c++)
+        for (r = 0; r < nrow; r++) {
+            uint8_t *d = band + (c * rows + r) * cols;
+            int64_t ih = r0 + r;
+            if (ih < 0 || ih >= p->in_h) {
+                memset(d, 0, (size_t)cols);
+                continue;
+            }
+            memset(d, 0, (size_t)left);
+            memcpy(d + left, xg + c * ge->plane + ih * p->in_w, (size_t)ncopy);
+            memset(d + left + ncopy, 0, (size_t)(cols - left - ncopy));
+        }
+}
+
+/* pack_panel from a band holding input rows from r0: every row of the unfolded matrix
+ * is a pointer into it (stride 1) or a gather without bounds checks. */
+static void pack_band(const OqciConv *p, const uint8_t *band, int64_t rows, int64_t cols,
+                      int64_t r0, const Seg *segs, int nseg, int32_t q0, int32_t nq,
+                      uint8_t *panel, int32_t nr, int esize, Tr4Fn tr4, GatherFn gather) {
+    int32_t taps = p->k_h * p->k_w;
+    int si;
+    for (si = 0; si < nseg; si++) {
+        const Seg *s = &segs[si];
+        int32_t k = 4 * q0, kend = 4 * (q0 + nq), nrow = 0, q = 0;
+        int32_t c = k ? k / taps : 0, i = k ? k % taps / p->k_w : 0, j = k ? k % p->k_w : 0;
+        int64_t rb = (int64_t)s->oh * p->s_h - p->p_t - r0, cb = (int64_t)s->ow * p->s_w;
+        uint8_t tmp[4][TILE_NR];
+        const uint8_t *r[4];
+        while (k < kend) {
+            const uint8_t *row = band + (c * rows + rb + (int64_t)i * p->d_h) * cols + cb;
+            for (; j < p->k_w && k < kend; j++, k++) {
+                if (k >= p->kdim) {
+                    r[nrow] = zero_row;
+                } else if (p->s_w == 1) {
+                    r[nrow] = row + (int64_t)j * p->d_w;
+                } else {
+                    gather(row + (int64_t)j * p->d_w, p->s_w, s->len, tmp[nrow]);
+                    r[nrow] = tmp[nrow];
+                }
+                if (++nrow == 4) {
+                    tr4(r[0], r[1], r[2], r[3], s->len,
+                        panel + ((size_t)q * nr + s->off) * 4 * esize);
+                    nrow = 0;
+                    q++;
+                }
+            }
+            j = 0;
+            if (++i == p->k_h) {
+                i = 0;
+                c++;
+            }
+        }
+    }
+}
+
+/* Zeroes panel columns np .. nr - 1 of nq quads (a last, partial panel). */
+static void pack_tail(uint8_t *panel, int32_t nq, int32_t np, int32_t nr, int esize) {
+    int32_t q;
+    if (np >= nr)
+        return;
+    for (q = 0; q < nq; q++)
+        memset(panel + ((size_t)q * nr + np) * 4 * esize, 0, (size_t)(nr - np) * 4 * esize);
+}
+
+/* Byte transposes in plain C: u8 / s8 unchanged, or with the top bit flipped (x ^ 0x80:
+ * u8 x -> s8 x - 128, s8 x -> u8 x + 128). */
+#if HAVE_NEONDOT
+static void tr4_b__c(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
+                     const uint8_t *r3, int32_t len, void *dst, uint8_t flip) {
+    uint8_t *d = (uint8_t *)dst;
+    int32_t t;
+    for (t = 0; t < len; t++) {
+        d[4 * t] = (uint8_t)(r0[t] ^ flip);
+        d[4 * t + 1] = (uint8_t)(r1[t] ^ flip);
+        d[4 * t + 2] = (uint8_t)(r2[t] ^ flip);
+        d[4 * t + 3] = (uint8_t)(r3[t] ^ flip);
+    }
+}
+#endif
+
+/* The epilogue of channel k's raw sums s: v = saturate((s + corr mod 2^32) + bias), then
+ * oqci_requant(v).  corr (the VNNI / sdot offset correction) is exact modulo 2^32 since
+ * the corrected sum fits int32; the bias addition can only overflow when
+ * kpad * 255 * 128 + |bias| exceeds INT32_MAX (|x * w| <= 255 * 128). */
+#if HAVE_AVX2
+static int bias_may_overflow(const OqciConv *p, int64_t bias) {
+    return (int64_t)p->kpad * 32640 + (bias < 0 ? -bias : bias) > INT32_MAX;
+}
+#endif
+
+/* Requantizes oqci_requant(v) of channel k (scalar epilogue). */
+static int32_t rq1(const OqciConv *p, int32_t v, int32_t k) {
+    return oqci_requant(v, &p->rq, k, p->lo, p->hi);
+}
+
+/* Epilogue of a tile: nk rows of t (row stride ldt, one per output channel k0 + r, the
+ * channel's raw sums over the panel's pixels) become outputs, stored through segs;
+ * corr[r]: row r's correction (or NULL: none); bias_done: the sums hold the bias. */
+typedef void (*StoreFn)(const OqciConv *p, const int32_t *t, int32_t ldt, int32_t k0,
+                        int32_t nk, const int32_t *corr, int bias_done, const Seg *segs,
+                        int nseg, void *y);
+
+#if HAVE_NEONDOT
+static void store_tile__c(const OqciConv *p, const int32_t *t, int32_t ldt, int32_t k0,
+                          int32_t nk, const int32_t *corr, int bias_done, const Seg *segs,
+                          int nseg, void *y) {
+    int64_t pix = (int64_t)p->out_h * p->out_w;
+    int32_t r;
+    for (r = 0; r < nk; r++) {
+        int32_t k = k0 + r;
+        int64_t b = !bias_done && p->bias ? p->bias[k] : 0;
+        int si;
+        for (si = 0; si < nseg; si++) {
+            const Seg *s = &segs[si];
+            int64_t o = (s->n * p->out_ctotal + p->out_coff + k) * pix + s->pix0;
+            int32_t e;
+            for (e = 0; e < s->len; e++) {
+                int64_t v = (int32_t)((uint32_t)t[(size_t)r * ldt + s->off + e] +
+                                      (uint32_t)(corr ? corr[r] : 0));   /* exact mod 2^32 */
+                put_q(p, y, o + e, rq1(p, sat32(v + b), k));
+            }
+        }
+    }
+}
+#endif
+
+/* Computes sums over nq quads of an nr-pixel panel for mr weight rows (w[r] at the
+ * block's first reduction element; rows beyond the group's channels repeat a valid one)
+ * into rows of t (stride TILE_NR), or adds them to t (acc: the next K block). */
+typedef void (*UkrFn)(int32_t nq, const void *panel, const int8_t *const *w, int32_t *t,
+                      int acc);
+
+/* A SIMD GEMM family. */
+typedef struct Family {
+    int isa;          /* OQCI_ISA_* */
+    int mr, nr;       /* tile: channels x pixels */
+    int esize;        /* panel element bytes: 2 (int16) or 1 */
+    int flip;         /* the input type packed as x ^ 0x80 (see weight_corr), or -1 */
+    UkrFn ukr;        /* microkernel */
+    Tr4Fn tr4[2];     /* panel transposes for s8 and u8 inputs */
+    GatherFn gather;  /* strided copies of input runs */
+    StoreFn store;    /* epilogue */
+} Family;
+
+/* The exact correction of channel k's sums for flipped inputs: -128 sum w for s8 inputs
+ * packed as x + 128 (VNNI), +128 sum w for u8 inputs packed as x - 128 (sdot). */
+static int64_t weight_corr(const OqciConv *p, int32_t k) {
+    const int8_t *w = p->w + (size_t)k * (size_t)p->kpad;
+    int64_t s = 0;
+    int32_t t;
+    for (t = 0; t < p->kpad; t++)
+        s += w[t];
+    return p->in_type == OQCI_S8 ? -128 * s : 128 * s;
+}
+
+static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
+                      void *scratch) {
+    Geo ge;
+    size_t panel_bytes, cbuf_bytes, band_bytes;
+    uint8_t *panel = align_up(scratch), *band;
+    int64_t band_rows, band_cols, band_n = -1, band_r0 = 0, band_r1 = 0, band_g = -1;
+    int32_t *c32;
+    int64_t *c64;
+    int32_t *corr = NULL;
+    int32_t kg = p->out_c / p->group, nq = p->kpad / 4, kbq = KBLOCK / 4, g, k;
+    int32_t nblk = (nq + kbq - 1) / kbq, bsize;
+    int deep = p->kpad > OQCI_KCHUNK;
+    int64_t total, P0;
+    int32_t tile[TILE_MR * TILE_NR];
+    Tr4Fn tr4 = f->tr4[p->in_type == OQCI_U8];
+    make_geo(p, &ge);
+    gemm_scratch(p, &panel_bytes, &cbuf_bytes, &band_bytes);
+    band_dims(p, &band_rows, &band_cols);
+    c32 = (int32_t *)(void *)(panel + panel_bytes);
+    c64 = (int64_t *)(void *)c32;
+    band = panel + panel_bytes + cbuf_bytes;
+    if (p->in_type == f->flip) {   /* modulo 2^32 (exact, see bias_may_overflow) */
+        corr = (int32_t *)(void *)(panel + panel_bytes + cbuf_bytes + band_bytes);
+        for (k = 0; k < p->out_c; k++)
+            corr[k] = (int32_t)(uint32_t)(uint64_t)weight_corr(p, k);
+    }
+    bsize = (nq + nblk - 1) / nblk;   /* balanced blocks */
+    total = (int64_t)p->batch * ge.pix;
+    for (g = 0; g < p->group; g++)
+        for (P0 = 0; P0 < total; P0 += f->nr) {
+            Seg segs[TILE_NR];
+            int32_t np = total - P0 < f->nr ? (int32_t)(total - P0) : f->nr, q0, kk;
+            int nseg = make_segs(&ge, P0, np, segs);
+            /* the band: the input rows of the panel (one image), kept while they serve */
+            int use_band = band_bytes && segs[0].n == segs[nseg - 1].n;
+            int64_t r0 = (int64_t)segs[0].oh * p->s_h - p->p_t;
+            int64_t r1 = (int64_t)segs[nseg - 1].oh * p->s_h - p->p_t +
+                         (int64_t)(p->k_h - 1) * p->d_h + 1;
+            if (use_band &&
+                (segs[0].n != band_n || g != band_g || r0 != band_r0 || r1 > band_r1)) {
+                fill_band(p, &ge,
+                          (const uint8_t *)x + (segs[0].n * p->in_c + (int64_t)g * ge.cg) * ge.plane,
+                          r0, r1 - r0, band, band_rows, band_cols);
+                band_n = segs[0].n;
+                band_g = g;
+                band_r0 = r0;
+                band_r1 = r1;
+            }
+            for (q0 = 0; q0 < nq; q0 += bsize) {
+                int32_t bq = nq - q0 < bsize ? nq - q0 : bsize;
+                if (use_band)
+                    pack_band(p, band, band_rows, band_cols, band_r0, segs, nseg, q0, bq, panel,
+                              f->nr, f->esize, tr4, f->gather);
+                else
+                    pack_panel(p, &ge, (const uint8_t *)x, g, segs, nseg, q0, bq, panel, f->nr,
+                               f->esize, tr4, f->gather);
+                pack_tail(panel, bq, np, f->nr, f->esize);
+                for (kk = 0; kk < kg; kk += f->mr) {
+                    const int8_t *w[TILE_MR];
+                    int32_t nk = kg - kk < f->mr ? kg - kk : f->mr, r, e;
+                    for (r = 0; r < f->mr; r++)
+                        w[r] = p->w + (size_t)(g * kg + kk + (r < nk ? r : nk - 1)) *
+                                          (size_t)p->kpad + (size_t)q0 * 4;
+                    if (nblk == 1) {
+                        f->ukr(bq, panel, w, tile, 0);
+                        f->store(p, tile, TILE_NR, g * kg + kk, nk, corr ? corr + g * kg + kk : NULL,
+                                 0, segs, nseg, y);
+                    } else if (!deep) {   /* exact: the whole sum fits int32 */
+                        f->ukr(bq, panel, w, c32 + (size_t)kk * TILE_NR, q0 > 0);
+                    } else {
+                        f->ukr(bq, panel, w, tile, 0);
+                        for (r = 0; r < nk; r++)
+                            for (e = 0; e < np; e++) {
+                                size_t ci = (size_t)(kk + r) * TILE_NR + e;
+                                c64[ci] = (q0 ? c64[ci] : 0) + tile[r * TILE_NR + e];
+                            }
+                    }
+                }
+            }
+            if (nblk == 1)
+                continue;
+            for (kk = 0; kk < kg; kk += TILE_MR) {
+                int32_t nk = kg - kk < TILE_MR ? kg - kk : TILE_MR, r, e;
+                int32_t k0 = g * kg + kk;
+                if (!deep) {
+                    f->store(p, c32 + (size_t)kk * TILE_NR, TILE_NR, k0, nk,
+                             corr ? corr + k0 : NULL, 0, segs, nseg, y);
+                    continue;
+                }
+                for (r = 0; r < nk; r++) {   /* correction and bias added here, in int64 */
+                    int64_t cr = corr ? weight_corr(p, k0 + r) : 0;
+                    int64_t b = p->bias ? p->bias[k0 + r] : 0;
+                    for (e = 0; e < np; e++)
+                        tile[r * TILE_NR + e] = sat32(c64[(size_t)(kk + r) * TILE_NR + e] + cr + b);
+                }
+                f->store(p, tile, TILE_NR, k0, nk, NULL, 1, segs, nseg, y);
+            }
+        }
+}
+
+/* ---- depthwise: zero-padded 16-bit planes split by stride phase -------------------- */
+
+#if HAVE_NEONDOT || !defined(OQCI_NO_FLOAT)
+/* Element offset of tap (i, j) in the plane (output (0, 0)); output (oh, ow) adds
+ * oh * s_h * width + ow. */
+static int64_t dw_tap_off(const OqciConv *p, const DwGeo *d, int32_t i, int32_t j) {
+    int32_t u = j * p->d_w;
+    return ((int64_t)(u % p->s_w) * d->rows + (int64_t)i * p->d_h) * d->width + u / p->s_w;
+}
+#endif
+
+#if HAVE_NEONDOT   /* (x86 uses float planes: conv_dwf__avx2) */
+/* One phase row of width elements: row[e] = x (int16) at src[(e - e0) * stride] for e in
+ * [e0, e1), 0 elsewhere. */
+typedef void (*DwFillFn)(const uint8_t *src, int32_t stride, int32_t e0, int32_t e1,
+                         int32_t width, int u8, int16_t *row);
+
+
+/* Fills the plane of input channel xc: element (ph, r, e) = x[r - p_t][e * s_w + ph -
+ * p_l], 0 outside the input. */
+static void dw_fill(const OqciConv *p, const DwGeo *d, const uint8_t *xc, int16_t *plane,
+                    DwFillFn fill) {
+    int32_t ph, r, u8 = p->in_type == OQCI_U8;
+    for (ph = 0; ph < d->phases; ph++) {
+        /* e is inside the input for iw = e * s_w + ph - p_l in [0, in_w) */
+        int32_t e0 = cdiv(p->p_l - ph, p->s_w), e1 = cdiv(p->in_w + p->p_l - ph, p->s_w);
+        e0 = e0 < 0 ? 0 : e0 > d->width ? d->width : e0;
+        e1 = e1 < e0 ? e0 : e1 > d->width ? d->width : e1;
+        for (r = 0; r < d->rows; r++) {
+            int16_t *row = plane + ((int64_t)ph * d->rows + r) * d->width;
+            int32_t ih = r - p->p_t;
+            if (ih < 0 || ih >= p->in_h)
+                fill(xc, 1, 0, 0, d->width, u8, row);
+            else
+                fill(xc + (int64_t)ih * p->in_w + (int64_t)e0 * p->s_w + ph - p->p_l, p->s_w,
+                     e0, e1, d->width, u8, row);
+        }
+    }
+}
+
+/* Depthwise rows: for r < nrows, out[r * ostride + e] (e < n, a multiple of DW_VEC) =
+ * sum over taps t of base[r * bstride + off[t] + e] * w[t].  Rows are written in order
+ * and each may write up to DW_VEC - 1 sums past n, which a next row overwrites. */
+typedef void (*DwRowFn)(const int16_t *base, int64_t bstride, const int64_t *off,
+                        const int8_t *w, int32_t taps, int32_t nrows, int32_t n, int32_t *out,
+                        int32_t ostride);
+
+/* Requantizes n consecutive sums t of channel k (bias added here) into y at dst. */
+typedef void (*DwStoreFn)(const OqciConv *p, const int32_t *t, int32_t n, int32_t k,
+                          void *dst);
+
+#if HAVE_NEONDOT
+static void dw_fill__c(const uint8_t *src, int32_t stride, int32_t e0, int32_t e1,
+                       int32_t width, int u8, int16_t *row) {
+    int32_t e;
+    for (e = 0; e < e0; e++)
+        row[e] = 0;
+    for (e = e0; e < e1; e++) {
+        uint8_t b = src[(int64_t)(e - e0) * stride];
+        row[e] = u8 ? (int16_t)b : (int16_t)(int8_t)b;
+    }
+    for (e = e1; e < width; e++)
+        row[e] = 0;
+}
+
+static void q8dw_1xN__c(const int16_t *base, int64_t bstride, const int64_t *off, const int8_t *w,
+                    int32_t taps, int32_t nrows, int32_t n, int32_t *out, int32_t ostride) {
+    int32_t r, e, t;
+    for (r = 0; r < nrows; r++, base += bstride, out += ostride) {
+        for (e = 0; e < n; e++)
+            out[e] = 0;
+        for (t = 0; t < taps; t++) {
+            const int16_t *src = base + off[t];
+            int32_t wt = w[t];
+            for (e = 0; e < n; e++)
+                out[e] += src[e] * wt;
+        }
+    }
+}
+
+static void dw_store__c(const OqciConv *p, const int32_t *t, int32_t n, int32_t k, void *dst) {
+    int64_t b = p->bias ? p->bias[k] : 0;
+    int32_t e;
+    for (e = 0; e < n; e++)
+        put_q(p, dst, e, rq1(p, sat32(t[e] + b), k));
+}
+#endif
+
+/* One input channel per group: out_c / group outputs per input plane.  Whole output
+ * rows are computed into buf back to back, as many as it holds, then requantized and
+ * stored with one call (rows wider than buf go in pieces). */
+static void conv_dw(const OqciConv *p, const void *x, void *y, void *scratch, DwFillFn fill,
+                    DwRowFn rowk, DwStoreFn store) {
+    DwGeo d;
+    int16_t *plane = (int16_t *)align_up(scratch);
+    int64_t off[DW_MAX_TAPS], n, plane_in = (int64_t)p->in_h * p->in_w;
+    int64_t pix = (int64_t)p->out_h * p->out_w, bstride;
+    int32_t kg = p->out_c / p->group, g, i, j;
+    int32_t wr = (int32_t)round_up(p->out_w, DW_VEC);
+    int32_t buf[DW_BUF + TILE_NR];   /* + TILE_NR: the epilogue reads whole vectors */
+    /* rows per call (whole rows) or, for rows wider than buf, outputs per piece */
+    int32_t rows = wr <= DW_BUF ? (DW_BUF - wr) / p->out_w + 1 : 0;
+    dw_geo(p, &d);
+    bstride = (int64_t)p->s_h * d.width;
+    for (i = 0; i < p->k_h; i++)
+        for (j = 0; j < p->k_w; j++)
+            off[i * p->k_w + j] = dw_tap_off(p, &d, i, j);
+    for (n = 0; n < p->batch; n++)
+        for (g = 0; g < p->group; g++) {
+            int32_t kk;
+            dw_fill(p, &d, (const uint8_t *)x + (n * p->in_c + g) * plane_in, plane, fill);
+            for (kk = 0; kk < kg; kk++) {
+                int32_t k = g * kg + kk, oh, ow;
+                const int8_t *w = p->w + (size_t)k * (size_t)p->kpad;
+                uint8_t *yk = (uint8_t *)y + (n * p->out_ctotal + p->out_coff + k) * pix;
+                if (rows) {
+                    for (oh = 0; oh < p->out_h; oh += rows) {
+                        int32_t nr = p->out_h - oh < rows ? p->out_h - oh : rows;
+                        rowk(plane + oh * bstride, bstride, off, w, d.taps, nr, wr, buf,
+                             p->out_w);
+                        store(p, buf, nr * p->out_w, k, yk + (int64_t)oh * p->out_w);
+                    }
+                    continue;
+                }
+                for (oh = 0; oh < p->out_h; oh++)
+                    for (ow = 0; ow < p->out_w; ow += DW_BUF) {
+                        int32_t len = p->out_w - ow < DW_BUF ? p->out_w - ow : DW_BUF;
+                        rowk(plane + oh * bstride + ow, bstride, off, w, d.taps, 1,
+                             (int32_t)round_up(len, DW_VEC), buf, 0);
+                        store(p, buf, len, k, yk + (int64_t)oh * p->out_w + ow);
+                    }
+            }
+        }
+}
+#endif
+
+#endif /* HAVE_SIMD */
+
+/* ======================================================================================
+ * x86 kernels.
+ * ==================================================================================== */
+#if HAVE_AVX2
+
+/* Unaligned vector loads and stores (any pointer type). */
+#define LDU256(ptr) _mm256_loadu_si256((const __m256i *)(const void *)(ptr))
+#define LDU128(ptr) _mm_loadu_si128((const __m128i *)(const void *)(ptr))
+#define STU256(ptr, v) _mm256_storeu_si256((__m256i *)(void *)(ptr), (v))
+#define STU128(ptr, v) _mm_storeu_si128((__m128i *)(void *)(ptr), (v))
+
+
+/* u8 / s8 bytes widened to int16 and transposed, 8 pixels per step. */
+T_AVX2 static void tr4_s16(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
+                           const uint8_t *r3, int32_t len, int16_t *d, int u8) {
+    int32_t t = 0;
+    for (; t + 8 <= len; t += 8) {
+        __m128i a = _mm_loadl_epi64((const __m128i *)(const void *)(r0 + t));
+        __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)(r1 + t));
+        __m128i c = _mm_loadl_epi64((const __m128i *)(const void *)(r2 + t));
+        __m128i e = _mm_loadl_epi64((const __m128i *)(const void *)(r3 + t));
+        __m128i ab = _mm_unpacklo_epi8(a, b), ce = _mm_unpacklo_epi8(c, e);
+        __m128i lo = _mm_unpacklo_epi16(ab, ce), hi = _mm_unpackhi_epi16(ab, ce);
+        if (u8) {
+            STU256(d + 4 * t, _mm256_cvtepu8_epi16(lo));
+            STU256(d + 4 * t + 16, _mm256_cvtepu8_epi16(hi));
+        } else {
+            STU256(d + 4 * t, _mm256_cvtepi8_epi16(lo));
+            STU256(d + 4 * t + 16, _mm256_cvtepi8_epi16(hi));
+        }
+    }
+    if (t + 4 <= len) {   /* four pixels: 4-byte loads */
+        __m128i a = _mm_cvtsi32_si128(load32((const int8_t *)(r0 + t)));
+        __m128i b = _mm_cvtsi32_si128(load32((const int8_t *)(r1 + t)));
+        __m128i c = _mm_cvtsi32_si128(load32((const int8_t *)(r2 + t)));
+        __m128i e = _mm_cvtsi32_si128(load32((const int8_t *)(r3 + t)));
+        __m128i lo = _mm_unpacklo_epi16(_mm_unpacklo_epi8(a, b), _mm_unpacklo_epi8(c, e));
+        STU256(d + 4 * t, u8 ? _mm256_cvtepu8_epi16(lo) : _mm256_cvtepi8_epi16(lo));
+        t += 4;
+    }
+    for (; t < len; t++) {
+        d[4 * t] = u8 ? (int16_t)r0[t] : (int16_t)(int8_t)r0[t];
+        d[4 * t + 1] = u8 ? (int16_t)r1[t] : (int16_t)(int8_t)r1[t];
+        d[4 * t + 2] = u8 ? (int16_t)r2[t] : (int16_t)(int8_t)r2[t];
+        d[4 * t + 3] = u8 ? (int16_t)r3[t] : (int16_t)(int8_t)r3[t];
+    }
+}
+
+T_AVX2 static void tr4_s16_u8__avx2(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
+                                    const uint8_t *r3, int32_t len, void *dst) {
+    tr4_s16(r0, r1, r2, r3, len, (int16_t *)dst, 1);
+}
+T_AVX2 static void tr4_s16_s8__avx2(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
+                                    const uint8_t *r3, int32_t len, void *dst) {
+    tr4_s16(r0, r1, r2, r3, len, (int16_t *)dst, 0);
+}
+
+#if HAVE_AVXVNNI || HAVE_AVX512VNNI
+/* Bytes transposed, optionally with the top bit flipped (VNNI panels). */
+T_AVX2 static void tr4_b(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
+                         const uint8_t *r3, int32_t len, uint8_t *d, uint8_t flip) {
+    __m128i fv = _mm_set1_epi8((char)flip);
+    int32_t t = 0;
+    for (; t + 8 <= len; t += 8) {
+        __m128i a = _mm_loadl_epi64((const __m128i *)(const void *)(r0 + t));
+        __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)(r1 + t));
+        __m128i c = _mm_loadl_epi64((const __m128i *)(const void *)(r2 + t));
+        __m128i e = _mm_loadl_epi64((const __m128i *)(const void *)(r3 + t));
+        __m128i ab = _mm_unpacklo_epi8(a, b), ce = _mm_unpacklo_epi8(c, e);
+        STU128(d + 4 * t, _mm_xor_si128(_mm_unpacklo_epi16(ab, ce), fv));
+        STU128(d + 4 * t + 16, _mm_xor_si128(_mm_unpackhi_epi16(ab, ce), fv));
+    }
+    if (t + 4 <= len) {   /* four pixels: 4-byte loads */
+        __m128i a = _mm_cvtsi32_si128(load32((const int8_t *)(r0 + t)));
+        __m128i b = _mm_cvtsi32_si128(load32((const int8_t *)(r1 + t)));
+        __m128i c = _mm_cvtsi32_si128(load32((const int8_t *)(r2 + t)));
+        __m128i e = _mm_cvtsi32_si128(load32((const int8_t *)(r3 + t)));
+        STU128(d + 4 * t, _mm_xor_si128(_mm_unpacklo_epi16(_mm_unpacklo_epi8(a, b),
+                                                          _mm_unpacklo_epi8(c, e)), fv));
+        t += 4;
+    }
+    for (; t < len; t++) {
+        d[4 * t] = (uint8_t)(r0[t] ^ flip);
+        d[4 * t + 1] = (uint8_t)(r1[t] ^ flip);
+        d[4 * t + 2] = (uint8_t)(r2[t] ^ flip);
+        d[4 * t + 3] = (uint8_t)(r3[t] ^ flip);
+    }
+}
+
+/* u8 inputs as they are, s8 inputs + 128: the u8 operand of vpdpbusd. */
+T_AVX2 static void tr4_u8_u8__avx2(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
+                                   const uint8_t *r3, int32_t len, void *dst) {
+    tr4_b(r0, r1, r2, r3, len, (uint8_t *)dst, 0);
+}
+T_AVX2 static void tr4_u8_s8__avx2(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
+                                   const uint8_t *r3, int32_t len, void *dst) {
+    tr4_b(r0, r1, r2, r3, len, (uint8_t *)dst, 0x80);
+}
+#endif
+
+/* Strided copy of an input run: stride 1 is a copy, stride 2 takes the even bytes of
+ * 32 at a time (the last read ends at src[2t + 31] <= src[2n - 2]). */
+T_AVX2 static void gather__avx2(const uint8_t *src, int32_t stride, int32_t n, uint8_t *dst) {
+    int32_t t = 0;
+    if (stride == 1) {
+        memcpy(dst, src, (size_t)n);
+        return;
+    }
+    if (stride == 2) {
+        const __m128i even = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, -1, -1, -1, -1, -1, -1,
+                                           -1, -1);
+        for (; 2 * t + 31 <= 2 * n - 2; t += 16) {
+            __m128i a = LDU128(src + 2 * t);
+            __m128i b = LDU128(src + 2 * t + 16);
+            STU128(dst + t,
+                   _mm_unpacklo_epi64(_mm_shuffle_epi8(a, even), _mm_shuffle_epi8(b, even)));
+        }
+    }
+    for (; t < n; t++)
+        dst[t] = src[(int64_t)t * stride];
+}
+
+/* ---- vector requantization (exactly oqci_requant) ---------------------------------- */
+
+/* One output channel's epilogue constants (see bias_may_overflow), broadcast. */
+typedef struct RqV {
+    int fixed;            /* OQCI_REQ_FIXED */
+    int sat;              /* the bias addition may overflow int32: saturate it */
+    __m256i add;          /* sat: the correction; else correction + bias (mod 2^32) */
+    __m256i bias;         /* sat: the bias */
+    __m256 mult2;         /* float: 2 M (see rq8) */
+    __m256 lo2, hi2;      /* float: 2 lo, 2 hi */
+    __m256i m;            /* fixed: multiplier (low 32 bits of each 64-bit lane) */
+    __m256i half;         /* fixed: 2^(shift - 1) per 64-bit lane */
+    __m128i shift;        /* fixed: shift count */
+    __m256i lo64, hi64;   /* fixed: lo, hi per 64-bit lane */
+} RqV;
+
+/* Channel k's constants: correction corr (mod 2^32), its bias unless bias_done. */
+T_AVX2 static void rqv_make(const OqciConv *p, int32_t k, int32_t corr, int bias_done, RqV *v) {
+    const OqciRequant *r = &p->rq;
+    int32_t i = r->per_index ? k : 0;
+    int64_t b = !bias_done && p->bias ? p->bias[k] : 0;
+    v->fixed = r->mode == OQCI_REQ_FIXED;
+    v->sat = bias_may_overflow(p, b);
+    v->add = _mm256_set1_epi32(v->sat ? corr : (int32_t)((uint32_t)corr + (uint32_t)b));
+    v->bias = _mm256_set1_epi32((int32_t)b);
+#ifndef OQCI_NO_FLOAT
+    if (!v->fixed) {
+        float m2 = 2.0f * r->mult[i];
+        /* 2 M overflowing (M finite): then |t| >= M > hi for every acc != 0, which the
+         * largest float reproduces, and acc = 0 still gives 0 */
+        if (m2 - m2 != 0.0f && r->mult[i] - r->mult[i] == 0.0f)
+            m2 = r->mult[i] > 0.0f ? 3.40282347e38f : -3.40282347e38f;
+        v->mult2 = _mm256_set1_ps(m2);
+        v->lo2 = _mm256_set1_ps(2.0f * (float)p->lo);
+        v->hi2 = _mm256_set1_ps(2.0f * (float)p->hi);
+        return;
+    }
+#endif
+    v->m = _mm256_set1_epi64x(r->m[i]);
+    v->half = _mm256_set1_epi64x((int64_t)1 << (r->shift[i] - 1));
+    v->shift = _mm_cvtsi32_si128(r->shift[i]);
+    v->lo64 = _mm256_set1_epi64x(p->lo);
+    v->hi64 = _mm256_set1_epi64x(p->hi);
+}
+
+/* round(p * 2^-shift) half away from zero on four int64 products, clamped to [lo, hi]
+ * (saturating to int32 first changes nothing: lo and hi are int32). */
+T_AVX2 static inline __m256i mul_shift64(__m256i prod, const RqV *v) {
+    __m256i s = _mm256_cmpgt_epi64(_mm256_setzero_si256(), prod);
+    __m256i a = _mm256_sub_epi64(_mm256_xor_si256(prod, s), s);
+    __m256i q = _mm256_srl_epi64(_mm256_add_epi64(a, v->half), v->shift);
+    __m256i r = _mm256_sub_epi64(_mm256_xor_si256(q, s), s);
+    r = _mm256_blendv_epi8(r, v->hi64, _mm256_cmpgt_epi64(r, v->hi64));
+    return _mm256_blendv_epi8(r, v->lo64, _mm256_cmpgt_epi64(v->lo64, r));
+}
+
+/* a + b saturated to int32 (exactly sat32((int64)a + b)). */
+T_AVX2 static inline __m256i add_sat32(__m256i a, __m256i b) {
+    __m256i s = _mm256_add_epi32(a, b);
+    __m256i ovf = _mm256_and_si256(_mm256_xor_si256(a, s), _mm256_xor_si256(b, s));
+    __m256i sat = _mm256_xor_si256(_mm256_srai_epi32(a, 31), _mm256_set1_epi32(INT32_MAX));
+    return _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(s),
+                                                _mm256_castsi256_ps(sat),
+                                                _mm256_castsi256_ps(ovf)));
+}
+
+/* The epilogue of eight raw sums: int32 results in [lo, hi], exactly oqci_requant of
+ * the saturated accumulator. */
+T_AVX2 static inline __attribute__((always_inline)) __m256i rq8(__m256i acc, const RqV *v) {
+    acc = _mm256_add_epi32(acc, v->add);
+    if (v->sat)
+        acc = add_sat32(acc, v->bias);
+#ifndef OQCI_NO_FLOAT
+    if (!v->fixed) {
+        /* oqci_round_clamp((float)acc * M, lo, hi), from u = 2 t computed as acc * (2 M):
+         * scaling by 2 commutes with the product's rounding (both results are then
+         * clamped or round to 0 where it may not: overflow, subnormals).  c = u clamped
+         * to [2 lo, 2 hi] (NaN: maxps returns its second operand, 2 lo) is 2 clamp(t), so
+         * with m = trunc(c) (|c| <= 510, exact) round-half-away(clamp(t)) is
+         * (m + 1) >> 1 for m >= 0 and m >> 1 for m < 0 (arithmetic shifts). */
+        __m256 u = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), v->mult2);
+        __m256i m = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(u, v->lo2), v->hi2));
+        __m256i ge0 = _mm256_cmpgt_epi32(m, _mm256_set1_epi32(-1));
+        return _mm256_srai_epi32(_mm256_sub_epi32(m, ge0), 1);
+    }
+#endif
+    {
+        __m256i ev = mul_shift64(_mm256_mul_epi32(acc, v->m), v);
+        __m256i od = mul_shift64(_mm256_mul_epi32(_mm256_srli_epi64(acc, 32), v->m), v);
+        return _mm256_blend_epi32(ev, _mm256_slli_epi64(od, 32), 0xAA);
+    }
+}
+
+/* The outputs of 32 consecutive sums t as out_type bytes, in order (t must have 32
+ * readable entries; only the caller's first n outputs are meaningful). */
+T_AVX2 static __m256i rq32(const OqciConv *p, const int32_t *t, const RqV *v) {
+    __m256i r0 = rq8(LDU256(t), v);
+    __m256i r1 = rq8(LDU256(t + 8), v);
+    __m256i r2 = rq8(LDU256(t + 16), v);
+    __m256i r3 = rq8(LDU256(t + 24), v);
+    /* values are in [lo, hi], inside the output type: packing saturates nothing */
+    __m256i w01 = _mm256_packs_epi32(r0, r1), w23 = _mm256_packs_epi32(r2, r3);
+    __m256i b = p->out_type == OQCI_U8 ? _mm256_packus_epi16(w01, w23)
+                                       : _mm256_packs_epi16(w01, w23);
+    return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+T_AVX2 static void store_tile__avx2(const OqciConv *p, const int32_t *t, int32_t ldt,
+                                    int32_t k0, int32_t nk, const int32_t *corr, int bias_done,
+                                    const Seg *segs, int nseg, void *y) {
+    int64_t pix = (int64_t)p->out_h * p->out_w;
+    int32_t r;
+    uint8_t q[32];
+    for (r = 0; r < nk; r++) {
+        int32_t k = k0 + r;
+        int si;
+        RqV v;
+        rqv_make(p, k, corr ? corr[r] : 0, bias_done, &v);
+        STU256(q, rq32(p, t + (size_t)r * ldt, &v));
+        for (si = 0; si < nseg; si++) {
+            const Seg *s = &segs[si];
+            uint8_t *dst = (uint8_t *)y + (s->n * p->out_ctotal + p->out_coff + k) * pix + s->pix0;
+            if (s->len == 28)   /* a whole AVX2 panel: a fixed-size copy, inlined */
+                memcpy(dst, q + s->off, 28);
+            else
+                memcpy(dst, q + s->off, (size_t)s->len);
+        }
+    }
+}
+
+/* ---- q8conv_2x28c4__avx2: 2 channels x 28 pixels, int16 panel ---------------------- */
+
+#define AVX2_NR 28
+#define ACC7(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6)
+
+/* pixels 0-3 | 4-7 of two accumulators (lanes 2p, 2p+1 of pixel p) summed in order */
+T_AVX2 static __m256i hsum_pairs(__m256i a, __m256i b) {
+    return _mm256_permute4x64_epi64(_mm256_hadd_epi32(a, b), 0xD8);
+}
+
+T_AVX2 static void q8conv_2x28c4__avx2(int32_t nq, const void *panel, const int8_t *const *w,
+                                       int32_t *t, int acc) {
+    const int16_t *pp = (const int16_t *)panel;
+    const int8_t *w0 = w[0], *w1 = w[1];
+    int32_t raw[14 * 8], q;
+#define DECL(v) __m256i a0##v = _mm256_setzero_si256(), a1##v = _mm256_setzero_si256();
+    ACC7(DECL)
+#undef DECL
+    /* Written so gcc keeps the 14 accumulators in registers: the panel pointer advances
+     * at the end of the body and the sums leave the loop only through plain stores
+     * (a reduction right after the loop made gcc 12 spill half of them). */
+    for (q = 0; q < nq; q++) {
+        /* words w0 w1 w2 w3 repeated: dword lanes alternate (w0, w1) and (w2, w3) */
+        __m256i wv = _mm256_cvtepi8_epi16(_mm_set1_epi32(load32(w0 + 4 * q)));
+#define STEP(r, v)                                                                      \
+    a##r##v = _mm256_add_epi32(                                                         \
+        a##r##v, _mm256_madd_epi16(LDU256(pp + 16 * v), wv));
+#define STEP0(v) STEP(0, v)
+#define STEP1(v) STEP(1, v)
+        ACC7(STEP0)
+        wv = _mm256_cvtepi8_epi16(_mm_set1_epi32(load32(w1 + 4 * q)));
+        ACC7(STEP1)
+#undef STEP0
+#undef STEP1
+#undef STEP
+        pp += 4 * AVX2_NR;
+    }
+#define STORE(v)                                                                        \
+    STU256(raw + 8 * v, a0##v);                                                         \
+    STU256(raw + 56 + 8 * v, a1##v);
+    ACC7(STORE)
+#undef STORE
+    {
+        int r, v;
+        for (r = 0; r < 2; r++)
+            for (v = 0; v < 4; v++) {
+                const int32_t *s = raw + 56 * r + 16 * v;
+                __m256i *d = (__m256i *)(void *)(t + r * TILE_NR + 8 * v);
+                __m256i lo = LDU256(s);
+                __m256i hi = v < 3 ? LDU256(s + 8)
+                                   : _mm256_setzero_si256();
+                __m256i sum = hsum_pairs(lo, hi);
+                _mm256_storeu_si256(d, acc ? _mm256_add_epi32(_mm256_loadu_si256(d), sum) : sum);
+            }
+    }
+}
+
+static const Family family_avx2 = {OQCI_ISA_AVX2, 2, AVX2_NR, 2, -1, q8conv_2x28c4__avx2,
+                                   {tr4_s16_s8__avx2, tr4_s16_u8__avx2}, gather__avx2,
+                                   store_tile__avx2};
+
+/* ---- q8gemv_4x16__avx2: few pixels, dot products on 16-bit copies ------------------ */
+
+T_AVX2 static int32_t hsum8(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* acc[r] = sum over len (a multiple of 4, <= OQCI_KCHUNK) of a * w[r], r < 4. */
+T_AVX2 static void q8gemv_4x16__avx2(const uint8_t *a, int u8, const int8_t *const *w,
+                                     int32_t len, int32_t acc[4]) {
+    __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
+    int32_t t = 0, r;
+    for (; t + 16 <= len; t += 16) {
+        __m128i ab = LDU128(a + t);
+        __m256i av = u8 ? _mm256_cvtepu8_epi16(ab) : _mm256_cvtepi8_epi16(ab);
+#define G(r)                                                                            \
+    s##r = _mm256_add_epi32(                                                            \
+        s##r, _mm256_madd_epi16(av, _mm256_cvtepi8_epi16(_mm_loadu_si128(               \
+                                        (const __m128i *)(const void *)(w[r] + t)))));
+        G(0) G(1) G(2) G(3)
+#undef G
+    }
+    acc[0] = hsum8(s0);
+    acc[1] = hsum8(s1);
+    acc[2] = hsum8(s2);
+    acc[3] = hsum8(s3);
+    for (; t < len; t += 4)
+        for (r = 0; r < 4; r++)
+            acc[r] = u8 ? oqci_dp4a_u8s8(acc[r], a + t, w[r] + t)
+                        : oqci_dp4a_s8s8(acc[r], (const int8_t *)a + t, w[r] + t);
+}
+
+/* Each output pixel's im2col row (scratch) against 4 weight rows at a time. */
+static void conv_gemv_avx2(const OqciConv *p, const void *x, void *y, void *scratch) {
+    int64_t pix = (int64_t)p->out_h * p->out_w, plane = (int64_t)p->in_h * p->in_w, n, q;
+    int32_t cg = p->in_c / p->group, kg = p->out_c / p->group, g;
+    uint8_t *row = (uint8_t *)scratch;
+    for (n = 0; n < p->batch; n++)
+        for (g = 0; g < p->group; g++) {
+            const uint8_t *xg = (const uint8_t *)x + (n * p->in_c + (int64_t)g * cg) * plane;
+            for (q = 0; q < pix; q++) {
+                int32_t kk;
+                im2col(p, xg, q, 1, row);
+                for (kk = 0; kk < kg; kk += 4) {
+                    int32_t nk = kg - kk < 4 ? kg - kk : 4, r, off;
+                    int32_t k = g * kg + kk;
+                    int64_t acc[4] = {0, 0, 0, 0};
+                    const int8_t *w[4];
+                    for (off = 0; off < p->kpad; off += OQCI_KCHUNK) {
+                        int32_t len = p->kpad - off < OQCI_KCHUNK ? p->kpad - off : OQCI_KCHUNK;
+                        int32_t s[4];
+                        for (r = 0; r < 4; r++)
+                            w[r] = p->w + (size_t)(k + (r < nk ? r : nk - 1)) * (size_t)p->kpad +
+                                   off;
+                        q8gemv_4x16__avx2(row + off, p->in_type == OQCI_U8, w, len, s);
+                        for (r = 0; r < 4; r++)
+                            acc[r] += s[r];
+                    }
+                    for (r = 0; r < nk; r++) {
+                        int64_t v = acc[r] + (p->bias ? p->bias[k + r] : 0);
+                        put_q(p, y, (n * p->out_ctotal + p->out_coff + k + r) * pix + q,
+                              rq1(p, sat32(v), k + r));
+                    }
+                }
+            }
+        }
+}
+
+#ifndef OQCI_NO_FLOAT   /* (integer-only builds: depthwise goes through the GEMM) */
+/* ---- depthwise on float planes: q8dw_16x9f__avx2 (9 taps), q8dw_16xNf__avx2 -------------
+ * Every product |x * w| <= 255 * 128 and a window holds at most DW_MAX_TAPS of them, so
+ * every partial sum is an integer below 2^21: float multiply-adds, fused or not, are
+ * exact, and FMA does a tap of 8 outputs in one instruction (vpmaddwd needs an unpack
+ * and an add for two).  The input channel's plane is copied once into the scratch as
+ * floats, zero-padded and split by stride phase (DwGeo).  When the requantization is
+ * float and |bias| + taps * 32640 < 2^24, the sums start from the bias and are
+ * requantized in float directly (the steps of rq8 after its conversion: the same t);
+ * otherwise they are converted to int32 (exact) and go through rq8. */
+
+#if defined(__AVX2__) && !defined(__FMA__)
+#define T_AVX2F T_AVX2
+#define FMADD(a, b, c) _mm256_add_ps(_mm256_mul_ps(a, b), c)
+#else
+#if defined(__AVX2__)
+#define T_AVX2F
+#else
+#define T_AVX2F __attribute__((target("avx2,fma")))
+#endif
+#define FMADD(a, b, c) _mm256_fmadd_ps(a, b, c)
+#endif
+
+/* 8 bytes (u8 or s8) as 8 floats. */
+T_AVX2F static inline __m256 cvt8f(__m128i b, int u8) {
+    return _mm256_cvtepi32_ps(u8 ? _mm256_cvtepu8_epi32(b) : _mm256_cvtepi8_epi32(b));
+}
+
+/* Fills the float plane of input channel xc: element (ph, r, e) = x[r - p_t][e * s_w +
+ * ph - p_l].  Only the elements inside the input are written: the padding is zeroed
+ * once per call (it is the same for every channel). */
+T_AVX2F static void dwf_fill(const OqciConv *p, const DwGeo *d, const uint8_t *xc,
+                             float *plane) {
+    const __m128i even = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, -1, -1, -1, -1, -1, -1, -1, -1);
+    int32_t ph, r, u8 = p->in_type == OQCI_U8;
+    int32_t r0 = p->p_t, r1 = p->p_t + p->in_h < d->rows ? p->p_t + p->in_h : d->rows;
+    for (ph = 0; ph < d->phases; ph++) {
+        /* e is inside the input for iw = e * s_w + ph - p_l in [0, in_w) */
+        int32_t e0 = (int32_t)cdiv(p->p_l - ph, p->s_w);
+        int32_t e1 = (int32_t)cdiv((int64_t)p->in_w + p->p_l - ph, p->s_w), n;
+        e0 = e0 < 0 ? 0 : e0 > d->width ? d->width : e0;
+        e1 = e1 < e0 ? e0 : e1 > d->width ? d->width : e1;
+        n = e1 - e0;
+        for (r = r0; r < r1; r++) {
+            float *dst = plane + ((int64_t)ph * d->rows + r) * d->width + e0;
+            const uint8_t *src = xc + (int64_t)(r - p->p_t) * p->in_w + (int64_t)e0 * p->s_w +
+                                 ph - p->p_l;
+            int32_t t = 0;
+#define CVT_RUN(U8)                                                                     \
+    for (;; t += 8) {   /* the last vector overlaps the one before */                   \
+        if (t + 8 > n)                                                                  \
+            t = n - 8;                                                                  \
+        _mm256_storeu_ps(dst + t, cvt8f(_mm_loadl_epi64((const __m128i *)(const void *)(src + t)), U8)); \
+        if (t + 8 == n) {                                                               \
+            t = n;                                                                      \
+            break;                                                                      \
+        }                                                                               \
+    }
+            if (p->s_w == 1 && n >= 8 && u8) {
+                CVT_RUN(1)
+            } else if (p->s_w == 1 && n >= 8) {
+                CVT_RUN(0)
+            } else if (p->s_w == 2)   /* the read ends at src[2t + 15] <= src[2n - 2] */
+                for (; 2 * t + 15 <= 2 * n - 2; t += 8)
+                    _mm256_storeu_ps(dst + t, cvt8f(_mm_shuffle_epi8(LDU128(src + 2 * t), even), u8));
+            for (; t < n; t++) {
+                uint8_t b = src[(int64_t)t * p->s_w];
+                dst[t] = u8 ? (float)b : (float)(int8_t)b;
+            }
+#undef CVT_RUN
+        }
+    }
+}
+
+/* Float sums s of 8 outputs (bias included) requantized: rq8's float steps on t2 = 2 t. */
+T_AVX2F static inline __m256i rqf8(__m256 s, const RqV *v) {
+    __m256 u = _mm256_mul_ps(s, v->mult2);
+    __m256i m = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(u, v->lo2), v->hi2));
+    __m256i ge0 = _mm256_cmpgt_epi32(m, _mm256_set1_epi32(-1));
+    return _mm256_srai_epi32(_mm256_sub_epi32(m, ge0), 1);
+}
+
+/* The 8 outputs of sums s: requantized (fused) or the exact int32 sums. */
+#define DWF_OUT(ptr, s) STU256(ptr, fused ? rqf8(s, v) : _mm256_cvttps_epi32(s))
+
+/* n outputs (a multiple of DW_VEC) of one row, 9 taps at base + off[t], weights w,
+ * sums from b; three partial sums (taps 0-2, 3-5, 6-8) per vector of 8. */
+T_AVX2F static void q8dw_16x9f__avx2(const float *base, const int64_t *off, const float *w,
+                                     int32_t taps, float b, int32_t n, const RqV *v,
+                                     int fused, int32_t *out) {
+    const __m256 w0 = _mm256_set1_ps(w[0]), w1 = _mm256_set1_ps(w[1]), w2 = _mm256_set1_ps(w[2]);
+    const __m256 w3 = _mm256_set1_ps(w[3]), w4 = _mm256_set1_ps(w[4]), w5 = _mm256_set1_ps(w[5]);
+    const __m256 w6 = _mm256_set1_ps(w[6]), w7 = _mm256_set1_ps(w[7]), w8 = _mm256_set1_ps(w[8]);
+    const float *o0 = base + off[0], *o1 = base + off[1], *o2 = base + off[2];
+    const float *o3 = base + off[3], *o4 = base + off[4], *o5 = base + off[5];
+    const float *o6 = base + off[6], *o7 = base + off[7], *o8 = base + off[8];
+    const __m256 bv = _mm256_set1_ps(b);
+    int32_t e;
+    (void)taps;
+#define L(ptr) _mm256_loadu_ps((ptr) + e)
+#define L8(ptr) _mm256_loadu_ps((ptr) + e + 8)
+    for (e = 0; e < n; e += DW_VEC) {
+        __m256 a0 = FMADD(L(o2), w2, FMADD(L(o1), w1, FMADD(L(o0), w0, bv)));
+        __m256 a1 = FMADD(L(o5), w5, FMADD(L(o4), w4, _mm256_mul_ps(L(o3), w3)));
+        __m256 a2 = FMADD(L(o8), w8, FMADD(L(o7), w7, _mm256_mul_ps(L(o6), w6)));
+        __m256 c0 = FMADD(L8(o2), w2, FMADD(L8(o1), w1, FMADD(L8(o0), w0, bv)));
+        __m256 c1 = FMADD(L8(o5), w5, FMADD(L8(o4), w4, _mm256_mul_ps(L8(o3), w3)));
+        __m256 c2 = FMADD(L8(o8), w8, FMADD(L8(o7), w7, _mm256_mul_ps(L8(o6), w6)));
+        DWF_OUT(out + e, _mm256_add_ps(_mm256_add_ps(a0, a1), a2));
+        DWF_OUT(out + e + 8, _mm256_add_ps(_mm256_add_ps(c0, c1), c2));
+    }
+#undef L
+#undef L8
+}
+
+/* Four output rows of a 3x3 kernel at vertical stride and dilation 1 (rows oh .. oh + 3
+ * read padded rows oh .. oh + 5, rstride apart): each loaded vector of an input row
+ * serves every output row it is in the window of, so 6 x 3 loads feed 36 multiply-adds
+ * per 8 columns.  colo: the three kernel columns' offsets (phase and shift). */
+T_AVX2F static void q8dw_4x8x9f__avx2(const float *base, int64_t rstride, const int64_t *colo,
+                                      const float *w, float b, int32_t n, const RqV *v,
+                                      int fused, int32_t *out, int32_t ostride) {
+    const __m256 w00 = _mm256_set1_ps(w[0]), w01 = _mm256_set1_ps(w[1]), w02 = _mm256_set1_ps(w[2]);
+    const __m256 w10 = _mm256_set1_ps(w[3]), w11 = _mm256_set1_ps(w[4]), w12 = _mm256_set1_ps(w[5]);
+    const __m256 w20 = _mm256_set1_ps(w[6]), w21 = _mm256_set1_ps(w[7]), w22 = _mm256_set1_ps(w[8]);
+    const __m256 bv = _mm256_set1_ps(b);
+    const float *c0 = base + colo[0], *c1 = base + colo[1], *c2 = base + colo[2];
+    int32_t e;
+    /* last columns first: sums past a row's end land on the next row's first columns,
+     * which come later */
+    for (e = (int32_t)round_up(n, 8) - 8; e >= 0; e -= 8) {
+        __m256 a0 = bv, a1 = bv, a2 = bv, a3 = bv, t;
+#define LX(j, r) _mm256_loadu_ps(c##j + (r) * rstride + e)
+        /* input row 0: out 0 (kernel row 0) */
+        t = LX(0, 0); a0 = FMADD(t, w00, a0);
+        t = LX(1, 0); a0 = FMADD(t, w01, a0);
+        t = LX(2, 0); a0 = FMADD(t, w02, a0);
+        /* row 1: out 0 (k1), out 1 (k0) */
+        t = LX(0, 1); a0 = FMADD(t, w10, a0); a1 = FMADD(t, w00, a1);
+        t = LX(1, 1); a0 = FMADD(t, w11, a0); a1 = FMADD(t, w01, a1);
+        t = LX(2, 1); a0 = FMADD(t, w12, a0); a1 = FMADD(t, w02, a1);
+        /* row 2: out 0 (k2), 1 (k1), 2 (k0) */
+        t = LX(0, 2); a0 = FMADD(t, w20, a0); a1 = FMADD(t, w10, a1); a2 = FMADD(t, w00, a2);
+        t = LX(1, 2); a0 = FMADD(t, w21, a0); a1 = FMADD(t, w11, a1); a2 = FMADD(t, w01, a2);
+        t = LX(2, 2); a0 = FMADD(t, w22, a0); a1 = FMADD(t, w12, a1); a2 = FMADD(t, w02, a2);
+        /* row 3: out 1 (k2), 2 (k1), 3 (k0) */
+        t = LX(0, 3); a1 = FMADD(t, w20, a1); a2 = FMADD(t, w10, a2); a3 = FMADD(t, w00, a3);
+        t = LX(1, 3); a1 = FMADD(t, w21, a1); a2 = FMADD(t, w11, a2); a3 = FMADD(t, w01, a3);
+        t = LX(2, 3); a1 = FMADD(t, w22, a1); a2 = FMADD(t, w12, a2); a3 = FMADD(t, w02, a3);
+        /* row 4: out 2 (k2), 3 (k1) */
+        t = LX(0, 4); a2 = FMADD(t, w20, a2); a3 = FMADD(t, w10, a3);
+        t = LX(1, 4); a2 = FMADD(t, w21, a2); a3 = FMADD(t, w11, a3);
+        t = LX(2, 4); a2 = FMADD(t, w22, a2); a3 = FMADD(t, w12, a3);
+        /* row 5: out 3 (k2) */
+        t = LX(0, 5); a3 = FMADD(t, w20, a3);
+        t = LX(1, 5); a3 = FMADD(t, w21, a3);
+        t = LX(2, 5); a3 = FMADD(t, w22, a3);
+#undef LX
+        STU256(out + e, fused ? rqf8(a0, v) : _mm256_cvttps_epi32(a0));
+        STU256(out + ostride + e, fused ? rqf8(a1, v) : _mm256_cvttps_epi32(a1));
+        STU256(out + 2 * ostride + e, fused ? rqf8(a2, v) : _mm256_cvttps_epi32(a2));
+        STU256(out + 3 * ostride + e, fused ? rqf8(a3, v) : _mm256_cvttps_epi32(a3));
+    }
+}
+
+/* Any number of taps: two partial sums (even and odd taps) per vector of 8. */
+T_AVX2F static void q8dw_16xNf__avx2(const float *base, const int64_t *off, const float *w,
+                                     int32_t taps, float b, int32_t n, const RqV *v,
+                                     int fused, int32_t *out) {
+    int32_t e, t;
+    for (e = 0; e < n; e += DW_VEC) {
+        __m256 a0 = _mm256_set1_ps(b), a1 = _mm256_setzero_ps();
+        __m256 c0 = a0, c1 = a1;
+        for (t = 0; t + 1 < taps; t += 2) {
+            const float *s0 = base + off[t] + e, *s1 = base + off[t + 1] + e;
+            __m256 u = _mm256_set1_ps(w[t]), z = _mm256_set1_ps(w[t + 1]);
+            a0 = FMADD(_mm256_loadu_ps(s0), u, a0);
+            c0 = FMADD(_mm256_loadu_ps(s0 + 8), u, c0);
+            a1 = FMADD(_mm256_loadu_ps(s1), z, a1);
+            c1 = FMADD(_mm256_loadu_ps(s1 + 8), z, c1);
+        }
+        if (t < taps) {
+            const float *s0 = base + off[t] + e;
+            __m256 u = _mm256_set1_ps(w[t]);
+            a0 = FMADD(_mm256_loadu_ps(s0), u, a0);
+            c0 = FMADD(_mm256_loadu_ps(s0 + 8), u, c0);
+        }
+        DWF_OUT(out + e, _mm256_add_ps(a0, a1));
+        DWF_OUT(out + e + 8, _mm256_add_ps(c0, c1));
+    }
+}
+#undef DWF_OUT
+
+/* Requantized outputs q (int32 in [lo, hi]) stored as n out_type bytes at dst. */
+T_AVX2 static void dw_pack_store(const OqciConv *p, const int32_t *q, int32_t n, void *dst) {
+    int32_t e;
+    for (e = 0; e < n; e += 32) {
+        __m256i w01 = _mm256_packs_epi32(LDU256(q + e), LDU256(q + e + 8));
+        __m256i w23 = _mm256_packs_epi32(LDU256(q + e + 16), LDU256(q + e + 24));
+        __m256i b = p->out_type == OQCI_U8 ? _mm256_packus_epi16(w01, w23)
+                                           : _mm256_packs_epi16(w01, w23);
+        b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        if (n - e >= 32) {
+            STU256((uint8_t *)dst + e, b);
+        } else {
+            uint8_t t[32];
+            STU256(t, b);
+            memcpy((uint8_t *)dst + e, t, (size_t)(n - e));
+        }
+    }
+}
+
+T_AVX2 static void dw_store__avx2(const OqciConv *p, const int32_t *t, int32_t n, int32_t k,
+                                  void *dst) {
+    RqV v;
+    int32_t e;
+    rqv_make(p, k, 0, 0, &v);
+    for (e = 0; e + 32 <= n; e += 32)
+        STU256((uint8_t *)dst + e, rq32(p, t + e, &v));
+    if (e < n) {
+        uint8_t q[32];
+        STU256(q, rq32(p, t + e, &v));
+        memcpy((uint8_t *)dst + e, q, (size_t)(n - e));
+    }
+}
+
+
+/* One input channel per group (any multiplier), float planes: whole output rows into
+ * buf, as many as it holds, then stored (rows wider than buf go in pieces). */
+T_AVX2F static void conv_dwf__avx2(const OqciConv *p, const void *x, void *y, void *scratch) {
+    DwGeo d;
+    float *plane = (float *)(void *)align_up(scratch), wf[DW_MAX_TAPS];
+    int64_t off[DW_MAX_TAPS], n, plane_in = (int64_t)p->in_h * p->in_w;
+    int64_t pix = (int64_t)p->out_h * p->out_w, bstride;
+    int32_t kg = p->out_c / p->group, g, i, j, t;
+    int32_t wr = (int32_t)round_up(p->out_w, DW_VEC);
+    int32_t buf[DW_BUF + TILE_NR];   /* + TILE_NR: whole vectors past the last row */
+    int32_t rows = wr <= DW_BUF ? (DW_BUF - wr) / p->out_w + 1 : 0;
+    void (*rowk)(const float *, const int64_t *, const float *, int32_t, float, int32_t,
+                 const RqV *, int, int32_t *);
+    int four = p->k_h == 3 && p->k_w == 3 && p->s_h == 1 && p->d_h == 1;
+    int64_t colo[3];
+    dw_geo(p, &d);
+    rowk = d.taps == 9 ? q8dw_16x9f__avx2 : q8dw_16xNf__avx2;
+    for (j = 0; j < 3; j++)
+        colo[j] = dw_tap_off(p, &d, 0, j);
+    memset(plane, 0, (size_t)d.phases * (size_t)d.rows * (size_t)d.width * sizeof(float));
+    bstride = (int64_t)p->s_h * d.width;
+    for (i = 0; i < p->k_h; i++)
+        for (j = 0; j < p->k_w; j++)
+            off[i * p->k_w + j] = dw_tap_off(p, &d, i, j);
+    for (n = 0; n < p->batch; n++)
+        for (g = 0; g < p->group; g++) {
+            int32_t kk;
+            dwf_fill(p, &d, (const uint8_t *)x + (n * p->in_c + g) * plane_in, plane);
+            for (kk = 0; kk < kg; kk++) {
+                int32_t k = g * kg + kk, oh, ow;
+                const int8_t *w = p->w + (size_t)k * (size_t)p->kpad;
+                uint8_t *yk = (uint8_t *)y + (n * p->out_ctotal + p->out_coff + k) * pix;
+                int64_t bias = p->bias ? p->bias[k] : 0;
+                RqV v;
+                int fused;
+                rqv_make(p, k, 0, 0, &v);
+                fused = !v.fixed && (bias < 0 ? -bias : bias) + (int64_t)d.taps * 32640 < 16777216;
+                for (t = 0; t < d.taps; t++)
+                    wf[t] = (float)w[t];
+                if (rows) {
+                    for (oh = 0; oh < p->out_h; oh += rows) {
+                        int32_t nr = p->out_h - oh < rows ? p->out_h - oh : rows, r = 0;
+                        /* rows are written in order: each row's sums past out_w are
+                         * overwritten by the next row's (the 4-row kernel goes from the
+                         * last columns to the first) */
+                        if (four)
+                            for (; r + 4 <= nr; r += 4)
+                                q8dw_4x8x9f__avx2(plane + (oh + r) * bstride, d.width, colo, wf,
+                                                  fused ? (float)bias : 0.0f, p->out_w, &v,
+                                                  fused, buf + r * p->out_w, p->out_w);
+                        for (; r < nr; r++)
+                            rowk(plane + (oh + r) * bstride, off, wf, d.taps,
+                                 fused ? (float)bias : 0.0f, wr, &v, fused, buf + r * p->out_w);
+                        if (fused)
+                            dw_pack_store(p, buf, nr * p->out_w, yk + (int64_t)oh * p->out_w);
+                        else
+                            dw_store__avx2(p, buf, nr * p->out_w, k, yk + (int64_t)oh * p->out_w);
+                    }
+                    continue;
+                }
+                for (oh = 0; oh < p->out_h; oh++)
+                    for (ow = 0; ow < p->out_w; ow += DW_BUF) {
+                        int32_t len = p->out_w - ow < DW_BUF ? p->out_w - ow : DW_BUF;
+                        uint8_t *dst = yk + (int64_t)oh * p->out_w + ow;
+                        rowk(plane + oh * bstride + ow, off, wf, d.taps,
+                             fused ? (float)bias : 0.0f, (int32_t)round_up(len, DW_VEC), &v, fused,
+                             buf);
+                        if (fused)
+                            dw_pack_store(p, buf, len, dst);
+                        else
+                            dw_store__avx2(p, buf, len, k, dst);
+                    }
+            }
+        }
+}
+
+#endif /* !OQCI_NO_FLOAT */
+
+#endif /* HAVE_AVX2 */
+
+#if HAVE_AVX512VNNI && OQCI_EMU_VNNI
+/* ---- q8conv_8x32c4__emu: the AVX-512 VNNI kernel's sums in plain C (tests only) ---- */
+
+static void q8conv_8x32c4__emu(int32_t nq, const void *panel, const int8_t *const *w,
+                               int32_t *t, int acc) {
+    const uint8_t *pp = (const uint8_t *)panel;
+    int32_t r, px, q, e;
+    for (r = 0; r < 8; r++)
+        for (px = 0; px < 32; px++) {
+            int32_t sum = 0;
+            for (q = 0; q < nq; q++)
+                for (e = 0; e < 4; e++)
+                    sum += (int32_t)pp[((size_t)q * 32 + px) * 4 + e] * w[r][4 * q + e];
+            t[r * TILE_NR + px] = acc ? t[r * TILE_NR + px] + sum : sum;
+        }
+}
+
+static const Family family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, OQCI_S8,
+                                         q8conv_8x32c4__emu,
+                                         {tr4_u8_s8__avx2, tr4_u8_u8__avx2}, gather__avx2,
+                                         store_tile__avx2};
+#elif HAVE_AVX512VNNI
+/* ---- q8conv_8x32c4__avx512vnni: 8 channels x 32 pixels, u8 panel ------------------- */
+
+#define ACC8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+
+T_AVX512VNNI static void q8conv_8x32c4__avx512vnni(int32_t nq, const void *panel,
+                                                   const int8_t *const *w, int32_t *t, int acc) {
+    const uint8_t *pp = (const uint8_t *)panel;
+#define DECL(r) __m512i a##r##0 = _mm512_setzero_si512(), a##r##1 = _mm512_setzero_si512();
+    ACC8(DECL)
+#undef DECL
+    int32_t q;
+    for (q = 0; q < nq; q++, pp += 128) {
+        __m512i p0 = _mm512_loadu_si512((const void *)pp);
+        __m512i p1 = _mm512_loadu_si512((const void *)(pp + 64));
+#define STEP(r)                                                                         \
+    {                                                                                   \
+        __m512i wb = _mm512_set1_epi32(load32(w[r] + 4 * q));                           \
+        a##r##0 = _mm512_dpbusd_epi32(a##r##0, p0, wb);                                 \
+        a##r##1 = _mm512_dpbusd_epi32(a##r##1, p1, wb);                                 \
+    }
+        ACC8(STEP)
+#undef STEP
+    }
+#define ST(o, v)                                                                        \
+    _mm512_storeu_si512((void *)(t + (o)),                                              \
+                        acc ? _mm512_add_epi32(_mm512_loadu_si512((const void *)(t + (o))), v) \
+                            : v);
+#define STORE(r) ST(r * TILE_NR, a##r##0) ST(r * TILE_NR + 16, a##r##1)
+    ACC8(STORE)
+#undef STORE
+#undef ST
+}
+
+static const Family family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, OQCI_S8,
+                                         q8conv_8x32c4__avx512vnni,
+                                         {tr4_u8_s8__avx2, tr4_u8_u8__avx2}, gather__avx2,
+                                         store_tile__avx2};
+#endif
+
+#if HAVE_AVXVNNI
+/* ---- q8conv_4x24c4__avxvnni: 4 channels x 24 pixels, u8 panel ---------------------- */
+
+#if OQCI_EMU_VNNI
+/* acc + vpdpbusd(a (u8), b (s8)), exactly, in AVX2: 16-bit pairs, then pairs of pairs. */
+T_AVX2 static __m256i dpbusd_emu(__m256i acc, __m256i a, __m256i b) {
+    __m256i lo = _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm256_castsi256_si128(a)),
+                                   _mm256_cvtepi8_epi16(_mm256_castsi256_si128(b)));
+    __m256i hi = _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm256_extracti128_si256(a, 1)),
+                                   _mm256_cvtepi8_epi16(_mm256_extracti128_si256(b, 1)));
+    return _mm256_add_epi32(acc, _mm256_permute4x64_epi64(_mm256_hadd_epi32(lo, hi), 0xD8));
+}
+#define DPBUSD256(acc, a, b) dpbusd_emu(acc, a, b)
+#else
+#define DPBUSD256(acc, a, b) _mm256_dpbusd_avx_epi32(acc, a, b)
+#endif
+
+#define ACC4(X) X(0) X(1) X(2) X(3)
+
+T_AVXVNNI static void q8conv_4x24c4__avxvnni(int32_t nq, const void *panel,
+                                             const int8_t *const *w, int32_t *t, int acc) {
+    const uint8_t *pp = (const uint8_t *)panel;
+#define DECL(r)                                                                         \
+    __m256i a##r##0 = _mm256_setzero_si256(), a##r##1 = _mm256_setzero_si256(),         \
+            a##r##2 = _mm256_setzero_si256();
+    ACC4(DECL)
+#undef DECL
+    int32_t q;
+    for (q = 0; q < nq; q++, pp += 96) {
+        __m256i p0 = LDU256(pp);
+        __m256i p1 = LDU256(pp + 32);
+        __m256i p2 = LDU256(pp + 64);
+#define STEP(r)                                                                         \
+    {                                                                                   \
+        __m256i wb = _mm256_set1_epi32(load32(w[r] + 4 * q));                           \
+        a##r##0 = DPBUSD256(a##r##0, p0, wb);                                           \
+        a##r##1 = DPBUSD256(a##r##1, p1, wb);                                           \
+        a##r##2 = DPBUSD256(a##r##2, p2, wb);                                           \
+    }
+        ACC4(STEP)
+#undef STEP
+    }
+#define ST(o, v) STU256(t + (o), acc ? _mm256_add_epi32(LDU256(t + (o)), v) : v);
+#define STORE(r) ST(r * TILE_NR, a##r##0) ST(r * TILE_NR + 8, a##r##1) ST(r * TILE_NR + 16, a##r##2)
+    ACC4(STORE)
+#undef STORE
+#undef ST
+}
+
+static const Family family_avxvnni = {OQCI_ISA_AVXVNNI, 4, 24, 1, OQCI_S8, q8conv_4x24c4__avxvnni,
+                                      {tr4_u8_s8__avx2, tr4_u8_u8__avx2}, gather__avx2,
+                                      store_tile__avx2};
+#endif
+
+/* ======================================================================================
+ * Arm dot-product kernels.
+ * ==================================================================================== */
+#if HAVE_NEONDOT
+
+/* s8 inputs as they are, u8 inputs - 128: the operands of sdot. */
+static void tr4_s8_s8__c(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
+                         const uint8_t *r3, int32_t len, void *dst) {
+    tr4_b__c(r0, r1, r2, r3, len, dst, 0);
+}
+static void tr4_s8_u8__c(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
+                         const uint8_t *r3, int32_t len, void *dst) {
+    tr4_b__c(r0, r1, r2, r3, len, dst, 0x80);
+}
+
+#define ACC4N(X) X(0) X(1) X(2) X(3)
+
+static void q8conv_4x16c4__neondot(int32_t nq, const void *panel, const int8_t *const *w,
+                                   int32_t *t, int acc) {
+    const int8_t *pp = (const int8_t *)panel;
+#define DECL(r)                                                                         \
+    int32x4_t a##r##0 = vdupq_n_s32(0), a##r##1 = vdupq_n_s32(0), a##r##2 = vdupq_n_s32(0), \
+              a##r##3 = vdupq_n_s32(0);
+    ACC4N(DECL)
+#undef DECL
+    int32_t q;
+    for (q = 0; q < nq; q++, pp += 64) {
+        int8x16_t p0 = vld1q_s8(pp), p1 = vld1q_s8(pp + 16), p2 = vld1q_s8(pp + 32),
+                  p3 = vld1q_s8(pp + 48);
+#define STEP(r)                                                                         \
+    {                                                                                   \
+        int8x16_t wb = vreinterpretq_s8_s32(vdupq_n_s32(load32(w[r] + 4 * q)));         \
+        a##r##0 = vdotq_s32(a##r##0, p0, wb);                                           \
+        a##r##1 = vdotq_s32(a##r##1, p1, wb);                                           \
+        a##r##2 = vdotq_s32(a##r##2, p2, wb);                                           \
+        a##r##3 = vdotq_s32(a##r##3, p3, wb);                                           \
+    }
+        ACC4N(STEP)
+#undef STEP
+    }
+#define ST(o, v) vst1q_s32(t + (o), acc ? vaddq_s32(vld1q_s32(t + (o)), v) : v);
+#define STORE(r)                                                                        \
+    ST(r * TILE_NR, a##r##0) ST(r * TILE_NR + 4, a##r##1) ST(r * TILE_NR + 8, a##r##2)  \
+    ST(r * TILE_NR + 12, a##r##3)
+    ACC4N(STORE)
+#undef STORE
+#undef ST
+}
+
+static const Family family_neondot = {OQCI_ISA_NEONDOT, 4, 16, 1, OQCI_U8, q8conv_4x16c4__neondot,
+                                      {tr4_s8_s8__c, tr4_s8_u8__c}, gather__c, store_tile__c};
+#endif
+
+/* ======================================================================================
+ * Selection, validation, entry points.
+ * ==================================================================================== */
+
+#if defined(OQCI_TEST_HOOKS)
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__STDC_NO_ATOMICS__)
+#include <stdatomic.h>
+static atomic_int forced_isa;   /* OQCI_ISA_AUTO until oqci_force_isa() */
+#define FORCED() atomic_load(&forced_isa)
+#define FORCE(v) atomic_store(&forced_isa, (v))
+#else
+static volatile int forced_isa;
+#define FORCED() forced_isa
+#define FORCE(v) (forced_isa = (v))
+#endif
+#endif
+
+/* The CPU runs family isa (compiled in or not). */
+static int cpu_has(int isa) {
+    switch (isa) {
+    case OQCI_ISA_AUTO:
+    case OQCI_ISA_PORTABLE:
+        return 1;
+#if HAVE_AVX2
+    case OQCI_ISA_AVX2:
+#if defined(__AVX2__)
+        return 1;
+#else   /* (the depthwise kernels use FMA: every AVX2 CPU in use has it) */
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+#endif
+#if HAVE_AVXVNNI
+    case OQCI_ISA_AVXVNNI:
+#if defined(__AVXVNNI__) || OQCI_EMU_VNNI
+        return 1;
+#else
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni");
+#endif
+#endif
+#if HAVE_AVX512VNNI
+    case OQCI_ISA_AVX512VNNI:
+#if (defined(__AVX512VNNI__) && defined(__AVX512BW__)) || OQCI_EMU_VNNI
+        return 1;
+#else
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vnni");
+#endif
+#endif
+#if HAVE_NEONDOT
+    case OQCI_ISA_NEONDOT:
+        return 1;
+#endif
+    default:
+        return 0;
+    }
+}
+
+int oqci_isa_available(int isa) {
+    return isa >= 0 && isa < OQCI_ISA_COUNT && cpu_has(isa);
+}
+
+/* Preference order, best first. */
+static const int isa_order[] = {OQCI_ISA_AVX512VNNI, OQCI_ISA_AVXVNNI, OQCI_ISA_AVX2,
+                                OQCI_ISA_NEONDOT, OQCI_ISA_PORTABLE};
+
+int oqci_conv_isa(void) {
+    size_t i;
+#if defined(OQCI_TEST_HOOKS)
+    int f = FORCED();
+    if (f != OQCI_ISA_AUTO)
+        return f;
+#endif
+    for (i = 0; i < sizeof isa_order / sizeof isa_order[0]; i++)
+        if (cpu_has(isa_order[i]))
+            return isa_order[i];
+    return OQCI_ISA_PORTABLE;
+}
+
+#if defined(OQCI_TEST_HOOKS)
+int oqci_force_isa(int isa) {
+    if (!oqci_isa_available(isa))
+        return OQCI_EINVAL;
+    FORCE(isa);
+    return OQCI_OK;
+}
+#endif
+
+const char *oqci_isa_name(int isa) {
+    static const char *const names[OQCI_ISA_COUNT] = {"auto",       "portable", "avx2",
+                                                      "avxvnni",    "avx512vnni", "neondot"};
+    return isa >= 0 && isa < OQCI_ISA_COUNT ? names[isa] : "?";
+}
+
 /* A requantization usable for entries first..last: pointers present, shifts in [1, 62]
  * (any other shift is undefined behaviour in oqci_mul_shift). */
 static int rq_ok(const OqciRequant *r, int64_t first, int64_t last) {
@@ -130,90 +1972,73 @@ static int conv_ok(const OqciConv *p) {
     return rq_ok(&p->rq, 0, p->out_c - 1);
 }
 
-size_t oqci_conv_scratch(const OqciConv *p) {
-    int64_t pix;
-    if (!p || p->out_h < 1 || p->out_w < 1 || p->kpad < 1)
-        return 0;
-    pix = (int64_t)p->out_h * p->out_w;
-    return (size_t)(pix < CONV_ROWS ? pix : CONV_ROWS) * (size_t)p->kpad;
+/* Direct depthwise kernel applies: one input channel per group, few taps. */
+static int is_dw(const OqciConv *p) {
+    return p->in_c == p->group && p->k_h * p->k_w <= DW_MAX_TAPS;
 }
 
-/* Unfolds output pixels p0 .. p0 + nr - 1 of one group (xg: its first input channel)
- * into nr rows of kpad bytes at s. */
-static void im2col(const OqciConv *p, const uint8_t *xg, int64_t p0, int64_t nr, uint8_t *s) {
-    int64_t plane = (int64_t)p->in_h * p->in_w, r;
-    int32_t cg = p->in_c / p->group;
-    int32_t oh = (int32_t)(p0 / p->out_w), ow = (int32_t)(p0 % p->out_w);
-    for (r = 0; r < nr; r++) {
-        uint8_t *row = s + r * p->kpad;
-        int64_t ih0 = (int64_t)oh * p->s_h - p->p_t, iw0 = (int64_t)ow * p->s_w - p->p_l;
-        int32_t t = 0, c, i, j;
-        for (c = 0; c < cg; c++) {
-            const uint8_t *xc = xg + c * plane;
-            for (i = 0; i < p->k_h; i++) {
-                int64_t ih = ih0 + (int64_t)i * p->d_h;
-                const uint8_t *xr;
-                if (ih < 0 || ih >= p->in_h) {
-                    for (j = 0; j < p->k_w; j++)
-                        row[t++] = 0;
-                    continue;
-                }
-                xr = xc + ih * p->in_w;
-                for (j = 0; j < p->k_w; j++) {
-                    int64_t iw = iw0 + (int64_t)j * p->d_w;
-                    row[t++] = iw >= 0 && iw < p->in_w ? xr[iw] : 0;
-                }
-            }
-        }
-        while (t < p->kpad)
-            row[t++] = 0;
-        if (++ow == p->out_w) {
-            ow = 0;
-            oh++;
-        }
+size_t oqci_conv_scratch(const OqciConv *p) {
+    int64_t pix;
+    size_t s, a, b;
+    if (!p || p->out_h < 1 || p->out_w < 1 || p->kpad < 1 || p->out_c < 1 || p->group < 1 ||
+        p->s_w < 1 || p->s_h < 1 || p->d_h < 1 || p->d_w < 1 || p->k_h < 1 || p->k_w < 1)
+        return 0;
+    pix = (int64_t)p->out_h * p->out_w;
+    s = (size_t)(pix < CONV_ROWS ? pix : CONV_ROWS) * (size_t)p->kpad;   /* portable */
+    {   /* SIMD GEMM */
+        size_t c;
+        a = gemm_scratch(p, &a, &b, &c);
     }
+    if (a > s)
+        s = a;
+    if ((size_t)p->kpad > s)   /* few-pixel path: one im2col row */
+        s = (size_t)p->kpad;
+    if (is_dw(p) && dw_scratch(p) > s)
+        s = dw_scratch(p);
+    return s;
 }
 
 int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {
-    int64_t pix, plane, n, p0;
-    int32_t cg, kg, g, rows;
+    int isa;
     if (!conv_ok(p) || !x || !y || !scratch)
         return OQCI_EINVAL;
-    pix = (int64_t)p->out_h * p->out_w;
-    plane = (int64_t)p->in_h * p->in_w;
-    rows = pix < CONV_ROWS ? (int32_t)pix : CONV_ROWS;
-    cg = p->in_c / p->group;
-    kg = p->out_c / p->group;
-    for (n = 0; n < p->batch; n++)
-        for (g = 0; g < p->group; g++) {
-            const uint8_t *xg = (const uint8_t *)x + (n * p->in_c + (int64_t)g * cg) * plane;
-            for (p0 = 0; p0 < pix; p0 += rows) {
-                int64_t nr = pix - p0 < rows ? pix - p0 : rows, r;
-                int32_t kk;
-                im2col(p, xg, p0, nr, (uint8_t *)scratch);
-                for (kk = 0; kk < kg; kk += 4) {
-                    int nk = kg - kk < 4 ? kg - kk : 4, j;
-                    int32_t k = g * kg + kk;   /* first output channel of this block */
-                    const int8_t *w = p->w + (size_t)k * (size_t)p->kpad;
-                    for (r = 0; r < nr; r++) {
-                        int64_t acc[4];
-                        dot_rows((const uint8_t *)scratch + r * p->kpad, p->in_type, w,
-                                 p->kpad, nk, acc);
-                        for (j = 0; j < nk; j++) {
-                            int64_t v = acc[j] + (p->bias ? p->bias[k + j] : 0);
-                            int32_t a = v > INT32_MAX   ? INT32_MAX
-                                        : v < INT32_MIN ? INT32_MIN
-                                                        : (int32_t)v;
-                            int32_t q = oqci_requant(a, &p->rq, k + j, p->lo, p->hi);
-                            int64_t o = (n * p->out_ctotal + p->out_coff + k + j) * pix + p0 + r;
-                            if (p->out_type == OQCI_U8)
-                                ((uint8_t *)y)[o] = (uint8_t)q;
-                            else
-                                ((int8_t *)y)[o] = (int8_t)q;
-                        }
-                    }
-                }
-            }
+    isa = oqci_conv_isa();
+    (void)isa;
+#if HAVE_AVX2
+    if (isa == OQCI_ISA_AVX2 || isa == OQCI_ISA_AVXVNNI || isa == OQCI_ISA_AVX512VNNI) {
+        int64_t npix = (int64_t)p->batch * p->out_h * p->out_w;
+        const Family *f = &family_avx2;
+#ifndef OQCI_NO_FLOAT   /* (integer-only builds: depthwise goes through the GEMM) */
+        if (is_dw(p)) {
+            conv_dwf__avx2(p, x, y, scratch);
+            return OQCI_OK;
         }
+#endif
+        if (npix < GEMV_MAX_PIX) {
+            conv_gemv_avx2(p, x, y, scratch);
+            return OQCI_OK;
+        }
+#if HAVE_AVXVNNI
+        if (isa == OQCI_ISA_AVXVNNI)
+            f = &family_avxvnni;
+#endif
+#if HAVE_AVX512VNNI
+        if (isa == OQCI_ISA_AVX512VNNI)
+            f = &family_avx512vnni;
+#endif
+        conv_gemm(p, f, x, y, scratch);
+        return OQCI_OK;
+    }
+#endif
+#if HAVE_NEONDOT
+    if (isa == OQCI_ISA_NEONDOT) {
+        if (is_dw(p))
+            conv_dw(p, x, y, scratch, dw_fill__c, q8dw_1xN__c, dw_store__c);
+        else
+            conv_gemm(p, &family_neondot, x, y, scratch);
+        return OQCI_OK;
+    }
+#endif
+    conv_portable(p, x, y, scratch);
     return OQCI_OK;
 }

@@ -11,9 +11,22 @@
  * (relative error < 2^-30) and dequantization's round trip (half a step), each stated
  * at its check.
  *
+ * Kernel families.  oqci_conv has a portable family and SIMD ones (oqci.h: AVX2,
+ * AVX-VNNI, AVX-512 VNNI, Arm dot product); liboqc is built with OQCI_DISPATCH and
+ * OQCI_TEST_HOOKS, so every conv case below runs once per family this CPU has
+ * (oqci_force_isa) and each is compared exactly with the reference; test_conv_isas
+ * prints how many cases each family ran (on an AVX2 machine: portable and avx2; the
+ * Arm family runs under qemu, and the VNNI ones with vpdpbusd emulated, in
+ * tests/cli/int8_simd_arm.sh).
+ * test_conv_simd_paths draws shapes aimed at each SIMD code path (panel K blocks,
+ * depthwise planes, the few-pixel path, gathers at row edges, saturating sums).
+ *
  * To add a kernel test: write the direct reference next to the others (plain loops
  * over the unpacked tensors, explicit bounds checks), a test drawing shapes with
  * rnd_int(), and add it to OQC_TEST_MAIN at the end. */
+#ifndef OQCI_TEST_HOOKS
+#define OQCI_TEST_HOOKS 1   /* oqci_force_isa() (liboqc defines it too) */
+#endif
 #include "harness.h"
 #include "nn_testutil.h"
 #include "oqci.h"
@@ -296,36 +309,58 @@ static int8_t *pack_w(const OqciConv *p, const int8_t *W) {
     return w;
 }
 
-/* Runs conv p (geometry, types, clamp and view set; w, bias, rq filled here) on x and
- * W, compares with ref_conv exactly and checks the channels outside the view are
- * untouched.  Returns the number of bad elements. */
+/* Kernel families this CPU runs (portable first) and the conv cases each ran. */
+static int isas[OQCI_ISA_COUNT], nisas;
+static int64_t isa_cases[OQCI_ISA_COUNT];
+
+static void find_isas(void) {
+    if (nisas)
+        return;
+    for (int i = OQCI_ISA_PORTABLE; i < OQCI_ISA_COUNT; i++)
+        if (oqci_isa_available(i))
+            isas[nisas++] = i;
+}
+
+/* Runs conv p (geometry, types, clamp and view set; w filled here; bias and rq as set)
+ * on x and W once per kernel family, each into a fresh buffer with a scratch of exactly
+ * oqci_conv_scratch(p) bytes (ASan catches any overrun), compares with ref_conv exactly
+ * and checks the channels outside the view are untouched.  Returns the number of bad
+ * elements over all families. */
 static int64_t conv_run(OqciConv *p, const uint8_t *x, const int8_t *W) {
     int64_t pix = (int64_t)p->out_h * p->out_w;
     int64_t ny = p->batch * p->out_ctotal * pix, nref = p->batch * p->out_c * pix;
     int8_t *w = pack_w(p, W);
-    uint8_t *y = malloc((size_t)ny);
-    int32_t *ref = malloc(sizeof(int32_t) * (size_t)nref);
-    memset(y, 0xA5, (size_t)ny);
+    uint8_t *y = malloc((size_t)(ny > 0 ? ny : 1));
+    int32_t *ref = malloc(sizeof(int32_t) * (size_t)(nref > 0 ? nref : 1));
     p->w = w;
     size_t ss = oqci_conv_scratch(p);
-    CU_ASSERT(ss >= (size_t)p->kpad && ss <= (size_t)(pix * p->kpad));
-    void *scratch = malloc(ss);   /* exactly the size asked: ASan catches any overrun */
-    int st = oqci_conv(p, x, y, scratch);
-    CU_ASSERT_EQUAL(st, OQCI_OK);
+    CU_ASSERT(ss >= (size_t)p->kpad);
+    void *scratch = malloc(ss);
     ref_conv(p, x, W, ref);
+    find_isas();
     int64_t bad = 0;
-    for (int64_t n = 0; n < p->batch; n++)
-        for (int64_t c = 0; c < p->out_ctotal; c++)
-            for (int64_t i = 0; i < pix; i++) {
-                int64_t o = (n * p->out_ctotal + c) * pix + i;
-                int in_view = c >= p->out_coff && c < p->out_coff + p->out_c;
-                int32_t want = in_view ? ref[(n * p->out_c + c - p->out_coff) * pix + i]
-                                       : (p->out_type == OQCI_U8 ? 0xA5 : (int8_t)0xA5);
-                int32_t got = qget(y, p->out_type, o);
-                if (got != want && bad++ < 3)
-                    printf("\n  conv n=%lld c=%lld pix=%lld: got %d want %d", (long long)n,
-                           (long long)c, (long long)i, got, want);
-            }
+    for (int ii = 0; ii < nisas; ii++) {
+        CU_ASSERT_EQUAL_FATAL(oqci_force_isa(isas[ii]), OQCI_OK);
+        CU_ASSERT_EQUAL(oqci_conv_scratch(p), ss);   /* the same for every family */
+        memset(y, 0xA5, (size_t)ny);
+        int st = oqci_conv(p, x, y, scratch);
+        CU_ASSERT_EQUAL(st, OQCI_OK);
+        isa_cases[isas[ii]]++;
+        for (int64_t n = 0; n < p->batch; n++)
+            for (int64_t c = 0; c < p->out_ctotal; c++)
+                for (int64_t i = 0; i < pix; i++) {
+                    int64_t o = (n * p->out_ctotal + c) * pix + i;
+                    int in_view = c >= p->out_coff && c < p->out_coff + p->out_c;
+                    int32_t want = in_view ? ref[(n * p->out_c + c - p->out_coff) * pix + i]
+                                           : (p->out_type == OQCI_U8 ? 0xA5 : (int8_t)0xA5);
+                    int32_t got = qget(y, p->out_type, o);
+                    if (got != want && bad++ < 3)
+                        printf("\n  conv [%s] n=%lld c=%lld pix=%lld: got %d want %d",
+                               oqci_isa_name(isas[ii]), (long long)n, (long long)c,
+                               (long long)i, got, want);
+                }
+    }
+    oqci_force_isa(OQCI_ISA_AUTO);
     free(w);
     free(y);
     free(ref);
@@ -496,13 +531,15 @@ static void test_conv_shapes(void) {
  *   k4: as k3 with bias -20 000 000 -> 2 117 410 000 (fits)
  * With M = 100 / 2^31 (fixed: m = 1.5625 * 2^30, shift 55, exact) the outputs are round(sum * 100 / 2^31): 100, -100, 92, 100, 99 -- without chunking an
  * int32 accumulator would wrap and give a negative value for k0.  Exact.  The same
- * with out_c = 2 (the 1-channel path) and with s8 inputs. */
+ * with out_c = 2 (the 1-channel path), with s8 inputs, and (variants 3, 4) with 9
+ * identical rows, enough pixels for the SIMD panel path's int64 K-block sums (u8 and
+ * s8: the s8 inputs' offset correction is then added in int64). */
 static void test_conv_deep(void) {
     const int32_t C = 70000;
-    for (int variant = 0; variant < 3; variant++) {
+    for (int variant = 0; variant < 5; variant++) {
         OqciConv p;
         memset(&p, 0, sizeof p);
-        p.batch = 1;
+        p.batch = variant >= 3 ? 9 : 1;
         p.in_c = C;
         p.in_h = p.in_w = p.out_h = p.out_w = 1;
         p.out_c = variant == 1 ? 2 : 5;
@@ -511,12 +548,12 @@ static void test_conv_deep(void) {
         p.kdim = C;
         p.kpad = C;
         p.out_ctotal = p.out_c;
-        p.in_type = variant == 2 ? OQCI_S8 : OQCI_U8;
+        p.in_type = variant == 2 || variant == 4 ? OQCI_S8 : OQCI_U8;
         p.out_type = OQCI_S8;
         p.lo = -127;
         p.hi = 127;
-        uint8_t *x = malloc((size_t)C);
-        memset(x, variant == 2 ? 0x81 : 0xFF, (size_t)C);   /* s8 -127 or u8 255 */
+        uint8_t *x = malloc((size_t)C * p.batch);
+        memset(x, p.in_type == OQCI_S8 ? 0x81 : 0xFF, (size_t)C * p.batch);   /* -127 or 255 */
         int8_t *W = malloc((size_t)(5 * C));
         int32_t bias[5] = {0, 0, 0, 20000000, -20000000};
         for (int32_t c = 0; c < C; c++) {
@@ -530,19 +567,19 @@ static void test_conv_deep(void) {
         Rq r = rq_make(OQCI_REQ_FIXED, 0, 1, &M);
         p.rq = r.rq;
         CU_ASSERT_EQUAL(conv_run(&p, x, W), 0);   /* against the direct reference */
-        /* and against the hand-computed values */
-        int8_t y[5], *w = pack_w(&p, W);
+        /* and against the hand-computed values (row 0) */
+        int8_t y[9 * 5], *w = pack_w(&p, W);
         void *scratch = malloc(oqci_conv_scratch(&p));
         p.w = w;
         CU_ASSERT_EQUAL(oqci_conv(&p, x, y, scratch), OQCI_OK);
-        if (variant == 2) {   /* s8: sums are -127 * w, no saturation */
+        if (p.in_type == OQCI_S8) {   /* s8: sums are -127 * w, no saturation */
             CU_ASSERT_EQUAL(y[0], oqci_mul_shift(-127 * 127 * C, r.m[0], r.shift[0]));
             CU_ASSERT_EQUAL(y[0], -53);   /* -1 129 030 000 * 100 / 2^31 = -52.6 */
             CU_ASSERT_EQUAL(y[1], 53);
         } else {
             CU_ASSERT_EQUAL(y[0], 100);
             CU_ASSERT_EQUAL(y[1], -100);
-            if (variant == 0) {
+            if (variant == 0 || variant == 3) {
                 CU_ASSERT_EQUAL(y[2], 92);
                 CU_ASSERT_EQUAL(y[3], 100);
                 CU_ASSERT_EQUAL(y[4], 99);
@@ -553,6 +590,290 @@ static void test_conv_deep(void) {
         rq_free(&r);
         free(W);
         free(x);
+    }
+}
+
+/* ---- SIMD code paths ------------------------------------------------------------------ */
+
+/* Sets conv p's geometry: N, C, K, group, input H x W, kernel, strides, dilations, pads
+ * before (pt, pl) and after (pb, pr; negative: input columns the conv never reaches,
+ * which oqci.h allows since the output size decides); dense output view. */
+static void conv_geo(OqciConv *p, int N, int C, int K, int g, int H, int W, int kh, int kw,
+                     int sh, int sw, int dh, int dw, int pt, int pl, int pb, int pr) {
+    memset(p, 0, sizeof *p);
+    p->batch = N;
+    p->in_c = C;
+    p->out_c = K;
+    p->group = g;
+    p->in_h = H;
+    p->in_w = W;
+    p->k_h = kh;
+    p->k_w = kw;
+    p->s_h = sh;
+    p->s_w = sw;
+    p->d_h = dh;
+    p->d_w = dw;
+    p->p_t = pt;
+    p->p_l = pl;
+    p->out_h = (H + pt + pb - dh * (kh - 1) - 1) / sh + 1;
+    p->out_w = (W + pl + pr - dw * (kw - 1) - 1) / sw + 1;
+    p->kdim = C / g * kh * kw;
+    p->kpad = (p->kdim + 3) / 4 * 4;
+    p->out_ctotal = K;
+}
+
+/* Data of a case.  kind 0: random in the types' ranges; 1: inputs at the top of their
+ * range (u8 255, s8 127) and weights all +127 or all -127 per channel, the sums whose
+ * u8 x s8 pairs saturate vpmaddubsw (255 * 127 * 2 > 32767); 2: inputs 0/255 (s8:
+ * -128/127, -128 included although outside the calibrated range) against +-127 weights
+ * of random signs.  bias: 0 none, 1 random, 2 near INT32_MAX / INT32_MIN (the bias
+ * addition saturates).  Requant mode mode, per-channel multipliers; out type and clamp
+ * random.  Runs conv_run; returns bad elements (and prints the case when any). */
+static int64_t conv_data_run(OqciConv *p, int in_type, int kind, int bias_kind, int mode) {
+    p->in_type = in_type;
+    p->out_type = (int32_t)rnd_int(0, 1);
+    rnd_clamp(p->out_type, &p->lo, &p->hi);
+    int64_t nx = (int64_t)p->batch * p->in_c * p->in_h * p->in_w;
+    int64_t nw = (int64_t)p->out_c * p->kdim;
+    uint8_t *x = rnd_q(nx, in_type);
+    int8_t *W = malloc((size_t)(nw > 0 ? nw : 1));
+    for (int64_t k = 0; k < p->out_c; k++) {
+        int sign = rnd_int(0, 1) ? 1 : -1;
+        for (int64_t j = 0; j < p->kdim; j++)
+            W[k * p->kdim + j] = (int8_t)(kind == 0   ? rnd_int(-127, 127)
+                                          : kind == 1 ? 127 * sign
+                                                      : (rnd_int(0, 1) ? 127 : -127));
+    }
+    for (int64_t i = 0; i < nx && kind; i++) {
+        if (kind == 1)
+            x[i] = in_type == OQCI_U8 ? 255 : 127;
+        else
+            x[i] = in_type == OQCI_U8 ? (rnd_int(0, 1) ? 255 : 0)
+                                      : (uint8_t)(int8_t)(rnd_int(0, 1) ? 127 : -128);
+    }
+    int32_t *bias = NULL;
+    if (bias_kind) {
+        bias = malloc(sizeof(int32_t) * (size_t)p->out_c);
+        for (int64_t k = 0; k < p->out_c; k++)
+            bias[k] = bias_kind == 1 ? (int32_t)rnd_int(-20000, 20000)
+                      : k % 2        ? INT32_MAX - (int32_t)rnd_int(0, 1000)
+                                     : INT32_MIN + (int32_t)rnd_int(0, 1000);
+    }
+    p->bias = bias;
+    double *M = malloc(sizeof(double) * (size_t)p->out_c);
+    conv_mults(p, M, kind ? 0.05 : 1.0);
+    if (bias_kind == 2)   /* make the saturated sums land inside the clamp sometimes */
+        for (int64_t k = 0; k < p->out_c; k++)
+            M[k] = (k % 3 ? 60.0 : 0.5) / 2147483648.0;
+    Rq r = rq_make(mode, 1, p->out_c, M);
+    p->rq = r.rq;
+    int64_t bad = conv_run(p, x, W);
+    if (bad)
+        printf("\n  simd case: N=%d C=%d K=%d g=%d %dx%d -> %dx%d k=%dx%d s=%d,%d d=%d,%d "
+               "p=%d,%d types %d->%d kind %d bias %d mode %d",
+               p->batch, p->in_c, p->out_c, p->group, p->in_h, p->in_w, p->out_h, p->out_w,
+               p->k_h, p->k_w, p->s_h, p->s_w, p->d_h, p->d_w, p->p_t, p->p_l, p->in_type,
+               p->out_type, kind, bias_kind, mode);
+    rq_free(&r);
+    free(M);
+    free(bias);
+    free(W);
+    free(x);
+    return bad;
+}
+
+/* Exact, every family: shapes aimed at each SIMD path, each with u8 and s8 inputs, both
+ * requant modes and the three data kinds, a few with an output view and saturating
+ * biases.  The comment of each row names the path it is for (runtime/oqci_conv.c). */
+static void test_conv_simd_paths(void) {
+    static const int shapes[][16] = {
+        /* N, C, K, g, H, W, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr */
+        {2, 5, 5, 5, 13, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* dw 3x3 pairs, odd rows */
+        {1, 3, 3, 3, 16, 17, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},      /* dw 3x3/2 pairs */
+        {1, 3, 3, 3, 12, 40, 3, 3, 1, 1, 1, 2, 0, 2, 0, 2},      /* dw pairs, column dilation */
+        {1, 2, 2, 2, 12, 23, 3, 3, 1, 3, 1, 1, 1, 1, 1, 1},      /* dw pairs, column stride 3 */
+        {2, 3, 3, 3, 12, 13, 3, 3, 1, 1, 2, 1, 2, 1, 2, 1},      /* dw 3x3 row dilation: plane */
+        {1, 4, 8, 4, 11, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* dw multiplier 2 */
+        {1, 3, 3, 3, 11, 19, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2},      /* dw 5x5: q8dw_16 */
+        {1, 3, 3, 3, 7, 30, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2},       /* dw 5x5/2: phases */
+        {1, 2, 2, 2, 5, 33, 1, 9, 1, 1, 1, 1, 0, 4, 0, 4},       /* dw 1x9: 9 taps, not 3x3 */
+        {1, 2, 2, 2, 12, 12, 9, 9, 1, 1, 1, 1, 4, 4, 4, 4},      /* dw 9x9: > 64 taps, GEMM */
+        {1, 2, 2, 2, 3, 600, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* dw wide rows (> 512) */
+        {1, 2, 2, 2, 5, 300, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* dw rows of 300 */
+        {1, 2, 2, 2, 4, 1101, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},     /* dw wide, stride 2 */
+        {1, 3, 3, 3, 1, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},       /* dw, one input row */
+        {1, 3, 3, 3, 10, 10, 3, 3, 1, 1, 1, 1, 0, 0, -5, -5},    /* dw, unused input */
+        {1, 1, 16, 1, 28, 28, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},     /* C = 1: dw multiplier 16 */
+        {1, 7, 13, 1, 9, 10, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* GEMM, one K block */
+        {1, 70, 11, 1, 8, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* GEMM, 2 K blocks */
+        {1, 230, 5, 1, 4, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* GEMM, 5 K blocks */
+        {3, 6, 5, 1, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},        /* panels across images */
+        {2, 33, 19, 1, 14, 15, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* flat 1x1 */
+        {1, 9, 6, 1, 14, 15, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},      /* padded 1x1: not flat */
+        {1, 9, 6, 1, 15, 16, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0},      /* 1x1/2 */
+        {1, 5, 4, 1, 19, 20, 1, 1, 3, 3, 1, 1, 0, 0, 0, 0},      /* 1x1/3: scalar gather */
+        {1, 3, 8, 1, 30, 31, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3},      /* 7x7/2 stem: edges */
+        {1, 5, 6, 1, 57, 70, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},      /* 3x3/2, vector gathers */
+        {1, 8, 12, 4, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},       /* groups */
+        {1, 6, 7, 1, 11, 12, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2},      /* dilation 2 */
+        {1, 4, 5, 1, 1, 50, 1, 5, 1, 1, 1, 1, 0, 2, 0, 2},       /* 1-D */
+        {1, 37, 9, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},       /* Gemm, 1 row: dot path */
+        {7, 37, 9, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},       /* Gemm, 7 rows: dot path */
+        {8, 37, 9, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},       /* Gemm, 8 rows: panels */
+        {3, 2000, 6, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     /* dot path, 16-k steps */
+        {40, 700, 6, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     /* Gemm rows, K blocks */
+        {1, 3, 5, 1, 2, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},        /* 6 pixels: dot path conv */
+    };
+    rnd_seed(23);
+    int64_t bad = 0;
+    int ncase = 0;
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int *v = shapes[si];
+        for (int in_type = 0; in_type < 2; in_type++)
+            for (int kind = 0; kind < 3; kind++) {
+                OqciConv p;
+                conv_geo(&p, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10],
+                         v[11], v[12], v[13], v[14], v[15]);
+                if (kind == 0 && in_type == 1) {   /* an output view */
+                    p.out_coff = 2;
+                    p.out_ctotal = p.out_c + 3;
+                }
+                int bias_kind = kind == 2 && si % 3 == 0 ? 2 : (int)rnd_int(0, 1);
+                bad += conv_data_run(&p, in_type, kind, bias_kind, (int)(ncase++ % 2)) != 0;
+            }
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* Exact, every family: the requantization at its edges.  Outputs of a 1x1 conv over 64
+ * pixels (the GEMM path, C = 2) and of a depthwise 3x3 (its own epilogue), one channel
+ * per multiplier: float M = 0.5 and 0.25 (accumulators at exact halves: rounding away
+ * from zero), 1/3, 3 (clamped), 0, a subnormal, 2e38 (2 M overflows float: see rq8),
+ * FLT_MAX, +inf (acc 0 gives NaN, so lo), NaN, -0.5; fixed m = 2^30 with shift 31
+ * (halves), shift 1 (saturating), shift 62, m = 0.  Channel 3's bias saturates; from
+ * channel 4 on the bias is 0, and the zero input rows 0-2 give acc = 0 there (0 * 2e38
+ * must stay 0, not become 0 * inf).  Compared with ref_conv (oqci_requant) exactly. */
+static void test_conv_requant_edges(void) {
+    static const float fm[] = {0.5f, 0.25f, 1.0f / 3.0f, 3.0f, 0.0f, 1e-40f, 2e38f,
+                               3.40282347e38f, INFINITY, NAN, -0.5f};
+    static const int32_t xm[] = {1 << 30, 1 << 30, 1 << 30, 0, 1518500250};
+    static const int8_t xs[] = {31, 1, 62, 40, 45};
+    const int nf = (int)(sizeof fm / sizeof fm[0]), nx = (int)(sizeof xm / sizeof xm[0]);
+    rnd_seed(24);
+    int64_t bad = 0;
+    for (int layout = 0; layout < 2; layout++)
+        for (int mode = 0; mode < 2; mode++)
+            for (int in_type = 0; in_type < 2; in_type++) {
+                int K = mode == OQCI_REQ_FLOAT ? nf : nx;
+                OqciConv p;
+                if (layout == 0)
+                    conv_geo(&p, 1, 2, K, 1, 8, 8, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0);
+                else
+                    conv_geo(&p, 1, K, K, K, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
+                p.in_type = in_type;
+                p.out_type = (int32_t)rnd_int(0, 1);
+                rnd_clamp(p.out_type, &p.lo, &p.hi);
+                int64_t nxs = (int64_t)p.in_c * 64;
+                uint8_t *x = rnd_q(nxs, in_type);
+                for (int64_t c = 0; c < p.in_c; c++)   /* input rows 0-2 zero: acc = bias */
+                    memset(x + c * 64, 0, 24);
+                int8_t *W = malloc((size_t)(K * p.kdim));
+                for (int64_t i = 0; i < (int64_t)K * p.kdim; i++)
+                    W[i] = (int8_t)rnd_int(-3, 3);   /* small sums: many exact halves */
+                int32_t *bias = malloc(sizeof(int32_t) * (size_t)K);
+                for (int k = 0; k < K; k++)   /* acc = 0 there for M = 0 .. -0.5 */
+                    bias[k] = k == 3 ? INT32_MAX - 50 : k >= 4 ? 0 : (int32_t)rnd_int(-300, 300);
+                float *mult = malloc(sizeof(float) * (size_t)K);
+                int32_t *m = malloc(sizeof(int32_t) * (size_t)K);
+                int8_t *sh = malloc((size_t)K);
+                for (int k = 0; k < K; k++) {
+                    mult[k] = mode == OQCI_REQ_FLOAT ? fm[k] : 0.0f;
+                    m[k] = mode == OQCI_REQ_FIXED ? xm[k] : 0;
+                    sh[k] = mode == OQCI_REQ_FIXED ? xs[k] : 1;
+                }
+                p.bias = bias;
+                p.rq.mode = mode;
+                p.rq.per_index = 1;
+                p.rq.mult = mode == OQCI_REQ_FLOAT ? mult : NULL;
+                p.rq.m = mode == OQCI_REQ_FIXED ? m : NULL;
+                p.rq.shift = mode == OQCI_REQ_FIXED ? sh : NULL;
+                int64_t b = conv_run(&p, x, W);
+                if (b)
+                    printf("\n  requant edges: layout %d mode %d in %d", layout, mode, in_type);
+                bad += b;
+                free(x);
+                free(W);
+                free(bias);
+                free(mult);
+                free(m);
+                free(sh);
+            }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* The families: names, availability, oqci_force_isa's errors, oqci_conv_isa following
+ * the forced family; then the number of conv cases each family ran in this process so
+ * far (this test runs after the conv tests) -- every available one ran all of them. */
+static void test_conv_isas(void) {
+    find_isas();
+    CU_ASSERT_STRING_EQUAL(oqci_isa_name(OQCI_ISA_PORTABLE), "portable");
+    CU_ASSERT_STRING_EQUAL(oqci_isa_name(OQCI_ISA_AVX2), "avx2");
+    CU_ASSERT_STRING_EQUAL(oqci_isa_name(OQCI_ISA_NEONDOT), "neondot");
+    CU_ASSERT_STRING_EQUAL(oqci_isa_name(OQCI_ISA_COUNT), "?");
+    CU_ASSERT(oqci_isa_available(OQCI_ISA_AUTO) && oqci_isa_available(OQCI_ISA_PORTABLE));
+    CU_ASSERT(!oqci_isa_available(-1) && !oqci_isa_available(OQCI_ISA_COUNT));
+    CU_ASSERT_EQUAL(oqci_force_isa(OQCI_ISA_COUNT), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_force_isa(-3), OQCI_EINVAL);
+#if defined(__x86_64__)
+    CU_ASSERT_EQUAL(oqci_force_isa(OQCI_ISA_NEONDOT), OQCI_EINVAL);   /* not on x86 */
+    /* liboqc's AVX2 family also uses FMA (its depthwise kernels) */
+    CU_ASSERT(oqci_isa_available(OQCI_ISA_AVX2) ==
+              (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")));
+#endif
+    int best = oqci_conv_isa();
+    CU_ASSERT(best != OQCI_ISA_AUTO && oqci_isa_available(best));
+    for (int i = 0; i < nisas; i++) {
+        CU_ASSERT_EQUAL(oqci_force_isa(isas[i]), OQCI_OK);
+        CU_ASSERT_EQUAL(oqci_conv_isa(), isas[i]);
+    }
+    CU_ASSERT_EQUAL(oqci_force_isa(OQCI_ISA_AUTO), OQCI_OK);
+    CU_ASSERT_EQUAL(oqci_conv_isa(), best);
+    printf("\n  conv cases per kernel family (auto: %s):", oqci_isa_name(best));
+    for (int i = OQCI_ISA_PORTABLE; i < OQCI_ISA_COUNT; i++) {
+        if (oqci_isa_available(i))
+            printf(" %s %lld", oqci_isa_name(i), (long long)isa_cases[i]);
+        else
+            printf(" %s (not on this CPU/build)", oqci_isa_name(i));
+        CU_ASSERT(!oqci_isa_available(i) || isa_cases[i] == isa_cases[OQCI_ISA_PORTABLE]);
+    }
+    CU_ASSERT(isa_cases[OQCI_ISA_PORTABLE] > 800);
+    printf("\n  ");
+}
+
+/* oqci_conv_scratch: the same number whichever family runs (checked in conv_run), and
+ * small for ordinary layers: at most 3.5x the portable path's 16 * kpad plus 48 bytes
+ * per output channel, or 100 KB, whichever is larger; depthwise planes a few KB. */
+static void test_conv_scratch_size(void) {
+    static const int layers[][8] = {
+        /* C, K, g, H, W, k, s, pad */
+        {1, 16, 1, 28, 28, 3, 1, 1},      {32, 32, 1, 14, 14, 3, 1, 1},
+        {64, 64, 1, 56, 56, 3, 1, 1},     {256, 256, 1, 14, 14, 3, 1, 1},
+        {512, 512, 1, 7, 7, 3, 1, 1},     {256, 1024, 1, 14, 14, 1, 1, 0},
+        {144, 144, 144, 56, 56, 3, 1, 1}, {512, 512, 512, 14, 14, 3, 2, 1},
+        {3, 64, 1, 224, 224, 7, 2, 3},    {4096, 1000, 1, 1, 1, 1, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
+        const int *v = layers[i];
+        OqciConv p;
+        conv_geo(&p, 1, v[0], v[1], v[2], v[3], v[4], v[5], v[5], v[6], v[6], 1, 1, v[7], v[7],
+                 v[7], v[7]);
+        size_t ss = oqci_conv_scratch(&p), port = (size_t)16 * p.kpad;
+        size_t bound = port * 7 / 2 + (size_t)48 * p.out_c;
+        if (bound < 100000)
+            bound = 100000;
+        if (ss > bound)
+            printf("\n  scratch %zu > %zu for layer %zu", ss, bound, i);
+        CU_ASSERT(ss >= (size_t)p.kpad && ss <= bound);
     }
 }
 
@@ -1147,6 +1468,8 @@ static void test_quantize(void) {
 OQC_TEST_MAIN("int8-kernels", OQC_TEST(test_round_clamp), OQC_TEST(test_mul_shift),
               OQC_TEST(test_fixed_multiplier), OQC_TEST(test_requant_float_vs_fixed),
               OQC_TEST(test_conv_random), OQC_TEST(test_conv_shapes), OQC_TEST(test_conv_deep),
+              OQC_TEST(test_conv_simd_paths), OQC_TEST(test_conv_requant_edges),
+              OQC_TEST(test_conv_isas), OQC_TEST(test_conv_scratch_size),
               OQC_TEST(test_conv_einval), OQC_TEST(test_maxpool_random),
               OQC_TEST(test_avgpool_random), OQC_TEST(test_pool_examples),
               OQC_TEST(test_pool_einval), OQC_TEST(test_add_random),

@@ -1,0 +1,313 @@
+/* int8_conv_bench.c - speed of oqci_conv (runtime/oqci_conv.c) per kernel family on
+ * ResNet-18-like layers and a MobileNet depthwise layer, single-threaded, next to the
+ * FP32 oqcf_conv on the same shape, and the peak of the AVX2 microkernel's instruction
+ * mix measured in registers (what "GMAC/s against peak" is relative to).
+ *
+ * Build and run (after `make`, which builds build/liboqc.a with OQCI_TEST_HOOKS, so
+ * oqci_force_isa() can pick each family):
+ *
+ *     cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -Iruntime bench/int8_conv_bench.c \
+ *        build/liboqc.a -lprotobuf-c -lxml2 -lm -pthread -o build/int8_conv_bench
+ *     build/int8_conv_bench [--min-ms N] [--isa NAME] [--layer SUBSTRING] [--no-fp32]
+ *
+ * A benchmark, not a test: it prints numbers and fails only when a kernel returns an
+ * error.  Numbers are noisy on a loaded machine (see the load average it prints).
+ * GMAC/s counts batch * out_c * out_h * out_w * kdim multiply-adds per call. */
+#ifndef OQCI_TEST_HOOKS
+#define OQCI_TEST_HOOKS 1   /* oqci_force_isa() (liboqc defines it too) */
+#endif
+#include "oqci.h"
+#include "oqcf_nn.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static uint32_t rng = 12345;
+static uint32_t rnd(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 17;
+    rng ^= rng << 5;
+    return rng;
+}
+
+/* One benchmark layer: NCHW, square kernel, symmetric padding. */
+typedef struct Layer {
+    const char *name;
+    int c, h, w, k, ksize, stride, pad, group;
+} Layer;
+
+static const Layer layers[] = {
+    {"conv1 3x224x224 7x7/2 -> 64", 3, 224, 224, 64, 7, 2, 3, 1},
+    {"res2 64x56x56 3x3 -> 64", 64, 56, 56, 64, 3, 1, 1, 1},
+    {"res3 128x28x28 3x3 -> 128", 128, 28, 28, 128, 3, 1, 1, 1},
+    {"res3 64x56x56 3x3/2 -> 128", 64, 56, 56, 128, 3, 2, 1, 1},
+    {"res4 256x14x14 3x3 -> 256", 256, 14, 14, 256, 3, 1, 1, 1},
+    {"res5 512x7x7 3x3 -> 512", 512, 7, 7, 512, 3, 1, 1, 1},
+    {"1x1 64x56x56 -> 256", 64, 56, 56, 256, 1, 1, 0, 1},
+    {"1x1 256x14x14 -> 1024", 256, 14, 14, 1024, 1, 1, 0, 1},
+    {"1x1/2 256x28x28 -> 512", 256, 28, 28, 512, 1, 2, 0, 1},
+    {"dw 144x56x56 3x3/1", 144, 56, 56, 144, 3, 1, 1, 144},
+    {"dw 144x56x56 3x3/2", 144, 56, 56, 144, 3, 2, 1, 144},
+    {"dw 512x14x14 3x3/1", 512, 14, 14, 512, 3, 1, 1, 512},
+    {"fc 512 -> 1000 (batch 1)", 512, 1, 1, 1000, 1, 1, 0, 1},
+    {"fashion 1x28x28 3x3 -> 16", 1, 28, 28, 16, 3, 1, 1, 1},
+    {"fashion 32x14x14 3x3 -> 32", 32, 14, 14, 32, 3, 1, 1, 1},
+};
+
+/* Times fn(ctx) repeatedly for at least min_ms; returns seconds per call (best of 3
+ * batches). */
+static double time_it(int (*fn)(void *), void *ctx, double min_ms) {
+    double best = 1e30;
+    for (int rep = 0; rep < 3; rep++) {
+        int n = 0;
+        double t0 = now(), t;
+        do {
+            if (fn(ctx) != 0) {
+                fprintf(stderr, "int8_conv_bench: kernel failed\n");
+                exit(1);
+            }
+            n++;
+            t = now() - t0;
+        } while (t < min_ms / 3000.0);
+        if (t / n < best)
+            best = t / n;
+    }
+    return best;
+}
+
+typedef struct Q8 {
+    OqciConv p;
+    const void *x;
+    void *y;
+    void *scratch;
+} Q8;
+
+static int run_q8(void *c) {
+    Q8 *q = c;
+    return oqci_conv(&q->p, q->x, q->y, q->scratch);
+}
+
+typedef struct F32 {
+    OqcfConvParams p;
+    const float *x, *w, *b;
+    float *y;
+    void *scratch;
+    size_t ss;
+} F32;
+
+static int run_f32(void *c) {
+    F32 *f = c;
+    return oqcf_conv(NULL, &f->p, f->x, f->w, f->b, f->y, f->scratch, f->ss);
+}
+
+/* ---- peak of the AVX2 microkernel's mix (q8conv_2x28c4__avx2's inner loop) -------- */
+#if defined(__x86_64__) && defined(__GNUC__)
+/* One quad of the 2x28 kernel: per channel a dword broadcast + vpmovsxbw, then 7 x
+ * (vpmaddwd with a panel vector from L1 + vpaddd) into 14 accumulators. */
+#define PK_W(c) "vpbroadcastd " #c "*4(%1), %%xmm14\n vpmovsxbw %%xmm14, %%ymm14\n"
+#define PK_M(a, v) "vpmaddwd " #v "*32(%2), %%ymm14, %%ymm15\n vpaddd %%ymm15, %%ymm" #a ", %%ymm" #a "\n"
+static double peak_avx2(long iters) {
+    static int8_t wb[64] __attribute__((aligned(64)));
+    static int16_t pb[256] __attribute__((aligned(64)));
+    long n = iters;
+    double t = now();
+    __asm__ volatile("1:\n" PK_W(0) PK_M(0, 0) PK_M(1, 1) PK_M(2, 2) PK_M(3, 3) PK_M(4, 4)
+                         PK_M(5, 5) PK_M(12, 6) PK_W(1) PK_M(6, 0) PK_M(7, 1) PK_M(8, 2)
+                             PK_M(9, 3) PK_M(10, 4) PK_M(11, 5) PK_M(13, 6) "dec %0\n jnz 1b\n"
+                     : "+r"(n)
+                     : "r"(wb), "r"(pb)
+                     : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
+                       "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15",
+                       "memory");
+    t = now() - t;
+    return (double)iters * 2 * 28 * 4 / t / 1e9;   /* 2 channels x 28 pixels x 4 k */
+}
+/* The inexact vpmaddubsw sequence (u8 x s8 pairs saturate) for comparison. */
+#define PU_W(c) "vpbroadcastd " #c "*4(%1), %%ymm14\n"
+#define PU_M(a, v) "vpmaddubsw " #v "*32(%2), %%ymm14, %%ymm15\n vpmaddwd %%ymm13, %%ymm15, %%ymm15\n vpaddd %%ymm15, %%ymm" #a ", %%ymm" #a "\n"
+static double peak_maddubs(long iters) {
+    static int8_t wb[64] __attribute__((aligned(64)));
+    static uint8_t pb[512] __attribute__((aligned(64)));
+    long n = iters;
+    double t = now();
+    __asm__ volatile("1:\n" PU_W(0) PU_M(0, 0) PU_M(1, 1) PU_M(2, 2) PU_W(1) PU_M(3, 0)
+                         PU_M(4, 1) PU_M(5, 2) PU_W(2) PU_M(6, 0) PU_M(7, 1) PU_M(8, 2) PU_W(3)
+                             PU_M(9, 0) PU_M(10, 1) PU_M(11, 2) "dec %0\n jnz 1b\n"
+                     : "+r"(n)
+                     : "r"(wb), "r"(pb)
+                     : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
+                       "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15",
+                       "memory");
+    t = now() - t;
+    return (double)iters * 4 * 24 * 4 / t / 1e9;   /* 4 channels x 24 pixels x 4 k */
+}
+#endif
+
+int main(int argc, char **argv) {
+    double min_ms = 300;
+    const char *only_isa = NULL, *only_layer = NULL;
+    int fp32 = 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--min-ms") && i + 1 < argc)
+            min_ms = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--isa") && i + 1 < argc)
+            only_isa = argv[++i];
+        else if (!strcmp(argv[i], "--layer") && i + 1 < argc)
+            only_layer = argv[++i];
+        else if (!strcmp(argv[i], "--no-fp32"))
+            fp32 = 0;
+        else {
+            fprintf(stderr, "usage: %s [--min-ms N] [--isa NAME] [--layer SUBSTRING] [--no-fp32]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
+    FILE *la = fopen("/proc/loadavg", "r");
+    char lbuf[64] = "?";
+    if (la) {
+        if (!fgets(lbuf, sizeof lbuf, la))
+            strcpy(lbuf, "?");
+        fclose(la);
+        lbuf[strcspn(lbuf, "\n")] = 0;
+    }
+    printf("int8_conv_bench: single thread, load average %s\n", lbuf);
+    int isas[OQCI_ISA_COUNT], nisa = 0;
+    for (int isa = OQCI_ISA_PORTABLE; isa < OQCI_ISA_COUNT; isa++)
+        if (oqci_isa_available(isa) && (!only_isa || !strcmp(only_isa, oqci_isa_name(isa))))
+            isas[nisa++] = isa;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (oqci_isa_available(OQCI_ISA_AVX2)) {
+        double pk = 0, pu = 0;
+        for (int r = 0; r < 3; r++) {
+            double a = peak_avx2(20000000), b = peak_maddubs(20000000);
+            pk = a > pk ? a : pk;
+            pu = b > pu ? b : pu;
+        }
+        printf("peak of the q8conv_2x28c4__avx2 mix (registers, L1): %.1f GMAC/s"
+               "  (inexact vpmaddubsw mix: %.1f)\n", pk, pu);
+    }
+#endif
+    printf("%-30s %8s %8s", "layer", "MMAC", "scrKB");
+    for (int i = 0; i < nisa; i++)
+        printf(" %11s", oqci_isa_name(isas[i]));
+    printf(" %11s  (GMAC/s; fp32: oqcf_conv GFMA/s; scrKB: oqci_conv_scratch)\n", "fp32");
+    for (size_t li = 0; li < sizeof layers / sizeof layers[0]; li++) {
+        const Layer *L = &layers[li];
+        if (only_layer && !strstr(L->name, only_layer))
+            continue;
+        OqciConv p;
+        memset(&p, 0, sizeof p);
+        p.batch = 1;
+        p.in_c = L->c;
+        p.in_h = L->h;
+        p.in_w = L->w;
+        p.out_c = L->k;
+        p.k_h = p.k_w = L->ksize;
+        p.s_h = p.s_w = L->stride;
+        p.d_h = p.d_w = 1;
+        p.p_t = p.p_l = L->pad;
+        p.out_h = (L->h + 2 * L->pad - L->ksize) / L->stride + 1;
+        p.out_w = (L->w + 2 * L->pad - L->ksize) / L->stride + 1;
+        p.group = L->group;
+        p.kdim = L->c / L->group * L->ksize * L->ksize;
+        p.kpad = (p.kdim + 3) / 4 * 4;
+        p.out_ctotal = p.out_c;
+        p.in_type = OQCI_U8;
+        p.out_type = OQCI_U8;
+        p.lo = 0;
+        p.hi = 255;
+        size_t nx = (size_t)L->c * L->h * L->w, ny = (size_t)p.out_c * p.out_h * p.out_w;
+        uint8_t *x = malloc(nx), *y = malloc(ny);
+        int8_t *w = calloc((size_t)p.out_c * p.kpad, 1);
+        int32_t *bias = malloc(sizeof(int32_t) * p.out_c);
+        float *mult = malloc(sizeof(float) * p.out_c);
+        for (size_t i = 0; i < nx; i++)
+            x[i] = (uint8_t)(rnd() % 256);
+        for (int k = 0; k < p.out_c; k++) {
+            for (int j = 0; j < p.kdim; j++)
+                w[(size_t)k * p.kpad + j] = (int8_t)((int)(rnd() % 255) - 127);
+            bias[k] = (int32_t)(rnd() % 20001) - 10000;
+            mult[k] = 1.0f / (float)(p.kdim * 200);
+        }
+        p.w = w;
+        p.bias = bias;
+        p.rq.mode = OQCI_REQ_FLOAT;
+        p.rq.per_index = 1;
+        p.rq.mult = mult;
+        size_t ss = oqci_conv_scratch(&p);
+        void *scratch = malloc(ss);
+        Q8 q = {p, x, y, scratch};
+        double macs = (double)ny * p.kdim;
+        printf("%-30s %8.1f %8.1f", L->name, macs / 1e6, (double)ss / 1024.0);
+        fflush(stdout);
+        for (int i = 0; i < nisa; i++) {
+            oqci_force_isa(isas[i]);
+            double t = time_it(run_q8, &q, min_ms);
+            printf(" %11.2f", macs / t / 1e9);
+            fflush(stdout);
+        }
+        oqci_force_isa(OQCI_ISA_AUTO);
+        /* FP32 on the same shape */
+        F32 f;
+        memset(&f, 0, sizeof f);
+        f.p.nspatial = 2;
+        f.p.batch = 1;
+        f.p.channels = L->c;
+        f.p.out_channels = L->k;
+        f.p.group = L->group;
+        f.p.in_size[0] = L->h;
+        f.p.in_size[1] = L->w;
+        f.p.out_size[0] = p.out_h;
+        f.p.out_size[1] = p.out_w;
+        for (int a = 0; a < 2; a++) {
+            f.p.kernel[a] = L->ksize;
+            f.p.stride[a] = L->stride;
+            f.p.dilation[a] = 1;
+            f.p.pad_begin[a] = L->pad;
+            f.p.pad_end[a] = (p.out_h - 1) * L->stride + L->ksize - L->h - L->pad;
+            if (f.p.pad_end[a] < 0)
+                f.p.pad_end[a] = 0;
+        }
+        f.p.act.kind = OQCF_ACT_RELU;
+        float *fx = malloc(sizeof(float) * nx), *fy = malloc(sizeof(float) * ny);
+        float *fw = malloc(sizeof(float) * (size_t)p.out_c * p.kdim), *fb = malloc(sizeof(float) * p.out_c);
+        for (size_t i = 0; i < nx; i++)
+            fx[i] = (float)x[i] / 255.0f;
+        for (size_t i = 0; i < (size_t)p.out_c * p.kdim; i++)
+            fw[i] = (float)((int)(rnd() % 255) - 127) / 127.0f;
+        for (int k = 0; k < p.out_c; k++)
+            fb[k] = 0.1f;
+        f.x = fx;
+        f.w = fw;
+        f.b = fb;
+        f.y = fy;
+        f.ss = oqcf_conv_scratch_size(&f.p, 1);
+        f.scratch = malloc(f.ss ? f.ss : 1);
+        if (fp32) {
+            double tf = time_it(run_f32, &f, min_ms);
+            printf(" %11.2f\n", macs / tf / 1e9);
+        } else {
+            printf(" %11s\n", "-");
+        }
+        free(fx);
+        free(fy);
+        free(fw);
+        free(fb);
+        free(f.scratch);
+        free(x);
+        free(y);
+        free(w);
+        free(bias);
+        free(mult);
+        free(scratch);
+    }
+    return 0;
+}

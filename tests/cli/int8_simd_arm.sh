@@ -1,0 +1,188 @@
+#!/bin/sh
+# int8_simd_arm.sh - oqci_conv's SIMD kernel families in the builds the emitted C gets
+# (runtime/oqci_conv.c copied verbatim, no liboqc, no OQCI_DISPATCH): each family is
+# compared bit for bit with the portable one by tests/emit/int8_simd_check.c, a
+# standalone program built with the runtime file (OQCI_TEST_HOOKS for oqci_force_isa).
+#   1. x86, compile-time selection: built with -mavx2, and with -mavx2 -mfma (gcc and
+#      clang, strict C99) the program must choose the AVX2 family by itself and match
+#      the portable one; built with no -m flag it must choose the portable family.
+#   2. x86 VNNI: this CPU may lack AVX-512 VNNI and AVX-VNNI, so the file is compiled
+#      with -mavx512f -mavx512bw -mavx512vnni -mavxvnni (strict C99, gcc and clang) and
+#      the object must hold vpdpbusd on zmm (AVX-512) and VEX-encoded on ymm (AVX-VNNI);
+#      (with OQCI_TEST_HOOKS, which keeps every compiled family reachable), with
+#      -mavxvnni alone, and with OQCI_DISPATCH and no -m flag (liboqc's build: AVX2 and
+#      AVX-512 VNNI kernels, and AVX-VNNI with gcc).  Their logic (u8 panels, s8 inputs
+#      packed + 128 and corrected, their tiles) runs here with OQCI_TEST_EMULATE_VNNI:
+#      vpdpbusd ymm emulated exactly with AVX2, a plain-C stand-in for the AVX-512
+#      microkernel.  When the CPU has them, the real program is also run.
+#   3. Arm dot product: with aarch64-linux-gnu-gcc and qemu-aarch64 (Debian packages
+#      gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, qemu-user; skipped when absent),
+#      built -static with -march=armv8.2-a+dotprod (strict C99; the object holds sdot)
+#      and run under qemu-aarch64 -cpu max: the neondot family must match the portable
+#      one; built for plain armv8-a it must choose the portable family.
+# Each program run takes well under a second natively, a few seconds under qemu; the
+# whole script ~25 s (mostly compiling).
+. tests/cli/lib.sh
+# These compile the runtime sources with the system's compilers: the same whichever
+# configuration `make check` is testing, so they run in the default one only.
+if [ "${OQC_CONFIG:-default}" != default ]; then
+    echo "skip: runs in the default configuration only"
+    finish
+    exit $?
+fi
+C99="-std=c99 -pedantic -O2 -Wall -Wextra -Werror"
+SRC="tests/emit/int8_simd_check.c runtime/oqci_conv.c"
+HOOKS="-DOQCI_TEST_HOOKS -Iruntime"
+
+# check_run LABEL FAMILY CASES PROGRAM...: the program chose FAMILY and every family
+# matched the portable one.
+check_run() {
+    label=$1 fam=$2 n=$3
+    shift 3
+    if "$@" "$fam" "$n" >"$TMP/out" 2>&1; then
+        ok "$label ($(sed 's/int8_simd_check: *//' "$TMP/out" | tr -s ' ' | head -n 4 | tr '\n' ';' | sed 's/;$//'))"
+    else
+        fail "$label: $(head -n 8 "$TMP/out")"
+    fi
+}
+
+# has_insn LABEL OBJDUMP OBJECT PATTERN: the disassembly matches PATTERN.
+has_insn() {
+    if "$2" -d "$3" | grep -Eq "$4"; then
+        ok "$1"
+    else
+        fail "$1: no instruction matching '$4'"
+    fi
+}
+
+# ---- 1. x86 AVX2 by compile-time selection -------------------------------------------
+case $(uname -m) in x86_64) X86=1 ;; *) X86=0 ;; esac
+if [ "$X86" = 1 ]; then
+    for cc in gcc clang; do
+        if ! command -v "$cc" >/dev/null 2>&1; then
+            echo "skip: $cc not installed"
+            continue
+        fi
+        if $cc $C99 -mavx2 $HOOKS $SRC -o "$TMP/avx2.$cc" 2>"$TMP/err"; then
+            ok "$cc -mavx2: int8_simd_check builds (strict C99)"
+            if grep -qw avx2 /proc/cpuinfo; then
+                check_run "$cc -mavx2: AVX2 chosen at compile time, bit-exact with portable" \
+                    avx2 500 "$TMP/avx2.$cc"
+            else
+                echo "skip: this CPU has no AVX2 (the -mavx2 program is not run)"
+            fi
+        else
+            fail "$cc -mavx2 build: $(head -n 5 "$TMP/err")"
+        fi
+        # with FMA too (-march=haswell and later): the depthwise kernels' fused form
+        if [ "$cc" = clang ]; then
+            :   # (gcc's build is enough for this variant)
+        elif $cc $C99 -mavx2 -mfma $HOOKS $SRC -o "$TMP/fma.$cc" 2>"$TMP/err"; then
+            if grep -qw fma /proc/cpuinfo && grep -qw avx2 /proc/cpuinfo; then
+                check_run "$cc -mavx2 -mfma: AVX2 with FMA, bit-exact with portable" avx2 300 \
+                    "$TMP/fma.$cc"
+            fi
+        else
+            fail "$cc -mavx2 -mfma build: $(head -n 5 "$TMP/err")"
+        fi
+        if $cc $C99 $HOOKS $SRC -o "$TMP/plain.$cc" 2>"$TMP/err"; then
+            check_run "$cc, no -m flag: the portable family" portable 20 "$TMP/plain.$cc"
+        else
+            fail "$cc plain build: $(head -n 5 "$TMP/err")"
+        fi
+    done
+
+    # ---- 2. x86 VNNI: compile checks (and runs on a CPU that has it) -------------------
+    VNNI="-mavx512f -mavx512bw -mavx512vnni -mavxvnni"
+    for cc in gcc clang; do
+        command -v "$cc" >/dev/null 2>&1 || continue
+        # with the hooks every compiled family stays reachable (oqci_force_isa)
+        if $cc $C99 $VNNI -DOQCI_TEST_HOOKS -c runtime/oqci_conv.c -o "$TMP/vnni.$cc.o" \
+            2>"$TMP/err"; then
+            ok "$cc $VNNI: oqci_conv.c compiles (strict C99)"
+            has_insn "$cc: AVX-512 VNNI kernel (vpdpbusd zmm)" objdump "$TMP/vnni.$cc.o" \
+                'vpdpbusd.*zmm'
+            has_insn "$cc: AVX-VNNI kernel ({vex} vpdpbusd ymm)" objdump "$TMP/vnni.$cc.o" \
+                'vex.*vpdpbusd.*ymm'
+        else
+            fail "$cc $VNNI: $(head -n 5 "$TMP/err")"
+        fi
+        if $cc $C99 -mavxvnni -c runtime/oqci_conv.c -o "$TMP/avxvnni.$cc.o" 2>"$TMP/err"; then
+            has_insn "$cc -mavxvnni: oqci_conv.c compiles, AVX-VNNI kernel" objdump \
+                "$TMP/avxvnni.$cc.o" 'vex.*vpdpbusd.*ymm'
+        else
+            fail "$cc -mavxvnni: $(head -n 5 "$TMP/err")"
+        fi
+        if $cc $C99 -DOQCI_DISPATCH -DOQCI_TEST_HOOKS -c runtime/oqci_conv.c \
+            -o "$TMP/disp.$cc.o" 2>"$TMP/err"; then
+            ok "$cc -DOQCI_DISPATCH (no -m flag): oqci_conv.c compiles (strict C99)"
+            pats="vpmaddwd.*ymm vpdpbusd.*zmm"
+            # AVX-VNNI is chosen at run time only by gcc (see OQCI_CC_AVXVNNI)
+            [ "$cc" = gcc ] && pats="$pats vex.*vpdpbusd.*ymm"
+            for pat in $pats; do
+                has_insn "$cc dispatch build: $pat" objdump "$TMP/disp.$cc.o" "$pat"
+            done
+        else
+            fail "$cc -DOQCI_DISPATCH: $(head -n 5 "$TMP/err")"
+        fi
+    done
+    # Their logic on this CPU: OQCI_TEST_EMULATE_VNNI emulates vpdpbusd ymm with AVX2 (the
+    # AVX-VNNI kernel runs as written) and stands in plain C for the AVX-512 kernel.
+    if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then
+        for cc in gcc; do
+            command -v "$cc" >/dev/null 2>&1 || continue
+            if $cc $C99 -mavx2 -mfma -DOQCI_TEST_EMULATE_VNNI $HOOKS $SRC -o "$TMP/emu.$cc" \
+                2>"$TMP/err"; then
+                check_run "$cc: VNNI families, vpdpbusd emulated, bit-exact with portable" \
+                    avx512vnni 600 "$TMP/emu.$cc"
+            else
+                fail "$cc VNNI emulation build: $(head -n 5 "$TMP/err")"
+            fi
+        done
+    fi
+    if grep -qw avx512_vnni /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo &&
+        gcc $C99 -mavx512f -mavx512bw -mavx512vnni $HOOKS $SRC -o "$TMP/avx512" 2>/dev/null; then
+        check_run "gcc AVX-512 VNNI, bit-exact with portable" avx512vnni 600 "$TMP/avx512"
+    else
+        echo "skip: no AVX-512 VNNI on this CPU (compile-checked only)"
+    fi
+    if grep -qw avx_vnni /proc/cpuinfo &&
+        gcc $C99 -mavx2 -mavxvnni $HOOKS $SRC -o "$TMP/avxvnni" 2>/dev/null; then
+        check_run "gcc AVX-VNNI, bit-exact with portable" avxvnni 600 "$TMP/avxvnni"
+    else
+        echo "skip: no AVX-VNNI on this CPU (compile-checked only)"
+    fi
+else
+    echo "skip: not an x86-64 machine (AVX2 and VNNI checks)"
+fi
+
+# ---- 3. Arm dot product under qemu -----------------------------------------------------
+ACC=aarch64-linux-gnu-gcc
+if command -v "$ACC" >/dev/null 2>&1 && command -v qemu-aarch64 >/dev/null 2>&1; then
+    ADUMP=aarch64-linux-gnu-objdump
+    command -v "$ADUMP" >/dev/null 2>&1 || ADUMP=objdump
+    if $ACC $C99 -march=armv8.2-a+dotprod -c runtime/oqci_conv.c -o "$TMP/dot.o" \
+        2>"$TMP/err"; then
+        ok "$ACC -march=armv8.2-a+dotprod: oqci_conv.c compiles (strict C99)"
+        has_insn "neondot kernel (sdot)" "$ADUMP" "$TMP/dot.o" 'sdot'
+    else
+        fail "$ACC dotprod: $(head -n 5 "$TMP/err")"
+    fi
+    if $ACC $C99 -march=armv8.2-a+dotprod -static $HOOKS $SRC -o "$TMP/arm.dot" 2>"$TMP/err"
+    then
+        check_run "qemu-aarch64: neondot chosen at compile time, bit-exact with portable" \
+            neondot 600 qemu-aarch64 -cpu max "$TMP/arm.dot"
+    else
+        fail "$ACC dotprod program: $(head -n 5 "$TMP/err")"
+    fi
+    if $ACC $C99 -march=armv8-a -static $HOOKS $SRC -o "$TMP/arm.plain" 2>"$TMP/err"; then
+        check_run "qemu-aarch64, armv8-a without dotprod: the portable family" portable 20 \
+            qemu-aarch64 -cpu max "$TMP/arm.plain"
+    else
+        fail "$ACC armv8-a program: $(head -n 5 "$TMP/err")"
+    fi
+else
+    echo "skip: aarch64-linux-gnu-gcc or qemu-aarch64 not installed" \
+        "(Debian: gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)"
+fi
+finish
