@@ -689,34 +689,12 @@ static void put_report(FILE *f, const char *model, const OqcCalibEntry *e, int n
 int oqc_calib_report(const char *path, const char *model, const OqcCalibEntry *e, int n,
                      int64_t samples, OqcDiag *d) {
     OQC_ASSERT(path && n >= 0 && (n == 0 || e));
-    size_t tmplen = strlen(path) + 32;
-    char *tmp = malloc(tmplen);
-    if (!tmp)
-        return oqc_err(d, "out of memory");
-    snprintf(tmp, tmplen, "%s.tmp%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        int rc = oqc_err(d, "%s: cannot write the calibration report: %s", path,
-                         strerror(errno));
-        free(tmp);
-        return rc;
-    }
-    put_report(f, model, e, n, samples);
-    int ok = !ferror(f);
-    int err = errno;
-    if (fclose(f) != 0 && ok) {
-        ok = 0;
-        err = errno;
-    }
-    int rc = 0;
-    if (ok && rename(tmp, path) != 0) {
-        ok = 0;
-        err = errno;
-    }
-    if (!ok) {
-        rc = oqc_err(d, "%s: error writing the calibration report: %s", path, strerror(err));
-        remove(tmp);
-    }
-    free(tmp);
-    return rc;
+    OqcOutFile of;
+    if (oqc_out_open(&of, path, d) < 0)
+        return -1;
+    put_report(of.f, model, e, n, samples);
+    int ok = !ferror(of.f);
+    if (!ok)
+        oqc_err(d, "%s: error writing the calibration report: %s", path, strerror(errno));
+    return oqc_out_commit(&of, ok, d);
 }

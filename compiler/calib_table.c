@@ -85,35 +85,6 @@ static int check_entry(const char *path, const OqcCalibEntry *e, int need_method
     return 0;
 }
 
-/* A temporary file beside path ("PATH.tmpPID"), malloc'd name in *tmp. */
-static FILE *open_tmp(const char *path, char **tmp, OqcDiag *d) {
-    size_t len = strlen(path) + 32;
-    *tmp = malloc(len);
-    if (!*tmp)
-        oqc_panic(__FILE__, __LINE__, "out of memory");
-    snprintf(*tmp, len, "%s.tmp%ld", path, (long)getpid());
-    FILE *f = fopen(*tmp, "wb");
-    if (!f) {
-        oqc_err(d, "%s: cannot write: %s", path, strerror(errno));
-        free(*tmp);
-    }
-    return f;
-}
-
-/* Closes f and renames tmp to path when ok; removes tmp otherwise. Frees tmp. */
-static int commit_tmp(FILE *f, char *tmp, const char *path, int ok, OqcDiag *d) {
-    ok = fflush(f) == 0 && !ferror(f) && ok;
-    ok = fclose(f) == 0 && ok;
-    int rc = 0;
-    if (!ok || rename(tmp, path) != 0) {
-        rc = ok ? oqc_err(d, "%s: cannot rename %s into place: %s", path, tmp, strerror(errno))
-                : oqc_err(d, "%s: error writing the file", path);
-        remove(tmp);
-    }
-    free(tmp);
-    return rc;
-}
-
 /* A set of names (open addressing) for finding duplicates; malloc'd. */
 typedef struct NameSet {
     const char **slot;   /* names, NULL for free slots */
@@ -237,17 +208,18 @@ int oqc_table_write_trt(const char *path, const char *kind, const OqcCalibEntry 
         float s = e[i].is_unsigned ? e[i].threshold / 127.0f : e[i].scale;
         memcpy(&bits[i], &s, sizeof s);
     }
-    char *tmp;
-    FILE *f = open_tmp(path, &tmp, d);
-    if (!f) {
+    OqcOutFile of;
+    if (oqc_out_open(&of, path, d) < 0) {
         free(bits);
         return -1;
     }
-    int ok = fprintf(f, "%s\n", header) > 0;
+    int ok = fprintf(of.f, "%s\n", header) > 0;
     for (int i = 0; ok && i < n; i++)
-        ok = fprintf(f, "%s: %08" PRIx32 "\n", e[i].name, bits[i]) > 0;
+        ok = fprintf(of.f, "%s: %08" PRIx32 "\n", e[i].name, bits[i]) > 0;
     free(bits);
-    return commit_tmp(f, tmp, path, ok, d);
+    if (!ok)
+        oqc_err(d, "%s: error writing the file", path);
+    return oqc_out_commit(&of, ok, d);
 }
 
 static int hexval(int c) {
@@ -381,17 +353,17 @@ int oqc_table_write_xml(const char *path, const OqcCalibEntry *e, int n, int64_t
         return -1;
     if (samples < 0)
         return oqc_err(d, "%s: negative sample count %" PRId64, path, samples);
-    char *tmp;
-    FILE *f = open_tmp(path, &tmp, d);
-    if (!f)
+    OqcOutFile of;
+    if (oqc_out_open(&of, path, d) < 0)
         return -1;
     xmlInitParser();
-    xmlOutputBufferPtr ob = xmlOutputBufferCreateFile(f, NULL);
+    xmlOutputBufferPtr ob = xmlOutputBufferCreateFile(of.f, NULL);
     xmlTextWriterPtr w = ob ? xmlNewTextWriter(ob) : NULL; /* owns ob from here on */
     if (!w) {
         if (ob)
             xmlOutputBufferClose(ob);
-        return commit_tmp(f, tmp, path, 0, d);
+        oqc_err(d, "%s: cannot start writing XML", path);
+        return oqc_out_commit(&of, 0, d);
     }
     char num[64];
     int bad = xmlTextWriterSetIndent(w, 1) < 0 ||
@@ -419,8 +391,10 @@ int oqc_table_write_xml(const char *path, const OqcCalibEntry *e, int n, int64_t
         free(method);
     }
     bad |= xmlTextWriterEndElement(w) < 0 || xmlTextWriterEndDocument(w) < 0;
-    xmlFreeTextWriter(w); /* flushes and frees ob; leaves f open */
-    return commit_tmp(f, tmp, path, !bad, d);
+    xmlFreeTextWriter(w); /* flushes and frees ob; leaves the file open */
+    if (bad)
+        oqc_err(d, "%s: error writing the file", path);
+    return oqc_out_commit(&of, !bad, d);
 }
 
 /* State of one oqc_table_read_xml call. */

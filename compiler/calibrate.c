@@ -12,6 +12,7 @@
 #include "ir.h"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -266,6 +267,58 @@ static int *make_slots(OqcGraph *g, const OqcGraph *ref, const int *ref_slot, Ca
     return slot;
 }
 
+/* One calibration worker: its executors (one thread each), its own accumulators (same
+ * histogram slots as every worker's) and the samples it runs.  With --threads N, N
+ * workers run disjoint samples of a file at once: histograms are integer counts and
+ * amax a maximum, so merging them gives exactly the single-worker result. */
+typedef struct Worker {
+    Calib c;              /* this worker's amax / histograms */
+    Hook h1, hb;          /* hooks of its batch-1 and batch-b executors */
+    OqcExec *e, *eb;      /* its executors (eb NULL when b == 1) */
+    void **outs;          /* output buffers, big enough for either graph */
+    float *batch;         /* one batch of samples */
+    OqcGraph *g, *gb;     /* the graphs */
+    int64_t b;            /* samples per batched run */
+    size_t sample_bytes;  /* bytes of one sample */
+    const char *data;     /* the current file's samples */
+    int64_t k0, k1;       /* this worker's samples [k0, k1) of it */
+    int rc;               /* 0, or -1 with the error in diag */
+    OqcDiag diag;         /* this worker's errors */
+    int64_t *done;        /* samples done by all workers (worker 0 reads it) */
+    Progress *pr;         /* drawn by worker 0 only */
+    int id;               /* worker index */
+    int pass;             /* current pass */
+} Worker;
+
+static void *worker_run(void *arg) {
+    Worker *w = arg;
+    int64_t queued = 0;
+    for (int64_t k = w->k0; w->rc == 0 && k < w->k1; k++) {
+        memcpy((char *)w->batch + (size_t)queued * w->sample_bytes,
+               w->data + (size_t)k * w->sample_bytes, w->sample_bytes);
+        if (++queued == w->b) { /* a full batch */
+            const void *in = w->batch;
+            feed_inputs(w->b > 1 ? &w->hb : &w->h1, w->b > 1 ? w->gb : w->g, &in);
+            w->rc = oqc_exec_run(w->b > 1 ? w->eb : w->e, &in, w->outs, &w->diag);
+            __atomic_add_fetch(w->done, queued, __ATOMIC_RELAXED);
+            queued = 0;
+            if (w->id == 0)
+                progress(w->pr, w->pass, __atomic_load_n(w->done, __ATOMIC_RELAXED));
+        }
+    }
+    for (int64_t k = 0; w->rc == 0 && k < queued; k++) { /* a short last batch */
+        const void *in = w->batch + (size_t)k * (w->sample_bytes / sizeof(float));
+        feed_inputs(&w->h1, w->g, &in);
+        w->rc = oqc_exec_run(w->e, &in, w->outs, &w->diag);
+        __atomic_add_fetch(w->done, 1, __ATOMIC_RELAXED);
+        if (w->id == 0)
+            progress(w->pr, w->pass, __atomic_load_n(w->done, __ATOMIC_RELAXED));
+    }
+    return NULL;
+}
+
+#define MAX_WORKERS 16
+
 int oqc_calibrate(OqcGraph *g, OqcGraph *gb, int64_t b, const OqcCalibOptions *o,
                   OqcCalibEntry **entries, int *nentries, int64_t *nsamples, OqcDiag *d) {
     OqcArena *a = g->arena;
@@ -282,48 +335,81 @@ int oqc_calibrate(OqcGraph *g, OqcGraph *gb, int64_t b, const OqcCalibOptions *o
         return -1;
     if (!gb || b < 2)
         b = 1;
-    OqcExec *e = oqc_exec_new(g, o->threads > 0 ? o->threads : 1, d);
-    OqcExec *eb = e && b > 1 ? oqc_exec_new(gb, o->threads > 0 ? o->threads : 1, d) : NULL;
-    if (!e || (b > 1 && !eb)) {
-        oqc_exec_free(e);
-        return -1;
-    }
-    Calib c = {0};
-    c.hists = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof *c.hists);
-    Hook h1 = {&c, make_slots(g, NULL, NULL, &c, o->bins), 1};
-    Hook hb = {&c, b > 1 ? make_slots(gb, g, h1.slot, &c, o->bins) : NULL, b};
-    oqc_exec_set_hook(e, hook, &h1);
-    if (eb)
-        oqc_exec_set_hook(eb, hook, &hb);
-    void **outs = oqc_arena_alloc(a, (size_t)(g->noutputs + 1) * sizeof *outs);
-    for (int i = 0; i < g->noutputs; i++) { /* big enough for either graph */
-        const OqcTensor *t = &g->tensors[g->outputs[i]];
-        outs[i] = oqc_arena_alloc_raw(a, (size_t)(oqc_shape_numel(&t->shape) * b) *
-                                             oqcf_dtype_size(t->dtype) + 1);
-    }
+    int nw = o->threads > 1 ? o->threads : 1;
+    if (nw > MAX_WORKERS)
+        nw = MAX_WORKERS;
+    Worker *ws = oqc_arena_alloc(a, (size_t)nw * sizeof *ws);
     size_t sample_bytes = (size_t)oqc_shape_numel(&x->shape) * sizeof(float);
-    float *batch = oqc_arena_alloc_raw(a, sample_bytes * (size_t)b + 1);
+    int64_t done = 0;
     Progress pr = {.on = o->progress};
-    int64_t total = 0;
+    Calib c = {0};   /* the merged result (worker 0's accumulators) */
+    int *slot1 = NULL;
     int rc = 0;
-    for (int pass = 1; pass <= 2 && rc == 0; pass++) {
-        c.pass = pass;
-        if (pass == 2 && c.nan_name)
-            rc = oqc_err(d, "%s: tensor '%s' takes NaN values on the calibration data", g->path,
-                         c.nan_name);
-        for (int hi = 0; rc == 0 && pass == 2 && hi < c.nhists; hi++)
-            if (!isfinite(c.hists[hi].amax))
-                rc = oqc_err(d, "%s: an activation takes infinite values on the calibration "
-                                "data", g->path);
-        if (rc < 0)
+    for (int i = 0; i < nw && rc == 0; i++) {
+        Worker *w = &ws[i];
+        w->g = g;
+        w->gb = gb;
+        w->b = b;
+        w->sample_bytes = sample_bytes;
+        w->done = &done;
+        w->pr = &pr;
+        w->id = i;
+        oqc_diag_init(&w->diag);
+        w->e = oqc_exec_new(g, 1, d);
+        w->eb = w->e && b > 1 ? oqc_exec_new(gb, 1, d) : NULL;
+        if (!w->e || (b > 1 && !w->eb)) {
+            rc = -1;
             break;
+        }
+        w->c.hists = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof *w->c.hists);
+        w->h1 = (Hook){&w->c, make_slots(g, NULL, NULL, &w->c, o->bins), 1};
+        w->hb = (Hook){&w->c, b > 1 ? make_slots(gb, g, w->h1.slot, &w->c, o->bins) : NULL, b};
+        oqc_exec_set_hook(w->e, hook, &w->h1);
+        if (w->eb)
+            oqc_exec_set_hook(w->eb, hook, &w->hb);
+        w->outs = oqc_arena_alloc(a, (size_t)(g->noutputs + 1) * sizeof *w->outs);
+        for (int k = 0; k < g->noutputs; k++) { /* big enough for either graph */
+            const OqcTensor *t = &g->tensors[g->outputs[k]];
+            w->outs[k] = oqc_arena_alloc_raw(a, (size_t)(oqc_shape_numel(&t->shape) * b) *
+                                                    oqcf_dtype_size(t->dtype) + 1);
+        }
+        w->batch = oqc_arena_alloc_raw(a, sample_bytes * (size_t)b + 1);
+    }
+    int64_t total = 0;
+    for (int pass = 1; pass <= 2 && rc == 0; pass++) {
+        for (int i = 0; i < nw; i++)
+            ws[i].c.pass = ws[i].pass = pass;
+        if (pass == 2) {   /* every worker bins over the global amax */
+            const char *nan = NULL;
+            for (int i = 0; i < nw && !nan; i++)
+                nan = ws[i].c.nan_name;
+            if (nan) {
+                rc = oqc_err(d, "%s: tensor '%s' takes NaN values on the calibration data",
+                             g->path, nan);
+                break;
+            }
+            for (int hi = 0; hi < ws[0].c.nhists; hi++) {
+                float m = 0;
+                for (int i = 0; i < nw; i++)
+                    m = ws[i].c.hists[hi].amax > m ? ws[i].c.hists[hi].amax : m;
+                for (int i = 0; i < nw; i++)
+                    ws[i].c.hists[hi].amax = m;
+                if (!isfinite(m)) {
+                    rc = oqc_err(d, "%s: an activation takes infinite values on the "
+                                    "calibration data", g->path);
+                    break;
+                }
+            }
+            if (rc < 0)
+                break;
+        }
         clock_gettime(CLOCK_MONOTONIC, &pr.t0);
-        int64_t done = 0, queued = 0;
+        done = 0;
         for (int f = 0; f < nfiles && rc == 0; f++) {
             /* Each file is read into a scratch arena: memory stays bounded by one file. */
             OqcArena *fa = oqc_arena_new();
             OqcValue v;
-            int64_t s;
+            int64_t s = 0;
             if (oqc_tensor_read(files[f], &x->shape, fa, &v, d) < 0 ||
                 oqc_samples_of(files[f], &v, &x->shape, &s, d) < 0) {
                 rc = -1;
@@ -331,25 +417,36 @@ int oqc_calibrate(OqcGraph *g, OqcGraph *gb, int64_t b, const OqcCalibOptions *o
                 rc = oqc_err(d, "%s: holds %s data; the input '%s' is f32", files[f],
                              oqc_dtype_name(v.dtype), x->name);
             }
-            for (int64_t k = 0; rc == 0 && k < s; k++) {
-                memcpy((char *)batch + (size_t)queued * sample_bytes,
-                       (const char *)v.data + (size_t)k * sample_bytes, sample_bytes);
-                if (++queued == b) { /* a full batch */
-                    const void *in = batch;
-                    feed_inputs(b > 1 ? &hb : &h1, b > 1 ? gb : g, &in);
-                    rc = oqc_exec_run(b > 1 ? eb : e, &in, outs, d);
-                    done += queued;
-                    queued = 0;
-                    progress(&pr, pass, done);
-                }
+            /* Contiguous shares of the file's samples, whole batches where possible. */
+            int used = nw;
+            while (used > 1 && s < (int64_t)used * b)
+                used--;
+            pthread_t tid[MAX_WORKERS];
+            int started[MAX_WORKERS] = {0};
+            for (int i = 0; rc == 0 && i < used; i++) {
+                Worker *w = &ws[i];
+                int64_t nb = (s + b - 1) / b; /* batches, the last maybe short */
+                w->data = v.data;
+                w->k0 = nb * i / used * b;
+                w->k1 = i + 1 == used ? s : nb * (i + 1) / used * b;
+                w->rc = 0;
+                if (i > 0)
+                    started[i] = pthread_create(&tid[i], NULL, worker_run, w) == 0;
+                if (i > 0 && !started[i])
+                    worker_run(w); /* no thread: run it here */
             }
+            if (rc == 0)
+                worker_run(&ws[0]);
+            for (int i = 1; i < used; i++)
+                if (started[i])
+                    pthread_join(tid[i], NULL);
+            for (int i = 0; rc == 0 && i < used; i++)
+                if (ws[i].rc < 0) {
+                    rc = oqc_err(d, "%.*s", (int)(ws[i].diag.len && ws[i].diag.buf[ws[i].diag.len - 1] == '\n'
+                                                      ? ws[i].diag.len - 1 : ws[i].diag.len),
+                                 ws[i].diag.buf ? ws[i].diag.buf : "calibration failed");
+                }
             oqc_arena_free(fa);
-        }
-        for (int64_t k = 0; rc == 0 && k < queued; k++) { /* the short last batch */
-            const void *in = (const char *)batch + (size_t)k * sample_bytes;
-            feed_inputs(&h1, g, &in);
-            rc = oqc_exec_run(e, &in, outs, d);
-            progress(&pr, pass, ++done);
         }
         if (pass == 1) {
             total = done;
@@ -360,16 +457,29 @@ int oqc_calibrate(OqcGraph *g, OqcGraph *gb, int64_t b, const OqcCalibOptions *o
         if (rc == 0 && done == 0)
             rc = oqc_err(d, "no calibration samples in the given data");
     }
-    oqc_exec_free(e);
-    oqc_exec_free(eb);
+    for (int i = 0; i < nw; i++) {
+        oqc_exec_free(ws[i].e);
+        oqc_exec_free(ws[i].eb);
+        oqc_diag_free(&ws[i].diag);
+    }
     if (rc < 0)
         return -1;
+    /* Merge: worker 0 holds the sum of every worker's counts. */
+    c = ws[0].c;
+    slot1 = ws[0].h1.slot;
+    for (int hi = 0; hi < c.nhists; hi++)
+        for (int i = 1; i < nw; i++) {
+            OqcHist *h = &c.hists[hi], *o2 = &ws[i].c.hists[hi];
+            for (int k = 0; k < h->nbins; k++)
+                h->bins[k] += o2->bins[k];
+            h->count += o2->count;
+        }
     unsigned char *is_base = oqc_arena_alloc(a, (size_t)g->ntensors + 1);
     for (int t = 0; t < g->ntensors; t++)
         if (g->tensors[t].view_base >= 0)
             is_base[g->tensors[t].view_base] = 1;
     Calib *cp = &c;
-    int *slot = h1.slot;
+    int *slot = slot1;
     /* Thresholds, per tensor (views share their base's). */
     unsigned char *nonneg = oqc_arena_alloc(a, (size_t)(g->ntensors + 1));
     oqc_find_unsigned(g, nonneg);

@@ -133,6 +133,14 @@ OqcExec *oqc_exec_new(OqcGraph *g, int nthreads, OqcDiag *d) {
         which[nlive++] = t;
     }
     e->arena_bytes = oqc_memplan(live, nlive, 64);
+    for (int i = 0; i <= g->nnodes; i++) {   /* the largest live set, step by step */
+        size_t sum = 0;
+        for (int k = 0; k < nlive; k++)
+            if (live[k].first <= i && i <= live[k].last)
+                sum += live[k].size;
+        if (sum > e->peak_live)
+            e->peak_live = sum;
+    }
     for (int i = 0; i < nlive; i++)
         e->offset[which[i]] = live[i].offset;
     e->arena = oqc_arena_alloc_raw(a, e->arena_bytes + 64);
@@ -154,6 +162,7 @@ void oqc_exec_set_hook(OqcExec *e, OqcTensorHook fn, void *ctx) {
 
 size_t oqc_exec_arena_bytes(const OqcExec *e) { return e->arena_bytes; }
 size_t oqc_exec_total_bytes(const OqcExec *e) { return e->total_bytes; }
+size_t oqc_exec_peak_live(const OqcExec *e) { return e->peak_live; }
 
 int oqc_exec_run(OqcExec *e, const void *const *inputs, void *const *outputs, OqcDiag *d) {
     OqcGraph *g = e->g;

@@ -53,6 +53,8 @@ struct OqcExec {
     unsigned char *arena;      /* activation memory */
     size_t arena_bytes;        /* its size */
     size_t total_bytes;        /* sum of all activation sizes (without reuse) */
+    size_t peak_live;          /* largest sum of sizes live at one step: a lower bound
+                                  of any plan's arena (without alignment) */
     void *scratch;             /* shared scratch for the running node */
     size_t scratch_bytes;      /* its size */
     const void **ptr;          /* per tensor: data during a run */

@@ -407,6 +407,24 @@ int oqc_exec_fold_node(OqcGraph *g, int node, OqcDiag *d);
 /* Bytes of the activation arena and of the sum of all activations (for reports). */
 size_t oqc_exec_arena_bytes(const OqcExec *e);
 size_t oqc_exec_total_bytes(const OqcExec *e);
+/* The largest sum of activation sizes live at one step: no plan can use less. */
+size_t oqc_exec_peak_live(const OqcExec *e);
+
+/* =================================================================== outfile.c */
+
+/* An output file written completely or not at all: a temporary renamed into place when
+ * finished (a device or pipe that exists is written directly). */
+typedef struct OqcOutFile {
+    FILE *f;             /* the stream to write */
+    const char *path;    /* the final path */
+    char *tmp;           /* the temporary's path (malloc'd), NULL when writing directly */
+} OqcOutFile;
+
+/* Opens path for writing; -1 with an error naming it. */
+int oqc_out_open(OqcOutFile *o, const char *path, OqcDiag *d);
+/* Closes the file; when ok and everything was written, puts it in place (0), else
+ * removes the temporary (-1, with an error when the writing itself failed). */
+int oqc_out_commit(OqcOutFile *o, int ok, OqcDiag *d);
 
 /* ================================================================= tensor_io.c */
 
@@ -655,5 +673,41 @@ typedef struct OqcRuntimeFile {
 } OqcRuntimeFile;
 /* Every file of runtime/, sorted by name; ends with {NULL, NULL}. */
 extern const OqcRuntimeFile oqc_runtime_files[];
+
+/* ================================================================ export_qdq.c */
+
+/* What oqc_export_qdq wrote. */
+typedef struct OqcQdqStats {
+    int nact;        /* activation tensors given a QuantizeLinear -> DequantizeLinear pair */
+    int nact_zp0;    /* of which oqc's u8 (zero point 0, scale T/255); the others are its
+                        s8 (uint8 with zero point 128, scale T/127) */
+    int nweights;    /* Conv/Gemm/MatMul weights written as int8 per output channel */
+    int nbias;       /* biases written as int32 at scale s_in * s_w[k] */
+    int nunused;     /* calibrated tensors oqc's INT8 code does not hold in 8 bits (e.g. an
+                        Add output whose Relu oqc folds into the Add): left float */
+    int64_t bytes;   /* size of the file written */
+} OqcQdqStats;
+
+/* How to export. */
+typedef struct OqcQdqOptions {
+    const char *path;   /* the .onnx to write */
+    int weight_uint8;   /* 0: int8 weights, zero point 0 (ONNX's and TensorRT's convention);
+                           1: the same integers + 128 as uint8, zero point 128 (ONNX
+                           Runtime on x86 without VNNI: its u8s8 kernels sum pairs of
+                           products in saturating int16, its u8u8 kernels are exact) */
+} OqcQdqOptions;
+
+/* Writes g as an ONNX model (opset >= 13) with oqc's INT8 quantization as
+ * QuantizeLinear/DequantizeLinear nodes, atomically to o->path (nothing is left on error).
+ * g: the model after the passes cleanup and fold-bn only (plain ONNX nodes); it gains
+ * the generated names as unlinked tensors.  gq: the same model lowered to INT8 by oqc
+ * (the whole pipeline, a calibration or table, pass "quantize": oqc_lower_int8); its
+ * 8-bit tensors (matched by name, NAME or NAME.q8) get a Q/DQ pair of uint8 with zero
+ * point 0 (oqc's u8, scale T/255) or 128 (oqc's s8, scale T/127), and the
+ * Conv/Gemm/MatMul nodes it runs in INT8 get int8 per-output-channel weights and int32
+ * biases behind DequantizeLinear, quantized exactly as pass "quantize" does (see
+ * docs/export-qdq.md). st (may be NULL) receives statistics. */
+int oqc_export_qdq(OqcGraph *g, const OqcGraph *gq, const OqcQdqOptions *o,
+                   OqcQdqStats *st, OqcDiag *d);
 
 #endif

@@ -58,11 +58,10 @@ typedef struct Opts {
     char disable_buf[512];        /* storage for joined --disable-pass values */
 } Opts;
 
-/* An output file being written: tmp name until oqc_out_commit renames it. */
+/* An output file being written (oqc_out_open), or standard output. */
 typedef struct OutFile {
     FILE *f;            /* stream to write */
-    const char *path;   /* final path, NULL for stdout */
-    char *tmp;          /* temporary path (malloc'd) */
+    OqcOutFile file;    /* the file, when not stdout */
 } OutFile;
 
 static int out_open(OutFile *o, const char *path, OqcDiag *d) {
@@ -71,41 +70,22 @@ static int out_open(OutFile *o, const char *path, OqcDiag *d) {
         o->f = stdout;
         return 0;
     }
-    size_t n = strlen(path) + 32;
-    o->tmp = malloc(n);
-    if (!o->tmp)
-        return oqc_err(d, "out of memory");
-    snprintf(o->tmp, n, "%s.tmp%ld", path, (long)getpid());
-    o->f = fopen(o->tmp, "wb");
-    if (!o->f) {
-        oqc_err(d, "%s: cannot write: %s", path, strerror(errno));
-        free(o->tmp);
-        o->tmp = NULL;
+    if (oqc_out_open(&o->file, path, d) < 0)
         return -1;
-    }
-    o->path = path;
+    o->f = o->file.f;
     return 0;
 }
 
-/* Finishes the output: renames into place when ok, else removes the temporary. */
+/* Finishes the output: in place when ok, else nothing left behind. */
 static int out_close(OutFile *o, int ok, OqcDiag *d) {
-    int rc = 0;
     if (o->f == stdout) {
         if (fflush(stdout) != 0 && ok)
-            rc = oqc_err(d, "error writing standard output: %s", strerror(errno));
-        return ok ? rc : -1;
+            return oqc_err(d, "error writing standard output: %s", strerror(errno));
+        return ok ? 0 : -1;
     }
     if (!o->f)
         return -1;
-    if (fclose(o->f) != 0 && ok)
-        rc = oqc_err(d, "%s: error writing: %s", o->path, strerror(errno));
-    if (ok && rc == 0 && rename(o->tmp, o->path) != 0)
-        rc = oqc_err(d, "%s: cannot rename the finished output into place: %s", o->path,
-                     strerror(errno));
-    if (!ok || rc < 0)
-        remove(o->tmp);
-    free(o->tmp);
-    return ok ? rc : -1;
+    return oqc_out_commit(&o->file, ok, d);
 }
 
 static const char *usage_text =
@@ -117,6 +97,7 @@ static const char *usage_text =
     "  run MODEL    run the model in FP32 (--input [NAME=]FILE, -o OUT)\n"
     "  calibrate MODEL  choose INT8 thresholds from data (--data DIR, -o TABLE)\n"
     "  compile MODEL    emit the model as self-contained C (-o OUTDIR, --precision fp32)\n"
+    "  export-qdq MODEL write ONNX with QuantizeLinear/DequantizeLinear (--table|--calib, -o)\n"
     "  help         this text (oqc help COMMAND for one command)\n"
     "\n"
     "common options:\n"
@@ -166,6 +147,22 @@ static const char *cmd_usage(const char *cmd) {
                "  and README.md (docs/compile.md). NAME defaults to the model's file name.\n"
                "  --precision fp32 emits the float model (bit-identical to `oqc run`); int8\n"
                "  (the default, with --calib data or a --table) is not available yet.\n";
+    if (!strcmp(cmd, "export-qdq"))
+        return "usage: oqc export-qdq MODEL (--table TABLE | --calib PATH...) -o OUT.onnx\n"
+               "                      [--weight-type int8|uint8] [--method M] [--bins N]\n"
+               "                      [--batch N] [--fp32-nodes LIST] [--input-shape NAME=DIMS]...\n"
+               "                      [--threads N] [-v] [-q]\n"
+               "  writes MODEL as ONNX (opset >= 13) with QuantizeLinear/DequantizeLinear nodes\n"
+               "  carrying oqc's INT8 quantization, for ONNX Runtime's integer kernels: int8\n"
+               "  weights per output channel and int32 biases behind DequantizeLinear; every tensor\n"
+               "  oqc's INT8 code holds in 8 bits gets a uint8 Q/DQ pair, zero point 0 and scale\n"
+               "  T/255 for non-negative tensors, zero point 128 and scale T/127 for signed ones.\n"
+               "  --weight-type uint8 writes the weights + 128 as uint8 with zero point 128 (the\n"
+               "  same values; exact in ONNX Runtime on x86 without VNNI, whose u8s8 kernels\n"
+               "  saturate int16 pair sums).\n"
+               "  The graph is MODEL after cleanup and fold-bn (Conv, Relu, Add, Concat stay\n"
+               "  ONNX nodes); the table names tensors of the optimised graph, as for compile\n"
+               "  (docs/export-qdq.md).\n";
     if (!strcmp(cmd, "run"))
         return "usage: oqc run MODEL --input [NAME=]FILE... [-o OUT] [--input-shape NAME=DIMS]...\n"
                "               [--threads N] [--labels Y.npy]\n"
@@ -398,12 +395,12 @@ static int cmd_dump(int argc, char **argv, OqcDiag *d) {
             if (fmt == OQC_DUMP_XML) {
                 char *data_path = NULL;
                 const char *ref = NULL;
-                if (out.path) {
-                    size_t n = strlen(out.path) + 8;
+                if (out.file.path) {
+                    size_t n = strlen(out.file.path) + 8;
                     data_path = malloc(n);
                     if (!data_path)
                         oqc_panic(__FILE__, __LINE__, "out of memory");
-                    snprintf(data_path, n, "%s.data", out.path);
+                    snprintf(data_path, n, "%s.data", out.file.path);
                     ref = strrchr(data_path, '/') ? strrchr(data_path, '/') + 1 : data_path;
                 }
                 ok = oqc_dump_xml(g, out.f, data_path, ref, d) == 0;
@@ -862,11 +859,79 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
                          .name = o.name ? o.name : oqc_c_name_from_path(g->arena, o.model)};
     rc = oqc_emit_c(e, &eo, d);
     if (rc == 0 && !o.quiet)
-        printf("%s: compiled to %s/%s.c (%s): %d nodes, arena %zu bytes, %d constants "
-               "(%zu bytes), %d files (%d runtime)\n", o.model, o.out, eo.name, precision,
-               g->nnodes, st.arena_bytes, st.nconst, st.weight_bytes, st.nfiles, st.nruntime);
+        printf("%s: compiled to %s/%s.c (%s): %d nodes, arena %zu bytes (activations %zu "
+               "planned, %zu if none shared, largest live set %zu), %d constants (%zu bytes), "
+               "%d files (%d runtime)\n", o.model, o.out, eo.name, precision, g->nnodes,
+               st.arena_bytes, oqc_exec_arena_bytes(e), oqc_exec_total_bytes(e),
+               oqc_exec_peak_live(e), st.nconst, st.weight_bytes, st.nfiles, st.nruntime);
     oqc_exec_free(e);
     oqc_graph_free(g);
+    free_opts(&o);
+    return rc;
+}
+
+/* oqc export-qdq: the model as ONNX with QuantizeLinear/DequantizeLinear carrying oqc's
+ * INT8 quantization (export_qdq.c).  Two graphs: the INT8 lowering (the whole pipeline,
+ * thresholds, pass quantize) decides; the graph after cleanup and fold-bn is written. */
+static int cmd_export_qdq(int argc, char **argv, OqcDiag *d) {
+    static const char *const allowed[] = {"-o", "--calib", "--table", "--method", "--bins",
+                                          "--batch", "--fp32-nodes", "--input-shape",
+                                          "--threads", "-v", "-q", NULL};
+    /* --weight-type is this command's own option: taken out before parse_opts */
+    OqcQdqOptions xo = {NULL, 0};
+    char **args = malloc((size_t)(argc + 1) * sizeof *args);
+    int nargs = 0, rc = 0;
+    if (!args)
+        oqc_panic(__FILE__, __LINE__, "out of memory");
+    for (int i = 0; i < argc; i++) {
+        const char *v = NULL;
+        if (!strcmp(argv[i], "--weight-type")) {
+            if (i + 1 >= argc) {
+                rc = oqc_err(d, "oqc export-qdq: option '--weight-type' needs a value");
+                break;
+            }
+            v = argv[++i];
+        } else if (!strncmp(argv[i], "--weight-type=", 14)) {
+            v = argv[i] + 14;
+        } else {
+            args[nargs++] = argv[i];
+            continue;
+        }
+        if (strcmp(v, "int8") && strcmp(v, "uint8")) {
+            rc = oqc_err(d, "oqc export-qdq: --weight-type '%s': expected int8 or uint8", v);
+            break;
+        }
+        xo.weight_uint8 = !strcmp(v, "uint8");
+    }
+    Opts o;
+    if (rc == 0)
+        rc = parse_opts(nargs, args, "export-qdq", allowed, &o, d);
+    else
+        memset(&o, 0, sizeof o);
+    free(args);
+    if (rc == 0 && !o.out)
+        rc = oqc_err(d, "oqc export-qdq: give the output model with -o OUT.onnx");
+    xo.path = o.out;
+    OqcQuantConfig cfg;
+    OqcGraph *gq = rc == 0 ? build_int8("export-qdq", &o, &cfg, d) : NULL;
+    OqcGraph *g = gq ? oqc_prepare(o.model, o.shapes, o.nshapes, 1, d) : NULL;
+    int verbose = d->verbose;
+    d->verbose = 0; /* the pipeline's statistics were shown for gq already */
+    if (g && oqc_run_passes(g, "cleanup,fold-bn", NULL, NULL, NULL, d) < 0) {
+        oqc_graph_free(g);
+        g = NULL;
+    }
+    d->verbose = verbose;
+    OqcQdqStats st;
+    rc = g ? oqc_export_qdq(g, gq, &xo, &st, d) : -1;
+    if (rc == 0 && !o.quiet)
+        printf("%s: wrote %s (%lld bytes): %d activation tensors with QuantizeLinear/"
+               "DequantizeLinear (%d uint8 zero point 0, %d uint8 zero point 128), %d %s "
+               "weights, %d int32 biases\n", o.model, o.out, (long long)st.bytes, st.nact,
+               st.nact_zp0, st.nact - st.nact_zp0, st.nweights,
+               xo.weight_uint8 ? "uint8 (zero point 128)" : "int8", st.nbias);
+    oqc_graph_free(g);
+    oqc_graph_free(gq);
     free_opts(&o);
     return rc;
 }
@@ -882,6 +947,7 @@ static const Command commands[] = {
     {"run", cmd_run},
     {"calibrate", cmd_calibrate},
     {"compile", cmd_compile},
+    {"export-qdq", cmd_export_qdq},
     {"eval", cmd_eval},
 };
 

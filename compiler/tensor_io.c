@@ -158,17 +158,10 @@ int oqc_npy_write(const char *path, const OqcValue *v, OqcDiag *d) {
                      descr, shape);
     int total = 10 + n + 1;
     int pad = (64 - total % 64) % 64;
-    size_t tmplen = strlen(path) + 32;
-    char *tmp = malloc(tmplen);
-    if (!tmp)
-        return oqc_err(d, "out of memory");
-    snprintf(tmp, tmplen, "%s.tmp%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        int rc = oqc_err(d, "%s: cannot write: %s", path, strerror(errno));
-        free(tmp);
-        return rc;
-    }
+    OqcOutFile of;
+    if (oqc_out_open(&of, path, d) < 0)
+        return -1;
+    FILE *f = of.f;
     unsigned hl = (unsigned)(n + pad + 1);
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hl & 0xff),
                              (unsigned char)(hl >> 8)};
@@ -177,14 +170,12 @@ int oqc_npy_write(const char *path, const OqcValue *v, OqcDiag *d) {
         ok = fputc(' ', f) != EOF;
     ok = ok && fputc('\n', f) != EOF;
     ok = ok && (v->nbytes == 0 || fwrite(v->data, 1, v->nbytes, f) == v->nbytes);
-    ok = (fclose(f) == 0) && ok;
-    int rc = 0;
-    if (!ok || rename(tmp, path) != 0) {
-        rc = oqc_err(d, "%s: error writing: %s", path, strerror(errno));
-        remove(tmp);
+    if (!ok) {
+        oqc_err(d, "%s: error writing: %s", path, strerror(errno));
+        oqc_out_commit(&of, 0, d);
+        return -1;
     }
-    free(tmp);
-    return rc;
+    return oqc_out_commit(&of, 1, d);
 }
 
 static int ends_with(const char *s, const char *suffix) {

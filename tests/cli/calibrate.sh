@@ -40,23 +40,45 @@ done
 cmp -s "$TMP/max.trt" "$TMP/full.trt" && fail "max and entropy tables are identical" ||
     ok "entropy differs from max"
 
-# The table does not depend on the batch size: --batch 1 and --batch 7 (500 = 71*7 + 3,
-# so the short last batch is covered too) give the same bytes, in both formats (the XML
-# one also records amax and the sample count).
+# The table does not depend on the batch size: --batch 1 and --batch 7 give the same
+# bytes, in both formats (the XML one also records amax and the sample count).  On the
+# first 64 images (64 = 9*7 + 1: the short last batch is covered too).
+mknpy "64, 1, 28, 28" models/fashion/calib_500.npy "$TMP/c64.npy"
 for b in 1 7; do
-    "$OQC" calibrate "$M" --data models/fashion/calib_500.npy --batch $b -o "$TMP/b$b.trt" -q
-    "$OQC" calibrate "$M" --data models/fashion/calib_500.npy --batch $b --format xml \
-        -o "$TMP/b$b.xml" -q
+    "$OQC" calibrate "$M" --data "$TMP/c64.npy" --batch $b -o "$TMP/b$b.trt" -q
+    "$OQC" calibrate "$M" --data "$TMP/c64.npy" --batch $b --format xml -o "$TMP/b$b.xml" -q
 done
 cmp -s "$TMP/b1.trt" "$TMP/b7.trt" && ok "--batch 1 and --batch 7: same TRT table" ||
     fail "TRT tables differ between --batch 1 and 7: $(diff "$TMP/b1.trt" "$TMP/b7.trt" | head -4)"
 cmp -s "$TMP/b1.xml" "$TMP/b7.xml" && ok "--batch 1 and --batch 7: same XML table" ||
     fail "XML tables differ between --batch 1 and 7"
+grep -q 'samples="64"' "$TMP/b7.xml" && ok "64 samples counted" || fail "sample count"
+# Nor on the thread count: --threads N runs N workers on disjoint samples and merges
+# their integer counts.
+for t in 1 3; do
+    "$OQC" calibrate "$M" --data "$TMP/c64.npy" --threads $t --batch 2 --format xml -o "$TMP/t$t.xml" -q
+done
+cmp -s "$TMP/t1.xml" "$TMP/b1.xml" && cmp -s "$TMP/t3.xml" "$TMP/b1.xml" &&
+    ok "--threads 1 and --threads 3 (with --batch 2): the same table" ||
+    fail "tables differ with the thread count"
 
 # Importing a table: the tensors it names keep its scale.
 printf 'TRT-8601-EntropyCalibration\ninput: 3c88edfc\n' > "$TMP/user.trt"
 "$OQC" calibrate "$M" --data models/fashion/calib_500.npy --table "$TMP/user.trt" -o "$TMP/imp.trt" -q
 grep -q '^input: 3c88edfc$' "$TMP/imp.trt" && ok "imported scale kept" || fail "imported scale lost"
+
+# Writing to something that is not a regular file (a FIFO here, /dev/null in scripts)
+# writes it directly and leaves it what it was (no temporary renamed over it).
+mkfifo "$TMP/fifo"
+cat "$TMP/fifo" > "$TMP/fifo.out" &
+"$OQC" calibrate "$M" --data "$TMP/c64.npy" -o "$TMP/fifo" -q
+wait
+[ -p "$TMP/fifo" ] && grep -q '^TRT-' "$TMP/fifo.out" && ok "table written through a FIFO, FIFO kept" ||
+    fail "FIFO output: $(ls -l "$TMP/fifo")"
+cat "$TMP/fifo" > /dev/null &
+"$OQC" dump "$M" -o "$TMP/fifo"
+wait
+[ -p "$TMP/fifo" ] && ok "dump through a FIFO, FIFO kept" || fail "dump FIFO output"
 
 # Bad data.
 printf 'not numpy' > "$TMP/data/bad.npy"
