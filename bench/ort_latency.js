@@ -1,5 +1,7 @@
-// ort_latency.js - FP32 inference latency of ONNX Runtime (onnxruntime-node) on one model,
-// the reference oqc's executor is compared with.  A benchmark, not a test.
+// ort_latency.js - inference latency of ONNX Runtime (onnxruntime-node) on one model, the
+// reference oqc is compared with: an FP32 model, or oqc's QDQ export of it (`oqc
+// export-qdq`: float input and output, ORT fuses the Q/DQ nodes into its integer kernels;
+// bench/ort_check_fused.js shows which).  A benchmark, not a test.
 //
 // Usage: node bench/ort_latency.js MODEL [--threads 1,2] [--runs 20] [--warmup 3]
 //                                  [--min-ms 1000]
@@ -12,7 +14,7 @@
 // Each thread count gets its own session: intraOpNumThreads = T, interOpNumThreads = 1,
 // sequential execution, graphOptimizationLevel 'all'.  The input is the same kind of
 // deterministic image-like pattern fp32_latency.c feeds (not bit-identical: the timing
-// of dense FP32 kernels does not depend on the values).  Prints human-readable lines
+// of dense FP32 and INT8 kernels does not depend on the values).  Prints human-readable lines
 // and one machine-readable line per thread count:
 //   RESULT model=PATH threads=T runs=R median_ms=X min_ms=Y
 'use strict';

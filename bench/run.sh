@@ -1,18 +1,23 @@
 #!/bin/sh
-# bench/run.sh - oqc's benchmark suite (`make bench`): FP32 latency against ONNX Runtime,
-# then model load time and peak memory.  Benchmarks print numbers; they never fail on
-# timing.  The script exits non-zero only when oqc cannot be built or fails to load or
-# run a model (after printing everything else).
+# bench/run.sh - oqc's benchmark suite (`make bench`): FP32 latency against ONNX Runtime;
+# INT8 latency (oqc's emitted INT8 and FP32 C, ONNX Runtime FP32 and ONNX Runtime INT8 on
+# `oqc export-qdq`) with the kernels ONNX Runtime fuses the export into; then model load
+# time and peak memory.  Benchmarks print numbers; they never fail on timing.  The script
+# exits non-zero only when oqc cannot be built or fails to load, run, calibrate, export
+# or compile a model (after printing everything else).
 #
-#   sh bench/run.sh                 everything (~3-6 minutes on a 2-core machine)
-#   BENCH_MODELS="a.onnx b.onnx" sh bench/run.sh    other models for the latency table
+#   sh bench/run.sh                 everything (~10 minutes on a 2-core machine; the first
+#                                   run also builds the emitted C, a few minutes more)
+#   BENCH_MODELS="a.onnx b.onnx" sh bench/run.sh    other models for the latency tables
 #   BENCH_SKIP_ORT=1 / BENCH_SKIP_LOAD=1 / BENCH_SKIP_PROFILE=1   leave a part out
+#   BENCH_SKIP_FP32=1 / BENCH_SKIP_INT8=1   no FP32 table / no INT8 tables
 #   BENCH_PROFILE=all               per-node profile of every model, not only slow ones
+#   BENCH_INT8_ROUNDS=N             rounds of the INT8 table (default 3)
 #
 # Everything it makes goes to $BUILD/bench (default build/bench): the latency program,
 # onnxruntime-node (npm, only for the comparison; never a build dependency), the
-# synthetic 100 MB model, raw logs and results.md.  See bench/README.md for what each
-# number means.
+# synthetic 100 MB model, int8/ (tables, exports, emitted C, logs), raw logs,
+# results.md and latency.svg.  See bench/README.md for what each number means.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 
@@ -139,68 +144,72 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 <= 0)
 cell() { if [ -n "$1" ]; then echo "$1 ($2)"; else echo "-"; fi; }
 rcell() { if [ "$1" != - ]; then echo "$1 ($2)"; else echo "-"; fi; }
 
-out ""
-out "## FP32 latency, batch 1: ms, median of the best of $ROUNDS round(s) of >= $RUNS runs (min in parentheses)"
-out ""
-out "| model | nodes | oqc 1T | oqc 2T | nodes +passes | oqc+passes 1T | oqc+passes 2T | ORT 1T | ORT 2T | oqc/ORT 1T | oqc+passes/ORT 1T |"
-out "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 slow=
-for m in $BENCH_MODELS; do
-    name=$(basename "$m" .onnx)
-    if [ ! -f "$m" ]; then
-        note "$m not found; skipped"
-        continue
-    fi
-    olog=$OUT/oqc_$name.log
-    rlog=$OUT/ort_$name.log
-    : >"$olog"
-    : >"$rlog"
-    r=0
-    while [ "$r" -lt "$ROUNDS" ]; do
-        r=$((r + 1))
-        if ! "$OUT/fp32_latency" "$m" --threads $THREADS --runs $RUNS --min-ms 500 >>"$olog" 2>&1; then
-            note "oqc cannot run $m:"
-            sed 's/^/  /' "$olog" | tail -n 5
-            STATUS=1
-            break
+if [ -n "${BENCH_SKIP_FP32:-}" ]; then
+    note "BENCH_SKIP_FP32 set: no FP32 latency table"
+else
+    out ""
+    out "## FP32 latency, batch 1: ms, median of the best of $ROUNDS round(s) of >= $RUNS runs (min in parentheses)"
+    out ""
+    out "| model | nodes | oqc 1T | oqc 2T | nodes +passes | oqc+passes 1T | oqc+passes 2T | ORT 1T | ORT 2T | oqc/ORT 1T | oqc+passes/ORT 1T |"
+    out "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    for m in $BENCH_MODELS; do
+        name=$(basename "$m" .onnx)
+        if [ ! -f "$m" ]; then
+            note "$m not found; skipped"
+            continue
         fi
-        if ! "$OUT/fp32_latency" "$m" --passes --threads $THREADS --runs $RUNS --min-ms 500 \
-                >>"$olog" 2>&1; then
-            note "oqc cannot run $m after the pass pipeline:"
-            sed 's/^/  /' "$olog" | tail -n 5
-            STATUS=1
-            break
-        fi
-        if [ "$ORT_OK" = 1 ] && ! ORT_NODE_MODULES=$ORT_DIR/node_modules node bench/ort_latency.js \
-                "$m" --threads $THREADS --runs $RUNS --min-ms 500 >>"$rlog" 2>&1; then
-            note "ORT cannot run $m:"
-            sed 's/^/  /' "$rlog" | tail -n 5
+        olog=$OUT/oqc_$name.log
+        rlog=$OUT/ort_$name.log
+        : >"$olog"
+        : >"$rlog"
+        r=0
+        while [ "$r" -lt "$ROUNDS" ]; do
+            r=$((r + 1))
+            if ! "$OUT/fp32_latency" "$m" --threads $THREADS --runs $RUNS --min-ms 500 >>"$olog" 2>&1; then
+                note "oqc cannot run $m:"
+                sed 's/^/  /' "$olog" | tail -n 5
+                STATUS=1
+                break
+            fi
+            if ! "$OUT/fp32_latency" "$m" --passes --threads $THREADS --runs $RUNS --min-ms 500 \
+                    >>"$olog" 2>&1; then
+                note "oqc cannot run $m after the pass pipeline:"
+                sed 's/^/  /' "$olog" | tail -n 5
+                STATUS=1
+                break
+            fi
+            if [ "$ORT_OK" = 1 ] && ! ORT_NODE_MODULES=$ORT_DIR/node_modules node bench/ort_latency.js \
+                    "$m" --threads $THREADS --runs $RUNS --min-ms 500 >>"$rlog" 2>&1; then
+                note "ORT cannot run $m:"
+                sed 's/^/  /' "$rlog" | tail -n 5
+            fi
+        done
+        nodes=$(field "$olog" 1 nodes)
+        o1=$(field "$olog" 1 median_ms); o1m=$(field "$olog" 1 min_ms)
+        o2=$(field "$olog" 2 median_ms); o2m=$(field "$olog" 2 min_ms)
+        r1=$(field "$rlog" 1 median_ms); r1m=$(field "$rlog" 1 min_ms)
+        r2=$(field "$rlog" 2 median_ms); r2m=$(field "$rlog" 2 min_ms)
+        pnodes=$(field "$olog" 1 nodes 1)
+        p1=$(field "$olog" 1 median_ms 1); p1m=$(field "$olog" 1 min_ms 1)
+        p2=$(field "$olog" 2 median_ms 1); p2m=$(field "$olog" 2 min_ms 1)
+        rmed=$(ratio "$o1" "$r1"); rmin=$(ratio "$o1m" "$r1m")
+        pmed=$(ratio "$p1" "$r1"); pmin=$(ratio "$p1m" "$r1m")
+        out "| $name | ${nodes:--} | $(cell "$o1" "$o1m") | $(cell "$o2" "$o2m") | ${pnodes:--} | $(cell "$p1" "$p1m") | $(cell "$p2" "$p2m") | $(cell "$r1" "$r1m") | $(cell "$r2" "$r2m") | $(rcell "$rmed" "$rmin") | $(rcell "$pmed" "$pmin") |"
+        # Profile where oqc (after the passes, as `oqc run` executes it) is beyond the
+        # 1.5x target by either measure.
+        if [ "${BENCH_PROFILE:-}" = all ] && [ -n "$p1" ]; then
+            slow="$slow $m"
+        elif awk -v a="$pmed" -v b="$pmin" 'BEGIN { exit !((a != "-" && a > 1.5) || (b != "-" && b > 1.5)) }'; then
+            slow="$slow $m"
         fi
     done
-    nodes=$(field "$olog" 1 nodes)
-    o1=$(field "$olog" 1 median_ms); o1m=$(field "$olog" 1 min_ms)
-    o2=$(field "$olog" 2 median_ms); o2m=$(field "$olog" 2 min_ms)
-    r1=$(field "$rlog" 1 median_ms); r1m=$(field "$rlog" 1 min_ms)
-    r2=$(field "$rlog" 2 median_ms); r2m=$(field "$rlog" 2 min_ms)
-    pnodes=$(field "$olog" 1 nodes 1)
-    p1=$(field "$olog" 1 median_ms 1); p1m=$(field "$olog" 1 min_ms 1)
-    p2=$(field "$olog" 2 median_ms 1); p2m=$(field "$olog" 2 min_ms 1)
-    rmed=$(ratio "$o1" "$r1"); rmin=$(ratio "$o1m" "$r1m")
-    pmed=$(ratio "$p1" "$r1"); pmin=$(ratio "$p1m" "$r1m")
-    out "| $name | ${nodes:--} | $(cell "$o1" "$o1m") | $(cell "$o2" "$o2m") | ${pnodes:--} | $(cell "$p1" "$p1m") | $(cell "$p2" "$p2m") | $(cell "$r1" "$r1m") | $(cell "$r2" "$r2m") | $(rcell "$rmed" "$rmin") | $(rcell "$pmed" "$pmin") |"
-    # Profile where oqc (after the passes, as `oqc run` executes it) is beyond the
-    # 1.5x target by either measure.
-    if [ "${BENCH_PROFILE:-}" = all ] && [ -n "$p1" ]; then
-        slow="$slow $m"
-    elif awk -v a="$pmed" -v b="$pmin" 'BEGIN { exit !((a != "-" && a > 1.5) || (b != "-" && b > 1.5)) }'; then
-        slow="$slow $m"
-    fi
-done
-out ""
-out "Ratios: median (min).  Target: oqc/ORT single-thread <= 1.5.  oqc: \`oqc_exec_run\` of the FP32"
-out "executor on the graph as loaded, and after the pass pipeline (\`oqc_run_passes\`, what \`oqc run\` executes)."
-out "ORT: onnxruntime-node ${ver:-not available}, intra-op threads = T, inter-op 1, sequential, graph optimisation 'all'."
-out "Load average now: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs (above ~0.5 the numbers are inflated)."
+    out ""
+    out "Ratios: median (min).  Target: oqc/ORT single-thread <= 1.5.  oqc: \`oqc_exec_run\` of the FP32"
+    out "executor on the graph as loaded, and after the pass pipeline (\`oqc_run_passes\`, what \`oqc run\` executes)."
+    out "ORT: onnxruntime-node ${ver:-not available}, intra-op threads = T, inter-op 1, sequential, graph optimisation 'all'."
+    out "Load average now: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs (above ~0.5 the numbers are inflated)."
+fi
 
 # ---------------------------------------------------------------- per-node profile
 # For every model over the target, time per node (single thread) through the executor's
@@ -217,15 +226,187 @@ if [ -n "$slow" ] && [ -z "${BENCH_SKIP_PROFILE:-}" ]; then
     done
 fi
 
+# ---------------------------------------------------------------- INT8 latency
+# Per model: thresholds (oqc calibrate: the Fashion model on its 500 calibration images,
+# the torchvision models on 64 image-like inputs cut from photographs,
+# models/tv/make_photo_patches.py), then four engines, single thread, batch 1:
+#   oqc INT8 C   `oqc compile --table` built with $CC -O2 -march=native -ffp-contract=off
+#                and timed by bench/emitted_latency.c (whatever runtime/oqci* kernels
+#                $BUILD/oqc embeds);
+#   oqc FP32 C   `oqc compile --precision fp32`, built and timed the same way;
+#   ORT FP32     onnxruntime-node on the model (bench/ort_latency.js --threads 1);
+#   ORT INT8     onnxruntime-node on `oqc export-qdq` of the same table, twice: int8
+#                weights (the default export) and --weight-type uint8 (the same values
+#                + 128: ORT's x86 u8u8 kernels are exact where its u8s8 ones, without
+#                AVX-VNNI, sum pairs of products in saturating int16).
+# bench/ort_check_fused.js shows which kernels ORT runs for each export (optimized model
+# saved and counted) and compares its outputs with the emitted INT8 C's (oqc's bits) on
+# a few inputs.  Engines alternate in INT8_ROUNDS rounds, best round's median reported.
+if [ -n "${BENCH_SKIP_INT8:-}" ]; then
+    note "BENCH_SKIP_INT8 set: no INT8 latency table"
+else
+I8=$OUT/int8
+mkdir -p "$I8"
+INT8_ROUNDS=${BENCH_INT8_ROUNDS:-3}
+EMIT_CFLAGS="-std=c99 -O2 -march=native -ffp-contract=off"
+PHOTO_CAL=$I8/photo_calib64.npy
+PHOTO_EVAL=$I8/photo_eval16.npy
+if [ ! -f "$PHOTO_CAL" ] || [ ! -f "$PHOTO_EVAL" ]; then
+    if "$PY" -c 'import numpy, PIL' 2>/dev/null &&
+            "$PY" models/tv/make_photo_patches.py "$PHOTO_CAL" 64 1 &&
+            "$PY" models/tv/make_photo_patches.py "$PHOTO_EVAL" 16 2; then
+        :
+    else
+        rm -f "$PHOTO_CAL" "$PHOTO_EVAL"
+        note "$PY cannot make photo patches (numpy, PIL and Debian's sample photos): INT8 only for the Fashion model"
+    fi
+fi
+TSV=$I8/latency.tsv
+: >"$TSV"
+# kv FILE PREFIX KEY: the value of KEY= on the line of FILE starting with PREFIX
+kv() { awk -v p="$2" -v k="$3=" '$1 == p { for (i = 2; i <= NF; i++) if (index($i, k) == 1) v = substr($i, length(k) + 1) } END { print v }' "$1"; }
+# sumkv FILE PREFIX REGEX: the sum of the values of the keys matching REGEX on that line
+sumkv() { awk -v p="$2" -v re="$3" '$1 == p { for (i = 2; i <= NF; i++) { split($i, a, "="); if (a[1] ~ re) s += a[2] } } END { print s + 0 }' "$1"; }
+i8rows=
+fuserows=
+for m in $BENCH_MODELS; do
+    name=$(basename "$m" .onnx)
+    [ -f "$m" ] || continue
+    case "$m" in
+        models/fashion/*) cal=models/fashion/calib_500.npy; ev=models/fashion/test_1000.npy; lim=200 ;;
+        *) cal=$PHOTO_CAL; ev=$PHOTO_EVAL; lim=16 ;;
+    esac
+    if [ ! -f "$cal" ]; then
+        note "no calibration data for $m: INT8 skipped"
+        continue
+    fi
+    cname=$(echo "$name" | sed 's/[^A-Za-z0-9_]/_/g; s/^[^A-Za-z]/m&/')
+    table=$I8/$name.trt
+    log=$I8/$name.log
+    : >"$log"
+    if [ ! -f "$table" ] || [ "$BUILD/oqc" -nt "$table" ] || [ "$m" -nt "$table" ]; then
+        note "calibrating $name on $cal"
+        "$BUILD/oqc" calibrate "$m" --data "$cal" -o "$table" --threads 2 -q >>"$log" 2>&1 || {
+            note "oqc calibrate $m failed:"; tail -n 5 "$log" | sed 's/^/  /'; rm -f "$table"; STATUS=1; continue; }
+    fi
+    ok=1
+    "$BUILD/oqc" export-qdq "$m" --table "$table" -o "$I8/${name}_qdq.onnx" -q >>"$log" 2>&1 &&
+    "$BUILD/oqc" export-qdq "$m" --table "$table" --weight-type uint8 -o "$I8/${name}_qdq_u8w.onnx" -q >>"$log" 2>&1 &&
+    "$BUILD/oqc" compile "$m" --table "$table" --name "$cname" -o "$I8/${name}_c_int8" -q >>"$log" 2>&1 &&
+    "$BUILD/oqc" compile "$m" --precision fp32 --name "$cname" -o "$I8/${name}_c_fp32" -q >>"$log" 2>&1 || ok=0
+    if [ "$ok" = 0 ]; then
+        note "oqc export-qdq/compile $m failed:"; tail -n 5 "$log" | sed 's/^/  /'; STATUS=1; continue
+    fi
+    # Build the emitted code unless these very sources were built already (the emitted
+    # files are rewritten on every compile; resnet18's FP32 weights take ~1 min of gcc).
+    for p in int8 fp32; do
+        dir=$I8/${name}_c_$p
+        stamp=$( { echo "$CC $EMIT_CFLAGS"; cat bench/emitted_latency.c "$dir"/*.c "$dir"/*.h; } | cksum)
+        if [ ! -x "$I8/lat_${name}_$p" ] || [ "$(cat "$I8/lat_${name}_$p.stamp" 2>/dev/null)" != "$stamp" ]; then
+            note "building $dir ($CC $EMIT_CFLAGS)"
+            if ! $CC $EMIT_CFLAGS -I "$dir" -DOQC_MODEL_HEADER="\"$cname.h\"" -DOQC_MODEL_PREFIX="$cname" \
+                    bench/emitted_latency.c "$dir"/*.c -lm -o "$I8/lat_${name}_$p" >>"$log" 2>&1; then
+                note "cannot build $dir:"; tail -n 5 "$log" | sed 's/^/  /'; STATUS=1; ok=0; break
+            fi
+            echo "$stamp" >"$I8/lat_${name}_$p.stamp"
+        fi
+    done
+    [ "$ok" = 1 ] || continue
+    # oqc's INT8 outputs on the evaluation inputs (the emitted code: oqc eval's bits), then
+    # what ORT runs for each export and how close its outputs are.
+    "$I8/lat_${name}_int8" --data "$ev" --save "$I8/${name}_int8_ref.npy" --limit $lim \
+        --runs 1 --warmup 0 --min-ms 0 >>"$log" 2>&1 || { note "INT8 C failed on $ev"; STATUS=1; continue; }
+    if [ "$ORT_OK" = 1 ]; then
+        for v in qdq qdq_u8w; do
+            ORT_NODE_MODULES=$ORT_DIR/node_modules node bench/ort_check_fused.js "$I8/${name}_$v.onnx" \
+                --save "$I8/${name}_${v}_ort_optimized.onnx" --data "$ev" --ref "$I8/${name}_int8_ref.npy" \
+                --limit $lim 2>"$I8/${name}_${v}_check.err" | sed "s/^\([A-Z]*\) model=[^ ]*/\1/" >"$I8/${name}_$v.check" ||
+                note "ort_check_fused.js failed on ${name}_$v.onnx: $(tail -n 1 "$I8/${name}_${v}_check.err")"
+        done
+    fi
+    : >"$I8/${name}_lat_c_int8.log"; : >"$I8/${name}_lat_c_fp32.log"
+    : >"$I8/${name}_lat_ort_fp32.log"; : >"$I8/${name}_lat_ort_qdq.log"; : >"$I8/${name}_lat_ort_qdq_u8w.log"
+    r=0
+    while [ "$r" -lt "$INT8_ROUNDS" ]; do
+        r=$((r + 1))
+        for p in int8 fp32; do
+            "$I8/lat_${name}_$p" --data "$ev" --runs $RUNS --min-ms 300 >>"$I8/${name}_lat_c_$p.log" 2>&1 ||
+                note "lat_${name}_$p failed"
+        done
+        if [ "$ORT_OK" = 1 ]; then
+            for v in fp32 qdq qdq_u8w; do
+                mm=$m; [ "$v" = fp32 ] || mm=$I8/${name}_$v.onnx
+                ORT_NODE_MODULES=$ORT_DIR/node_modules node bench/ort_latency.js "$mm" --threads 1 \
+                    --runs $RUNS --min-ms 300 >>"$I8/${name}_lat_ort_$v.log" 2>&1 ||
+                    note "ORT cannot run $mm: $(tail -n 1 "$I8/${name}_lat_ort_$v.log")"
+            done
+        fi
+    done
+    row="| $name"
+    for e in c_int8 c_fp32 ort_fp32 ort_qdq ort_qdq_u8w; do
+        md=$(field "$I8/${name}_lat_$e.log" 1 median_ms); mn=$(field "$I8/${name}_lat_$e.log" 1 min_ms)
+        row="$row | $(cell "$md" "$mn")"
+        eval "md_$e=\$md"
+        [ -n "$md" ] && printf '%s\t%s\t%s\t%s\n' "$name" "$e" "$md" "$mn" >>"$TSV"
+    done
+    row="$row | $(ratio "$md_c_int8" "$md_c_fp32") | $(ratio "$md_ort_qdq_u8w" "$md_ort_fp32") | $(ratio "$md_c_int8" "$md_ort_qdq_u8w") |"
+    i8rows="$i8rows$row
+"
+    if [ "$ORT_OK" = 1 ] && [ -s "$I8/${name}_qdq.check" ]; then
+        c=$I8/${name}_qdq.check; u=$I8/${name}_qdq_u8w.check
+        conv=$(sumkv "$c" OPS '(^|:)QLinearConv$'); gemm=$(sumkv "$c" OPS '(^|:)(QGemm|QLinearMatMul)$')
+        add=$(sumkv "$c" OPS '(^|:)QLinearAdd$'); cat_=$(sumkv "$c" OPS '(^|:)QLinearConcat$')
+        pool=$(sumkv "$c" OPS '(^|:)(QLinearGlobalAveragePool|QLinearAveragePool|NhwcMaxPool)$')
+        fl=$(kv "$c" FUSED float_compute); q=$(kv "$c" FUSED q); dq=$(kv "$c" FUSED dq)
+        fu=$(kv "$u" FUSED int8_compute); fi8=$(kv "$c" FUSED int8_compute)
+        fuserows="$fuserows| $name | $conv | $gemm | $add | $cat_ | $pool | $fl | $q / $dq | $fi8 / $fu | $(kv "$c" AGREE samples) | $(kv "$c" AGREE argmax_agree) / $(kv "$c" AGREE rel_max_err) | $(kv "$u" AGREE argmax_agree) / $(kv "$u" AGREE rel_max_err) |
+"
+    fi
+done
+out ""
+out "## INT8 vs FP32, batch 1, one thread: ms, median of the best of $INT8_ROUNDS round(s) of >= $RUNS runs (min in parentheses)"
+out ""
+out "| model | oqc INT8 C | oqc FP32 C | ORT FP32 | ORT INT8 (QDQ, int8 weights) | ORT INT8 (QDQ, uint8 weights) | INT8 C / FP32 C | ORT INT8 u8w / ORT FP32 | oqc INT8 C / ORT INT8 u8w |"
+out "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+printf '%s' "$i8rows" | tee -a "$RESULTS"
+out ""
+out "oqc C: the code \`oqc compile\` emits ($BUILD/oqc, runtime as embedded in it), built with"
+out "\`$CC $EMIT_CFLAGS\`, timed by bench/emitted_latency.c (one thread, caller arena)."
+out "ORT: onnxruntime-node ${ver:-not available}, 1 intra-op and 1 inter-op thread, graph optimisation 'all';"
+out "INT8 = \`oqc export-qdq\` of the same table (docs/export-qdq.md).  Load average now: $(cut -d' ' -f1-3 /proc/loadavg)."
+if [ -n "$fuserows" ]; then
+    out ""
+    out "## ONNX Runtime on oqc's QDQ export: the kernels it runs and its outputs against oqc's INT8"
+    out ""
+    out "| model | QLinearConv | QGemm / QLinearMatMul | QLinearAdd | QLinearConcat | int8 pooling | float Conv/Gemm/MatMul/Add | Q / DQ left | int8 ops (int8 w / uint8 w) | inputs | int8 w: argmax agree / rel max err | uint8 w: argmax agree / rel max err |"
+    out "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    printf '%s' "$fuserows" | tee -a "$RESULTS"
+    out ""
+    out "Counted in the graph ORT saves after its optimisations (bench/ort_check_fused.js; int8 pooling:"
+    out "QLinear(Global)AveragePool and NhwcMaxPool on uint8).  Agreement: ORT's first output against the"
+    out "emitted INT8 C's (= \`oqc eval --save-int8\`) on the Fashion test images / photo patches;"
+    out "rel max err = max |ORT - oqc| / max |oqc|.  Not bit-exact by design (ONNX rounds half to even,"
+    out "requantizes in its own way); int8 weights on an AVX2 machine without VNNI also saturate."
+fi
+if [ -s "$TSV" ]; then
+    if "$PY" bench/plot_latency.py "$TSV" "$OUT/latency.svg" 2>"$I8/plot.err"; then
+        out ""
+        out "Plot: $OUT/latency.svg (log scale)."
+    else
+        note "plot failed: $(tail -n 1 "$I8/plot.err")"
+    fi
+fi
+fi
+
 # ---------------------------------------------------------------- model load
-# `oqc dump MODEL -o /dev/null` loads the model (protobuf decode, constants, shape
+# `oqc dump MODEL >/dev/null` loads the model (protobuf decode, constants, shape
 # inference) and writes the text dump (a min/max summary per constant) to nowhere.
 # Best wall time of 3 runs (the first also warms the page cache), largest peak RSS.
 if [ -n "${BENCH_SKIP_LOAD:-}" ]; then
     exit $STATUS
 fi
 out ""
-out "## Model load: \`oqc dump MODEL -o /dev/null\` (best wall of 3 runs, peak RSS)"
+out "## Model load: \`oqc dump MODEL >/dev/null\` (best wall of 3 runs, peak RSS)"
 out ""
 if [ ! -x /usr/bin/time ]; then
     out "/usr/bin/time not installed (Debian package time): load benchmark skipped"
@@ -249,8 +430,10 @@ for m in $largest $BIG; do
     best=; rss=0; ok=1
     for i in 1 2 3; do
         t0=$(date +%s%N)
-        if ! /usr/bin/time -v "$BUILD/oqc" dump "$m" -o /dev/null >"$OUT/load.log" 2>&1; then
-            note "oqc dump $m failed:"; sed 's/^/  /' "$OUT/load.log" | head -n 5
+        # stdout to /dev/null, never `-o /dev/null`: oqc writes -o files to a temporary
+        # name renamed into place, which would replace the device with a regular file.
+        if ! /usr/bin/time -v -o "$OUT/load.log" "$BUILD/oqc" dump "$m" >/dev/null 2>"$OUT/load.err"; then
+            note "oqc dump $m failed:"; sed 's/^/  /' "$OUT/load.err" | head -n 5
             ok=0; STATUS=1; break
         fi
         t1=$(date +%s%N)
