@@ -1366,8 +1366,27 @@ static int write_runtime(Em *m, OutSet *o, const FileSet *all, OqcDiag *d) {
     return 0;
 }
 
+/* --target: the compiler flags that select the kernel family (the emitted code guards
+ * each path with the compiler's feature macros and falls back to portable C). */
+static const char *const targets[][2] = {
+    {"native", "-march=native"},
+    {"portable", ""},
+    {"avx2", "-mavx2 -mfma"},
+    {"avxvnni", "-mavx2 -mfma -mavxvnni"},
+    {"avx512vnni", "-mavx512f -mavx512bw -mavx512vnni -mfma"},
+    {"neondot", "-march=armv8.2-a+dotprod"},
+    {"dispatch", "-DOQCI_DISPATCH"},
+};
+
+const char *oqc_target_flags(const char *target) {
+    for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++)
+        if (!strcmp(targets[i][0], target ? target : "native"))
+            return targets[i][1];
+    return NULL;
+}
+
 static int write_make(Em *m, OutSet *o, const char *model, const FileSet *all, int nconst,
-                      OqcDiag *d) {
+                      const char *target, OqcDiag *d) {
     const char *nm = m->name;
     char srcs[4096];
     size_t len = (size_t)snprintf(srcs, sizeof srcs, "%s.c%s%s", nm, nconst ? " " : "",
@@ -1376,7 +1395,9 @@ static int write_make(Em *m, OutSet *o, const char *model, const FileSet *all, i
         if (strlen(all->name[i]) > 2 && !strcmp(all->name[i] + strlen(all->name[i]) - 2, ".c"))
             len += (size_t)snprintf(srcs + len, sizeof srcs - len, " %s", all->name[i]);
     OQC_ASSERT(len < sizeof srcs);
-    static const char *const flags = "-std=c99 -O2 -ffp-contract=off";
+    const char *tflags = oqc_target_flags(target);
+    const char *flags = oqc_arena_printf(m->a, "-std=c99 -O2 -ffp-contract=off%s%s",
+                                         tflags && *tflags ? " " : "", tflags ? tflags : "");
     FILE *f = out_file(o, m->a, oqc_arena_printf(m->a, "%s.mk", nm), d);
     if (!f)
         return -1;
@@ -1389,7 +1410,11 @@ static int write_make(Em *m, OutSet *o, const char *model, const FileSet *all, i
                "#   cc %s -I. main.c %s -lm -o app\n"
                "# -ffp-contract=off: no fused multiply-add the kernels did not ask for (the\n"
                "# results are then bit-identical to `oqc run` as oqc builds by default).\n"
-               "%s_SRCS := %s\n", nm, nm, nm, flags, srcs, nm, srcs);
+               "# Target '%s' (oqc compile --target): %s; every kernel family gives the same\n"
+               "# bits, and without the flags the code falls back to portable C.\n"
+               "%s_CFLAGS := %s\n"
+               "%s_SRCS := %s\n", nm, nm, nm, flags, srcs, target ? target : "native",
+            tflags && *tflags ? tflags : "no flags", nm, flags, nm, srcs);
     if (out_close(f, "NAME.mk", d) < 0)
         return -1;
     FILE *r = out_file(o, m->a, "README.md", d);
@@ -1529,7 +1554,7 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
     if (rc == 0 && nconst)
         rc = write_weights(&m, &o, model, &io, d);
     if (rc == 0)
-        rc = write_make(&m, &o, model, &all, nconst, d);
+        rc = write_make(&m, &o, model, &all, nconst, opt->target, d);
     if (rc == 0)
         rc = write_header(&m, &o, model, precision, arena_total, &io, d);
     if (rc == 0)

@@ -651,7 +651,12 @@ typedef struct OqcEmitOptions {
                                            with what they need; may be NULL */
     int nextra;                         /* their count */
     OqcEmitStats *stats;                /* receives statistics, or NULL */
+    const char *target;                 /* --target: kernel family the build flags in
+                                           NAME.mk select (NULL: "native") */
 } OqcEmitOptions;
+/* The compiler flags of --target TARGET (native, portable, avx2, avxvnni, avx512vnni,
+ * neondot, dispatch), or NULL for an unknown target. */
+const char *oqc_target_flags(const char *target);
 
 /* Writes executor e (built with oqc_exec_new(g, 1, d): one thread) as C into
  * opt->outdir: NAME.h, NAME.c, NAME_weights.h/.c, the runtime files the calls need,

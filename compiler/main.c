@@ -50,6 +50,7 @@ typedef struct Opts {
     int ncalib;                   /* number of --calib */
     const char *requant;          /* --requant float|fixed */
     const char *fp32_nodes;       /* --fp32-nodes NAME,... */
+    const char *target;           /* compile --target FAMILY */
     const char *save_int8;        /* eval --save-int8 FILE.npy */
     const char *save_fp32;        /* eval --save-fp32 FILE.npy */
     long long limit;              /* eval --limit N (0: every sample) */
@@ -260,6 +261,11 @@ static int parse_opts(int argc, char **argv, const char *cmd, const char *const 
             o->precision = val;
         } else if (!strcmp(name, "--name")) {
             o->name = val;
+        } else if (!strcmp(name, "--target")) {
+            if (!oqc_target_flags(val))
+                return oqc_err(d, "oqc %s: unknown --target '%s' (native, portable, avx2, "
+                                  "avxvnni, avx512vnni, neondot or dispatch)", cmd, val);
+            o->target = val;
         } else if (!strcmp(name, "--fp32-nodes")) {
             o->fp32_nodes = val;
         } else if (!strcmp(name, "--save-int8")) {
@@ -815,6 +821,7 @@ static int cmd_eval(int argc, char **argv, OqcDiag *d) {
 /* oqc compile: the optimised model as C (emit_c.c). */
 static int cmd_compile(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"-o", "--name", "--precision", "--calib", "--table",
+                                          "--target",
                                           "--method", "--bins", "--batch", "--requant",
                                           "--fp32-nodes", "--input-shape", "--threads",
                                           "--passes", "--disable-pass", "--no-opt", "-v",
@@ -856,6 +863,7 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
                             : o.requant && !strcmp(o.requant, "fixed") ? "int8, fixed-point requantization"
                                                                       : "int8, float requantization";
     OqcEmitOptions eo = {.outdir = o.out, .precision = precision, .stats = &st,
+                         .target = o.target,
                          .name = o.name ? o.name : oqc_c_name_from_path(g->arena, o.model)};
     rc = oqc_emit_c(e, &eo, d);
     if (rc == 0 && !o.quiet)

@@ -19,8 +19,10 @@ echo "== oqc compile --precision fp32"
 "$OQC" compile $D/fashion_cnn.onnx -o "$OUT/fp32" --name fashion --precision fp32 |
     tee "$OUT/fp32.log"
 for p in int8 fp32; do
-    echo "== $CC -O2 $OUT/$p/*.c"
-    $CC -std=c99 -O2 -ffp-contract=off -I "$OUT/$p" -DOQC_MODEL_HEADER='"fashion.h"' \
+    # the flags NAME.mk gives for the default target (native: this machine's kernels)
+    flags=$(sed -n 's/^fashion_CFLAGS := //p' "$OUT/$p/fashion.mk")
+    echo "== $CC $flags $OUT/$p/*.c"
+    $CC $flags -I "$OUT/$p" -DOQC_MODEL_HEADER='"fashion.h"' \
         -DOQC_MODEL_PREFIX=fashion scripts/demo_main.c "$OUT/$p"/*.c -lm -o "$OUT/run_$p"
 done
 echo "== running both on $D/test_1000.npy (5 passes, median latency, one thread)"

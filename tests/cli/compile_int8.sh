@@ -49,6 +49,22 @@ for r in float fixed; do
 done
 cmp -s "$TMP/eval_float.npy" "$TMP/eval_fixed.npy" && echo "(float and fixed happen to agree)"
 
+# --target: NAME.mk's flags select the kernel family (native: AVX2 here); the bits are
+# the same as the portable build's and oqc eval's.
+for t in native avx2 portable dispatch; do
+    "$OQC" compile "$M" -o "$TMP/tg_$t" --name fashion --calib $D/calib_500.npy --requant fixed \
+        --target $t -q
+    tf=$(sed -n 's/^fashion_CFLAGS := //p' "$TMP/tg_$t/fashion.mk")
+    gcc $tf -Wall -Wextra -Werror -pedantic -I "$TMP/tg_$t" -DOQC_MODEL_HEADER='"fashion.h"' \
+        -DOQC_MODEL_PREFIX=fashion $DRIVER "$TMP/tg_$t"/*.c -lm -o "$TMP/run_tg" 2>"$TMP/cc.log" &&
+        "$TMP/run_tg" "$TMP/in.npy" "$TMP/out_tg.npy" >/dev/null &&
+        same_data "$TMP/out_tg.npy" "$TMP/eval_fixed.npy" &&
+        ok "--target $t ($tf): same bits" || fail "--target $t: $(head -n 3 "$TMP/cc.log")"
+done
+"$OQC" compile "$M" -o "$TMP/none" --calib $D/calib_500.npy --target sse9 2>"$TMP/err"; st=$?
+[ "$st" = 1 ] && grep -q "sse9" "$TMP/err" && [ ! -e "$TMP/none" ] && ok "unknown --target refused" ||
+    fail "bad --target: $st"
+
 # The integer-I/O entry point gives the same bits as the float one: a program quantizes
 # sample 0 exactly as fashion_run does, calls fashion_run_int8 and dequantizes.
 cat >"$TMP/int8io.c" <<'EOF'
