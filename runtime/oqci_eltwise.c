@@ -1,5 +1,6 @@
 /* oqci_eltwise.c - INT8 element-wise kernels (Add/Sum, Relu/Clip, quantize,
- * dequantize) and the compile-time fixed-point multiplier helper, portable C99.
+ * dequantize) and the compile-time fixed-point multiplier helper, portable C99; Add/Sum
+ * also has an AVX2 kernel giving the same bits (see add_avx2).
  *
  * Design.  Plain loops over `count` elements; every kernel allows y to be one of its
  * inputs (element j is read before it is written).
@@ -16,6 +17,37 @@
  * Float operations appear only in oqci_add's float mode, the quantize/dequantize pair and
  * oqci_fixed_multiplier. */
 #include "oqci.h"
+
+/* ---- AVX2 (x86-64, GNU C): compile-time with __AVX2__, run-time with OQCI_DISPATCH ---- */
+#if defined(__x86_64__) && defined(__GNUC__) && (defined(__AVX2__) || defined(OQCI_DISPATCH))
+#define HAVE_AVX2 1
+#include <immintrin.h>
+#if defined(__AVX2__)
+#define T_AVX2
+#else
+#define T_AVX2 __attribute__((target("avx2")))
+#endif
+#else
+#define HAVE_AVX2 0
+#endif
+
+#if HAVE_AVX2
+/* 1 when the AVX2 kernels are to be used: with OQCI_TEST_HOOKS (liboqc, linked with
+ * oqci_conv.c) they follow oqci_conv's family, so oqci_force_isa() selects them or the
+ * portable loops for tests; otherwise whenever the CPU runs AVX2 (known at compile time
+ * with __AVX2__, else asked of the compiler's runtime). */
+static int use_avx2(void) {
+#if defined(OQCI_TEST_HOOKS)
+    int isa = oqci_conv_isa();
+    return isa == OQCI_ISA_AVX2 || isa == OQCI_ISA_AVXVNNI || isa == OQCI_ISA_AVX512VNNI;
+#elif defined(__AVX2__)
+    return 1;
+#else
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2");
+#endif
+}
+#endif
 
 /* A requantization usable for entry 0: pointers present, shift in [1, 62]. */
 static int rq_ok0(const OqciRequant *r) {
@@ -52,6 +84,51 @@ static void store(void *y, int32_t type, int64_t i, int32_t q) {
         ((int8_t *)y)[i] = (int8_t)q;
 }
 
+#if HAVE_AVX2
+/* Add with tables: t_i depends only on the byte q_i, so lut[i][b] = t_i of byte b (s8:
+ * b = q + 128), computed by oqci_requant exactly as the portable loop does; the tables'
+ * largest |t_i| bound the sum, which is done in int32 lanes (vpgatherdd from the
+ * tables, the rounded division by 256 on magnitudes) when it cannot overflow, else in
+ * int64 by the scalar tail loop. */
+#define ADD_MIN_COUNT 256   /* below: the 256 requantizations per input do not pay */
+
+T_AVX2 static void add_avx2(const OqciAdd *p, const void *const *x, void *y,
+                            const int32_t (*lut)[256], int wide) {
+    const __m256i z = _mm256_setzero_si256(), r128 = _mm256_set1_epi32(128);
+    const __m256i lo = _mm256_set1_epi32(p->lo), hi = _mm256_set1_epi32(p->hi);
+    const __m128i flip = _mm_set1_epi8((char)0x80);
+    int64_t j = 0;
+    int32_t i;
+    if (!wide)
+        for (; j + 8 <= p->count; j += 8) {
+            __m256i s = z, sg, q;
+            __m128i w;
+            for (i = 0; i < p->ninputs; i++) {
+                __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)((const uint8_t *)x[i] + j));
+                if (p->in_type[i] == OQCI_S8)
+                    b = _mm_xor_si128(b, flip);
+                s = _mm256_add_epi32(s, _mm256_i32gather_epi32((const int *)lut[i],
+                                                                _mm256_cvtepu8_epi32(b), 4));
+            }
+            /* round(s / 256) half away from zero on |s| <= INT32_MAX - 128 */
+            sg = _mm256_srai_epi32(s, 31);
+            q = _mm256_srli_epi32(_mm256_add_epi32(_mm256_sub_epi32(_mm256_xor_si256(s, sg), sg), r128), 8);
+            q = _mm256_sub_epi32(_mm256_xor_si256(q, sg), sg);
+            q = _mm256_min_epi32(_mm256_max_epi32(q, lo), hi);
+            w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+            w = p->out_type == OQCI_U8 ? _mm_packus_epi16(w, w) : _mm_packs_epi16(w, w);
+            _mm_storel_epi64((__m128i *)(void *)((uint8_t *)y + j), w);
+        }
+    for (; j < p->count; j++) {
+        int64_t s = 0, r;
+        for (i = 0; i < p->ninputs; i++)
+            s += lut[i][((const uint8_t *)x[i])[j] ^ (p->in_type[i] == OQCI_S8 ? 0x80 : 0)];
+        r = s >= 0 ? (s + 128) >> 8 : -((-s + 128) >> 8);
+        store(y, p->out_type, j, (int32_t)(r < p->lo ? p->lo : r > p->hi ? p->hi : r));
+    }
+}
+#endif
+
 int oqci_add(const OqciAdd *p, const void *const *x, void *y) {
     int64_t j;
     int32_t i;
@@ -62,6 +139,24 @@ int oqci_add(const OqciAdd *p, const void *const *x, void *y) {
         if (!x[i] || (p->in_type[i] != OQCI_S8 && p->in_type[i] != OQCI_U8) ||
             !rq_ok0(&p->rq[i]))
             return OQCI_EINVAL;
+#if HAVE_AVX2
+    if (p->count >= ADD_MIN_COUNT && use_avx2()) {
+        int32_t lut[OQCI_ADD_MAX][256];
+        int64_t bound = 128;   /* of |sum t_i| + 128 */
+        for (i = 0; i < p->ninputs; i++) {
+            int32_t b, big = 0, bq = p->in_type[i] == OQCI_S8 ? 128 : 0;
+            for (b = 0; b < 256; b++) {
+                int32_t t = oqci_requant(b - bq, &p->rq[i], 0, -INT32_MAX, INT32_MAX);
+                lut[i][b] = t;
+                t = t < 0 ? -t : t;
+                big = t > big ? t : big;
+            }
+            bound += big;
+        }
+        add_avx2(p, x, y, (const int32_t(*)[256])lut, bound > INT32_MAX);
+        return OQCI_OK;
+    }
+#endif
     for (j = 0; j < p->count; j++) {
         int64_t s = 0, r;
         for (i = 0; i < p->ninputs; i++)

@@ -1,4 +1,5 @@
-/* oqci_pool.c - INT8 max and average pooling (NCHW, batch included), portable C99.
+/* oqci_pool.c - INT8 max and average pooling (NCHW, batch included), portable C99 and
+ * AVX2 kernels giving the same bits (see "AVX2 kernels" below).
  *
  * Design.  One direct loop per output element over its window, bounds-checked tap by
  * tap (so padding is never read and never counted); no scratch.
@@ -17,6 +18,40 @@
  * Only integer arithmetic here, except the float branch of oqci_requant, which
  * OQCI_NO_FLOAT removes (see oqci.h). */
 #include "oqci.h"
+
+/* ---- AVX2 (x86-64, GNU C): compile-time with __AVX2__, run-time with OQCI_DISPATCH ---- */
+#if defined(__x86_64__) && defined(__GNUC__) && (defined(__AVX2__) || defined(OQCI_DISPATCH))
+#define HAVE_AVX2 1
+#include <immintrin.h>
+#include <string.h>
+#if defined(__AVX2__)
+#define T_AVX2
+#else
+#define T_AVX2 __attribute__((target("avx2")))
+#endif
+#define LDU256(ptr) _mm256_loadu_si256((const __m256i *)(const void *)(ptr))
+#define LDU128(ptr) _mm_loadu_si128((const __m128i *)(const void *)(ptr))
+#else
+#define HAVE_AVX2 0
+#endif
+
+#if HAVE_AVX2
+/* 1 when the AVX2 kernels are to be used: with OQCI_TEST_HOOKS (liboqc, linked with
+ * oqci_conv.c) they follow oqci_conv's family, so oqci_force_isa() selects them or the
+ * portable loops for tests; otherwise whenever the CPU runs AVX2 (known at compile time
+ * with __AVX2__, else asked of the compiler's runtime). */
+static int use_avx2(void) {
+#if defined(OQCI_TEST_HOOKS)
+    int isa = oqci_conv_isa();
+    return isa == OQCI_ISA_AVX2 || isa == OQCI_ISA_AVXVNNI || isa == OQCI_ISA_AVX512VNNI;
+#elif defined(__AVX2__)
+    return 1;
+#else
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2");
+#endif
+}
+#endif
 
 /* A requantization usable for entries first..last: pointers present, shifts in [1, 62]
  * (any other shift is undefined behaviour in oqci_mul_shift). */
@@ -75,59 +110,252 @@ static void store(void *y, int32_t type, int64_t i, int32_t q) {
         ((int8_t *)y)[i] = (int8_t)q;
 }
 
-/* The two pools share the loop; avg selects the reduction. */
+/* Output (oh, ow) of plane xoff (the two pools share it; avg selects the reduction). */
+static int32_t pool_one(const OqciPool *p, const void *x, int64_t xoff, int32_t oh, int32_t ow,
+                        int avg) {
+    int64_t ih0 = (int64_t)oh * p->s_h - p->p_t;
+    int64_t iw0 = (int64_t)ow * p->s_w - p->p_l;
+    int32_t best = INT32_MIN, sum = 0, count = 0, i, j;   /* count: avg only */
+    int found = 0;                                        /* max: any input */
+    for (i = 0; i < p->k_h; i++) {
+        int64_t ih = ih0 + (int64_t)i * p->d_h;
+        if (ih < 0 || ih >= p->in_h)
+            continue;
+        for (j = 0; j < p->k_w; j++) {
+            int64_t iw = iw0 + (int64_t)j * p->d_w;
+            int32_t v;
+            if (iw < 0 || iw >= p->in_w)
+                continue;
+            v = load(x, p->in_type, xoff + ih * p->in_w + iw);
+            if (avg) {   /* bounded: oqci_avgpool checked the window */
+                sum += v;
+                count++;
+            } else {
+                best = v > best ? v : best;
+                found = 1;
+            }
+        }
+    }
+    if (avg) {
+        if (p->count_include_pad)
+            count = p->k_h * p->k_w;
+        return count ? oqci_requant(sum, &p->rq, count, p->lo, p->hi)
+                     : (p->lo > 0 ? p->lo : p->hi < 0 ? p->hi : 0);
+    }
+    if (!found)
+        return p->lo;
+    if (p->requant)
+        return oqci_requant(best, &p->rq, 0, p->lo, p->hi);
+    return best < p->lo ? p->lo : best > p->hi ? p->hi : best;
+}
+
 static void pool_run(const OqciPool *p, const void *x, void *y, int avg) {
     int64_t plane = (int64_t)p->in_h * p->in_w, opix = (int64_t)p->out_h * p->out_w, n;
-    int32_t c, oh, ow, i, j;
+    int32_t c, oh, ow;
     for (n = 0; n < p->batch; n++)
         for (c = 0; c < p->channels; c++) {
             int64_t xoff = (n * p->channels + c) * plane;
             int64_t yoff = (n * p->out_ctotal + p->out_coff + c) * opix;
             for (oh = 0; oh < p->out_h; oh++)
-                for (ow = 0; ow < p->out_w; ow++) {
-                    int64_t ih0 = (int64_t)oh * p->s_h - p->p_t;
-                    int64_t iw0 = (int64_t)ow * p->s_w - p->p_l;
-                    int32_t best = INT32_MIN, sum = 0, count = 0, q;   /* count: avg only */
-                    int found = 0;                                     /* max: any input */
-                    for (i = 0; i < p->k_h; i++) {
-                        int64_t ih = ih0 + (int64_t)i * p->d_h;
-                        if (ih < 0 || ih >= p->in_h)
-                            continue;
-                        for (j = 0; j < p->k_w; j++) {
-                            int64_t iw = iw0 + (int64_t)j * p->d_w;
-                            int32_t v;
-                            if (iw < 0 || iw >= p->in_w)
-                                continue;
-                            v = load(x, p->in_type, xoff + ih * p->in_w + iw);
-                            if (avg) {   /* bounded: oqci_avgpool checked the window */
-                                sum += v;
-                                count++;
-                            } else {
-                                best = v > best ? v : best;
-                                found = 1;
-                            }
-                        }
-                    }
-                    if (avg) {
-                        if (p->count_include_pad)
-                            count = p->k_h * p->k_w;
-                        q = count ? oqci_requant(sum, &p->rq, count, p->lo, p->hi)
-                                  : (p->lo > 0 ? p->lo : p->hi < 0 ? p->hi : 0);
-                    } else if (!found) {
-                        q = p->lo;
-                    } else if (p->requant) {
-                        q = oqci_requant(best, &p->rq, 0, p->lo, p->hi);
-                    } else {
-                        q = best < p->lo ? p->lo : best > p->hi ? p->hi : best;
-                    }
-                    store(y, p->out_type, yoff + (int64_t)oh * p->out_w + ow, q);
-                }
+                for (ow = 0; ow < p->out_w; ow++)
+                    store(y, p->out_type, yoff + (int64_t)oh * p->out_w + ow,
+                          pool_one(p, x, xoff, oh, ow, avg));
         }
 }
+
+
+#if HAVE_AVX2
+/* ---- AVX2 kernels (exactly pool_one's results) --------------------------------------
+ * Max pooling with k_w 2 or 3, s_w 2, d_w 1 (any k_h, s_h, d_h, padding): per output
+ * row, the window's valid input rows are reduced column by column into a byte row (s8
+ * inputs biased by 128 so that the order is the unsigned one; horizontal padding is the
+ * bias, the smallest value, so it never wins against an input), then every output takes
+ * the max of its 2 or 3 columns as 16-bit lanes.  Without requant the max is clamped in
+ * vectors; with requant it is mapped through a 256-entry table of oqci_requant of every
+ * possible max, built per call.  Windows holding no input (pads >= the kernel) are
+ * recomputed by pool_one.  Global average pooling sums each plane with vpsadbw. */
+
+#define MP_CH 256   /* outputs of an output row per chunk */
+
+/* buf[t] = the max over the nr rows of column a + t, biased, for t in [t0, t1): 32-,
+ * 16- and 8-byte vectors, the last one overlapping the previous (same values), so only
+ * runs narrower than 8 columns are scalar. */
+T_AVX2 static void vmax_rows(const uint8_t *const *rows, int32_t nr, int64_t a, int64_t t0,
+                             int64_t t1, int s8, uint8_t *buf) {
+    const __m256i flip = _mm256_set1_epi8(s8 ? (char)0x80 : 0);
+    int64_t n = t1 - t0, t;
+    int32_t i;
+    if (n >= 16) {
+        int w = n >= 32 ? 32 : 16;
+        for (t = t0;; t += w) {
+            if (t + w > t1)
+                t = t1 - w;
+            if (w == 32) {
+                __m256i v = LDU256(rows[0] + a + t);
+                for (i = 1; i < nr; i++)
+                    v = s8 ? _mm256_max_epi8(v, LDU256(rows[i] + a + t))
+                           : _mm256_max_epu8(v, LDU256(rows[i] + a + t));
+                _mm256_storeu_si256((__m256i *)(void *)(buf + t), _mm256_xor_si256(v, flip));
+            } else {
+                __m128i v = LDU128(rows[0] + a + t);
+                for (i = 1; i < nr; i++)
+                    v = s8 ? _mm_max_epi8(v, LDU128(rows[i] + a + t))
+                           : _mm_max_epu8(v, LDU128(rows[i] + a + t));
+                _mm_storeu_si128((__m128i *)(void *)(buf + t),
+                                 _mm_xor_si128(v, _mm256_castsi256_si128(flip)));
+            }
+            if (t + w >= t1)
+                break;
+        }
+    } else if (n >= 8) {
+        for (t = t0;; t += 8) {
+            __m128i v;
+            if (t + 8 > t1)
+                t = t1 - 8;
+            v = _mm_loadl_epi64((const __m128i *)(const void *)(rows[0] + a + t));
+            for (i = 1; i < nr; i++) {
+                __m128i w = _mm_loadl_epi64((const __m128i *)(const void *)(rows[i] + a + t));
+                v = s8 ? _mm_max_epi8(v, w) : _mm_max_epu8(v, w);
+            }
+            _mm_storel_epi64((__m128i *)(void *)(buf + t),
+                             _mm_xor_si128(v, _mm256_castsi256_si128(flip)));
+            if (t + 8 >= t1)
+                break;
+        }
+    } else {
+        for (t = t0; t < t1; t++) {
+            int32_t v = load(rows[0], s8 ? OQCI_S8 : OQCI_U8, a + t), w;
+            for (i = 1; i < nr; i++) {
+                w = load(rows[i], s8 ? OQCI_S8 : OQCI_U8, a + t);
+                v = w > v ? w : v;
+            }
+            buf[t] = (uint8_t)(v + (s8 ? 128 : 0));
+        }
+    }
+}
+
+T_AVX2 static void maxpool_avx2(const OqciPool *p, const void *x, void *y, const uint8_t *lut) {
+    int64_t plane = (int64_t)p->in_h * p->in_w, opix = (int64_t)p->out_h * p->out_w, n;
+    int s8 = p->in_type == OQCI_S8, k3 = p->k_w == 3;
+    const __m256i lowb = _mm256_set1_epi16(0x00FF);
+    const __m256i bias = _mm256_set1_epi16(s8 ? 128 : 0);
+    const __m256i lo = _mm256_set1_epi16((short)p->lo), hi = _mm256_set1_epi16((short)p->hi);
+    uint8_t buf[2 * MP_CH + 64], ob[MP_CH + 16];
+    const uint8_t *rows[64];
+    int32_t c, oh;
+    for (n = 0; n < p->batch; n++)
+        for (c = 0; c < p->channels; c++) {
+            int64_t xoff = (n * p->channels + c) * plane;
+            int64_t yoff = (n * p->out_ctotal + p->out_coff + c) * opix;
+            const uint8_t *xp = (const uint8_t *)x + xoff;
+            for (oh = 0; oh < p->out_h; oh++) {
+                int64_t ih0 = (int64_t)oh * p->s_h - p->p_t;
+                int32_t i, nr = 0, ow0;
+                for (i = 0; i < p->k_h; i++) {
+                    int64_t ih = ih0 + (int64_t)i * p->d_h;
+                    if (ih >= 0 && ih < p->in_h)
+                        rows[nr++] = xp + ih * p->in_w;
+                }
+                for (ow0 = 0; ow0 < p->out_w; ow0 += MP_CH) {
+                    int32_t nout = p->out_w - ow0 < MP_CH ? p->out_w - ow0 : MP_CH, j, b;
+                    int64_t a = (int64_t)ow0 * 2 - p->p_l, t0, t1;
+                    int64_t span = 2 * (int64_t)nout + 2;   /* columns read below */
+                    if (nr == 0) {   /* every window empty */
+                        for (j = 0; j < nout; j++)
+                            ob[j] = (uint8_t)pool_one(p, x, xoff, oh, ow0 + j, 0);
+                        memcpy((uint8_t *)y + yoff + (int64_t)oh * p->out_w + ow0, ob,
+                               (size_t)nout);
+                        continue;
+                    }
+                    t0 = a < 0 ? (-a < span ? -a : span) : 0;
+                    t1 = p->in_w - a < span ? p->in_w - a : span;
+                    if (t1 < t0)
+                        t1 = t0;
+                    memset(buf, 0, (size_t)t0);
+                    memset(buf + t1, 0, (size_t)(32 * ((nout + 15) / 16) + 34 - t1));
+                    vmax_rows(rows, nr, a, t0, t1, s8, buf);
+                    for (b = 0; 16 * b < nout; b++) {
+                        __m256i v0 = LDU256(buf + 32 * b);
+                        __m256i m = _mm256_max_epi16(_mm256_and_si256(v0, lowb),
+                                                     _mm256_srli_epi16(v0, 8));
+                        __m256i pk;
+                        if (k3)
+                            m = _mm256_max_epi16(m, _mm256_and_si256(LDU256(buf + 32 * b + 2), lowb));
+                        if (lut) {
+                            pk = _mm256_packus_epi16(m, m);
+                        } else {
+                            m = _mm256_sub_epi16(m, bias);
+                            m = _mm256_min_epi16(_mm256_max_epi16(m, lo), hi);
+                            pk = p->out_type == OQCI_U8 ? _mm256_packus_epi16(m, m)
+                                                        : _mm256_packs_epi16(m, m);
+                        }
+                        _mm_storeu_si128((__m128i *)(void *)(ob + 16 * b),
+                                         _mm256_castsi256_si128(_mm256_permute4x64_epi64(pk, 0x08)));
+                    }
+                    if (lut)
+                        for (j = 0; j < nout; j++)
+                            ob[j] = lut[ob[j]];
+                    for (j = 0; j < nout; j++) {   /* windows holding no input */
+                        int64_t iw0 = a + 2 * (int64_t)j;
+                        if (iw0 + p->k_w <= 0 || iw0 >= p->in_w)
+                            ob[j] = (uint8_t)pool_one(p, x, xoff, oh, ow0 + j, 0);
+                    }
+                    memcpy((uint8_t *)y + yoff + (int64_t)oh * p->out_w + ow0, ob, (size_t)nout);
+                }
+            }
+        }
+}
+
+/* Sum of n s8 or u8 values (exact: the caller bounds n * 255). */
+T_AVX2 static int32_t sum_bytes_avx2(const uint8_t *s, int64_t n, int s8) {
+    const __m256i flip = _mm256_set1_epi8(s8 ? (char)0x80 : 0), z = _mm256_setzero_si256();
+    __m256i acc = z;
+    __m128i h;
+    int64_t t = 0, tot;
+    for (; t + 32 <= n; t += 32)
+        acc = _mm256_add_epi64(acc, _mm256_sad_epu8(_mm256_xor_si256(LDU256(s + t), flip), z));
+    h = _mm_add_epi64(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+    if (t + 16 <= n) {
+        __m128i v = _mm_xor_si128(LDU128(s + t), _mm256_castsi256_si128(flip));
+        h = _mm_add_epi64(h, _mm_sad_epu8(v, _mm_setzero_si128()));
+        t += 16;
+    }
+    tot = _mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1);
+    for (; t < n; t++)
+        tot += s[t] ^ (s8 ? 0x80 : 0);
+    return (int32_t)(tot - (s8 ? 128 * n : 0));
+}
+
+/* Global average pooling: every plane is one window, all inside the image. */
+static void gavgpool_avx2(const OqciPool *p, const void *x, void *y) {
+    int64_t plane = (int64_t)p->in_h * p->in_w, n;
+    int32_t c;
+    for (n = 0; n < p->batch; n++)
+        for (c = 0; c < p->channels; c++) {
+            int32_t s = sum_bytes_avx2((const uint8_t *)x + (n * p->channels + c) * plane, plane,
+                                       p->in_type == OQCI_S8);
+            store(y, p->out_type, n * p->out_ctotal + p->out_coff + c,
+                  oqci_requant(s, &p->rq, plane, p->lo, p->hi));
+        }
+}
+#endif
 
 int oqci_maxpool(const OqciPool *p, const void *x, void *y) {
     if (!pool_ok(p, x, y) || (p->requant && !rq_ok(&p->rq, 0, 0)))
         return OQCI_EINVAL;
+#if HAVE_AVX2
+    if ((p->k_w == 2 || p->k_w == 3) && p->s_w == 2 && p->d_w == 1 && p->k_h <= 64 &&
+        use_avx2()) {
+        uint8_t lut[256];
+        if (p->requant) {   /* every possible max, biased by 128 for s8 inputs */
+            int32_t v, b = p->in_type == OQCI_S8 ? 128 : 0;
+            for (v = 0; v < 256; v++)
+                lut[v] = (uint8_t)oqci_requant(v - b, &p->rq, 0, p->lo, p->hi);
+        }
+        maxpool_avx2(p, x, y, p->requant ? lut : NULL);
+        return OQCI_OK;
+    }
+#endif
     pool_run(p, x, y, 0);
     return OQCI_OK;
 }
@@ -142,6 +370,13 @@ int oqci_avgpool(const OqciPool *p, const void *x, void *y) {
     /* entries that can be used: k_h * k_w alone with count_include_pad, else 1..k_h*k_w */
     if (!rq_ok(&p->rq, p->count_include_pad ? taps : 1, taps))
         return OQCI_EINVAL;
+#if HAVE_AVX2
+    if (p->out_h == 1 && p->out_w == 1 && p->k_h == p->in_h && p->k_w == p->in_w &&
+        p->p_t == 0 && p->p_l == 0 && p->d_h == 1 && p->d_w == 1 && use_avx2()) {
+        gavgpool_avx2(p, x, y);
+        return OQCI_OK;
+    }
+#endif
     pool_run(p, x, y, 1);
     return OQCI_OK;
 }

@@ -1465,6 +1465,214 @@ static void test_quantize(void) {
     free(q);
 }
 
+/* ---- pooling and Add per kernel family --------------------------------------------
+ * oqci_maxpool, oqci_avgpool and oqci_add have AVX2 kernels (2x2 / 3x3-wide max pools
+ * at horizontal stride 2, global average pools, Add/Sum of 256+ elements) chosen like
+ * oqci_conv's family: each case below runs once per family this CPU has and is
+ * compared exactly with the direct references; shapes aim at the vector paths' edges
+ * (rows wider than a 256-output chunk, pads >= the kernel, odd widths, views) and the
+ * data at the extremes (s8 bytes -128, 0, 127; u8 0, 255). */
+
+static int64_t pool_isa_cases[OQCI_ISA_COUNT], add_isa_cases[OQCI_ISA_COUNT];
+
+/* n bytes of type t: kind 0 random, 1 all the largest, 2 all the smallest byte, 3
+ * random among the extremes (s8: -128, -127, 0, 127; u8: 0, 1, 254, 255). */
+static uint8_t *rnd_q_kind(int64_t n, int t, int kind) {
+    uint8_t *b = rnd_q(n, t);
+    static const int8_t s8x[4] = {-128, -127, 0, 127};
+    static const uint8_t u8x[4] = {0, 1, 254, 255};
+    for (int64_t i = 0; i < n && kind; i++)
+        b[i] = kind == 1   ? (t == OQCI_U8 ? 255 : 127)
+               : kind == 2 ? (t == OQCI_U8 ? 0 : (uint8_t)(int8_t)-128)
+                           : (t == OQCI_U8 ? u8x[rnd_int(0, 3)] : (uint8_t)s8x[rnd_int(0, 3)]);
+    return b;
+}
+
+/* pool_run once per family; returns the number of families with a mismatch. */
+static int64_t pool_run_isas(const OqciPool *p, const uint8_t *x, int avg) {
+    int64_t bad = 0;
+    find_isas();
+    for (int ii = 0; ii < nisas; ii++) {
+        CU_ASSERT_EQUAL_FATAL(oqci_force_isa(isas[ii]), OQCI_OK);
+        int64_t b = pool_run(p, x, avg);
+        if (b)
+            printf("\n  (family %s)", oqci_isa_name(isas[ii]));
+        bad += b != 0;
+        pool_isa_cases[isas[ii]]++;
+    }
+    oqci_force_isa(OQCI_ISA_AUTO);
+    return bad;
+}
+
+/* One axis: window k, stride s, dilation d, pads up to maxpad (may exceed k), input
+ * size from the smallest valid up to + extra. */
+static void rnd_axis(int32_t k, int32_t s, int32_t d, int32_t maxpad, int32_t extra,
+                     int32_t *in, int32_t *pb, int32_t *out) {
+    int32_t pe = (int32_t)rnd_int(0, maxpad), span = d * (k - 1) + 1;
+    *pb = (int32_t)rnd_int(0, maxpad);
+    int32_t lo = span - *pb - pe;
+    if (lo < 1)
+        lo = 1;
+    *in = (int32_t)rnd_int(lo, lo + extra);
+    *out = (*in + *pb + pe - span) / s + 1;
+}
+
+/* Exact, every family: max pools of width 2 or 3 at horizontal stride 2 (the AVX2
+ * geometry: any height, vertical stride and dilation), a few others, both types, with
+ * and without requant (both modes, multipliers from tiny to saturating), views. */
+static void test_maxpool_isas(void) {
+    rnd_seed(51);
+    int64_t bad = 0;
+    for (int t = 0; t < 600; t++) {
+        OqciPool p;
+        memset(&p, 0, sizeof p);
+        p.batch = (int32_t)rnd_int(1, 2);
+        p.channels = (int32_t)rnd_int(1, 4);
+        int simd = t % 8 != 7;
+        p.k_w = simd ? (int32_t)rnd_int(2, 3) : (int32_t)rnd_int(1, 4);
+        p.s_w = simd ? 2 : (int32_t)rnd_int(1, 3);
+        p.d_w = simd ? 1 : (int32_t)rnd_int(1, 2);
+        p.k_h = t % 3 == 0 ? p.k_w : (int32_t)rnd_int(1, 4);
+        p.s_h = t % 3 == 0 ? p.s_w : (int32_t)rnd_int(1, 3);
+        p.d_h = t % 5 == 4 ? 2 : 1;
+        int wide = t % 10 == 3;   /* more than one 256-output chunk per row */
+        rnd_axis(p.k_h, p.s_h, p.d_h, t % 4 == 1 ? 4 : 1, 9, &p.in_h, &p.p_t, &p.out_h);
+        rnd_axis(p.k_w, p.s_w, p.d_w, t % 4 == 1 ? 4 : 1, wide ? 700 : 70, &p.in_w, &p.p_l,
+                 &p.out_w);
+        p.out_coff = rnd_int(0, 1) ? (int32_t)rnd_int(0, 2) : 0;
+        p.out_ctotal = p.out_coff + p.channels + (int32_t)rnd_int(0, 2);
+        p.in_type = (int32_t)rnd_int(0, 1);
+        p.out_type = (int32_t)rnd_int(0, 1);
+        rnd_clamp(p.out_type, &p.lo, &p.hi);
+        double M = t % 11 == 5 ? 300.0 : t % 11 == 6 ? 1e-4 : 0.05 + 2.0 * (rnd_f() + 1);
+        Rq r = rq_make(t % 2 ? OQCI_REQ_FIXED : OQCI_REQ_FLOAT, 0, 1, &M);
+        p.requant = t % 3 != 2;
+        p.rq = r.rq;
+        uint8_t *x = rnd_q_kind((int64_t)p.batch * p.channels * p.in_h * p.in_w, p.in_type,
+                                t % 7 < 3 ? t % 7 + 1 : 0);
+        bad += pool_run_isas(&p, x, 0);
+        free(x);
+        rq_free(&r);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* Exact, every family: global average pools (plane sizes around the 16- and 32-byte
+ * blocks, per-count table or one multiplier, both modes, count_include_pad either way,
+ * extreme data) and, mixed in, ordinary average pools. */
+static void test_avgpool_isas(void) {
+    rnd_seed(52);
+    int64_t bad = 0;
+    for (int t = 0; t < 500; t++) {
+        OqciPool p;
+        if (t % 5 == 4) {
+            rnd_pool(&p, 1);
+        } else {
+            memset(&p, 0, sizeof p);
+            p.batch = (int32_t)rnd_int(1, 3);
+            p.channels = (int32_t)rnd_int(1, 7);
+            p.in_h = p.k_h = (int32_t)rnd_int(1, t % 3 ? 9 : 40);
+            p.in_w = p.k_w = (int32_t)rnd_int(1, t % 3 ? 9 : 40);
+            p.out_h = p.out_w = 1;
+            p.s_h = p.s_w = p.d_h = p.d_w = 1;
+            p.out_coff = rnd_int(0, 1) ? (int32_t)rnd_int(0, 2) : 0;
+            p.out_ctotal = p.out_coff + p.channels + (int32_t)rnd_int(0, 2);
+            p.in_type = (int32_t)rnd_int(0, 1);
+            p.out_type = (int32_t)rnd_int(0, 1);
+            rnd_clamp(p.out_type, &p.lo, &p.hi);
+        }
+        p.count_include_pad = (int32_t)rnd_int(0, 1);
+        int32_t taps = p.k_h * p.k_w;
+        double *Ms = malloc(sizeof(double) * (size_t)(taps + 1));
+        double M0 = t % 13 == 6 ? 400.0 : 0.5 + (rnd_f() + 1);
+        for (int32_t c = 0; c <= taps; c++)
+            Ms[c] = c ? M0 / c : 0.0;
+        Rq r = rq_make(t % 4 < 2 ? OQCI_REQ_FIXED : OQCI_REQ_FLOAT, 1, taps + 1, Ms);
+        p.rq = r.rq;
+        if (t % 4 == 3) {   /* one multiplier: entry 0 = M / k_h k_w, include_pad */
+            p.count_include_pad = 1;
+            p.rq.per_index = 0;
+            r.mult[0] = (float)(M0 / taps);
+            CU_ASSERT_EQUAL(oqci_fixed_multiplier(M0 / taps, &r.m[0], &r.shift[0]), OQCI_OK);
+        }
+        uint8_t *x = rnd_q_kind((int64_t)p.batch * p.channels * p.in_h * p.in_w, p.in_type,
+                                t % 6 < 3 ? t % 6 + 1 : 0);
+        bad += pool_run_isas(&p, x, 1);
+        free(x);
+        free(Ms);
+        rq_free(&r);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* Exact, every family: Add (2 inputs) and Sum (3..8) of mixed types, both modes, up to
+ * 3000 elements (odd tails), in place sometimes, multipliers 0, tiny, ordinary and
+ * large enough that the t_i no longer fit int32 sums (up to 2^29: t_i saturated to
+ * INT32_MAX), extreme data. */
+static void test_add_isas(void) {
+    rnd_seed(53);
+    int64_t bad = 0;
+    find_isas();
+    for (int t = 0; t < 300; t++) {
+        OqciAdd p;
+        memset(&p, 0, sizeof p);
+        p.ninputs = t % 3 == 0 ? (int32_t)rnd_int(3, OQCI_ADD_MAX) : 2;
+        p.count = t % 4 == 0 ? rnd_int(0, 300) : rnd_int(250, 3000);
+        p.out_type = (int32_t)rnd_int(0, 1);
+        rnd_clamp(p.out_type, &p.lo, &p.hi);
+        uint8_t *xs[OQCI_ADD_MAX];
+        Rq r[OQCI_ADD_MAX];
+        int mode = (int)rnd_int(0, 1);
+        for (int i = 0; i < p.ninputs; i++) {
+            p.in_type[i] = (int32_t)rnd_int(0, 1);
+            xs[i] = rnd_q_kind(p.count, p.in_type[i], t % 9 < 3 ? t % 9 + 1 : 0);
+            double M = 256.0 * (0.05 + 1.5 * (rnd_f() + 1) / 2);
+            if (t % 17 == 3)
+                M = 256.0 * 0.5;   /* many exact halves */
+            else if (t % 17 == 5)
+                M = rnd_int(0, 1) ? 0.0 : 1e-3;
+            else if (t % 17 == 7)
+                M = rnd_int(0, 1) ? 536870912.0 : 4194304.0 * (rnd_f() + 1.5);
+            r[i] = rq_make(mode, 0, 1, &M);
+            p.rq[i] = r[i].rq;
+        }
+        int32_t *ref = malloc(sizeof(int32_t) * (size_t)(p.count ? p.count : 1));
+        for (int64_t j = 0; j < p.count; j++)
+            ref[j] = ref_add1(&p, (const uint8_t *const *)xs, j);
+        int inplace = t % 5 == 1 && p.in_type[0] == p.out_type;
+        uint8_t *x0 = xs[0];
+        for (int ii = 0; ii < nisas; ii++) {
+            CU_ASSERT_EQUAL_FATAL(oqci_force_isa(isas[ii]), OQCI_OK);
+            uint8_t *y = malloc((size_t)(p.count ? p.count : 1));
+            if (inplace) {   /* y = x[0], restored from x0 for each family */
+                memcpy(y, x0, (size_t)p.count);
+                xs[0] = y;
+            }
+            CU_ASSERT_EQUAL(oqci_add(&p, (const void *const *)xs, y), OQCI_OK);
+            int64_t b = 0;
+            for (int64_t j = 0; j < p.count; j++)
+                if (qget(y, p.out_type, j) != ref[j] && b++ < 3)
+                    printf("\n  add [%s] t=%d j=%lld: got %d want %d", oqci_isa_name(isas[ii]),
+                           t, (long long)j, qget(y, p.out_type, j), ref[j]);
+            bad += b != 0;
+            add_isa_cases[isas[ii]]++;
+            xs[0] = x0;
+            free(y);
+        }
+        free(ref);
+        for (int i = 0; i < p.ninputs; i++) {
+            free(xs[i]);
+            rq_free(&r[i]);
+        }
+    }
+    oqci_force_isa(OQCI_ISA_AUTO);
+    CU_ASSERT_EQUAL(bad, 0);
+    printf("\n  pool/add cases per family:");
+    for (int ii = 0; ii < nisas; ii++)
+        printf(" %s %lld/%lld", oqci_isa_name(isas[ii]), (long long)pool_isa_cases[isas[ii]],
+               (long long)add_isa_cases[isas[ii]]);
+}
+
 OQC_TEST_MAIN("int8-kernels", OQC_TEST(test_round_clamp), OQC_TEST(test_mul_shift),
               OQC_TEST(test_fixed_multiplier), OQC_TEST(test_requant_float_vs_fixed),
               OQC_TEST(test_conv_random), OQC_TEST(test_conv_shapes), OQC_TEST(test_conv_deep),
@@ -1473,4 +1681,6 @@ OQC_TEST_MAIN("int8-kernels", OQC_TEST(test_round_clamp), OQC_TEST(test_mul_shif
               OQC_TEST(test_conv_einval), OQC_TEST(test_maxpool_random),
               OQC_TEST(test_avgpool_random), OQC_TEST(test_pool_examples),
               OQC_TEST(test_pool_einval), OQC_TEST(test_add_random),
-              OQC_TEST(test_add_examples), OQC_TEST(test_clamp), OQC_TEST(test_quantize))
+              OQC_TEST(test_add_examples), OQC_TEST(test_clamp), OQC_TEST(test_quantize),
+              OQC_TEST(test_maxpool_isas), OQC_TEST(test_avgpool_isas),
+              OQC_TEST(test_add_isas))
