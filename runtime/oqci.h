@@ -87,6 +87,39 @@ static inline int32_t oqci_mul_shift(int32_t x, int32_t m, int shift) {
     return (int32_t)r;
 }
 
+/* Parameter checks every kernel makes (returning OQCI_EINVAL when they fail). */
+
+/* r usable for entries first..last: pointers present, shifts in [1, 62] (any other
+ * shift is undefined behaviour in oqci_mul_shift); float mode refused with
+ * OQCI_NO_FLOAT. */
+static inline int oqci_requant_ok(const OqciRequant *r, int64_t first, int64_t last) {
+    int64_t i;
+    if (r->mode == OQCI_REQ_FLOAT) {
+#ifdef OQCI_NO_FLOAT
+        return 0;
+#else
+        return r->mult != NULL;
+#endif
+    }
+    if (r->mode != OQCI_REQ_FIXED || !r->m || !r->shift)
+        return 0;
+    if (!r->per_index)
+        first = last = 0;
+    for (i = first; i <= last; i++)
+        if (r->shift[i] < 1 || r->shift[i] > 62)
+            return 0;
+    return 1;
+}
+
+/* [lo, hi] non-empty and storable in type t. */
+static inline int oqci_range_ok(int32_t t, int32_t lo, int32_t hi) {
+    if (t == OQCI_S8)
+        return lo <= hi && lo >= -128 && hi <= 127;
+    if (t == OQCI_U8)
+        return lo <= hi && lo >= 0 && hi <= 255;
+    return 0;
+}
+
 /* Requantizes accumulator acc with entry i of r, clamped to [lo, hi].
  * Integer-only targets (no FPU; e.g. Cortex-M0) define OQCI_NO_FLOAT: the float branch
  * is then not compiled, so oqci_conv.o and oqci_pool.o need no soft-float routine, and

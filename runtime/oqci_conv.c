@@ -1920,36 +1920,6 @@ const char *oqci_isa_name(int isa) {
     return isa >= 0 && isa < OQCI_ISA_COUNT ? names[isa] : "?";
 }
 
-/* A requantization usable for entries first..last: pointers present, shifts in [1, 62]
- * (any other shift is undefined behaviour in oqci_mul_shift). */
-static int rq_ok(const OqciRequant *r, int64_t first, int64_t last) {
-    int64_t i;
-    if (r->mode == OQCI_REQ_FLOAT) {
-#ifdef OQCI_NO_FLOAT
-        return 0;
-#else
-        return r->mult != NULL;
-#endif
-    }
-    if (r->mode != OQCI_REQ_FIXED || !r->m || !r->shift)
-        return 0;
-    if (!r->per_index)
-        first = last = 0;
-    for (i = first; i <= last; i++)
-        if (r->shift[i] < 1 || r->shift[i] > 62)
-            return 0;
-    return 1;
-}
-
-/* [lo, hi] non-empty and storable in type t. */
-static int range_ok(int32_t t, int32_t lo, int32_t hi) {
-    if (t == OQCI_S8)
-        return lo <= hi && lo >= -128 && hi <= 127;
-    if (t == OQCI_U8)
-        return lo <= hi && lo >= 0 && hi <= 255;
-    return 0;
-}
-
 /* Every field consistent (the pointers x, y and scratch are checked by the caller). */
 static int conv_ok(const OqciConv *p) {
     int64_t kdim;
@@ -1967,9 +1937,9 @@ static int conv_ok(const OqciConv *p) {
     if (p->out_coff < 0 || p->out_ctotal < 1 || p->out_coff > p->out_ctotal - p->out_c)
         return 0;
     if ((p->in_type != OQCI_S8 && p->in_type != OQCI_U8) ||
-        !range_ok(p->out_type, p->lo, p->hi))
+        !oqci_range_ok(p->out_type, p->lo, p->hi))
         return 0;
-    return rq_ok(&p->rq, 0, p->out_c - 1);
+    return oqci_requant_ok(&p->rq, 0, p->out_c - 1);
 }
 
 /* Direct depthwise kernel applies: one input channel per group, few taps. */

@@ -49,28 +49,6 @@ static int use_avx2(void) {
 }
 #endif
 
-/* A requantization usable for entry 0: pointers present, shift in [1, 62]. */
-static int rq_ok0(const OqciRequant *r) {
-    if (r->mode == OQCI_REQ_FLOAT) {
-#ifdef OQCI_NO_FLOAT
-        return 0;
-#else
-        return r->mult != NULL;
-#endif
-    }
-    return r->mode == OQCI_REQ_FIXED && r->m && r->shift && r->shift[0] >= 1 &&
-           r->shift[0] <= 62;
-}
-
-/* [lo, hi] non-empty and storable in type t. */
-static int range_ok(int32_t t, int32_t lo, int32_t hi) {
-    if (t == OQCI_S8)
-        return lo <= hi && lo >= -128 && hi <= 127;
-    if (t == OQCI_U8)
-        return lo <= hi && lo >= 0 && hi <= 255;
-    return 0;
-}
-
 /* Element i of an s8 or u8 tensor. */
 static int32_t load(const void *x, int32_t type, int64_t i) {
     return type == OQCI_U8 ? (int32_t)((const uint8_t *)x)[i] : (int32_t)((const int8_t *)x)[i];
@@ -133,11 +111,11 @@ int oqci_add(const OqciAdd *p, const void *const *x, void *y) {
     int64_t j;
     int32_t i;
     if (!p || !x || !y || p->ninputs < 2 || p->ninputs > OQCI_ADD_MAX || p->count < 0 ||
-        !range_ok(p->out_type, p->lo, p->hi))
+        !oqci_range_ok(p->out_type, p->lo, p->hi))
         return OQCI_EINVAL;
     for (i = 0; i < p->ninputs; i++)
         if (!x[i] || (p->in_type[i] != OQCI_S8 && p->in_type[i] != OQCI_U8) ||
-            !rq_ok0(&p->rq[i]))
+            !oqci_requant_ok(&p->rq[i], 0, 0))
             return OQCI_EINVAL;
 #if HAVE_AVX2
     if (p->count >= ADD_MIN_COUNT && use_avx2()) {
@@ -172,7 +150,7 @@ int oqci_clamp(const void *x, int32_t in_type, void *y, int32_t out_type, int64_
                int32_t lo, int32_t hi) {
     int64_t j;
     if (!x || !y || count < 0 || (in_type != OQCI_S8 && in_type != OQCI_U8) ||
-        !range_ok(out_type, lo, hi))
+        !oqci_range_ok(out_type, lo, hi))
         return OQCI_EINVAL;
     for (j = 0; j < count; j++) {
         int32_t v = load(x, in_type, j);

@@ -53,36 +53,6 @@ static int use_avx2(void) {
 }
 #endif
 
-/* A requantization usable for entries first..last: pointers present, shifts in [1, 62]
- * (any other shift is undefined behaviour in oqci_mul_shift). */
-static int rq_ok(const OqciRequant *r, int64_t first, int64_t last) {
-    int64_t i;
-    if (r->mode == OQCI_REQ_FLOAT) {
-#ifdef OQCI_NO_FLOAT
-        return 0;
-#else
-        return r->mult != NULL;
-#endif
-    }
-    if (r->mode != OQCI_REQ_FIXED || !r->m || !r->shift)
-        return 0;
-    if (!r->per_index)
-        first = last = 0;
-    for (i = first; i <= last; i++)
-        if (r->shift[i] < 1 || r->shift[i] > 62)
-            return 0;
-    return 1;
-}
-
-/* [lo, hi] non-empty and storable in type t. */
-static int range_ok(int32_t t, int32_t lo, int32_t hi) {
-    if (t == OQCI_S8)
-        return lo <= hi && lo >= -128 && hi <= 127;
-    if (t == OQCI_U8)
-        return lo <= hi && lo >= 0 && hi <= 255;
-    return 0;
-}
-
 /* Geometry, types and pointers consistent (rq is checked by each kernel). */
 static int pool_ok(const OqciPool *p, const void *x, const void *y) {
     if (!p || !x || !y)
@@ -94,7 +64,7 @@ static int pool_ok(const OqciPool *p, const void *x, const void *y) {
     if (p->out_coff < 0 || p->out_ctotal < 1 || p->out_coff > p->out_ctotal - p->channels)
         return 0;
     return (p->in_type == OQCI_S8 || p->in_type == OQCI_U8) &&
-           range_ok(p->out_type, p->lo, p->hi);
+           oqci_range_ok(p->out_type, p->lo, p->hi);
 }
 
 /* Element i of an s8 or u8 tensor. */
@@ -341,7 +311,7 @@ static void gavgpool_avx2(const OqciPool *p, const void *x, void *y) {
 #endif
 
 int oqci_maxpool(const OqciPool *p, const void *x, void *y) {
-    if (!pool_ok(p, x, y) || (p->requant && !rq_ok(&p->rq, 0, 0)))
+    if (!pool_ok(p, x, y) || (p->requant && !oqci_requant_ok(&p->rq, 0, 0)))
         return OQCI_EINVAL;
 #if HAVE_AVX2
     if ((p->k_w == 2 || p->k_w == 3) && p->s_w == 2 && p->d_w == 1 && p->k_h <= 64 &&
@@ -368,7 +338,7 @@ int oqci_avgpool(const OqciPool *p, const void *x, void *y) {
     if (taps > INT32_MAX / 255)
         return OQCI_EINVAL;
     /* entries that can be used: k_h * k_w alone with count_include_pad, else 1..k_h*k_w */
-    if (!rq_ok(&p->rq, p->count_include_pad ? taps : 1, taps))
+    if (!oqci_requant_ok(&p->rq, p->count_include_pad ? taps : 1, taps))
         return OQCI_EINVAL;
 #if HAVE_AVX2
     if (p->out_h == 1 && p->out_w == 1 && p->k_h == p->in_h && p->k_w == p->in_w &&
