@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int oqc_test_main(const char *suite, const OqcTestCase *cases, int argc, char **argv) {
     if (CU_initialize_registry() != CUE_SUCCESS) {
@@ -49,4 +50,46 @@ char *oqc_test_read_file(const char *path, size_t *len) {
     if (len)
         *len = n;
     return buf;
+}
+
+static char tmpdir[64]; /* this process's scratch directory, made on first use */
+
+static void cleanup_tmp(void) {
+    if (tmpdir[0] && !getenv("OQC_KEEP_TMP")) {
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "cannot remove %s\n", tmpdir);
+    }
+}
+
+const char *oqc_test_tmp(const char *name) {
+    static char buf[32][256];
+    static int k;
+    k = (k + 1) % 32;
+    if (!tmpdir[0]) {
+        snprintf(tmpdir, sizeof tmpdir, "/tmp/oqc-test-XXXXXX");
+        if (!mkdtemp(tmpdir))
+            abort();
+        atexit(cleanup_tmp);
+    }
+    snprintf(buf[k], sizeof buf[k], "%s/%s", tmpdir, name);
+    return buf[k];
+}
+
+int oqc_test_write_file(const char *path, const void *p, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    size_t w = fwrite(p, 1, n, f);
+    return fclose(f) == 0 && w == n ? 0 : -1;
+}
+
+int oqc_test_same_file(const char *a, const char *b) {
+    size_t na, nb;
+    char *pa = oqc_test_read_file(a, &na), *pb = oqc_test_read_file(b, &nb);
+    int same = pa && pb && na == nb && memcmp(pa, pb, na) == 0;
+    free(pa);
+    free(pb);
+    return same;
 }

@@ -24,6 +24,13 @@ int oqc_test_main(const char *suite, const OqcTestCase *cases, int argc, char **
 
 /* Reads a whole file into malloc'd memory (NUL-terminated); NULL if unreadable. */
 char *oqc_test_read_file(const char *path, size_t *len);
+/* Path of name in this process's scratch directory (/tmp/oqc-test-XXXXXX, made on first
+ * use, removed at exit unless OQC_KEEP_TMP is set); valid for the next 31 calls. */
+const char *oqc_test_tmp(const char *name);
+/* Writes n bytes to path: 0, or -1. */
+int oqc_test_write_file(const char *path, const void *p, size_t n);
+/* 1 when both files exist and hold the same bytes. */
+int oqc_test_same_file(const char *a, const char *b);
 
 #define OQC_TEST(fn) { #fn, fn }
 #define OQC_TEST_MAIN(suite, ...)                                                  \

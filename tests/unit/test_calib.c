@@ -36,50 +36,6 @@
 
 /* ------------------------------------------------------------------ helpers */
 
-static char tmpdir[64]; /* per-process scratch directory */
-
-static void cleanup_tmp(void) {
-    if (tmpdir[0] && !getenv("OQC_KEEP_TMP")) {
-        char cmd[128];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-        if (system(cmd) != 0)
-            fprintf(stderr, "cannot remove %s\n", tmpdir);
-    }
-}
-
-/* Path of name in the scratch directory; valid for the next 15 calls. */
-static const char *tmp_path(const char *name) {
-    static char buf[16][256];
-    static int k;
-    k = (k + 1) % 16;
-    if (!tmpdir[0]) {
-        snprintf(tmpdir, sizeof tmpdir, "/tmp/oqc-test-calib-XXXXXX");
-        if (!mkdtemp(tmpdir))
-            abort();
-        atexit(cleanup_tmp);
-    }
-    snprintf(buf[k], sizeof buf[k], "%s/%s", tmpdir, name);
-    return buf[k];
-}
-
-static int write_file(const char *path, const char *text, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return -1;
-    size_t w = fwrite(text, 1, n, f);
-    return fclose(f) == 0 && w == n ? 0 : -1;
-}
-
-/* 1 when the two files exist and hold the same bytes. */
-static int same_file(const char *a, const char *b) {
-    size_t na, nb;
-    char *pa = oqc_test_read_file(a, &na), *pb = oqc_test_read_file(b, &nb);
-    int same = pa && pb && na == nb && memcmp(pa, pb, na) == 0;
-    free(pa);
-    free(pb);
-    return same;
-}
-
 static uint32_t float_bits(float f) {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
@@ -693,8 +649,8 @@ static void test_trt_published_example(void) {
      * mantissa 0x08edfc: scale = (1 + 0x08edfc / 2^23) * 2^-6 = 0.016715...,
      * T = 127 * scale = 2.1228... */
     const char *text = "TRT-8601-EntropyCalibration\nconv1: 3c88edfc\n";
-    const char *in = tmp_path("example.cache"), *out = tmp_path("example.out");
-    CU_ASSERT_EQUAL(write_file(in, text, strlen(text)), 0);
+    const char *in = oqc_test_tmp("example.cache"), *out = oqc_test_tmp("example.out");
+    CU_ASSERT_EQUAL(oqc_test_write_file(in, text, strlen(text)), 0);
     OqcArena *a = oqc_arena_new();
     OqcCalibEntry *e;
     int n;
@@ -707,10 +663,10 @@ static void test_trt_published_example(void) {
     CU_ASSERT(!e[0].is_unsigned && !strcmp(e[0].method, "table"));
     CU_ASSERT(isnan(e[0].kl) && isnan(e[0].clipped) && !e[0].hist && e[0].shape.rank == -1);
     CU_ASSERT_EQUAL(write_trt(out, "Entropy", e, n), 0);
-    CU_ASSERT(same_file(in, out));
+    CU_ASSERT(oqc_test_same_file(in, out));
     /* Upper-case hex and CRLF line ends are read; the cache is written canonically. */
     const char *crlf = "TRT-7000-EntropyCalibration2\r\nconv1: 3C88EDFC\r\n";
-    CU_ASSERT_EQUAL(write_file(in, crlf, strlen(crlf)), 0);
+    CU_ASSERT_EQUAL(oqc_test_write_file(in, crlf, strlen(crlf)), 0);
     CU_ASSERT_FATAL(read_trt(in, a, &e, &n) == 0 && n == 1);
     CU_ASSERT_EQUAL(float_bits(e[0].scale), 0x3c88edfcu);
     CU_ASSERT_EQUAL(write_trt(out, "EntropyCalibration2", e, n), 0);
@@ -737,7 +693,7 @@ static void test_trt_round_trip(void) {
         in[i].amax = ts[i];
         in[i].method = "entropy";
     }
-    const char *p1 = tmp_path("rt1.cache"), *p2 = tmp_path("rt2.cache");
+    const char *p1 = oqc_test_tmp("rt1.cache"), *p2 = oqc_test_tmp("rt2.cache");
     CU_ASSERT_EQUAL(write_trt(p1, "MinMax", in, 7), 0);
     char *text = oqc_test_read_file(p1, NULL);
     CU_ASSERT(text && !strncmp(text, "TRT-8601-MinMaxCalibration\ninput: ", 34));
@@ -755,28 +711,28 @@ static void test_trt_round_trip(void) {
         CU_ASSERT_EQUAL(e[i].is_unsigned, 0);
     }
     CU_ASSERT_EQUAL(write_trt(p2, "MinMax", e, n), 0);
-    CU_ASSERT(same_file(p1, p2));
+    CU_ASSERT(oqc_test_same_file(p1, p2));
     /* A scale whose threshold does not give it back as T / 127 (0x00810240: T = s * 127
      * rounds so that T / 127 != s) still round-trips: the entry's scale is written. */
     const char *odd = "TRT-8601-EntropyCalibration\nt: 00810240\n";
-    CU_ASSERT_EQUAL(write_file(p1, odd, strlen(odd)), 0);
+    CU_ASSERT_EQUAL(oqc_test_write_file(p1, odd, strlen(odd)), 0);
     CU_ASSERT_FATAL(read_trt(p1, a, &e, &n) == 0 && n == 1);
     CU_ASSERT(e[0].threshold / 127.0f != e[0].scale);
     CU_ASSERT_EQUAL(write_trt(p2, "Entropy", e, n), 0);
-    CU_ASSERT(same_file(p1, p2));
+    CU_ASSERT(oqc_test_same_file(p1, p2));
     /* Empty lines are skipped; a header alone is an empty table. */
     const char *blank = "TRT-1-LegacyCalibration\n\nt: 3c88edfc\n\n";
-    CU_ASSERT_EQUAL(write_file(p1, blank, strlen(blank)), 0);
+    CU_ASSERT_EQUAL(oqc_test_write_file(p1, blank, strlen(blank)), 0);
     CU_ASSERT(read_trt(p1, a, &e, &n) == 0 && n == 1);
-    CU_ASSERT_EQUAL(write_file(p1, "TRT-8601-EntropyCalibration", 27), 0);
+    CU_ASSERT_EQUAL(oqc_test_write_file(p1, "TRT-8601-EntropyCalibration", 27), 0);
     CU_ASSERT(read_trt(p1, a, &e, &n) == 0 && n == 0);
     oqc_arena_free(a);
 }
 
 /* Expects oqc_table_read_trt/xml on text to fail with a message containing want. */
 static void expect_bad(int xml, const char *text, const char *want) {
-    const char *path = tmp_path(xml ? "bad.xml" : "bad.cache");
-    CU_ASSERT_EQUAL_FATAL(write_file(path, text, strlen(text)), 0);
+    const char *path = oqc_test_tmp(xml ? "bad.xml" : "bad.cache");
+    CU_ASSERT_EQUAL_FATAL(oqc_test_write_file(path, text, strlen(text)), 0);
     OqcArena *a = oqc_arena_new();
     OqcCalibEntry *e = (OqcCalibEntry *)1;
     int n = -1;
@@ -821,8 +777,8 @@ static void test_trt_malformed(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         expect_bad(0, cases[i][0], cases[i][1]);
     const char nul[] = "TRT-8601-EntropyCalibration\na\0b: 3c88edfc\n";
-    const char *path = tmp_path("nul.cache");
-    CU_ASSERT_EQUAL(write_file(path, nul, sizeof nul - 1), 0);
+    const char *path = oqc_test_tmp("nul.cache");
+    CU_ASSERT_EQUAL(oqc_test_write_file(path, nul, sizeof nul - 1), 0);
     OqcArena *a = oqc_arena_new();
     OqcCalibEntry *e;
     int n;
@@ -830,7 +786,7 @@ static void test_trt_malformed(void) {
     oqc_diag_init(&d);
     CU_ASSERT_EQUAL(oqc_table_read_trt(path, a, &e, &n, &d), -1);
     CU_ASSERT(d.buf && strstr(d.buf, ":2: the line contains a NUL byte"));
-    CU_ASSERT_EQUAL(oqc_table_read_trt(tmp_path("missing.cache"), a, &e, &n, &d), -1);
+    CU_ASSERT_EQUAL(oqc_table_read_trt(oqc_test_tmp("missing.cache"), a, &e, &n, &d), -1);
     CU_ASSERT(d.buf && strstr(d.buf, "missing.cache: cannot open"));
     oqc_diag_free(&d);
     oqc_arena_free(a);
@@ -844,7 +800,7 @@ static void test_trt_write_errors(void) {
     e[0].scale = 1.0f / 127;
     e[1] = e[0];
     e[1].name = "line\nbreak";
-    const char *path = tmp_path("w.cache");
+    const char *path = oqc_test_tmp("w.cache");
     OqcDiag d;
     oqc_diag_init(&d);
     CU_ASSERT_EQUAL(oqc_table_write_trt(path, "Entropy", e, 2, &d), -1);
@@ -879,7 +835,7 @@ static void test_trt_write_errors(void) {
 /* xmllint --relaxng against the schema; prints its complaint on failure. */
 static int xmllint_ok(const char *xml) {
     char cmd[1024];
-    const char *log = tmp_path("xmllint.log");
+    const char *log = oqc_test_tmp("xmllint.log");
     snprintf(cmd, sizeof cmd, "xmllint --noout --relaxng %s '%s' >'%s' 2>&1", SCHEMA, xml,
              log);
     int rc = system(cmd);
@@ -933,7 +889,7 @@ static void test_xml_round_trip(void) {
     in[6].amax = 1e-40f; /* subnormal */
     in[6].threshold = 1e-40f;
     in[6].scale = in[6].threshold / 127.0f;
-    const char *p1 = tmp_path("t1.xml"), *p2 = tmp_path("t2.xml");
+    const char *p1 = oqc_test_tmp("t1.xml"), *p2 = oqc_test_tmp("t2.xml");
     CU_ASSERT_FATAL(write_xml(p1, in, 7, 1234) == 0);
     CU_ASSERT(xmllint_ok(p1));
     OqcArena *a = oqc_arena_new();
@@ -952,7 +908,7 @@ static void test_xml_round_trip(void) {
         CU_ASSERT(!e[i].hist && !e[i].divergence && isnan(e[i].kl) && e[i].shape.rank == -1);
     }
     CU_ASSERT_FATAL(write_xml(p2, e, n, s) == 0);
-    CU_ASSERT(same_file(p1, p2));
+    CU_ASSERT(oqc_test_same_file(p1, p2));
     char *text = oqc_test_read_file(p1, NULL);
     CU_ASSERT(text && strstr(text, "name=\"tab\\x09new\\x0aline\\x0d\""));
     CU_ASSERT(text && strstr(text, "name=\"back\\\\slash\""));
@@ -964,15 +920,15 @@ static void test_xml_round_trip(void) {
     CU_ASSERT(xmllint_ok(p1));
     CU_ASSERT(read_xml(p1, a, &e, &n, &s) == 0 && n == 0 && s == 0);
     /* TRT -> XML -> TRT keeps the scale bits. */
-    const char *cache = tmp_path("x.cache"), *cache2 = tmp_path("x2.cache");
+    const char *cache = oqc_test_tmp("x.cache"), *cache2 = oqc_test_tmp("x2.cache");
     const char *ct = "TRT-8601-EntropyCalibration\nconv1: 3c88edfc\nodd: 00810240\n";
-    CU_ASSERT_EQUAL(write_file(cache, ct, strlen(ct)), 0);
+    CU_ASSERT_EQUAL(oqc_test_write_file(cache, ct, strlen(ct)), 0);
     CU_ASSERT_FATAL(read_trt(cache, a, &e, &n) == 0);
     CU_ASSERT_FATAL(write_xml(p1, e, n, 0) == 0);
     CU_ASSERT(xmllint_ok(p1));
     CU_ASSERT_FATAL(read_xml(p1, a, &e, &n, &s) == 0);
     CU_ASSERT_EQUAL(write_trt(cache2, "Entropy", e, n), 0);
-    CU_ASSERT(same_file(cache, cache2));
+    CU_ASSERT(oqc_test_same_file(cache, cache2));
     oqc_arena_free(a);
 }
 
@@ -1026,8 +982,8 @@ static void test_xml_malformed(void) {
         expect_bad(1, cases[i][0], cases[i][1]);
     /* The last one, made valid, is accepted (the bad cases above fail for their reason). */
     const char *good = XT(GOOD_ATTRS "scale=\"0.00999999978\"");
-    const char *path = tmp_path("good.xml");
-    CU_ASSERT_EQUAL(write_file(path, good, strlen(good)), 0);
+    const char *path = oqc_test_tmp("good.xml");
+    CU_ASSERT_EQUAL(oqc_test_write_file(path, good, strlen(good)), 0);
     CU_ASSERT(xmllint_ok(path));
     OqcArena *a = oqc_arena_new();
     OqcCalibEntry *e;
@@ -1045,7 +1001,7 @@ static void test_xml_write_errors(void) {
     e.scale = 1.0f / 127;
     e.amax = NAN;
     e.method = "max";
-    const char *path = tmp_path("w.xml");
+    const char *path = oqc_test_tmp("w.xml");
     OqcDiag d;
     oqc_diag_init(&d);
     CU_ASSERT_EQUAL(oqc_table_write_xml(path, &e, 1, 1, &d), -1);

@@ -34,32 +34,6 @@
 
 #define HAS(s, sub) (strstr((s), (sub)) != NULL)
 
-static char tmpdir[64]; /* per-process scratch directory */
-
-static void cleanup_tmp(void) {
-    if (tmpdir[0] && !getenv("OQC_KEEP_TMP")) {
-        char cmd[128];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-        if (system(cmd) != 0)
-            fprintf(stderr, "cannot remove %s\n", tmpdir);
-    }
-}
-
-/* Path of name in the scratch directory; valid for the next 7 calls. */
-static const char *tmp_path(const char *name) {
-    static char buf[8][256];
-    static int k;
-    k = (k + 1) % 8;
-    if (!tmpdir[0]) {
-        snprintf(tmpdir, sizeof tmpdir, "/tmp/oqc-test-report-XXXXXX");
-        if (!mkdtemp(tmpdir))
-            abort();
-        atexit(cleanup_tmp);
-    }
-    snprintf(buf[k], sizeof buf[k], "%s/%s", tmpdir, name);
-    return buf[k];
-}
-
 static int count(const char *s, const char *needle) {
     int n = 0;
     size_t len = strlen(needle);
@@ -149,7 +123,7 @@ static int xmllint_present(void) {
  * invalid" for HTML5 elements (section, svg, ...) its HTML 4 parser does not know. */
 static int parses(const char *path) {
     char cmd[768];
-    const char *log = tmp_path("xmllint.log");
+    const char *log = oqc_test_tmp("xmllint.log");
     snprintf(cmd, sizeof cmd, "xmllint --noout '%s' >'%s' 2>&1", path, log);
     int ok = system(cmd) == 0;
     char *msg = oqc_test_read_file(log, NULL);
@@ -328,7 +302,7 @@ static void test_contents(void) {
     OqcArena *a = oqc_arena_new();
     OqcCalibEntry e[NFIX];
     int n = fixture(a, e);
-    const char *path = tmp_path("contents.html");
+    const char *path = oqc_test_tmp("contents.html");
     char *html = report(path, "fashion_cnn.onnx", e, n, 1000, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(html);
     CU_ASSERT(parses(path));
@@ -418,7 +392,7 @@ static void test_contents(void) {
 
     /* No temporary left beside the report. */
     char pat[128];
-    snprintf(pat, sizeof pat, "%s/*.tmp*", tmpdir);
+    snprintf(pat, sizeof pat, "%s", oqc_test_tmp("*.tmp*"));
     glob_t gl;
     CU_ASSERT_EQUAL(glob(pat, 0, NULL, &gl), GLOB_NOMATCH);
     globfree(&gl);
@@ -444,7 +418,7 @@ static void test_escaping(void) {
         e[i].threshold = 3.0f;
         finish_entry(&e[i]);
     }
-    const char *path = tmp_path("escape.html");
+    const char *path = oqc_test_tmp("escape.html");
     char *html = report(path, "<script>alert(1)</script> & \"m\"", e, 3, -1, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(html);
     CU_ASSERT(parses(path));
@@ -484,7 +458,7 @@ static void test_log_axis(void) {
     OqcHist h = {.amax = 4.0f, .nbins = 4, .bins = bins, .count = 1107};
     OqcCalibEntry e = {.name = "steps", .op = "Conv", .method = "max", .amax = 4.0f,
                        .threshold = 4.0f, .kl = NAN, .hist = &h};
-    const char *path = tmp_path("log.html");
+    const char *path = oqc_test_tmp("log.html");
     char *html = report(path, "m", &e, 1, 1, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(html);
     char *d = attr_after(html, "<path class=\"hist\"", "d");
@@ -526,7 +500,7 @@ static void test_marker_alignment(void) {
                        .hist = gauss_hist(a, 2048, 10.0f, 1.3, 1e-3, 1e7, 0)};
     entropy_like(a, &e, 128);
     finish_entry(&e);
-    const char *path = tmp_path("align.html");
+    const char *path = oqc_test_tmp("align.html");
     char *html = report(path, "m", &e, 1, 1, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(html);
     char *xh = attr_after(html, "<line class=\"thr\"", "x1");
@@ -571,7 +545,7 @@ static void test_size(void) {
         entropy_like(a, &e[i], 128);
         finish_entry(&e[i]);
     }
-    const char *path = tmp_path("size.html");
+    const char *path = oqc_test_tmp("size.html");
     size_t len = 0;
     char *html = report(path, "big", e, N, 500, &len);
     CU_ASSERT_PTR_NOT_NULL_FATAL(html);
@@ -611,7 +585,7 @@ static void test_size(void) {
         z->bins[i] = i % 2 ? 1000 : 1 + (uint64_t)i / 16;
     OqcCalibEntry ze = {.name = "zigzag", .op = "Add", .method = "max", .amax = 1.0f,
                         .threshold = 1.0f, .kl = NAN, .hist = z};
-    html = report(tmp_path("zigzag.html"), "m", &ze, 1, 1, NULL);
+    html = report(oqc_test_tmp("zigzag.html"), "m", &ze, 1, 1, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(html);
     char *d = attr_after(html, "<path class=\"hist\"", "d");
     CU_ASSERT_PTR_NOT_NULL_FATAL(d);
@@ -630,7 +604,7 @@ static void test_errors(void) {
     CU_ASSERT(d.buf && HAS(d.buf, path));
     oqc_diag_free(&d);
     /* A directory in the way of the rename: error, temporary removed. */
-    const char *dir = tmp_path("is-a-dir.html");
+    const char *dir = oqc_test_tmp("is-a-dir.html");
     CU_ASSERT_EQUAL_FATAL(mkdir(dir, 0700), 0);
     char sub[300];
     snprintf(sub, sizeof sub, "%s/x", dir);
@@ -642,12 +616,12 @@ static void test_errors(void) {
     CU_ASSERT(d.buf && HAS(d.buf, dir));
     oqc_diag_free(&d);
     char pat[128];
-    snprintf(pat, sizeof pat, "%s/*.tmp*", tmpdir);
+    snprintf(pat, sizeof pat, "%s", oqc_test_tmp("*.tmp*"));
     glob_t gl;
     CU_ASSERT_EQUAL(glob(pat, 0, NULL, &gl), GLOB_NOMATCH);
     globfree(&gl);
     /* No tensors at all: still a valid page. */
-    path = tmp_path("empty.html");
+    path = oqc_test_tmp("empty.html");
     char *html = report(path, "m", NULL, 0, 0, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(html);
     CU_ASSERT(HAS(html, "No tensors were calibrated."));
@@ -661,7 +635,7 @@ static void test_sample_report(void) {
     OqcCalibEntry e[NFIX];
     int n = fixture(a, e);
     const char *out = getenv("OQC_REPORT_OUT");
-    const char *path = out && *out ? out : tmp_path("sample.html");
+    const char *path = out && *out ? out : oqc_test_tmp("sample.html");
     char *html = report(path, "fashion_cnn.onnx", e, n, 1000, NULL);
     CU_ASSERT_PTR_NOT_NULL(html);
     if (html && xmllint_present())

@@ -29,56 +29,18 @@
 
 /* ------------------------------------------------------------------ helpers */
 
-static char tmpdir[64]; /* per-process scratch directory (tests/run.sh runs from root) */
-
-/* Removes the scratch directory at exit (kept when OQC_KEEP_TMP is set). */
-static void cleanup_tmp(void) {
-    if (tmpdir[0] && !getenv("OQC_KEEP_TMP")) {
-        char cmd[128];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-        if (system(cmd) != 0)
-            fprintf(stderr, "cannot remove %s\n", tmpdir);
-    }
-}
-
-/* Path of name in the scratch directory; the result stays valid for the next 31 calls. */
+/* Path of name in the scratch directory (oqc_test_tmp), which gets the subdirectories
+ * a, b and bad on first use; valid for the next 31 calls. */
 static const char *tmp_path(const char *name) {
-    static char buf[32][256];
-    static int k;
-    k = (k + 1) % 32;
-    if (!tmpdir[0]) {
-        snprintf(tmpdir, sizeof tmpdir, "/tmp/oqc-test-xml-XXXXXX");
-        if (!mkdtemp(tmpdir))
-            abort();
-        atexit(cleanup_tmp);
+    static int made;
+    if (!made) {
         static const char *const sub[] = {"a", "b", "bad"};
-        for (int i = 0; i < 3; i++) {
-            char dir[128];
-            snprintf(dir, sizeof dir, "%s/%s", tmpdir, sub[i]);
-            if (mkdir(dir, 0700) != 0)
+        for (int i = 0; i < 3; i++)
+            if (mkdir(oqc_test_tmp(sub[i]), 0700) != 0)
                 abort();
-        }
+        made = 1;
     }
-    snprintf(buf[k], sizeof buf[k], "%s/%s", tmpdir, name);
-    return buf[k];
-}
-
-static int write_file(const char *path, const void *p, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return -1;
-    size_t w = fwrite(p, 1, n, f);
-    return fclose(f) == 0 && w == n ? 0 : -1;
-}
-
-/* 1 when the two files exist and have the same bytes. */
-static int same_file(const char *a, const char *b) {
-    size_t na, nb;
-    char *pa = oqc_test_read_file(a, &na), *pb = oqc_test_read_file(b, &nb);
-    int same = pa && pb && na == nb && memcmp(pa, pb, na) == 0;
-    free(pa);
-    free(pb);
-    return same;
+    return oqc_test_tmp(name);
 }
 
 /* The text dump as a malloc'd string. */
@@ -273,11 +235,11 @@ static int round_trip(OqcGraph *g, const char *label) {
             dump_xml_file(g2, xb, db, ref) < 0) {
             ok = 0;
         } else {
-            if (!same_file(xa, xb)) {
+            if (!oqc_test_same_file(xa, xb)) {
                 printf("\n  %s: XML differs after a round trip (%s vs %s)", label, xa, xb);
                 ok = 0;
             }
-            if (with_data && !same_file(da, db)) {
+            if (with_data && !oqc_test_same_file(da, db)) {
                 printf("\n  %s: side data differs after a round trip", label);
                 ok = 0;
             }
@@ -516,12 +478,12 @@ static void test_synthetic_round_trip(void) {
     /* Deterministic: the same graph dumps to the same bytes twice. */
     CU_ASSERT_EQUAL(dump_xml_file(g, tmp_path("a/1.xml"), tmp_path("a/1.data"), NULL), 0);
     CU_ASSERT_EQUAL(dump_xml_file(g, tmp_path("a/2.xml"), tmp_path("a/2.data"), "1.data"), 0);
-    CU_ASSERT(same_file(tmp_path("a/1.data"), tmp_path("a/2.data")));
+    CU_ASSERT(oqc_test_same_file(tmp_path("a/1.data"), tmp_path("a/2.data")));
     size_t n;
     char *x = oqc_test_read_file(tmp_path("a/1.xml"), &n);
     CU_ASSERT_PTR_NOT_NULL(x);
     if (x) {
-        CU_ASSERT(same_file(tmp_path("a/1.xml"), tmp_path("a/2.xml"))); /* data ref from the path */
+        CU_ASSERT(oqc_test_same_file(tmp_path("a/1.xml"), tmp_path("a/2.xml"))); /* data ref from the path */
         CU_ASSERT_PTR_NULL(strstr(x, "unused, not written"));
         CU_ASSERT_PTR_NOT_NULL(strstr(x, "w \\\\x41 &lt;weight&gt; &amp; &quot;q&quot;"));
         CU_ASSERT_PTR_NOT_NULL(strstr(x, "value=\"a\\x00b\\\\c\\x0a\\x80\""));
@@ -577,12 +539,12 @@ static void expect_error(const char *from, const char *to, long data_len, int li
         for (const char *p = base_xml; p < at; p++)
             line += *p == '\n';
     }
-    CU_ASSERT_EQUAL(write_file(xml, text, strlen(text)), 0);
+    CU_ASSERT_EQUAL(oqc_test_write_file(xml, text, strlen(text)), 0);
     free(text);
     static const float values[4] = {1, 2, 3, 4};
     unlink(data);
     if (data_len >= 0)
-        CU_ASSERT_EQUAL(write_file(data, values, (size_t)data_len), 0);
+        CU_ASSERT_EQUAL(oqc_test_write_file(data, values, (size_t)data_len), 0);
     OqcDiag d;
     oqc_diag_init(&d);
     OqcGraph *g = oqc_load_xml(xml, &d);
@@ -614,8 +576,8 @@ static void test_malformed(void) {
     /* The base document is valid and loads. */
     const char *xml = tmp_path("bad/m.xml");
     static const float values[4] = {1, 2, 3, 4};
-    CU_ASSERT_EQUAL(write_file(xml, base_xml, strlen(base_xml)), 0);
-    CU_ASSERT_EQUAL(write_file(tmp_path("bad/m.data"), values, 16), 0);
+    CU_ASSERT_EQUAL(oqc_test_write_file(xml, base_xml, strlen(base_xml)), 0);
+    CU_ASSERT_EQUAL(oqc_test_write_file(tmp_path("bad/m.data"), values, 16), 0);
     CU_ASSERT(!xmllint_present() || validates(xml));
     OqcGraph *g = load_xml_ok(xml);
     CU_ASSERT_PTR_NOT_NULL(g);
