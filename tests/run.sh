@@ -2,6 +2,7 @@
 # run.sh - runs every oqc test and adds up the results (called by `make check`).
 #   1. each unit-test binary in $BUILD/tests/ (CUnit; prints "RESULT suite passed failed");
 #   2. each tests/cli/*.sh script (CLI behaviour; prints "RESULT name passed failed").
+# Each item's time follows its log ("-- name: N s").
 # Ends with the line "check: N passed, M failed" and exits non-zero on any failure.
 # A filter argument (TESTS=substring in the environment) runs only matching files.
 set -u
@@ -34,8 +35,10 @@ for t in "$BUILD"/tests/test_*; do
     [ -x "$t" ] || continue
     case "$t" in *"${TESTS:-}"*) ;; *) continue ;; esac
     echo "== $t"
+    t0=$(date +%s)
     "$t" >"$log" 2>&1; st=$?
     cat "$log"
+    echo "-- $(basename "$t"): $(($(date +%s) - t0)) s"
     account "$(basename "$t")" "$st"
 done
 # 3. the official ONNX backend node tests (Debian libonnx-testdata)
@@ -43,7 +46,9 @@ NODE_DATA=${NODE_DATA:-/usr/share/libonnx-testdata/data}
 if [ -x "$BUILD/tests/tools/onnx_node_tests" ]; then
     case onnx_node_tests in *"${TESTS:-}"*)
         echo "== onnx node tests ($NODE_DATA/node, $NODE_DATA/pytorch-converted)"
+        t0=$(date +%s)
         "$BUILD/tests/tools/onnx_node_tests" "$NODE_DATA/node" "$NODE_DATA/pytorch-converted" >"$log" 2>&1; st=$?
+        echo "-- onnx_node_tests: $(($(date +%s) - t0)) s"
         grep -v '^skip ' "$log"
         echo "(skipped tests and their reasons: $(grep -c '^skip ' "$log"); run the tool to list them)"
         account onnx_node_tests "$st" ;;
@@ -54,8 +59,10 @@ for s in tests/cli/*.sh; do
     [ -f "$s" ] || continue
     case "$s" in *"${TESTS:-}"*) ;; *) continue ;; esac
     echo "== $s"
+    t0=$(date +%s)
     sh "$s" >"$log" 2>&1; st=$?
     cat "$log"
+    echo "-- $(basename "$s"): $(($(date +%s) - t0)) s"
     account "$(basename "$s")" "$st"
 done
 [ -n "$broken" ] && echo "broken:$broken"
