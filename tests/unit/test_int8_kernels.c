@@ -1673,6 +1673,58 @@ static void test_add_isas(void) {
                (long long)add_isa_cases[isas[ii]]);
 }
 
+/* oqci_quantize: every family gives the scalar loop's bytes (the AVX2 one does 8 at a
+ * time, the rest in the scalar tail), on random values, exact halves of the step,
+ * values at and beyond the range, NaN, infinities, signed zeros and subnormals, for
+ * counts that are and are not multiples of 8. */
+static void test_quantize_isas(void) {
+    rnd_seed(57);
+    find_isas();
+    int64_t bad = 0, cases = 0;
+    const float special[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, -1e-40f,
+                             0.5f, -0.5f, 1.5f, -1.5f, 126.5f, -126.5f, 127.5f, -127.5f,
+                             254.5f, 255.5f, 3e38f, -3e38f, 0.49999997f, -0.49999997f};
+    for (int t = 0; t < 120; t++) {
+        int type = t % 2;
+        int64_t n = t % 3 == 0 ? rnd_int(0, 40) : rnd_int(100, 1000);
+        float scale = t % 5 == 0 ? 1.0f : (float)ldexp(1.0 + rnd_f() * 0.9, (int)rnd_int(-12, 2));
+        float *x = malloc(sizeof(float) * (size_t)(n + 1));
+        uint8_t *ref = malloc((size_t)(n + 1)), *y = malloc((size_t)(n + 1));
+        int32_t lo = type == OQCI_U8 ? 0 : -127, hi = type == OQCI_U8 ? 255 : 127;
+        for (int64_t i = 0; i < n; i++) {
+            int k = (int)rnd_int(0, 9);
+            if (k == 0)
+                x[i] = special[rnd_int(0, (int64_t)(sizeof special / sizeof special[0]) - 1)] *
+                       (t % 5 == 0 ? 1.0f : scale);
+            else if (k == 1)
+                x[i] = ((float)rnd_int(lo - 3, hi + 2) + 0.5f) * scale;
+            else
+                x[i] = rnd_f() * scale * 300.0f;
+        }
+        for (int64_t i = 0; i < n; i++)
+            ref[i] = (uint8_t)oqci_round_clamp(x[i] / scale, lo, hi);
+        for (int ii = 0; ii < nisas; ii++) {
+            CU_ASSERT_EQUAL_FATAL(oqci_force_isa(isas[ii]), OQCI_OK);
+            memset(y, 0xA5, (size_t)(n + 1));
+            CU_ASSERT_EQUAL(oqci_quantize(x, y, type, n, scale), OQCI_OK);
+            int64_t b = 0;
+            for (int64_t i = 0; i < n; i++)
+                if (y[i] != ref[i] && b++ < 3)
+                    printf("\n  quantize [%s] t=%d i=%lld x=%a: got %d want %d",
+                           oqci_isa_name(isas[ii]), t, (long long)i, (double)x[i], y[i], ref[i]);
+            b += y[n] != 0xA5;   /* nothing written past count */
+            bad += b != 0;
+            cases++;
+        }
+        free(x);
+        free(ref);
+        free(y);
+    }
+    oqci_force_isa(OQCI_ISA_AUTO);
+    CU_ASSERT_EQUAL(bad, 0);
+    printf("\n  quantize: %lld cases over %d families", (long long)cases, nisas);
+}
+
 OQC_TEST_MAIN("int8-kernels", OQC_TEST(test_round_clamp), OQC_TEST(test_mul_shift),
               OQC_TEST(test_fixed_multiplier), OQC_TEST(test_requant_float_vs_fixed),
               OQC_TEST(test_conv_random), OQC_TEST(test_conv_shapes), OQC_TEST(test_conv_deep),
@@ -1683,4 +1735,4 @@ OQC_TEST_MAIN("int8-kernels", OQC_TEST(test_round_clamp), OQC_TEST(test_mul_shif
               OQC_TEST(test_pool_einval), OQC_TEST(test_add_random),
               OQC_TEST(test_add_examples), OQC_TEST(test_clamp), OQC_TEST(test_quantize),
               OQC_TEST(test_maxpool_isas), OQC_TEST(test_avgpool_isas),
-              OQC_TEST(test_add_isas))
+              OQC_TEST(test_add_isas), OQC_TEST(test_quantize_isas))
