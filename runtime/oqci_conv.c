@@ -715,6 +715,11 @@ typedef struct Family {
     Tr4Fn tr4[2];     /* panel transposes for s8 and u8 inputs */
     GatherFn gather;  /* strided copies of input runs */
     StoreFn store;    /* epilogue */
+    /* or NULL: the microkernel with the epilogue in registers (whole reduction in one
+     * block, float requantization, no bias that may overflow): nk channels from k0
+     * requantized into q (TILE_NR bytes per channel) */
+    void (*ukr_rq)(int32_t nq, const void *panel, const int8_t *const *w, const OqciConv *p,
+                   int32_t k0, int32_t nk, const int32_t *corr, uint8_t *q);
 } Family;
 
 /* The exact correction of channel k's sums for flipped inputs: -128 sum w for s8 inputs
@@ -739,7 +744,7 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
     int32_t *corr = NULL;
     int32_t kg = p->out_c / p->group, nq = p->kpad / 4, kbq = KBLOCK / 4, g, k;
     int32_t nblk = (nq + kbq - 1) / kbq, bsize;
-    int deep = p->kpad > OQCI_KCHUNK;
+    int deep = p->kpad > OQCI_KCHUNK, fused = 0;
     int64_t total, P0;
     int32_t tile[TILE_MR * TILE_NR];
     Tr4Fn tr4 = f->tr4[p->in_type == OQCI_U8];
@@ -753,6 +758,15 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
         corr = (int32_t *)(void *)(panel + panel_bytes + cbuf_bytes + band_bytes);
         for (k = 0; k < p->out_c; k++)
             corr[k] = (int32_t)(uint32_t)(uint64_t)weight_corr(p, k);
+    }
+    /* the epilogue in the microkernel: one block, float requantization, and no bias
+     * whose addition may overflow (bias_may_overflow: checked here for all channels) */
+    if (f->ukr_rq && nblk == 1 && p->rq.mode == OQCI_REQ_FLOAT) {
+        fused = 1;
+        for (k = 0; k < p->out_c && fused; k++)
+            if (p->bias && (int64_t)p->kpad * 32640 +
+                                   (p->bias[k] < 0 ? -(int64_t)p->bias[k] : p->bias[k]) > INT32_MAX)
+                fused = 0;
     }
     bsize = (nq + nblk - 1) / nblk;   /* balanced blocks */
     total = (int64_t)p->batch * ge.pix;
@@ -791,7 +805,19 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
                     for (r = 0; r < f->mr; r++)
                         w[r] = p->w + (size_t)(g * kg + kk + (r < nk ? r : nk - 1)) *
                                           (size_t)p->kpad + (size_t)q0 * 4;
-                    if (nblk == 1) {
+                    if (fused) {
+                        uint8_t q[TILE_MR * TILE_NR];
+                        int si;
+                        f->ukr_rq(bq, panel, w, p, g * kg + kk, nk,
+                                  corr ? corr + g * kg + kk : NULL, q);
+                        for (r = 0; r < nk; r++)
+                            for (si = 0; si < nseg; si++) {
+                                const Seg *s = &segs[si];
+                                memcpy((uint8_t *)y + (s->n * p->out_ctotal + p->out_coff + g * kg +
+                                                       kk + r) * ge.pix + s->pix0,
+                                       q + r * TILE_NR + s->off, (size_t)s->len);
+                            }
+                    } else if (nblk == 1) {
                         f->ukr(bq, panel, w, tile, 0);
                         f->store(p, tile, TILE_NR, g * kg + kk, nk, corr ? corr + g * kg + kk : NULL,
                                  0, segs, nseg, y);
@@ -1104,6 +1130,20 @@ typedef struct RqV {
     __m256i lo64, hi64;   /* fixed: lo, hi per 64-bit lane */
 } RqV;
 
+/* 2 M, the multiplier rq8 uses in float mode.  2 M overflowing (M finite): then |t| >=
+ * M > hi for every acc != 0, which the largest float reproduces, and acc = 0 still
+ * gives 0. */
+static inline float rq_mult2(float mult) {
+#ifndef OQCI_NO_FLOAT
+    float m2 = 2.0f * mult;
+    if (m2 - m2 != 0.0f && mult - mult == 0.0f)
+        m2 = mult > 0.0f ? 3.40282347e38f : -3.40282347e38f;
+    return m2;
+#else
+    return mult;
+#endif
+}
+
 /* Channel k's constants: correction corr (mod 2^32), its bias unless bias_done. */
 T_AVX2 static void rqv_make(const OqciConv *p, int32_t k, int32_t corr, int bias_done, RqV *v) {
     const OqciRequant *r = &p->rq;
@@ -1115,12 +1155,7 @@ T_AVX2 static void rqv_make(const OqciConv *p, int32_t k, int32_t corr, int bias
     v->bias = _mm256_set1_epi32((int32_t)b);
 #ifndef OQCI_NO_FLOAT
     if (!v->fixed) {
-        float m2 = 2.0f * r->mult[i];
-        /* 2 M overflowing (M finite): then |t| >= M > hi for every acc != 0, which the
-         * largest float reproduces, and acc = 0 still gives 0 */
-        if (m2 - m2 != 0.0f && r->mult[i] - r->mult[i] == 0.0f)
-            m2 = r->mult[i] > 0.0f ? 3.40282347e38f : -3.40282347e38f;
-        v->mult2 = _mm256_set1_ps(m2);
+        v->mult2 = _mm256_set1_ps(rq_mult2(r->mult[i]));
         v->lo2 = _mm256_set1_ps(2.0f * (float)p->lo);
         v->hi2 = _mm256_set1_ps(2.0f * (float)p->hi);
         return;
@@ -1228,33 +1263,33 @@ T_AVX2 static __m256i hsum_pairs(__m256i a, __m256i b) {
     return _mm256_permute4x64_epi64(_mm256_hadd_epi32(a, b), 0xD8);
 }
 
-T_AVX2 static void q8conv_2x28c4__avx2(int32_t nq, const void *panel, const int8_t *const *w,
-                                       int32_t *t, int acc) {
-    const int16_t *pp = (const int16_t *)panel;
-    const int8_t *w0 = w[0], *w1 = w[1];
-    int32_t raw[14 * 8], q;
+/* The 2 x 28 sums: 14 accumulators a<r><v> (channel r, pixels 4v .. 4v + 3, each as two
+ * lanes of pair sums).  Written so gcc keeps them in registers: the panel pointer
+ * advances at the end of the body and the sums leave the loop only through plain
+ * stores or register operations (a reduction right after the loop made gcc 12 spill
+ * half of them). */
+#define Q8CONV_2X28_SUMS                                                                \
+    const int16_t *pp = (const int16_t *)panel;                                         \
+    const int8_t *w0 = w[0], *w1 = w[1];                                                \
+    int32_t q;                                                                          \
+    ACC7(DECL)                                                                          \
+    for (q = 0; q < nq; q++) {                                                          \
+        /* words w0 w1 w2 w3 repeated: dword lanes alternate (w0, w1) and (w2, w3) */   \
+        __m256i wv = _mm256_cvtepi8_epi16(_mm_set1_epi32(load32(w0 + 4 * q)));         \
+        ACC7(STEP0)                                                                     \
+        wv = _mm256_cvtepi8_epi16(_mm_set1_epi32(load32(w1 + 4 * q)));                  \
+        ACC7(STEP1)                                                                     \
+        pp += 4 * AVX2_NR;                                                              \
+    }
 #define DECL(v) __m256i a0##v = _mm256_setzero_si256(), a1##v = _mm256_setzero_si256();
-    ACC7(DECL)
-#undef DECL
-    /* Written so gcc keeps the 14 accumulators in registers: the panel pointer advances
-     * at the end of the body and the sums leave the loop only through plain stores
-     * (a reduction right after the loop made gcc 12 spill half of them). */
-    for (q = 0; q < nq; q++) {
-        /* words w0 w1 w2 w3 repeated: dword lanes alternate (w0, w1) and (w2, w3) */
-        __m256i wv = _mm256_cvtepi8_epi16(_mm_set1_epi32(load32(w0 + 4 * q)));
-#define STEP(r, v)                                                                      \
-    a##r##v = _mm256_add_epi32(                                                         \
-        a##r##v, _mm256_madd_epi16(LDU256(pp + 16 * v), wv));
+#define STEP(r, v) a##r##v = _mm256_add_epi32(a##r##v, _mm256_madd_epi16(LDU256(pp + 16 * v), wv));
 #define STEP0(v) STEP(0, v)
 #define STEP1(v) STEP(1, v)
-        ACC7(STEP0)
-        wv = _mm256_cvtepi8_epi16(_mm_set1_epi32(load32(w1 + 4 * q)));
-        ACC7(STEP1)
-#undef STEP0
-#undef STEP1
-#undef STEP
-        pp += 4 * AVX2_NR;
-    }
+
+T_AVX2 static void q8conv_2x28c4__avx2(int32_t nq, const void *panel, const int8_t *const *w,
+                                       int32_t *t, int acc) {
+    int32_t raw[14 * 8];
+    Q8CONV_2X28_SUMS
 #define STORE(v)                                                                        \
     STU256(raw + 8 * v, a0##v);                                                         \
     STU256(raw + 56 + 8 * v, a1##v);
@@ -1275,9 +1310,67 @@ T_AVX2 static void q8conv_2x28c4__avx2(int32_t nq, const void *panel, const int8
     }
 }
 
+#ifndef OQCI_NO_FLOAT
+/* Channel k's float epilogue constants (the fields rq8 reads when the requantization is
+ * float and the bias addition cannot overflow), as rqv_make sets them. */
+T_AVX2 static inline __attribute__((always_inline)) void rqv_float(const OqciConv *p, int32_t k,
+                                                                     int32_t corr, RqV *v) {
+    const OqciRequant *r = &p->rq;
+    int64_t b = p->bias ? p->bias[k] : 0;
+    v->fixed = 0;
+    v->sat = 0;
+    v->add = _mm256_set1_epi32((int32_t)((uint32_t)corr + (uint32_t)b));
+    v->mult2 = _mm256_set1_ps(rq_mult2(r->mult[r->per_index ? k : 0]));
+    v->lo2 = _mm256_set1_ps(2.0f * (float)p->lo);
+    v->hi2 = _mm256_set1_ps(2.0f * (float)p->hi);
+}
+
+/* q8conv_2x28c4__avx2 with its epilogue: the raw sums leave the registers as in
+ * q8conv_2x28c4__avx2 (so gcc keeps the loop's accumulators in registers), then the
+ * pair sums are added up (hsum_pairs) and requantized (rq8), 28 bytes per channel into
+ * out, without the int32 tile and the separate store pass. */
+T_AVX2 static void q8conv_2x28c4_rq__avx2(int32_t nq, const void *panel, const int8_t *const *w,
+                                          const OqciConv *p, int32_t k0, int32_t nk,
+                                          const int32_t *corr, uint8_t *out) {
+    int32_t raw[14 * 8];
+    Q8CONV_2X28_SUMS
+#define STORE(v)                                                                        \
+    STU256(raw + 8 * v, a0##v);                                                         \
+    STU256(raw + 56 + 8 * v, a1##v);
+    ACC7(STORE)
+#undef STORE
+    {
+        const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+        int u8 = p->out_type == OQCI_U8, r;
+        for (r = 0; r < nk; r++) {
+            const int32_t *s = raw + 56 * r;
+            RqV v;
+            __m256i r0, r1, r2, r3, w01, w23, b;
+            rqv_float(p, k0 + r, corr ? corr[r] : 0, &v);
+            r0 = rq8(hsum_pairs(LDU256(s), LDU256(s + 8)), &v);
+            r1 = rq8(hsum_pairs(LDU256(s + 16), LDU256(s + 24)), &v);
+            r2 = rq8(hsum_pairs(LDU256(s + 32), LDU256(s + 40)), &v);
+            r3 = rq8(hsum_pairs(LDU256(s + 48), _mm256_setzero_si256()), &v);
+            w01 = _mm256_packs_epi32(r0, r1);
+            w23 = _mm256_packs_epi32(r2, r3);
+            b = u8 ? _mm256_packus_epi16(w01, w23) : _mm256_packs_epi16(w01, w23);
+            STU256(out + r * TILE_NR, _mm256_permutevar8x32_epi32(b, perm));
+        }
+    }
+}
+#define UKR_RQ_AVX2 q8conv_2x28c4_rq__avx2
+#else
+#define UKR_RQ_AVX2 NULL   /* (integer-only builds: fixed requantization only) */
+#endif
+#undef STEP0
+#undef STEP1
+#undef STEP
+#undef DECL
+#undef Q8CONV_2X28_SUMS
+
 static const Family family_avx2 = {OQCI_ISA_AVX2, 2, AVX2_NR, 2, -1, q8conv_2x28c4__avx2,
                                    {tr4_s16_s8__avx2, tr4_s16_u8__avx2}, gather__avx2,
-                                   store_tile__avx2};
+                                   store_tile__avx2, UKR_RQ_AVX2};
 
 /* ---- q8gemv_4x16__avx2: few pixels, dot products on 16-bit copies ------------------ */
 
@@ -1676,7 +1769,7 @@ static void q8conv_8x32c4__emu(int32_t nq, const void *panel, const int8_t *cons
 static const Family family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, OQCI_S8,
                                          q8conv_8x32c4__emu,
                                          {tr4_u8_s8__avx2, tr4_u8_u8__avx2}, gather__avx2,
-                                         store_tile__avx2};
+                                         store_tile__avx2, NULL};
 #elif HAVE_AVX512VNNI
 /* ---- q8conv_8x32c4__avx512vnni: 8 channels x 32 pixels, u8 panel ------------------- */
 
@@ -1714,7 +1807,7 @@ T_AVX512VNNI static void q8conv_8x32c4__avx512vnni(int32_t nq, const void *panel
 static const Family family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, OQCI_S8,
                                          q8conv_8x32c4__avx512vnni,
                                          {tr4_u8_s8__avx2, tr4_u8_u8__avx2}, gather__avx2,
-                                         store_tile__avx2};
+                                         store_tile__avx2, NULL};
 #endif
 
 #if HAVE_AVXVNNI
@@ -1768,7 +1861,7 @@ T_AVXVNNI static void q8conv_4x24c4__avxvnni(int32_t nq, const void *panel,
 
 static const Family family_avxvnni = {OQCI_ISA_AVXVNNI, 4, 24, 1, OQCI_S8, q8conv_4x24c4__avxvnni,
                                       {tr4_u8_s8__avx2, tr4_u8_u8__avx2}, gather__avx2,
-                                      store_tile__avx2};
+                                      store_tile__avx2, NULL};
 #endif
 
 /* ======================================================================================
@@ -1821,7 +1914,8 @@ static void q8conv_4x16c4__neondot(int32_t nq, const void *panel, const int8_t *
 }
 
 static const Family family_neondot = {OQCI_ISA_NEONDOT, 4, 16, 1, OQCI_U8, q8conv_4x16c4__neondot,
-                                      {tr4_s8_s8__c, tr4_s8_u8__c}, gather__c, store_tile__c};
+                                      {tr4_s8_s8__c, tr4_s8_u8__c}, gather__c, store_tile__c,
+                                      NULL};
 #endif
 
 /* ======================================================================================
