@@ -17,7 +17,14 @@
  * of them (at most 10 x --runs), each the wall time of one PREFIX_run with a caller
  * arena of PREFIX_ARENA_BYTES (64-byte aligned).  Prints
  *   RESULT model=PREFIX threads=1 runs=R median_ms=X min_ms=Y
- * which bench/run.sh reads like the other benchmark programs' lines. */
+ * which bench/run.sh reads like the other benchmark programs' lines.
+ *
+ * Per-layer times: built with -DOQC_LAYER_HOOKS='"layer_hooks.h"' -I bench (the emitted
+ * .c files too), every timed run also times each layer through the emitted code's
+ * OQC_LAYER_BEGIN/END hooks, and --layers N prints the N slowest layers plus one line per
+ * layer that has multiply-adds (Conv, Gemm, MatMul):
+ *   LAYER index=I op=OP macs=M median_ms=X min_ms=Y name=NAME
+ * (the hooks' own cost, two clock reads per layer, is included in the totals). */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdint.h>
@@ -39,6 +46,39 @@ static double now_ms(void) {
     clock_gettime(CLOCK_MONOTONIC, &t);
     return 1e3 * (double)t.tv_sec + 1e-6 * (double)t.tv_nsec;
 }
+
+#ifdef OQC_LAYER_HOOKS
+#include "layer_hooks.h"
+#define MAX_LAYERS 8192
+static struct {
+    const char *name, *op;
+    long long macs;
+    double t0, *ms;   /* ms[run] */
+} layer[MAX_LAYERS];
+static long layer_run = -1, layer_cap;   /* the timed run in progress (-1: none) */
+
+void oqc_bench_layer_begin(int index) {
+    if (index >= 0 && index < MAX_LAYERS)
+        layer[index].t0 = now_ms();
+}
+
+void oqc_bench_layer_end(int index, const char *name, const char *op, long long macs) {
+    double t = now_ms();
+    if (index < 0 || index >= MAX_LAYERS || layer_run < 0)
+        return;
+    if (!layer[index].ms) {
+        layer[index].ms = calloc((size_t)layer_cap, sizeof(double));
+        if (!layer[index].ms) {
+            fprintf(stderr, "emitted_latency: out of memory\n");
+            exit(1);
+        }
+        layer[index].name = name;
+        layer[index].op = op;
+        layer[index].macs = macs;
+    }
+    layer[index].ms[layer_run] += t - layer[index].t0;
+}
+#endif
 
 /* The data part of a .npy file (malloc'd), *n its bytes; NULL on error. */
 static void *npy_data(const char *path, size_t *n) {
@@ -93,6 +133,7 @@ int main(int argc, char **argv) {
     const char *data = NULL, *save = NULL;
     long limit = 0, runs = 20, warmup = 3;
     double min_ms = 1000;
+    long layers = 0;
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) {
@@ -105,6 +146,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--runs")) runs = atol(v);
         else if (!strcmp(a, "--warmup")) warmup = atol(v);
         else if (!strcmp(a, "--min-ms")) min_ms = atof(v);
+        else if (!strcmp(a, "--layers")) layers = atol(v);
         else {
             fprintf(stderr, "emitted_latency: unknown option %s\n", a);
             return 2;
@@ -156,12 +198,50 @@ int main(int argc, char **argv) {
         }
     long cap = 10 * runs, n = 0;
     double *ms = malloc((size_t)(cap + 1) * sizeof *ms), total = 0;
+#ifdef OQC_LAYER_HOOKS
+    layer_cap = cap + 1;
+#endif
     while (n < runs || (total < min_ms && n < cap)) {
+#ifdef OQC_LAYER_HOOKS
+        layer_run = n;
+#endif
         double t0 = now_ms();
         M(_run)(x, out, arena);
         ms[n] = now_ms() - t0;
         total += ms[n++];
     }
+#ifdef OQC_LAYER_HOOKS
+    layer_run = -1;
+    if (layers > 0) {   /* per layer: median and min over the runs */
+        static double med[MAX_LAYERS], mn[MAX_LAYERS];
+        static int order[MAX_LAYERS];
+        int nl = 0;
+        for (int i = 0; i < MAX_LAYERS; i++) {
+            if (!layer[i].ms)
+                continue;
+            qsort(layer[i].ms, (size_t)n, sizeof(double), cmp_double);
+            med[i] = n % 2 ? layer[i].ms[n / 2] : 0.5 * (layer[i].ms[n / 2 - 1] + layer[i].ms[n / 2]);
+            mn[i] = layer[i].ms[0];
+            order[nl++] = i;
+        }
+        for (int a = 1; a < nl; a++)   /* slowest first (insertion sort, stable) */
+            for (int b = a; b > 0 && med[order[b]] > med[order[b - 1]]; b--) {
+                int t = order[b];
+                order[b] = order[b - 1];
+                order[b - 1] = t;
+            }
+        for (int r = 0; r < nl; r++) {
+            int i = order[r];
+            if (r >= layers && layer[i].macs <= 0)
+                continue;
+            printf("LAYER index=%d op=%s macs=%lld median_ms=%.4f min_ms=%.4f name=%s\n", i,
+                   layer[i].op, layer[i].macs, med[i], mn[i], layer[i].name);
+        }
+    }
+#else
+    if (layers > 0)
+        fprintf(stderr, "emitted_latency: --layers needs a build with OQC_LAYER_HOOKS\n");
+#endif
     qsort(ms, (size_t)n, sizeof *ms, cmp_double);
     double med = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
     printf("  %s: median %.3f ms, min %.3f ms over %ld runs\n", STR(OQC_MODEL_PREFIX), med,

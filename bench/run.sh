@@ -13,6 +13,7 @@
 #   BENCH_SKIP_FP32=1 / BENCH_SKIP_INT8=1   no FP32 table / no INT8 tables
 #   BENCH_PROFILE=all               per-node profile of every model, not only slow ones
 #   BENCH_INT8_ROUNDS=N             rounds of the INT8 table (default 3)
+#   BENCH_SKIP_LAYERS=1             no per-layer INT8 / FP32 tables
 #
 # Everything it makes goes to $BUILD/bench (default build/bench): the latency program,
 # onnxruntime-node (npm, only for the comparison; never a build dependency), the
@@ -394,6 +395,68 @@ if [ -s "$TSV" ]; then
         out "Plot: $OUT/latency.svg (log scale)."
     else
         note "plot failed: $(tail -n 1 "$I8/plot.err")"
+    fi
+fi
+# ---------------------------------------------------------------- INT8 per layer
+# The measured single-core peaks (bench/int8_conv_bench.c --peak: vpdpbusd where the CPU
+# has VNNI, else the exact AVX2 vpmaddwd + vpaddd ceiling), then per model the emitted
+# INT8 and FP32 C timed layer by layer through the emitted code's OQC_LAYER_BEGIN/END
+# hooks (bench/layer_hooks.h, emitted_latency.c --layers; docs/compile.md) and tabled by
+# bench/layer_table.py: GMAC/s per Conv/Gemm layer against the peak, INT8 next to FP32,
+# depthwise convs summed.  Objects are cached by content in $I8/obj.
+if [ -z "${BENCH_SKIP_LAYERS:-}" ]; then
+    peak=""; peak_name=""
+    if $CC -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -Iruntime bench/int8_conv_bench.c "$BUILD/liboqc.a" \
+            -lprotobuf-c -lxml2 -lm -pthread -o "$OUT/int8_conv_bench" 2>"$I8/conv_bench.err"; then
+        pl=$("$OUT/int8_conv_bench" --peak)
+        for k in vpdpbusd_zmm vpdpbusd_ymm madd_add; do
+            v=$(echo "$pl" | tr ' ' '\n' | sed -n "s/^$k=//p")
+            if [ -n "$v" ]; then peak=$v; peak_name=$k; break; fi
+        done
+    else
+        note "cannot build bench/int8_conv_bench.c: $(tail -n 1 "$I8/conv_bench.err")"
+    fi
+    if [ -n "$peak" ]; then
+        out ""
+        out "## INT8 per layer: GMAC/s against the measured peak, and INT8 next to FP32"
+        out ""
+        out "Peaks of one core (bench/int8_conv_bench.c --peak, GMAC/s): $(echo "$pl" | sed 's/^PEAK //')."
+        out "Reference: $peak_name = $peak (madd_add: 12 independent vpmaddwd + vpaddd, the ceiling of exact"
+        out "INT8 on AVX2 without VNNI; vpdpbusd_*: the DP4A instruction, where the CPU has it)."
+        out "Per layer: median over >= $RUNS runs of the emitted C (\`$CC $EMIT_CFLAGS\`), timed through"
+        out "its OQC_LAYER_BEGIN/END hooks (docs/compile.md); shape = out x in/group x kh x kw /stride g<group> -> out HxW."
+        mkdir -p "$I8/obj"
+        for m in $BENCH_MODELS; do
+            name=$(basename "$m" .onnx)
+            cname=$(echo "$name" | sed 's/[^A-Za-z0-9_]/_/g; s/^[^A-Za-z]/m&/')
+            case "$m" in models/fashion/*) ev=models/fashion/test_1000.npy ;; *) ev=$PHOTO_EVAL ;; esac
+            [ -d "$I8/${name}_c_int8" ] && [ -d "$I8/${name}_c_fp32" ] && [ -f "$ev" ] || continue
+            okp=1
+            for p in int8 fp32; do
+                dir=$I8/${name}_c_$p objs=""
+                for c in "$dir"/*.c bench/emitted_latency.c; do
+                    key=$(cat "$c" | cksum | tr ' ' _)
+                    o=$I8/obj/$cname-$p-$key.o
+                    if [ ! -f "$o" ] && ! $CC $EMIT_CFLAGS -I "$dir" -I bench -DOQC_LAYER_HOOKS='"layer_hooks.h"' \
+                            -DOQC_MODEL_HEADER="\"$cname.h\"" -DOQC_MODEL_PREFIX="$cname" -c "$c" -o "$o" \
+                            2>>"$I8/${name}_layers_$p.err"; then
+                        okp=0; break
+                    fi
+                    objs="$objs $o"
+                done
+                [ "$okp" = 1 ] && $CC $objs -lm -o "$I8/prof_${name}_$p" 2>>"$I8/${name}_layers_$p.err" || okp=0
+                [ "$okp" = 1 ] && "$I8/prof_${name}_$p" --data "$ev" --runs $RUNS --min-ms 300 --layers 100000 \
+                    >"$I8/${name}_layers_$p.log" 2>>"$I8/${name}_layers_$p.err" || okp=0
+                [ "$okp" = 1 ] || { note "per-layer $name $p failed: $(tail -n 1 "$I8/${name}_layers_$p.err")"; break; }
+            done
+            [ "$okp" = 1 ] || continue
+            "$BUILD/oqc" dump "$m" --after all >"$I8/${name}_after_all.txt" 2>/dev/null
+            out ""
+            "$PY" bench/layer_table.py "$name" "$I8/${name}_layers_int8.log" "$I8/${name}_layers_fp32.log" \
+                "$I8/${name}_after_all.txt" "$peak" "$peak_name" 2>"$I8/${name}_layers.err" | tee -a "$RESULTS" ||
+                note "layer_table.py failed on $name: $(tail -n 1 "$I8/${name}_layers.err")"
+        done
+        out "Load average now: $(cut -d' ' -f1-3 /proc/loadavg)."
     fi
 fi
 fi

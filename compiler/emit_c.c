@@ -681,6 +681,29 @@ static const char *unsupported(Em *m, int node) {
 
 /* Prints node `node`'s parameter constants and kernel call. Each case mirrors the
  * run_* function of exec_ops.c with the same kind. */
+/* Multiply-adds of a Conv (all outputs of a merged one), Gemm or MatMul node, for the
+ * per-layer hooks; 0 for other ops. */
+static int64_t node_macs(const OqcGraph *g, const OqcNode *n) {
+    const OqcTensor *y = &g->tensors[n->out[0]];
+    if (n->op == OQC_OP_Conv && n->nin > 1) {
+        const OqcShape *w = &g->tensors[n->in[1]].shape;
+        int64_t out = 0;
+        if (w->rank < 1 || w->d[0] <= 0)
+            return 0;
+        for (int k = 0; k < n->nout; k++)
+            out += oqc_shape_numel(&g->tensors[n->out[k]].shape);
+        return out * (oqc_shape_numel(w) / w->d[0]);
+    }
+    if ((n->op == OQC_OP_Gemm || n->op == OQC_OP_MatMul) && n->nin > 1 && y->shape.rank >= 1) {
+        const OqcShape *a = &g->tensors[n->in[0]].shape, *b = &g->tensors[n->in[1]].shape;
+        int64_t cols = y->shape.d[y->shape.rank - 1];
+        if (n->op == OQC_OP_MatMul)
+            return a->rank >= 1 ? oqc_shape_numel(&y->shape) * a->d[a->rank - 1] : 0;
+        return cols > 0 ? oqc_shape_numel(&y->shape) * (oqc_shape_numel(b) / cols) : 0;
+    }
+    return 0;
+}
+
 static void emit_node(Em *m, int node) {
     const OqcNode *n = &m->g->nodes[node];
     const ExecNode *x = &m->e->nodes[node];
@@ -695,6 +718,7 @@ static void emit_node(Em *m, int node) {
     fprintf(b, "    /* %d: %s '", node, n->op_type);
     put_comment_text(b, n->name);
     fputs("' */\n", b);
+    fprintf(b, "    OQC_LAYER_BEGIN(%d);\n", node);
     const OqcTensor *in0 = &g->tensors[n->in[0]];
     switch (x->kind) {
     case EXEC_Q:
@@ -977,6 +1001,11 @@ static void emit_node(Em *m, int node) {
     case EXEC_NONE: case EXEC_DROPOUT: case EXEC_SHAPE: case EXEC_CONSTANT_OF_SHAPE:
         oqc_panic(__FILE__, __LINE__, "node kind rejected by unsupported() reached emit_node");
     }
+    fprintf(b, "    OQC_LAYER_END(%d, ", node);
+    put_string_lit(b, n->name);
+    fputs(", ", b);
+    put_string_lit(b, n->op_type);
+    fprintf(b, ", %" PRId64 ");\n", node_macs(g, n));
 }
 
 #undef X
@@ -1303,6 +1332,13 @@ static int write_source(Em *m, OutSet *o, const char *model, const char *precisi
         fprintf(c, "#define SCRATCH ((void *)(a + %zu))\n#define SCRATCH_BYTES %zu\n", act_end,
                 m->e->scratch_bytes);
     fputs("#define TRY(call) do { int st_ = (call); if (st_ != 0) return st_; } while (0)\n", c);
+    fputs("/* Per-layer hooks (profiling): built with -DOQC_LAYER_HOOKS='\"file.h\"', that header\n"
+          " * is included and may define OQC_LAYER_BEGIN(index) and OQC_LAYER_END(index, name,\n"
+          " * op, macs), which run around every layer (docs/compile.md); else they do nothing. */\n"
+          "#ifdef OQC_LAYER_HOOKS\n#include OQC_LAYER_HOOKS\n#endif\n"
+          "#ifndef OQC_LAYER_BEGIN\n#define OQC_LAYER_BEGIN(index) ((void)0)\n#endif\n"
+          "#ifndef OQC_LAYER_END\n#define OQC_LAYER_END(index, name, op, macs) ((void)0)\n#endif\n",
+          c);
     fputs(decl, c);
     fprintf(c, "\n/* Used when the caller passes no arena; the only mutable object. */\n"
                "static unsigned char static_arena[%s_ARENA_BYTES + 64];\n\n", nm);

@@ -171,6 +171,64 @@ else
 fi
 fi # FULL
 
+# Per-layer hooks: built with -DOQC_LAYER_HOOKS='"hooks.h"', every layer runs between
+# OQC_LAYER_BEGIN(i) and OQC_LAYER_END(i, name, op, macs), once per inference, and the
+# multiply-adds reported for Conv/Gemm add up to those of the optimised graph's shapes
+# (oqc dump --after all: outputs x weights per output channel), computed here in awk.
+if [ $FULL = 1 ]; then
+    cat >"$TMP/hooks.h" <<'EOF'
+void t_begin(int i);
+void t_end(int i, const char *name, const char *op, long long macs);
+#define OQC_LAYER_BEGIN(i) t_begin(i)
+#define OQC_LAYER_END(i, name, op, macs) t_end(i, name, op, macs)
+EOF
+    cat >"$TMP/hooks.c" <<'EOF'
+#include <stdio.h>
+#include "hooks.h"
+static int open_ = -1;
+void t_begin(int i) {
+    if (open_ != -1)
+        printf("NESTED %d in %d\n", i, open_);
+    open_ = i;
+}
+void t_end(int i, const char *name, const char *op, long long macs) {
+    if (open_ != i)
+        printf("UNPAIRED %d (open %d)\n", i, open_);
+    open_ = -1;
+    printf("L %d %s %lld %s\n", i, op, macs, name);
+}
+EOF
+    O="$TMP/f_fixed"
+    mknpy "1, 1, 28, 28" $D/test_1000.npy "$TMP/in1.npy"
+    if gcc $FLAGS -I "$O" -I "$TMP" -DOQC_LAYER_HOOKS='"hooks.h"' -DOQC_MODEL_HEADER='"fashion.h"' \
+            -DOQC_MODEL_PREFIX=fashion $DRIVER "$O"/*.c "$TMP/hooks.c" -lm -o "$TMP/run_hooks" \
+            2>"$TMP/cc.log" && "$TMP/run_hooks" "$TMP/in1.npy" "$TMP/out_hooks.npy" >"$TMP/hooks.out"; then
+        # (the driver runs sample 0 twice: distinct layers)
+        nl=$(awk '$1 == "L" { print $2 }' "$TMP/hooks.out" | sort -u | wc -l)
+        nc=$(grep -c 'OQC_LAYER_END([0-9]' "$O/fashion.c")
+        got=$(awk '$1 == "L" && ($3 == "Conv" || $3 == "Gemm") && !seen[$2]++ { s += $4 } END { print s + 0 }' "$TMP/hooks.out")
+        want=$("$OQC" dump "$M" --after all 2>/dev/null | awk '
+            function numel(s,   a, n, i, p) { n = split(s, a, "x"); p = 1; for (i = 1; i <= n; i++) p *= a[i]; return p }
+            $2 == "Conv" || $2 == "Gemm" {
+                i = index($0, " -> ("); l = substr($0, 1, i); r = substr($0, i)
+                k = 0; while (match(l, /f32\[[0-9x]+\]/)) { k++; sh = substr(l, RSTART + 4, RLENGTH - 5)
+                    if (k == 2) w = sh; l = substr(l, RSTART + RLENGTH) }
+                o = 0; last = 0; while (match(r, /f32\[[0-9x]+\]/)) { sh = substr(r, RSTART + 4, RLENGTH - 5)
+                    o += numel(sh); n = split(sh, d, "x"); last = d[n]; r = substr(r, RSTART + RLENGTH) }
+                split(w, wd, "x")
+                s += o * numel(w) / ($2 == "Conv" ? wd[1] : last) }
+            END { print s + 0 }')
+        if ! grep -qE 'NESTED|UNPAIRED' "$TMP/hooks.out" && [ "$nl" = "$nc" ] && [ "$nl" -gt 8 ] &&
+                [ "$got" = "$want" ] && same_data "$TMP/out_hooks.npy" "$TMP/eval_fixed.npy" 40; then
+            ok "layer hooks: $nl layers, paired, $got MACs in Conv/Gemm as the graph's shapes give; same bits"
+        else
+            fail "layer hooks: $nl of $nc layers, MACs $got vs $want: $(grep -m 3 -E 'NESTED|UNPAIRED' "$TMP/hooks.out")"
+        fi
+    else
+        fail "layer hooks build/run: $(head -n 3 "$TMP/cc.log")"
+    fi
+fi
+
 # squeezenet1_1 (gcc, one image).
 if [ "${OQC_CONFIG:-default}" = default ]; then
     S=models/tv/squeezenet1_1
