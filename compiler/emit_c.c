@@ -1496,11 +1496,11 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
     for (int i = 0; i < g->nnodes; i++) {
         const char *why = unsupported(&m, i);
         if (why && bad++ < 8)
-            oqc_err(d, "oqc compile: node '%s' (%s): %s", g->nodes[i].name, g->nodes[i].op_type,
+            oqc_err(d, "%s: node '%s' (%s): %s", g->path, g->nodes[i].name, g->nodes[i].op_type,
                     why);
     }
     if (bad > 8)
-        oqc_err(d, "oqc compile: ... and %d more node(s) the C emitter does not support", bad - 8);
+        oqc_err(d, "%s: ... and %d more node(s) the C emitter does not support", g->path, bad - 8);
     if (!g->ninputs)
         bad += oqc_err(d, "%s: the model has no inputs; oqc compile needs at least one", g->path) < 0;
     if (!g->noutputs)

@@ -811,6 +811,13 @@ int oqc_quant_apply(OqcGraph *g, const OqcCalibEntry *e, int n, OqcDiag *d) {
                               "of %s (tables name tensors after the passes: see `oqc dump "
                               "--after all`)", e[i].name, g->path);
         OqcQuant *q = &g->tensors[t].quant;
+        if (e[i].threshold == 0) {
+            /* zero on every calibration sample (or empty): no range to quantize to, so
+             * the tensor stays float, as one missing from the table */
+            oqc_info(d, "calibration table: tensor '%s' has threshold 0 (all zero during "
+                        "calibration): it stays in float", e[i].name);
+            continue;
+        }
         if (!(e[i].threshold > 0) || !isfinite(e[i].threshold))
             return oqc_err(d, "calibration table: tensor '%s' has threshold %g; thresholds "
                               "must be positive and finite", e[i].name, (double)e[i].threshold);

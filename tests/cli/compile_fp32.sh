@@ -187,7 +187,7 @@ expect_error() { # NAME PATTERN OQC-ARGS...: exit 1, PATTERN on stderr, no $TMP/
         fail "$n: exit $st, $(cat "$TMP/err"), $(ls "$TMP/bad" 2>&1 | head -3)"
 }
 expect_error "unsupported operator: named, nothing written" \
-    "oqc compile: node 'ConstantOfShape_2' (ConstantOfShape): the C emitter does not support this operator yet" \
+    "models/tiny/cleanup_fold_limit.onnx: node 'ConstantOfShape_2' (ConstantOfShape): the C emitter does not support this operator yet" \
     compile models/tiny/cleanup_fold_limit.onnx --precision fp32 -o "$TMP/bad"
 expect_error "operators oqc cannot run at all" "ConvTranspose" \
     compile models/tiny/convtranspose_basic.onnx --precision fp32 -o "$TMP/bad"
