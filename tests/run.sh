@@ -9,8 +9,8 @@ set -u
 cd "$(dirname "$0")/.." || exit 2
 BUILD=${BUILD:-build}
 # The configuration, for tests that need not run in all three (e.g. checks of the
-# runtime sources with the system compilers run in the default one only; heavy
-# numeric checks use fewer samples under the sanitizers).
+# runtime sources or of the emitted code with the system compilers run in one of them;
+# heavy numeric checks use fewer samples under the sanitizers).
 case "$BUILD" in *san*) OQC_CONFIG=san ;; *clang*) OQC_CONFIG=clang ;; *) OQC_CONFIG=default ;; esac
 export BUILD OQC="$BUILD/oqc" OQC_CONFIG
 passed=0
