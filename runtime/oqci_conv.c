@@ -813,9 +813,12 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
                         for (r = 0; r < nk; r++)
                             for (si = 0; si < nseg; si++) {
                                 const Seg *s = &segs[si];
-                                memcpy((uint8_t *)y + (s->n * p->out_ctotal + p->out_coff + g * kg +
-                                                       kk + r) * ge.pix + s->pix0,
-                                       q + r * TILE_NR + s->off, (size_t)s->len);
+                                uint8_t *dst = (uint8_t *)y + (s->n * p->out_ctotal + p->out_coff +
+                                                               g * kg + kk + r) * ge.pix + s->pix0;
+                                if (s->len == 28)   /* a whole AVX2 panel: a fixed copy, inlined */
+                                    memcpy(dst, q + r * TILE_NR + s->off, 28);
+                                else
+                                    memcpy(dst, q + r * TILE_NR + s->off, (size_t)s->len);
                             }
                     } else if (nblk == 1) {
                         f->ukr(bq, panel, w, tile, 0);
@@ -1490,15 +1493,18 @@ T_AVX2F static void dwf_fill(const OqciConv *p, const DwGeo *d, const uint8_t *x
             const uint8_t *src = xc + (int64_t)(r - p->p_t) * p->in_w + (int64_t)e0 * p->s_w +
                                  ph - p->p_l;
             int32_t t = 0;
-#define CVT_RUN(U8)                                                                     \
-    for (;; t += 8) {   /* the last vector overlaps the one before */                   \
-        if (t + 8 > n)                                                                  \
-            t = n - 8;                                                                  \
-        _mm256_storeu_ps(dst + t, cvt8f(_mm_loadl_epi64((const __m128i *)(const void *)(src + t)), U8)); \
-        if (t + 8 == n) {                                                               \
-            t = n;                                                                      \
-            break;                                                                      \
-        }                                                                               \
+#define CVT8(at, U8)                                                                    \
+    _mm256_storeu_ps(dst + (at), cvt8f(_mm_loadl_epi64((const __m128i *)(const void *)(src + (at))), U8))
+#define CVT_RUN(U8)   /* 16 per step, then the last 8 (overlapping the ones before) */  \
+    for (; t + 16 <= n; t += 16) {                                                      \
+        CVT8(t, U8);                                                                    \
+        CVT8(t + 8, U8);                                                                \
+    }                                                                                   \
+    if (t < n) {                                                                        \
+        if (t + 8 < n)                                                                  \
+            CVT8(t, U8);                                                                \
+        CVT8(n - 8, U8);                                                                \
+        t = n;                                                                          \
     }
             if (p->s_w == 1 && n >= 8 && u8) {
                 CVT_RUN(1)
@@ -1512,6 +1518,7 @@ T_AVX2F static void dwf_fill(const OqciConv *p, const DwGeo *d, const uint8_t *x
                 dst[t] = u8 ? (float)b : (float)(int8_t)b;
             }
 #undef CVT_RUN
+#undef CVT8
         }
     }
 }
@@ -1684,6 +1691,8 @@ T_AVX2F static void conv_dwf__avx2(const OqciConv *p, const void *x, void *y, vo
                  const RqV *, int, int32_t *);
     int four = p->k_h == 3 && p->k_w == 3 && p->s_h == 1 && p->d_h == 1;
     int64_t colo[3];
+    if (four && rows > 4)   /* whole blocks of the 4-row kernel (buf is not refilled less) */
+        rows -= rows % 4;
     dw_geo(p, &d);
     rowk = d.taps == 9 ? q8dw_16x9f__avx2 : q8dw_16xNf__avx2;
     for (j = 0; j < 3; j++)
