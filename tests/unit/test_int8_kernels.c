@@ -1517,9 +1517,10 @@ static void rnd_axis(int32_t k, int32_t s, int32_t d, int32_t maxpad, int32_t ex
     *out = (*in + *pb + pe - span) / s + 1;
 }
 
-/* Exact, every family: max pools of width 2 or 3 at horizontal stride 2 (the AVX2
- * geometry: any height, vertical stride and dilation), a few others, both types, with
- * and without requant (both modes, multipliers from tiny to saturating), views. */
+/* Exact, every family: max pools of width 2 or 3 at horizontal stride 2 and of width 1
+ * to 33 at stride 1 (the AVX2 geometries: any height, vertical stride and dilation), a
+ * few others, both types, with and without requant (both modes, multipliers from tiny
+ * to saturating), views. */
 static void test_maxpool_isas(void) {
     rnd_seed(51);
     int64_t bad = 0;
@@ -1528,9 +1529,10 @@ static void test_maxpool_isas(void) {
         memset(&p, 0, sizeof p);
         p.batch = (int32_t)rnd_int(1, 2);
         p.channels = (int32_t)rnd_int(1, 4);
-        int simd = t % 8 != 7;
-        p.k_w = simd ? (int32_t)rnd_int(2, 3) : (int32_t)rnd_int(1, 4);
-        p.s_w = simd ? 2 : (int32_t)rnd_int(1, 3);
+        int simd = t % 8 != 7, s1 = t % 4 == 2;   /* the stride-2 and stride-1 AVX2 paths */
+        p.k_w = s1 ? (int32_t)(t % 40 == 2 ? rnd_int(6, 33) : rnd_int(1, 5))
+                   : simd ? (int32_t)rnd_int(2, 3) : (int32_t)rnd_int(1, 4);
+        p.s_w = s1 ? 1 : simd ? 2 : (int32_t)rnd_int(1, 3);
         p.d_w = simd ? 1 : (int32_t)rnd_int(1, 2);
         p.k_h = t % 3 == 0 ? p.k_w : (int32_t)rnd_int(1, 4);
         p.s_h = t % 3 == 0 ? p.s_w : (int32_t)rnd_int(1, 3);
