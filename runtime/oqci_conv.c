@@ -1288,16 +1288,14 @@ T_AVX2 static __m256i hsum_pairs(__m256i a, __m256i b) {
 #define STEP(r, v) a##r##v = _mm256_add_epi32(a##r##v, _mm256_madd_epi16(LDU256(pp + 16 * v), wv));
 #define STEP0(v) STEP(0, v)
 #define STEP1(v) STEP(1, v)
+/* the raw sums out: channel 0's 7 vectors, then channel 1's */
+#define STORE(v) STU256(raw + 8 * v, a0##v); STU256(raw + 56 + 8 * v, a1##v);
 
 T_AVX2 static void q8conv_2x28c4__avx2(int32_t nq, const void *panel, const int8_t *const *w,
                                        int32_t *t, int acc) {
     int32_t raw[14 * 8];
     Q8CONV_2X28_SUMS
-#define STORE(v)                                                                        \
-    STU256(raw + 8 * v, a0##v);                                                         \
-    STU256(raw + 56 + 8 * v, a1##v);
     ACC7(STORE)
-#undef STORE
     {
         int r, v;
         for (r = 0; r < 2; r++)
@@ -1337,11 +1335,7 @@ T_AVX2 static void q8conv_2x28c4_rq__avx2(int32_t nq, const void *panel, const i
                                           const int32_t *corr, uint8_t *out) {
     int32_t raw[14 * 8];
     Q8CONV_2X28_SUMS
-#define STORE(v)                                                                        \
-    STU256(raw + 8 * v, a0##v);                                                         \
-    STU256(raw + 56 + 8 * v, a1##v);
     ACC7(STORE)
-#undef STORE
     {
         const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
         int u8 = p->out_type == OQCI_U8, r;
@@ -1365,6 +1359,7 @@ T_AVX2 static void q8conv_2x28c4_rq__avx2(int32_t nq, const void *panel, const i
 #else
 #define UKR_RQ_AVX2 NULL   /* (integer-only builds: fixed requantization only) */
 #endif
+#undef STORE
 #undef STEP0
 #undef STEP1
 #undef STEP

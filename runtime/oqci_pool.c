@@ -136,11 +136,12 @@ static void pool_run(const OqciPool *p, const void *x, void *y, int avg) {
 
 #if HAVE_AVX2
 /* ---- AVX2 kernels (exactly pool_one's results) --------------------------------------
- * Max pooling with k_w 2 or 3, s_w 2, d_w 1 (any k_h, s_h, d_h, padding): per output
- * row, the window's valid input rows are reduced column by column into a byte row (s8
- * inputs biased by 128 so that the order is the unsigned one; horizontal padding is the
- * bias, the smallest value, so it never wins against an input), then every output takes
- * the max of its 2 or 3 columns as 16-bit lanes.  Without requant the max is clamped in
+ * Max pooling with d_w 1 and k_w 2 or 3 at s_w 2, or k_w <= 32 at s_w 1 (any k_h, s_h,
+ * d_h, padding): per output row, the window's valid input rows are reduced column by
+ * column into a byte row (s8 inputs biased by 128 so that the order is the unsigned one;
+ * horizontal padding is the bias, the smallest value, so it never wins against an
+ * input), then every output takes the max of its columns (maxpool_avx2).  Without
+ * requant the max is clamped in
  * vectors; with requant it is mapped through a 256-entry table of oqci_requant of every
  * possible max, built per call.  Windows holding no input (pads >= the kernel) are
  * recomputed by pool_one.  Global average pooling sums each plane with vpsadbw. */
@@ -204,13 +205,20 @@ T_AVX2 static void vmax_rows(const uint8_t *const *rows, int32_t nr, int64_t a, 
     }
 }
 
+/* Max pooling with d_w 1 and either s_w 2, k_w 2 or 3, or s_w 1, k_w <= 32 (GoogLeNet's
+ * 3x3 / 1 branch pools); any k_h <= 64, s_h, d_h and padding.  Per output row the
+ * window's valid rows are reduced into a biased byte row (vmax_rows), then:
+ *   s_w 2: every output takes the max of its 2 or 3 columns as 16-bit lanes;
+ *   s_w 1: every output takes the max of its k_w columns by byte max of shifted loads
+ *          (32 outputs per step), then the biased maxima are widened to 16-bit lanes.
+ * The 16-bit maxima are unbiased and clamped, or mapped through the table lut. */
 T_AVX2 static void maxpool_avx2(const OqciPool *p, const void *x, void *y, const uint8_t *lut) {
     int64_t plane = (int64_t)p->in_h * p->in_w, opix = (int64_t)p->out_h * p->out_w, n;
-    int s8 = p->in_type == OQCI_S8, k3 = p->k_w == 3;
+    int s8 = p->in_type == OQCI_S8, k3 = p->k_w == 3, s1 = p->s_w == 1;
     const __m256i lowb = _mm256_set1_epi16(0x00FF);
     const __m256i bias = _mm256_set1_epi16(s8 ? 128 : 0);
     const __m256i lo = _mm256_set1_epi16((short)p->lo), hi = _mm256_set1_epi16((short)p->hi);
-    uint8_t buf[2 * MP_CH + 64], ob[MP_CH + 16];
+    uint8_t buf[2 * MP_CH + 64], ob[MP_CH + 32];
     const uint8_t *rows[64];
     int32_t c, oh;
     for (n = 0; n < p->batch; n++)
@@ -227,9 +235,12 @@ T_AVX2 static void maxpool_avx2(const OqciPool *p, const void *x, void *y, const
                         rows[nr++] = xp + ih * p->in_w;
                 }
                 for (ow0 = 0; ow0 < p->out_w; ow0 += MP_CH) {
-                    int32_t nout = p->out_w - ow0 < MP_CH ? p->out_w - ow0 : MP_CH, j, b;
-                    int64_t a = (int64_t)ow0 * 2 - p->p_l, t0, t1;
-                    int64_t span = 2 * (int64_t)nout + 2;   /* columns read below */
+                    int32_t nout = p->out_w - ow0 < MP_CH ? p->out_w - ow0 : MP_CH, j, b, t;
+                    int64_t a = (int64_t)ow0 * p->s_w - p->p_l, t0, t1;
+                    /* columns the outputs read, and the end of what the vectors read */
+                    int64_t span = s1 ? (int64_t)nout + p->k_w - 1 : 2 * (int64_t)nout + 2;
+                    int64_t end = s1 ? (int64_t)(nout + 31) / 32 * 32 + p->k_w - 1
+                                     : 32 * (int64_t)((nout + 15) / 16) + 34;
                     if (nr == 0) {   /* every window empty */
                         for (j = 0; j < nout; j++)
                             ob[j] = (uint8_t)pool_one(p, x, xoff, oh, ow0 + j, 0);
@@ -242,15 +253,25 @@ T_AVX2 static void maxpool_avx2(const OqciPool *p, const void *x, void *y, const
                     if (t1 < t0)
                         t1 = t0;
                     memset(buf, 0, (size_t)t0);
-                    memset(buf + t1, 0, (size_t)(32 * ((nout + 15) / 16) + 34 - t1));
+                    memset(buf + t1, 0, (size_t)(end - t1));
                     vmax_rows(rows, nr, a, t0, t1, s8, buf);
+                    if (s1)   /* biased maxima of the k_w columns, 32 at a time */
+                        for (j = 0; j < nout; j += 32) {
+                            __m256i m = LDU256(buf + j);
+                            for (t = 1; t < p->k_w; t++)
+                                m = _mm256_max_epu8(m, LDU256(buf + j + t));
+                            _mm256_storeu_si256((__m256i *)(void *)(ob + j), m);
+                        }
                     for (b = 0; 16 * b < nout; b++) {
-                        __m256i v0 = LDU256(buf + 32 * b);
-                        __m256i m = _mm256_max_epi16(_mm256_and_si256(v0, lowb),
-                                                     _mm256_srli_epi16(v0, 8));
-                        __m256i pk;
-                        if (k3)
-                            m = _mm256_max_epi16(m, _mm256_and_si256(LDU256(buf + 32 * b + 2), lowb));
+                        __m256i m, pk;
+                        if (s1) {
+                            m = _mm256_cvtepu8_epi16(LDU128(ob + 16 * b));
+                        } else {
+                            __m256i v0 = LDU256(buf + 32 * b);
+                            m = _mm256_max_epi16(_mm256_and_si256(v0, lowb), _mm256_srli_epi16(v0, 8));
+                            if (k3)
+                                m = _mm256_max_epi16(m, _mm256_and_si256(LDU256(buf + 32 * b + 2), lowb));
+                        }
                         if (lut) {
                             pk = _mm256_packus_epi16(m, m);
                         } else {
@@ -266,83 +287,7 @@ T_AVX2 static void maxpool_avx2(const OqciPool *p, const void *x, void *y, const
                         for (j = 0; j < nout; j++)
                             ob[j] = lut[ob[j]];
                     for (j = 0; j < nout; j++) {   /* windows holding no input */
-                        int64_t iw0 = a + 2 * (int64_t)j;
-                        if (iw0 + p->k_w <= 0 || iw0 >= p->in_w)
-                            ob[j] = (uint8_t)pool_one(p, x, xoff, oh, ow0 + j, 0);
-                    }
-                    memcpy((uint8_t *)y + yoff + (int64_t)oh * p->out_w + ow0, ob, (size_t)nout);
-                }
-            }
-        }
-}
-
-/* Max pooling with s_w 1, d_w 1, k_w <= 32 (GoogLeNet's 3x3 / 1 pooling beside its
- * convs): the window's valid rows reduced into a biased byte row as above (padding is
- * the smallest biased value), then each output's k_w columns by byte max of shifted
- * loads, 32 outputs per step; the biased maxima are mapped to outputs in 16-bit lanes
- * (or through the table).  Windows holding no input are recomputed by pool_one. */
-T_AVX2 static void maxpool_s1_avx2(const OqciPool *p, const void *x, void *y, const uint8_t *lut) {
-    int64_t plane = (int64_t)p->in_h * p->in_w, opix = (int64_t)p->out_h * p->out_w, n;
-    int s8 = p->in_type == OQCI_S8;
-    const __m256i bias = _mm256_set1_epi16(s8 ? 128 : 0);
-    const __m256i lo = _mm256_set1_epi16((short)p->lo), hi = _mm256_set1_epi16((short)p->hi);
-    uint8_t buf[MP_CH + 96], ob[MP_CH + 32];
-    const uint8_t *rows[64];
-    int32_t c, oh;
-    for (n = 0; n < p->batch; n++)
-        for (c = 0; c < p->channels; c++) {
-            int64_t xoff = (n * p->channels + c) * plane;
-            int64_t yoff = (n * p->out_ctotal + p->out_coff + c) * opix;
-            const uint8_t *xp = (const uint8_t *)x + xoff;
-            for (oh = 0; oh < p->out_h; oh++) {
-                int64_t ih0 = (int64_t)oh * p->s_h - p->p_t;
-                int32_t i, nr = 0, ow0;
-                for (i = 0; i < p->k_h; i++) {
-                    int64_t ih = ih0 + (int64_t)i * p->d_h;
-                    if (ih >= 0 && ih < p->in_h)
-                        rows[nr++] = xp + ih * p->in_w;
-                }
-                for (ow0 = 0; ow0 < p->out_w; ow0 += MP_CH) {
-                    int32_t nout = p->out_w - ow0 < MP_CH ? p->out_w - ow0 : MP_CH, j, t;
-                    int64_t a = (int64_t)ow0 - p->p_l, t0, t1;
-                    int64_t span = (int64_t)nout + p->k_w - 1;   /* columns the outputs read */
-                    int64_t end = (int64_t)(nout + 31) / 32 * 32 + p->k_w - 1;   /* ... and the vectors */
-                    if (nr == 0) {   /* every window empty */
-                        for (j = 0; j < nout; j++)
-                            ob[j] = (uint8_t)pool_one(p, x, xoff, oh, ow0 + j, 0);
-                        memcpy((uint8_t *)y + yoff + (int64_t)oh * p->out_w + ow0, ob,
-                               (size_t)nout);
-                        continue;
-                    }
-                    t0 = a < 0 ? (-a < span ? -a : span) : 0;
-                    t1 = p->in_w - a < span ? p->in_w - a : span;
-                    if (t1 < t0)
-                        t1 = t0;
-                    memset(buf, 0, (size_t)t0);
-                    memset(buf + t1, 0, (size_t)(end - t1));
-                    vmax_rows(rows, nr, a, t0, t1, s8, buf);
-                    for (j = 0; j < nout; j += 32) {
-                        __m256i m = LDU256(buf + j);
-                        for (t = 1; t < p->k_w; t++)
-                            m = _mm256_max_epu8(m, LDU256(buf + j + t));
-                        _mm256_storeu_si256((__m256i *)(void *)(ob + j), m);
-                    }
-                    if (lut) {
-                        for (j = 0; j < nout; j++)
-                            ob[j] = lut[ob[j]];
-                    } else {
-                        for (j = 0; j < nout; j += 16) {
-                            __m256i m = _mm256_sub_epi16(_mm256_cvtepu8_epi16(LDU128(ob + j)), bias);
-                            __m256i pk;
-                            m = _mm256_min_epi16(_mm256_max_epi16(m, lo), hi);
-                            pk = p->out_type == OQCI_U8 ? _mm256_packus_epi16(m, m)
-                                                        : _mm256_packs_epi16(m, m);
-                            _mm_storeu_si128((__m128i *)(void *)(ob + j),
-                                             _mm256_castsi256_si128(_mm256_permute4x64_epi64(pk, 0x08)));
-                        }
-                    }
-                    for (j = 0; j < nout; j++) {   /* windows holding no input */
-                        int64_t iw0 = a + (int64_t)j;
+                        int64_t iw0 = a + (int64_t)p->s_w * j;
                         if (iw0 + p->k_w <= 0 || iw0 >= p->in_w)
                             ob[j] = (uint8_t)pool_one(p, x, xoff, oh, ow0 + j, 0);
                     }
@@ -390,8 +335,8 @@ int oqci_maxpool(const OqciPool *p, const void *x, void *y) {
     if (!pool_ok(p, x, y) || (p->requant && !oqci_requant_ok(&p->rq, 0, 0)))
         return OQCI_EINVAL;
 #if HAVE_AVX2
-    if ((p->k_w == 2 || p->k_w == 3) && p->s_w == 2 && p->d_w == 1 && p->k_h <= 64 &&
-        use_avx2()) {
+    if ((((p->k_w == 2 || p->k_w == 3) && p->s_w == 2) || (p->k_w <= 32 && p->s_w == 1)) &&
+        p->d_w == 1 && p->k_h <= 64 && use_avx2()) {
         uint8_t lut[256];
         if (p->requant) {   /* every possible max, biased by 128 for s8 inputs */
             int32_t v, b = p->in_type == OQCI_S8 ? 128 : 0;
@@ -399,16 +344,6 @@ int oqci_maxpool(const OqciPool *p, const void *x, void *y) {
                 lut[v] = (uint8_t)oqci_requant(v - b, &p->rq, 0, p->lo, p->hi);
         }
         maxpool_avx2(p, x, y, p->requant ? lut : NULL);
-        return OQCI_OK;
-    }
-    if (p->k_w <= 32 && p->s_w == 1 && p->d_w == 1 && p->k_h <= 64 && use_avx2()) {
-        uint8_t lut[256];
-        if (p->requant) {
-            int32_t v, b = p->in_type == OQCI_S8 ? 128 : 0;
-            for (v = 0; v < 256; v++)
-                lut[v] = (uint8_t)oqci_requant(v - b, &p->rq, 0, p->lo, p->hi);
-        }
-        maxpool_s1_avx2(p, x, y, p->requant ? lut : NULL);
         return OQCI_OK;
     }
 #endif
