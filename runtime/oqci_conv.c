@@ -203,6 +203,7 @@
 #define DW_BUF 1024         /* depthwise: sums of output rows computed per store */
 #define ALIGN 64
 #define BAND_MAX 65536      /* SIMD GEMM: largest band of padded input rows (bytes) */
+#define BAND_EXTRA 6        /* SIMD GEMM: output rows a band holds beyond one panel's */
 
 static int32_t sat32(int64_t v) {
     return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
@@ -382,12 +383,18 @@ static int is_flat(const OqciConv *p) {
  * padded columns any output reads).  Bytes, or 0 when above BAND_MAX (the panels are
  * then unfolded from x directly). */
 static size_t band_dims(const OqciConv *p, int64_t *rows, int64_t *cols) {
-    int64_t spanned = (TILE_NR - 1) / p->out_w + 2, bytes;
-    if (spanned > p->out_h)
-        spanned = p->out_h;
-    *rows = (spanned - 1) * p->s_h + (int64_t)(p->k_h - 1) * p->d_h + 1;
+    int64_t need = (TILE_NR - 1) / p->out_w + 2, extra, bytes = 0;
     *cols = (int64_t)(p->out_w - 1) * p->s_w + (int64_t)(p->k_w - 1) * p->d_w + 1;
-    bytes = (int64_t)(p->in_c / p->group) * *rows * *cols;
+    /* BAND_EXTRA more output rows when they fit: a band filled once then serves the
+     * panels of several output rows (conv_gemm refills it only when a panel needs rows
+     * outside it) */
+    for (extra = BAND_EXTRA;; extra = 0) {
+        int64_t spanned = need + extra < p->out_h ? need + extra : p->out_h;
+        *rows = (spanned - 1) * p->s_h + (int64_t)(p->k_h - 1) * p->d_h + 1;
+        bytes = (int64_t)(p->in_c / p->group) * *rows * *cols;
+        if (bytes <= BAND_MAX || extra == 0)
+            break;
+    }
     return is_flat(p) || bytes > BAND_MAX ? 0 : (size_t)round_up(bytes, ALIGN);
 }
 
@@ -781,14 +788,15 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
             int64_t r1 = (int64_t)segs[nseg - 1].oh * p->s_h - p->p_t +
                          (int64_t)(p->k_h - 1) * p->d_h + 1;
             if (use_band &&
-                (segs[0].n != band_n || g != band_g || r0 != band_r0 || r1 > band_r1)) {
+                (segs[0].n != band_n || g != band_g || r0 < band_r0 || r1 > band_r1)) {
+                /* every row the band holds from r0 (rows past the input are zeros) */
                 fill_band(p, &ge,
                           (const uint8_t *)x + (segs[0].n * p->in_c + (int64_t)g * ge.cg) * ge.plane,
-                          r0, r1 - r0, band, band_rows, band_cols);
+                          r0, band_rows, band, band_rows, band_cols);
                 band_n = segs[0].n;
                 band_g = g;
                 band_r0 = r0;
-                band_r1 = r1;
+                band_r1 = r0 + band_rows;
             }
             for (q0 = 0; q0 < nq; q0 += bsize) {
                 int32_t bq = nq - q0 < bsize ? nq - q0 : bsize;
