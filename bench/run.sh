@@ -435,7 +435,8 @@ if [ -z "${BENCH_SKIP_LAYERS:-}" ]; then
             for p in int8 fp32; do
                 dir=$I8/${name}_c_$p objs=""
                 for c in "$dir"/*.c bench/emitted_latency.c; do
-                    key=$(cat "$c" | cksum | tr ' ' _)
+                    # (the headers too: emitted_latency.c sizes its arena from NAME.h)
+                    key=$( { echo "$CC $EMIT_CFLAGS"; cat "$c" "$dir"/*.h; } | cksum | tr ' ' _)
                     o=$I8/obj/$cname-$p-$key.o
                     if [ ! -f "$o" ] && ! $CC $EMIT_CFLAGS -I "$dir" -I bench -DOQC_LAYER_HOOKS='"layer_hooks.h"' \
                             -DOQC_MODEL_HEADER="\"$cname.h\"" -DOQC_MODEL_PREFIX="$cname" -c "$c" -o "$o" \
