@@ -19,11 +19,7 @@
 # side by side and this evens out their lengths).  The runtime copies are verbatim
 # (checked), so the instrumented runtime is built once and linked.
 . tests/cli/lib.sh
-if [ "${OQC_CONFIG:-default}" != clang ]; then
-    echo "skip: runs in the clang configuration (make check CC=clang) only"
-    finish
-    exit $?
-fi
+only_config clang
 FLAGS="-std=c99 -O2 -Wall -Wextra -Werror -pedantic -ffp-contract=off"
 SANF="-std=c99 -O0 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -ffp-contract=off"
 DRIVER=tests/emit/emitted_main.c

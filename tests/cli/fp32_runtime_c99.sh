@@ -11,11 +11,7 @@
 . tests/cli/lib.sh
 # These compile the runtime sources with the system's compilers: the same whichever
 # configuration `make check` is testing, so they run in the default one only.
-if [ "${OQC_CONFIG:-default}" != default ]; then
-    echo "skip: runs in the default configuration only"
-    finish
-    exit $?
-fi
+only_config default
 
 STRICT="-std=c99 -pedantic -O2 -Wall -Wextra -Werror"
 # -O0: the sanitized copies only need to run correctly, and compile 2-4x faster.

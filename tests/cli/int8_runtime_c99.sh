@@ -12,11 +12,7 @@
 . tests/cli/lib.sh
 # These compile the runtime sources with the system's compilers: the same whichever
 # configuration `make check` is testing, so they run in the default one only.
-if [ "${OQC_CONFIG:-default}" != default ]; then
-    echo "skip: runs in the default configuration only"
-    finish
-    exit $?
-fi
+only_config default
 C99="-std=c99 -pedantic -O2 -Wall -Wextra -Werror"
 mkdir -p "$TMP/rt"
 cp runtime/oqci.h runtime/oqci_*.c "$TMP/rt/"

@@ -26,11 +26,7 @@
 # These compile the runtime sources with the system's compilers: the same whichever
 # configuration `make check` is testing, so they run in one only, the sanitizer one
 # (`make check` runs the three side by side; this evens out their lengths).
-if [ "${OQC_CONFIG:-default}" != san ]; then
-    echo "skip: runs in the sanitizer configuration (make check SAN=1) only"
-    finish
-    exit $?
-fi
+only_config san
 C99="-std=c99 -pedantic -O2 -Wall -Wextra -Werror"
 SRC="tests/emit/int8_simd_check.c runtime/oqci_conv.c"
 HOOKS="-DOQCI_TEST_HOOKS -Iruntime"

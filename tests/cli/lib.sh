@@ -12,6 +12,16 @@ fail() { T_FAIL=$((T_FAIL + 1)); echo "FAIL $*"; }
 # check NAME COMMAND...: passes when the command exits 0
 check() { n=$1; shift; if "$@"; then ok "$n"; else fail "$n"; fi; }
 finish() { echo "RESULT $T_NAME $T_PASS $T_FAIL"; [ "$T_FAIL" = 0 ]; }
+# only_config CONFIG: the script runs only in that configuration of `make check`
+# (default, clang or san: tests/run.sh's OQC_CONFIG) and ends here, passing, in the
+# others: for checks that do not depend on how oqc was built.
+only_config() {
+    if [ "${OQC_CONFIG:-default}" != "$1" ]; then
+        echo "skip: runs in the $1 configuration of make check only"
+        finish
+        exit $?
+    fi
+}
 
 # .npy helpers for comparing emitted programs' outputs with oqc's.
 # mknpy SHAPE SRC OUT: OUT is a float32 .npy of SHAPE ("2, 3, 4") holding the first
