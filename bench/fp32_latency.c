@@ -182,19 +182,13 @@ static int cmp_node(const void *a, const void *b) {
 }
 
 /* Floating-point operations of a Conv, Gemm or MatMul node with a constant weight:
- * 2 x outputs x (weight elements per output channel); 0 for other nodes. */
+ * 2 x its multiply-adds (oqc_node_macs); 0 for other nodes. */
 static double node_flops(const OqcGraph *g, int i) {
     const OqcNode *n = &g->nodes[i];
-    if ((n->op != OQC_OP_Conv && n->op != OQC_OP_Gemm && n->op != OQC_OP_MatMul) ||
-        n->nin < 2 || n->in[1] < 0 || n->nout < 1 || n->out[0] < 0)
+    if (n->nin < 2 || n->in[1] < 0 || n->nout < 1 || n->out[0] < 0 ||
+        !g->tensors[n->in[1]].is_const || g->tensors[n->out[0]].shape.rank < 2)
         return 0;
-    const OqcShape *w = &g->tensors[n->in[1]].shape, *y = &g->tensors[n->out[0]].shape;
-    if (!g->tensors[n->in[1]].is_const || w->rank < 1 || y->rank < 2)
-        return 0;
-    int64_t ych = n->op == OQC_OP_Conv ? y->d[1] : y->d[y->rank - 1];
-    if (ych <= 0)
-        return 0;
-    return 2.0 * (double)oqc_shape_numel(y) * (double)oqc_shape_numel(w) / (double)ych;
+    return 2.0 * (double)oqc_node_macs(g, i);
 }
 
 /* Describes a node's main shapes: "in 1x64x56x56 w 64x64x3x3 -> 1x64x56x56 k3 s1 g1". */

@@ -681,29 +681,6 @@ static const char *unsupported(Em *m, int node) {
 
 /* Prints node `node`'s parameter constants and kernel call. Each case mirrors the
  * run_* function of exec_ops.c with the same kind. */
-/* Multiply-adds of a Conv (all outputs of a merged one), Gemm or MatMul node, for the
- * per-layer hooks; 0 for other ops. */
-static int64_t node_macs(const OqcGraph *g, const OqcNode *n) {
-    const OqcTensor *y = &g->tensors[n->out[0]];
-    if (n->op == OQC_OP_Conv && n->nin > 1) {
-        const OqcShape *w = &g->tensors[n->in[1]].shape;
-        int64_t out = 0;
-        if (w->rank < 1 || w->d[0] <= 0)
-            return 0;
-        for (int k = 0; k < n->nout; k++)
-            out += oqc_shape_numel(&g->tensors[n->out[k]].shape);
-        return out * (oqc_shape_numel(w) / w->d[0]);
-    }
-    if ((n->op == OQC_OP_Gemm || n->op == OQC_OP_MatMul) && n->nin > 1 && y->shape.rank >= 1) {
-        const OqcShape *a = &g->tensors[n->in[0]].shape, *b = &g->tensors[n->in[1]].shape;
-        int64_t cols = y->shape.d[y->shape.rank - 1];
-        if (n->op == OQC_OP_MatMul)
-            return a->rank >= 1 ? oqc_shape_numel(&y->shape) * a->d[a->rank - 1] : 0;
-        return cols > 0 ? oqc_shape_numel(&y->shape) * (oqc_shape_numel(b) / cols) : 0;
-    }
-    return 0;
-}
-
 static void emit_node(Em *m, int node) {
     const OqcNode *n = &m->g->nodes[node];
     const ExecNode *x = &m->e->nodes[node];
@@ -1005,7 +982,7 @@ static void emit_node(Em *m, int node) {
     put_string_lit(b, n->name);
     fputs(", ", b);
     put_string_lit(b, n->op_type);
-    fprintf(b, ", %" PRId64 ");\n", node_macs(g, n));
+    fprintf(b, ", %" PRId64 ");\n", oqc_node_macs(g, node));
 }
 
 #undef X

@@ -422,6 +422,30 @@ int oqc_attr_ints(const OqcNode *n, const char *name, const int64_t **v) {
     return a->n;
 }
 
+/* ------------------------------------------------------------ work of a node */
+
+int64_t oqc_node_macs(const OqcGraph *g, int node) {
+    const OqcNode *n = &g->nodes[node];
+    const OqcTensor *y = &g->tensors[n->out[0]];
+    if (n->op == OQC_OP_Conv && n->nin > 1) {
+        const OqcShape *w = &g->tensors[n->in[1]].shape;
+        int64_t out = 0;
+        if (w->rank < 1 || w->d[0] <= 0)
+            return 0;
+        for (int k = 0; k < n->nout; k++)
+            out += oqc_shape_numel(&g->tensors[n->out[k]].shape);
+        return out * (oqc_shape_numel(w) / w->d[0]);
+    }
+    if ((n->op == OQC_OP_Gemm || n->op == OQC_OP_MatMul) && n->nin > 1 && y->shape.rank >= 1) {
+        const OqcShape *a = &g->tensors[n->in[0]].shape, *b = &g->tensors[n->in[1]].shape;
+        int64_t cols = y->shape.d[y->shape.rank - 1];
+        if (n->op == OQC_OP_MatMul)
+            return a->rank >= 1 ? oqc_shape_numel(&y->shape) * a->d[a->rank - 1] : 0;
+        return cols > 0 ? oqc_shape_numel(&y->shape) * (oqc_shape_numel(b) / cols) : 0;
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------ shapes, dtypes */
 
 int64_t oqc_shape_numel(const OqcShape *s) {

@@ -251,6 +251,9 @@ const char *oqc_attr_string(const OqcNode *n, const char *name, const char *dflt
 int oqc_attr_ints(const OqcNode *n, const char *name, const int64_t **v);
 
 int64_t oqc_shape_numel(const OqcShape *s);          /* -1 if any extent unknown */
+/* Multiply-adds of a Conv (all outputs of a merged one), Gemm or MatMul node (from the
+ * shapes: outputs x reduction length); 0 for other ops. */
+int64_t oqc_node_macs(const OqcGraph *g, int node);
 int oqc_shape_known(const OqcShape *s);               /* rank and all dims known */
 int oqc_shape_equal(const OqcShape *a, const OqcShape *b);
 /* Writes "1x3x224x224" ("scalar" for rank 0, "?" for unknown rank, "?" per unknown
