@@ -660,6 +660,21 @@ static void tr4_b__c(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
 }
 #endif
 
+/* Channel k's output bytes q (one per panel column) stored through the panel's runs. */
+static void store_runs(const OqciConv *p, const uint8_t *q, int32_t k, const Seg *segs,
+                       int nseg, void *y) {
+    int64_t pix = (int64_t)p->out_h * p->out_w;
+    int si;
+    for (si = 0; si < nseg; si++) {
+        const Seg *s = &segs[si];
+        uint8_t *dst = (uint8_t *)y + (s->n * p->out_ctotal + p->out_coff + k) * pix + s->pix0;
+        if (s->len == 28)   /* a whole AVX2 panel: a fixed-size copy, inlined */
+            memcpy(dst, q + s->off, 28);
+        else
+            memcpy(dst, q + s->off, (size_t)s->len);
+    }
+}
+
 /* The epilogue of channel k's raw sums s: v = saturate((s + corr mod 2^32) + bias), then
  * oqci_requant(v).  corr (the VNNI / sdot offset correction) is exact modulo 2^32 since
  * the corrected sum fits int32; the bias addition can only overflow when
@@ -815,19 +830,10 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
                                           (size_t)p->kpad + (size_t)q0 * 4;
                     if (fused) {
                         uint8_t q[TILE_MR * TILE_NR];
-                        int si;
                         f->ukr_rq(bq, panel, w, p, g * kg + kk, nk,
                                   corr ? corr + g * kg + kk : NULL, q);
                         for (r = 0; r < nk; r++)
-                            for (si = 0; si < nseg; si++) {
-                                const Seg *s = &segs[si];
-                                uint8_t *dst = (uint8_t *)y + (s->n * p->out_ctotal + p->out_coff +
-                                                               g * kg + kk + r) * ge.pix + s->pix0;
-                                if (s->len == 28)   /* a whole AVX2 panel: a fixed copy, inlined */
-                                    memcpy(dst, q + r * TILE_NR + s->off, 28);
-                                else
-                                    memcpy(dst, q + r * TILE_NR + s->off, (size_t)s->len);
-                            }
+                            store_runs(p, q + r * TILE_NR, g * kg + kk + r, segs, nseg, y);
                     } else if (nblk == 1) {
                         f->ukr(bq, panel, w, tile, 0);
                         f->store(p, tile, TILE_NR, g * kg + kk, nk, corr ? corr + g * kg + kk : NULL,
@@ -1244,23 +1250,14 @@ T_AVX2 static __m256i rq32(const OqciConv *p, const int32_t *t, const RqV *v) {
 T_AVX2 static void store_tile__avx2(const OqciConv *p, const int32_t *t, int32_t ldt,
                                     int32_t k0, int32_t nk, const int32_t *corr, int bias_done,
                                     const Seg *segs, int nseg, void *y) {
-    int64_t pix = (int64_t)p->out_h * p->out_w;
     int32_t r;
     uint8_t q[32];
     for (r = 0; r < nk; r++) {
         int32_t k = k0 + r;
-        int si;
         RqV v;
         rqv_make(p, k, corr ? corr[r] : 0, bias_done, &v);
         STU256(q, rq32(p, t + (size_t)r * ldt, &v));
-        for (si = 0; si < nseg; si++) {
-            const Seg *s = &segs[si];
-            uint8_t *dst = (uint8_t *)y + (s->n * p->out_ctotal + p->out_coff + k) * pix + s->pix0;
-            if (s->len == 28)   /* a whole AVX2 panel: a fixed-size copy, inlined */
-                memcpy(dst, q + s->off, 28);
-            else
-                memcpy(dst, q + s->off, (size_t)s->len);
-        }
+        store_runs(p, q, k, segs, nseg, y);
     }
 }
 
