@@ -273,4 +273,37 @@ int oqci_dequantize(const void *x, int32_t in_type, float *y, int64_t count, flo
  * Returns OQCI_EINVAL for M >= 2^30, negative or not finite. */
 int oqci_fixed_multiplier(double M, int32_t *m, int8_t *shift);
 
+/* ---- internal: the AVX2 selection of oqci_pool.c and oqci_eltwise.c ----------------
+ * Only for runtime files that define OQCI_AVX2_SELECT before including this header:
+ * HAVE_AVX2 (x86-64 GNU C with __AVX2__, or OQCI_DISPATCH for run-time selection),
+ * T_AVX2 (the target attribute of AVX2 functions) and oqci_use_avx2(): 1 when the AVX2
+ * kernels are to be used.  With OQCI_TEST_HOOKS (liboqc, linked with oqci_conv.c) they
+ * follow oqci_conv's family, so oqci_force_isa() selects them or the portable loops for
+ * tests; otherwise whenever the CPU runs AVX2 (known at compile time with __AVX2__,
+ * else asked of the compiler's runtime). */
+#ifdef OQCI_AVX2_SELECT
+#if defined(__x86_64__) && defined(__GNUC__) && (defined(__AVX2__) || defined(OQCI_DISPATCH))
+#define HAVE_AVX2 1
+#include <immintrin.h>
+#if defined(__AVX2__)
+#define T_AVX2
+#else
+#define T_AVX2 __attribute__((target("avx2")))
+#endif
+static int oqci_use_avx2(void) {
+#if defined(OQCI_TEST_HOOKS)
+    int isa = oqci_conv_isa();
+    return isa == OQCI_ISA_AVX2 || isa == OQCI_ISA_AVXVNNI || isa == OQCI_ISA_AVX512VNNI;
+#elif defined(__AVX2__)
+    return 1;
+#else
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2");
+#endif
+}
+#else
+#define HAVE_AVX2 0
+#endif
+#endif /* OQCI_AVX2_SELECT */
+
 #endif

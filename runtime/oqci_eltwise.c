@@ -16,38 +16,10 @@
  *     truncation and a subtraction), no <math.h>.
  * Float operations appear only in oqci_add's float mode, the quantize/dequantize pair and
  * oqci_fixed_multiplier. */
+/* AVX2 (x86-64, GNU C): compile-time with __AVX2__, run-time with OQCI_DISPATCH; HAVE_AVX2,
+ * T_AVX2 and oqci_use_avx2() come from oqci.h */
+#define OQCI_AVX2_SELECT
 #include "oqci.h"
-
-/* ---- AVX2 (x86-64, GNU C): compile-time with __AVX2__, run-time with OQCI_DISPATCH ---- */
-#if defined(__x86_64__) && defined(__GNUC__) && (defined(__AVX2__) || defined(OQCI_DISPATCH))
-#define HAVE_AVX2 1
-#include <immintrin.h>
-#if defined(__AVX2__)
-#define T_AVX2
-#else
-#define T_AVX2 __attribute__((target("avx2")))
-#endif
-#else
-#define HAVE_AVX2 0
-#endif
-
-#if HAVE_AVX2
-/* 1 when the AVX2 kernels are to be used: with OQCI_TEST_HOOKS (liboqc, linked with
- * oqci_conv.c) they follow oqci_conv's family, so oqci_force_isa() selects them or the
- * portable loops for tests; otherwise whenever the CPU runs AVX2 (known at compile time
- * with __AVX2__, else asked of the compiler's runtime). */
-static int use_avx2(void) {
-#if defined(OQCI_TEST_HOOKS)
-    int isa = oqci_conv_isa();
-    return isa == OQCI_ISA_AVX2 || isa == OQCI_ISA_AVXVNNI || isa == OQCI_ISA_AVX512VNNI;
-#elif defined(__AVX2__)
-    return 1;
-#else
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2");
-#endif
-}
-#endif
 
 /* Element i of an s8 or u8 tensor. */
 static int32_t load(const void *x, int32_t type, int64_t i) {
@@ -118,7 +90,7 @@ int oqci_add(const OqciAdd *p, const void *const *x, void *y) {
             !oqci_requant_ok(&p->rq[i], 0, 0))
             return OQCI_EINVAL;
 #if HAVE_AVX2
-    if (p->count >= ADD_MIN_COUNT && use_avx2()) {
+    if (p->count >= ADD_MIN_COUNT && oqci_use_avx2()) {
         int32_t lut[OQCI_ADD_MAX][256];
         int64_t bound = 128;   /* of |sum t_i| + 128 */
         for (i = 0; i < p->ninputs; i++) {
@@ -195,7 +167,7 @@ int oqci_quantize(const float *x, void *y, int32_t out_type, int64_t count, floa
         !(scale > 0.0f) || scale - scale != 0.0f)
         return OQCI_EINVAL;
 #if HAVE_AVX2
-    if (use_avx2())
+    if (oqci_use_avx2())
         j = quantize__avx2(x, y, out_type, count, scale, lo, hi);
 #endif
     for (; j < count; j++)

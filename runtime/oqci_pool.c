@@ -17,40 +17,15 @@
  *
  * Only integer arithmetic here, except the float branch of oqci_requant, which
  * OQCI_NO_FLOAT removes (see oqci.h). */
+/* AVX2 (x86-64, GNU C): compile-time with __AVX2__, run-time with OQCI_DISPATCH; HAVE_AVX2,
+ * T_AVX2 and oqci_use_avx2() come from oqci.h */
+#define OQCI_AVX2_SELECT
 #include "oqci.h"
 
-/* ---- AVX2 (x86-64, GNU C): compile-time with __AVX2__, run-time with OQCI_DISPATCH ---- */
-#if defined(__x86_64__) && defined(__GNUC__) && (defined(__AVX2__) || defined(OQCI_DISPATCH))
-#define HAVE_AVX2 1
-#include <immintrin.h>
+#if HAVE_AVX2
 #include <string.h>
-#if defined(__AVX2__)
-#define T_AVX2
-#else
-#define T_AVX2 __attribute__((target("avx2")))
-#endif
 #define LDU256(ptr) _mm256_loadu_si256((const __m256i *)(const void *)(ptr))
 #define LDU128(ptr) _mm_loadu_si128((const __m128i *)(const void *)(ptr))
-#else
-#define HAVE_AVX2 0
-#endif
-
-#if HAVE_AVX2
-/* 1 when the AVX2 kernels are to be used: with OQCI_TEST_HOOKS (liboqc, linked with
- * oqci_conv.c) they follow oqci_conv's family, so oqci_force_isa() selects them or the
- * portable loops for tests; otherwise whenever the CPU runs AVX2 (known at compile time
- * with __AVX2__, else asked of the compiler's runtime). */
-static int use_avx2(void) {
-#if defined(OQCI_TEST_HOOKS)
-    int isa = oqci_conv_isa();
-    return isa == OQCI_ISA_AVX2 || isa == OQCI_ISA_AVXVNNI || isa == OQCI_ISA_AVX512VNNI;
-#elif defined(__AVX2__)
-    return 1;
-#else
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2");
-#endif
-}
 #endif
 
 /* Geometry, types and pointers consistent (rq is checked by each kernel). */
@@ -336,7 +311,7 @@ int oqci_maxpool(const OqciPool *p, const void *x, void *y) {
         return OQCI_EINVAL;
 #if HAVE_AVX2
     if ((((p->k_w == 2 || p->k_w == 3) && p->s_w == 2) || (p->k_w <= 32 && p->s_w == 1)) &&
-        p->d_w == 1 && p->k_h <= 64 && use_avx2()) {
+        p->d_w == 1 && p->k_h <= 64 && oqci_use_avx2()) {
         uint8_t lut[256];
         if (p->requant) {   /* every possible max, biased by 128 for s8 inputs */
             int32_t v, b = p->in_type == OQCI_S8 ? 128 : 0;
@@ -363,7 +338,7 @@ int oqci_avgpool(const OqciPool *p, const void *x, void *y) {
         return OQCI_EINVAL;
 #if HAVE_AVX2
     if (p->out_h == 1 && p->out_w == 1 && p->k_h == p->in_h && p->k_w == p->in_w &&
-        p->p_t == 0 && p->p_l == 0 && p->d_h == 1 && p->d_w == 1 && use_avx2()) {
+        p->p_t == 0 && p->p_l == 0 && p->d_h == 1 && p->d_w == 1 && oqci_use_avx2()) {
         gavgpool_avx2(p, x, y);
         return OQCI_OK;
     }
