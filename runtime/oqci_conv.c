@@ -679,11 +679,9 @@ static void store_runs(const OqciConv *p, const uint8_t *q, int32_t k, const Seg
  * oqci_requant(v).  corr (the VNNI / sdot offset correction) is exact modulo 2^32 since
  * the corrected sum fits int32; the bias addition can only overflow when
  * kpad * 255 * 128 + |bias| exceeds INT32_MAX (|x * w| <= 255 * 128). */
-#if HAVE_AVX2
-static int bias_may_overflow(const OqciConv *p, int64_t bias) {
+static inline int bias_may_overflow(const OqciConv *p, int64_t bias) {
     return (int64_t)p->kpad * 32640 + (bias < 0 ? -bias : bias) > INT32_MAX;
 }
-#endif
 
 /* Requantizes oqci_requant(v) of channel k (scalar epilogue). */
 static int32_t rq1(const OqciConv *p, int32_t v, int32_t k) {
@@ -786,9 +784,7 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
     if (f->ukr_rq && nblk == 1 && p->rq.mode == OQCI_REQ_FLOAT) {
         fused = 1;
         for (k = 0; k < p->out_c && fused; k++)
-            if (p->bias && (int64_t)p->kpad * 32640 +
-                                   (p->bias[k] < 0 ? -(int64_t)p->bias[k] : p->bias[k]) > INT32_MAX)
-                fused = 0;
+            fused = !bias_may_overflow(p, p->bias ? p->bias[k] : 0);
     }
     bsize = (nq + nblk - 1) / nblk;   /* balanced blocks */
     total = (int64_t)p->batch * ge.pix;
