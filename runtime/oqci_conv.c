@@ -70,7 +70,10 @@
  *     requantization and a bias small enough to keep the sums below 2^24, the sums
  *     start from the bias and are requantized in float directly.  On Arm the plane holds
  *     int16 and q8dw_1xN__c is the plain-C loop over taps.  Whole output rows are
- *     computed into a buffer and stored together.
+ *     computed into a buffer and stored together, except on planes at most 8 wide
+ *     (3x3, stride 1, fused), which go in blocks of 4 rows straight to the output bytes
+ *     (q8dw_plane4x9f__avx2): there the buffer and the per-row calls cost more than the
+ *     sums.
  *
  * Family selection: compile-time macros decide which families a build has (AVX2 with
  * __AVX2__, AVX-VNNI with __AVXVNNI__, AVX-512 VNNI with __AVX512VNNI__ and
@@ -1469,24 +1472,55 @@ T_AVX2F static inline __m256 cvt8f(__m128i b, int u8) {
     return _mm256_cvtepi32_ps(u8 ? _mm256_cvtepu8_epi32(b) : _mm256_cvtepi8_epi32(b));
 }
 
+/* The part of each phase's plane row that lies inside the input: e in [e0, e1) for
+ * iw = e * s_w + ph - p_l in [0, in_w).  e0 = ceil((p_l - ph) / s_w) and e1 =
+ * ceil((in_w + p_l - ph) / s_w) are q + (ph < r) for the quotient and remainder of
+ * p_l and in_w + p_l by s_w: four divisions per call, none per channel. */
+typedef struct DwfSpan {
+    int32_t ql, rl, qr, rr;
+} DwfSpan;
+
+static void dwf_span_make(const OqciConv *p, DwfSpan *s) {
+    s->ql = p->p_l / p->s_w;
+    s->rl = p->p_l % p->s_w;
+    s->qr = (p->in_w + p->p_l) / p->s_w;
+    s->rr = (p->in_w + p->p_l) % p->s_w;
+}
+
+/* 8 bytes (s_w 1) or 16 (s_w 2) from src when they all lie before lim (the end of the
+ * input tensor), else the ones before lim and zeros: the conversions never read past
+ * the input tensor. */
+T_AVX2F static inline __m128i dwf_load(const uint8_t *src, const uint8_t *lim, int32_t bytes) {
+    if (lim - src >= bytes)
+        return bytes == 16 ? LDU128(src) : _mm_loadl_epi64((const __m128i *)(const void *)src);
+    {
+        uint8_t t[16] = {0};
+        memcpy(t, src, (size_t)(lim - src));
+        return LDU128(t);
+    }
+}
+
 /* Fills the float plane of input channel xc: element (ph, r, e) = x[r - p_t][e * s_w +
  * ph - p_l].  Only the elements inside the input are written: the padding is zeroed
- * once per call (it is the same for every channel). */
-T_AVX2F static void dwf_fill(const OqciConv *p, const DwGeo *d, const uint8_t *xc,
-                             float *plane) {
+ * once per call (it is the same for every channel).  Strides 1 and 2 convert 8 bytes
+ * per step (a row shorter than 8 with a masked store, a longer one's last 8 overlapping
+ * the ones before); larger strides go one byte at a time. */
+T_AVX2F static void dwf_fill(const OqciConv *p, const DwGeo *d, const DwfSpan *s,
+                             const uint8_t *xc, const uint8_t *lim, float *plane) {
+    static const int32_t ones_then_zeros[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
     const __m128i even = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, -1, -1, -1, -1, -1, -1, -1, -1);
-    int32_t ph, r, u8 = p->in_type == OQCI_U8;
+    int32_t ph, r, u8 = p->in_type == OQCI_U8, sw = p->s_w;
     int32_t r0 = p->p_t, r1 = p->p_t + p->in_h < d->rows ? p->p_t + p->in_h : d->rows;
     for (ph = 0; ph < d->phases; ph++) {
-        /* e is inside the input for iw = e * s_w + ph - p_l in [0, in_w) */
-        int32_t e0 = (int32_t)cdiv(p->p_l - ph, p->s_w);
-        int32_t e1 = (int32_t)cdiv((int64_t)p->in_w + p->p_l - ph, p->s_w), n;
+        int32_t e0 = s->ql + (ph < s->rl), e1 = s->qr + (ph < s->rr), n;
+        __m256i mask;
         e0 = e0 < 0 ? 0 : e0 > d->width ? d->width : e0;
         e1 = e1 < e0 ? e0 : e1 > d->width ? d->width : e1;
         n = e1 - e0;
+        mask = _mm256_loadu_si256((const __m256i *)(const void *)(ones_then_zeros + 8 - (n < 8 ? n : 8)));
         for (r = r0; r < r1; r++) {
             float *dst = plane + ((int64_t)ph * d->rows + r) * d->width + e0;
-            const uint8_t *src = xc + (int64_t)(r - p->p_t) * p->in_w + (int64_t)e0 * p->s_w +
+            const uint8_t *src = xc + (int64_t)(r - p->p_t) * p->in_w + (int64_t)e0 * sw +
                                  ph - p->p_l;
             int32_t t = 0;
 #define CVT8(at, U8)                                                                    \
@@ -1500,18 +1534,27 @@ T_AVX2F static void dwf_fill(const OqciConv *p, const DwGeo *d, const uint8_t *x
         if (t + 8 < n)                                                                  \
             CVT8(t, U8);                                                                \
         CVT8(n - 8, U8);                                                                \
-        t = n;                                                                          \
     }
-            if (p->s_w == 1 && n >= 8 && u8) {
+            if (sw == 1 && n >= 8 && u8) {
                 CVT_RUN(1)
-            } else if (p->s_w == 1 && n >= 8) {
+            } else if (sw == 1 && n >= 8) {
                 CVT_RUN(0)
-            } else if (p->s_w == 2)   /* the read ends at src[2t + 15] <= src[2n - 2] */
-                for (; 2 * t + 15 <= 2 * n - 2; t += 8)
+            } else if (sw == 2 && n >= 8) {
+                /* bytes 2t .. 2t + 15: inside the row while t + 8 < n; the last 8
+                 * (overlapping) may reach one byte past it */
+                for (; t + 8 < n; t += 8)
                     _mm256_storeu_ps(dst + t, cvt8f(_mm_shuffle_epi8(LDU128(src + 2 * t), even), u8));
-            for (; t < n; t++) {
-                uint8_t b = src[(int64_t)t * p->s_w];
-                dst[t] = u8 ? (float)b : (float)(int8_t)b;
+                _mm256_storeu_ps(dst + n - 8,
+                                 cvt8f(_mm_shuffle_epi8(dwf_load(src + 2 * (n - 8), lim, 16), even), u8));
+            } else if (sw <= 2 && n > 0) {   /* fewer than 8: masked */
+                __m128i b = sw == 1 ? dwf_load(src, lim, 8)
+                                    : _mm_shuffle_epi8(dwf_load(src, lim, 16), even);
+                _mm256_maskstore_ps(dst, mask, cvt8f(b, u8));
+            } else {
+                for (; t < n; t++) {
+                    uint8_t b = src[(int64_t)t * sw];
+                    dst[t] = u8 ? (float)b : (float)(int8_t)b;
+                }
             }
 #undef CVT_RUN
 #undef CVT8
@@ -1530,8 +1573,9 @@ T_AVX2F static inline __m256i rqf8(__m256 s, const RqV *v) {
 /* The 8 outputs of sums s: requantized (fused) or the exact int32 sums. */
 #define DWF_OUT(ptr, s) STU256(ptr, fused ? rqf8(s, v) : _mm256_cvttps_epi32(s))
 
-/* n outputs (a multiple of DW_VEC) of one row, 9 taps at base + off[t], weights w,
- * sums from b; three partial sums (taps 0-2, 3-5, 6-8) per vector of 8. */
+/* n outputs (a multiple of 8) of one row, 9 taps at base + off[t], weights w, sums
+ * from b; three partial sums (taps 0-2, 3-5, 6-8) per vector of 8, two vectors per
+ * step and a last single one. */
 T_AVX2F static void q8dw_16x9f__avx2(const float *base, const int64_t *off, const float *w,
                                      int32_t taps, float b, int32_t n, const RqV *v,
                                      int fused, int32_t *out) {
@@ -1544,65 +1588,75 @@ T_AVX2F static void q8dw_16x9f__avx2(const float *base, const int64_t *off, cons
     const __m256 bv = _mm256_set1_ps(b);
     int32_t e;
     (void)taps;
-#define L(ptr) _mm256_loadu_ps((ptr) + e)
-#define L8(ptr) _mm256_loadu_ps((ptr) + e + 8)
-    for (e = 0; e < n; e += DW_VEC) {
-        __m256 a0 = FMADD(L(o2), w2, FMADD(L(o1), w1, FMADD(L(o0), w0, bv)));
-        __m256 a1 = FMADD(L(o5), w5, FMADD(L(o4), w4, _mm256_mul_ps(L(o3), w3)));
-        __m256 a2 = FMADD(L(o8), w8, FMADD(L(o7), w7, _mm256_mul_ps(L(o6), w6)));
-        __m256 c0 = FMADD(L8(o2), w2, FMADD(L8(o1), w1, FMADD(L8(o0), w0, bv)));
-        __m256 c1 = FMADD(L8(o5), w5, FMADD(L8(o4), w4, _mm256_mul_ps(L8(o3), w3)));
-        __m256 c2 = FMADD(L8(o8), w8, FMADD(L8(o7), w7, _mm256_mul_ps(L8(o6), w6)));
-        DWF_OUT(out + e, _mm256_add_ps(_mm256_add_ps(a0, a1), a2));
-        DWF_OUT(out + e + 8, _mm256_add_ps(_mm256_add_ps(c0, c1), c2));
+#define L(ptr, at) _mm256_loadu_ps((ptr) + (at))
+#define SUM9(at)                                                                        \
+    _mm256_add_ps(_mm256_add_ps(FMADD(L(o2, at), w2, FMADD(L(o1, at), w1, FMADD(L(o0, at), w0, bv))), \
+                                FMADD(L(o5, at), w5, FMADD(L(o4, at), w4, _mm256_mul_ps(L(o3, at), w3)))), \
+                  FMADD(L(o8, at), w8, FMADD(L(o7, at), w7, _mm256_mul_ps(L(o6, at), w6))))
+    for (e = 0; e + 16 <= n; e += 16) {
+        __m256 a = SUM9(e), c = SUM9(e + 8);
+        DWF_OUT(out + e, a);
+        DWF_OUT(out + e + 8, c);
     }
+    if (e < n)
+        DWF_OUT(out + e, SUM9(e));
+#undef SUM9
 #undef L
-#undef L8
 }
 
-/* Four output rows of a 3x3 kernel at vertical stride and dilation 1 (rows oh .. oh + 3
- * read padded rows oh .. oh + 5, rstride apart): each loaded vector of an input row
- * serves every output row it is in the window of, so 6 x 3 loads feed 36 multiply-adds
- * per 8 columns.  colo: the three kernel columns' offsets (phase and shift). */
+/* Four output rows of a 3x3 kernel at vertical stride and dilation 1, 8 columns at e,
+ * into a0 .. a3 (rows oh .. oh + 3 read padded rows oh .. oh + 5, rstride apart): each
+ * loaded vector of an input row serves every output row it is in the window of, so 6 x
+ * 3 loads feed 36 multiply-adds.  c0, c1, c2: the three kernel columns' bases (phase
+ * and shift); weights w00 .. w22 and the start bv are the caller's locals (a macro, not
+ * a function taking an array: gcc 12 then kept the weights on the stack, 30% slower). */
+#define DW_W9(w)                                                                        \
+    const __m256 w00 = _mm256_set1_ps((w)[0]), w01 = _mm256_set1_ps((w)[1]);            \
+    const __m256 w02 = _mm256_set1_ps((w)[2]), w10 = _mm256_set1_ps((w)[3]);            \
+    const __m256 w11 = _mm256_set1_ps((w)[4]), w12 = _mm256_set1_ps((w)[5]);            \
+    const __m256 w20 = _mm256_set1_ps((w)[6]), w21 = _mm256_set1_ps((w)[7]);            \
+    const __m256 w22 = _mm256_set1_ps((w)[8])
+#define LX(j, r) t = _mm256_loadu_ps(c##j + (r) * rstride + e)
+#define DW_4X8                                                                          \
+    a0 = bv, a1 = bv, a2 = bv, a3 = bv;                                                 \
+    /* input row 0: out 0 (kernel row 0) */                                             \
+    LX(0, 0); a0 = FMADD(t, w00, a0);                                                   \
+    LX(1, 0); a0 = FMADD(t, w01, a0);                                                   \
+    LX(2, 0); a0 = FMADD(t, w02, a0);                                                   \
+    /* row 1: out 0 (k1), out 1 (k0) */                                                 \
+    LX(0, 1); a0 = FMADD(t, w10, a0); a1 = FMADD(t, w00, a1);                           \
+    LX(1, 1); a0 = FMADD(t, w11, a0); a1 = FMADD(t, w01, a1);                           \
+    LX(2, 1); a0 = FMADD(t, w12, a0); a1 = FMADD(t, w02, a1);                           \
+    /* row 2: out 0 (k2), 1 (k1), 2 (k0) */                                             \
+    LX(0, 2); a0 = FMADD(t, w20, a0); a1 = FMADD(t, w10, a1); a2 = FMADD(t, w00, a2);   \
+    LX(1, 2); a0 = FMADD(t, w21, a0); a1 = FMADD(t, w11, a1); a2 = FMADD(t, w01, a2);   \
+    LX(2, 2); a0 = FMADD(t, w22, a0); a1 = FMADD(t, w12, a1); a2 = FMADD(t, w02, a2);   \
+    /* row 3: out 1 (k2), 2 (k1), 3 (k0) */                                             \
+    LX(0, 3); a1 = FMADD(t, w20, a1); a2 = FMADD(t, w10, a2); a3 = FMADD(t, w00, a3);   \
+    LX(1, 3); a1 = FMADD(t, w21, a1); a2 = FMADD(t, w11, a2); a3 = FMADD(t, w01, a3);   \
+    LX(2, 3); a1 = FMADD(t, w22, a1); a2 = FMADD(t, w12, a2); a3 = FMADD(t, w02, a3);   \
+    /* row 4: out 2 (k2), 3 (k1) */                                                     \
+    LX(0, 4); a2 = FMADD(t, w20, a2); a3 = FMADD(t, w10, a3);                           \
+    LX(1, 4); a2 = FMADD(t, w21, a2); a3 = FMADD(t, w11, a3);                           \
+    LX(2, 4); a2 = FMADD(t, w22, a2); a3 = FMADD(t, w12, a3);                           \
+    /* row 5: out 3 (k2) */                                                             \
+    LX(0, 5); a3 = FMADD(t, w20, a3);                                                   \
+    LX(1, 5); a3 = FMADD(t, w21, a3);                                                   \
+    LX(2, 5); a3 = FMADD(t, w22, a3)
+
+/* Four output rows into out (ostride apart) as int32: requantized (fused) or the exact
+ * sums.  n columns, rounded up to 8; the last columns first, so sums past a row's end
+ * land on the next row's first columns, which come later. */
 T_AVX2F static void q8dw_4x8x9f__avx2(const float *base, int64_t rstride, const int64_t *colo,
                                       const float *w, float b, int32_t n, const RqV *v,
                                       int fused, int32_t *out, int32_t ostride) {
-    const __m256 w00 = _mm256_set1_ps(w[0]), w01 = _mm256_set1_ps(w[1]), w02 = _mm256_set1_ps(w[2]);
-    const __m256 w10 = _mm256_set1_ps(w[3]), w11 = _mm256_set1_ps(w[4]), w12 = _mm256_set1_ps(w[5]);
-    const __m256 w20 = _mm256_set1_ps(w[6]), w21 = _mm256_set1_ps(w[7]), w22 = _mm256_set1_ps(w[8]);
+    DW_W9(w);
     const __m256 bv = _mm256_set1_ps(b);
     const float *c0 = base + colo[0], *c1 = base + colo[1], *c2 = base + colo[2];
     int32_t e;
-    /* last columns first: sums past a row's end land on the next row's first columns,
-     * which come later */
     for (e = (int32_t)round_up(n, 8) - 8; e >= 0; e -= 8) {
-        __m256 a0 = bv, a1 = bv, a2 = bv, a3 = bv, t;
-#define LX(j, r) _mm256_loadu_ps(c##j + (r) * rstride + e)
-        /* input row 0: out 0 (kernel row 0) */
-        t = LX(0, 0); a0 = FMADD(t, w00, a0);
-        t = LX(1, 0); a0 = FMADD(t, w01, a0);
-        t = LX(2, 0); a0 = FMADD(t, w02, a0);
-        /* row 1: out 0 (k1), out 1 (k0) */
-        t = LX(0, 1); a0 = FMADD(t, w10, a0); a1 = FMADD(t, w00, a1);
-        t = LX(1, 1); a0 = FMADD(t, w11, a0); a1 = FMADD(t, w01, a1);
-        t = LX(2, 1); a0 = FMADD(t, w12, a0); a1 = FMADD(t, w02, a1);
-        /* row 2: out 0 (k2), 1 (k1), 2 (k0) */
-        t = LX(0, 2); a0 = FMADD(t, w20, a0); a1 = FMADD(t, w10, a1); a2 = FMADD(t, w00, a2);
-        t = LX(1, 2); a0 = FMADD(t, w21, a0); a1 = FMADD(t, w11, a1); a2 = FMADD(t, w01, a2);
-        t = LX(2, 2); a0 = FMADD(t, w22, a0); a1 = FMADD(t, w12, a1); a2 = FMADD(t, w02, a2);
-        /* row 3: out 1 (k2), 2 (k1), 3 (k0) */
-        t = LX(0, 3); a1 = FMADD(t, w20, a1); a2 = FMADD(t, w10, a2); a3 = FMADD(t, w00, a3);
-        t = LX(1, 3); a1 = FMADD(t, w21, a1); a2 = FMADD(t, w11, a2); a3 = FMADD(t, w01, a3);
-        t = LX(2, 3); a1 = FMADD(t, w22, a1); a2 = FMADD(t, w12, a2); a3 = FMADD(t, w02, a3);
-        /* row 4: out 2 (k2), 3 (k1) */
-        t = LX(0, 4); a2 = FMADD(t, w20, a2); a3 = FMADD(t, w10, a3);
-        t = LX(1, 4); a2 = FMADD(t, w21, a2); a3 = FMADD(t, w11, a3);
-        t = LX(2, 4); a2 = FMADD(t, w22, a2); a3 = FMADD(t, w12, a3);
-        /* row 5: out 3 (k2) */
-        t = LX(0, 5); a3 = FMADD(t, w20, a3);
-        t = LX(1, 5); a3 = FMADD(t, w21, a3);
-        t = LX(2, 5); a3 = FMADD(t, w22, a3);
-#undef LX
+        __m256 a0, a1, a2, a3, t;
+        DW_4X8;
         STU256(out + e, fused ? rqf8(a0, v) : _mm256_cvttps_epi32(a0));
         STU256(out + ostride + e, fused ? rqf8(a1, v) : _mm256_cvttps_epi32(a1));
         STU256(out + 2 * ostride + e, fused ? rqf8(a2, v) : _mm256_cvttps_epi32(a2));
@@ -1610,30 +1664,85 @@ T_AVX2F static void q8dw_4x8x9f__avx2(const float *base, int64_t rstride, const 
     }
 }
 
-/* Any number of taps: two partial sums (even and odd taps) per vector of 8. */
+/* A whole output plane at most 8 wide of a 3x3 kernel at vertical stride and dilation
+ * 1 with fused float requantization, straight to the out_type bytes at y: blocks of 4
+ * rows, the last one overlapping the one before when out_h is not a multiple of 4.  The
+ * rows are stored 8 bytes at a time, in order, so each row's extra bytes are
+ * overwritten by the next row's; the plane's last row goes through a copy.  (On planes
+ * this small the int32 row buffer and the row kernel's calls cost more than the sums.)
+ * Needs out_h >= 4. */
+T_AVX2F static void q8dw_plane4x9f__avx2(const OqciConv *p, const float *plane,
+                                         int64_t rstride, const int64_t *colo, const float *w,
+                                         float b, const RqV *v, uint8_t *y) {
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    const int32_t oh_n = p->out_h, ow_n = p->out_w, u8 = p->out_type == OQCI_U8, e = 0;
+    DW_W9(w);
+    const __m256 bv = _mm256_set1_ps(b);
+    int32_t oh;
+    for (oh = 0; oh < oh_n; oh += 4) {
+        const float *c0, *c1, *c2;
+        uint8_t *dst, tmp[16];
+        __m256 a0, a1, a2, a3, t;
+        __m256i q01, q23, bytes;
+        __m128i lo, hi;
+        if (oh + 4 > oh_n)
+            oh = oh_n - 4;
+        c0 = plane + oh * rstride + colo[0];
+        c1 = plane + oh * rstride + colo[1];
+        c2 = plane + oh * rstride + colo[2];
+        dst = y + (int64_t)oh * ow_n;
+        DW_4X8;
+        q01 = _mm256_packs_epi32(rqf8(a0, v), rqf8(a1, v));
+        q23 = _mm256_packs_epi32(rqf8(a2, v), rqf8(a3, v));
+        bytes = u8 ? _mm256_packus_epi16(q01, q23) : _mm256_packs_epi16(q01, q23);
+        bytes = _mm256_permutevar8x32_epi32(bytes, order);   /* rows 0, 1, 2, 3 */
+        lo = _mm256_castsi256_si128(bytes);
+        hi = _mm256_extracti128_si256(bytes, 1);
+        _mm_storel_epi64((__m128i *)(void *)dst, lo);
+        _mm_storel_epi64((__m128i *)(void *)(dst + ow_n), _mm_unpackhi_epi64(lo, lo));
+        _mm_storel_epi64((__m128i *)(void *)(dst + 2 * ow_n), hi);
+        if (oh + 4 < oh_n) {
+            _mm_storel_epi64((__m128i *)(void *)(dst + 3 * ow_n), _mm_unpackhi_epi64(hi, hi));
+        } else {   /* the plane's last row */
+            _mm_storeu_si128((__m128i *)(void *)tmp, hi);
+            memcpy(dst + 3 * ow_n, tmp + 8, (size_t)ow_n);
+        }
+    }
+}
+#undef DW_4X8
+#undef LX
+#undef DW_W9
+
+/* Any number of taps: two partial sums (even and odd taps) per vector of 8; n a
+ * multiple of 8. */
 T_AVX2F static void q8dw_16xNf__avx2(const float *base, const int64_t *off, const float *w,
                                      int32_t taps, float b, int32_t n, const RqV *v,
                                      int fused, int32_t *out) {
     int32_t e, t;
-    for (e = 0; e < n; e += DW_VEC) {
+    for (e = 0; e < n; e += 16) {
+        int two = e + 16 <= n;   /* else the last 8 */
         __m256 a0 = _mm256_set1_ps(b), a1 = _mm256_setzero_ps();
         __m256 c0 = a0, c1 = a1;
         for (t = 0; t + 1 < taps; t += 2) {
             const float *s0 = base + off[t] + e, *s1 = base + off[t + 1] + e;
             __m256 u = _mm256_set1_ps(w[t]), z = _mm256_set1_ps(w[t + 1]);
             a0 = FMADD(_mm256_loadu_ps(s0), u, a0);
-            c0 = FMADD(_mm256_loadu_ps(s0 + 8), u, c0);
             a1 = FMADD(_mm256_loadu_ps(s1), z, a1);
-            c1 = FMADD(_mm256_loadu_ps(s1 + 8), z, c1);
+            if (two) {
+                c0 = FMADD(_mm256_loadu_ps(s0 + 8), u, c0);
+                c1 = FMADD(_mm256_loadu_ps(s1 + 8), z, c1);
+            }
         }
         if (t < taps) {
             const float *s0 = base + off[t] + e;
             __m256 u = _mm256_set1_ps(w[t]);
             a0 = FMADD(_mm256_loadu_ps(s0), u, a0);
-            c0 = FMADD(_mm256_loadu_ps(s0 + 8), u, c0);
+            if (two)
+                c0 = FMADD(_mm256_loadu_ps(s0 + 8), u, c0);
         }
         DWF_OUT(out + e, _mm256_add_ps(a0, a1));
-        DWF_OUT(out + e + 8, _mm256_add_ps(c0, c1));
+        if (two)
+            DWF_OUT(out + e + 8, _mm256_add_ps(c0, c1));
     }
 }
 #undef DWF_OUT
@@ -1680,16 +1789,19 @@ T_AVX2F static void conv_dwf__avx2(const OqciConv *p, const void *x, void *y, vo
     int64_t off[DW_MAX_TAPS], n, plane_in = (int64_t)p->in_h * p->in_w;
     int64_t pix = (int64_t)p->out_h * p->out_w, bstride;
     int32_t kg = p->out_c / p->group, g, i, j, t;
-    int32_t wr = (int32_t)round_up(p->out_w, DW_VEC);
+    int32_t wr = (int32_t)round_up(p->out_w, 8);
     int32_t buf[DW_BUF + TILE_NR];   /* + TILE_NR: whole vectors past the last row */
     int32_t rows = wr <= DW_BUF ? (DW_BUF - wr) / p->out_w + 1 : 0;
     void (*rowk)(const float *, const int64_t *, const float *, int32_t, float, int32_t,
                  const RqV *, int, int32_t *);
     int four = p->k_h == 3 && p->k_w == 3 && p->s_h == 1 && p->d_h == 1;
     int64_t colo[3];
+    DwfSpan span;
+    const uint8_t *xend = (const uint8_t *)x + (int64_t)p->batch * p->in_c * plane_in;
     if (four && rows > 4)   /* whole blocks of the 4-row kernel (buf is not refilled less) */
         rows -= rows % 4;
     dw_geo(p, &d);
+    dwf_span_make(p, &span);
     rowk = d.taps == 9 ? q8dw_16x9f__avx2 : q8dw_16xNf__avx2;
     for (j = 0; j < 3; j++)
         colo[j] = dw_tap_off(p, &d, 0, j);
@@ -1701,7 +1813,7 @@ T_AVX2F static void conv_dwf__avx2(const OqciConv *p, const void *x, void *y, vo
     for (n = 0; n < p->batch; n++)
         for (g = 0; g < p->group; g++) {
             int32_t kk;
-            dwf_fill(p, &d, (const uint8_t *)x + (n * p->in_c + g) * plane_in, plane);
+            dwf_fill(p, &d, &span, (const uint8_t *)x + (n * p->in_c + g) * plane_in, xend, plane);
             for (kk = 0; kk < kg; kk++) {
                 int32_t k = g * kg + kk, oh, ow;
                 const int8_t *w = p->w + (size_t)k * (size_t)p->kpad;
@@ -1711,8 +1823,14 @@ T_AVX2F static void conv_dwf__avx2(const OqciConv *p, const void *x, void *y, vo
                 int fused;
                 rqv_make(p, k, 0, 0, &v);
                 fused = !v.fixed && (bias < 0 ? -bias : bias) + (int64_t)d.taps * 32640 < 16777216;
-                for (t = 0; t < d.taps; t++)
+                for (t = 0; t + 8 <= d.taps; t += 8)
+                    _mm256_storeu_ps(wf + t, cvt8f(_mm_loadl_epi64((const __m128i *)(const void *)(w + t)), 0));
+                for (; t < d.taps; t++)
                     wf[t] = (float)w[t];
+                if (four && fused && p->out_h >= 4 && p->out_w <= 8) {
+                    q8dw_plane4x9f__avx2(p, plane, d.width, colo, wf, (float)bias, &v, yk);
+                    continue;
+                }
                 if (rows) {
                     for (oh = 0; oh < p->out_h; oh += rows) {
                         int32_t nr = p->out_h - oh < rows ? p->out_h - oh : rows, r = 0;
@@ -1739,7 +1857,7 @@ T_AVX2F static void conv_dwf__avx2(const OqciConv *p, const void *x, void *y, vo
                         int32_t len = p->out_w - ow < DW_BUF ? p->out_w - ow : DW_BUF;
                         uint8_t *dst = yk + (int64_t)oh * p->out_w + ow;
                         rowk(plane + oh * bstride + ow, off, wf, d.taps,
-                             fused ? (float)bias : 0.0f, (int32_t)round_up(len, DW_VEC), &v, fused,
+                             fused ? (float)bias : 0.0f, (int32_t)round_up(len, 8), &v, fused,
                              buf);
                         if (fused)
                             dw_pack_store(p, buf, len, dst);
