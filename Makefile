@@ -83,8 +83,10 @@ $(DEPS_STAMP): scripts/install-deps.sh
 	@mkdir -p $(dir $@) && touch $@
 
 # protobuf-c code is generated from the ONNX .proto Debian's libonnx-dev installs;
-# generated files live only in the build directory.
-$(BUILD)/proto/onnx.pb-c.c $(BUILD)/proto/onnx.pb-c.h: $(ONNX_PROTO) | $(DEPS_STAMP)
+# generated files live only in the build directory.  One rule making both files (&:,
+# GNU make 4.3): with two plain targets, make -j ran protoc-c twice at once in a fresh
+# build directory and one cp failed on the other's file.
+$(BUILD)/proto/onnx.pb-c.c $(BUILD)/proto/onnx.pb-c.h &: $(ONNX_PROTO) | $(DEPS_STAMP)
 	@mkdir -p $(BUILD)/proto
 	cp $(ONNX_PROTO) $(BUILD)/proto/onnx.proto
 	cd $(BUILD)/proto && protoc-c --c_out=. onnx.proto
