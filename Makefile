@@ -70,7 +70,7 @@ TEST_SUPPORT_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_SUPPORT))
 
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all check check-one clean deps models bench demo
+.PHONY: all check check-one clean deps models bench demo fuzz
 # Keep intermediate objects (tests link them); V=1 shows full commands.
 .SECONDARY:
 Q := $(if $(V),,@)
@@ -131,10 +131,13 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_SUPPORT_OBJS) $(BUILD)/libo
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS_ALL) $^ -lcunit $(LDLIBS_ALL) -o $@
 
+# The fuzz target's replay driver links the target itself.
+$(BUILD)/tests/tools/fuzz_replay: $(BUILD)/obj/tests/fuzz/fuzz_model.o
+
 $(BUILD)/tests/tools/%: $(BUILD)/obj/tests/tools/%.o $(BUILD)/liboqc.a
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS_ALL) $^ $(LDLIBS_ALL) -o $@
+	$(Q)$(CC) $(LDFLAGS_ALL) $(filter %.o,$^) $(filter %.a,$^) $(LDLIBS_ALL) -o $@
 
 # check-one runs every test of this configuration (tests/run.sh: unit tests, node
 # tests, CLI tests). `make check` with the default configuration runs the whole matrix
@@ -171,6 +174,19 @@ demo: $(BUILD)/oqc
 
 bench: $(BUILD)/oqc
 	BUILD=$(BUILD) CC=$(CC) sh bench/run.sh
+
+# make fuzz [FUZZ_SECONDS=N]: a libFuzzer campaign (clang, ASan + UBSan) on the fuzz
+# target tests/fuzz/fuzz_model.c for FUZZ_SECONDS (default 600); see tests/fuzz/run.sh.
+# Not part of `make check`, which replays the kept findings (tests/cli/fuzz_replay.sh).
+FUZZ_SECONDS ?= 600
+FUZZ_BUILD := build/fuzz
+fuzz: | $(DEPS_STAMP)
+	@$(MAKE) --no-print-directory CC=clang SAN=1 BUILD=$(FUZZ_BUILD) \
+	    CFLAGS=-fsanitize=fuzzer-no-link $(FUZZ_BUILD)/liboqc.a
+	clang $(CSTD) -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	    $(WARN) -Icompiler -Ipasses -Iruntime -I$(FUZZ_BUILD)/proto $(XML_CFLAGS) \
+	    tests/fuzz/fuzz_model.c $(FUZZ_BUILD)/liboqc.a $(LDLIBS_ALL) -o $(FUZZ_BUILD)/fuzz_model
+	sh tests/fuzz/run.sh $(FUZZ_BUILD)/fuzz_model $(FUZZ_SECONDS)
 
 models:
 	$(PYTHON) models/tv/make_torchvision.py --out models/tv

@@ -11,6 +11,9 @@
 #define ERR(...) oqc_err_node(d, g, node, __VA_ARGS__)
 
 /* Reads an INTS attribute of nsp entries (or 2*nsp for pads) into out, with default. */
+/* Largest stride, dilation, pad or kernel_shape value accepted. */
+#define GEOM_MAX ((int64_t)1 << 30)
+
 static int read_axes(const OqcGraph *g, int node, const char *name, int count, int64_t dflt,
                      int64_t minv, int64_t *out, OqcDiag *d) {
     const int64_t *v;
@@ -25,6 +28,11 @@ static int read_axes(const OqcGraph *g, int node, const char *name, int count, i
         if (v[i] < minv)
             return ERR("attribute '%s' value %" PRId64 " must be >= %" PRId64, name, v[i],
                        minv);
+        /* (kernel - 1) * dilation, (out - 1) * stride and the padded extent then stay far
+         * from int64 overflow (extents are at most OQC_MAX_ELEMENTS) */
+        if (v[i] > GEOM_MAX)
+            return ERR("attribute '%s' value %" PRId64 " is absurd (more than %" PRId64 ")",
+                       name, v[i], (int64_t)GEOM_MAX);
         out[i] = v[i];
     }
     return 0;

@@ -377,12 +377,16 @@ int oqc_bind_input(OqcGraph *g, int tensor, const OqcValue *v, OqcDiag *d) {
     return 0;
 }
 
-void oqc_graph_remove_nodes(OqcGraph *g, const unsigned char *dead) {
+void oqc_graph_drop_nodes(OqcGraph *g, const unsigned char *dead) {
     int j = 0;
     for (int i = 0; i < g->nnodes; i++)
         if (!dead[i])
             g->nodes[j++] = g->nodes[i];
     g->nnodes = j;
+}
+
+void oqc_graph_remove_nodes(OqcGraph *g, const unsigned char *dead) {
+    oqc_graph_drop_nodes(g, dead);
     OqcDiag d;
     oqc_diag_init(&d);
     int rc = oqc_graph_link(g, &d);
@@ -452,12 +456,14 @@ int64_t oqc_shape_numel(const OqcShape *s) {
     if (s->rank < 0)
         return -1;
     int64_t n = 1;
+    int zero = 0;
     for (int i = 0; i < s->rank; i++) {
         if (s->d[i] < 0)
             return -1;
-        n *= s->d[i];
+        zero |= s->d[i] == 0;
+        n = oqc_mul_sat(n, s->d[i]);
     }
-    return n;
+    return zero ? 0 : n;
 }
 
 int oqc_shape_known(const OqcShape *s) { return oqc_shape_numel(s) >= 0; }

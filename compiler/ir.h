@@ -240,8 +240,11 @@ int oqc_graph_toposort(OqcGraph *g, OqcDiag *d);
 /* Turns graph input `tensor` into a constant holding v (copied into the arena): an
  * ahead-of-time compiler needs shape-determining inputs as constants. */
 int oqc_bind_input(OqcGraph *g, int tensor, const OqcValue *v, OqcDiag *d);
-/* Removes nodes flagged in dead[] (array of nnodes) and relinks. */
+/* Removes nodes flagged in dead[] (array of nnodes) and relinks (the graph was linked
+ * before: relinking cannot fail). */
 void oqc_graph_remove_nodes(OqcGraph *g, const unsigned char *dead);
+/* The same without relinking, for a graph not linked yet (the loader links it after). */
+void oqc_graph_drop_nodes(OqcGraph *g, const unsigned char *dead);
 
 const OqcAttr *oqc_attr_find(const OqcNode *n, const char *name);
 int64_t oqc_attr_int(const OqcNode *n, const char *name, int64_t dflt);
@@ -250,7 +253,12 @@ const char *oqc_attr_string(const OqcNode *n, const char *name, const char *dflt
 /* INTS attribute: element count and *v, or -1 when absent. */
 int oqc_attr_ints(const OqcNode *n, const char *name, const int64_t **v);
 
-int64_t oqc_shape_numel(const OqcShape *s);          /* -1 if any extent unknown */
+int64_t oqc_shape_numel(const OqcShape *s);          /* -1 if any extent unknown; INT64_MAX
+                                                        when the product overflows */
+/* a * b for a, b >= 0, INT64_MAX when it overflows (products of extents in models). */
+static inline int64_t oqc_mul_sat(int64_t a, int64_t b) {
+    return b > 0 && a > INT64_MAX / b ? INT64_MAX : a * b;
+}
 /* Multiply-adds of a Conv (all outputs of a merged one), Gemm or MatMul node (from the
  * shapes: outputs x reduction length); 0 for other ops. */
 int64_t oqc_node_macs(const OqcGraph *g, int node);

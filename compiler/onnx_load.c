@@ -172,7 +172,8 @@ static int copy_field(Reader *r, uint64_t tag, uint64_t end, Bytes *out) {
         return bytes_put(out, tmp, n);
     }
     case 2: {
-        if (rd_varint(r, &v) < 0 || v > end - r->pos || bytes_varint(out, v) < 0)
+        if (rd_varint(r, &v) < 0 || r->pos > end || v > end - r->pos ||
+            bytes_varint(out, v) < 0)
             return -1;
         size_t at = out->n;
         if (bytes_reserve(out, at + (size_t)v) < 0)
@@ -236,7 +237,7 @@ static Onnx__ModelProto *read_model(Loader *L, int fd, uint64_t size) {
                     bad = "truncated or malformed GraphProto field";
                 continue;
             }
-            if (rd_varint(r, &tlen) < 0 || tlen > end - r->pos) {
+            if (rd_varint(r, &tlen) < 0 || r->pos > end || tlen > end - r->pos) {
                 bad = "truncated initializer";
                 break;
             }
@@ -487,6 +488,9 @@ static int fold_constant_node(Loader *L, int node, const Onnx__NodeProto *np) {
     return 1;
 }
 
+/* Largest constant ConstantOfShape is folded into. */
+#define FOLD_MAX_BYTES ((size_t)256 << 20)
+
 /* ConstantOfShape with a constant shape input becomes a constant; 1 when converted. */
 static int fold_constant_of_shape(Loader *L, int node) {
     OqcGraph *g = L->g;
@@ -519,6 +523,13 @@ static int fold_constant_of_shape(Loader *L, int node) {
         return -1;
     size_t el = oqcf_dtype_size(v.dtype), numel = (size_t)oqc_shape_numel(&v.shape);
     v.nbytes = numel * el;
+    /* a few bytes of model can ask for gigabytes here (initializers are bounded by the
+     * file's size, this is not) */
+    if (v.nbytes > FOLD_MAX_BYTES)
+        return oqc_err_node(L->d, g, node, "output of shape %s would fill %zu bytes, more "
+                            "than the %d MiB oqc makes into a constant",
+                            oqc_shape_str(&v.shape, (char[160]){0}, 160), v.nbytes,
+                            (int)(FOLD_MAX_BYTES >> 20));
     unsigned char *p = oqc_arena_alloc_raw(g->arena, v.nbytes ? v.nbytes : 1);
     for (size_t i = 0; i < numel; i++)
         memcpy(p + i * el, fill, el);
@@ -656,7 +667,7 @@ static int build_graph(Loader *L, const Onnx__ModelProto *m) {
             }
         }
     if (ndead)
-        oqc_graph_remove_nodes(g, dead);
+        oqc_graph_drop_nodes(g, dead);   /* linked (and checked) below */
 
     g->outputs = oqc_arena_alloc(a, (gp->n_output + 1) * sizeof *g->outputs);
     for (size_t i = 0; i < gp->n_output; i++) {

@@ -89,10 +89,12 @@ static int shape_same(Ctx *c) {
 static int shape_broadcast(Ctx *c) {
     OqcShape s = IN(c, 0)->shape;
     OqcfDType dt = IN(c, 0)->dtype;
+    if (c->n->op != OQC_OP_Sum && c->n->nin != 2)
+        return ERR("needs two inputs; it has %d", c->n->nin);
     for (int k = 1; k < c->n->nin; k++) {
         const OqcTensor *x = IN(c, k);
         if (!x)
-            continue;
+            return ERR("input %d is empty", k);
         if (x->dtype != dt)
             return ERR("inputs have different element types %s ('%s') and %s ('%s')",
                        oqc_dtype_name(dt), IN(c, 0)->name, oqc_dtype_name(x->dtype), x->name);
@@ -392,7 +394,7 @@ static int shape_flatten(Ctx *c) {
         axis += r;
     OqcShape s = {.rank = 2, .d = {1, 1}};
     for (int i = 0; i < r; i++)
-        s.d[i >= axis] *= x->shape.d[i];
+        s.d[i >= axis] = oqc_mul_sat(s.d[i >= axis], x->shape.d[i]);
     set_out(c, 0, x->dtype, &s);
     return 0;
 }
@@ -435,7 +437,7 @@ static int shape_reshape(Ctx *c) {
         if (s.d[i] == -2)
             return ERR("shape entry 0 at axis %d copies a dimension the input (rank %d) "
                        "does not have", i, x->shape.rank);
-        known *= s.d[i];
+        known = oqc_mul_sat(known, s.d[i]);
     }
     if (minus >= 0) {
         if (known == 0 || total % known)
@@ -596,6 +598,10 @@ static int shape_pad(Ctx *c) {
     const char *mode = oqc_attr_string(c->n, "mode", "constant");
     if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge"))
         return ERR("pad mode '%s' is not supported (constant, reflect, edge)", mode);
+    for (int i = 0; i < 2 * r; i++)
+        if (pads[i] > OQC_MAX_ELEMENTS || pads[i] < -OQC_MAX_ELEMENTS)
+            return ERR("pad %" PRId64 " is absurd (magnitude above %" PRId64 ")", pads[i],
+                       OQC_MAX_ELEMENTS);
     OqcShape s;
     if (oqcf_pad_shape(&x->shape, pads, &s) != OQCF_OK)
         return ERR("pads make a dimension of %s negative", sstr(&x->shape));
@@ -848,9 +854,13 @@ int oqc_infer_shapes(OqcGraph *g, int strict, OqcDiag *d) {
         for (int k = 0; k < n->nout; k++) {
             OqcTensor *t = OUT(&c, k);
             int64_t numel = t ? oqc_shape_numel(&t->shape) : 0;
-            if (numel > OQC_MAX_ELEMENTS)
-                rc = oqc_err_node(d, g, i, "output '%s' would have %" PRId64
-                                           " elements: absurd, refusing it", t->name, numel);
+            if (numel > OQC_MAX_ELEMENTS) {
+                char buf[160];
+                rc = oqc_err_node(d, g, i, "output '%s' would have shape %s, more than %" PRId64
+                                           " elements: absurd, refusing it", t->name,
+                                  oqc_shape_str(&t->shape, buf, sizeof buf), OQC_MAX_ELEMENTS);
+                t->shape.rank = -1;   /* unknown: the nodes reading it are not inferred */
+            }
         }
         propagate_values(&c);
     }

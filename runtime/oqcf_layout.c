@@ -260,7 +260,9 @@ OqcfStatus oqcf_slice(const void *x, const OqcfShape *xs, const OqcfSlice *s, si
     int64_t stride = (int64_t)esize;
     for (int k = r - 1; k >= 0; k--) {
         base += s->start[k] * stride;
-        dstep[k] = s->step[k] * stride;
+        /* a step is only taken between two outputs, so |step| < d[k] and the product
+         * fits; an axis with one output may have any step (e.g. INT64_MAX) */
+        dstep[k] = s->out.d[k] > 1 ? s->step[k] * stride : 0;
         stride *= xs->d[k];
     }
     const char *xp = (const char *)x + base;

@@ -1,0 +1,130 @@
+/* fuzz_model.c - libFuzzer target: any bytes as a model file, through everything oqc
+ * does with a model short of reading calibration data.
+ *
+ * Each input is written to a file (the loader takes paths) and then, as far as each
+ * step succeeds:
+ *   1. oqc_prepare: ONNX protobuf or XML dump -> IR, shape inference, strict op check;
+ *   2. the text and XML dumps (to /dev/null; the XML one with its data file);
+ *   3. every pass of the pipeline;
+ *   4. the FP32 executor planned and run once on zeros, if the model is small
+ *      (at most FUZZ_MAX_ELEMS elements per tensor and FUZZ_MAX_MACS multiply-adds,
+ *      so a mutated 10^9-element shape is a refusal to run, not a timeout);
+ *   5. the INT8 lowering with threshold 1 for every float activation, its executor run
+ *      the same way, and the emitted C written to a scratch directory.
+ * Errors are the expected outcome for most inputs; the target only looks for crashes,
+ * sanitizer reports, leaks and hangs.  Built and run by `make fuzz` (tests/fuzz/run.sh;
+ * docs/testing.md). */
+#include "ir.h"
+#include "passes.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FUZZ_MAX_ELEMS 100000
+#define FUZZ_MAX_MACS 20000000
+
+static char model_path[128], out_dir[128];
+
+/* Small enough to run: every tensor's shape known and bounded, few multiply-adds. */
+static int small_graph(const OqcGraph *g) {
+    int64_t macs = 0;
+    for (int t = 0; t < g->ntensors; t++) {
+        int64_t n = oqc_shape_numel(&g->tensors[t].shape);
+        if (n < 0 || n > FUZZ_MAX_ELEMS)
+            return 0;
+    }
+    for (int i = 0; i < g->nnodes; i++) {
+        macs += oqc_node_macs(g, i);
+        if (macs > FUZZ_MAX_MACS)
+            return 0;
+    }
+    return 1;
+}
+
+/* Plans g's executor and runs it once with all-zero inputs. */
+static void run_zeros(OqcGraph *g, OqcDiag *d) {
+    void *in[64], *out[64];
+    int ok = g->ninputs <= 64 && g->noutputs <= 64;
+    OqcExec *e = ok ? oqc_exec_new(g, 1, d) : NULL;
+    if (!e)
+        return;
+    for (int i = 0; i < g->ninputs; i++) {
+        const OqcTensor *t = &g->tensors[g->inputs[i]];
+        in[i] = calloc((size_t)oqc_shape_numel(&t->shape) + 1, oqcf_dtype_size(t->dtype) + 1);
+    }
+    for (int i = 0; i < g->noutputs; i++) {
+        const OqcTensor *t = &g->tensors[g->outputs[i]];
+        out[i] = calloc((size_t)oqc_shape_numel(&t->shape) + 1, oqcf_dtype_size(t->dtype) + 1);
+    }
+    oqc_exec_run(e, (const void *const *)in, out, d);
+    for (int i = 0; i < g->ninputs; i++)
+        free(in[i]);
+    for (int i = 0; i < g->noutputs; i++)
+        free(out[i]);
+    oqc_exec_free(e);
+}
+
+/* INT8: a threshold of 1 for every float tensor that is not a constant, then the
+ * quantize pass, the INT8 executor and the emitter. */
+static void int8_path(OqcGraph *g, OqcDiag *d) {
+    OqcCalibEntry *tab = calloc((size_t)g->ntensors + 1, sizeof *tab);
+    int n = 0;
+    for (int t = 0; t < g->ntensors; t++) {
+        const OqcTensor *x = &g->tensors[t];
+        if (x->is_const || x->dtype != OQCF_FLOAT)
+            continue;
+        tab[n].name = x->name;
+        tab[n].amax = tab[n].threshold = 1.0f;
+        tab[n].scale = 1.0f / 127.0f;
+        tab[n].method = "table";
+        tab[n].op = "table";
+        n++;
+    }
+    OqcCalibOptions co = {.method = OQC_CALIB_ENTROPY, .method_name = "entropy", .bins = 2048,
+                          .threads = 1, .table = tab, .ntable = n};
+    OqcQuantConfig cfg = {.requant = OQCI_REQ_FLOAT, .fp32_nodes = NULL};
+    if (oqc_lower_int8(g, NULL, 1, &co, &cfg, NULL, NULL, d) == 0) {
+        run_zeros(g, d);
+        OqcExec *e = oqc_exec_new(g, 1, d);
+        if (e) {
+            OqcEmitOptions eo = {.outdir = out_dir, .name = "fuzz"};
+            oqc_emit_c(e, &eo, d);
+            oqc_exec_free(e);
+        }
+    }
+    free(tab);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (!model_path[0]) {
+        const char *tmp = getenv("OQC_FUZZ_TMP") ? getenv("OQC_FUZZ_TMP") : "/tmp";
+        snprintf(model_path, sizeof model_path, "%s/oqc_fuzz_%d.onnx", tmp, (int)getpid());
+        snprintf(out_dir, sizeof out_dir, "%s/oqc_fuzz_%d_out", tmp, (int)getpid());
+    }
+    FILE *f = fopen(model_path, "wb");
+    if (!f)
+        return 0;
+    fwrite(data, 1, size, f);
+    fclose(f);
+    OqcDiag d;
+    oqc_diag_init(&d);
+    OqcGraph *g = oqc_prepare(model_path, NULL, 0, 1, &d);
+    if (g) {
+        FILE *null = fopen("/dev/null", "w");
+        if (null) {
+            oqc_dump_text(g, null);
+            oqc_dump_xml(g, null, "/dev/null", "data.bin", &d);
+            fclose(null);
+        }
+        if (oqc_run_passes(g, NULL, NULL, NULL, NULL, &d) == 0 && small_graph(g)) {
+            run_zeros(g, &d);
+            int8_path(g, &d);
+        }
+        oqc_graph_free(g);
+    }
+    oqc_diag_free(&d);
+    return 0;
+}
