@@ -1,7 +1,10 @@
-/* fuzz_model.c - libFuzzer target: any bytes as a model file, through everything oqc
- * does with a model short of reading calibration data.
+/* fuzz_model.c - libFuzzer target: any bytes as a file oqc reads.  Inputs that start
+ * like a .npy file go to the .npy reader, like a TensorRT calibration cache ("TRT-") or
+ * an XML calibration table (an "<oqc-calib" element in the first 200 bytes) to the table
+ * readers; everything else is a model, taken through everything oqc does with a model
+ * short of reading calibration data.
  *
- * Each input is written to a file (the loader takes paths) and then, as far as each
+ * Each input is written to a file (the readers take paths) and then, as far as each
  * step succeeds:
  *   1. oqc_prepare: ONNX protobuf or XML dump -> IR, shape inference, strict op check;
  *   2. the text and XML dumps (to /dev/null; the XML one with its data file);
@@ -98,6 +101,36 @@ static void int8_path(OqcGraph *g, OqcDiag *d) {
     free(tab);
 }
 
+/* The data readers: .npy, TensorRT cache, XML table. */
+static int data_file(const uint8_t *data, size_t size) {
+    static const char npy[] = "\x93NUMPY", trt[] = "TRT-";
+    const char *tag = "<oqc-calib";
+    size_t head = size < 200 ? size : 200, tl = strlen(tag);
+    int xml = 0;
+    for (size_t i = 0; i + tl <= head && !xml; i++)
+        xml = memcmp(data + i, tag, tl) == 0;
+    int kind = size >= 6 && !memcmp(data, npy, 6) ? 1 : size >= 4 && !memcmp(data, trt, 4) ? 2
+             : xml ? 3 : 0;
+    if (!kind)
+        return 0;
+    OqcDiag d;
+    OqcArena *a = oqc_arena_new();
+    OqcValue v;
+    OqcCalibEntry *e = NULL;
+    int n = 0;
+    int64_t samples = 0;
+    oqc_diag_init(&d);
+    if (kind == 1)
+        oqc_npy_read(model_path, a, &v, &d);
+    else if (kind == 2)
+        oqc_table_read_trt(model_path, a, &e, &n, &d);
+    else
+        oqc_table_read_xml(model_path, a, &e, &n, &samples, &d);
+    oqc_diag_free(&d);
+    oqc_arena_free(a);
+    return 1;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!model_path[0]) {
         const char *tmp = getenv("OQC_FUZZ_TMP") ? getenv("OQC_FUZZ_TMP") : "/tmp";
@@ -109,6 +142,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     fwrite(data, 1, size, f);
     fclose(f);
+    if (data_file(data, size))
+        return 0;
     OqcDiag d;
     oqc_diag_init(&d);
     OqcGraph *g = oqc_prepare(model_path, NULL, 0, 1, &d);
