@@ -830,6 +830,17 @@ int oqc_infer_shapes(OqcGraph *g, int strict, OqcDiag *d) {
     if (strict && oqc_check_supported(g, d) < 0)
         return -1;
     int rc = 0;
+    /* kernels read an input by its element type: one without a known one cannot run (a
+     * dump shows it as dtype?) */
+    for (int i = 0; strict && i < g->ninputs; i++) {
+        const OqcTensor *t = &g->tensors[g->inputs[i]];
+        if (oqcf_dtype_size(t->dtype) == 0)
+            rc = oqc_err(d, "%s: graph input '%s' has element type %s (ONNX %d): oqc "
+                            "cannot feed that to its kernels", g->path, t->name,
+                         oqc_dtype_name(t->dtype), (int)t->dtype);
+    }
+    if (rc < 0)
+        return rc;
     for (int i = 0; i < g->nnodes; i++) {
         Ctx c = {g, d, i, &g->nodes[i]};
         OqcNode *n = c.n;
