@@ -1,8 +1,8 @@
 /* fuzz_model.c - libFuzzer target: any bytes as a file oqc reads.  Inputs that start
  * like a .npy file go to the .npy reader, like a TensorRT calibration cache ("TRT-") or
  * an XML calibration table (an "<oqc-calib" element in the first 200 bytes) to the table
- * readers; everything else is a model, taken through everything oqc does with a model
- * short of reading calibration data.
+ * readers, "OQCPB" and a TensorProto to the .pb reader; everything else is a model,
+ * taken through everything oqc does with a model short of reading calibration data.
  *
  * Each input is written to a file (the readers take paths) and then, as far as each
  * step succeeds:
@@ -101,31 +101,44 @@ static void int8_path(OqcGraph *g, OqcDiag *d) {
     free(tab);
 }
 
-/* The data readers: .npy, TensorRT cache, XML table. */
+/* The data readers: .npy, TensorRT cache, XML table, and ONNX TensorProto (.pb, the
+ * calibration directories' other format), which has no magic of its own: the harness
+ * takes inputs starting with "OQCPB" as one (the bytes after the prefix; the file
+ * written was the whole input, so it is written again). */
 static int data_file(const uint8_t *data, size_t size) {
-    static const char npy[] = "\x93NUMPY", trt[] = "TRT-";
+    static const char npy[] = "\x93NUMPY", trt[] = "TRT-", pb[] = "OQCPB";
     const char *tag = "<oqc-calib";
     size_t head = size < 200 ? size : 200, tl = strlen(tag);
     int xml = 0;
     for (size_t i = 0; i + tl <= head && !xml; i++)
         xml = memcmp(data + i, tag, tl) == 0;
     int kind = size >= 6 && !memcmp(data, npy, 6) ? 1 : size >= 4 && !memcmp(data, trt, 4) ? 2
-             : xml ? 3 : 0;
+             : size >= 5 && !memcmp(data, pb, 5) ? 4 : xml ? 3 : 0;
     if (!kind)
         return 0;
+    if (kind == 4) {
+        FILE *f = fopen(model_path, "wb");
+        if (!f)
+            return 1;
+        fwrite(data + 5, 1, size - 5, f);
+        fclose(f);
+    }
     OqcDiag d;
     OqcArena *a = oqc_arena_new();
     OqcValue v;
     OqcCalibEntry *e = NULL;
     int n = 0;
     int64_t samples = 0;
+    const char *name = NULL;
     oqc_diag_init(&d);
     if (kind == 1)
         oqc_npy_read(model_path, a, &v, &d);
     else if (kind == 2)
         oqc_table_read_trt(model_path, a, &e, &n, &d);
-    else
+    else if (kind == 3)
         oqc_table_read_xml(model_path, a, &e, &n, &samples, &d);
+    else
+        oqc_load_tensor_pb(model_path, a, &v, &name, &d);
     oqc_diag_free(&d);
     oqc_arena_free(a);
     return 1;
