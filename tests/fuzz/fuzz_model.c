@@ -12,8 +12,9 @@
  *   4. the FP32 executor planned and run once on zeros, if the model is small
  *      (at most FUZZ_MAX_ELEMS elements per tensor and FUZZ_MAX_MACS multiply-adds,
  *      so a mutated 10^9-element shape is a refusal to run, not a timeout);
- *   5. the INT8 lowering with threshold 1 for every float activation, its executor run
- *      the same way, and the emitted C written to a scratch directory.
+ *   5. the INT8 lowering with one threshold (1, 1e-3 or 1e3) for every float activation
+ *      and float or fixed-point requantization (the input's last byte picks), its
+ *      executor run the same way, and the emitted C written to a scratch directory.
  * Errors are the expected outcome for most inputs; the target only looks for crashes,
  * sanitizer reports, leaks and hangs.  Built and run by `make fuzz` (tests/fuzz/run.sh;
  * docs/testing.md). */
@@ -70,9 +71,12 @@ static void run_zeros(OqcGraph *g, OqcDiag *d) {
     oqc_exec_free(e);
 }
 
-/* INT8: a threshold of 1 for every float tensor that is not a constant, then the
- * quantize pass, the INT8 executor and the emitter. */
-static void int8_path(OqcGraph *g, OqcDiag *d) {
+/* INT8: one threshold for every float tensor that is not a constant, then the quantize
+ * pass, the INT8 executor and the emitter.  The input's last byte picks the threshold
+ * (1, 1e-3 or 1e3: multipliers far from 1 both ways) and the requantization mode. */
+static void int8_path(OqcGraph *g, uint8_t knob, OqcDiag *d) {
+    static const float thresholds[3] = {1.0f, 1e-3f, 1e3f};
+    float th = thresholds[(knob >> 1) % 3];
     OqcCalibEntry *tab = calloc((size_t)g->ntensors + 1, sizeof *tab);
     int n = 0;
     for (int t = 0; t < g->ntensors; t++) {
@@ -80,15 +84,16 @@ static void int8_path(OqcGraph *g, OqcDiag *d) {
         if (x->is_const || x->dtype != OQCF_FLOAT)
             continue;
         tab[n].name = x->name;
-        tab[n].amax = tab[n].threshold = 1.0f;
-        tab[n].scale = 1.0f / 127.0f;
+        tab[n].amax = tab[n].threshold = th;
+        tab[n].scale = th / 127.0f;
         tab[n].method = "table";
         tab[n].op = "table";
         n++;
     }
     OqcCalibOptions co = {.method = OQC_CALIB_ENTROPY, .method_name = "entropy", .bins = 2048,
                           .threads = 1, .table = tab, .ntable = n};
-    OqcQuantConfig cfg = {.requant = OQCI_REQ_FLOAT, .fp32_nodes = NULL};
+    OqcQuantConfig cfg = {.requant = knob & 1 ? OQCI_REQ_FIXED : OQCI_REQ_FLOAT,
+                          .fp32_nodes = NULL};
     if (oqc_lower_int8(g, NULL, 1, &co, &cfg, NULL, NULL, d) == 0) {
         run_zeros(g, d);
         OqcExec *e = oqc_exec_new(g, 1, d);
@@ -169,7 +174,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         if (oqc_run_passes(g, NULL, NULL, NULL, NULL, &d) == 0 && small_graph(g)) {
             run_zeros(g, &d);
-            int8_path(g, &d);
+            int8_path(g, size ? data[size - 1] : 0, &d);
         }
         oqc_graph_free(g);
     }
