@@ -456,14 +456,12 @@ int64_t oqc_shape_numel(const OqcShape *s) {
     if (s->rank < 0)
         return -1;
     int64_t n = 1;
-    int zero = 0;
     for (int i = 0; i < s->rank; i++) {
         if (s->d[i] < 0)
             return -1;
-        zero |= s->d[i] == 0;
-        n = oqc_mul_sat(n, s->d[i]);
+        n = oqc_mul_sat(n, s->d[i]);   /* a 0 extent makes it 0 for good */
     }
-    return zero ? 0 : n;
+    return n;
 }
 
 int oqc_shape_known(const OqcShape *s) { return oqc_shape_numel(s) >= 0; }

@@ -134,4 +134,23 @@ static void test_all_reference_shapes(void) {
     CU_ASSERT(tensors >= 500);
 }
 
-OQC_TEST_MAIN("shapes", OQC_TEST(test_all_reference_shapes))
+/* Element counts saturate instead of overflowing (UB before: a fuzzed Pad with pads
+ * near 2^62); a 0 extent gives 0 whatever the others, an unknown one -1. */
+static void test_numel_saturates(void) {
+    const int64_t big = (int64_t)1 << 40;
+    OqcShape s = {.rank = 2, .d = {big, big}};
+    CU_ASSERT_EQUAL(oqc_shape_numel(&s), INT64_MAX);
+    s = (OqcShape){.rank = 3, .d = {big, big, 0}};
+    CU_ASSERT_EQUAL(oqc_shape_numel(&s), 0);
+    s = (OqcShape){.rank = 3, .d = {0, big, big}};
+    CU_ASSERT_EQUAL(oqc_shape_numel(&s), 0);
+    s = (OqcShape){.rank = 2, .d = {big, -1}};
+    CU_ASSERT_EQUAL(oqc_shape_numel(&s), -1);
+    s = (OqcShape){.rank = 2, .d = {(int64_t)1 << 31, (int64_t)1 << 31}};
+    CU_ASSERT_EQUAL(oqc_shape_numel(&s), (int64_t)1 << 62);
+    CU_ASSERT_EQUAL(oqc_mul_sat(INT64_MAX, 2), INT64_MAX);
+    CU_ASSERT_EQUAL(oqc_mul_sat(INT64_MAX / 2, 2), INT64_MAX - 1);
+    CU_ASSERT_EQUAL(oqc_mul_sat(INT64_MAX, 0), 0);
+}
+
+OQC_TEST_MAIN("shapes", OQC_TEST(test_all_reference_shapes), OQC_TEST(test_numel_saturates))
