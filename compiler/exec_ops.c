@@ -46,6 +46,8 @@ static int run_maxpool(OqcExec *e, int node) {
     }
     /* 8-bit inputs: max commutes with the exact conversion to float and back. */
     int64_t nx = oqc_shape_numel(&x->shape), ny = numel_out(e, node, 0);
+    if (nx == 0 || ny == 0)   /* nothing to do, and no scratch was planned */
+        return 0;
     float *fx = e->scratch, *fy = fx + nx;
     CHECK(oqcf_cast(XIN(e, node, 0), x->dtype, fx, OQCF_FLOAT, nx));
     CHECK(oqcf_maxpool(e->pool, &EN(e, node)->pool, fx, fy, idx));
