@@ -1232,18 +1232,21 @@ T_AVX2 static inline __attribute__((always_inline)) __m256i rq8(__m256i acc, con
     }
 }
 
+/* Four vectors of 8 int32 results in [lo, hi] as 32 out_type bytes in order (r0's 8,
+ * then r1's, r2's, r3's).  The values are inside the output type: packing saturates
+ * nothing. */
+T_AVX2 static inline __attribute__((always_inline)) __m256i pack32(int u8, __m256i r0, __m256i r1,
+                                                                   __m256i r2, __m256i r3) {
+    __m256i w01 = _mm256_packs_epi32(r0, r1), w23 = _mm256_packs_epi32(r2, r3);
+    __m256i b = u8 ? _mm256_packus_epi16(w01, w23) : _mm256_packs_epi16(w01, w23);
+    return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
 /* The outputs of 32 consecutive sums t as out_type bytes, in order (t must have 32
  * readable entries; only the caller's first n outputs are meaningful). */
 T_AVX2 static __m256i rq32(const OqciConv *p, const int32_t *t, const RqV *v) {
-    __m256i r0 = rq8(LDU256(t), v);
-    __m256i r1 = rq8(LDU256(t + 8), v);
-    __m256i r2 = rq8(LDU256(t + 16), v);
-    __m256i r3 = rq8(LDU256(t + 24), v);
-    /* values are in [lo, hi], inside the output type: packing saturates nothing */
-    __m256i w01 = _mm256_packs_epi32(r0, r1), w23 = _mm256_packs_epi32(r2, r3);
-    __m256i b = p->out_type == OQCI_U8 ? _mm256_packus_epi16(w01, w23)
-                                       : _mm256_packs_epi16(w01, w23);
-    return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    return pack32(p->out_type == OQCI_U8, rq8(LDU256(t), v), rq8(LDU256(t + 8), v),
+                  rq8(LDU256(t + 16), v), rq8(LDU256(t + 24), v));
 }
 
 T_AVX2 static void store_tile__avx2(const OqciConv *p, const int32_t *t, int32_t ldt,
@@ -1341,21 +1344,16 @@ T_AVX2 static void q8conv_2x28c4_rq__avx2(int32_t nq, const void *panel, const i
     Q8CONV_2X28_SUMS
     ACC7(STORE)
     {
-        const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
         int u8 = p->out_type == OQCI_U8, r;
         for (r = 0; r < nk; r++) {
             const int32_t *s = raw + 56 * r;
             RqV v;
-            __m256i r0, r1, r2, r3, w01, w23, b;
             rqv_float(p, k0 + r, corr ? corr[r] : 0, &v);
-            r0 = rq8(hsum_pairs(LDU256(s), LDU256(s + 8)), &v);
-            r1 = rq8(hsum_pairs(LDU256(s + 16), LDU256(s + 24)), &v);
-            r2 = rq8(hsum_pairs(LDU256(s + 32), LDU256(s + 40)), &v);
-            r3 = rq8(hsum_pairs(LDU256(s + 48), _mm256_setzero_si256()), &v);
-            w01 = _mm256_packs_epi32(r0, r1);
-            w23 = _mm256_packs_epi32(r2, r3);
-            b = u8 ? _mm256_packus_epi16(w01, w23) : _mm256_packs_epi16(w01, w23);
-            STU256(out + r * TILE_NR, _mm256_permutevar8x32_epi32(b, perm));
+            STU256(out + r * TILE_NR,
+                   pack32(u8, rq8(hsum_pairs(LDU256(s), LDU256(s + 8)), &v),
+                          rq8(hsum_pairs(LDU256(s + 16), LDU256(s + 24)), &v),
+                          rq8(hsum_pairs(LDU256(s + 32), LDU256(s + 40)), &v),
+                          rq8(hsum_pairs(LDU256(s + 48), _mm256_setzero_si256()), &v)));
         }
     }
 }
@@ -1674,7 +1672,6 @@ T_AVX2F static void q8dw_4x8x9f__avx2(const float *base, int64_t rstride, const 
 T_AVX2F static void q8dw_plane4x9f__avx2(const OqciConv *p, const float *plane,
                                          int64_t rstride, const int64_t *colo, const float *w,
                                          float b, const RqV *v, uint8_t *y) {
-    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     const int32_t oh_n = p->out_h, ow_n = p->out_w, u8 = p->out_type == OQCI_U8, e = 0;
     DW_W9(w);
     const __m256 bv = _mm256_set1_ps(b);
@@ -1683,7 +1680,7 @@ T_AVX2F static void q8dw_plane4x9f__avx2(const OqciConv *p, const float *plane,
         const float *c0, *c1, *c2;
         uint8_t *dst, tmp[16];
         __m256 a0, a1, a2, a3, t;
-        __m256i q01, q23, bytes;
+        __m256i bytes;
         __m128i lo, hi;
         if (oh + 4 > oh_n)
             oh = oh_n - 4;
@@ -1692,10 +1689,7 @@ T_AVX2F static void q8dw_plane4x9f__avx2(const OqciConv *p, const float *plane,
         c2 = plane + oh * rstride + colo[2];
         dst = y + (int64_t)oh * ow_n;
         DW_4X8;
-        q01 = _mm256_packs_epi32(rqf8(a0, v), rqf8(a1, v));
-        q23 = _mm256_packs_epi32(rqf8(a2, v), rqf8(a3, v));
-        bytes = u8 ? _mm256_packus_epi16(q01, q23) : _mm256_packs_epi16(q01, q23);
-        bytes = _mm256_permutevar8x32_epi32(bytes, order);   /* rows 0, 1, 2, 3 */
+        bytes = pack32(u8, rqf8(a0, v), rqf8(a1, v), rqf8(a2, v), rqf8(a3, v));   /* rows 0-3 */
         lo = _mm256_castsi256_si128(bytes);
         hi = _mm256_extracti128_si256(bytes, 1);
         _mm_storel_epi64((__m128i *)(void *)dst, lo);
@@ -1751,11 +1745,8 @@ T_AVX2F static void q8dw_16xNf__avx2(const float *base, const int64_t *off, cons
 T_AVX2 static void dw_pack_store(const OqciConv *p, const int32_t *q, int32_t n, void *dst) {
     int32_t e;
     for (e = 0; e < n; e += 32) {
-        __m256i w01 = _mm256_packs_epi32(LDU256(q + e), LDU256(q + e + 8));
-        __m256i w23 = _mm256_packs_epi32(LDU256(q + e + 16), LDU256(q + e + 24));
-        __m256i b = p->out_type == OQCI_U8 ? _mm256_packus_epi16(w01, w23)
-                                           : _mm256_packs_epi16(w01, w23);
-        b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        __m256i b = pack32(p->out_type == OQCI_U8, LDU256(q + e), LDU256(q + e + 8),
+                           LDU256(q + e + 16), LDU256(q + e + 24));
         if (n - e >= 32) {
             STU256((uint8_t *)dst + e, b);
         } else {
