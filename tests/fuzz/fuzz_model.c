@@ -48,6 +48,13 @@ static int small_graph(const OqcGraph *g) {
     return 1;
 }
 
+/* A zeroed buffer of exactly t's bytes (one byte when empty), so that ASan sees any
+ * read or write past it. */
+static void *exact_buffer(const OqcTensor *t) {
+    size_t bytes = (size_t)oqc_shape_numel(&t->shape) * oqcf_dtype_size(t->dtype);
+    return calloc(bytes ? bytes : 1, 1);
+}
+
 /* Plans g's executor and runs it once with all-zero inputs. */
 static void run_zeros(OqcGraph *g, OqcDiag *d) {
     void *in[64], *out[64];
@@ -55,14 +62,10 @@ static void run_zeros(OqcGraph *g, OqcDiag *d) {
     OqcExec *e = ok ? oqc_exec_new(g, 1, d) : NULL;
     if (!e)
         return;
-    for (int i = 0; i < g->ninputs; i++) {
-        const OqcTensor *t = &g->tensors[g->inputs[i]];
-        in[i] = calloc((size_t)oqc_shape_numel(&t->shape) + 1, oqcf_dtype_size(t->dtype) + 1);
-    }
-    for (int i = 0; i < g->noutputs; i++) {
-        const OqcTensor *t = &g->tensors[g->outputs[i]];
-        out[i] = calloc((size_t)oqc_shape_numel(&t->shape) + 1, oqcf_dtype_size(t->dtype) + 1);
-    }
+    for (int i = 0; i < g->ninputs; i++)
+        in[i] = exact_buffer(&g->tensors[g->inputs[i]]);
+    for (int i = 0; i < g->noutputs; i++)
+        out[i] = exact_buffer(&g->tensors[g->outputs[i]]);
     oqc_exec_run(e, (const void *const *)in, out, d);
     for (int i = 0; i < g->ninputs; i++)
         free(in[i]);
