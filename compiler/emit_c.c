@@ -583,12 +583,12 @@ static void emit_q(Em *m, int node, FILE *b) {
                     "    %d, %d, %d, /* out_c, out_h, out_w */\n"
                     "    %d, %d, %d, %d, %d, %d, %d, %d, /* k_h, k_w, s_h, s_w, d_h, d_w, p_t, p_l */\n"
                     "    %d, %d, %d, %d, %d, /* group, kdim, kpad, out_ctotal, out_coff */\n"
-                    "    %s, %s, %d, %d, /* in_type, out_type, lo, hi */\n"
+                    "    %s, %s, %d, %d, %d, /* in_type, out_type, lo, hi, wpair16 */\n"
                     "    %s + %td, %s%s%s,\n    %s};\n",
                     node, k, p->batch, p->in_c, p->in_h, p->in_w, p->out_c, p->out_h, p->out_w,
                     p->k_h, p->k_w, p->s_h, p->s_w, p->d_h, p->d_w, p->p_t, p->p_l, p->group,
                     p->kdim, p->kpad, p->out_ctotal, p->out_coff, qtype_name(p->in_type),
-                    qtype_name(p->out_type), p->lo, p->hi, w, p->w - p0->w,
+                    qtype_name(p->out_type), p->lo, p->hi, p->wpair16, w, p->w - p0->w,
                     bias ? bias : "NULL",
                     bias ? oqc_arena_printf(m->a, " + %td", p->bias - p0->bias) : "", "", rq);
             fprintf(b, "    TRY(oqci_conv(&q%d_%d, %s, %s, %s));\n", node, k, X(0),

@@ -19,7 +19,8 @@
  *   and scale T/255 for oqc's u8 tensors, zero point 128 and scale T/127 for its s8
  *   ones (q = x/scale + 128 lies in [1, 255]: oqc's s8 grid shifted by 128).
  * Per INT8 Conv/Gemm/MatMul:
- *   weights int8, per output channel, scale max|W[k]|/127 (1 for an all-zero channel),
+ *   weights int8, per output channel, scale max|W[k]|/127 (1 for an all-zero channel;
+ *   max|W[k]|/(2^(b-1) - 1) with --weight-bits b),
  *   rounded half away from zero, exactly as passes/quantize.c build_conv, behind a
  *   DequantizeLinear with axis = the output-channel axis and int8 zero points 0;
  *   bias int32 = round(b[k] / (s_in * s_w[k])) (the very integers oqc adds to its
@@ -371,6 +372,8 @@ static int emit_weights(X *x, int node, const char **in, int *folded) {
     const float *W = wt->data;
     const OqcShape *ws = &wt->shape;
     int64_t K, C, axis;   /* output channels, reduction depth, weight axis of K */
+    int32_t wmax = (int32_t)((1 << ((x->gq->qcfg && x->gq->qcfg->weight_bits
+                                         ? x->gq->qcfg->weight_bits : 8) - 1)) - 1);
     int tb = 1;           /* W element (k, c) at k * C + c (else c * K + k) */
     float alpha = 1.0f, beta = 1.0f;
     if (n->op == OQC_OP_Conv) {
@@ -415,9 +418,9 @@ static int emit_weights(X *x, int node, const char **in, int *folded) {
                               (long long)k);
             break;
         }
-        sw[k] = m > 0 ? m / 127.0f : 1.0f;
+        sw[k] = m > 0 ? m / (float)wmax : 1.0f;
         for (int64_t c = 0; c < C; c++)
-            wq[tb ? k * C + c : c * K + k] = (int8_t)oqci_round_clamp(row[c] / sw[k], -127, 127);
+            wq[tb ? k * C + c : c * K + k] = (int8_t)oqci_round_clamp(row[c] / sw[k], -wmax, wmax);
     }
     free(row);
     if (rc < 0)

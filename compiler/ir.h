@@ -576,6 +576,7 @@ int oqc_calib_report(const char *path, const char *model, const OqcCalibEntry *e
 typedef struct OqcQuantConfig {
     int requant;                  /* OQCI_REQ_FLOAT or OQCI_REQ_FIXED */
     const char *fp32_nodes;       /* comma-separated node names kept in float, or NULL */
+    int weight_bits;              /* 2..8: weights in [-(2^(b-1) - 1), 2^(b-1) - 1]; 0: 8 */
 } OqcQuantConfig;
 
 /* What an INT8 node runs (the runtime's parameter structs, see runtime/oqci.h). */

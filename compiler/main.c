@@ -49,6 +49,7 @@ typedef struct Opts {
     const char *calib[64];        /* compile/eval --calib PATH (repeatable) */
     int ncalib;                   /* number of --calib */
     const char *requant;          /* --requant float|fixed */
+    int weight_bits;              /* --weight-bits N (2..8; 0: not given, 8) */
     const char *fp32_nodes;       /* --fp32-nodes NAME,... */
     const char *target;           /* compile --target FAMILY */
     const char *save_int8;        /* eval --save-int8 FILE.npy */
@@ -141,16 +142,19 @@ static const char *cmd_usage(const char *cmd) {
     if (!strcmp(cmd, "compile"))
         return "usage: oqc compile MODEL -o OUTDIR [--name NAME] [--precision int8|fp32]\n"
                "                   [--calib PATH...] [--table FILE] [--method M] [--requant float|fixed]\n"
+               "                   [--weight-bits N] [--fp32-nodes LIST] [--target FAMILY]\n"
                "                   [--input-shape NAME=DIMS]... [--passes LIST | --disable-pass NAME | --no-opt] [-q]\n"
                "  writes the optimised model as self-contained C into OUTDIR: NAME.h (the API:\n"
                "  NAME_run, NAME_run_multi, NAME_ARENA_BYTES, sizes), NAME.c (kernel calls over\n"
                "  one arena), NAME_weights.c, copies of the runtime kernels it calls, NAME.mk\n"
                "  and README.md (docs/compile.md). NAME defaults to the model's file name.\n"
-               "  --precision fp32 emits the float model (bit-identical to `oqc run`); int8\n"
-               "  (the default, with --calib data or a --table) is not available yet.\n";
+               "  --precision int8 (the default) needs --calib data or a --table (docs/int8.md);\n"
+               "  fp32 emits the float model (bit-identical to `oqc run`). --weight-bits 7\n"
+               "  quantizes weights to [-63, 63] so AVX2 CPUs without VNNI run the fast u8 x s8\n"
+               "  kernels exactly (docs/int8.md).\n";
     if (!strcmp(cmd, "export-qdq"))
         return "usage: oqc export-qdq MODEL (--table TABLE | --calib PATH...) -o OUT.onnx\n"
-               "                      [--weight-type int8|uint8] [--method M] [--bins N]\n"
+               "                      [--weight-type int8|uint8] [--weight-bits N] [--method M] [--bins N]\n"
                "                      [--batch N] [--fp32-nodes LIST] [--input-shape NAME=DIMS]...\n"
                "                      [--threads N] [-v] [-q]\n"
                "  writes MODEL as ONNX (opset >= 13) with QuantizeLinear/DequantizeLinear nodes\n"
@@ -257,6 +261,13 @@ static int parse_opts(int argc, char **argv, const char *cmd, const char *const 
             if (strcmp(val, "float") && strcmp(val, "fixed"))
                 return oqc_err(d, "oqc %s: --requant '%s': expected float or fixed", cmd, val);
             o->requant = val;
+        } else if (!strcmp(name, "--weight-bits")) {
+            char *end;
+            long b = strtol(val, &end, 10);
+            if (*end || end == val || b < 2 || b > 8)
+                return oqc_err(d, "oqc %s: --weight-bits '%s' must be a number from 2 to 8",
+                               cmd, val);
+            o->weight_bits = (int)b;
         } else if (!strcmp(name, "--precision")) {
             o->precision = val;
         } else if (!strcmp(name, "--name")) {
@@ -741,6 +752,7 @@ static OqcGraph *build_int8(const char *cmd, const Opts *o, OqcQuantConfig *cfg,
     cfg->requant = o->requant && !strcmp(o->requant, "fixed") ? OQCI_REQ_FIXED
                                                               : OQCI_REQ_FLOAT;
     cfg->fp32_nodes = o->fp32_nodes;
+    cfg->weight_bits = o->weight_bits ? o->weight_bits : 8;
     OqcGraph *g = oqc_prepare(o->model, o->shapes, o->nshapes, 1, d);
     if (g && optimize(g, o, d) < 0) {
         oqc_graph_free(g);
@@ -782,7 +794,7 @@ static OqcGraph *build_int8(const char *cmd, const Opts *o, OqcQuantConfig *cfg,
 static int cmd_eval(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"--data", "--labels", "--calib", "--table",
                                           "--method", "--bins", "--batch", "--requant",
-                                          "--fp32-nodes", "--save-int8", "--save-fp32",
+                                          "--weight-bits", "--fp32-nodes", "--save-int8", "--save-fp32",
                                           "--limit", "--input-shape", "--threads", "--passes",
                                           "--disable-pass", "--no-opt", "-v", "-q", NULL};
     Opts o;
@@ -823,7 +835,8 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"-o", "--name", "--precision", "--calib", "--table",
                                           "--target",
                                           "--method", "--bins", "--batch", "--requant",
-                                          "--fp32-nodes", "--input-shape", "--threads",
+                                          "--weight-bits", "--fp32-nodes", "--input-shape",
+                                          "--threads",
                                           "--passes", "--disable-pass", "--no-opt", "-v",
                                           "-q", NULL};
     Opts o;
@@ -834,9 +847,10 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
     if (rc == 0 && strcmp(prec, "int8") && strcmp(prec, "fp32"))
         rc = oqc_err(d, "oqc compile: unknown --precision '%s' (int8 or fp32)", prec);
     int int8 = !strcmp(prec, "int8");
-    if (rc == 0 && !int8 && (o.ncalib || o.table || o.method || o.requant || o.fp32_nodes))
-        rc = oqc_err(d, "oqc compile: --calib, --table, --method, --requant and --fp32-nodes "
-                        "apply to --precision int8 only");
+    if (rc == 0 && !int8 &&
+        (o.ncalib || o.table || o.method || o.requant || o.fp32_nodes || o.weight_bits))
+        rc = oqc_err(d, "oqc compile: --calib, --table, --method, --requant, --weight-bits and "
+                        "--fp32-nodes apply to --precision int8 only");
     if (rc == 0 && !o.model)
         rc = oqc_err(d, "oqc compile: give the model: oqc compile MODEL.onnx -o OUTDIR ...");
     if (rc == 0 && o.name)
@@ -859,9 +873,13 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
         return -1;
     }
     OqcEmitStats st;
-    const char *precision = !int8 ? prec
-                            : o.requant && !strcmp(o.requant, "fixed") ? "int8, fixed-point requantization"
-                                                                      : "int8, float requantization";
+    const char *precision =
+        !int8 ? prec
+              : oqc_arena_printf(g->arena, "int8, %s requantization%s",
+                                 o.requant && !strcmp(o.requant, "fixed") ? "fixed-point" : "float",
+                                 cfg.weight_bits != 8
+                                     ? oqc_arena_printf(g->arena, ", %d-bit weights", cfg.weight_bits)
+                                     : "");
     OqcEmitOptions eo = {.outdir = o.out, .precision = precision, .stats = &st,
                          .target = o.target,
                          .name = o.name ? o.name : oqc_c_name_from_path(g->arena, o.model)};
@@ -883,7 +901,8 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
  * thresholds, pass quantize) decides; the graph after cleanup and fold-bn is written. */
 static int cmd_export_qdq(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"-o", "--calib", "--table", "--method", "--bins",
-                                          "--batch", "--fp32-nodes", "--input-shape",
+                                          "--batch", "--weight-bits", "--fp32-nodes",
+                                          "--input-shape",
                                           "--threads", "-v", "-q", NULL};
     /* --weight-type is this command's own option: taken out before parse_opts */
     OqcQdqOptions xo = {NULL, 0};

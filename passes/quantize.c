@@ -13,7 +13,8 @@
  *      move or clamp values); the producers writing into one concat buffer all use the
  *      buffer's scale, so the concat stays free (a max pool writing there requantizes);
  *   3. computes each INT8 node's kernel parameters (runtime/oqci.h): per output channel
- *      weight scales max|W[k]|/127 (no saturation; an all-zero channel gets scale 1),
+ *      weight scales max|W[k]|/127 (no saturation; an all-zero channel gets scale 1;
+ *      /63 and so on with cfg->weight_bits 7 or fewer, then every conv has wpair16),
  *      int8 weights packed with the depth padded to a multiple of 4, int32 biases at
  *      scale s_in*s_w[k], requantization multipliers (float32 M, or int32 m and shift
  *      in fixed mode), and output clamps that hold the fused activation;
@@ -342,6 +343,7 @@ static int build_conv(Q *q, int i, OqcQNode *qn, char *why) {
     base.kpad = (int32_t)kpad;
     base.in_type = qtype(qx);
     /* Weights: per output channel scale, rounded, packed. */
+    int32_t wmax = (int32_t)((1 << ((q->cfg->weight_bits ? q->cfg->weight_bits : 8) - 1)) - 1);
     int8_t *wq = oqc_arena_alloc(a, (size_t)(K * kpad) + 1);
     float *sw = oqc_arena_alloc(a, (size_t)K * sizeof *sw);
     int32_t *bias = nb ? oqc_arena_alloc(a, (size_t)K * sizeof *bias) : NULL;
@@ -353,9 +355,9 @@ static int build_conv(Q *q, int i, OqcQNode *qn, char *why) {
             m = fmaxf(m, fabsf(row[j]));
         if (!isfinite(m))
             return FAIL("its weights are not finite");
-        sw[k] = m > 0 ? m / 127.0f : 1.0f;
+        sw[k] = m > 0 ? m / (float)wmax : 1.0f;
         for (int64_t j = 0; j < kdim; j++)
-            wq[k * kpad + j] = (int8_t)oqci_round_clamp(row[j] / sw[k], -127, 127);
+            wq[k * kpad + j] = (int8_t)oqci_round_clamp(row[j] / sw[k], -wmax, wmax);
         double sacc = (double)qx->scale * sw[k];
         if (bias) {
             double bv = (double)B[nb == 1 ? 0 : k] * bscale / sacc;
@@ -388,6 +390,7 @@ static int build_conv(Q *q, int i, OqcQNode *qn, char *why) {
         const OqcfAct *act = n->act_per_channel ? &n->act_per_channel[k0] : &n->act;
         clamp_of(act, p->out_type, qy->scale, &p->lo, &p->hi);
         p->w = wq + k0 * kpad;
+        p->wpair16 = oqci_conv_wpair16(p);
         p->bias = bias ? bias + k0 : NULL;
         qn->w_scale[o] = sw + k0;
         int64_t maxb = 0;

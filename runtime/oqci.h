@@ -171,10 +171,19 @@ typedef struct OqciConv {
     int32_t out_coff;              /* first channel of this output in it */
     int32_t in_type, out_type;     /* OQCI_S8 / OQCI_U8 */
     int32_t lo, hi;                /* output clamp */
+    int32_t wpair16;               /* oqci_conv_wpair16(this) (1), or 0: not known */
     const int8_t *w;               /* out_c x kpad packed weights */
     const int32_t *bias;           /* out_c int32 biases at scale s_in * s_w[k], or NULL */
     OqciRequant rq;                /* per output channel (per_index) or one */
 } OqciConv;
+
+/* 1 when every pair of weights w[2i], w[2i+1] of p's out_c x kpad weights has a sum of
+ * positive parts and a sum of magnitudes of negative parts both at most 128: then any
+ * two u8 inputs times such a pair sum to a value inside int16, so the AVX2 family may use
+ * vpmaddubsw (which saturates to int16) exactly.  Weights of at most 7 bits (|w| <= 64)
+ * always qualify; 8-bit ones rarely do.  The compiler sets wpair16 from it (an OqciConv
+ * with wpair16 1 whose weights do not qualify gives wrong results on AVX2). */
+int oqci_conv_wpair16(const OqciConv *p);
 
 /* Scratch bytes oqci_conv needs.  The same number in every build and on every CPU (the
  * largest need of all the kernel families below), so an arena sized by the compiler on
@@ -193,7 +202,8 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch);
  * -march=native, or -DOQCI_DISPATCH, give it the SIMD ones. */
 #define OQCI_ISA_AUTO 0         /* the best family this build has and this CPU runs */
 #define OQCI_ISA_PORTABLE 1     /* plain C99 around oqci_dp4a_* (the reference) */
-#define OQCI_ISA_AVX2 2         /* x86 AVX2 (with FMA, for depthwise): 16-bit vpmaddwd */
+#define OQCI_ISA_AVX2 2         /* x86 AVX2 (with FMA, for depthwise): 16-bit vpmaddwd, or
+                                   vpmaddubsw for weights with wpair16 */
 #define OQCI_ISA_AVXVNNI 3      /* x86 AVX-VNNI: vpdpbusd ymm (VEX) */
 #define OQCI_ISA_AVX512VNNI 4   /* x86 AVX-512 VNNI: vpdpbusd zmm */
 #define OQCI_ISA_NEONDOT 5      /* Arm NEON dot product: sdot */

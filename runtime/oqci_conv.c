@@ -25,8 +25,10 @@
  * panel (NR output pixels, consecutive over image, row and column, so Gemm rows and
  * small images fill whole panels) are unfolded into the scratch as
  *     panel[q][px][0..3] = the four inputs of reduction quad q (k = 4q .. 4q+3) of px,
- * one K block (at most KBLOCK reductions, blocks of equal size) at a time, so a block
- * stays in L1 while every channel tile of the group runs over it.  A tile of MR
+ * one K block (blocks of equal size, each at most the panel bytes of KBLOCK reductions
+ * of the AVX2 int16 panel: 28 KB, so 512 reductions there and 1194 in a 24-pixel byte
+ * panel) at a time, so a block stays in L1 while every channel tile of the group runs
+ * over it.  A tile of MR
  * channels x NR pixels is held in registers (acc[channel][pixel vector]: one output
  * channel's pixels per vector, the NCHW order of y, so the requantization and the
  * stores are vector operations).  With several K blocks the microkernel adds its tile
@@ -44,6 +46,10 @@
  *     against ~95 for the inexact vpmaddubsw sequence, and beats the exact split of u8
  *     inputs into low 7 bits and top bit (two vpmaddubsw + two vpmaddwd per 32 MACs).
  *     s8 and u8 inputs need no offset: both widen exactly.
+ *   - AVX2 with weights whose pairs fit int16 (p->wpair16, see oqci_conv_wpair16: 7-bit
+ *     weights always do; oqc compile --weight-bits 7): q8conv_3x24c4n__avx2 on the VNNI
+ *     panel (below), vpmaddubsw (exact for those weights) then vpmaddwd by ones, ~95
+ *     GMAC/s on Zen 3; partial last panels (7x7 planes) run 8- or 16-pixel bodies.
  *   - AVX-512 VNNI (q8conv_8x32c4__avx512vnni) and AVX-VNNI (q8conv_4x24c4__avxvnni):
  *     vpdpbusd takes u8 x s8: u8 inputs are used as they are, s8 inputs x are packed as
  *     x + 128 (xor 0x80) and 128 * sum_k w[k] is subtracted from the channel's sum.
@@ -726,7 +732,7 @@ static void store_tile__c(const OqciConv *p, const int32_t *t, int32_t ldt, int3
  * block's first reduction element; rows beyond the group's channels repeat a valid one)
  * into rows of t (stride TILE_NR), or adds them to t (acc: the next K block). */
 typedef void (*UkrFn)(int32_t nq, const void *panel, const int8_t *const *w, int32_t *t,
-                      int acc);
+                      int acc, int32_t np);
 
 /* A SIMD GEMM family. */
 typedef struct Family {
@@ -742,7 +748,7 @@ typedef struct Family {
      * block, float requantization, no bias that may overflow): nk channels from k0
      * requantized into q (TILE_NR bytes per channel) */
     void (*ukr_rq)(int32_t nq, const void *panel, const int8_t *const *w, const OqciConv *p,
-                   int32_t k0, int32_t nk, const int32_t *corr, uint8_t *q);
+                   int32_t k0, int32_t nk, const int32_t *corr, uint8_t *q, int32_t np);
 } Family;
 
 /* The exact correction of channel k's sums for flipped inputs: -128 sum w for s8 inputs
@@ -765,7 +771,9 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
     int32_t *c32;
     int64_t *c64;
     int32_t *corr = NULL;
-    int32_t kg = p->out_c / p->group, nq = p->kpad / 4, kbq = KBLOCK / 4, g, k;
+    /* a K block: as many quads as fill the panel bytes of KBLOCK int16 x 28 (L1) */
+    int32_t kg = p->out_c / p->group, nq = p->kpad / 4, g, k;
+    int32_t kbq = KBLOCK * PANEL_BYTES_PER_K / (4 * f->nr * f->esize);
     int32_t nblk = (nq + kbq - 1) / kbq, bsize;
     int deep = p->kpad > OQCI_KCHUNK, fused = 0;
     int64_t total, P0;
@@ -830,17 +838,17 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
                     if (fused) {
                         uint8_t q[TILE_MR * TILE_NR];
                         f->ukr_rq(bq, panel, w, p, g * kg + kk, nk,
-                                  corr ? corr + g * kg + kk : NULL, q);
+                                  corr ? corr + g * kg + kk : NULL, q, np);
                         for (r = 0; r < nk; r++)
                             store_runs(p, q + r * TILE_NR, g * kg + kk + r, segs, nseg, y);
                     } else if (nblk == 1) {
-                        f->ukr(bq, panel, w, tile, 0);
+                        f->ukr(bq, panel, w, tile, 0, np);
                         f->store(p, tile, TILE_NR, g * kg + kk, nk, corr ? corr + g * kg + kk : NULL,
                                  0, segs, nseg, y);
                     } else if (!deep) {   /* exact: the whole sum fits int32 */
-                        f->ukr(bq, panel, w, c32 + (size_t)kk * TILE_NR, q0 > 0);
+                        f->ukr(bq, panel, w, c32 + (size_t)kk * TILE_NR, q0 > 0, np);
                     } else {
-                        f->ukr(bq, panel, w, tile, 0);
+                        f->ukr(bq, panel, w, tile, 0, np);
                         for (r = 0; r < nk; r++)
                             for (e = 0; e < np; e++) {
                                 size_t ci = (size_t)(kk + r) * TILE_NR + e;
@@ -1065,8 +1073,7 @@ T_AVX2 static void tr4_s16_s8__avx2(const uint8_t *r0, const uint8_t *r1, const 
     tr4_s16(r0, r1, r2, r3, len, (int16_t *)dst, 0);
 }
 
-#if HAVE_AVXVNNI || HAVE_AVX512VNNI
-/* Bytes transposed, optionally with the top bit flipped (VNNI panels). */
+/* Bytes transposed, optionally with the top bit flipped (VNNI and pair16 panels). */
 T_AVX2 static void tr4_b(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
                          const uint8_t *r3, int32_t len, uint8_t *d, uint8_t flip) {
     __m128i fv = _mm_set1_epi8((char)flip);
@@ -1106,7 +1113,6 @@ T_AVX2 static void tr4_u8_s8__avx2(const uint8_t *r0, const uint8_t *r1, const u
                                    const uint8_t *r3, int32_t len, void *dst) {
     tr4_b(r0, r1, r2, r3, len, (uint8_t *)dst, 0x80);
 }
-#endif
 
 /* Strided copy of an input run: stride 1 is a copy, stride 2 takes the even bytes of
  * 32 at a time (the last read ends at src[2t + 31] <= src[2n - 2]). */
@@ -1299,7 +1305,8 @@ T_AVX2 static __m256i hsum_pairs(__m256i a, __m256i b) {
 #define STORE(v) STU256(raw + 8 * v, a0##v); STU256(raw + 56 + 8 * v, a1##v);
 
 T_AVX2 static void q8conv_2x28c4__avx2(int32_t nq, const void *panel, const int8_t *const *w,
-                                       int32_t *t, int acc) {
+                                       int32_t *t, int acc, int32_t np) {
+    (void)np;   /* (computes whole panels) */
     int32_t raw[14 * 8];
     Q8CONV_2X28_SUMS
     ACC7(STORE)
@@ -1339,7 +1346,8 @@ T_AVX2 static inline __attribute__((always_inline)) void rqv_float(const OqciCon
  * out, without the int32 tile and the separate store pass. */
 T_AVX2 static void q8conv_2x28c4_rq__avx2(int32_t nq, const void *panel, const int8_t *const *w,
                                           const OqciConv *p, int32_t k0, int32_t nk,
-                                          const int32_t *corr, uint8_t *out) {
+                                          const int32_t *corr, uint8_t *out, int32_t np) {
+    (void)np;   /* (computes whole panels) */
     int32_t raw[14 * 8];
     Q8CONV_2X28_SUMS
     ACC7(STORE)
@@ -1371,6 +1379,115 @@ T_AVX2 static void q8conv_2x28c4_rq__avx2(int32_t nq, const void *panel, const i
 static const Family family_avx2 = {OQCI_ISA_AVX2, 2, AVX2_NR, 2, -1, q8conv_2x28c4__avx2,
                                    {tr4_s16_s8__avx2, tr4_s16_u8__avx2}, gather__avx2,
                                    store_tile__avx2, UKR_RQ_AVX2};
+
+/* ---- q8conv_3x24c4n__avx2: 3 channels x 24 pixels, u8 panel, narrow weights --------
+ * For weights whose pairs fit (p->wpair16, see oqci_conv_wpair16): vpmaddubsw's int16
+ * sums of two u8 x s8 products are exact, so one vpmaddubsw (32 products) and one
+ * vpmaddwd by ones (the two pair sums of each quad into int32) do what vpdpbusd does.
+ * The panel is the VNNI one: u8 inputs as they are, s8 inputs + 128 with the -128 sum w
+ * correction.  A panel whose pixels fill only one or two of the three 8-pixel vectors
+ * (the last panel of a 7x7 plane holds 1 of 24) runs a 3x8 or 3x16 body. */
+#define N_NR 24
+#define NROWS(F, V) F(0, V) F(1, V) F(2, V)
+#define NV1(F, r) F(r, 0)
+#define NV2(F, r) F(r, 0) F(r, 1)
+#define NV3(F, r) F(r, 0) F(r, 1) F(r, 2)
+#define NDECL(r, v) __m256i a##r##v = _mm256_setzero_si256();
+#define NDECLR(r, V) V(NDECL, r)
+#define NLOAD(r, v) __m256i p##v = LDU256(pp + 32 * v);
+#define NDOT(r, v) a##r##v = _mm256_add_epi32(a##r##v, _mm256_madd_epi16(_mm256_maddubs_epi16(p##v, wb), ones));
+#define NSTEP(r, V) { __m256i wb = _mm256_set1_epi32(load32(w[r] + 4 * q)); V(NDOT, r) }
+#define NSUMS(V)                                                                        \
+    const uint8_t *pp = (const uint8_t *)panel;                                         \
+    const __m256i ones = _mm256_set1_epi16(1);                                          \
+    int32_t q;                                                                          \
+    NROWS(NDECLR, V)                                                                    \
+    for (q = 0; q < nq; q++, pp += 4 * N_NR) {                                          \
+        V(NLOAD, 0)                                                                     \
+        NROWS(NSTEP, V)                                                                 \
+    }
+#define NST(r, v) STU256(t + r * TILE_NR + 8 * v, acc ? _mm256_add_epi32(LDU256(t + r * TILE_NR + 8 * v), a##r##v) : a##r##v);
+#define NSTR(r, V) V(NST, r)
+#define NBODY(NAME, V)                                                                  \
+    T_AVX2 static void NAME(int32_t nq, const void *panel, const int8_t *const *w,      \
+                            int32_t *t, int acc) {                                      \
+        NSUMS(V)                                                                        \
+        NROWS(NSTR, V)                                                                  \
+    }
+NBODY(q8conv_3x8c4n__avx2, NV1)
+NBODY(q8conv_3x16c4n__avx2, NV2)
+NBODY(q8conv_3x24c4n_full__avx2, NV3)
+#undef NBODY
+
+T_AVX2 static void q8conv_3x24c4n__avx2(int32_t nq, const void *panel, const int8_t *const *w,
+                                        int32_t *t, int acc, int32_t np) {
+    if (np <= 8)
+        q8conv_3x8c4n__avx2(nq, panel, w, t, acc);
+    else if (np <= 16)
+        q8conv_3x16c4n__avx2(nq, panel, w, t, acc);
+    else
+        q8conv_3x24c4n_full__avx2(nq, panel, w, t, acc);
+}
+
+#ifndef OQCI_NO_FLOAT
+/* The same with the epilogue in registers (np bytes per channel are meaningful). */
+#define NRQ1(r) pack32(u8, rq8(a##r##0, &v), z, z, z)
+#define NRQ2(r) pack32(u8, rq8(a##r##0, &v), rq8(a##r##1, &v), z, z)
+#define NRQ3(r) pack32(u8, rq8(a##r##0, &v), rq8(a##r##1, &v), rq8(a##r##2, &v), z)
+#define NRQ(r, PACK)                                                                    \
+    if (r < nk) {                                                                       \
+        RqV v;                                                                          \
+        rqv_float(p, k0 + r, corr ? corr[r] : 0, &v);                                   \
+        STU256(out + r * TILE_NR, PACK(r));                                             \
+    }
+#define NBODY(NAME, V, PACK)                                                            \
+    T_AVX2 static void NAME(int32_t nq, const void *panel, const int8_t *const *w,      \
+                            const OqciConv *p, int32_t k0, int32_t nk,                  \
+                            const int32_t *corr, uint8_t *out) {                        \
+        int u8 = p->out_type == OQCI_U8;                                                \
+        const __m256i z = _mm256_setzero_si256();                                       \
+        NSUMS(V)                                                                        \
+        NROWS(NRQ, PACK)                                                                \
+    }
+NBODY(q8conv_3x8c4n_rq__avx2, NV1, NRQ1)
+NBODY(q8conv_3x16c4n_rq__avx2, NV2, NRQ2)
+NBODY(q8conv_3x24c4n_rq_full__avx2, NV3, NRQ3)
+#undef NBODY
+#undef NRQ
+#undef NRQ1
+#undef NRQ2
+#undef NRQ3
+
+T_AVX2 static void q8conv_3x24c4n_rq__avx2(int32_t nq, const void *panel, const int8_t *const *w,
+                                           const OqciConv *p, int32_t k0, int32_t nk,
+                                           const int32_t *corr, uint8_t *out, int32_t np) {
+    if (np <= 8)
+        q8conv_3x8c4n_rq__avx2(nq, panel, w, p, k0, nk, corr, out);
+    else if (np <= 16)
+        q8conv_3x16c4n_rq__avx2(nq, panel, w, p, k0, nk, corr, out);
+    else
+        q8conv_3x24c4n_rq_full__avx2(nq, panel, w, p, k0, nk, corr, out);
+}
+#define UKR_RQ_AVX2N q8conv_3x24c4n_rq__avx2
+#else
+#define UKR_RQ_AVX2N NULL
+#endif
+#undef NSTR
+#undef NST
+#undef NSUMS
+#undef NSTEP
+#undef NDOT
+#undef NLOAD
+#undef NDECLR
+#undef NDECL
+#undef NV3
+#undef NV2
+#undef NV1
+#undef NROWS
+
+static const Family family_avx2n = {OQCI_ISA_AVX2, 3, N_NR, 1, OQCI_S8, q8conv_3x24c4n__avx2,
+                                    {tr4_u8_s8__avx2, tr4_u8_u8__avx2}, gather__avx2,
+                                    store_tile__avx2, UKR_RQ_AVX2N};
 
 /* ---- q8gemv_4x16__avx2: few pixels, dot products on 16-bit copies ------------------ */
 
@@ -1867,7 +1984,8 @@ T_AVX2F static void conv_dwf__avx2(const OqciConv *p, const void *x, void *y, vo
 /* ---- q8conv_8x32c4__emu: the AVX-512 VNNI kernel's sums in plain C (tests only) ---- */
 
 static void q8conv_8x32c4__emu(int32_t nq, const void *panel, const int8_t *const *w,
-                               int32_t *t, int acc) {
+                               int32_t *t, int acc, int32_t np) {
+    (void)np;   /* (computes whole panels) */
     const uint8_t *pp = (const uint8_t *)panel;
     int32_t r, px, q, e;
     for (r = 0; r < 8; r++)
@@ -1890,7 +2008,8 @@ static const Family family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, OQCI_S8,
 #define ACC8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 
 T_AVX512VNNI static void q8conv_8x32c4__avx512vnni(int32_t nq, const void *panel,
-                                                   const int8_t *const *w, int32_t *t, int acc) {
+                                                   const int8_t *const *w, int32_t *t, int acc, int32_t np) {
+    (void)np;   /* (computes whole panels) */
     const uint8_t *pp = (const uint8_t *)panel;
 #define DECL(r) __m512i a##r##0 = _mm512_setzero_si512(), a##r##1 = _mm512_setzero_si512();
     ACC8(DECL)
@@ -1944,7 +2063,8 @@ T_AVX2 static __m256i dpbusd_emu(__m256i acc, __m256i a, __m256i b) {
 #define ACC4(X) X(0) X(1) X(2) X(3)
 
 T_AVXVNNI static void q8conv_4x24c4__avxvnni(int32_t nq, const void *panel,
-                                             const int8_t *const *w, int32_t *t, int acc) {
+                                             const int8_t *const *w, int32_t *t, int acc, int32_t np) {
+    (void)np;   /* (computes whole panels) */
     const uint8_t *pp = (const uint8_t *)panel;
 #define DECL(r)                                                                         \
     __m256i a##r##0 = _mm256_setzero_si256(), a##r##1 = _mm256_setzero_si256(),         \
@@ -1996,7 +2116,8 @@ static void tr4_s8_u8__c(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2
 #define ACC4N(X) X(0) X(1) X(2) X(3)
 
 static void q8conv_4x16c4__neondot(int32_t nq, const void *panel, const int8_t *const *w,
-                                   int32_t *t, int acc) {
+                                   int32_t *t, int acc, int32_t np) {
+    (void)np;   /* (computes whole panels) */
     const int8_t *pp = (const int8_t *)panel;
 #define DECL(r)                                                                         \
     int32x4_t a##r##0 = vdupq_n_s32(0), a##r##1 = vdupq_n_s32(0), a##r##2 = vdupq_n_s32(0), \
@@ -2144,10 +2265,26 @@ static int conv_ok(const OqciConv *p) {
         return 0;
     if (p->out_coff < 0 || p->out_ctotal < 1 || p->out_coff > p->out_ctotal - p->out_c)
         return 0;
+    if (p->wpair16 != 0 && p->wpair16 != 1)
+        return 0;
     if ((p->in_type != OQCI_S8 && p->in_type != OQCI_U8) ||
         !oqci_range_ok(p->out_type, p->lo, p->hi))
         return 0;
     return oqci_requant_ok(&p->rq, 0, p->out_c - 1);
+}
+
+int oqci_conv_wpair16(const OqciConv *p) {
+    size_t n, i;
+    if (!p || !p->w || p->out_c < 1 || p->kpad < 1)
+        return 0;
+    n = (size_t)p->out_c * (size_t)p->kpad;
+    for (i = 0; i + 1 < n; i += 2) {
+        int32_t a = p->w[i], b = p->w[i + 1];
+        int32_t pos = (a > 0 ? a : 0) + (b > 0 ? b : 0), neg = (a < 0 ? -a : 0) + (b < 0 ? -b : 0);
+        if (pos > 128 || neg > 128)   /* 255 * 129 > 32767; 255 * 128 = 32640 */
+            return 0;
+    }
+    return 1;
 }
 
 /* Direct depthwise kernel applies: one input channel per group, few taps. */
@@ -2185,7 +2322,7 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {
 #if HAVE_AVX2
     if (isa == OQCI_ISA_AVX2 || isa == OQCI_ISA_AVXVNNI || isa == OQCI_ISA_AVX512VNNI) {
         int64_t npix = (int64_t)p->batch * p->out_h * p->out_w;
-        const Family *f = &family_avx2;
+        const Family *f = p->wpair16 ? &family_avx2n : &family_avx2;
 #ifndef OQCI_NO_FLOAT   /* (integer-only builds: depthwise goes through the GEMM) */
         if (is_dw(p)) {
             conv_dwf__avx2(p, x, y, scratch);

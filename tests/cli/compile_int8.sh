@@ -70,6 +70,39 @@ for t in $tgs; do
         same_data "$TMP/out_tg.npy" "$TMP/eval_fixed.npy" &&
         ok "--target $t ($tf): same bits" || fail "--target $t: $(head -n 3 "$TMP/cc.log")"
 done
+# --weight-bits 7: weights in [-63, 63], every conv flagged for AVX2's vpmaddubsw family
+# (wpair16 1); the emitted code built for avx2 and portable gives eval's bits.
+"$OQC" eval "$M" --data "$TMP/in.npy" --calib $D/calib_500.npy --weight-bits 7 \
+    --save-int8 "$TMP/eval_w7.npy" -q >"$TMP/w7.txt" || fail "eval --weight-bits 7"
+grep -q "weights: 7 bits" "$TMP/w7.txt" && ok "eval reports 7-bit weights" ||
+    fail "eval --weight-bits 7: $(head -n 2 "$TMP/w7.txt")"
+cmp -s "$TMP/eval_w7.npy" "$TMP/eval_float.npy" && fail "7-bit weights changed nothing"
+tgs=portable
+[ $FULL = 1 ] && tgs="portable avx2"
+for t in $tgs; do
+    "$OQC" compile "$M" -o "$TMP/w7_$t" --name fashion --calib $D/calib_500.npy --weight-bits 7 \
+        --target $t -q || fail "compile --weight-bits 7 --target $t"
+    nconv=$(grep -c "lo, hi, wpair16" "$TMP/w7_$t/fashion.c")
+    nflag=$(grep "lo, hi, wpair16" "$TMP/w7_$t/fashion.c" | grep -c ", 1, /[*]")
+    [ "$nconv" -ge 3 ] && [ "$nflag" = "$nconv" ] && ok "--weight-bits 7: all $nconv convs have wpair16 1" ||
+        fail "--weight-bits 7: $nflag of $nconv convs flagged"
+    wmax=$(sed -n '/^const int8_t .*_w\[/,/};$/p' "$TMP/w7_$t"/fashion_weights.c | grep -v '^const' |
+           tr -c -- '-0123456789' '\n' | awk '$1 != "" { v = $1 < 0 ? -$1 : $1; if (v > m) m = v } END { print m + 0 }')
+    [ "$wmax" = 63 ] && ok "--weight-bits 7: weights reach and stay within +-63" ||
+        fail "--weight-bits 7: largest |weight| $wmax"
+    tf=$(sed -n 's/^fashion_CFLAGS := //p' "$TMP/w7_$t/fashion.mk")
+    gcc $tf -Wall -Wextra -Werror -pedantic -I "$TMP/w7_$t" -DOQC_MODEL_HEADER='"fashion.h"' \
+        -DOQC_MODEL_PREFIX=fashion $DRIVER "$TMP/w7_$t"/*.c -lm -o "$TMP/run_w7" 2>"$TMP/cc.log" &&
+        "$TMP/run_w7" "$TMP/in.npy" "$TMP/out_w7.npy" >/dev/null &&
+        same_data "$TMP/out_w7.npy" "$TMP/eval_w7.npy" &&
+        ok "--weight-bits 7 --target $t: same bits as eval" ||
+        fail "--weight-bits 7 --target $t: $(head -n 3 "$TMP/cc.log")"
+done
+for b in 1 9 x 7x ""; do
+    "$OQC" compile "$M" -o "$TMP/none" --calib $D/calib_500.npy --weight-bits "$b" 2>"$TMP/err"; st=$?
+    [ "$st" = 1 ] && grep -q "weight-bits" "$TMP/err" && [ ! -e "$TMP/none" ] &&
+        ok "--weight-bits '$b' refused" || fail "--weight-bits '$b': status $st"
+done
 "$OQC" compile "$M" -o "$TMP/none" --calib $D/calib_500.npy --target sse9 2>"$TMP/err"; st=$?
 [ "$st" = 1 ] && grep -q "sse9" "$TMP/err" && [ ! -e "$TMP/none" ] && ok "unknown --target refused" ||
     fail "bad --target: $st"

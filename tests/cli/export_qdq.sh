@@ -124,6 +124,17 @@ n128=$(grep -c '^const  %.*weight[^ ]*_zero_point u8\[.*min=128 max=128\|^const 
 same_data "$TMP/run.npy" "$TMP/urun.npy" && ok "uint8 weights: the same outputs bit for bit" ||
     fail "uint8 and int8 weights give different outputs"
 
+# 5b. --weight-bits 7: every weight constant reaches +-63 and stays inside (the grid of
+#     oqc compile --weight-bits 7).
+"$OQC" export-qdq "$M" --table "$TMP/f.trt" --weight-bits 7 -o "$TMP/w7.onnx" -q ||
+    fail "export --weight-bits 7"
+"$OQC" dump "$TMP/w7.onnx" >"$TMP/w7dump" 2>/dev/null
+n=$(grep -c '^const  %.*_quantized i8\[' "$TMP/w7dump")
+bad=$(grep '^const  %.*_quantized i8\[' "$TMP/w7dump" | grep -v 'min=-63 \|max=63$' | wc -l)
+big=$(grep '^const  %.*_quantized i8\[' "$TMP/w7dump" | grep -c 'min=-\(6[4-9]\|[7-9][0-9]\|1[0-9][0-9]\) \|max=\(6[4-9]\|[7-9][0-9]\|1[0-9][0-9]\)$')
+[ "$n" = 10 ] && [ "$bad" = 0 ] && [ "$big" = 0 ] && ok "--weight-bits 7: 10 weights, each reaching +-63, none beyond" ||
+    fail "--weight-bits 7: $n weights, $bad not at +-63, $big beyond"
+
 # 6. --calib calibrates like compile/eval; with the XML table of the same calibration
 #    (which keeps signedness and scales bit-exact) the file is the same, byte for byte;
 #    two runs give the same bytes.

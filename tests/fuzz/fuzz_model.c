@@ -76,7 +76,8 @@ static void run_zeros(OqcGraph *g, OqcDiag *d) {
 
 /* INT8: one threshold for every float tensor that is not a constant, then the quantize
  * pass, the INT8 executor and the emitter.  The input's last byte picks the threshold
- * (1, 1e-3 or 1e3: multipliers far from 1 both ways) and the requantization mode. */
+ * (1, 1e-3 or 1e3: multipliers far from 1 both ways), the requantization mode and the
+ * weight bits (8, or 7: the AVX2 vpmaddubsw family). */
 static void int8_path(OqcGraph *g, uint8_t knob, OqcDiag *d) {
     static const float thresholds[3] = {1.0f, 1e-3f, 1e3f};
     float th = thresholds[(knob >> 1) % 3];
@@ -96,7 +97,7 @@ static void int8_path(OqcGraph *g, uint8_t knob, OqcDiag *d) {
     OqcCalibOptions co = {.method = OQC_CALIB_ENTROPY, .method_name = "entropy", .bins = 2048,
                           .threads = 1, .table = tab, .ntable = n};
     OqcQuantConfig cfg = {.requant = knob & 1 ? OQCI_REQ_FIXED : OQCI_REQ_FLOAT,
-                          .fp32_nodes = NULL};
+                          .fp32_nodes = NULL, .weight_bits = knob & 8 ? 7 : 8};
     if (oqc_lower_int8(g, NULL, 1, &co, &cfg, NULL, NULL, d) == 0) {
         run_zeros(g, d);
         OqcExec *e = oqc_exec_new(g, 1, d);

@@ -309,9 +309,10 @@ static int8_t *pack_w(const OqciConv *p, const int8_t *W) {
     return w;
 }
 
-/* Kernel families this CPU runs (portable first) and the conv cases each ran. */
+/* Kernel families this CPU runs (portable first) and the conv cases each ran; cases
+ * whose weights qualify for vpmaddubsw (oqci_conv_wpair16). */
 static int isas[OQCI_ISA_COUNT], nisas;
-static int64_t isa_cases[OQCI_ISA_COUNT];
+static int64_t isa_cases[OQCI_ISA_COUNT], wpair16_cases;
 
 static void find_isas(void) {
     if (nisas)
@@ -333,6 +334,8 @@ static int64_t conv_run(OqciConv *p, const uint8_t *x, const int8_t *W) {
     uint8_t *y = malloc((size_t)(ny > 0 ? ny : 1));
     int32_t *ref = malloc(sizeof(int32_t) * (size_t)(nref > 0 ? nref : 1));
     p->w = w;
+    p->wpair16 = oqci_conv_wpair16(p);   /* as the compiler sets it */
+    wpair16_cases += p->wpair16;
     size_t ss = oqci_conv_scratch(p);
     CU_ASSERT(ss >= (size_t)p->kpad);
     void *scratch = malloc(ss);
@@ -424,8 +427,11 @@ static int64_t conv_random_case(int t) {
     uint8_t *x = rnd_q(nx, p.in_type);
     int8_t *W = malloc((size_t)nw);
     int extreme = t % 13 == 5;   /* all weights +-127, inputs at the ends of their range */
+    int narrow = t % 8 == 7;     /* 7-bit weights (--weight-bits 7): vpmaddubsw on AVX2 */
     for (int64_t i = 0; i < nw; i++)
-        W[i] = (int8_t)(extreme ? (rnd_int(0, 1) ? 127 : -127) : rnd_int(-127, 127));
+        W[i] = (int8_t)(extreme  ? (rnd_int(0, 1) ? 127 : -127)
+                        : narrow ? rnd_int(-63, 63)
+                                 : rnd_int(-127, 127));
     if (extreme)
         for (int64_t i = 0; i < nx; i++)
             x[i] = p.in_type == OQCI_U8 ? (uint8_t)(rnd_int(0, 1) ? 255 : 0)
@@ -626,7 +632,10 @@ static void conv_geo(OqciConv *p, int N, int C, int K, int g, int H, int W, int 
  * range (u8 255, s8 127) and weights all +127 or all -127 per channel, the sums whose
  * u8 x s8 pairs saturate vpmaddubsw (255 * 127 * 2 > 32767); 2: inputs 0/255 (s8:
  * -128/127, -128 included although outside the calibrated range) against +-127 weights
- * of random signs.  bias: 0 none, 1 random, 2 near INT32_MAX / INT32_MIN (the bias
+ * of random signs; 3: weights whose pairs just fit vpmaddubsw (oqci_conv_wpair16: each
+ * even-aligned pair sums to +128 or -128, or has opposite signs up to +-127, or is
+ * random in [-64, 64]) against inputs at the top of their range or random, so int16
+ * pair sums reach 255 * 128 = 32640 without saturating.  bias: 0 none, 1 random, 2 near INT32_MAX / INT32_MIN (the bias
  * addition saturates).  Requant mode mode, per-channel multipliers; out type and clamp
  * random.  Runs conv_run; returns bad elements (and prints the case when any). */
 static int64_t conv_data_run(OqciConv *p, int in_type, int kind, int bias_kind, int mode) {
@@ -643,9 +652,30 @@ static int64_t conv_data_run(OqciConv *p, int in_type, int kind, int bias_kind, 
             W[k * p->kdim + j] = (int8_t)(kind == 0   ? rnd_int(-127, 127)
                                           : kind == 1 ? 127 * sign
                                                       : (rnd_int(0, 1) ? 127 : -127));
+        for (int64_t j = 0; kind == 3 && j < p->kdim; j += 2) {   /* (kpad is even) */
+            int32_t a, b, how = (int32_t)rnd_int(0, 3);
+            if (how == 0) {
+                a = (int32_t)rnd_int(1, 127);
+                b = 128 - a;
+            } else if (how == 1) {
+                a = (int32_t)rnd_int(-128, -1);
+                b = -128 - a;
+            } else if (how == 2) {
+                a = (int32_t)rnd_int(1, 127);
+                b = -(int32_t)rnd_int(1, 127);
+            } else {
+                a = (int32_t)rnd_int(-64, 64);
+                b = (int32_t)rnd_int(-64, 64);
+            }
+            W[k * p->kdim + j] = (int8_t)(k % 2 ? a : b);
+            if (j + 1 < p->kdim)
+                W[k * p->kdim + j + 1] = (int8_t)(k % 2 ? b : a);
+        }
     }
     for (int64_t i = 0; i < nx && kind; i++) {
-        if (kind == 1)
+        if (kind == 3 && i % 3 == 0)   /* a third stay random */
+            continue;
+        if (kind == 1 || kind == 3)
             x[i] = in_type == OQCI_U8 ? 255 : 127;
         else
             x[i] = in_type == OQCI_U8 ? (rnd_int(0, 1) ? 255 : 0)
@@ -711,6 +741,9 @@ static void test_conv_simd_paths(void) {
         {1, 3, 3, 3, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},        /* dw 8x8: plane kernel, no overlap */
         {1, 3, 3, 3, 9, 12, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0},       /* dw /2 unpadded: odd last byte */
         {1, 7, 13, 1, 9, 10, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* GEMM, one K block */
+        {1, 7, 13, 1, 5, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},       /* 40 pixels: 24 + 16 */
+        {1, 9, 8, 1, 1, 41, 1, 3, 1, 1, 1, 1, 0, 1, 0, 1},       /* 41 pixels: 24 + 17 */
+        {1, 300, 7, 1, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0},      /* K 1200: 1 or 2 blocks */
         {1, 70, 11, 1, 8, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* GEMM, 2 K blocks */
         {1, 230, 5, 1, 4, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* GEMM, 5 K blocks */
         {3, 6, 5, 1, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},        /* panels across images */
@@ -732,11 +765,10 @@ static void test_conv_simd_paths(void) {
     };
     rnd_seed(23);
     int64_t bad = 0;
-    int ncase = 0;
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const int *v = shapes[si];
         for (int in_type = 0; in_type < 2; in_type++)
-            for (int kind = 0; kind < 3; kind++) {
+            for (int kind = 0; kind < 4; kind++) {
                 OqciConv p;
                 conv_geo(&p, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10],
                          v[11], v[12], v[13], v[14], v[15]);
@@ -745,10 +777,87 @@ static void test_conv_simd_paths(void) {
                     p.out_ctotal = p.out_c + 3;
                 }
                 int bias_kind = kind == 2 && si % 3 == 0 ? 2 : (int)rnd_int(0, 1);
-                bad += conv_data_run(&p, in_type, kind, bias_kind, (int)(ncase++ % 2)) != 0;
+                int mode = (int)((si + (size_t)kind + (size_t)in_type) % 2);
+                bad += conv_data_run(&p, in_type, kind, bias_kind, mode) != 0;
             }
     }
     CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* oqci_conv_wpair16 at its bounds, and AVX2 taking the vpmaddubsw family when it says
+ * 1: weights that do not qualify, claimed to (an OqciConv the compiler never makes),
+ * saturate there, which shows the flag selects that family; the cases above with
+ * qualifying weights (test_conv_random's 7-bit ones, kind 3 of test_conv_simd_paths)
+ * ran it and matched the reference. */
+static void test_conv_wpair16(void) {
+    static const int8_t pairs[][3] = {
+        /* w0, w1, qualifies */
+        {64, 64, 1}, {127, 1, 1}, {65, 64, 0}, {127, 2, 0}, {-64, -64, 1}, {-128, 0, 1},
+        {-128, -1, 0}, {-65, -64, 0}, {127, -127, 1}, {-128, 127, 1}, {0, 0, 1}, {1, 127, 1},
+    };
+    OqciConv p;
+    conv_geo(&p, 1, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0);   /* kpad 4 */
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
+        for (int at = 0; at < 4; at += 2) {   /* the pair at the start or the end of row 1 */
+            int8_t w[8] = {63, -63, 5, 5, 0, 0, 0, 0};
+            w[4 + at] = pairs[i][0];
+            w[5 + at] = pairs[i][1];
+            p.w = w;
+            CU_ASSERT_EQUAL(oqci_conv_wpair16(&p), pairs[i][2]);
+        }
+    p.w = NULL;
+    CU_ASSERT_EQUAL(oqci_conv_wpair16(&p), 0);
+    CU_ASSERT_EQUAL(oqci_conv_wpair16(NULL), 0);
+    /* flags other than 0 and 1 are invalid */
+    {
+        int8_t w[8] = {0};
+        uint8_t x[3] = {0}, y[2];
+        char scratch[4096];
+        p.w = w;
+        p.wpair16 = 2;
+        p.in_type = p.out_type = OQCI_U8;
+        p.hi = 255;
+        float one = 1;
+        p.rq.mode = OQCI_REQ_FLOAT;
+        p.rq.mult = &one;
+        CU_ASSERT(oqci_conv_scratch(&p) <= sizeof scratch);
+        CU_ASSERT_EQUAL(oqci_conv(&p, x, y, scratch), OQCI_EINVAL);
+        p.wpair16 = 1;
+        CU_ASSERT_EQUAL(oqci_conv(&p, x, y, scratch), OQCI_OK);
+    }
+    CU_ASSERT(wpair16_cases >= 100);
+    printf("\n  conv cases with vpmaddubsw-safe weights: %lld", (long long)wpair16_cases);
+    if (!oqci_isa_available(OQCI_ISA_AVX2))
+        return;
+    /* 4 channels x 48 pixels: 32 inputs of 255 against weights all 127 (pairs of 255 *
+     * 254, above int16: vpmaddubsw saturates each to 32767, 16 per pixel) */
+    conv_geo(&p, 1, 32, 4, 1, 6, 8, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0);
+    int8_t *w = malloc((size_t)p.out_c * p.kpad);
+    uint8_t *x = malloc((size_t)p.in_c * 48), *y = malloc((size_t)p.out_c * 48);
+    memset(w, 127, (size_t)p.out_c * p.kpad);
+    memset(x, 255, (size_t)p.in_c * 48);
+    p.w = w;
+    p.in_type = OQCI_U8;
+    p.out_type = OQCI_U8;
+    p.lo = 0;
+    p.hi = 255;
+    float m = 255.0f / (32.0f * 255 * 127);   /* the exact sum maps to 255 */
+    p.rq.mode = OQCI_REQ_FLOAT;
+    p.rq.mult = &m;
+    void *scratch = malloc(oqci_conv_scratch(&p));
+    CU_ASSERT_EQUAL_FATAL(oqci_force_isa(OQCI_ISA_AVX2), OQCI_OK);
+    CU_ASSERT_EQUAL(oqci_conv_wpair16(&p), 0);
+    CU_ASSERT_EQUAL(oqci_conv(&p, x, y, scratch), OQCI_OK);
+    CU_ASSERT_EQUAL(y[0], 255);   /* exact */
+    p.wpair16 = 1;   /* the false claim */
+    CU_ASSERT_EQUAL(oqci_conv(&p, x, y, scratch), OQCI_OK);
+    CU_ASSERT_EQUAL(y[0], oqci_round_clamp((float)(16 * 32767) * m, 0, 255));   /* saturated */
+    CU_ASSERT(y[0] < 255);
+    oqci_force_isa(OQCI_ISA_AUTO);
+    free(scratch);
+    free(y);
+    free(x);
+    free(w);
 }
 
 /* Exact, every family: the requantization at its edges.  Outputs of a 1x1 conv over 64
@@ -1736,7 +1845,8 @@ static void test_quantize_isas(void) {
 OQC_TEST_MAIN("int8-kernels", OQC_TEST(test_round_clamp), OQC_TEST(test_mul_shift),
               OQC_TEST(test_fixed_multiplier), OQC_TEST(test_requant_float_vs_fixed),
               OQC_TEST(test_conv_random), OQC_TEST(test_conv_shapes), OQC_TEST(test_conv_deep),
-              OQC_TEST(test_conv_simd_paths), OQC_TEST(test_conv_requant_edges),
+              OQC_TEST(test_conv_simd_paths), OQC_TEST(test_conv_wpair16),
+              OQC_TEST(test_conv_requant_edges),
               OQC_TEST(test_conv_isas), OQC_TEST(test_conv_scratch_size),
               OQC_TEST(test_conv_einval), OQC_TEST(test_maxpool_random),
               OQC_TEST(test_avgpool_random), OQC_TEST(test_pool_examples),

@@ -193,10 +193,13 @@ static void test_conv_params_by_hand(void) {
     /* chosen thresholds: input 2.5 (s8), output 7 (s8: no activation) */
     OqcCalibEntry es[2] = {{.name = xname, .amax = 3, .threshold = 2.5f, .scale = 2.5f / 127},
                            {.name = yname, .amax = 9, .threshold = 7, .scale = 7.0f / 127}};
-    for (int mode = 0; mode < 2; mode++) {
+    /* mode 0: float requantization, 1: fixed, 2: float with 7-bit weights */
+    for (int mode = 0; mode < 3; mode++) {
         OqcGraph *g = optimised(path, &d);
         OqcCalibOptions co = {.table = es, .ntable = 2};
-        OqcQuantConfig cfg = {mode ? OQCI_REQ_FIXED : OQCI_REQ_FLOAT, NULL};
+        int wmax = mode == 2 ? 63 : 127;
+        OqcQuantConfig cfg = {mode == 1 ? OQCI_REQ_FIXED : OQCI_REQ_FLOAT, NULL,
+                              mode == 2 ? 7 : 8};
         CU_ASSERT_EQUAL_FATAL(oqc_lower_int8(g, NULL, 1, &co, &cfg, NULL, NULL, &d), 0);
         const OqcQNode *q = NULL;
         for (int i = 0; i < g->nnodes; i++)
@@ -219,14 +222,14 @@ static void test_conv_params_by_hand(void) {
             float m = 0;
             for (int j = 0; j < kdim; j++)
                 m = fabsf(w[k * kdim + j]) > m ? fabsf(w[k * kdim + j]) : m;
-            float sw = m > 0 ? m / 127.0f : 1.0f;
+            float sw = m > 0 ? m / (float)wmax : 1.0f;
             for (int j = 0; j < p->kpad; j++) {
                 int want = j < kdim ? (int)round_ha((double)(w[k * kdim + j] / sw)) : 0;
                 bad += p->w[k * p->kpad + j] != want;
             }
             bad += p->bias[k] != (int32_t)round_ha((double)b[k] / ((double)si * sw));
             double M = (double)si * sw / so;
-            if (mode == 0) {
+            if (mode != 1) {
                 bad += p->rq.mult[k] != (float)M;
             } else { /* m in [2^30, 2^31), M = m 2^-shift to 31 bits */
                 bad += p->rq.m[k] < (1 << 30) || p->rq.shift[k] < 1 || p->rq.shift[k] > 62;
@@ -234,6 +237,8 @@ static void test_conv_params_by_hand(void) {
             }
         }
         CU_ASSERT_EQUAL(bad, 0);
+        /* 7-bit weights always qualify for vpmaddubsw; 8-bit ones as the check says */
+        CU_ASSERT_EQUAL(p->wpair16, mode == 2 ? 1 : oqci_conv_wpair16(p));
         oqc_graph_free(g);
     }
     oqc_graph_free(f);
