@@ -76,7 +76,7 @@
  *     requantization and a bias small enough to keep the sums below 2^24, the sums
  *     start from the bias and are requantized in float directly.  On Arm the plane holds
  *     int16 and q8dw_1xN__c is the plain-C loop over taps.  Whole output rows are
- *     computed into a buffer and stored together, except on planes at most 8 wide
+ *     computed into a buffer and stored together, except on planes 4 to 8 wide
  *     (3x3, stride 1, fused), which go in blocks of 4 rows straight to the output bytes
  *     (q8dw_plane4x9f__avx2): there the buffer and the per-row calls cost more than the
  *     sums.
@@ -1935,7 +1935,9 @@ T_AVX2F static void conv_dwf__avx2(const OqciConv *p, const void *x, void *y, vo
                     _mm256_storeu_ps(wf + t, cvt8f(_mm_loadl_epi64((const __m128i *)(const void *)(w + t)), 0));
                 for (; t < d.taps; t++)
                     wf[t] = (float)w[t];
-                if (four && fused && p->out_h >= 4 && p->out_w <= 8) {
+                /* (4 to 8 wide: row r's 8-byte store ends inside rows r + 1 .. 3, or
+                 * inside the next block's rows, never past the plane) */
+                if (four && fused && p->out_h >= 4 && p->out_w >= 4 && p->out_w <= 8) {
                     q8dw_plane4x9f__avx2(p, plane, d.width, colo, wf, (float)bias, &v, yk);
                     continue;
                 }
