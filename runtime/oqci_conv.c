@@ -213,6 +213,7 @@
 #define ALIGN 64
 #define BAND_MAX 65536      /* SIMD GEMM: largest band of padded input rows (bytes) */
 #define BAND_EXTRA 6        /* SIMD GEMM: output rows a band holds beyond one panel's */
+#define BAND_MAX_KW 64      /* SIMD GEMM: widest kernel a band serves (pack_band) */
 
 static int32_t sat32(int64_t v) {
     return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
@@ -404,7 +405,8 @@ static size_t band_dims(const OqciConv *p, int64_t *rows, int64_t *cols) {
         if (bytes <= BAND_MAX || extra == 0)
             break;
     }
-    return is_flat(p) || bytes > BAND_MAX ? 0 : (size_t)round_up(bytes, ALIGN);
+    return is_flat(p) || bytes > BAND_MAX || p->k_w > BAND_MAX_KW ? 0
+                                                                   : (size_t)round_up(bytes, ALIGN);
 }
 
 /* Scratch of conv_gemm: aligned panel block, the deep-K tile buffer (int32 per K block
@@ -582,13 +584,29 @@ static void pack_panel(const OqciConv *p, const Geo *ge, const uint8_t *x, int32
     }
 }
 
+/* A band row of cols columns is stored split by column stride phase: phase ph (band
+ * columns ph, ph + s_w, ph + 2 s_w, ...) from byte band_phase(cols, s_w, ph) of the row,
+ * so the s_w-strided columns a tap reads are contiguous (s_w = 1: the row as it is). */
+static int64_t band_phase(int64_t cols, int32_t s_w, int32_t ph) {
+    int64_t r = cols % s_w;
+    return ph * (cols / s_w) + (ph < r ? ph : r);
+}
+
 /* Fills the band for input rows r0 .. r0 + nrow - 1 of the group's channels (xg: the
  * image's first channel of the group): channel c, row r at band + (c * rows + r - r0)
- * * cols, input column iw at + p_l + iw, zeros outside the input. */
+ * * cols, input column iw at band column p_l + iw (in its phase, see band_phase), zeros
+ * outside the input; only the phases a tap reads (k_w <= BAND_MAX_KW). */
 static void fill_band(const OqciConv *p, const Geo *ge, const uint8_t *xg, int64_t r0,
-                      int64_t nrow, uint8_t *band, int64_t rows, int64_t cols) {
-    int64_t left = p->p_l < cols ? p->p_l : cols;
-    int64_t ncopy = cols - left < p->in_w ? cols - left : p->in_w, c, r;
+                      int64_t nrow, uint8_t *band, int64_t rows, int64_t cols, GatherFn gather) {
+    int64_t c, r;
+    int32_t phs[BAND_MAX_KW], nph = 0, j, t;
+    for (j = 0; j < p->k_w; j++) {   /* the phases some tap reads (at most k_w) */
+        int32_t ph = (int32_t)((int64_t)j * p->d_w % p->s_w);
+        for (t = 0; t < nph && phs[t] != ph; t++)
+            ;
+        if (t == nph)
+            phs[nph++] = ph;
+    }
     for (c = 0; c < ge->cg; c++)
         for (r = 0; r < nrow; r++) {
             uint8_t *d = band + (c * rows + r) * cols;
@@ -597,37 +615,47 @@ static void fill_band(const OqciConv *p, const Geo *ge, const uint8_t *xg, int64
                 memset(d, 0, (size_t)cols);
                 continue;
             }
-            memset(d, 0, (size_t)left);
-            memcpy(d + left, xg + c * ge->plane + ih * p->in_w, (size_t)ncopy);
-            memset(d + left + ncopy, 0, (size_t)(cols - left - ncopy));
+            for (t = 0; t < nph; t++) {
+                /* element e is band column ph + e s_w, input column ph + e s_w - p_l */
+                int32_t ph = phs[t];
+                int64_t n = band_phase(cols, p->s_w, ph + 1) - band_phase(cols, p->s_w, ph);
+                int64_t e0 = cdiv((int64_t)p->p_l - ph, p->s_w);
+                int64_t e1 = cdiv((int64_t)p->in_w + p->p_l - ph, p->s_w);
+                uint8_t *dp = d + band_phase(cols, p->s_w, ph);
+                e0 = e0 < 0 ? 0 : e0 > n ? n : e0;
+                e1 = e1 < e0 ? e0 : e1 > n ? n : e1;
+                memset(dp, 0, (size_t)e0);
+                if (e1 > e0)
+                    gather(xg + c * ge->plane + ih * p->in_w + e0 * p->s_w + ph - p->p_l, p->s_w,
+                           (int32_t)(e1 - e0), dp + e0);
+                memset(dp + e1, 0, (size_t)(n - e1));
+            }
         }
 }
 
 /* pack_panel from a band holding input rows from r0: every row of the unfolded matrix
- * is a pointer into it (stride 1) or a gather without bounds checks. */
+ * is a pointer into it (its phase of the band row, see band_phase). */
 static void pack_band(const OqciConv *p, const uint8_t *band, int64_t rows, int64_t cols,
                       int64_t r0, const Seg *segs, int nseg, int32_t q0, int32_t nq,
-                      uint8_t *panel, int32_t nr, int esize, Tr4Fn tr4, GatherFn gather) {
+                      uint8_t *panel, int32_t nr, int esize, Tr4Fn tr4) {
     int32_t taps = p->k_h * p->k_w;
+    int64_t tap_off[BAND_MAX_KW];   /* tap column j: its phase's start + element */
+    int32_t j0;
     int si;
+    for (j0 = 0; j0 < p->k_w && j0 < BAND_MAX_KW; j0++) {
+        int64_t u = (int64_t)j0 * p->d_w;
+        tap_off[j0] = band_phase(cols, p->s_w, (int32_t)(u % p->s_w)) + u / p->s_w;
+    }
     for (si = 0; si < nseg; si++) {
         const Seg *s = &segs[si];
         int32_t k = 4 * q0, kend = 4 * (q0 + nq), nrow = 0, q = 0;
         int32_t c = k ? k / taps : 0, i = k ? k % taps / p->k_w : 0, j = k ? k % p->k_w : 0;
-        int64_t rb = (int64_t)s->oh * p->s_h - p->p_t - r0, cb = (int64_t)s->ow * p->s_w;
-        uint8_t tmp[4][TILE_NR];
+        int64_t rb = (int64_t)s->oh * p->s_h - p->p_t - r0;
         const uint8_t *r[4];
         while (k < kend) {
-            const uint8_t *row = band + (c * rows + rb + (int64_t)i * p->d_h) * cols + cb;
+            const uint8_t *row = band + (c * rows + rb + (int64_t)i * p->d_h) * cols + s->ow;
             for (; j < p->k_w && k < kend; j++, k++) {
-                if (k >= p->kdim) {
-                    r[nrow] = zero_row;
-                } else if (p->s_w == 1) {
-                    r[nrow] = row + (int64_t)j * p->d_w;
-                } else {
-                    gather(row + (int64_t)j * p->d_w, p->s_w, s->len, tmp[nrow]);
-                    r[nrow] = tmp[nrow];
-                }
+                r[nrow] = k >= p->kdim ? zero_row : row + tap_off[j];
                 if (++nrow == 4) {
                     tr4(r[0], r[1], r[2], r[3], s->len,
                         panel + ((size_t)q * nr + s->off) * 4 * esize);
@@ -730,9 +758,12 @@ static void store_tile__c(const OqciConv *p, const int32_t *t, int32_t ldt, int3
 
 /* Computes sums over nq quads of an nr-pixel panel for mr weight rows (w[r] at the
  * block's first reduction element; rows beyond the group's channels repeat a valid one)
- * into rows of t (stride TILE_NR), or adds them to t (acc: the next K block). */
+ * into rows of t (stride TILE_NR), or adds them to t (acc: the next K block).  Only the
+ * first nk rows are stored (t may hold no more: conv_gemm's K-block buffer has
+ * round_up(kg, TILE_MR) rows, which an mr of 3 does not divide); np: the panel's
+ * meaningful pixels (a microkernel may skip vectors holding none). */
 typedef void (*UkrFn)(int32_t nq, const void *panel, const int8_t *const *w, int32_t *t,
-                      int acc, int32_t np);
+                      int acc, int32_t np, int32_t nk);
 
 /* A SIMD GEMM family. */
 typedef struct Family {
@@ -814,7 +845,7 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
                 /* every row the band holds from r0 (rows past the input are zeros) */
                 fill_band(p, &ge,
                           (const uint8_t *)x + (segs[0].n * p->in_c + (int64_t)g * ge.cg) * ge.plane,
-                          r0, band_rows, band, band_rows, band_cols);
+                          r0, band_rows, band, band_rows, band_cols, f->gather);
                 band_n = segs[0].n;
                 band_g = g;
                 band_r0 = r0;
@@ -824,7 +855,7 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
                 int32_t bq = nq - q0 < bsize ? nq - q0 : bsize;
                 if (use_band)
                     pack_band(p, band, band_rows, band_cols, band_r0, segs, nseg, q0, bq, panel,
-                              f->nr, f->esize, tr4, f->gather);
+                              f->nr, f->esize, tr4);
                 else
                     pack_panel(p, &ge, (const uint8_t *)x, g, segs, nseg, q0, bq, panel, f->nr,
                                f->esize, tr4, f->gather);
@@ -842,13 +873,13 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
                         for (r = 0; r < nk; r++)
                             store_runs(p, q + r * TILE_NR, g * kg + kk + r, segs, nseg, y);
                     } else if (nblk == 1) {
-                        f->ukr(bq, panel, w, tile, 0, np);
+                        f->ukr(bq, panel, w, tile, 0, np, nk);
                         f->store(p, tile, TILE_NR, g * kg + kk, nk, corr ? corr + g * kg + kk : NULL,
                                  0, segs, nseg, y);
                     } else if (!deep) {   /* exact: the whole sum fits int32 */
-                        f->ukr(bq, panel, w, c32 + (size_t)kk * TILE_NR, q0 > 0, np);
+                        f->ukr(bq, panel, w, c32 + (size_t)kk * TILE_NR, q0 > 0, np, nk);
                     } else {
-                        f->ukr(bq, panel, w, tile, 0, np);
+                        f->ukr(bq, panel, w, tile, 0, np, nk);
                         for (r = 0; r < nk; r++)
                             for (e = 0; e < np; e++) {
                                 size_t ci = (size_t)(kk + r) * TILE_NR + e;
@@ -1114,23 +1145,36 @@ T_AVX2 static void tr4_u8_s8__avx2(const uint8_t *r0, const uint8_t *r1, const u
     tr4_b(r0, r1, r2, r3, len, (uint8_t *)dst, 0x80);
 }
 
-/* Strided copy of an input run: stride 1 is a copy, stride 2 takes the even bytes of
- * 32 at a time (the last read ends at src[2t + 31] <= src[2n - 2]). */
+/* Strided copy of an input run: stride 1 is a copy; stride 2 takes the even bytes of
+ * 32 at a time, then of 16, and ends with the 8 outputs before n from the odd bytes of
+ * the 16 ending at src[2n - 2] (overlapping outputs already stored, with the same
+ * values).  No read leaves src[0 .. 2n - 2]; runs shorter than 9 go byte by byte. */
 T_AVX2 static void gather__avx2(const uint8_t *src, int32_t stride, int32_t n, uint8_t *dst) {
     int32_t t = 0;
     if (stride == 1) {
         memcpy(dst, src, (size_t)n);
         return;
     }
-    if (stride == 2) {
+    if (stride == 2 && n >= 9) {
         const __m128i even = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, -1, -1, -1, -1, -1, -1,
                                            -1, -1);
+        const __m128i odd = _mm_setr_epi8(1, 3, 5, 7, 9, 11, 13, 15, -1, -1, -1, -1, -1, -1,
+                                          -1, -1);
         for (; 2 * t + 31 <= 2 * n - 2; t += 16) {
             __m128i a = LDU128(src + 2 * t);
             __m128i b = LDU128(src + 2 * t + 16);
             STU128(dst + t,
                    _mm_unpacklo_epi64(_mm_shuffle_epi8(a, even), _mm_shuffle_epi8(b, even)));
         }
+        if (2 * t + 15 <= 2 * n - 2) {
+            _mm_storel_epi64((__m128i *)(void *)(dst + t),
+                             _mm_shuffle_epi8(LDU128(src + 2 * t), even));
+            t += 8;
+        }
+        if (t < n)
+            _mm_storel_epi64((__m128i *)(void *)(dst + n - 8),
+                             _mm_shuffle_epi8(LDU128(src + 2 * n - 17), odd));
+        return;
     }
     for (; t < n; t++)
         dst[t] = src[(int64_t)t * stride];
@@ -1305,14 +1349,14 @@ T_AVX2 static __m256i hsum_pairs(__m256i a, __m256i b) {
 #define STORE(v) STU256(raw + 8 * v, a0##v); STU256(raw + 56 + 8 * v, a1##v);
 
 T_AVX2 static void q8conv_2x28c4__avx2(int32_t nq, const void *panel, const int8_t *const *w,
-                                       int32_t *t, int acc, int32_t np) {
+                                       int32_t *t, int acc, int32_t np, int32_t nk) {
     (void)np;   /* (computes whole panels) */
     int32_t raw[14 * 8];
     Q8CONV_2X28_SUMS
     ACC7(STORE)
     {
         int r, v;
-        for (r = 0; r < 2; r++)
+        for (r = 0; r < nk; r++)
             for (v = 0; v < 4; v++) {
                 const int32_t *s = raw + 56 * r + 16 * v;
                 __m256i *d = (__m256i *)(void *)(t + r * TILE_NR + 8 * v);
@@ -1407,10 +1451,10 @@ static const Family family_avx2 = {OQCI_ISA_AVX2, 2, AVX2_NR, 2, -1, q8conv_2x28
         NROWS(NSTEP, V)                                                                 \
     }
 #define NST(r, v) STU256(t + r * TILE_NR + 8 * v, acc ? _mm256_add_epi32(LDU256(t + r * TILE_NR + 8 * v), a##r##v) : a##r##v);
-#define NSTR(r, V) V(NST, r)
+#define NSTR(r, V) if (r < nk) { V(NST, r) }
 #define NBODY(NAME, V)                                                                  \
     T_AVX2 static void NAME(int32_t nq, const void *panel, const int8_t *const *w,      \
-                            int32_t *t, int acc) {                                      \
+                            int32_t *t, int acc, int32_t nk) {                          \
         NSUMS(V)                                                                        \
         NROWS(NSTR, V)                                                                  \
     }
@@ -1420,13 +1464,13 @@ NBODY(q8conv_3x24c4n_full__avx2, NV3)
 #undef NBODY
 
 T_AVX2 static void q8conv_3x24c4n__avx2(int32_t nq, const void *panel, const int8_t *const *w,
-                                        int32_t *t, int acc, int32_t np) {
+                                        int32_t *t, int acc, int32_t np, int32_t nk) {
     if (np <= 8)
-        q8conv_3x8c4n__avx2(nq, panel, w, t, acc);
+        q8conv_3x8c4n__avx2(nq, panel, w, t, acc, nk);
     else if (np <= 16)
-        q8conv_3x16c4n__avx2(nq, panel, w, t, acc);
+        q8conv_3x16c4n__avx2(nq, panel, w, t, acc, nk);
     else
-        q8conv_3x24c4n_full__avx2(nq, panel, w, t, acc);
+        q8conv_3x24c4n_full__avx2(nq, panel, w, t, acc, nk);
 }
 
 #ifndef OQCI_NO_FLOAT
@@ -1986,11 +2030,11 @@ T_AVX2F static void conv_dwf__avx2(const OqciConv *p, const void *x, void *y, vo
 /* ---- q8conv_8x32c4__emu: the AVX-512 VNNI kernel's sums in plain C (tests only) ---- */
 
 static void q8conv_8x32c4__emu(int32_t nq, const void *panel, const int8_t *const *w,
-                               int32_t *t, int acc, int32_t np) {
+                               int32_t *t, int acc, int32_t np, int32_t nk) {
     (void)np;   /* (computes whole panels) */
     const uint8_t *pp = (const uint8_t *)panel;
     int32_t r, px, q, e;
-    for (r = 0; r < 8; r++)
+    for (r = 0; r < nk; r++)
         for (px = 0; px < 32; px++) {
             int32_t sum = 0;
             for (q = 0; q < nq; q++)
@@ -2010,7 +2054,7 @@ static const Family family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, OQCI_S8,
 #define ACC8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 
 T_AVX512VNNI static void q8conv_8x32c4__avx512vnni(int32_t nq, const void *panel,
-                                                   const int8_t *const *w, int32_t *t, int acc, int32_t np) {
+                                                   const int8_t *const *w, int32_t *t, int acc, int32_t np, int32_t nk) {
     (void)np;   /* (computes whole panels) */
     const uint8_t *pp = (const uint8_t *)panel;
 #define DECL(r) __m512i a##r##0 = _mm512_setzero_si512(), a##r##1 = _mm512_setzero_si512();
@@ -2033,7 +2077,7 @@ T_AVX512VNNI static void q8conv_8x32c4__avx512vnni(int32_t nq, const void *panel
     _mm512_storeu_si512((void *)(t + (o)),                                              \
                         acc ? _mm512_add_epi32(_mm512_loadu_si512((const void *)(t + (o))), v) \
                             : v);
-#define STORE(r) ST(r * TILE_NR, a##r##0) ST(r * TILE_NR + 16, a##r##1)
+#define STORE(r) if (r < nk) { ST(r * TILE_NR, a##r##0) ST(r * TILE_NR + 16, a##r##1) }
     ACC8(STORE)
 #undef STORE
 #undef ST
@@ -2065,7 +2109,7 @@ T_AVX2 static __m256i dpbusd_emu(__m256i acc, __m256i a, __m256i b) {
 #define ACC4(X) X(0) X(1) X(2) X(3)
 
 T_AVXVNNI static void q8conv_4x24c4__avxvnni(int32_t nq, const void *panel,
-                                             const int8_t *const *w, int32_t *t, int acc, int32_t np) {
+                                             const int8_t *const *w, int32_t *t, int acc, int32_t np, int32_t nk) {
     (void)np;   /* (computes whole panels) */
     const uint8_t *pp = (const uint8_t *)panel;
 #define DECL(r)                                                                         \
@@ -2089,7 +2133,8 @@ T_AVXVNNI static void q8conv_4x24c4__avxvnni(int32_t nq, const void *panel,
 #undef STEP
     }
 #define ST(o, v) STU256(t + (o), acc ? _mm256_add_epi32(LDU256(t + (o)), v) : v);
-#define STORE(r) ST(r * TILE_NR, a##r##0) ST(r * TILE_NR + 8, a##r##1) ST(r * TILE_NR + 16, a##r##2)
+#define STORE(r)                                                                        \
+    if (r < nk) { ST(r * TILE_NR, a##r##0) ST(r * TILE_NR + 8, a##r##1) ST(r * TILE_NR + 16, a##r##2) }
     ACC4(STORE)
 #undef STORE
 #undef ST
@@ -2118,7 +2163,7 @@ static void tr4_s8_u8__c(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2
 #define ACC4N(X) X(0) X(1) X(2) X(3)
 
 static void q8conv_4x16c4__neondot(int32_t nq, const void *panel, const int8_t *const *w,
-                                   int32_t *t, int acc, int32_t np) {
+                                   int32_t *t, int acc, int32_t np, int32_t nk) {
     (void)np;   /* (computes whole panels) */
     const int8_t *pp = (const int8_t *)panel;
 #define DECL(r)                                                                         \
@@ -2143,8 +2188,10 @@ static void q8conv_4x16c4__neondot(int32_t nq, const void *panel, const int8_t *
     }
 #define ST(o, v) vst1q_s32(t + (o), acc ? vaddq_s32(vld1q_s32(t + (o)), v) : v);
 #define STORE(r)                                                                        \
-    ST(r * TILE_NR, a##r##0) ST(r * TILE_NR + 4, a##r##1) ST(r * TILE_NR + 8, a##r##2)  \
-    ST(r * TILE_NR + 12, a##r##3)
+    if (r < nk) {                                                                       \
+        ST(r * TILE_NR, a##r##0) ST(r * TILE_NR + 4, a##r##1) ST(r * TILE_NR + 8, a##r##2) \
+        ST(r * TILE_NR + 12, a##r##3)                                                   \
+    }
     ACC4N(STORE)
 #undef STORE
 #undef ST

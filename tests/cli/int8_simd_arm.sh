@@ -62,6 +62,9 @@ if [ "$X86" = 1 ]; then
         fi
         if $cc $C99 -mavx2 $HOOKS $SRC -o "$TMP/avx2.$cc" 2>"$TMP/err"; then
             ok "$cc -mavx2: int8_simd_check builds (strict C99)"
+            # the 16-bit family and the vpmaddubsw one (weights with wpair16)
+            has_insn "$cc -mavx2: vpmaddwd and vpmaddubsw in the program" objdump "$TMP/avx2.$cc" \
+                'vpmaddubsw.*ymm' && has_insn "$cc -mavx2: vpmaddwd" objdump "$TMP/avx2.$cc" 'vpmaddwd.*ymm'
             if grep -qw avx2 /proc/cpuinfo; then
                 check_run "$cc -mavx2: AVX2 chosen at compile time, bit-exact with portable" \
                     avx2 500 "$TMP/avx2.$cc"

@@ -102,7 +102,9 @@ static void random_geo(OqciConv *p, int t) {
 }
 
 /* Fills the data: kind 0 random; 1 inputs at the top of the range and weights all +-127
- * (sums that would saturate 16-bit pairs); 2 inputs at both ends (s8: -128 too). */
+ * (sums that would saturate 16-bit pairs); 2 inputs at both ends (s8: -128 too); 3
+ * 7-bit weights (+-63, so wpair16: AVX2's vpmaddubsw family) against inputs mostly at
+ * the top of the range.  wpair16 is set as the compiler sets it (oqci_conv_wpair16). */
 static int make_case(Case *c, int kind, int in_type, int mode) {
     OqciConv *p = &c->p;
     int64_t nx = (int64_t)p->batch * p->in_c * p->in_h * p->in_w, i;
@@ -126,7 +128,7 @@ static int make_case(Case *c, int kind, int in_type, int mode) {
     c->bias = rnd_int(0, 3) ? malloc(sizeof(int32_t) * (size_t)p->out_c) : NULL;
     for (i = 0; i < nx; i++) {
         int32_t v = in_type == OQCI_U8 ? rnd_int(0, 255) : rnd_int(-127, 127);
-        if (kind == 1)
+        if (kind == 1 || (kind == 3 && i % 4))
             v = in_type == OQCI_U8 ? 255 : 127;
         else if (kind == 2)
             v = in_type == OQCI_U8 ? (rnd_int(0, 1) ? 255 : 0) : (rnd_int(0, 1) ? 127 : -128);
@@ -137,8 +139,10 @@ static int make_case(Case *c, int kind, int in_type, int mode) {
         double typ = 73.0 * (in_type == OQCI_U8 ? 147.0 : 73.0);
         for (j = 0; j < p->kdim; j++)
             c->w[(size_t)k * p->kpad + j] =
-                (int8_t)(kind == 0 ? rnd_int(-127, 127) : kind == 1 ? 127 * sign
-                                                                    : (rnd_int(0, 1) ? 127 : -127));
+                (int8_t)(kind == 0   ? rnd_int(-127, 127)
+                         : kind == 1 ? 127 * sign
+                         : kind == 3 ? (rnd_int(0, 3) ? 63 * sign : rnd_int(-63, 63))
+                                     : (rnd_int(0, 1) ? 127 : -127));
         if (c->bias)
             c->bias[k] = kind == 2 && k % 3 == 0 ? (k % 2 ? INT32_MAX - 7 : INT32_MIN + 7)
                                                   : rnd_int(-20000, 20000);
@@ -154,6 +158,7 @@ static int make_case(Case *c, int kind, int in_type, int mode) {
         c->shift[k] = (int8_t)rnd_int(24, 40);
     }
     p->w = c->w;
+    p->wpair16 = oqci_conv_wpair16(p);
     p->bias = c->bias;
     p->rq.mode = mode;
     p->rq.per_index = 1;
@@ -208,7 +213,7 @@ int main(int argc, char **argv) {
     for (t = 0; t < ncases + 3; t++) {
         Case c;
         uint8_t *ref;
-        int kind = t % 7 == 3 ? 1 : t % 7 == 5 ? 2 : 0;
+        int kind = t % 7 == 3 ? 1 : t % 7 == 5 ? 2 : t % 7 == 6 ? 3 : 0;
         memset(&c, 0, sizeof c);
         if (t < ncases) {
             random_geo(&c.p, t);
