@@ -705,8 +705,10 @@ static void store_runs(const OqciConv *p, const uint8_t *q, int32_t k, const Seg
     for (si = 0; si < nseg; si++) {
         const Seg *s = &segs[si];
         uint8_t *dst = (uint8_t *)y + (s->n * p->out_ctotal + p->out_coff + k) * pix + s->pix0;
-        if (s->len == 28)   /* a whole AVX2 panel: a fixed-size copy, inlined */
+        if (s->len == 28)   /* whole AVX2 panels: fixed-size copies, inlined */
             memcpy(dst, q + s->off, 28);
+        else if (s->len == 24)
+            memcpy(dst, q + s->off, 24);
         else
             memcpy(dst, q + s->off, (size_t)s->len);
     }
@@ -777,9 +779,11 @@ typedef struct Family {
     StoreFn store;    /* epilogue */
     /* or NULL: the microkernel with the epilogue in registers (whole reduction in one
      * block, float requantization, no bias that may overflow): nk channels from k0
-     * requantized into q (TILE_NR bytes per channel) */
+     * requantized, channel r's bytes stored at out + r * ostride: exactly nr bytes (np
+     * meaningful; a partial panel's body may store fewer, at least np) */
     void (*ukr_rq)(int32_t nq, const void *panel, const int8_t *const *w, const OqciConv *p,
-                   int32_t k0, int32_t nk, const int32_t *corr, uint8_t *q, int32_t np);
+                   int32_t k0, int32_t nk, const int32_t *corr, uint8_t *out, int64_t ostride,
+                   int32_t np);
 } Family;
 
 /* The exact correction of channel k's sums for flipped inputs: -128 sum w for s8 inputs
@@ -866,10 +870,16 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
                     for (r = 0; r < f->mr; r++)
                         w[r] = p->w + (size_t)(g * kg + kk + (r < nk ? r : nk - 1)) *
                                           (size_t)p->kpad + (size_t)q0 * 4;
-                    if (fused) {
+                    if (fused && nseg == 1 && np == f->nr) {   /* one run: straight to y */
+                        uint8_t *dst = (uint8_t *)y +
+                                       (segs[0].n * p->out_ctotal + p->out_coff + g * kg + kk) *
+                                           ge.pix + segs[0].pix0;
+                        f->ukr_rq(bq, panel, w, p, g * kg + kk, nk,
+                                  corr ? corr + g * kg + kk : NULL, dst, ge.pix, np);
+                    } else if (fused) {
                         uint8_t q[TILE_MR * TILE_NR];
                         f->ukr_rq(bq, panel, w, p, g * kg + kk, nk,
-                                  corr ? corr + g * kg + kk : NULL, q, np);
+                                  corr ? corr + g * kg + kk : NULL, q, TILE_NR, np);
                         for (r = 0; r < nk; r++)
                             store_runs(p, q + r * TILE_NR, g * kg + kk + r, segs, nseg, y);
                     } else if (nblk == 1) {
@@ -1292,6 +1302,23 @@ T_AVX2 static inline __attribute__((always_inline)) __m256i pack32(int u8, __m25
     return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
+/* The first n bytes of v (n: 8, 16, 24 or 28, a constant once inlined) to d. */
+T_AVX2 static inline __attribute__((always_inline)) void store_bytes(uint8_t *d, __m256i v,
+                                                                       int n) {
+    __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
+    if (n == 8) {
+        _mm_storel_epi64((__m128i *)(void *)d, lo);
+        return;
+    }
+    STU128(d, lo);
+    if (n >= 24)
+        _mm_storel_epi64((__m128i *)(void *)(d + 16), hi);
+    if (n == 28) {
+        int32_t last = _mm_extract_epi32(hi, 2);
+        memcpy(d + 24, &last, 4);
+    }
+}
+
 /* The outputs of 32 consecutive sums t as out_type bytes, in order (t must have 32
  * readable entries; only the caller's first n outputs are meaningful). */
 T_AVX2 static __m256i rq32(const OqciConv *p, const int32_t *t, const RqV *v) {
@@ -1390,7 +1417,8 @@ T_AVX2 static inline __attribute__((always_inline)) void rqv_float(const OqciCon
  * out, without the int32 tile and the separate store pass. */
 T_AVX2 static void q8conv_2x28c4_rq__avx2(int32_t nq, const void *panel, const int8_t *const *w,
                                           const OqciConv *p, int32_t k0, int32_t nk,
-                                          const int32_t *corr, uint8_t *out, int32_t np) {
+                                          const int32_t *corr, uint8_t *out, int64_t ostride,
+                                          int32_t np) {
     (void)np;   /* (computes whole panels) */
     int32_t raw[14 * 8];
     Q8CONV_2X28_SUMS
@@ -1401,11 +1429,12 @@ T_AVX2 static void q8conv_2x28c4_rq__avx2(int32_t nq, const void *panel, const i
             const int32_t *s = raw + 56 * r;
             RqV v;
             rqv_float(p, k0 + r, corr ? corr[r] : 0, &v);
-            STU256(out + r * TILE_NR,
-                   pack32(u8, rq8(hsum_pairs(LDU256(s), LDU256(s + 8)), &v),
-                          rq8(hsum_pairs(LDU256(s + 16), LDU256(s + 24)), &v),
-                          rq8(hsum_pairs(LDU256(s + 32), LDU256(s + 40)), &v),
-                          rq8(hsum_pairs(LDU256(s + 48), _mm256_setzero_si256()), &v)));
+            store_bytes(out + r * ostride,
+                        pack32(u8, rq8(hsum_pairs(LDU256(s), LDU256(s + 8)), &v),
+                               rq8(hsum_pairs(LDU256(s + 16), LDU256(s + 24)), &v),
+                               rq8(hsum_pairs(LDU256(s + 32), LDU256(s + 40)), &v),
+                               rq8(hsum_pairs(LDU256(s + 48), _mm256_setzero_si256()), &v)),
+                        AVX2_NR);
         }
     }
 }
@@ -1482,20 +1511,20 @@ T_AVX2 static void q8conv_3x24c4n__avx2(int32_t nq, const void *panel, const int
     if (r < nk) {                                                                       \
         RqV v;                                                                          \
         rqv_float(p, k0 + r, corr ? corr[r] : 0, &v);                                   \
-        STU256(out + r * TILE_NR, PACK(r));                                             \
+        store_bytes(out + r * ostride, PACK(r), nbytes);                                \
     }
-#define NBODY(NAME, V, PACK)                                                            \
+#define NBODY(NAME, V, PACK, NBYTES)                                                    \
     T_AVX2 static void NAME(int32_t nq, const void *panel, const int8_t *const *w,      \
                             const OqciConv *p, int32_t k0, int32_t nk,                  \
-                            const int32_t *corr, uint8_t *out) {                        \
-        int u8 = p->out_type == OQCI_U8;                                                \
+                            const int32_t *corr, uint8_t *out, int64_t ostride) {       \
+        const int u8 = p->out_type == OQCI_U8, nbytes = NBYTES;                         \
         const __m256i z = _mm256_setzero_si256();                                       \
         NSUMS(V)                                                                        \
         NROWS(NRQ, PACK)                                                                \
     }
-NBODY(q8conv_3x8c4n_rq__avx2, NV1, NRQ1)
-NBODY(q8conv_3x16c4n_rq__avx2, NV2, NRQ2)
-NBODY(q8conv_3x24c4n_rq_full__avx2, NV3, NRQ3)
+NBODY(q8conv_3x8c4n_rq__avx2, NV1, NRQ1, 8)
+NBODY(q8conv_3x16c4n_rq__avx2, NV2, NRQ2, 16)
+NBODY(q8conv_3x24c4n_rq_full__avx2, NV3, NRQ3, 24)
 #undef NBODY
 #undef NRQ
 #undef NRQ1
@@ -1504,13 +1533,14 @@ NBODY(q8conv_3x24c4n_rq_full__avx2, NV3, NRQ3)
 
 T_AVX2 static void q8conv_3x24c4n_rq__avx2(int32_t nq, const void *panel, const int8_t *const *w,
                                            const OqciConv *p, int32_t k0, int32_t nk,
-                                           const int32_t *corr, uint8_t *out, int32_t np) {
+                                           const int32_t *corr, uint8_t *out, int64_t ostride,
+                                           int32_t np) {
     if (np <= 8)
-        q8conv_3x8c4n_rq__avx2(nq, panel, w, p, k0, nk, corr, out);
+        q8conv_3x8c4n_rq__avx2(nq, panel, w, p, k0, nk, corr, out, ostride);
     else if (np <= 16)
-        q8conv_3x16c4n_rq__avx2(nq, panel, w, p, k0, nk, corr, out);
+        q8conv_3x16c4n_rq__avx2(nq, panel, w, p, k0, nk, corr, out, ostride);
     else
-        q8conv_3x24c4n_rq_full__avx2(nq, panel, w, p, k0, nk, corr, out);
+        q8conv_3x24c4n_rq_full__avx2(nq, panel, w, p, k0, nk, corr, out, ostride);
 }
 #define UKR_RQ_AVX2N q8conv_3x24c4n_rq__avx2
 #else
