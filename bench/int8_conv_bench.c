@@ -9,6 +9,7 @@
  *     cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -Iruntime bench/int8_conv_bench.c \
  *        build/liboqc.a -lprotobuf-c -lxml2 -lm -pthread -o build/int8_conv_bench
  *     build/int8_conv_bench [--min-ms N] [--isa NAME] [--layer SUBSTRING] [--no-fp32]
+ *                           [--weight-bits N]
  *     build/int8_conv_bench --peak
  *
  * --peak prints only the single-core peaks, one line "PEAK name=GMAC/s ...": madd_add
@@ -240,7 +241,7 @@ static void print_peaks(void) {
 int main(int argc, char **argv) {
     double min_ms = 300;
     const char *only_isa = NULL, *only_layer = NULL;
-    int fp32 = 1;
+    int fp32 = 1, wbits = 8;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--min-ms") && i + 1 < argc)
             min_ms = atof(argv[++i]);
@@ -248,6 +249,8 @@ int main(int argc, char **argv) {
             only_isa = argv[++i];
         else if (!strcmp(argv[i], "--layer") && i + 1 < argc)
             only_layer = argv[++i];
+        else if (!strcmp(argv[i], "--weight-bits") && i + 1 < argc)
+            wbits = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--no-fp32"))
             fp32 = 0;
         else if (!strcmp(argv[i], "--peak")) {
@@ -259,7 +262,7 @@ int main(int argc, char **argv) {
             return 0;
         } else {
             fprintf(stderr, "usage: %s [--min-ms N] [--isa NAME] [--layer SUBSTRING] [--no-fp32]"
-                            " | --peak\n", argv[0]);
+                            " [--weight-bits N] | --peak\n", argv[0]);
             return 2;
         }
     }
@@ -296,6 +299,7 @@ int main(int argc, char **argv) {
         const Layer *L = &layers[li];
         if (only_layer && !strstr(L->name, only_layer))
             continue;
+        int wmax = (1 << ((wbits >= 2 && wbits <= 8 ? wbits : 8) - 1)) - 1;
         OqciConv p;
         memset(&p, 0, sizeof p);
         p.batch = 1;
@@ -326,11 +330,12 @@ int main(int argc, char **argv) {
             x[i] = (uint8_t)(rnd() % 256);
         for (int k = 0; k < p.out_c; k++) {
             for (int j = 0; j < p.kdim; j++)
-                w[(size_t)k * p.kpad + j] = (int8_t)((int)(rnd() % 255) - 127);
+                w[(size_t)k * p.kpad + j] = (int8_t)((int)(rnd() % (2 * wmax + 1)) - wmax);
             bias[k] = (int32_t)(rnd() % 20001) - 10000;
             mult[k] = 1.0f / (float)(p.kdim * 200);
         }
         p.w = w;
+        p.wpair16 = oqci_conv_wpair16(&p);
         p.bias = bias;
         p.rq.mode = OQCI_REQ_FLOAT;
         p.rq.per_index = 1;

@@ -5,8 +5,8 @@ for bench/run.sh.  Standard library only (no plotting package).
     python3 bench/plot_latency.py LATENCY.tsv OUT.svg
 
 LATENCY.tsv: one line per measurement, tab-separated: model, engine, median ms, min ms
-(engines: c_int8, c_fp32, ort_fp32, ort_qdq, ort_qdq_u8w; others are drawn with their
-own name).  Models and engines appear in the order of the file.  Each bar is the median;
+(engines: c_int8, c_fp32, ort_fp32, ort_qdq, ort_qdq_u8w, c_int8w7, ort_qdq_w7; others
+are drawn with their own name).  Models and engines appear in the order of the file.  Each bar is the median;
 a tick marks the minimum.  The file is written atomically (temporary name, renamed).
 """
 import math
@@ -19,6 +19,8 @@ LABELS = {
     "ort_fp32": "ONNX Runtime FP32",
     "ort_qdq": "ONNX Runtime INT8 (QDQ, int8 weights)",
     "ort_qdq_u8w": "ONNX Runtime INT8 (QDQ, uint8 weights)",
+    "c_int8w7": "oqc INT8 C, 7-bit weights",
+    "ort_qdq_w7": "ONNX Runtime INT8 (QDQ, 7-bit int8 weights)",
 }
 COLORS = ["#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#7f7f7f"]
 

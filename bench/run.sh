@@ -239,7 +239,9 @@ fi
 #   ORT INT8     onnxruntime-node on `oqc export-qdq` of the same table, twice: int8
 #                weights (the default export) and --weight-type uint8 (the same values
 #                + 128: ORT's x86 u8u8 kernels are exact where its u8s8 ones, without
-#                AVX-VNNI, sum pairs of products in saturating int16).
+#                AVX-VNNI, sum pairs of products in saturating int16);
+#   7-bit        the same table with --weight-bits 7 (docs/int8.md): oqc's INT8 C and ORT
+#                on that export with int8 weights, both exact with vpmaddubsw.
 # bench/ort_check_fused.js shows which kernels ORT runs for each export (optimized model
 # saved and counted) and compares its outputs with the emitted INT8 C's (oqc's bits) on
 # a few inputs.  Engines alternate in INT8_ROUNDS rounds, best round's median reported.
@@ -293,14 +295,16 @@ for m in $BENCH_MODELS; do
     ok=1
     "$BUILD/oqc" export-qdq "$m" --table "$table" -o "$I8/${name}_qdq.onnx" -q >>"$log" 2>&1 &&
     "$BUILD/oqc" export-qdq "$m" --table "$table" --weight-type uint8 -o "$I8/${name}_qdq_u8w.onnx" -q >>"$log" 2>&1 &&
+    "$BUILD/oqc" export-qdq "$m" --table "$table" --weight-bits 7 -o "$I8/${name}_qdq_w7.onnx" -q >>"$log" 2>&1 &&
     "$BUILD/oqc" compile "$m" --table "$table" --name "$cname" -o "$I8/${name}_c_int8" -q >>"$log" 2>&1 &&
+    "$BUILD/oqc" compile "$m" --table "$table" --weight-bits 7 --name "$cname" -o "$I8/${name}_c_int8w7" -q >>"$log" 2>&1 &&
     "$BUILD/oqc" compile "$m" --precision fp32 --name "$cname" -o "$I8/${name}_c_fp32" -q >>"$log" 2>&1 || ok=0
     if [ "$ok" = 0 ]; then
         note "oqc export-qdq/compile $m failed:"; tail -n 5 "$log" | sed 's/^/  /'; STATUS=1; continue
     fi
     # Build the emitted code unless these very sources were built already (the emitted
     # files are rewritten on every compile; resnet18's FP32 weights take ~1 min of gcc).
-    for p in int8 fp32; do
+    for p in int8 int8w7 fp32; do
         dir=$I8/${name}_c_$p
         stamp=$( { echo "$CC $EMIT_CFLAGS"; cat bench/emitted_latency.c "$dir"/*.c "$dir"/*.h; } | cksum)
         if [ ! -x "$I8/lat_${name}_$p" ] || [ "$(cat "$I8/lat_${name}_$p.stamp" 2>/dev/null)" != "$stamp" ]; then
@@ -315,27 +319,32 @@ for m in $BENCH_MODELS; do
     [ "$ok" = 1 ] || continue
     # oqc's INT8 outputs on the evaluation inputs (the emitted code: oqc eval's bits), then
     # what ORT runs for each export and how close its outputs are.
-    "$I8/lat_${name}_int8" --data "$ev" --save "$I8/${name}_int8_ref.npy" --limit $lim \
-        --runs 1 --warmup 0 --min-ms 0 >>"$log" 2>&1 || { note "INT8 C failed on $ev"; STATUS=1; continue; }
+    for p in int8 int8w7; do
+        "$I8/lat_${name}_$p" --data "$ev" --save "$I8/${name}_${p}_ref.npy" --limit $lim \
+            --runs 1 --warmup 0 --min-ms 0 >>"$log" 2>&1 || { note "INT8 C failed on $ev"; STATUS=1; ok=0; }
+    done
+    [ "$ok" = 1 ] || continue
     if [ "$ORT_OK" = 1 ]; then
-        for v in qdq qdq_u8w; do
+        for v in qdq qdq_u8w qdq_w7; do
+            ref=$I8/${name}_int8_ref.npy; [ "$v" = qdq_w7 ] && ref=$I8/${name}_int8w7_ref.npy
             ORT_NODE_MODULES=$ORT_DIR/node_modules node bench/ort_check_fused.js "$I8/${name}_$v.onnx" \
-                --save "$I8/${name}_${v}_ort_optimized.onnx" --data "$ev" --ref "$I8/${name}_int8_ref.npy" \
+                --save "$I8/${name}_${v}_ort_optimized.onnx" --data "$ev" --ref "$ref" \
                 --limit $lim 2>"$I8/${name}_${v}_check.err" | sed "s/^\([A-Z]*\) model=[^ ]*/\1/" >"$I8/${name}_$v.check" ||
                 note "ort_check_fused.js failed on ${name}_$v.onnx: $(tail -n 1 "$I8/${name}_${v}_check.err")"
         done
     fi
-    : >"$I8/${name}_lat_c_int8.log"; : >"$I8/${name}_lat_c_fp32.log"
-    : >"$I8/${name}_lat_ort_fp32.log"; : >"$I8/${name}_lat_ort_qdq.log"; : >"$I8/${name}_lat_ort_qdq_u8w.log"
+    for e in c_int8 c_int8w7 c_fp32 ort_fp32 ort_qdq ort_qdq_u8w ort_qdq_w7; do
+        : >"$I8/${name}_lat_$e.log"
+    done
     r=0
     while [ "$r" -lt "$INT8_ROUNDS" ]; do
         r=$((r + 1))
-        for p in int8 fp32; do
+        for p in int8 int8w7 fp32; do
             "$I8/lat_${name}_$p" --data "$ev" --runs $RUNS --min-ms 300 >>"$I8/${name}_lat_c_$p.log" 2>&1 ||
                 note "lat_${name}_$p failed"
         done
         if [ "$ORT_OK" = 1 ]; then
-            for v in fp32 qdq qdq_u8w; do
+            for v in fp32 qdq qdq_u8w qdq_w7; do
                 mm=$m; [ "$v" = fp32 ] || mm=$I8/${name}_$v.onnx
                 ORT_NODE_MODULES=$ORT_DIR/node_modules node bench/ort_latency.js "$mm" --threads 1 \
                     --runs $RUNS --min-ms 300 >>"$I8/${name}_lat_ort_$v.log" 2>&1 ||
@@ -344,43 +353,46 @@ for m in $BENCH_MODELS; do
         fi
     done
     row="| $name"
-    for e in c_int8 c_fp32 ort_fp32 ort_qdq ort_qdq_u8w; do
+    for e in c_int8 c_fp32 ort_fp32 ort_qdq ort_qdq_u8w c_int8w7 ort_qdq_w7; do
         md=$(field "$I8/${name}_lat_$e.log" 1 median_ms); mn=$(field "$I8/${name}_lat_$e.log" 1 min_ms)
         row="$row | $(cell "$md" "$mn")"
         eval "md_$e=\$md"
         [ -n "$md" ] && printf '%s\t%s\t%s\t%s\n' "$name" "$e" "$md" "$mn" >>"$TSV"
     done
-    row="$row | $(ratio "$md_c_int8" "$md_c_fp32") | $(ratio "$md_ort_qdq_u8w" "$md_ort_fp32") | $(ratio "$md_c_int8" "$md_ort_qdq_u8w") |"
+    row="$row | $(ratio "$md_c_int8" "$md_c_fp32") | $(ratio "$md_ort_qdq_u8w" "$md_ort_fp32") | $(ratio "$md_c_int8" "$md_ort_qdq_u8w") | $(ratio "$md_c_int8w7" "$md_ort_qdq_w7") |"
     i8rows="$i8rows$row
 "
     if [ "$ORT_OK" = 1 ] && [ -s "$I8/${name}_qdq.check" ]; then
-        c=$I8/${name}_qdq.check; u=$I8/${name}_qdq_u8w.check
+        c=$I8/${name}_qdq.check; u=$I8/${name}_qdq_u8w.check; w7=$I8/${name}_qdq_w7.check
         conv=$(sumkv "$c" OPS '(^|:)QLinearConv$'); gemm=$(sumkv "$c" OPS '(^|:)(QGemm|QLinearMatMul)$')
         add=$(sumkv "$c" OPS '(^|:)QLinearAdd$'); cat_=$(sumkv "$c" OPS '(^|:)QLinearConcat$')
         pool=$(sumkv "$c" OPS '(^|:)(QLinearGlobalAveragePool|QLinearAveragePool|NhwcMaxPool)$')
         fl=$(kv "$c" FUSED float_compute); q=$(kv "$c" FUSED q); dq=$(kv "$c" FUSED dq)
         fu=$(kv "$u" FUSED int8_compute); fi8=$(kv "$c" FUSED int8_compute)
-        fuserows="$fuserows| $name | $conv | $gemm | $add | $cat_ | $pool | $fl | $q / $dq | $fi8 / $fu | $(kv "$c" AGREE samples) | $(kv "$c" AGREE argmax_agree) / $(kv "$c" AGREE rel_max_err) | $(kv "$u" AGREE argmax_agree) / $(kv "$u" AGREE rel_max_err) |
+        fuserows="$fuserows| $name | $conv | $gemm | $add | $cat_ | $pool | $fl | $q / $dq | $fi8 / $fu | $(kv "$c" AGREE samples) | $(kv "$c" AGREE argmax_agree) / $(kv "$c" AGREE rel_max_err) | $(kv "$u" AGREE argmax_agree) / $(kv "$u" AGREE rel_max_err) | $(kv "$w7" AGREE argmax_agree) / $(kv "$w7" AGREE rel_max_err) |
 "
     fi
 done
 out ""
 out "## INT8 vs FP32, batch 1, one thread: ms, median of the best of $INT8_ROUNDS round(s) of >= $RUNS runs (min in parentheses)"
 out ""
-out "| model | oqc INT8 C | oqc FP32 C | ORT FP32 | ORT INT8 (QDQ, int8 weights) | ORT INT8 (QDQ, uint8 weights) | INT8 C / FP32 C | ORT INT8 u8w / ORT FP32 | oqc INT8 C / ORT INT8 u8w |"
-out "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+out "| model | oqc INT8 C | oqc FP32 C | ORT FP32 | ORT INT8 (QDQ, int8 weights) | ORT INT8 (QDQ, uint8 weights) | oqc INT8 C, 7-bit weights | ORT INT8 (QDQ, 7-bit int8 weights) | INT8 C / FP32 C | ORT INT8 u8w / ORT FP32 | oqc INT8 C / ORT INT8 u8w | oqc 7-bit / ORT 7-bit |"
+out "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 printf '%s' "$i8rows" | tee -a "$RESULTS"
 out ""
 out "oqc C: the code \`oqc compile\` emits ($BUILD/oqc, runtime as embedded in it), built with"
 out "\`$CC $EMIT_CFLAGS\`, timed by bench/emitted_latency.c (one thread, caller arena)."
 out "ORT: onnxruntime-node ${ver:-not available}, 1 intra-op and 1 inter-op thread, graph optimisation 'all';"
-out "INT8 = \`oqc export-qdq\` of the same table (docs/export-qdq.md).  Load average now: $(cut -d' ' -f1-3 /proc/loadavg)."
+out "INT8 = \`oqc export-qdq\` of the same table (docs/export-qdq.md).  7-bit: \`--weight-bits 7\` for both"
+out "(docs/int8.md): on AVX2 without VNNI both engines then run vpmaddubsw, exactly; 8-bit int8 weights"
+out "make ORT's vpmaddubsw saturate, so its exact 8-bit figure is the uint8-weight one."
+out "Load average now: $(cut -d' ' -f1-3 /proc/loadavg)."
 if [ -n "$fuserows" ]; then
     out ""
     out "## ONNX Runtime on oqc's QDQ export: the kernels it runs and its outputs against oqc's INT8"
     out ""
-    out "| model | QLinearConv | QGemm / QLinearMatMul | QLinearAdd | QLinearConcat | int8 pooling | float Conv/Gemm/MatMul/Add | Q / DQ left | int8 ops (int8 w / uint8 w) | inputs | int8 w: argmax agree / rel max err | uint8 w: argmax agree / rel max err |"
-    out "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    out "| model | QLinearConv | QGemm / QLinearMatMul | QLinearAdd | QLinearConcat | int8 pooling | float Conv/Gemm/MatMul/Add | Q / DQ left | int8 ops (int8 w / uint8 w) | inputs | int8 w: argmax agree / rel max err | uint8 w: argmax agree / rel max err | 7-bit w (vs oqc 7-bit): argmax agree / rel max err |"
+    out "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     printf '%s' "$fuserows" | tee -a "$RESULTS"
     out ""
     out "Counted in the graph ORT saves after its optimisations (bench/ort_check_fused.js; int8 pooling:"
@@ -422,7 +434,8 @@ if [ -z "${BENCH_SKIP_LAYERS:-}" ]; then
         out ""
         out "Peaks of one core (bench/int8_conv_bench.c --peak, GMAC/s): $(echo "$pl" | sed 's/^PEAK //')."
         out "Reference: $peak_name = $peak (madd_add: 12 independent vpmaddwd + vpaddd, the ceiling of exact"
-        out "INT8 on AVX2 without VNNI; vpdpbusd_*: the DP4A instruction, where the CPU has it)."
+        out "INT8 on AVX2 without VNNI; vpdpbusd_*: the DP4A instruction, where the CPU has it); for 7-bit"
+        out "weights on AVX2 without VNNI, maddubs_inexact (vpmaddubsw + vpmaddwd + vpaddd, exact for them)."
         out "Per layer: median over >= $RUNS runs of the emitted C (\`$CC $EMIT_CFLAGS\`), timed through"
         out "its OQC_LAYER_BEGIN/END hooks (docs/compile.md); shape = out x in/group x kh x kw /stride g<group> -> out HxW."
         mkdir -p "$I8/obj"
@@ -432,7 +445,7 @@ if [ -z "${BENCH_SKIP_LAYERS:-}" ]; then
             case "$m" in models/fashion/*) ev=models/fashion/test_1000.npy ;; *) ev=$PHOTO_EVAL ;; esac
             [ -d "$I8/${name}_c_int8" ] && [ -d "$I8/${name}_c_fp32" ] && [ -f "$ev" ] || continue
             okp=1
-            for p in int8 fp32; do
+            for p in int8 int8w7 fp32; do
                 dir=$I8/${name}_c_$p objs=""
                 for c in "$dir"/*.c bench/emitted_latency.c; do
                     # (the headers too: emitted_latency.c sizes its arena from NAME.h)
@@ -456,6 +469,15 @@ if [ -z "${BENCH_SKIP_LAYERS:-}" ]; then
             "$PY" bench/layer_table.py "$name" "$I8/${name}_layers_int8.log" "$I8/${name}_layers_fp32.log" \
                 "$I8/${name}_after_all.txt" "$peak" "$peak_name" 2>"$I8/${name}_layers.err" | tee -a "$RESULTS" ||
                 note "layer_table.py failed on $name: $(tail -n 1 "$I8/${name}_layers.err")"
+            # 7-bit weights: on AVX2 without VNNI the vpmaddubsw family, against its own peak
+            p7=$peak; p7n=$peak_name
+            v=$(echo "$pl" | tr ' ' '\n' | sed -n "s/^maddubs_inexact=//p")
+            [ "$peak_name" = madd_add ] && [ -n "$v" ] && { p7=$v; p7n=maddubs; }
+            out ""
+            "$PY" bench/layer_table.py "$name, 7-bit weights" "$I8/${name}_layers_int8w7.log" \
+                "$I8/${name}_layers_fp32.log" "$I8/${name}_after_all.txt" "$p7" "$p7n" \
+                2>"$I8/${name}_layers.err" | tee -a "$RESULTS" ||
+                note "layer_table.py failed on $name (7-bit): $(tail -n 1 "$I8/${name}_layers.err")"
         done
         out "Load average now: $(cut -d' ' -f1-3 /proc/loadavg)."
     fi
