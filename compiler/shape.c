@@ -108,7 +108,24 @@ static int shape_broadcast(Ctx *c) {
     return 0;
 }
 
+/* Inputs 1 .. nin - 1 that are present have input 0's element type (the operator's one
+ * type T in ONNX; the kernels read them all as that type). */
+static int same_type(Ctx *c, int nin) {
+    const OqcTensor *x0 = IN(c, 0);
+    for (int k = 1; k < nin && k < c->n->nin; k++) {
+        const OqcTensor *x = IN(c, k);
+        if (x && x->dtype != x0->dtype)
+            return ERR("input %d '%s' is %s but input 0 '%s' is %s (oqc's %s kernels take one "
+                       "element type)",
+                       k, x->name, oqc_dtype_name(x->dtype), x0->name,
+                       oqc_dtype_name(x0->dtype), c->n->op_type);
+    }
+    return 0;
+}
+
 static int shape_clip(Ctx *c) {
+    if (same_type(c, 3) < 0)
+        return -1;
     for (int k = 1; k < c->n->nin && k < 3; k++)
         if (IN(c, k) && oqc_shape_numel(&IN(c, k)->shape) != 1)
             return ERR("min/max input '%s' must be a scalar", IN(c, k)->name);
@@ -121,6 +138,8 @@ static int shape_conv(Ctx *c) {
     const OqcTensor *x = IN(c, 0), *w = IN(c, 1);
     if (!w)
         return ERR("needs a weight input");
+    if (same_type(c, 3) < 0)
+        return -1;
     OqcWindow win;
     if (oqc_conv_geometry(c->g, c->node, &x->shape, &w->shape, &win, c->d) < 0)
         return -1;
@@ -154,6 +173,8 @@ static int shape_conv_transpose(Ctx *c) {
     const OqcTensor *x = IN(c, 0), *w = IN(c, 1);
     if (!w)
         return ERR("needs a weight input");
+    if (same_type(c, 3) < 0)
+        return -1;
     OqcWindow win;
     if (oqc_conv_transpose_geometry(c->g, c->node, &x->shape, &w->shape, &win, c->d) < 0)
         return -1;
@@ -194,6 +215,8 @@ static int shape_batchnorm(Ctx *c) {
     if (x->shape.rank < 2)
         return ERR("input '%s' has rank %d; needs at least N x C", x->name, x->shape.rank);
     int64_t ch = x->shape.d[1];
+    if (same_type(c, 5) < 0)
+        return -1;
     for (int k = 1; k < 5; k++) {
         const OqcTensor *p = IN(c, k);
         if (!p)
@@ -223,6 +246,8 @@ static int shape_gemm(Ctx *c) {
     const OqcTensor *a = IN(c, 0), *b = IN(c, 1), *cc = IN(c, 2);
     if (!b)
         return ERR("needs inputs A and B");
+    if (same_type(c, 3) < 0)
+        return -1;
     if (a->shape.rank != 2 || b->shape.rank != 2)
         return ERR("A '%s' %s and B '%s' %s must both be 2-D", a->name, sstr(&a->shape),
                    b->name, sstr(&b->shape));
@@ -242,6 +267,8 @@ static int shape_matmul(Ctx *c) {
     const OqcTensor *a = IN(c, 0), *b = IN(c, 1);
     if (!b)
         return ERR("needs two inputs");
+    if (same_type(c, 2) < 0)
+        return -1;
     OqcShape as = a->shape, bs = b->shape;
     if (as.rank == 0 || bs.rank == 0)
         return ERR("MatMul inputs must have rank >= 1 (got %s and %s)", sstr(&as), sstr(&bs));
@@ -563,8 +590,11 @@ static int shape_dropout(Ctx *c) {
 }
 
 static int shape_pad(Ctx *c) {
-    const OqcTensor *x = IN(c, 0);
+    const OqcTensor *x = IN(c, 0), *cv = c->n->nin > 2 ? IN(c, 2) : NULL;
     int r = x->shape.rank;
+    if (cv && (cv->dtype != x->dtype || oqc_shape_numel(&cv->shape) != 1))
+        return ERR("constant_value '%s' must be one %s element (it is %s %s)", cv->name,
+                   oqc_dtype_name(x->dtype), oqc_dtype_name(cv->dtype), sstr(&cv->shape));
     int64_t pads[2 * OQC_MAX_RANK] = {0}, raw[2 * OQC_MAX_RANK], ax[OQC_MAX_RANK];
     int np;
     if (c->n->opset < 11) {

@@ -204,6 +204,12 @@ def _(out):
               [vi("y", [4, 5])])
 
 
+@case("matmul_mixed_types.onnx", "MatMul of an f32 input and an int16 graph input (MatMul takes one element type)")
+def _(out):
+    return mk([helper.make_node("MatMul", ["a", "b"], ["y"])],
+              [vi("a", [1, 3, 4]), vi("b", [2, 4, 38], TensorProto.INT16)], [vi("y", [2, 3, 38])])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=HERE)
