@@ -100,6 +100,7 @@ static const char *usage_text =
     "  calibrate MODEL  choose INT8 thresholds from data (--data DIR, -o TABLE)\n"
     "  compile MODEL    emit the model as self-contained C (-o OUTDIR, --precision fp32)\n"
     "  export-qdq MODEL write ONNX with QuantizeLinear/DequantizeLinear (--table|--calib, -o)\n"
+    "  eval MODEL       FP32 against INT8: accuracy, SQNR, per-layer SQNR (--data X.npy)\n"
     "  help         this text (oqc help COMMAND for one command)\n"
     "\n"
     "common options:\n"
@@ -168,6 +169,16 @@ static const char *cmd_usage(const char *cmd) {
                "  The graph is MODEL after cleanup and fold-bn (Conv, Relu, Add, Concat stay\n"
                "  ONNX nodes); the table names tensors of the optimised graph, as for compile\n"
                "  (docs/export-qdq.md).\n";
+    if (!strcmp(cmd, "eval"))
+        return "usage: oqc eval MODEL --data X.npy [--labels Y.npy] (--calib PATH... | --table FILE)\n"
+               "                [--method M] [--bins N] [--batch N] [--requant float|fixed]\n"
+               "                [--weight-bits N] [--fp32-nodes LIST] [--limit N] [--save-int8 OUT.npy]\n"
+               "                [--save-fp32 OUT.npy] [--input-shape NAME=DIMS]... [--threads N] [-v] [-q]\n"
+               "  runs MODEL in FP32 and its INT8 lowering (what oqc compile emits, the same\n"
+               "  bits) over the samples of X.npy and prints top-1 agreement, accuracy of both\n"
+               "  against the labels, output SQNR on centered outputs and a per-layer SQNR\n"
+               "  table (docs/int8.md). --save-int8/--save-fp32 write the first output of every\n"
+               "  sample as float32 [S, elements].\n";
     if (!strcmp(cmd, "run"))
         return "usage: oqc run MODEL --input [NAME=]FILE... [-o OUT] [--input-shape NAME=DIMS]...\n"
                "               [--threads N] [--labels Y.npy]\n"
@@ -998,7 +1009,8 @@ int main(int argc, char **argv) {
             continue;
         for (int k = 2; k < argc; k++)
             if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
-                fputs(cmd_usage(cmd), stdout);
+                const char *u = cmd_usage(cmd);
+                fputs(u ? u : usage_text, stdout);
                 return 0;
             }
         OqcDiag d;

@@ -16,6 +16,21 @@ while IFS="$(printf '\t')" read -r file cmd want; do
     fi
 done < tests/bad/expect.tsv
 
+# Help: `oqc COMMAND --help` and `oqc help COMMAND` print that command's usage and exit
+# 0 for every command (eval --help used to crash on a missing usage text), and the
+# general text lists every command.
+"$OQC" help >"$TMP/help" 2>&1
+for c in dump check run calibrate compile export-qdq eval; do
+    "$OQC" "$c" --help >"$TMP/out" 2>&1; st=$?
+    "$OQC" help "$c" >"$TMP/out2" 2>&1; st2=$?
+    if [ "$st" = 0 ] && [ "$st2" = 0 ] && head -n 1 "$TMP/out" | grep -q "^usage: oqc $c " &&
+            cmp -s "$TMP/out" "$TMP/out2" && grep -q "^  $c " "$TMP/help"; then
+        ok "$c: --help and help $c print its usage; oqc help lists it"
+    else
+        fail "$c: --help exited $st, help $c $st2: $(head -n 1 "$TMP/out")"
+    fi
+done
+
 # Every corpus model also fails `check` (the strict path) with status 1.
 for f in tests/bad/*.onnx; do
     case "$f" in */valid_small.onnx) continue ;; esac
