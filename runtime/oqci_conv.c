@@ -584,68 +584,89 @@ static void pack_panel(const OqciConv *p, const Geo *ge, const uint8_t *x, int32
     }
 }
 
-/* A band row of cols columns is stored split by column stride phase: phase ph (band
- * columns ph, ph + s_w, ph + 2 s_w, ...) from byte band_phase(cols, s_w, ph) of the row,
- * so the s_w-strided columns a tap reads are contiguous (s_w = 1: the row as it is). */
+/* The band's layout, worked out once per conv_gemm call.  A band row of cols columns
+ * is stored split by column stride phase: phase ph (band columns ph, ph + s_w, ...) is
+ * contiguous, so the s_w-strided columns a tap reads are a plain run (s_w = 1: the row as
+ * it is).  Only the phases some tap reads are filled (k_w <= BAND_MAX_KW). */
+typedef struct Band {
+    uint8_t *buf;                 /* rows x cols bytes per input channel of the group */
+    int64_t rows, cols;
+    int32_t nph;                  /* phases some tap reads */
+    int32_t ph[BAND_MAX_KW];      /* those phases; per phase: */
+    int32_t at[BAND_MAX_KW];      /* its first byte in a row, */
+    int32_t len[BAND_MAX_KW];     /* its elements, */
+    int32_t e0[BAND_MAX_KW], e1[BAND_MAX_KW];   /* those inside the input, [e0, e1), */
+    int32_t src[BAND_MAX_KW];     /* and the input column of element e0 */
+    int32_t tap[BAND_MAX_KW];     /* kernel column j: its first element's byte in a row */
+} Band;
+
+/* Byte of phase ph in a band row (phases before it hold cols / s_w or one more). */
 static int64_t band_phase(int64_t cols, int32_t s_w, int32_t ph) {
     int64_t r = cols % s_w;
     return ph * (cols / s_w) + (ph < r ? ph : r);
 }
 
-/* Fills the band for input rows r0 .. r0 + nrow - 1 of the group's channels (xg: the
- * image's first channel of the group): channel c, row r at band + (c * rows + r - r0)
- * * cols, input column iw at band column p_l + iw (in its phase, see band_phase), zeros
- * outside the input; only the phases a tap reads (k_w <= BAND_MAX_KW). */
-static void fill_band(const OqciConv *p, const Geo *ge, const uint8_t *xg, int64_t r0,
-                      int64_t nrow, uint8_t *band, int64_t rows, int64_t cols, GatherFn gather) {
-    int64_t c, r;
-    int32_t phs[BAND_MAX_KW], nph = 0, j, t;
-    for (j = 0; j < p->k_w; j++) {   /* the phases some tap reads (at most k_w) */
-        int32_t ph = (int32_t)((int64_t)j * p->d_w % p->s_w);
-        for (t = 0; t < nph && phs[t] != ph; t++)
+/* b's layout for p (band_dims gave rows and cols). */
+static void band_setup(const OqciConv *p, Band *b) {
+    int32_t j, t;
+    b->nph = 0;
+    for (j = 0; j < p->k_w; j++) {
+        int64_t u = (int64_t)j * p->d_w;
+        int32_t ph = (int32_t)(u % p->s_w);
+        b->tap[j] = (int32_t)(band_phase(b->cols, p->s_w, ph) + u / p->s_w);
+        for (t = 0; t < b->nph && b->ph[t] != ph; t++)
             ;
-        if (t == nph)
-            phs[nph++] = ph;
+        if (t == b->nph) {   /* element e is band column ph + e s_w, input column - p_l */
+            int64_t n = band_phase(b->cols, p->s_w, ph + 1) - band_phase(b->cols, p->s_w, ph);
+            int64_t e0 = cdiv((int64_t)p->p_l - ph, p->s_w);
+            int64_t e1 = cdiv((int64_t)p->in_w + p->p_l - ph, p->s_w);
+            e0 = e0 < 0 ? 0 : e0 > n ? n : e0;
+            e1 = e1 < e0 ? e0 : e1 > n ? n : e1;
+            b->ph[t] = ph;
+            b->at[t] = (int32_t)band_phase(b->cols, p->s_w, ph);
+            b->len[t] = (int32_t)n;
+            b->e0[t] = (int32_t)e0;
+            b->e1[t] = (int32_t)e1;
+            b->src[t] = (int32_t)(e0 * p->s_w + ph - p->p_l);
+            b->nph++;
+        }
     }
+}
+
+/* Fills the band for input rows r0 .. r0 + rows - 1 of the group's channels (xg: the
+ * image's first channel of the group): channel c, row r at buf + (c * rows + r - r0) *
+ * cols, input column iw at band column p_l + iw (in its phase), zeros outside the
+ * input. */
+static void fill_band(const OqciConv *p, const Geo *ge, const Band *b, const uint8_t *xg,
+                      int64_t r0, GatherFn gather) {
+    int64_t c, r;
+    int32_t t;
     for (c = 0; c < ge->cg; c++)
-        for (r = 0; r < nrow; r++) {
-            uint8_t *d = band + (c * rows + r) * cols;
+        for (r = 0; r < b->rows; r++) {
+            uint8_t *d = b->buf + (c * b->rows + r) * b->cols;
             int64_t ih = r0 + r;
             if (ih < 0 || ih >= p->in_h) {
-                memset(d, 0, (size_t)cols);
+                memset(d, 0, (size_t)b->cols);
                 continue;
             }
-            for (t = 0; t < nph; t++) {
-                /* element e is band column ph + e s_w, input column ph + e s_w - p_l */
-                int32_t ph = phs[t];
-                int64_t n = band_phase(cols, p->s_w, ph + 1) - band_phase(cols, p->s_w, ph);
-                int64_t e0 = cdiv((int64_t)p->p_l - ph, p->s_w);
-                int64_t e1 = cdiv((int64_t)p->in_w + p->p_l - ph, p->s_w);
-                uint8_t *dp = d + band_phase(cols, p->s_w, ph);
-                e0 = e0 < 0 ? 0 : e0 > n ? n : e0;
-                e1 = e1 < e0 ? e0 : e1 > n ? n : e1;
-                memset(dp, 0, (size_t)e0);
-                if (e1 > e0)
-                    gather(xg + c * ge->plane + ih * p->in_w + e0 * p->s_w + ph - p->p_l, p->s_w,
-                           (int32_t)(e1 - e0), dp + e0);
-                memset(dp + e1, 0, (size_t)(n - e1));
+            for (t = 0; t < b->nph; t++) {
+                uint8_t *dp = d + b->at[t];
+                memset(dp, 0, (size_t)b->e0[t]);
+                if (b->e1[t] > b->e0[t])
+                    gather(xg + c * ge->plane + ih * p->in_w + b->src[t], p->s_w,
+                           b->e1[t] - b->e0[t], dp + b->e0[t]);
+                memset(dp + b->e1[t], 0, (size_t)(b->len[t] - b->e1[t]));
             }
         }
 }
 
 /* pack_panel from a band holding input rows from r0: every row of the unfolded matrix
- * is a pointer into it (its phase of the band row, see band_phase). */
-static void pack_band(const OqciConv *p, const uint8_t *band, int64_t rows, int64_t cols,
-                      int64_t r0, const Seg *segs, int nseg, int32_t q0, int32_t nq,
-                      uint8_t *panel, int32_t nr, int esize, Tr4Fn tr4) {
+ * is a pointer into it (its tap's phase of the band row). */
+static void pack_band(const OqciConv *p, const Band *b, int64_t r0, const Seg *segs,
+                      int nseg, int32_t q0, int32_t nq, uint8_t *panel, int32_t nr, int esize,
+                      Tr4Fn tr4) {
     int32_t taps = p->k_h * p->k_w;
-    int64_t tap_off[BAND_MAX_KW];   /* tap column j: its phase's start + element */
-    int32_t j0;
     int si;
-    for (j0 = 0; j0 < p->k_w && j0 < BAND_MAX_KW; j0++) {
-        int64_t u = (int64_t)j0 * p->d_w;
-        tap_off[j0] = band_phase(cols, p->s_w, (int32_t)(u % p->s_w)) + u / p->s_w;
-    }
     for (si = 0; si < nseg; si++) {
         const Seg *s = &segs[si];
         int32_t k = 4 * q0, kend = 4 * (q0 + nq), nrow = 0, q = 0;
@@ -653,9 +674,10 @@ static void pack_band(const OqciConv *p, const uint8_t *band, int64_t rows, int6
         int64_t rb = (int64_t)s->oh * p->s_h - p->p_t - r0;
         const uint8_t *r[4];
         while (k < kend) {
-            const uint8_t *row = band + (c * rows + rb + (int64_t)i * p->d_h) * cols + s->ow;
+            const uint8_t *row =
+                b->buf + (c * b->rows + rb + (int64_t)i * p->d_h) * b->cols + s->ow;
             for (; j < p->k_w && k < kend; j++, k++) {
-                r[nrow] = k >= p->kdim ? zero_row : row + tap_off[j];
+                r[nrow] = k >= p->kdim ? zero_row : row + b->tap[j];
                 if (++nrow == 4) {
                     tr4(r[0], r[1], r[2], r[3], s->len,
                         panel + ((size_t)q * nr + s->off) * 4 * esize);
@@ -801,8 +823,9 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
                       void *scratch) {
     Geo ge;
     size_t panel_bytes, cbuf_bytes, band_bytes;
-    uint8_t *panel = align_up(scratch), *band;
-    int64_t band_rows, band_cols, band_n = -1, band_r0 = 0, band_r1 = 0, band_g = -1;
+    uint8_t *panel = align_up(scratch);
+    Band band;
+    int64_t band_n = -1, band_r0 = 0, band_r1 = 0, band_g = -1;
     int32_t *c32;
     int64_t *c64;
     int32_t *corr = NULL;
@@ -816,10 +839,13 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
     Tr4Fn tr4 = f->tr4[p->in_type == OQCI_U8];
     make_geo(p, &ge);
     gemm_scratch(p, &panel_bytes, &cbuf_bytes, &band_bytes);
-    band_dims(p, &band_rows, &band_cols);
     c32 = (int32_t *)(void *)(panel + panel_bytes);
     c64 = (int64_t *)(void *)c32;
-    band = panel + panel_bytes + cbuf_bytes;
+    band.buf = panel + panel_bytes + cbuf_bytes;
+    if (band_bytes) {
+        band_dims(p, &band.rows, &band.cols);
+        band_setup(p, &band);
+    }
     if (p->in_type == f->flip) {   /* modulo 2^32 (exact, see bias_may_overflow) */
         corr = (int32_t *)(void *)(panel + panel_bytes + cbuf_bytes + band_bytes);
         for (k = 0; k < p->out_c; k++)
@@ -847,19 +873,19 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
             if (use_band &&
                 (segs[0].n != band_n || g != band_g || r0 < band_r0 || r1 > band_r1)) {
                 /* every row the band holds from r0 (rows past the input are zeros) */
-                fill_band(p, &ge,
+                fill_band(p, &ge, &band,
                           (const uint8_t *)x + (segs[0].n * p->in_c + (int64_t)g * ge.cg) * ge.plane,
-                          r0, band_rows, band, band_rows, band_cols, f->gather);
+                          r0, f->gather);
                 band_n = segs[0].n;
                 band_g = g;
                 band_r0 = r0;
-                band_r1 = r0 + band_rows;
+                band_r1 = r0 + band.rows;
             }
             for (q0 = 0; q0 < nq; q0 += bsize) {
                 int32_t bq = nq - q0 < bsize ? nq - q0 : bsize;
                 if (use_band)
-                    pack_band(p, band, band_rows, band_cols, band_r0, segs, nseg, q0, bq, panel,
-                              f->nr, f->esize, tr4);
+                    pack_band(p, &band, band_r0, segs, nseg, q0, bq, panel, f->nr, f->esize,
+                              tr4);
                 else
                     pack_panel(p, &ge, (const uint8_t *)x, g, segs, nseg, q0, bq, panel, f->nr,
                                f->esize, tr4, f->gather);
@@ -1468,7 +1494,8 @@ static const Family family_avx2 = {OQCI_ISA_AVX2, 2, AVX2_NR, 2, -1, q8conv_2x28
 #define NDECL(r, v) __m256i a##r##v = _mm256_setzero_si256();
 #define NDECLR(r, V) V(NDECL, r)
 #define NLOAD(r, v) __m256i p##v = LDU256(pp + 32 * v);
-#define NDOT(r, v) a##r##v = _mm256_add_epi32(a##r##v, _mm256_madd_epi16(_mm256_maddubs_epi16(p##v, wb), ones));
+#define NDOT(r, v)                                                                      \
+    a##r##v = _mm256_add_epi32(a##r##v, _mm256_madd_epi16(_mm256_maddubs_epi16(p##v, wb), ones));
 #define NSTEP(r, V) { __m256i wb = _mm256_set1_epi32(load32(w[r] + 4 * q)); V(NDOT, r) }
 #define NSUMS(V)                                                                        \
     const uint8_t *pp = (const uint8_t *)panel;                                         \
@@ -1479,7 +1506,9 @@ static const Family family_avx2 = {OQCI_ISA_AVX2, 2, AVX2_NR, 2, -1, q8conv_2x28
         V(NLOAD, 0)                                                                     \
         NROWS(NSTEP, V)                                                                 \
     }
-#define NST(r, v) STU256(t + r * TILE_NR + 8 * v, acc ? _mm256_add_epi32(LDU256(t + r * TILE_NR + 8 * v), a##r##v) : a##r##v);
+#define NST(r, v)                                                                       \
+    STU256(t + r * TILE_NR + 8 * v,                                                     \
+           acc ? _mm256_add_epi32(LDU256(t + r * TILE_NR + 8 * v), a##r##v) : a##r##v);
 #define NSTR(r, V) if (r < nk) { V(NST, r) }
 #define NBODY(NAME, V)                                                                  \
     T_AVX2 static void NAME(int32_t nq, const void *panel, const int8_t *const *w,      \
