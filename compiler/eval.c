@@ -180,9 +180,8 @@ int oqc_eval(OqcGraph *gf, OqcGraph *gq, const OqcEvalOptions *o, OqcDiag *d) {
         return oqc_err(d, "%s: %lld labels for %lld samples of %lld rows each", o->labels_path,
                        (long long)nlab, (long long)S, (long long)rows);
     FILE *out = o->out ? o->out : stdout;
-    int wbits = gq->qcfg && gq->qcfg->weight_bits ? gq->qcfg->weight_bits : 8;
     fprintf(out, "samples: %lld   INT8 requantization: %s   weights: %d bits\n", (long long)S,
-             o->requant_name ? o->requant_name : "float", wbits);
+             o->requant_name ? o->requant_name : "float", oqc_weight_bits(gq->qcfg));
     if (cls >= 2) {
         int64_t agree = 0, cf = 0, cq = 0, total = S * rows;
         for (int64_t r = 0; r < total; r++) {

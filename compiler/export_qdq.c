@@ -372,8 +372,7 @@ static int emit_weights(X *x, int node, const char **in, int *folded) {
     const float *W = wt->data;
     const OqcShape *ws = &wt->shape;
     int64_t K, C, axis;   /* output channels, reduction depth, weight axis of K */
-    int32_t wmax = (int32_t)((1 << ((x->gq->qcfg && x->gq->qcfg->weight_bits
-                                         ? x->gq->qcfg->weight_bits : 8) - 1)) - 1);
+    int32_t wmax = oqc_weight_qmax(x->gq->qcfg);
     int tb = 1;           /* W element (k, c) at k * C + c (else c * K + k) */
     float alpha = 1.0f, beta = 1.0f;
     if (n->op == OQC_OP_Conv) {

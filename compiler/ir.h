@@ -579,6 +579,15 @@ typedef struct OqcQuantConfig {
     int weight_bits;              /* 2..8: weights in [-(2^(b-1) - 1), 2^(b-1) - 1]; 0: 8 */
 } OqcQuantConfig;
 
+/* The weight bits of cfg (8 when cfg is NULL or leaves them 0). */
+static inline int oqc_weight_bits(const OqcQuantConfig *cfg) {
+    return cfg && cfg->weight_bits ? cfg->weight_bits : 8;
+}
+/* The largest weight magnitude: 2^(bits - 1) - 1, 127 for 8 bits. */
+static inline int32_t oqc_weight_qmax(const OqcQuantConfig *cfg) {
+    return (int32_t)(1 << (oqc_weight_bits(cfg) - 1)) - 1;
+}
+
 /* What an INT8 node runs (the runtime's parameter structs, see runtime/oqci.h). */
 typedef enum OqcQKind {
     OQC_Q_CONV,         /* Conv, Gemm, MatMul: one oqci_conv per output (merged convs) */

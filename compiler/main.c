@@ -763,7 +763,7 @@ static OqcGraph *build_int8(const char *cmd, const Opts *o, OqcQuantConfig *cfg,
     cfg->requant = o->requant && !strcmp(o->requant, "fixed") ? OQCI_REQ_FIXED
                                                               : OQCI_REQ_FLOAT;
     cfg->fp32_nodes = o->fp32_nodes;
-    cfg->weight_bits = o->weight_bits ? o->weight_bits : 8;
+    cfg->weight_bits = o->weight_bits;   /* (0: 8, oqc_weight_bits) */
     OqcGraph *g = oqc_prepare(o->model, o->shapes, o->nshapes, 1, d);
     if (g && optimize(g, o, d) < 0) {
         oqc_graph_free(g);
@@ -888,8 +888,9 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
         !int8 ? prec
               : oqc_arena_printf(g->arena, "int8, %s requantization%s",
                                  o.requant && !strcmp(o.requant, "fixed") ? "fixed-point" : "float",
-                                 cfg.weight_bits != 8
-                                     ? oqc_arena_printf(g->arena, ", %d-bit weights", cfg.weight_bits)
+                                 oqc_weight_bits(&cfg) != 8
+                                     ? oqc_arena_printf(g->arena, ", %d-bit weights",
+                                                        oqc_weight_bits(&cfg))
                                      : "");
     OqcEmitOptions eo = {.outdir = o.out, .precision = precision, .stats = &st,
                          .target = o.target,

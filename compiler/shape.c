@@ -86,28 +86,6 @@ static int shape_same(Ctx *c) {
     return 0;
 }
 
-static int shape_broadcast(Ctx *c) {
-    OqcShape s = IN(c, 0)->shape;
-    OqcfDType dt = IN(c, 0)->dtype;
-    if (c->n->op != OQC_OP_Sum && c->n->nin != 2)
-        return ERR("needs two inputs; it has %d", c->n->nin);
-    for (int k = 1; k < c->n->nin; k++) {
-        const OqcTensor *x = IN(c, k);
-        if (!x)
-            return ERR("input %d is empty", k);
-        if (x->dtype != dt)
-            return ERR("inputs have different element types %s ('%s') and %s ('%s')",
-                       oqc_dtype_name(dt), IN(c, 0)->name, oqc_dtype_name(x->dtype), x->name);
-        OqcShape r;
-        if (oqcf_broadcast_shape(&s, &x->shape, &r) != OQCF_OK)
-            return ERR("shapes %s and %s ('%s') do not broadcast", sstr(&s), sstr(&x->shape),
-                       x->name);
-        s = r;
-    }
-    set_out(c, 0, dt, &s);
-    return 0;
-}
-
 /* Inputs 1 .. nin - 1 that are present have input 0's element type (the operator's one
  * type T in ONNX; the kernels read them all as that type). */
 static int same_type(Ctx *c, int nin) {
@@ -120,6 +98,27 @@ static int same_type(Ctx *c, int nin) {
                        k, x->name, oqc_dtype_name(x->dtype), x0->name,
                        oqc_dtype_name(x0->dtype), c->n->op_type);
     }
+    return 0;
+}
+
+static int shape_broadcast(Ctx *c) {
+    OqcShape s = IN(c, 0)->shape;
+    OqcfDType dt = IN(c, 0)->dtype;
+    if (c->n->op != OQC_OP_Sum && c->n->nin != 2)
+        return ERR("needs two inputs; it has %d", c->n->nin);
+    if (same_type(c, c->n->nin) < 0)
+        return -1;
+    for (int k = 1; k < c->n->nin; k++) {
+        const OqcTensor *x = IN(c, k);
+        if (!x)
+            return ERR("input %d is empty", k);
+        OqcShape r;
+        if (oqcf_broadcast_shape(&s, &x->shape, &r) != OQCF_OK)
+            return ERR("shapes %s and %s ('%s') do not broadcast", sstr(&s), sstr(&x->shape),
+                       x->name);
+        s = r;
+    }
+    set_out(c, 0, dt, &s);
     return 0;
 }
 

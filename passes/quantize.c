@@ -343,7 +343,7 @@ static int build_conv(Q *q, int i, OqcQNode *qn, char *why) {
     base.kpad = (int32_t)kpad;
     base.in_type = qtype(qx);
     /* Weights: per output channel scale, rounded, packed. */
-    int32_t wmax = (int32_t)((1 << ((q->cfg->weight_bits ? q->cfg->weight_bits : 8) - 1)) - 1);
+    int32_t wmax = oqc_weight_qmax(q->cfg);
     int8_t *wq = oqc_arena_alloc(a, (size_t)(K * kpad) + 1);
     float *sw = oqc_arena_alloc(a, (size_t)K * sizeof *sw);
     int32_t *bias = nb ? oqc_arena_alloc(a, (size_t)K * sizeof *bias) : NULL;
