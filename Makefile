@@ -52,8 +52,10 @@ LDLIBS_ALL := -lprotobuf-c $(XML_LIBS) -lm -pthread $(LDLIBS)
 LDFLAGS_ALL := $(SANFLAGS) $(LDFLAGS)
 
 # runtime/oqcf_serial.c is oqcf_pool.c's single-threaded stand-in for emitted code (same
-# functions): never part of liboqc.
-LIB_SRCS := $(filter-out compiler/main.c,$(wildcard compiler/*.c)) $(wildcard passes/*.c) \
+# functions): never part of liboqc; nor are the CLI driver and its help texts (main.c,
+# usage.c), which only build/oqc links.
+LIB_SRCS := $(filter-out compiler/main.c compiler/usage.c,$(wildcard compiler/*.c)) \
+            $(wildcard passes/*.c) \
             $(filter-out runtime/oqcf_serial.c,$(wildcard runtime/*.c))
 LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/proto/onnx.pb-c.o
 # oqc compile copies runtime sources next to an emitted model; their text is embedded in
@@ -122,7 +124,7 @@ $(BUILD)/liboqc.a: $(LIB_OBJS)
 	@$(if $(V),,echo "  AR      $@")
 	$(Q)ar rcs $@ $^
 
-$(BUILD)/oqc: $(BUILD)/obj/compiler/main.o $(BUILD)/liboqc.a
+$(BUILD)/oqc: $(BUILD)/obj/compiler/main.o $(BUILD)/obj/compiler/usage.o $(BUILD)/liboqc.a
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS_ALL) $^ $(LDLIBS_ALL) -o $@
 
