@@ -28,7 +28,7 @@ grep -q 'wrote .*: 17 activation tensors with QuantizeLinear/DequantizeLinear (1
     fail "dump: $(cat "$TMP/err")"
 head -n 1 "$TMP/dump" | grep -q 'opsets ai.onnx:13' && ok "opset 13" ||
     fail "opset: $(head -n 1 "$TMP/dump")"
-if /usr/bin/python3 -c 'import onnx' 2>/dev/null; then
+if /usr/bin/python3 -c 'import onnx.checker' 2>/dev/null; then
     /usr/bin/python3 -c 'import onnx, sys; onnx.checker.check_model(onnx.load(sys.argv[1]), full_check=True)' \
         "$TMP/q.onnx" 2>"$TMP/err" && ok "onnx.checker (full_check) accepts it" ||
         fail "onnx.checker: $(tail -n 3 "$TMP/err")"
