@@ -53,6 +53,8 @@
  *   - AVX-512 VNNI (q8conv_8x32c4__avx512vnni) and AVX-VNNI (q8conv_4x24c4__avxvnni):
  *     vpdpbusd takes u8 x s8: u8 inputs are used as they are, s8 inputs x are packed as
  *     x + 128 (xor 0x80) and 128 * sum_k w[k] is subtracted from the channel's sum.
+ *     The AVX-512 kernel has an 8x16 body for panels of at most 16 pixels and, like
+ *     the narrow AVX2 one, an epilogue in registers (16 lanes: rq16).
  *   - Arm dot product (q8conv_4x16c4__neondot): sdot takes s8 x s8: s8 inputs as they
  *     are, u8 inputs x packed as x - 128 (xor 0x80) and 128 * sum_k w[k] added back.
  *     The corrections are computed once per call per channel (out_c x kpad additions)
@@ -2108,44 +2110,134 @@ static const Family family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, OQCI_S8,
                                          {tr4_u8_s8__avx2, tr4_u8_u8__avx2}, gather__avx2,
                                          store_tile__avx2, NULL};
 #elif HAVE_AVX512VNNI
-/* ---- q8conv_8x32c4__avx512vnni: 8 channels x 32 pixels, u8 panel ------------------- */
-
-#define ACC8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+/* ---- q8conv_8x32c4__avx512vnni: 8 channels x 32 pixels, u8 panel -------------------
+ * Two zmm of 16 pixels per channel; a panel whose pixels fill only the first 16 (the
+ * last panel of a 14x14 plane holds 4 of 32) runs an 8x16 body.  With float
+ * requantization in one K block, the epilogue runs in registers 16 lanes at a time
+ * (rq16: rq8's float steps) and vpmovsdb / vpmovusdb narrow the results (already inside
+ * the output type: nothing saturates). */
+#define ZROWS(F, V) F(0, V) F(1, V) F(2, V) F(3, V) F(4, V) F(5, V) F(6, V) F(7, V)
+#define ZV1(F, r) F(r, 0)
+#define ZV2(F, r) F(r, 0) F(r, 1)
+#define ZDECL(r, v) __m512i a##r##v = _mm512_setzero_si512();
+#define ZDECLR(r, V) V(ZDECL, r)
+#define ZLOAD(r, v) __m512i p##v = _mm512_loadu_si512((const void *)(pp + 64 * v));
+#define ZDOT(r, v) a##r##v = _mm512_dpbusd_epi32(a##r##v, p##v, wb);
+#define ZSTEP(r, V) { __m512i wb = _mm512_set1_epi32(load32(w[r] + 4 * q)); V(ZDOT, r) }
+#define ZSUMS(V)                                                                        \
+    const uint8_t *pp = (const uint8_t *)panel;                                         \
+    int32_t q;                                                                          \
+    ZROWS(ZDECLR, V)                                                                    \
+    for (q = 0; q < nq; q++, pp += 128) {                                               \
+        V(ZLOAD, 0)                                                                     \
+        ZROWS(ZSTEP, V)                                                                 \
+    }
+#define ZST(r, v)                                                                       \
+    {                                                                                   \
+        void *d_ = t + r * TILE_NR + 16 * v;                                            \
+        _mm512_storeu_si512(d_, acc ? _mm512_add_epi32(_mm512_loadu_si512(d_), a##r##v)  \
+                                    : a##r##v);                                         \
+    }
+#define ZSTR(r, V) if (r < nk) { V(ZST, r) }
+#define ZBODY(NAME, V)                                                                  \
+    T_AVX512VNNI static void NAME(int32_t nq, const void *panel, const int8_t *const *w, \
+                                  int32_t *t, int acc, int32_t nk) {                    \
+        ZSUMS(V)                                                                        \
+        ZROWS(ZSTR, V)                                                                  \
+    }
+ZBODY(q8conv_8x16c4__avx512vnni, ZV1)
+ZBODY(q8conv_8x32c4_full__avx512vnni, ZV2)
+#undef ZBODY
 
 T_AVX512VNNI static void q8conv_8x32c4__avx512vnni(int32_t nq, const void *panel,
-                                                   const int8_t *const *w, int32_t *t, int acc, int32_t np, int32_t nk) {
-    (void)np;   /* (computes whole panels) */
-    const uint8_t *pp = (const uint8_t *)panel;
-#define DECL(r) __m512i a##r##0 = _mm512_setzero_si512(), a##r##1 = _mm512_setzero_si512();
-    ACC8(DECL)
-#undef DECL
-    int32_t q;
-    for (q = 0; q < nq; q++, pp += 128) {
-        __m512i p0 = _mm512_loadu_si512((const void *)pp);
-        __m512i p1 = _mm512_loadu_si512((const void *)(pp + 64));
-#define STEP(r)                                                                         \
-    {                                                                                   \
-        __m512i wb = _mm512_set1_epi32(load32(w[r] + 4 * q));                           \
-        a##r##0 = _mm512_dpbusd_epi32(a##r##0, p0, wb);                                 \
-        a##r##1 = _mm512_dpbusd_epi32(a##r##1, p1, wb);                                 \
-    }
-        ACC8(STEP)
-#undef STEP
-    }
-#define ST(o, v)                                                                        \
-    _mm512_storeu_si512((void *)(t + (o)),                                              \
-                        acc ? _mm512_add_epi32(_mm512_loadu_si512((const void *)(t + (o))), v) \
-                            : v);
-#define STORE(r) if (r < nk) { ST(r * TILE_NR, a##r##0) ST(r * TILE_NR + 16, a##r##1) }
-    ACC8(STORE)
-#undef STORE
-#undef ST
+                                                   const int8_t *const *w, int32_t *t, int acc,
+                                                   int32_t np, int32_t nk) {
+    if (np <= 16)
+        q8conv_8x16c4__avx512vnni(nq, panel, w, t, acc, nk);
+    else
+        q8conv_8x32c4_full__avx512vnni(nq, panel, w, t, acc, nk);
 }
+
+#ifndef OQCI_NO_FLOAT
+/* Channel k's float epilogue constants, 16 lanes (rqv_float's). */
+typedef struct RqZ {
+    __m512i add;
+    __m512 mult2, lo2, hi2;
+} RqZ;
+
+T_AVX512VNNI static inline __attribute__((always_inline)) void rqz_float(const OqciConv *p,
+                                                                           int32_t k, int32_t corr,
+                                                                           RqZ *v) {
+    const OqciRequant *r = &p->rq;
+    int64_t b = p->bias ? p->bias[k] : 0;
+    v->add = _mm512_set1_epi32((int32_t)((uint32_t)corr + (uint32_t)b));
+    v->mult2 = _mm512_set1_ps(rq_mult2(r->mult[r->per_index ? k : 0]));
+    v->lo2 = _mm512_set1_ps(2.0f * (float)p->lo);
+    v->hi2 = _mm512_set1_ps(2.0f * (float)p->hi);
+}
+
+/* rq8's float steps on 16 raw sums (no bias saturation: the fused condition), narrowed
+ * to out_type bytes. */
+T_AVX512VNNI static inline __attribute__((always_inline)) __m128i rq16(__m512i acc,
+                                                                        const RqZ *v, int u8) {
+    __m512 u = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc, v->add)), v->mult2);
+    __m512i m = _mm512_cvttps_epi32(_mm512_min_ps(_mm512_max_ps(u, v->lo2), v->hi2));
+    m = _mm512_mask_add_epi32(m, _mm512_cmpgt_epi32_mask(m, _mm512_set1_epi32(-1)), m,
+                              _mm512_set1_epi32(1));
+    m = _mm512_srai_epi32(m, 1);
+    return u8 ? _mm512_cvtusepi32_epi8(m) : _mm512_cvtsepi32_epi8(m);
+}
+
+#define ZOUT(r, v) STU128(out + r * ostride + 16 * v, rq16(a##r##v, &rz, u8));
+#define ZRQ(r, V)                                                                       \
+    if (r < nk) {                                                                       \
+        RqZ rz;                                                                         \
+        rqz_float(p, k0 + r, corr ? corr[r] : 0, &rz);                                  \
+        V(ZOUT, r)                                                                      \
+    }
+#define ZBODY(NAME, V)                                                                  \
+    T_AVX512VNNI static void NAME(int32_t nq, const void *panel, const int8_t *const *w, \
+                                  const OqciConv *p, int32_t k0, int32_t nk,            \
+                                  const int32_t *corr, uint8_t *out, int64_t ostride) { \
+        const int u8 = p->out_type == OQCI_U8;                                          \
+        ZSUMS(V)                                                                        \
+        ZROWS(ZRQ, V)                                                                   \
+    }
+ZBODY(q8conv_8x16c4_rq__avx512vnni, ZV1)
+ZBODY(q8conv_8x32c4_rq_full__avx512vnni, ZV2)
+#undef ZBODY
+#undef ZRQ
+#undef ZOUT
+
+T_AVX512VNNI static void q8conv_8x32c4_rq__avx512vnni(int32_t nq, const void *panel,
+                                                      const int8_t *const *w, const OqciConv *p,
+                                                      int32_t k0, int32_t nk, const int32_t *corr,
+                                                      uint8_t *out, int64_t ostride, int32_t np) {
+    if (np <= 16)
+        q8conv_8x16c4_rq__avx512vnni(nq, panel, w, p, k0, nk, corr, out, ostride);
+    else
+        q8conv_8x32c4_rq_full__avx512vnni(nq, panel, w, p, k0, nk, corr, out, ostride);
+}
+#define UKR_RQ_AVX512VNNI q8conv_8x32c4_rq__avx512vnni
+#else
+#define UKR_RQ_AVX512VNNI NULL
+#endif
+#undef ZSTR
+#undef ZST
+#undef ZSUMS
+#undef ZSTEP
+#undef ZDOT
+#undef ZLOAD
+#undef ZDECLR
+#undef ZDECL
+#undef ZV2
+#undef ZV1
+#undef ZROWS
 
 static const Family family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, OQCI_S8,
                                          q8conv_8x32c4__avx512vnni,
                                          {tr4_u8_s8__avx2, tr4_u8_u8__avx2}, gather__avx2,
-                                         store_tile__avx2, NULL};
+                                         store_tile__avx2, UKR_RQ_AVX512VNNI};
 #endif
 
 #if HAVE_AVXVNNI
