@@ -412,7 +412,8 @@ static size_t band_dims(const OqciConv *p, int64_t *rows, int64_t *cols) {
 }
 
 /* Scratch of conv_gemm: aligned panel block, the deep-K tile buffer (int32 per K block
- * sum, int64 above OQCI_KCHUNK), the band, the per-channel corrections (int32). */
+ * sum, int64 above OQCI_KCHUNK), the band and its row offsets (Band.koff: int32 per
+ * reduction element), the per-channel corrections (int32). */
 static size_t gemm_scratch(const OqciConv *p, size_t *panel, size_t *cbuf, size_t *band) {
     int64_t kb = p->kpad < KBLOCK ? p->kpad : KBLOCK, rows, cols;
     int64_t kg = p->out_c / p->group;
@@ -421,6 +422,8 @@ static size_t gemm_scratch(const OqciConv *p, size_t *panel, size_t *cbuf, size_
                                         (p->kpad > OQCI_KCHUNK ? 8 : 4))
                              : 0;
     *band = band_dims(p, &rows, &cols);
+    if (*band)
+        *band += (size_t)round_up((int64_t)p->kpad * 4, ALIGN);
     return ALIGN + *panel + *cbuf + *band + (size_t)p->out_c * 4;
 }
 
@@ -600,6 +603,8 @@ typedef struct Band {
     int32_t e0[BAND_MAX_KW], e1[BAND_MAX_KW];   /* those inside the input, [e0, e1), */
     int32_t src[BAND_MAX_KW];     /* and the input column of element e0 */
     int32_t tap[BAND_MAX_KW];     /* kernel column j: its first element's byte in a row */
+    int32_t *koff;                /* per reduction element k < kdim: its unfolded row's
+                                   * byte in the band from the panel row's first byte */
 } Band;
 
 /* Byte of phase ph in a band row (phases before it hold cols / s_w or one more). */
@@ -633,6 +638,14 @@ static void band_setup(const OqciConv *p, Band *b) {
             b->nph++;
         }
     }
+    {   /* k = (c, i, j): channel c's band row i d_h, tap j */
+        int32_t k = 0, c, i;
+        for (c = 0; k < p->kdim; c++)
+            for (i = 0; i < p->k_h; i++)
+                for (j = 0; j < p->k_w; j++, k++)
+                    b->koff[k] = (int32_t)((c * b->rows + (int64_t)i * p->d_h) * b->cols) +
+                                 b->tap[j];
+    }
 }
 
 /* Fills the band for input rows r0 .. r0 + rows - 1 of the group's channels (xg: the
@@ -663,38 +676,42 @@ static void fill_band(const OqciConv *p, const Geo *ge, const Band *b, const uin
 }
 
 /* pack_panel from a band holding input rows from r0: every row of the unfolded matrix
- * is a pointer into it (its tap's phase of the band row). */
-static void pack_band(const OqciConv *p, const Band *b, int64_t r0, const Seg *segs,
-                      int nseg, int32_t q0, int32_t nq, uint8_t *panel, int32_t nr, int esize,
-                      Tr4Fn tr4) {
-    int32_t taps = p->k_h * p->k_w;
+ * is a pointer into it (its tap's phase of the band row).  Inlined where tr4 is a
+ * constant (a family's own packer, BandPackFn), called through the pointer otherwise. */
+static inline __attribute__((always_inline)) void
+pack_band_body(const OqciConv *p, const Band *b, int64_t r0, const Seg *segs, int nseg,
+               int32_t q0, int32_t nq, uint8_t *panel, int32_t nr, int esize, Tr4Fn tr4) {
+    /* quads before qz hold no padding element of the reduction (k >= kdim) */
+    int32_t qz = p->kdim / 4 < q0 + nq ? p->kdim / 4 : q0 + nq;
+    size_t qstep = (size_t)nr * 4 * esize;
     int si;
     for (si = 0; si < nseg; si++) {
         const Seg *s = &segs[si];
-        int32_t k = 4 * q0, kend = 4 * (q0 + nq), nrow = 0, q = 0;
-        int32_t c = k ? k / taps : 0, i = k ? k % taps / p->k_w : 0, j = k ? k % p->k_w : 0;
-        int64_t rb = (int64_t)s->oh * p->s_h - p->p_t - r0;
-        const uint8_t *r[4];
-        while (k < kend) {
-            const uint8_t *row =
-                b->buf + (c * b->rows + rb + (int64_t)i * p->d_h) * b->cols + s->ow;
-            for (; j < p->k_w && k < kend; j++, k++) {
-                r[nrow] = k >= p->kdim ? zero_row : row + b->tap[j];
-                if (++nrow == 4) {
-                    tr4(r[0], r[1], r[2], r[3], s->len,
-                        panel + ((size_t)q * nr + s->off) * 4 * esize);
-                    nrow = 0;
-                    q++;
-                }
-            }
-            j = 0;
-            if (++i == p->k_h) {
-                i = 0;
-                c++;
-            }
+        const uint8_t *base =
+            b->buf + ((int64_t)s->oh * p->s_h - p->p_t - r0) * b->cols + s->ow;
+        uint8_t *d = panel + (size_t)s->off * 4 * esize;
+        const int32_t *o = b->koff + 4 * q0;
+        int32_t q = q0, e;
+        for (; q < qz; q++, o += 4, d += qstep)
+            tr4(base + o[0], base + o[1], base + o[2], base + o[3], s->len, d);
+        for (; q < q0 + nq; q++, o += 4, d += qstep) {
+            const uint8_t *r[4];
+            for (e = 0; e < 4; e++)
+                r[e] = 4 * q + e >= p->kdim ? zero_row : base + o[e];
+            tr4(r[0], r[1], r[2], r[3], s->len, d);
         }
     }
 }
+
+static void pack_band(const OqciConv *p, const Band *b, int64_t r0, const Seg *segs,
+                      int nseg, int32_t q0, int32_t nq, uint8_t *panel, int32_t nr, int esize,
+                      Tr4Fn tr4) {
+    pack_band_body(p, b, r0, segs, nseg, q0, nq, panel, nr, esize, tr4);
+}
+
+/* A family's pack_band for one input type (s8, u8), its transpose inlined. */
+typedef void (*BandPackFn)(const OqciConv *p, const Band *b, int64_t r0, const Seg *segs,
+                           int nseg, int32_t q0, int32_t nq, uint8_t *panel);
 
 /* Zeroes panel columns np .. nr - 1 of nq quads (a last, partial panel). */
 static void pack_tail(uint8_t *panel, int32_t nq, int32_t np, int32_t nr, int esize) {
@@ -808,6 +825,7 @@ typedef struct Family {
     void (*ukr_rq)(int32_t nq, const void *panel, const int8_t *const *w, const OqciConv *p,
                    int32_t k0, int32_t nk, const int32_t *corr, uint8_t *out, int64_t ostride,
                    int32_t np);
+    BandPackFn band_pack[2];   /* pack_band with tr4[] inlined (s8, u8 inputs), or NULL */
 } Family;
 
 /* The exact correction of channel k's sums for flipped inputs: -128 sum w for s8 inputs
@@ -839,13 +857,15 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
     int64_t total, P0;
     int32_t tile[TILE_MR * TILE_NR];
     Tr4Fn tr4 = f->tr4[p->in_type == OQCI_U8];
+    BandPackFn band_pack = f->band_pack[p->in_type == OQCI_U8];
     make_geo(p, &ge);
     gemm_scratch(p, &panel_bytes, &cbuf_bytes, &band_bytes);
     c32 = (int32_t *)(void *)(panel + panel_bytes);
     c64 = (int64_t *)(void *)c32;
     band.buf = panel + panel_bytes + cbuf_bytes;
     if (band_bytes) {
-        band_dims(p, &band.rows, &band.cols);
+        size_t bb = band_dims(p, &band.rows, &band.cols);
+        band.koff = (int32_t *)(void *)(band.buf + bb);
         band_setup(p, &band);
     }
     if (p->in_type == f->flip) {   /* modulo 2^32 (exact, see bias_may_overflow) */
@@ -885,7 +905,9 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
             }
             for (q0 = 0; q0 < nq; q0 += bsize) {
                 int32_t bq = nq - q0 < bsize ? nq - q0 : bsize;
-                if (use_band)
+                if (use_band && band_pack)
+                    band_pack(p, &band, band_r0, segs, nseg, q0, bq, panel);
+                else if (use_band)
                     pack_band(p, &band, band_r0, segs, nseg, q0, bq, panel, f->nr, f->esize,
                               tr4);
                 else
@@ -1479,7 +1501,7 @@ T_AVX2 static void q8conv_2x28c4_rq__avx2(int32_t nq, const void *panel, const i
 
 static const Family family_avx2 = {OQCI_ISA_AVX2, 2, AVX2_NR, 2, -1, q8conv_2x28c4__avx2,
                                    {tr4_s16_s8__avx2, tr4_s16_u8__avx2}, gather__avx2,
-                                   store_tile__avx2, UKR_RQ_AVX2};
+                                   store_tile__avx2, UKR_RQ_AVX2, {NULL, NULL}};
 
 /* ---- q8conv_3x24c4n__avx2: 3 channels x 24 pixels, u8 panel, narrow weights --------
  * For weights whose pairs fit (p->wpair16, see oqci_conv_wpair16): vpmaddubsw's int16
@@ -1592,7 +1614,7 @@ T_AVX2 static void q8conv_3x24c4n_rq__avx2(int32_t nq, const void *panel, const 
 
 static const Family family_avx2n = {OQCI_ISA_AVX2, 3, N_NR, 1, OQCI_S8, q8conv_3x24c4n__avx2,
                                     {tr4_u8_s8__avx2, tr4_u8_u8__avx2}, gather__avx2,
-                                    store_tile__avx2, UKR_RQ_AVX2N};
+                                    store_tile__avx2, UKR_RQ_AVX2N, {NULL, NULL}};
 
 /* ---- q8gemv_4x16__avx2: few pixels, dot products on 16-bit copies ------------------ */
 
@@ -2108,7 +2130,7 @@ static void q8conv_8x32c4__emu(int32_t nq, const void *panel, const int8_t *cons
 static const Family family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, OQCI_S8,
                                          q8conv_8x32c4__emu,
                                          {tr4_u8_s8__avx2, tr4_u8_u8__avx2}, gather__avx2,
-                                         store_tile__avx2, NULL};
+                                         store_tile__avx2, NULL, {NULL, NULL}};
 #elif HAVE_AVX512VNNI
 /* ---- q8conv_8x32c4__avx512vnni: 8 channels x 32 pixels, u8 panel -------------------
  * Two zmm of 16 pixels per channel; a panel whose pixels fill only the first 16 (the
@@ -2234,10 +2256,65 @@ T_AVX512VNNI static void q8conv_8x32c4_rq__avx512vnni(int32_t nq, const void *pa
 #undef ZV1
 #undef ZROWS
 
+/* Four rows of len <= 32 bytes as len panel pixels of 4 bytes, the top bit flipped
+ * (flip: s8 inputs + 128) or not: masked loads (nothing read past len), byte then word
+ * interleaves inside 128-bit lanes (lane 0: pixels 0-15, lane 1: 16-31), the lanes put
+ * in pixel order, masked stores of exactly 4 len bytes. */
+T_AVX512VNNI static inline __attribute__((always_inline)) void
+tr4_b32z(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3,
+         int32_t len, uint8_t *d, int flip) {
+    __mmask64 m = len >= 32 ? (__mmask64)0xFFFFFFFFu : ((__mmask64)1 << len) - 1;
+    __m512i a = _mm512_maskz_loadu_epi8(m, r0), b = _mm512_maskz_loadu_epi8(m, r1);
+    __m512i c = _mm512_maskz_loadu_epi8(m, r2), e = _mm512_maskz_loadu_epi8(m, r3);
+    __m512i ab0 = _mm512_unpacklo_epi8(a, b), ab1 = _mm512_unpackhi_epi8(a, b);
+    __m512i ce0 = _mm512_unpacklo_epi8(c, e), ce1 = _mm512_unpackhi_epi8(c, e);
+    /* q0: pixels 0-3 | 16-19, q1: 4-7 | 20-23, q2: 8-11 | 24-27, q3: 12-15 | 28-31 */
+    __m512i q0 = _mm512_unpacklo_epi16(ab0, ce0), q1 = _mm512_unpackhi_epi16(ab0, ce0);
+    __m512i q2 = _mm512_unpacklo_epi16(ab1, ce1), q3 = _mm512_unpackhi_epi16(ab1, ce1);
+    __m512i t01 = _mm512_shuffle_i64x2(q0, q1, 0x44), t23 = _mm512_shuffle_i64x2(q2, q3, 0x44);
+    __m512i lo = _mm512_shuffle_i64x2(t01, t23, 0x88), hi = _mm512_shuffle_i64x2(t01, t23, 0xDD);
+    if (flip) {
+        lo = _mm512_xor_si512(lo, _mm512_set1_epi8((char)0x80));
+        hi = _mm512_xor_si512(hi, _mm512_set1_epi8((char)0x80));
+    }
+    if (len >= 32) {
+        _mm512_storeu_si512((void *)d, lo);
+        _mm512_storeu_si512((void *)(d + 64), hi);
+    } else if (len >= 16) {
+        _mm512_storeu_si512((void *)d, lo);
+        _mm512_mask_storeu_epi8(d + 64, ((__mmask64)1 << (4 * (len - 16))) - 1, hi);
+    } else {
+        _mm512_mask_storeu_epi8(d, ((__mmask64)1 << (4 * len)) - 1, lo);
+    }
+}
+
+T_AVX512VNNI static inline __attribute__((always_inline)) void
+tr4_u8_s8__avx512vnni(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
+                      const uint8_t *r3, int32_t len, void *dst) {
+    tr4_b32z(r0, r1, r2, r3, len, (uint8_t *)dst, 1);
+}
+T_AVX512VNNI static inline __attribute__((always_inline)) void
+tr4_u8_u8__avx512vnni(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
+                      const uint8_t *r3, int32_t len, void *dst) {
+    tr4_b32z(r0, r1, r2, r3, len, (uint8_t *)dst, 0);
+}
+
+T_AVX512VNNI static void pack_band_s8__avx512vnni(const OqciConv *p, const Band *b, int64_t r0,
+                                                  const Seg *segs, int nseg, int32_t q0,
+                                                  int32_t nq, uint8_t *panel) {
+    pack_band_body(p, b, r0, segs, nseg, q0, nq, panel, 32, 1, tr4_u8_s8__avx512vnni);
+}
+T_AVX512VNNI static void pack_band_u8__avx512vnni(const OqciConv *p, const Band *b, int64_t r0,
+                                                  const Seg *segs, int nseg, int32_t q0,
+                                                  int32_t nq, uint8_t *panel) {
+    pack_band_body(p, b, r0, segs, nseg, q0, nq, panel, 32, 1, tr4_u8_u8__avx512vnni);
+}
+
 static const Family family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, OQCI_S8,
                                          q8conv_8x32c4__avx512vnni,
-                                         {tr4_u8_s8__avx2, tr4_u8_u8__avx2}, gather__avx2,
-                                         store_tile__avx2, UKR_RQ_AVX512VNNI};
+                                         {tr4_u8_s8__avx512vnni, tr4_u8_u8__avx512vnni},
+                                         gather__avx2, store_tile__avx2, UKR_RQ_AVX512VNNI,
+                                         {pack_band_s8__avx512vnni, pack_band_u8__avx512vnni}};
 #endif
 
 #if HAVE_AVXVNNI
@@ -2293,7 +2370,7 @@ T_AVXVNNI static void q8conv_4x24c4__avxvnni(int32_t nq, const void *panel,
 
 static const Family family_avxvnni = {OQCI_ISA_AVXVNNI, 4, 24, 1, OQCI_S8, q8conv_4x24c4__avxvnni,
                                       {tr4_u8_s8__avx2, tr4_u8_u8__avx2}, gather__avx2,
-                                      store_tile__avx2, NULL};
+                                      store_tile__avx2, NULL, {NULL, NULL}};
 #endif
 
 /* ======================================================================================
@@ -2350,7 +2427,7 @@ static void q8conv_4x16c4__neondot(int32_t nq, const void *panel, const int8_t *
 
 static const Family family_neondot = {OQCI_ISA_NEONDOT, 4, 16, 1, OQCI_U8, q8conv_4x16c4__neondot,
                                       {tr4_s8_s8__c, tr4_s8_u8__c}, gather__c, store_tile__c,
-                                      NULL};
+                                      NULL, {NULL, NULL}};
 #endif
 
 /* ======================================================================================
