@@ -272,6 +272,78 @@ T_AVX2 static void maxpool_avx2(const OqciPool *p, const void *x, void *y, const
         }
 }
 
+/* 3x3 / stride 1 / pad 1 max pooling without requant, output type = input type, on
+ * planes of 32 to MPS_MAX elements (GoogLeNet's branch pools: 7x7 to 28x28 planes, where
+ * maxpool_avx2's per-row work costs more than the maxima).  Whole planes at a time, as
+ * flat byte arrays in the unsigned order (s8 biased by 128; 0 is the smallest value):
+ * xp = a row of 0s, the plane, a row of 0s; v = the max of three rows of xp (the
+ * vertical window, padding never winning); the output the max of each element of v and
+ * its left and right neighbours, a neighbour across a row edge masked to 0 (el, er: one
+ * byte per element, built once per call); then clamped and unbiased.  The last vector of
+ * a pass overlaps the one before (the same values again). */
+#define MPS_MAX 4096
+
+static int maxpool_same3_ok(const OqciPool *p) {
+    int64_t hw = (int64_t)p->in_h * p->in_w;
+    return p->k_h == 3 && p->k_w == 3 && p->s_h == 1 && p->s_w == 1 && p->d_h == 1 &&
+           p->d_w == 1 && p->p_t == 1 && p->p_l == 1 && p->out_h == p->in_h &&
+           p->out_w == p->in_w && !p->requant && p->in_type == p->out_type && hw >= 32 &&
+           hw <= MPS_MAX && 2 * (int64_t)p->in_w <= MPS_MAX;
+}
+
+T_AVX2 static void maxpool_same3_avx2(const OqciPool *p, const void *x, void *y) {
+    int32_t w = p->in_w, hw = p->in_h * p->in_w, i, t, c;
+    int s8 = p->in_type == OQCI_S8;
+    const __m256i flip = _mm256_set1_epi8(s8 ? (char)0x80 : 0);
+    const __m256i lo = _mm256_set1_epi8((char)(uint8_t)(p->lo + (s8 ? 128 : 0)));
+    const __m256i hi = _mm256_set1_epi8((char)(uint8_t)(p->hi + (s8 ? 128 : 0)));
+    uint8_t xp[2 * MPS_MAX + 32], vb[MPS_MAX + 64], el[MPS_MAX], er[MPS_MAX];
+    uint8_t *v = vb + 32;
+    int64_t n;
+    for (i = 0; i < hw; i++) {
+        el[i] = i % w == 0 ? 0 : 0xFF;
+        er[i] = i % w == w - 1 ? 0 : 0xFF;
+    }
+    memset(xp, 0, (size_t)w);
+    memset(xp + w + hw, 0, (size_t)w);
+    memset(vb, 0, 32);
+    memset(v + hw, 0, 32);
+    for (n = 0; n < p->batch; n++)
+        for (c = 0; c < p->channels; c++) {
+            const uint8_t *xc = (const uint8_t *)x + (n * p->channels + c) * (int64_t)hw;
+            uint8_t *yc = (uint8_t *)y + (n * p->out_ctotal + p->out_coff + c) * (int64_t)hw;
+            for (t = 0;; t += 32) {   /* biased copy */
+                if (t + 32 > hw)
+                    t = hw - 32;
+                _mm256_storeu_si256((__m256i *)(void *)(xp + w + t),
+                                    _mm256_xor_si256(LDU256(xc + t), flip));
+                if (t + 32 >= hw)
+                    break;
+            }
+            for (t = 0;; t += 32) {   /* vertical */
+                if (t + 32 > hw)
+                    t = hw - 32;
+                _mm256_storeu_si256((__m256i *)(void *)(v + t),
+                                    _mm256_max_epu8(_mm256_max_epu8(LDU256(xp + t), LDU256(xp + w + t)),
+                                                    LDU256(xp + 2 * w + t)));
+                if (t + 32 >= hw)
+                    break;
+            }
+            for (t = 0;; t += 32) {   /* horizontal, clamp, unbias */
+                __m256i m;
+                if (t + 32 > hw)
+                    t = hw - 32;
+                m = _mm256_max_epu8(LDU256(v + t),
+                                    _mm256_max_epu8(_mm256_and_si256(LDU256(v + t - 1), LDU256(el + t)),
+                                                    _mm256_and_si256(LDU256(v + t + 1), LDU256(er + t))));
+                m = _mm256_min_epu8(_mm256_max_epu8(m, lo), hi);
+                _mm256_storeu_si256((__m256i *)(void *)(yc + t), _mm256_xor_si256(m, flip));
+                if (t + 32 >= hw)
+                    break;
+            }
+        }
+}
+
 /* Sum of n s8 or u8 values (exact: the caller bounds n * 255). */
 T_AVX2 static int32_t sum_bytes_avx2(const uint8_t *s, int64_t n, int s8) {
     const __m256i flip = _mm256_set1_epi8(s8 ? (char)0x80 : 0), z = _mm256_setzero_si256();
@@ -310,6 +382,10 @@ int oqci_maxpool(const OqciPool *p, const void *x, void *y) {
     if (!pool_ok(p, x, y) || (p->requant && !oqci_requant_ok(&p->rq, 0, 0)))
         return OQCI_EINVAL;
 #if HAVE_AVX2
+    if (maxpool_same3_ok(p) && oqci_use_avx2()) {
+        maxpool_same3_avx2(p, x, y);
+        return OQCI_OK;
+    }
     if ((((p->k_w == 2 || p->k_w == 3) && p->s_w == 2) || (p->k_w <= 32 && p->s_w == 1)) &&
         p->d_w == 1 && p->k_h <= 64 && oqci_use_avx2()) {
         uint8_t lut[256];

@@ -1678,6 +1678,50 @@ static void test_maxpool_isas(void) {
     CU_ASSERT_EQUAL(bad, 0);
 }
 
+/* Exact, every family: 3x3 / stride 1 / pad 1 max pools (the whole-plane AVX2 path:
+ * no requant, one type, 32 to 4096 elements per plane), planes around those bounds and
+ * rows from 1 to 300 wide, clamps, views, extreme data; a few with requant or two types
+ * (the other paths). */
+static void test_maxpool_same3_isas(void) {
+    rnd_seed(53);
+    int64_t bad = 0;
+    static const int32_t dims[][2] = {{7, 7}, {14, 14}, {28, 28}, {4, 8}, {1, 32}, {32, 1},
+                                      {5, 6}, {64, 64}, {65, 63}, {2, 300}, {3, 11}, {13, 300}};
+    for (int t = 0; t < 240; t++) {
+        OqciPool p;
+        memset(&p, 0, sizeof p);
+        p.batch = (int32_t)rnd_int(1, 2);
+        p.channels = (int32_t)rnd_int(1, 5);
+        p.k_h = p.k_w = 3;
+        p.s_h = p.s_w = p.d_h = p.d_w = 1;
+        p.p_t = p.p_l = 1;
+        if (t < 2 * (int)(sizeof dims / sizeof dims[0])) {
+            p.in_h = dims[t / 2][0];
+            p.in_w = dims[t / 2][1];
+        } else {
+            p.in_h = (int32_t)rnd_int(1, 40);
+            p.in_w = (int32_t)rnd_int(1, 70);
+        }
+        p.out_h = p.in_h;
+        p.out_w = p.in_w;
+        p.out_coff = rnd_int(0, 1) ? (int32_t)rnd_int(0, 2) : 0;
+        p.out_ctotal = p.out_coff + p.channels + (int32_t)rnd_int(0, 2);
+        p.in_type = (int32_t)rnd_int(0, 1);
+        p.out_type = t % 9 == 8 ? 1 - p.in_type : p.in_type;
+        rnd_clamp(p.out_type, &p.lo, &p.hi);
+        double M = 0.05 + 2.0 * (rnd_f() + 1);
+        Rq r = rq_make(t % 2 ? OQCI_REQ_FIXED : OQCI_REQ_FLOAT, 0, 1, &M);
+        p.requant = t % 10 == 9;
+        p.rq = r.rq;
+        uint8_t *x = rnd_q_kind((int64_t)p.batch * p.channels * p.in_h * p.in_w, p.in_type,
+                                t % 7 < 3 ? t % 7 + 1 : 0);
+        bad += pool_run_isas(&p, x, 0);
+        free(x);
+        rq_free(&r);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
 /* Exact, every family: global average pools (plane sizes around the 16- and 32-byte
  * blocks, per-count table or one multiplier, both modes, count_include_pad either way,
  * extreme data) and, mixed in, ordinary average pools. */
@@ -1856,5 +1900,5 @@ OQC_TEST_MAIN("int8-kernels", OQC_TEST(test_round_clamp), OQC_TEST(test_mul_shif
               OQC_TEST(test_avgpool_random), OQC_TEST(test_pool_examples),
               OQC_TEST(test_pool_einval), OQC_TEST(test_add_random),
               OQC_TEST(test_add_examples), OQC_TEST(test_clamp), OQC_TEST(test_quantize),
-              OQC_TEST(test_maxpool_isas), OQC_TEST(test_avgpool_isas),
+              OQC_TEST(test_maxpool_isas), OQC_TEST(test_maxpool_same3_isas), OQC_TEST(test_avgpool_isas),
               OQC_TEST(test_add_isas), OQC_TEST(test_quantize_isas))
