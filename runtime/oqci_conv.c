@@ -411,9 +411,16 @@ static size_t band_dims(const OqciConv *p, int64_t *rows, int64_t *cols) {
                                                                    : (size_t)round_up(bytes, ALIGN);
 }
 
+/* A flat conv whose panels the band packer reads straight from the input (Band.data):
+ * one band row per input channel, the image's plane (its offsets fit int32). */
+static int flat_table(const OqciConv *p) {
+    return is_flat(p) && (int64_t)p->kpad * p->in_h * p->in_w <= INT32_MAX;
+}
+
 /* Scratch of conv_gemm: aligned panel block, the deep-K tile buffer (int32 per K block
  * sum, int64 above OQCI_KCHUNK), the band and its row offsets (Band.koff: int32 per
- * reduction element), the per-channel corrections (int32). */
+ * reduction element), the per-channel corrections (int32) and fused epilogue constants
+ * (RqPre). */
 static size_t gemm_scratch(const OqciConv *p, size_t *panel, size_t *cbuf, size_t *band) {
     int64_t kb = p->kpad < KBLOCK ? p->kpad : KBLOCK, rows, cols;
     int64_t kg = p->out_c / p->group;
@@ -422,9 +429,9 @@ static size_t gemm_scratch(const OqciConv *p, size_t *panel, size_t *cbuf, size_
                                         (p->kpad > OQCI_KCHUNK ? 8 : 4))
                              : 0;
     *band = band_dims(p, &rows, &cols);
-    if (*band)
+    if (*band || flat_table(p))
         *band += (size_t)round_up((int64_t)p->kpad * 4, ALIGN);
-    return ALIGN + *panel + *cbuf + *band + (size_t)p->out_c * 4;
+    return ALIGN + *panel + *cbuf + *band + (size_t)p->out_c * 12;
 }
 
 /* Plane geometry of a depthwise conv: rows (padded input rows read), phase row width
@@ -595,6 +602,7 @@ static void pack_panel(const OqciConv *p, const Geo *ge, const uint8_t *x, int32
  * it is).  Only the phases some tap reads are filled (k_w <= BAND_MAX_KW). */
 typedef struct Band {
     uint8_t *buf;                 /* rows x cols bytes per input channel of the group */
+    const uint8_t *data;          /* what the packer reads: buf, or (flat) the input */
     int64_t rows, cols;
     int32_t nph;                  /* phases some tap reads */
     int32_t ph[BAND_MAX_KW];      /* those phases; per phase: */
@@ -688,7 +696,7 @@ pack_band_body(const OqciConv *p, const Band *b, int64_t r0, const Seg *segs, in
     for (si = 0; si < nseg; si++) {
         const Seg *s = &segs[si];
         const uint8_t *base =
-            b->buf + ((int64_t)s->oh * p->s_h - p->p_t - r0) * b->cols + s->ow;
+            b->data + ((int64_t)s->oh * p->s_h - p->p_t - r0) * b->cols + s->ow;
         uint8_t *d = panel + (size_t)s->off * 4 * esize;
         const int32_t *o = b->koff + 4 * q0;
         int32_t q = q0, e;
@@ -799,6 +807,27 @@ static void store_tile__c(const OqciConv *p, const int32_t *t, int32_t ldt, int3
 }
 #endif
 
+/* 2 M, the multiplier rq8 uses in float mode.  2 M overflowing (M finite): then |t| >=
+ * M > hi for every acc != 0, which the largest float reproduces, and acc = 0 still
+ * gives 0. */
+static inline float rq_mult2(float mult) {
+#ifndef OQCI_NO_FLOAT
+    float m2 = 2.0f * mult;
+    if (m2 - m2 != 0.0f && mult - mult == 0.0f)
+        m2 = mult > 0.0f ? 3.40282347e38f : -3.40282347e38f;
+    return m2;
+#else
+    return mult;
+#endif
+}
+
+/* A fused epilogue's per-channel constants, worked out once per conv_gemm call: the
+ * correction plus the bias (mod 2^32: the fused condition excludes overflow) and 2 M. */
+typedef struct RqPre {
+    int32_t add;
+    float m2;
+} RqPre;
+
 /* Computes sums over nq quads of an nr-pixel panel for mr weight rows (w[r] at the
  * block's first reduction element; rows beyond the group's channels repeat a valid one)
  * into rows of t (stride TILE_NR), or adds them to t (acc: the next K block).  Only the
@@ -820,10 +849,10 @@ typedef struct Family {
     StoreFn store;    /* epilogue */
     /* or NULL: the microkernel with the epilogue in registers (whole reduction in one
      * block, float requantization, no bias that may overflow): nk channels from k0
-     * requantized, channel r's bytes stored at out + r * ostride: exactly nr bytes (np
+     * (constants pre[0 .. nk - 1]) requantized, channel r's bytes stored at out + r * ostride: exactly nr bytes (np
      * meaningful; a partial panel's body may store fewer, at least np) */
     void (*ukr_rq)(int32_t nq, const void *panel, const int8_t *const *w, const OqciConv *p,
-                   int32_t k0, int32_t nk, const int32_t *corr, uint8_t *out, int64_t ostride,
+                   int32_t nk, const RqPre *pre, uint8_t *out, int64_t ostride,
                    int32_t np);
     BandPackFn band_pack[2];   /* pack_band with tr4[] inlined (s8, u8 inputs), or NULL */
 } Family;
@@ -849,11 +878,12 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
     int32_t *c32;
     int64_t *c64;
     int32_t *corr = NULL;
+    RqPre *pre = NULL;
     /* a K block: as many quads as fill the panel bytes of KBLOCK int16 x 28 (L1) */
     int32_t kg = p->out_c / p->group, nq = p->kpad / 4, g, k;
     int32_t kbq = KBLOCK * PANEL_BYTES_PER_K / (4 * f->nr * f->esize);
     int32_t nblk = (nq + kbq - 1) / kbq, bsize;
-    int deep = p->kpad > OQCI_KCHUNK, fused = 0;
+    int deep = p->kpad > OQCI_KCHUNK, fused = 0, flat = 0;
     int64_t total, P0;
     int32_t tile[TILE_MR * TILE_NR];
     Tr4Fn tr4 = f->tr4[p->in_type == OQCI_U8];
@@ -866,7 +896,16 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
     if (band_bytes) {
         size_t bb = band_dims(p, &band.rows, &band.cols);
         band.koff = (int32_t *)(void *)(band.buf + bb);
-        band_setup(p, &band);
+        band.data = band.buf;
+        if (bb) {
+            band_setup(p, &band);
+        } else {   /* flat: element k is input channel k's plane */
+            flat = 1;
+            band.rows = 1;
+            band.cols = ge.plane;
+            for (k = 0; k < p->kdim; k++)
+                band.koff[k] = (int32_t)(k * ge.plane);
+        }
     }
     if (p->in_type == f->flip) {   /* modulo 2^32 (exact, see bias_may_overflow) */
         corr = (int32_t *)(void *)(panel + panel_bytes + cbuf_bytes + band_bytes);
@@ -880,6 +919,15 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
         for (k = 0; k < p->out_c && fused; k++)
             fused = !bias_may_overflow(p, p->bias ? p->bias[k] : 0);
     }
+    if (fused) {
+        pre = (RqPre *)(void *)(panel + panel_bytes + cbuf_bytes + band_bytes +
+                                (size_t)p->out_c * 4);
+        for (k = 0; k < p->out_c; k++) {
+            pre[k].add = (int32_t)((uint32_t)(corr ? corr[k] : 0) +
+                                   (uint32_t)(p->bias ? p->bias[k] : 0));
+            pre[k].m2 = rq_mult2(p->rq.mult[p->rq.per_index ? k : 0]);
+        }
+    }
     bsize = (nq + nblk - 1) / nblk;   /* balanced blocks */
     total = (int64_t)p->batch * ge.pix;
     for (g = 0; g < p->group; g++)
@@ -889,10 +937,12 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
             int nseg = make_segs(&ge, P0, np, segs);
             /* the band: the input rows of the panel (one image), kept while they serve */
             int use_band = band_bytes && segs[0].n == segs[nseg - 1].n;
+            if (use_band && flat)
+                band.data = (const uint8_t *)x + (segs[0].n * p->in_c + (int64_t)g * ge.cg) * ge.plane;
             int64_t r0 = (int64_t)segs[0].oh * p->s_h - p->p_t;
             int64_t r1 = (int64_t)segs[nseg - 1].oh * p->s_h - p->p_t +
                          (int64_t)(p->k_h - 1) * p->d_h + 1;
-            if (use_band &&
+            if (use_band && !flat &&
                 (segs[0].n != band_n || g != band_g || r0 < band_r0 || r1 > band_r1)) {
                 /* every row the band holds from r0 (rows past the input are zeros) */
                 fill_band(p, &ge, &band,
@@ -924,12 +974,12 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
                         uint8_t *dst = (uint8_t *)y +
                                        (segs[0].n * p->out_ctotal + p->out_coff + g * kg + kk) *
                                            ge.pix + segs[0].pix0;
-                        f->ukr_rq(bq, panel, w, p, g * kg + kk, nk,
-                                  corr ? corr + g * kg + kk : NULL, dst, ge.pix, np);
+                        f->ukr_rq(bq, panel, w, p, nk,
+                                  pre + g * kg + kk, dst, ge.pix, np);
                     } else if (fused) {
                         uint8_t q[TILE_MR * TILE_NR];
-                        f->ukr_rq(bq, panel, w, p, g * kg + kk, nk,
-                                  corr ? corr + g * kg + kk : NULL, q, TILE_NR, np);
+                        f->ukr_rq(bq, panel, w, p, nk,
+                                  pre + g * kg + kk, q, TILE_NR, np);
                         for (r = 0; r < nk; r++)
                             store_runs(p, q + r * TILE_NR, g * kg + kk + r, segs, nseg, y);
                     } else if (nblk == 1) {
@@ -1256,20 +1306,6 @@ typedef struct RqV {
     __m256i lo64, hi64;   /* fixed: lo, hi per 64-bit lane */
 } RqV;
 
-/* 2 M, the multiplier rq8 uses in float mode.  2 M overflowing (M finite): then |t| >=
- * M > hi for every acc != 0, which the largest float reproduces, and acc = 0 still
- * gives 0. */
-static inline float rq_mult2(float mult) {
-#ifndef OQCI_NO_FLOAT
-    float m2 = 2.0f * mult;
-    if (m2 - m2 != 0.0f && mult - mult == 0.0f)
-        m2 = mult > 0.0f ? 3.40282347e38f : -3.40282347e38f;
-    return m2;
-#else
-    return mult;
-#endif
-}
-
 /* Channel k's constants: correction corr (mod 2^32), its bias unless bias_done. */
 T_AVX2 static void rqv_make(const OqciConv *p, int32_t k, int32_t corr, int bias_done, RqV *v) {
     const OqciRequant *r = &p->rq;
@@ -1447,16 +1483,14 @@ T_AVX2 static void q8conv_2x28c4__avx2(int32_t nq, const void *panel, const int8
 }
 
 #ifndef OQCI_NO_FLOAT
-/* Channel k's float epilogue constants (the fields rq8 reads when the requantization is
- * float and the bias addition cannot overflow), as rqv_make sets them. */
-T_AVX2 static inline __attribute__((always_inline)) void rqv_float(const OqciConv *p, int32_t k,
-                                                                     int32_t corr, RqV *v) {
-    const OqciRequant *r = &p->rq;
-    int64_t b = p->bias ? p->bias[k] : 0;
+/* A channel's float epilogue constants (the fields rq8 reads when the requantization is
+ * float and the bias addition cannot overflow), as rqv_make sets them, from c. */
+T_AVX2 static inline __attribute__((always_inline)) void rqv_float(const OqciConv *p,
+                                                                     const RqPre *c, RqV *v) {
     v->fixed = 0;
     v->sat = 0;
-    v->add = _mm256_set1_epi32((int32_t)((uint32_t)corr + (uint32_t)b));
-    v->mult2 = _mm256_set1_ps(rq_mult2(r->mult[r->per_index ? k : 0]));
+    v->add = _mm256_set1_epi32(c->add);
+    v->mult2 = _mm256_set1_ps(c->m2);
     v->lo2 = _mm256_set1_ps(2.0f * (float)p->lo);
     v->hi2 = _mm256_set1_ps(2.0f * (float)p->hi);
 }
@@ -1466,8 +1500,8 @@ T_AVX2 static inline __attribute__((always_inline)) void rqv_float(const OqciCon
  * pair sums are added up (hsum_pairs) and requantized (rq8), 28 bytes per channel into
  * out, without the int32 tile and the separate store pass. */
 T_AVX2 static void q8conv_2x28c4_rq__avx2(int32_t nq, const void *panel, const int8_t *const *w,
-                                          const OqciConv *p, int32_t k0, int32_t nk,
-                                          const int32_t *corr, uint8_t *out, int64_t ostride,
+                                          const OqciConv *p, int32_t nk,
+                                          const RqPre *pre, uint8_t *out, int64_t ostride,
                                           int32_t np) {
     (void)np;   /* (computes whole panels) */
     int32_t raw[14 * 8];
@@ -1478,7 +1512,7 @@ T_AVX2 static void q8conv_2x28c4_rq__avx2(int32_t nq, const void *panel, const i
         for (r = 0; r < nk; r++) {
             const int32_t *s = raw + 56 * r;
             RqV v;
-            rqv_float(p, k0 + r, corr ? corr[r] : 0, &v);
+            rqv_float(p, pre + r, &v);
             store_bytes(out + r * ostride,
                         pack32(u8, rq8(hsum_pairs(LDU256(s), LDU256(s + 8)), &v),
                                rq8(hsum_pairs(LDU256(s + 16), LDU256(s + 24)), &v),
@@ -1563,13 +1597,13 @@ T_AVX2 static void q8conv_3x24c4n__avx2(int32_t nq, const void *panel, const int
 #define NRQ(r, PACK)                                                                    \
     if (r < nk) {                                                                       \
         RqV v;                                                                          \
-        rqv_float(p, k0 + r, corr ? corr[r] : 0, &v);                                   \
+        rqv_float(p, pre + r, &v);                                                      \
         store_bytes(out + r * ostride, PACK(r), nbytes);                                \
     }
 #define NBODY(NAME, V, PACK, NBYTES)                                                    \
     T_AVX2 static void NAME(int32_t nq, const void *panel, const int8_t *const *w,      \
-                            const OqciConv *p, int32_t k0, int32_t nk,                  \
-                            const int32_t *corr, uint8_t *out, int64_t ostride) {       \
+                            const OqciConv *p, int32_t nk,                  \
+                            const RqPre *pre, uint8_t *out, int64_t ostride) {       \
         const int u8 = p->out_type == OQCI_U8, nbytes = NBYTES;                         \
         const __m256i z = _mm256_setzero_si256();                                       \
         NSUMS(V)                                                                        \
@@ -1585,15 +1619,15 @@ NBODY(q8conv_3x24c4n_rq_full__avx2, NV3, NRQ3, 24)
 #undef NRQ3
 
 T_AVX2 static void q8conv_3x24c4n_rq__avx2(int32_t nq, const void *panel, const int8_t *const *w,
-                                           const OqciConv *p, int32_t k0, int32_t nk,
-                                           const int32_t *corr, uint8_t *out, int64_t ostride,
+                                           const OqciConv *p, int32_t nk,
+                                           const RqPre *pre, uint8_t *out, int64_t ostride,
                                            int32_t np) {
     if (np <= 8)
-        q8conv_3x8c4n_rq__avx2(nq, panel, w, p, k0, nk, corr, out, ostride);
+        q8conv_3x8c4n_rq__avx2(nq, panel, w, p, nk, pre, out, ostride);
     else if (np <= 16)
-        q8conv_3x16c4n_rq__avx2(nq, panel, w, p, k0, nk, corr, out, ostride);
+        q8conv_3x16c4n_rq__avx2(nq, panel, w, p, nk, pre, out, ostride);
     else
-        q8conv_3x24c4n_rq_full__avx2(nq, panel, w, p, k0, nk, corr, out, ostride);
+        q8conv_3x24c4n_rq_full__avx2(nq, panel, w, p, nk, pre, out, ostride);
 }
 #define UKR_RQ_AVX2N q8conv_3x24c4n_rq__avx2
 #else
@@ -2188,12 +2222,9 @@ typedef struct RqZ {
 } RqZ;
 
 T_AVX512VNNI static inline __attribute__((always_inline)) void rqz_float(const OqciConv *p,
-                                                                           int32_t k, int32_t corr,
-                                                                           RqZ *v) {
-    const OqciRequant *r = &p->rq;
-    int64_t b = p->bias ? p->bias[k] : 0;
-    v->add = _mm512_set1_epi32((int32_t)((uint32_t)corr + (uint32_t)b));
-    v->mult2 = _mm512_set1_ps(rq_mult2(r->mult[r->per_index ? k : 0]));
+                                                                           const RqPre *c, RqZ *v) {
+    v->add = _mm512_set1_epi32(c->add);
+    v->mult2 = _mm512_set1_ps(c->m2);
     v->lo2 = _mm512_set1_ps(2.0f * (float)p->lo);
     v->hi2 = _mm512_set1_ps(2.0f * (float)p->hi);
 }
@@ -2214,13 +2245,13 @@ T_AVX512VNNI static inline __attribute__((always_inline)) __m128i rq16(__m512i a
 #define ZRQ(r, V)                                                                       \
     if (r < nk) {                                                                       \
         RqZ rz;                                                                         \
-        rqz_float(p, k0 + r, corr ? corr[r] : 0, &rz);                                  \
+        rqz_float(p, pre + r, &rz);                                                     \
         V(ZOUT, r)                                                                      \
     }
 #define ZBODY(NAME, V)                                                                  \
     T_AVX512VNNI static void NAME(int32_t nq, const void *panel, const int8_t *const *w, \
-                                  const OqciConv *p, int32_t k0, int32_t nk,            \
-                                  const int32_t *corr, uint8_t *out, int64_t ostride) { \
+                                  const OqciConv *p, int32_t nk,            \
+                                  const RqPre *pre, uint8_t *out, int64_t ostride) { \
         const int u8 = p->out_type == OQCI_U8;                                          \
         ZSUMS(V)                                                                        \
         ZROWS(ZRQ, V)                                                                   \
@@ -2233,12 +2264,12 @@ ZBODY(q8conv_8x32c4_rq_full__avx512vnni, ZV2)
 
 T_AVX512VNNI static void q8conv_8x32c4_rq__avx512vnni(int32_t nq, const void *panel,
                                                       const int8_t *const *w, const OqciConv *p,
-                                                      int32_t k0, int32_t nk, const int32_t *corr,
+                                                      int32_t nk, const RqPre *pre,
                                                       uint8_t *out, int64_t ostride, int32_t np) {
     if (np <= 16)
-        q8conv_8x16c4_rq__avx512vnni(nq, panel, w, p, k0, nk, corr, out, ostride);
+        q8conv_8x16c4_rq__avx512vnni(nq, panel, w, p, nk, pre, out, ostride);
     else
-        q8conv_8x32c4_rq_full__avx512vnni(nq, panel, w, p, k0, nk, corr, out, ostride);
+        q8conv_8x32c4_rq_full__avx512vnni(nq, panel, w, p, nk, pre, out, ostride);
 }
 #define UKR_RQ_AVX512VNNI q8conv_8x32c4_rq__avx512vnni
 #else
