@@ -39,11 +39,15 @@ static void store(void *y, int32_t type, int64_t i, int32_t q) {
  * b = q + 128), computed by oqci_requant exactly as the portable loop does; the tables'
  * largest |t_i| bound the sum, which is done in int32 lanes (vpgatherdd from the
  * tables, the rounded division by 256 on magnitudes) when it cannot overflow, else in
- * int64 by the scalar tail loop. */
+ * int64 by the scalar tail loop.  With float requantization and every |t_i| below 2^30,
+ * the t_i are computed instead of gathered (m2: 2 M_i per input): u = q_i * 2 M_i is
+ * exactly twice the float product oqci_requant rounds, |u| < 2^31, and round-half-away
+ * of u / 2 is (trunc(u) + 1) >> 1 for trunc(u) >= 0, trunc(u) >> 1 below (arithmetic
+ * shifts), as rq8 does. */
 #define ADD_MIN_COUNT 256   /* below: the 256 requantizations per input do not pay */
 
 T_AVX2 static void add_avx2(const OqciAdd *p, const void *const *x, void *y,
-                            const int32_t (*lut)[256], int wide) {
+                            const int32_t (*lut)[256], int wide, const float *m2) {
     const __m256i z = _mm256_setzero_si256(), r128 = _mm256_set1_epi32(128);
     const __m256i lo = _mm256_set1_epi32(p->lo), hi = _mm256_set1_epi32(p->hi);
     const __m128i flip = _mm_set1_epi8((char)0x80);
@@ -55,6 +59,16 @@ T_AVX2 static void add_avx2(const OqciAdd *p, const void *const *x, void *y,
             __m128i w;
             for (i = 0; i < p->ninputs; i++) {
                 __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)((const uint8_t *)x[i] + j));
+                if (m2) {   /* t_i computed: the steps of oqci_conv.c's rq8 */
+                    __m256 u = _mm256_mul_ps(_mm256_cvtepi32_ps(p->in_type[i] == OQCI_S8
+                                                                    ? _mm256_cvtepi8_epi32(b)
+                                                                    : _mm256_cvtepu8_epi32(b)),
+                                             _mm256_set1_ps(m2[i]));
+                    __m256i m = _mm256_cvttps_epi32(u);
+                    m = _mm256_srai_epi32(_mm256_sub_epi32(m, _mm256_cmpgt_epi32(m, _mm256_set1_epi32(-1))), 1);
+                    s = _mm256_add_epi32(s, m);
+                    continue;
+                }
                 if (p->in_type[i] == OQCI_S8)
                     b = _mm_xor_si128(b, flip);
                 s = _mm256_add_epi32(s, _mm256_i32gather_epi32((const int *)lut[i],
@@ -93,6 +107,8 @@ int oqci_add(const OqciAdd *p, const void *const *x, void *y) {
     if (p->count >= ADD_MIN_COUNT && oqci_use_avx2()) {
         int32_t lut[OQCI_ADD_MAX][256];
         int64_t bound = 128;   /* of |sum t_i| + 128 */
+        float m2[OQCI_ADD_MAX];
+        int calc = 1;
         for (i = 0; i < p->ninputs; i++) {
             int32_t b, big = 0, bq = p->in_type[i] == OQCI_S8 ? 128 : 0;
             for (b = 0; b < 256; b++) {
@@ -102,8 +118,14 @@ int oqci_add(const OqciAdd *p, const void *const *x, void *y) {
                 big = t > big ? t : big;
             }
             bound += big;
+#ifndef OQCI_NO_FLOAT
+            calc = calc && p->rq[i].mode == OQCI_REQ_FLOAT && big < (1 << 30);
+            m2[i] = calc ? 2.0f * p->rq[i].mult[0] : 0.0f;
+#else
+            calc = 0;
+#endif
         }
-        add_avx2(p, x, y, (const int32_t(*)[256])lut, bound > INT32_MAX);
+        add_avx2(p, x, y, (const int32_t(*)[256])lut, bound > INT32_MAX, calc ? m2 : NULL);
         return OQCI_OK;
     }
 #endif
