@@ -74,7 +74,10 @@
  *     integers below 2^21, so float multiply-adds are exact and one FMA does a tap of 8
  *     outputs; 3x3 kernels at vertical stride 1 do four output rows per pass, each
  *     loaded vector serving every row whose window holds it (q8dw_4x8x9f__avx2), other
- *     rows and kernels one row (q8dw_16x9f__avx2, q8dw_16xNf__avx2).  With float
+ *     rows and kernels one row (q8dw_16x9f__avx2, q8dw_16xNf__avx2); with AVX-512, 3x3
+ *     kernels take 16 outputs per vector (q8dw_4x16x9f__avx512vnni, q8dw_16x9f__avx512vnni)
+ *     and 3x3 / stride 1 / pad 1 ones on planes up to 128x128 run on the whole plane as a
+ *     flat array (conv_dw3flat__avx512vnni).  With float
  *     requantization and a bias small enough to keep the sums below 2^24, the sums
  *     start from the bias and are requantized in float directly.  On Arm the plane holds
  *     int16 and q8dw_1xN__c is the plain-C loop over taps.  Whole output rows are
@@ -451,8 +454,11 @@ static void dw_geo(const OqciConv *p, DwGeo *d) {
 /* The depthwise planes: int16 (Arm) or float (x86) elements. */
 static size_t dw_scratch(const OqciConv *p) {
     DwGeo d;
+    /* AVX-512's flat 3x3 planes: W + 1 zeros, the plane, W + 33 zeros */
+    int64_t flat = 2 * (int64_t)p->in_w + 34 + (int64_t)p->in_h * p->in_w, planes;
     dw_geo(p, &d);
-    return ALIGN + (size_t)d.phases * (size_t)d.rows * (size_t)d.width * 4;
+    planes = (int64_t)d.phases * d.rows * d.width;
+    return ALIGN + (size_t)(planes > flat ? planes : flat) * 4;
 }
 
 #define HAVE_SIMD (HAVE_AVX2 || HAVE_NEONDOT)
@@ -1893,32 +1899,33 @@ T_AVX2F static void q8dw_16x9f__avx2(const float *base, const int64_t *off, cons
     const __m256 w20 = _mm256_set1_ps((w)[6]), w21 = _mm256_set1_ps((w)[7]);            \
     const __m256 w22 = _mm256_set1_ps((w)[8])
 #define LX(j, r) t = _mm256_loadu_ps(c##j + (r) * rstride + e)
+#define DWFMA FMADD
 #define DW_4X8                                                                          \
     a0 = bv, a1 = bv, a2 = bv, a3 = bv;                                                 \
     /* input row 0: out 0 (kernel row 0) */                                             \
-    LX(0, 0); a0 = FMADD(t, w00, a0);                                                   \
-    LX(1, 0); a0 = FMADD(t, w01, a0);                                                   \
-    LX(2, 0); a0 = FMADD(t, w02, a0);                                                   \
+    LX(0, 0); a0 = DWFMA(t, w00, a0);                                                   \
+    LX(1, 0); a0 = DWFMA(t, w01, a0);                                                   \
+    LX(2, 0); a0 = DWFMA(t, w02, a0);                                                   \
     /* row 1: out 0 (k1), out 1 (k0) */                                                 \
-    LX(0, 1); a0 = FMADD(t, w10, a0); a1 = FMADD(t, w00, a1);                           \
-    LX(1, 1); a0 = FMADD(t, w11, a0); a1 = FMADD(t, w01, a1);                           \
-    LX(2, 1); a0 = FMADD(t, w12, a0); a1 = FMADD(t, w02, a1);                           \
+    LX(0, 1); a0 = DWFMA(t, w10, a0); a1 = DWFMA(t, w00, a1);                           \
+    LX(1, 1); a0 = DWFMA(t, w11, a0); a1 = DWFMA(t, w01, a1);                           \
+    LX(2, 1); a0 = DWFMA(t, w12, a0); a1 = DWFMA(t, w02, a1);                           \
     /* row 2: out 0 (k2), 1 (k1), 2 (k0) */                                             \
-    LX(0, 2); a0 = FMADD(t, w20, a0); a1 = FMADD(t, w10, a1); a2 = FMADD(t, w00, a2);   \
-    LX(1, 2); a0 = FMADD(t, w21, a0); a1 = FMADD(t, w11, a1); a2 = FMADD(t, w01, a2);   \
-    LX(2, 2); a0 = FMADD(t, w22, a0); a1 = FMADD(t, w12, a1); a2 = FMADD(t, w02, a2);   \
+    LX(0, 2); a0 = DWFMA(t, w20, a0); a1 = DWFMA(t, w10, a1); a2 = DWFMA(t, w00, a2);   \
+    LX(1, 2); a0 = DWFMA(t, w21, a0); a1 = DWFMA(t, w11, a1); a2 = DWFMA(t, w01, a2);   \
+    LX(2, 2); a0 = DWFMA(t, w22, a0); a1 = DWFMA(t, w12, a1); a2 = DWFMA(t, w02, a2);   \
     /* row 3: out 1 (k2), 2 (k1), 3 (k0) */                                             \
-    LX(0, 3); a1 = FMADD(t, w20, a1); a2 = FMADD(t, w10, a2); a3 = FMADD(t, w00, a3);   \
-    LX(1, 3); a1 = FMADD(t, w21, a1); a2 = FMADD(t, w11, a2); a3 = FMADD(t, w01, a3);   \
-    LX(2, 3); a1 = FMADD(t, w22, a1); a2 = FMADD(t, w12, a2); a3 = FMADD(t, w02, a3);   \
+    LX(0, 3); a1 = DWFMA(t, w20, a1); a2 = DWFMA(t, w10, a2); a3 = DWFMA(t, w00, a3);   \
+    LX(1, 3); a1 = DWFMA(t, w21, a1); a2 = DWFMA(t, w11, a2); a3 = DWFMA(t, w01, a3);   \
+    LX(2, 3); a1 = DWFMA(t, w22, a1); a2 = DWFMA(t, w12, a2); a3 = DWFMA(t, w02, a3);   \
     /* row 4: out 2 (k2), 3 (k1) */                                                     \
-    LX(0, 4); a2 = FMADD(t, w20, a2); a3 = FMADD(t, w10, a3);                           \
-    LX(1, 4); a2 = FMADD(t, w21, a2); a3 = FMADD(t, w11, a3);                           \
-    LX(2, 4); a2 = FMADD(t, w22, a2); a3 = FMADD(t, w12, a3);                           \
+    LX(0, 4); a2 = DWFMA(t, w20, a2); a3 = DWFMA(t, w10, a3);                           \
+    LX(1, 4); a2 = DWFMA(t, w21, a2); a3 = DWFMA(t, w11, a3);                           \
+    LX(2, 4); a2 = DWFMA(t, w22, a2); a3 = DWFMA(t, w12, a3);                           \
     /* row 5: out 3 (k2) */                                                             \
-    LX(0, 5); a3 = FMADD(t, w20, a3);                                                   \
-    LX(1, 5); a3 = FMADD(t, w21, a3);                                                   \
-    LX(2, 5); a3 = FMADD(t, w22, a3)
+    LX(0, 5); a3 = DWFMA(t, w20, a3);                                                   \
+    LX(1, 5); a3 = DWFMA(t, w21, a3);                                                   \
+    LX(2, 5); a3 = DWFMA(t, w22, a3)
 
 /* Four output rows into out (ostride apart) as int32: requantized (fused) or the exact
  * sums.  n columns, rounded up to 8; the last columns first, so sums past a row's end
@@ -1981,8 +1988,96 @@ T_AVX2F static void q8dw_plane4x9f__avx2(const OqciConv *p, const float *plane,
         }
     }
 }
+
+#if HAVE_AVX512VNNI && !OQCI_EMU_VNNI
+/* ---- AVX-512 depthwise rows: q8dw_4x16x9f__avx512vnni, q8dw_16x9f__avx512vnni ------
+ * The AVX2 kernels' sums 16 outputs per zmm (the plane rows are DW_VEC = 16 aligned, so
+ * a vector never reads past its row; the outputs past n land where the AVX2 kernels'
+ * contract allows: on later rows, or in the buffer's slack), requantized by rqf16 (rqf8's
+ * steps). */
+#undef LX
+#undef DWFMA
+#define LX(j, r) t = _mm512_loadu_ps(c##j + (r) * rstride + e)
+#define DWFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define DW_W9Z(w)                                                                       \
+    const __m512 w00 = _mm512_set1_ps((w)[0]), w01 = _mm512_set1_ps((w)[1]);            \
+    const __m512 w02 = _mm512_set1_ps((w)[2]), w10 = _mm512_set1_ps((w)[3]);            \
+    const __m512 w11 = _mm512_set1_ps((w)[4]), w12 = _mm512_set1_ps((w)[5]);            \
+    const __m512 w20 = _mm512_set1_ps((w)[6]), w21 = _mm512_set1_ps((w)[7]);            \
+    const __m512 w22 = _mm512_set1_ps((w)[8])
+
+/* RqV's float constants, 16 lanes. */
+typedef struct RqFZ {
+    __m512 mult2, lo2, hi2;
+} RqFZ;
+
+T_AVX512VNNI static inline __attribute__((always_inline)) void rqfz_make(const RqV *v, RqFZ *z) {
+    z->mult2 = _mm512_set1_ps(_mm256_cvtss_f32(v->mult2));
+    z->lo2 = _mm512_set1_ps(_mm256_cvtss_f32(v->lo2));
+    z->hi2 = _mm512_set1_ps(_mm256_cvtss_f32(v->hi2));
+}
+
+T_AVX512VNNI static inline __attribute__((always_inline)) __m512i rqf16(__m512 s, const RqFZ *v) {
+    __m512 u = _mm512_mul_ps(s, v->mult2);
+    __m512i m = _mm512_cvttps_epi32(_mm512_min_ps(_mm512_max_ps(u, v->lo2), v->hi2));
+    m = _mm512_mask_add_epi32(m, _mm512_cmpgt_epi32_mask(m, _mm512_set1_epi32(-1)), m,
+                              _mm512_set1_epi32(1));
+    return _mm512_srai_epi32(m, 1);
+}
+
+#define DWZ_OUT(ptr, s)                                                                 \
+    _mm512_storeu_si512((void *)(ptr), fused ? rqf16(s, &vz) : _mm512_cvttps_epi32(s))
+
+T_AVX512VNNI static void q8dw_4x16x9f__avx512vnni(const float *base, int64_t rstride,
+                                                  const int64_t *colo, const float *w, float b,
+                                                  int32_t n, const RqV *v, int fused,
+                                                  int32_t *out, int32_t ostride) {
+    DW_W9Z(w);
+    const __m512 bv = _mm512_set1_ps(b);
+    const float *c0 = base + colo[0], *c1 = base + colo[1], *c2 = base + colo[2];
+    int32_t e;
+    RqFZ vz;
+    rqfz_make(v, &vz);
+    for (e = (int32_t)round_up(n, 16) - 16; e >= 0; e -= 16) {
+        __m512 a0, a1, a2, a3, t;
+        DW_4X8;
+        DWZ_OUT(out + e, a0);
+        DWZ_OUT(out + ostride + e, a1);
+        DWZ_OUT(out + 2 * ostride + e, a2);
+        DWZ_OUT(out + 3 * ostride + e, a3);
+    }
+}
+
+T_AVX512VNNI static void q8dw_16x9f__avx512vnni(const float *base, const int64_t *off,
+                                                const float *w, int32_t taps, float b, int32_t n,
+                                                const RqV *v, int fused, int32_t *out) {
+    DW_W9Z(w);
+    const float *o0 = base + off[0], *o1 = base + off[1], *o2 = base + off[2];
+    const float *o3 = base + off[3], *o4 = base + off[4], *o5 = base + off[5];
+    const float *o6 = base + off[6], *o7 = base + off[7], *o8 = base + off[8];
+    const __m512 bv = _mm512_set1_ps(b);
+    int32_t e;
+    RqFZ vz;
+    (void)taps;
+    rqfz_make(v, &vz);
+#define L(ptr) _mm512_loadu_ps((ptr) + e)
+    for (e = 0; e < n; e += 16) {
+        __m512 s0 = DWFMA(L(o2), w02, DWFMA(L(o1), w01, DWFMA(L(o0), w00, bv)));
+        __m512 s1 = DWFMA(L(o5), w12, DWFMA(L(o4), w11, _mm512_mul_ps(L(o3), w10)));
+        __m512 s2 = DWFMA(L(o8), w22, DWFMA(L(o7), w21, _mm512_mul_ps(L(o6), w20)));
+        DWZ_OUT(out + e, _mm512_add_ps(_mm512_add_ps(s0, s1), s2));
+    }
+#undef L
+}
+#undef DWZ_OUT
+#undef DW_W9Z
+#define HAVE_DWZ 1
+#else
+#define HAVE_DWZ 0
+#endif
 #undef DW_4X8
 #undef LX
+#undef DWFMA
 #undef DW_W9
 
 /* Any number of taps: two partial sums (even and odd taps) per vector of 8; n a
@@ -2050,9 +2145,117 @@ T_AVX2 static void dw_store__avx2(const OqciConv *p, const int32_t *t, int32_t n
 }
 
 
+
+#if HAVE_DWZ
+/* ---- conv_dw3flat__avx512vnni: 3x3 / stride 1 / pad 1 depthwise on small planes -------
+ * On planes of at most DWFLAT_MAX outputs (all of MobileNet-v2's stride-1 ones: on 7x7
+ * and 14x14 planes the row kernels' per-row set-up costs more than the sums, and on
+ * larger ones this is still ~25% faster).  The output plane equals the
+ * input plane here, so it is computed as one flat array: the input channel as floats
+ * after W + 1 zeros (the row above the image and the left pad of its first row) and
+ * before as many plus a vector's; output i sums tap (di, dj) from flat index
+ * i + di W + dj, which is the right input or a zero of the padding rows, except where the
+ * column wraps (dj = -1 at column 0, +1 at column W - 1): there the load is masked to 0
+ * (per-vector masks built once per call).  Sums start from the bias and are exact
+ * (conv_dwf's fused condition, checked for every channel by the caller), requantized by
+ * rqf16 and narrowed with vpmovsdb / vpmovusdb, 16 outputs per store (the last one
+ * masked). */
+#define DWFLAT_MAX 16384   /* (the masks: 4 KB of stack) */
+
+static int dw3flat_ok(const OqciConv *p) {
+    int32_t k;
+    if (!(p->k_h == 3 && p->k_w == 3 && p->s_h == 1 && p->s_w == 1 && p->d_h == 1 &&
+          p->d_w == 1 && p->p_t == 1 && p->p_l == 1 && p->out_h == p->in_h &&
+          p->out_w == p->in_w && (int64_t)p->in_h * p->in_w >= 16 &&
+          (int64_t)p->in_h * p->in_w <= DWFLAT_MAX && p->rq.mode == OQCI_REQ_FLOAT))
+        return 0;
+    for (k = 0; k < p->out_c; k++) {
+        int64_t b = p->bias ? p->bias[k] : 0;
+        if ((b < 0 ? -b : b) + 9 * 32640 >= 16777216)
+            return 0;
+    }
+    return 1;
+}
+
+T_AVX512VNNI static void conv_dw3flat__avx512vnni(const OqciConv *p, const void *x, void *y,
+                                                  void *scratch) {
+    const int32_t w_ = p->in_w, hw = p->in_h * p->in_w, nv = (hw + 15) / 16;
+    const int32_t pre = w_ + 1, kg = p->out_c / p->group;
+    const int u8in = p->in_type == OQCI_U8, u8out = p->out_type == OQCI_U8;
+    float *xp = (float *)(void *)align_up(scratch), *xc = xp + pre;
+    __mmask16 ml[DWFLAT_MAX / 16], mr[DWFLAT_MAX / 16];
+    int64_t n;
+    int32_t v, l, g;
+    for (v = 0; v < nv; v++) {
+        ml[v] = mr[v] = 0;
+        for (l = 0; l < 16; l++) {
+            int32_t ow = (16 * v + l) % w_;
+            ml[v] = (__mmask16)(ml[v] | (ow != 0) << l);
+            mr[v] = (__mmask16)(mr[v] | (ow != w_ - 1) << l);
+        }
+    }
+    memset(xp, 0, (size_t)pre * sizeof(float));
+    memset(xc + hw, 0, (size_t)(pre + 32) * sizeof(float));
+    for (n = 0; n < p->batch; n++)
+        for (g = 0; g < p->group; g++) {
+            const uint8_t *xs = (const uint8_t *)x + (n * p->in_c + g) * (int64_t)hw;
+            int32_t kk, t;
+            for (t = 0;; t += 16) {   /* the channel as floats (the last 16 overlapping) */
+                __m128i b;
+                if (t + 16 > hw)
+                    t = hw - 16;
+                b = _mm_loadu_si128((const __m128i *)(const void *)(xs + t));
+                _mm512_storeu_ps(xc + t, _mm512_cvtepi32_ps(u8in ? _mm512_cvtepu8_epi32(b)
+                                                                  : _mm512_cvtepi8_epi32(b)));
+                if (t + 16 >= hw)
+                    break;
+            }
+            for (kk = 0; kk < kg; kk++) {
+                int32_t k = g * kg + kk;
+                const int8_t *w = p->w + (size_t)k * (size_t)p->kpad;
+                uint8_t *yk = (uint8_t *)y + (n * p->out_ctotal + p->out_coff + k) * (int64_t)hw;
+                const __m512 w00 = _mm512_set1_ps(w[0]), w01 = _mm512_set1_ps(w[1]);
+                const __m512 w02 = _mm512_set1_ps(w[2]), w10 = _mm512_set1_ps(w[3]);
+                const __m512 w11 = _mm512_set1_ps(w[4]), w12 = _mm512_set1_ps(w[5]);
+                const __m512 w20 = _mm512_set1_ps(w[6]), w21 = _mm512_set1_ps(w[7]);
+                const __m512 w22 = _mm512_set1_ps(w[8]);
+                const __m512 bv = _mm512_set1_ps((float)(p->bias ? p->bias[k] : 0));
+                RqFZ vz;
+                vz.mult2 = _mm512_set1_ps(rq_mult2(p->rq.mult[p->rq.per_index ? k : 0]));
+                vz.lo2 = _mm512_set1_ps(2.0f * (float)p->lo);
+                vz.hi2 = _mm512_set1_ps(2.0f * (float)p->hi);
+                for (v = 0; v < nv; v++) {
+                    const float *c = xc + 16 * v;
+                    __m512 s0 = bv, s1, s2;
+                    __m512i q;
+                    __m128i o;
+                    s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(ml[v], c - w_ - 1), w00, s0);
+                    s0 = _mm512_fmadd_ps(_mm512_loadu_ps(c - w_), w01, s0);
+                    s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mr[v], c - w_ + 1), w02, s0);
+                    s1 = _mm512_mul_ps(_mm512_maskz_loadu_ps(ml[v], c - 1), w10);
+                    s1 = _mm512_fmadd_ps(_mm512_loadu_ps(c), w11, s1);
+                    s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mr[v], c + 1), w12, s1);
+                    s2 = _mm512_mul_ps(_mm512_maskz_loadu_ps(ml[v], c + w_ - 1), w20);
+                    s2 = _mm512_fmadd_ps(_mm512_loadu_ps(c + w_), w21, s2);
+                    s2 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mr[v], c + w_ + 1), w22, s2);
+                    q = rqf16(_mm512_add_ps(_mm512_add_ps(s0, s1), s2), &vz);
+                    o = u8out ? _mm512_cvtusepi32_epi8(q) : _mm512_cvtsepi32_epi8(q);
+                    if (16 * v + 16 <= hw)
+                        _mm_storeu_si128((__m128i *)(void *)(yk + 16 * v), o);
+                    else
+                        _mm512_mask_cvtepi32_storeu_epi8(yk + 16 * v,
+                                                         (__mmask16)((1u << (hw - 16 * v)) - 1), q);
+                }
+            }
+        }
+}
+#endif
+
 /* One input channel per group (any multiplier), float planes: whole output rows into
- * buf, as many as it holds, then stored (rows wider than buf go in pieces). */
-T_AVX2F static void conv_dwf__avx2(const OqciConv *p, const void *x, void *y, void *scratch) {
+ * buf, as many as it holds, then stored (rows wider than buf go in pieces).  z: the
+ * AVX-512 row kernels for 3x3 (the CPU has them: the AVX-512 VNNI family was chosen). */
+T_AVX2F static void conv_dwf__avx2(const OqciConv *p, const void *x, void *y, void *scratch,
+                                   int z) {
     DwGeo d;
     float *plane = (float *)(void *)align_up(scratch), wf[DW_MAX_TAPS];
     int64_t off[DW_MAX_TAPS], n, plane_in = (int64_t)p->in_h * p->in_w;
@@ -2063,6 +2266,8 @@ T_AVX2F static void conv_dwf__avx2(const OqciConv *p, const void *x, void *y, vo
     int32_t rows = wr <= DW_BUF ? (DW_BUF - wr) / p->out_w + 1 : 0;
     void (*rowk)(const float *, const int64_t *, const float *, int32_t, float, int32_t,
                  const RqV *, int, int32_t *);
+    void (*fourk)(const float *, int64_t, const int64_t *, const float *, float, int32_t,
+                  const RqV *, int, int32_t *, int32_t) = q8dw_4x8x9f__avx2;
     int four = p->k_h == 3 && p->k_w == 3 && p->s_h == 1 && p->d_h == 1;
     int64_t colo[3];
     DwfSpan span;
@@ -2072,6 +2277,14 @@ T_AVX2F static void conv_dwf__avx2(const OqciConv *p, const void *x, void *y, vo
     dw_geo(p, &d);
     dwf_span_make(p, &span);
     rowk = d.taps == 9 ? q8dw_16x9f__avx2 : q8dw_16xNf__avx2;
+#if HAVE_DWZ
+    if (z && d.taps == 9) {
+        rowk = q8dw_16x9f__avx512vnni;
+        fourk = q8dw_4x16x9f__avx512vnni;
+    }
+#else
+    (void)z;
+#endif
     for (j = 0; j < 3; j++)
         colo[j] = dw_tap_off(p, &d, 0, j);
     memset(plane, 0, (size_t)d.phases * (size_t)d.rows * (size_t)d.width * sizeof(float));
@@ -2110,9 +2323,9 @@ T_AVX2F static void conv_dwf__avx2(const OqciConv *p, const void *x, void *y, vo
                          * last columns to the first) */
                         if (four)
                             for (; r + 4 <= nr; r += 4)
-                                q8dw_4x8x9f__avx2(plane + (oh + r) * bstride, d.width, colo, wf,
-                                                  fused ? (float)bias : 0.0f, p->out_w, &v,
-                                                  fused, buf + r * p->out_w, p->out_w);
+                                fourk(plane + (oh + r) * bstride, d.width, colo, wf,
+                                      fused ? (float)bias : 0.0f, p->out_w, &v, fused,
+                                      buf + r * p->out_w, p->out_w);
                         for (; r < nr; r++)
                             rowk(plane + (oh + r) * bstride, off, wf, d.taps,
                                  fused ? (float)bias : 0.0f, wr, &v, fused, buf + r * p->out_w);
@@ -2633,7 +2846,13 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {
         const Family *f = p->wpair16 ? &family_avx2n : &family_avx2;
 #ifndef OQCI_NO_FLOAT   /* (integer-only builds: depthwise goes through the GEMM) */
         if (is_dw(p)) {
-            conv_dwf__avx2(p, x, y, scratch);
+#if HAVE_DWZ
+            if (isa == OQCI_ISA_AVX512VNNI && dw3flat_ok(p)) {
+                conv_dw3flat__avx512vnni(p, x, y, scratch);
+                return OQCI_OK;
+            }
+#endif
+            conv_dwf__avx2(p, x, y, scratch, isa == OQCI_ISA_AVX512VNNI);
             return OQCI_OK;
         }
 #endif
