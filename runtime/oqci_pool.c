@@ -261,9 +261,13 @@ T_AVX2 static void maxpool_avx2(const OqciPool *p, const void *x, void *y, const
                     if (lut)
                         for (j = 0; j < nout; j++)
                             ob[j] = lut[ob[j]];
-                    for (j = 0; j < nout; j++) {   /* windows holding no input */
-                        int64_t iw0 = a + (int64_t)p->s_w * j;
-                        if (iw0 + p->k_w <= 0 || iw0 >= p->in_w)
+                    {   /* windows holding no input: iw0 = a + s_w j with iw0 + k_w <= 0
+                         * (j < jl) or iw0 >= in_w (j >= jh) */
+                        int64_t jl = -a - p->k_w >= 0 ? (-a - p->k_w) / p->s_w + 1 : 0;
+                        int64_t jh = p->in_w - a > 0 ? (p->in_w - a + p->s_w - 1) / p->s_w : 0;
+                        for (j = 0; j < nout && j < jl; j++)
+                            ob[j] = (uint8_t)pool_one(p, x, xoff, oh, ow0 + j, 0);
+                        for (j = jh > jl ? (int32_t)(jh < nout ? jh : nout) : j; j < nout; j++)
                             ob[j] = (uint8_t)pool_one(p, x, xoff, oh, ow0 + j, 0);
                     }
                     memcpy((uint8_t *)y + yoff + (int64_t)oh * p->out_w + ow0, ob, (size_t)nout);
