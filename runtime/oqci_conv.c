@@ -665,27 +665,33 @@ static void band_setup(const OqciConv *p, Band *b) {
 /* Fills the band for input rows r0 .. r0 + rows - 1 of the group's channels (xg: the
  * image's first channel of the group): channel c, row r at buf + (c * rows + r - r0) *
  * cols, input column iw at band column p_l + iw (in its phase), zeros outside the
- * input. */
+ * input.  The padding columns are zero from conv_gemm's clearing of the band and are
+ * never written: only rows outside the input (zeroed whole) and the input's part of the
+ * others are.  Rows no kernel row reads (k_h d_h below s_h: 1x1 / 2) are skipped (r0 is
+ * an output row's first input row, so band row r is read iff r = i d_h mod s_h). */
 static void fill_band(const OqciConv *p, const Geo *ge, const Band *b, const uint8_t *xg,
                       int64_t r0, GatherFn gather) {
     int64_t c, r;
-    int32_t t;
+    int32_t t, i;
+    int sparse = (int64_t)(p->k_h - 1) * p->d_h + 1 < p->s_h;
     for (c = 0; c < ge->cg; c++)
         for (r = 0; r < b->rows; r++) {
             uint8_t *d = b->buf + (c * b->rows + r) * b->cols;
             int64_t ih = r0 + r;
+            if (sparse) {
+                for (i = 0; i < p->k_h && ((int64_t)i * p->d_h - r) % p->s_h != 0; i++)
+                    ;
+                if (i == p->k_h)
+                    continue;
+            }
             if (ih < 0 || ih >= p->in_h) {
                 memset(d, 0, (size_t)b->cols);
                 continue;
             }
-            for (t = 0; t < b->nph; t++) {
-                uint8_t *dp = d + b->at[t];
-                memset(dp, 0, (size_t)b->e0[t]);
+            for (t = 0; t < b->nph; t++)
                 if (b->e1[t] > b->e0[t])
                     gather(xg + c * ge->plane + ih * p->in_w + b->src[t], p->s_w,
-                           b->e1[t] - b->e0[t], dp + b->e0[t]);
-                memset(dp + b->e1[t], 0, (size_t)(b->len[t] - b->e1[t]));
-            }
+                           b->e1[t] - b->e0[t], d + b->at[t] + b->e0[t]);
         }
 }
 
@@ -930,6 +936,7 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
         band.data = band.buf;
         if (bb) {
             band_setup(p, &band);
+            memset(band.buf, 0, bb);   /* the padding columns, once (see fill_band) */
         } else {   /* flat: element k is input channel k's plane */
             flat = 1;
             band.rows = 1;
