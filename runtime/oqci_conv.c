@@ -77,7 +77,8 @@
  *     rows and kernels one row (q8dw_16x9f__avx2, q8dw_16xNf__avx2); with AVX-512, 3x3
  *     kernels take 16 outputs per vector (q8dw_4x16x9f__avx512vnni, q8dw_16x9f__avx512vnni)
  *     and 3x3 / stride 1 / pad 1 ones on planes up to 128x128 run on the whole plane as a
- *     flat array (conv_dw3flat__avx512vnni).  With float
+ *     flat array (conv_dw3flat__avx512vnni), 3x3 / stride 2 / pad 1 ones on four phase
+ *     planes (conv_dw3s2flat__avx512vnni).  With float
  *     requantization and a bias small enough to keep the sums below 2^24, the sums
  *     start from the bias and are requantized in float directly.  On Arm the plane holds
  *     int16 and q8dw_1xN__c is the plain-C loop over taps.  Whole output rows are
@@ -452,13 +453,22 @@ static void dw_geo(const OqciConv *p, DwGeo *d) {
 }
 
 /* The depthwise planes: int16 (Arm) or float (x86) elements. */
+/* AVX-512's stride-2 phase planes (conv_dw3s2flat__avx512vnni): four of (OH + 1) rows
+ * of S = OW + 1, a row and a vector of slack. */
+static int64_t dw3s2_floats(const OqciConv *p) {
+    int64_t sr = (int64_t)p->out_w + 1;
+    return 4 * ((int64_t)p->out_h + 1) * sr + sr + 32;
+}
+
 static size_t dw_scratch(const OqciConv *p) {
     DwGeo d;
     /* AVX-512's flat 3x3 planes: W + 1 zeros, the plane, W + 33 zeros */
     int64_t flat = 2 * (int64_t)p->in_w + 34 + (int64_t)p->in_h * p->in_w, planes;
+    int64_t s2 = p->s_h == 2 && p->s_w == 2 ? dw3s2_floats(p) : 0;
     dw_geo(p, &d);
     planes = (int64_t)d.phases * d.rows * d.width;
-    return ALIGN + (size_t)(planes > flat ? planes : flat) * 4;
+    planes = planes > flat ? planes : flat;
+    return ALIGN + (size_t)(planes > s2 ? planes : s2) * 4;
 }
 
 #define HAVE_SIMD (HAVE_AVX2 || HAVE_NEONDOT)
@@ -2281,6 +2291,156 @@ T_AVX512VNNI static void conv_dw3flat__avx512vnni(const OqciConv *p, const void 
             }
         }
 }
+
+/* ---- conv_dw3s2flat__avx512vnni: 3x3 / stride 2 / pad 1 depthwise -------------------
+ * The row kernels spend most of a stride-2 depthwise conv on per-row set-up (14x14 ->
+ * 7x7: ~500 cycles per channel for 49 outputs).  Here the input channel is split once
+ * into four phase planes, P[a][b][r][c] = x[2 r + a - 1][2 c + b - 1] (0 outside the
+ * input), r in [0, OH], c in [0, OW], rows S = OW + 1 apart; output (oh, ow) is then
+ * sum over taps (i, j) of w[i][j] P[i & 1][j & 1][oh + i / 2][ow + j / 2], i.e. with
+ * o = oh S + ow, flat offset (i / 2) S + j / 2 in plane (i & 1, j & 1): whole planes as
+ * flat arrays with no masks, one junk output per row (ow = OW, never stored).  The
+ * valid lanes of each vector are compressed (vpcompressd) and stored contiguously (16
+ * bytes, the ones past the valid lanes rewritten by the next vector; the plane's end
+ * through a copy).
+ * The planes' padding is zeroed once per call; each channel writes only the input's
+ * part (deinterleaved by vpermt2ps).  Same exactness and fused condition as the
+ * stride-1 flat kernel. */
+#define DWS2_MAX 16384   /* OH S outputs at most (the masks: 2 KB of stack) */
+#define DWS2_MAXW 2048   /* input columns at most (chunk masks: 1 KB) */
+
+static int dw3s2flat_ok(const OqciConv *p) {
+    int32_t k;
+    if (!(p->k_h == 3 && p->k_w == 3 && p->s_h == 2 && p->s_w == 2 && p->d_h == 1 &&
+          p->d_w == 1 && p->p_t == 1 && p->p_l == 1 && p->in_w <= DWS2_MAXW &&
+          (int64_t)p->out_h * (p->out_w + 1) <= DWS2_MAX && p->rq.mode == OQCI_REQ_FLOAT))
+        return 0;
+    for (k = 0; k < p->out_c; k++) {
+        int64_t b = p->bias ? p->bias[k] : 0;
+        if ((b < 0 ? -b : b) + 9 * 32640 >= 16777216)
+            return 0;
+    }
+    return 1;
+}
+
+/* A 32-input chunk of an input row: its load mask and the store masks of its evens
+ * (ev[c + e] = x[t + 2 e]) and odds (od[c + e + 1] = x[t + 2 e + 1]) inside the
+ * rows (c + e < S, c + e + 1 < S); the same for every row, made once per call. */
+typedef struct Dws2Chunk {
+    __mmask64 ld;
+    __mmask16 ev, od;
+} Dws2Chunk;
+
+static void dw3s2_chunks(int32_t in_w, int32_t sr, Dws2Chunk *ch) {
+    int32_t t;
+    for (t = 0; t < in_w; t += 32) {
+        int32_t n = in_w - t < 32 ? in_w - t : 32, c = t / 2;
+        int32_t ne = (n + 1) / 2, no = n / 2;
+        Dws2Chunk *k = &ch[t / 32];
+        ne = ne > sr - c ? sr - c : ne;
+        no = no > sr - c - 1 ? sr - c - 1 : no;
+        k->ld = n >= 32 ? (__mmask64)0xFFFFFFFFu : ((__mmask64)1 << n) - 1;
+        k->ev = (__mmask16)(ne > 0 ? (1u << ne) - 1 : 0);
+        k->od = (__mmask16)(no > 0 ? (1u << no) - 1 : 0);
+    }
+}
+
+/* Input row xr into phase rows ev (b = 1) and od (b = 0), chunk by chunk: two float
+ * vectors of 16 inputs, deinterleaved by vpermt2ps. */
+T_AVX512VNNI static inline __attribute__((always_inline)) void
+dw3s2_row(const uint8_t *xr, int32_t in_w, const Dws2Chunk *ch, int u8, float *ev, float *od) {
+    const __m512i ie = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i io = _mm512_add_epi32(ie, _mm512_set1_epi32(1));
+    int32_t t;
+    for (t = 0; t < in_w; t += 32, ch++) {
+        __m512i b = _mm512_maskz_loadu_epi8(ch->ld, xr + t);
+        __m128i b0 = _mm512_castsi512_si128(b), b1 = _mm512_extracti32x4_epi32(b, 1);
+        __m512 f0 = _mm512_cvtepi32_ps(u8 ? _mm512_cvtepu8_epi32(b0) : _mm512_cvtepi8_epi32(b0));
+        __m512 f1 = _mm512_cvtepi32_ps(u8 ? _mm512_cvtepu8_epi32(b1) : _mm512_cvtepi8_epi32(b1));
+        _mm512_mask_storeu_ps(ev + t / 2, ch->ev, _mm512_permutex2var_ps(f0, ie, f1));
+        _mm512_mask_storeu_ps(od + t / 2 + 1, ch->od, _mm512_permutex2var_ps(f0, io, f1));
+    }
+}
+
+T_AVX512VNNI static void conv_dw3s2flat__avx512vnni(const OqciConv *p, const void *x, void *y,
+                                                    void *scratch) {
+    const int32_t oh_n = p->out_h, ow_n = p->out_w, sr = ow_n + 1, kg = p->out_c / p->group;
+    const int32_t no = oh_n * sr, nv = (no + 15) / 16;
+    const int64_t pl = ((int64_t)oh_n + 1) * sr, plane_in = (int64_t)p->in_h * p->in_w;
+    const int u8in = p->in_type == OQCI_U8, u8out = p->out_type == OQCI_U8;
+    const int64_t opix = (int64_t)oh_n * ow_n;
+    float *ph = (float *)(void *)align_up(scratch);   /* P[a][b] at ph + (2 a + b) pl */
+    __mmask16 mv[DWS2_MAX / 16];
+    Dws2Chunk ch[DWS2_MAXW / 32];
+    int64_t n;
+    int32_t v, l, g, ih;
+    for (v = 0; v < nv; v++) {
+        mv[v] = 0;
+        for (l = 0; l < 16; l++)
+            if (16 * v + l < no && (16 * v + l) % sr < ow_n)
+                mv[v] = (__mmask16)(mv[v] | 1u << l);
+    }
+    dw3s2_chunks(p->in_w, sr, ch);
+    memset(ph, 0, (size_t)dw3s2_floats(p) * sizeof(float));   /* (dw_scratch has it) */
+    for (n = 0; n < p->batch; n++)
+        for (g = 0; g < p->group; g++) {
+            const uint8_t *xs = (const uint8_t *)x + (n * p->in_c + g) * plane_in;
+            int32_t kk;
+            for (ih = 0; ih < p->in_h; ih++) {   /* input row ih = 2 r + a - 1 */
+                int32_t a = (ih + 1) & 1, r = (ih + 1) >> 1;
+                if (r > oh_n)
+                    break;
+                dw3s2_row(xs + (int64_t)ih * p->in_w, p->in_w, ch, u8in,
+                          ph + (2 * a + 1) * pl + (int64_t)r * sr,
+                          ph + (2 * a) * pl + (int64_t)r * sr);
+            }
+            for (kk = 0; kk < kg; kk++) {
+                int32_t k = g * kg + kk;
+                const int8_t *w = p->w + (size_t)k * (size_t)p->kpad;
+                uint8_t *yk = (uint8_t *)y + (n * p->out_ctotal + p->out_coff + k) * opix;
+                const __m512 w00 = _mm512_set1_ps(w[0]), w01 = _mm512_set1_ps(w[1]);
+                const __m512 w02 = _mm512_set1_ps(w[2]), w10 = _mm512_set1_ps(w[3]);
+                const __m512 w11 = _mm512_set1_ps(w[4]), w12 = _mm512_set1_ps(w[5]);
+                const __m512 w20 = _mm512_set1_ps(w[6]), w21 = _mm512_set1_ps(w[7]);
+                const __m512 w22 = _mm512_set1_ps(w[8]);
+                const __m512 bv = _mm512_set1_ps((float)(p->bias ? p->bias[k] : 0));
+                /* tap (i, j) reads plane (i & 1, j & 1) at (i / 2) S + j / 2 */
+                const float *p00 = ph, *p01 = ph + pl, *p10 = ph + 2 * pl, *p11 = ph + 3 * pl;
+                int64_t at = 0;
+                RqFZ vz;
+                vz.mult2 = _mm512_set1_ps(rq_mult2(p->rq.mult[p->rq.per_index ? k : 0]));
+                vz.lo2 = _mm512_set1_ps(2.0f * (float)p->lo);
+                vz.hi2 = _mm512_set1_ps(2.0f * (float)p->hi);
+                for (v = 0; v < nv; v++) {
+                    const int32_t o = 16 * v;
+                    __m512 s0, s1, s2;
+                    __m512i q;
+                    __m128i o8;
+                    s0 = _mm512_fmadd_ps(_mm512_loadu_ps(p00 + o), w00, bv);            /* 0,0 */
+                    s0 = _mm512_fmadd_ps(_mm512_loadu_ps(p01 + o), w01, s0);            /* 0,1 */
+                    s0 = _mm512_fmadd_ps(_mm512_loadu_ps(p00 + o + 1), w02, s0);        /* 0,2 */
+                    s1 = _mm512_mul_ps(_mm512_loadu_ps(p10 + o), w10);                  /* 1,0 */
+                    s1 = _mm512_fmadd_ps(_mm512_loadu_ps(p11 + o), w11, s1);            /* 1,1 */
+                    s1 = _mm512_fmadd_ps(_mm512_loadu_ps(p10 + o + 1), w12, s1);        /* 1,2 */
+                    s2 = _mm512_mul_ps(_mm512_loadu_ps(p00 + o + sr), w20);             /* 2,0 */
+                    s2 = _mm512_fmadd_ps(_mm512_loadu_ps(p01 + o + sr), w21, s2);       /* 2,1 */
+                    s2 = _mm512_fmadd_ps(_mm512_loadu_ps(p00 + o + sr + 1), w22, s2);   /* 2,2 */
+                    q = _mm512_maskz_compress_epi32(mv[v],
+                                                    rqf16(_mm512_add_ps(_mm512_add_ps(s0, s1), s2), &vz));
+                    l = __builtin_popcount(mv[v]);
+                    o8 = u8out ? _mm512_cvtusepi32_epi8(q) : _mm512_cvtsepi32_epi8(q);
+                    if (at + 16 <= opix) {   /* bytes past l: overwritten by the next vector */
+                        _mm_storeu_si128((__m128i *)(void *)(yk + at), o8);
+                    } else {
+                        uint8_t tb[16];
+                        _mm_storeu_si128((__m128i *)(void *)tb, o8);
+                        memcpy(yk + at, tb, (size_t)l);
+                    }
+                    at += l;
+                }
+            }
+        }
+}
 #endif
 
 /* One input channel per group (any multiplier), float planes: whole output rows into
@@ -2881,6 +3041,10 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {
 #if HAVE_DWZ
             if (isa == OQCI_ISA_AVX512VNNI && dw3flat_ok(p)) {
                 conv_dw3flat__avx512vnni(p, x, y, scratch);
+                return OQCI_OK;
+            }
+            if (isa == OQCI_ISA_AVX512VNNI && dw3s2flat_ok(p)) {
+                conv_dw3s2flat__avx512vnni(p, x, y, scratch);
                 return OQCI_OK;
             }
 #endif
