@@ -1018,7 +1018,9 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
                     for (r = 0; r < f->mr; r++)
                         w[r] = p->w + (size_t)(g * kg + kk + (r < nk ? r : nk - 1)) *
                                           (size_t)p->kpad + (size_t)q0 * 4;
-                    if (fused && nseg == 1 && np == f->nr) {   /* one run: straight to y */
+                    if (fused && np == f->nr && segs[0].n == segs[nseg - 1].n) {
+                        /* whole panel in one image: its outputs are consecutive in y's
+                         * planes (whatever rows the runs start), straight to y */
                         uint8_t *dst = (uint8_t *)y +
                                        (segs[0].n * p->out_ctotal + p->out_coff + g * kg + kk) *
                                            ge.pix + segs[0].pix0;
