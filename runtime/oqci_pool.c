@@ -126,7 +126,7 @@ static void pool_run(const OqciPool *p, const void *x, void *y, int avg) {
 /* buf[t] = the max over the nr rows of column a + t, biased, for t in [t0, t1): 32-,
  * 16- and 8-byte vectors, the last one overlapping the previous (same values), so only
  * runs narrower than 8 columns are scalar. */
-T_AVX2 static void vmax_rows(const uint8_t *const *rows, int32_t nr, int64_t a, int64_t t0,
+T_AVX2 static inline void vmax_rows(const uint8_t *const *rows, int32_t nr, int64_t a, int64_t t0,
                              int64_t t1, int s8, uint8_t *buf) {
     const __m256i flip = _mm256_set1_epi8(s8 ? (char)0x80 : 0);
     int64_t n = t1 - t0, t;
@@ -180,6 +180,33 @@ T_AVX2 static void vmax_rows(const uint8_t *const *rows, int32_t nr, int64_t a, 
     }
 }
 
+/* buf[0 .. n) = 0: two 32-byte stores up to 64 bytes (buf has room for them), else
+ * memset (a call per output row costs more than the row's maxima). */
+T_AVX2 static inline void zero_small(uint8_t *buf, int64_t n) {
+    if (n <= 0)
+        return;
+    if (n > 64) {
+        memset(buf, 0, (size_t)n);
+        return;
+    }
+    _mm256_storeu_si256((__m256i *)(void *)buf, _mm256_setzero_si256());
+    if (n > 32)
+        _mm256_storeu_si256((__m256i *)(void *)(buf + 32), _mm256_setzero_si256());
+}
+
+/* n output bytes from ob (16-byte blocks, n rounded up) to dst: 16-byte stores, the last
+ * one ending at n (overlapping the one before: same bytes); a copy below 16. */
+T_AVX2 static inline void store_row(uint8_t *dst, const uint8_t *ob, int32_t n) {
+    int32_t j;
+    if (n < 16) {
+        memcpy(dst, ob, (size_t)n);
+        return;
+    }
+    for (j = 0; j + 16 < n; j += 16)
+        _mm_storeu_si128((__m128i *)(void *)(dst + j), LDU128(ob + j));
+    _mm_storeu_si128((__m128i *)(void *)(dst + n - 16), LDU128(ob + n - 16));
+}
+
 /* Max pooling with d_w 1 and either s_w 2, k_w 2 or 3, or s_w 1, k_w <= 32 (GoogLeNet's
  * 3x3 / 1 branch pools); any k_h <= 64, s_h, d_h and padding.  Per output row the
  * window's valid rows are reduced into a biased byte row (vmax_rows), then:
@@ -193,9 +220,11 @@ T_AVX2 static void maxpool_avx2(const OqciPool *p, const void *x, void *y, const
     const __m256i lowb = _mm256_set1_epi16(0x00FF);
     const __m256i bias = _mm256_set1_epi16(s8 ? 128 : 0);
     const __m256i lo = _mm256_set1_epi16((short)p->lo), hi = _mm256_set1_epi16((short)p->hi);
-    uint8_t buf[2 * MP_CH + 64], ob[MP_CH + 32];
+    uint8_t buf[2 * MP_CH + 96], ob[MP_CH + 32];   /* (buf: zero_small's 64 past t1) */
     const uint8_t *rows[64];
     int32_t c, oh;
+    /* some output column's window lies in the padding (pads >= the kernel) */
+    const int hempty = p->p_l >= p->k_w || (int64_t)(p->out_w - 1) * p->s_w - p->p_l >= p->in_w;
     for (n = 0; n < p->batch; n++)
         for (c = 0; c < p->channels; c++) {
             int64_t xoff = (n * p->channels + c) * plane;
@@ -227,8 +256,8 @@ T_AVX2 static void maxpool_avx2(const OqciPool *p, const void *x, void *y, const
                     t1 = p->in_w - a < span ? p->in_w - a : span;
                     if (t1 < t0)
                         t1 = t0;
-                    memset(buf, 0, (size_t)t0);
-                    memset(buf + t1, 0, (size_t)(end - t1));
+                    zero_small(buf, t0);
+                    zero_small(buf + t1, end - t1);
                     vmax_rows(rows, nr, a, t0, t1, s8, buf);
                     if (s1)   /* biased maxima of the k_w columns, 32 at a time */
                         for (j = 0; j < nout; j += 32) {
@@ -261,8 +290,8 @@ T_AVX2 static void maxpool_avx2(const OqciPool *p, const void *x, void *y, const
                     if (lut)
                         for (j = 0; j < nout; j++)
                             ob[j] = lut[ob[j]];
-                    {   /* windows holding no input: iw0 = a + s_w j with iw0 + k_w <= 0
-                         * (j < jl) or iw0 >= in_w (j >= jh) */
+                    if (hempty) {   /* windows holding no input: iw0 = a + s_w j with
+                                     * iw0 + k_w <= 0 (j < jl) or iw0 >= in_w (j >= jh) */
                         int64_t jl = -a - p->k_w >= 0 ? (-a - p->k_w) / p->s_w + 1 : 0;
                         int64_t jh = p->in_w - a > 0 ? (p->in_w - a + p->s_w - 1) / p->s_w : 0;
                         for (j = 0; j < nout && j < jl; j++)
@@ -270,7 +299,7 @@ T_AVX2 static void maxpool_avx2(const OqciPool *p, const void *x, void *y, const
                         for (j = jh > jl ? (int32_t)(jh < nout ? jh : nout) : j; j < nout; j++)
                             ob[j] = (uint8_t)pool_one(p, x, xoff, oh, ow0 + j, 0);
                     }
-                    memcpy((uint8_t *)y + yoff + (int64_t)oh * p->out_w + ow0, ob, (size_t)nout);
+                    store_row((uint8_t *)y + yoff + (int64_t)oh * p->out_w + ow0, ob, nout);
                 }
             }
         }
