@@ -27,8 +27,9 @@
  *     panel[q][px][0..3] = the four inputs of reduction quad q (k = 4q .. 4q+3) of px,
  * one K block (blocks of equal size, each at most the panel bytes of KBLOCK reductions
  * of the AVX2 int16 panel: 28 KB, so 512 reductions there and 1194 in a 24-pixel byte
- * panel) at a time, so a block stays in L1 while every channel tile of the group runs
- * over it.  A tile of MR
+ * panel; AVX-512's 32-pixel panels take KBLOCK_Z = 1152, 36 KB, for the L1 of the CPUs
+ * that have it) at a time, so a block stays in L1 while every channel tile of the group
+ * runs over it.  A tile of MR
  * channels x NR pixels is held in registers (acc[channel][pixel vector]: one output
  * channel's pixels per vector, the NCHW order of y, so the requantization and the
  * stores are vector operations).  With several K blocks the microkernel adds its tile
@@ -101,7 +102,7 @@
  * Scratch: oqci_conv_scratch() is the largest need of all families (not only of the
  * ones compiled in: the compiler sizes the arena of the emitted code with its own
  * build): the portable path's 16 bytes per reduction element; the GEMM's panel block
- * (56 bytes per element up to KBLOCK: 28 KB at most), the band (at most BAND_MAX), 4
+ * (56 bytes per element up to KBLOCK, 32 up to KBLOCK_Z: 36 KB at most), the band (at most BAND_MAX), 4
  * bytes per output channel and, with several K blocks, 128 bytes per channel of the
  * group; the depthwise float plane.  For example 19 KB for the Fashion model's
  * 32x14x14 3x3 conv (4.6 KB portable), 51 KB for a ResNet 64x56x56 3x3 -> 64, 130 KB
@@ -212,6 +213,8 @@
 #define TILE_MR 8           /* largest microkernel tile: channels */
 #define TILE_NR 32          /* largest microkernel tile: pixels (tile row stride) */
 #define PANEL_BYTES_PER_K 56   /* largest nr * element size (AVX2: 28 x int16) */
+#define KBLOCK_Z 1152       /* AVX-512 (32-pixel byte panels): reduction elements per block
+                             * (36 KB: 3x3 convs of 128 channels in one block, fused) */
 #define GEMV_MAX_PIX 8      /* fewer pixels per group than this: dot-product path */
 #define DW_MAX_TAPS 64      /* larger depthwise kernels go through the GEMM */
 #define DW_VEC 16           /* outputs per depthwise step (the plane's column rounding) */
@@ -427,8 +430,10 @@ static int flat_table(const OqciConv *p) {
  * (RqPre). */
 static size_t gemm_scratch(const OqciConv *p, size_t *panel, size_t *cbuf, size_t *band) {
     int64_t kb = p->kpad < KBLOCK ? p->kpad : KBLOCK, rows, cols;
+    int64_t kz = p->kpad < KBLOCK_Z ? p->kpad : KBLOCK_Z;
     int64_t kg = p->out_c / p->group;
-    *panel = (size_t)round_up(kb * PANEL_BYTES_PER_K, ALIGN);
+    *panel = (size_t)round_up(kb * PANEL_BYTES_PER_K > kz * 32 ? kb * PANEL_BYTES_PER_K : kz * 32,
+                              ALIGN);
     *cbuf = p->kpad > KBLOCK ? (size_t)(round_up(kg, TILE_MR) * TILE_NR *
                                         (p->kpad > OQCI_KCHUNK ? 8 : 4))
                              : 0;
@@ -926,9 +931,11 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
     int64_t *c64;
     int32_t *corr = NULL;
     RqPre *pre = NULL;
-    /* a K block: as many quads as fill the panel bytes of KBLOCK int16 x 28 (L1) */
+    /* a K block: as many quads as fill the panel bytes of KBLOCK int16 x 28 (L1), or
+     * KBLOCK_Z for the 32-pixel byte panels */
     int32_t kg = p->out_c / p->group, nq = p->kpad / 4, g, k;
-    int32_t kbq = KBLOCK * PANEL_BYTES_PER_K / (4 * f->nr * f->esize);
+    int32_t kbq = f->nr == 32 && f->esize == 1 ? KBLOCK_Z / 4
+                                               : KBLOCK * PANEL_BYTES_PER_K / (4 * f->nr * f->esize);
     int32_t nblk = (nq + kbq - 1) / kbq, bsize;
     int deep = p->kpad > OQCI_KCHUNK, fused = 0, flat = 0;
     int64_t total, P0;
