@@ -882,6 +882,11 @@ typedef struct Family {
                    int32_t nk, const RqPre *pre, uint8_t *out, int64_t ostride,
                    int32_t np);
     BandPackFn band_pack[2];   /* pack_band with tr4[] inlined (s8, u8 inputs), or NULL */
+    /* or NULL: ukr_rq for the last of several K blocks, the sums so far (rows of t,
+     * stride TILE_NR, TILE_MR of them readable) added first */
+    void (*ukr_rq_acc)(int32_t nq, const void *panel, const int8_t *const *w, const int32_t *t,
+                       const OqciConv *p, int32_t nk, const RqPre *pre, uint8_t *out,
+                       int64_t ostride, int32_t np);
 } Family;
 
 #if HAVE_AVX2
@@ -967,9 +972,11 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
         for (k = 0; k < p->out_c; k++)
             corr[k] = (int32_t)(uint32_t)(uint64_t)weight_corr(p, k);
     }
-    /* the epilogue in the microkernel: one block, float requantization, and no bias
-     * whose addition may overflow (bias_may_overflow: checked here for all channels) */
-    if (f->ukr_rq && nblk == 1 && p->rq.mode == OQCI_REQ_FLOAT) {
+    /* the epilogue in the microkernel: float requantization, no bias whose addition
+     * may overflow (bias_may_overflow: checked here for all channels), and one block or
+     * (ukr_rq_acc) the last of several whose int32 sums are exact */
+    if (f->ukr_rq && (nblk == 1 || (f->ukr_rq_acc && !deep)) &&
+        p->rq.mode == OQCI_REQ_FLOAT) {
         fused = 1;
         for (k = 0; k < p->out_c && fused; k++)
             fused = !bias_may_overflow(p, p->bias ? p->bias[k] : 0);
@@ -1025,19 +1032,26 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
                     for (r = 0; r < f->mr; r++)
                         w[r] = p->w + (size_t)(g * kg + kk + (r < nk ? r : nk - 1)) *
                                           (size_t)p->kpad + (size_t)q0 * 4;
-                    if (fused && np == f->nr && segs[0].n == segs[nseg - 1].n) {
-                        /* whole panel in one image: its outputs are consecutive in y's
+                    if (fused && q0 + bq >= nq) {
+                        /* (the last block's sums so far in c32) */
+                        const int32_t *tin = nblk > 1 ? c32 + (size_t)kk * TILE_NR : NULL;
+                        const RqPre *pk = pre + g * kg + kk;
+                        uint8_t q[TILE_MR * TILE_NR], *out = q;
+                        int64_t ostride = TILE_NR;
+                        /* a whole panel in one image: its outputs are consecutive in y's
                          * planes (whatever rows the runs start), straight to y */
-                        uint8_t *dst = (uint8_t *)y +
-                                       (segs[0].n * p->out_ctotal + p->out_coff + g * kg + kk) *
-                                           ge.pix + segs[0].pix0;
-                        f->ukr_rq(bq, panel, w, p, nk,
-                                  pre + g * kg + kk, dst, ge.pix, np);
-                    } else if (fused) {
-                        uint8_t q[TILE_MR * TILE_NR];
-                        f->ukr_rq(bq, panel, w, p, nk,
-                                  pre + g * kg + kk, q, TILE_NR, np);
-                        for (r = 0; r < nk; r++)
+                        int direct = np == f->nr && segs[0].n == segs[nseg - 1].n;
+                        if (direct) {
+                            out = (uint8_t *)y +
+                                  (segs[0].n * p->out_ctotal + p->out_coff + g * kg + kk) * ge.pix +
+                                  segs[0].pix0;
+                            ostride = ge.pix;
+                        }
+                        if (tin)
+                            f->ukr_rq_acc(bq, panel, w, tin, p, nk, pk, out, ostride, np);
+                        else
+                            f->ukr_rq(bq, panel, w, p, nk, pk, out, ostride, np);
+                        for (r = 0; !direct && r < nk; r++)
                             store_runs(p, q + r * TILE_NR, g * kg + kk + r, segs, nseg, y);
                     } else if (nblk == 1) {
                         f->ukr(bq, panel, w, tile, 0, np, nk);
@@ -1055,7 +1069,7 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
                     }
                 }
             }
-            if (nblk == 1)
+            if (nblk == 1 || fused)
                 continue;
             for (kk = 0; kk < kg; kk += TILE_MR) {
                 int32_t nk = kg - kk < TILE_MR ? kg - kk : TILE_MR, r, e;
@@ -1592,7 +1606,7 @@ T_AVX2 static void q8conv_2x28c4_rq__avx2(int32_t nq, const void *panel, const i
 
 static const Family family_avx2 = {OQCI_ISA_AVX2, 2, AVX2_NR, 2, -1, q8conv_2x28c4__avx2,
                                    {tr4_s16_s8__avx2, tr4_s16_u8__avx2}, gather__avx2,
-                                   store_tile__avx2, UKR_RQ_AVX2, {NULL, NULL}};
+                                   store_tile__avx2, UKR_RQ_AVX2, {NULL, NULL}, NULL};
 
 /* ---- q8conv_3x24c4n__avx2: 3 channels x 24 pixels, u8 panel, narrow weights --------
  * For weights whose pairs fit (p->wpair16, see oqci_conv_wpair16): vpmaddubsw's int16
@@ -1705,7 +1719,7 @@ T_AVX2 static void q8conv_3x24c4n_rq__avx2(int32_t nq, const void *panel, const 
 
 static const Family family_avx2n = {OQCI_ISA_AVX2, 3, N_NR, 1, OQCI_S8, q8conv_3x24c4n__avx2,
                                     {tr4_u8_s8__avx2, tr4_u8_u8__avx2}, gather__avx2,
-                                    store_tile__avx2, UKR_RQ_AVX2N, {NULL, NULL}};
+                                    store_tile__avx2, UKR_RQ_AVX2N, {NULL, NULL}, NULL};
 
 /* ---- q8gemv_4x16__avx2: few pixels, dot products on 16-bit copies ------------------ */
 
@@ -2578,7 +2592,7 @@ static void q8conv_8x32c4__emu(int32_t nq, const void *panel, const int8_t *cons
 static const Family family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, OQCI_S8,
                                          q8conv_8x32c4__emu,
                                          {tr4_u8_s8__avx2, tr4_u8_u8__avx2}, gather__avx2,
-                                         store_tile__avx2, NULL, {NULL, NULL}};
+                                         store_tile__avx2, NULL, {NULL, NULL}, NULL};
 #elif HAVE_AVX512VNNI
 /* ---- q8conv_8x32c4__avx512vnni: 8 channels x 32 pixels, u8 panel -------------------
  * Two zmm of 16 pixels per channel; a panel whose pixels fill only the first 16 (the
@@ -2673,6 +2687,33 @@ T_AVX512VNNI static inline __attribute__((always_inline)) __m128i rq16(__m512i a
 ZBODY(q8conv_8x16c4_rq__avx512vnni, ZV1)
 ZBODY(q8conv_8x32c4_rq_full__avx512vnni, ZV2)
 #undef ZBODY
+/* The same from the sums so far (t: the last K block's) */
+#undef ZDECL
+#define ZDECL(r, v) __m512i a##r##v = _mm512_loadu_si512((const void *)(t + r * TILE_NR + 16 * v));
+#define ZBODY(NAME, V)                                                                  \
+    T_AVX512VNNI static void NAME(int32_t nq, const void *panel, const int8_t *const *w, \
+                                  const int32_t *t, const OqciConv *p, int32_t nk,      \
+                                  const RqPre *pre, uint8_t *out, int64_t ostride) {    \
+        const int u8 = p->out_type == OQCI_U8;                                          \
+        ZSUMS(V)                                                                        \
+        ZROWS(ZRQ, V)                                                                   \
+    }
+ZBODY(q8conv_8x16c4_rqacc__avx512vnni, ZV1)
+ZBODY(q8conv_8x32c4_rqacc_full__avx512vnni, ZV2)
+#undef ZBODY
+#undef ZDECL
+#define ZDECL(r, v) __m512i a##r##v = _mm512_setzero_si512();
+
+T_AVX512VNNI static void q8conv_8x32c4_rqacc__avx512vnni(int32_t nq, const void *panel,
+                                                         const int8_t *const *w, const int32_t *t,
+                                                         const OqciConv *p, int32_t nk,
+                                                         const RqPre *pre, uint8_t *out,
+                                                         int64_t ostride, int32_t np) {
+    if (np <= 16)
+        q8conv_8x16c4_rqacc__avx512vnni(nq, panel, w, t, p, nk, pre, out, ostride);
+    else
+        q8conv_8x32c4_rqacc_full__avx512vnni(nq, panel, w, t, p, nk, pre, out, ostride);
+}
 #undef ZRQ
 #undef ZOUT
 
@@ -2686,8 +2727,10 @@ T_AVX512VNNI static void q8conv_8x32c4_rq__avx512vnni(int32_t nq, const void *pa
         q8conv_8x32c4_rq_full__avx512vnni(nq, panel, w, p, nk, pre, out, ostride);
 }
 #define UKR_RQ_AVX512VNNI q8conv_8x32c4_rq__avx512vnni
+#define UKR_RQ_ACC_AVX512VNNI q8conv_8x32c4_rqacc__avx512vnni
 #else
 #define UKR_RQ_AVX512VNNI NULL
+#define UKR_RQ_ACC_AVX512VNNI NULL
 #endif
 #undef ZSTR
 #undef ZST
@@ -2759,7 +2802,8 @@ static const Family family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, OQCI_S8,
                                          q8conv_8x32c4__avx512vnni,
                                          {tr4_u8_s8__avx512vnni, tr4_u8_u8__avx512vnni},
                                          gather__avx2, store_tile__avx2, UKR_RQ_AVX512VNNI,
-                                         {pack_band_s8__avx512vnni, pack_band_u8__avx512vnni}};
+                                         {pack_band_s8__avx512vnni, pack_band_u8__avx512vnni},
+                                         UKR_RQ_ACC_AVX512VNNI};
 #endif
 
 #if HAVE_AVXVNNI
@@ -2815,7 +2859,7 @@ T_AVXVNNI static void q8conv_4x24c4__avxvnni(int32_t nq, const void *panel,
 
 static const Family family_avxvnni = {OQCI_ISA_AVXVNNI, 4, 24, 1, OQCI_S8, q8conv_4x24c4__avxvnni,
                                       {tr4_u8_s8__avx2, tr4_u8_u8__avx2}, gather__avx2,
-                                      store_tile__avx2, NULL, {NULL, NULL}};
+                                      store_tile__avx2, NULL, {NULL, NULL}, NULL};
 #endif
 
 /* ======================================================================================
@@ -2872,7 +2916,7 @@ static void q8conv_4x16c4__neondot(int32_t nq, const void *panel, const int8_t *
 
 static const Family family_neondot = {OQCI_ISA_NEONDOT, 4, 16, 1, OQCI_U8, q8conv_4x16c4__neondot,
                                       {tr4_s8_s8__c, tr4_s8_u8__c}, gather__c, store_tile__c,
-                                      NULL, {NULL, NULL}};
+                                      NULL, {NULL, NULL}, NULL};
 #endif
 
 /* ======================================================================================
