@@ -314,6 +314,29 @@ static int oqci_use_avx2(void) {
 #else
 #define HAVE_AVX2 0
 #endif
+/* The same for AVX-512 (BW) kernels: HAVE_AVX512, T_AVX512, oqci_use_avx512() (with
+ * OQCI_TEST_HOOKS: when oqci_conv's family is AVX-512 VNNI). */
+#if HAVE_AVX2 && (defined(__AVX512BW__) ||                                                 \
+                  (defined(OQCI_DISPATCH) && (defined(__clang__) || __GNUC__ >= 8)))
+#define HAVE_AVX512 1
+#if defined(__AVX512BW__)
+#define T_AVX512
+#else
+#define T_AVX512 __attribute__((target("avx2,avx512f,avx512bw")))
+#endif
+static inline int oqci_use_avx512(void) {
+#if defined(OQCI_TEST_HOOKS)
+    return oqci_conv_isa() == OQCI_ISA_AVX512VNNI;
+#elif defined(__AVX512BW__)
+    return 1;
+#else
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+#endif
+}
+#else
+#define HAVE_AVX512 0
+#endif
 #endif /* OQCI_AVX2_SELECT */
 
 #endif

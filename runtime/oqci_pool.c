@@ -1,5 +1,6 @@
-/* oqci_pool.c - INT8 max and average pooling (NCHW, batch included), portable C99 and
- * AVX2 kernels giving the same bits (see "AVX2 kernels" below).
+/* oqci_pool.c - INT8 max and average pooling (NCHW, batch included), portable C99,
+ * AVX2 and (stride-2 max pools) AVX-512 kernels giving the same bits (see "AVX2
+ * kernels" and "AVX-512" below).
  *
  * Design.  One direct loop per output element over its window, bounds-checked tap by
  * tap (so padding is never read and never counted); no scratch.
@@ -18,7 +19,8 @@
  * Only integer arithmetic here, except the float branch of oqci_requant, which
  * OQCI_NO_FLOAT removes (see oqci.h). */
 /* AVX2 (x86-64, GNU C): compile-time with __AVX2__, run-time with OQCI_DISPATCH; HAVE_AVX2,
- * T_AVX2 and oqci_use_avx2() come from oqci.h */
+ * T_AVX2 and oqci_use_avx2() come from oqci.h, and so do HAVE_AVX512, T_AVX512 and
+ * oqci_use_avx512() (AVX-512 BW) */
 #define OQCI_AVX2_SELECT
 #include "oqci.h"
 
@@ -411,9 +413,113 @@ static void gavgpool_avx2(const OqciPool *p, const void *x, void *y) {
 }
 #endif
 
+#if HAVE_AVX512
+/* ---- AVX-512: max pools of width 2 or 3 at horizontal stride 2 ----------------------
+ * (d_w 1, any k_h <= 64, s_h, d_h; no requant; every window holding input.)  Per output
+ * row and 32 outputs: the window's valid input rows are loaded with a byte mask that
+ * keeps the columns inside the row (the others get the type's smallest value, so padding
+ * never wins), twice (from the first window column and from two further) and reduced by
+ * byte max; the 16-bit lanes of the first give each output's columns 0 and 1, the low
+ * bytes of the second its column 2; the max is clamped to [lo, hi] in 16 bits and
+ * narrowed (vpmovwb) into a masked store.  No buffer, no per-row call: on small planes
+ * the row kernel's set-up cost more than the maxima. */
+#define MPZ_CHUNKS 64   /* 32-output chunks per row at most (rows up to 2048 outputs) */
+
+static int maxpool_s2z_ok(const OqciPool *p) {
+    return !p->requant && p->s_w == 2 && (p->k_w == 2 || p->k_w == 3) && p->d_w == 1 &&
+           p->k_h <= 64 && p->out_w <= 32 * MPZ_CHUNKS &&
+           /* every window holds input: the first and last of each axis */
+           p->p_t <= (int64_t)(p->k_h - 1) * p->d_h &&
+           (int64_t)(p->out_h - 1) * p->s_h - p->p_t < p->in_h && p->p_l <= p->k_w - 1 &&
+           (int64_t)(p->out_w - 1) * 2 - p->p_l < p->in_w;
+}
+
+/* Columns [c0, c0 + 64) of a row: the bits of those inside [0, in_w). */
+static __mmask64 mpz_mask(int64_t c0, int32_t in_w) {
+    int64_t a = c0 < 0 ? -c0 : 0, b = in_w - c0;   /* bits [a, b) */
+    __mmask64 hi, lo;
+    if (b > 64)
+        b = 64;
+    if (b <= a)
+        return 0;
+    hi = b >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << b) - 1;
+    lo = ((__mmask64)1 << a) - 1;
+    return hi & ~lo;
+}
+
+T_AVX512 static void maxpool_s2z(const OqciPool *p, const void *x, void *y) {
+    const int64_t plane = (int64_t)p->in_h * p->in_w, opix = (int64_t)p->out_h * p->out_w;
+    const int s8 = p->in_type == OQCI_S8, k3 = p->k_w == 3;
+    const int32_t nch = (p->out_w + 31) / 32;
+    const __m512i fill = _mm512_set1_epi8(s8 ? (char)-128 : 0);
+    const __m512i lo16 = _mm512_set1_epi16((short)p->lo), hi16 = _mm512_set1_epi16((short)p->hi);
+    __mmask64 m0[MPZ_CHUNKS], m2[MPZ_CHUNKS], ms[MPZ_CHUNKS];
+    int64_t n;
+    int32_t c, oh, ch;
+    for (ch = 0; ch < nch; ch++) {   /* chunk ch: outputs 32 ch .., columns from c0 */
+        int64_t c0 = 64 * (int64_t)ch - p->p_l;
+        int32_t no = p->out_w - 32 * ch < 32 ? p->out_w - 32 * ch : 32;
+        m0[ch] = mpz_mask(c0, p->in_w);
+        m2[ch] = mpz_mask(c0 + 2, p->in_w);
+        ms[ch] = ((__mmask64)1 << no) - 1;
+    }
+    for (n = 0; n < p->batch; n++)
+        for (c = 0; c < p->channels; c++) {
+            const uint8_t *xc = (const uint8_t *)x + (n * p->channels + c) * plane;
+            uint8_t *yc = (uint8_t *)y + (n * p->out_ctotal + p->out_coff + c) * opix;
+            for (oh = 0; oh < p->out_h; oh++) {
+                const uint8_t *rows[64];
+                int64_t ih0 = (int64_t)oh * p->s_h - p->p_t;
+                int32_t i, nr = 0;
+                for (i = 0; i < p->k_h; i++) {
+                    int64_t ih = ih0 + (int64_t)i * p->d_h;
+                    if (ih >= 0 && ih < p->in_h)
+                        rows[nr++] = xc + ih * p->in_w;
+                }
+                for (ch = 0; ch < nch; ch++) {
+                    int64_t c0 = 64 * (int64_t)ch - p->p_l;
+                    __m512i v = _mm512_mask_loadu_epi8(fill, m0[ch], rows[0] + c0);
+                    __m512i v2 = _mm512_mask_loadu_epi8(fill, m2[ch], rows[0] + c0 + 2);
+                    __m512i e, o, m;
+                    for (i = 1; i < nr; i++) {
+                        __m512i a = _mm512_mask_loadu_epi8(fill, m0[ch], rows[i] + c0);
+                        __m512i b = _mm512_mask_loadu_epi8(fill, m2[ch], rows[i] + c0 + 2);
+                        v = s8 ? _mm512_max_epi8(v, a) : _mm512_max_epu8(v, a);
+                        v2 = s8 ? _mm512_max_epi8(v2, b) : _mm512_max_epu8(v2, b);
+                    }
+                    /* 16-bit lanes: output j's column 0 (low byte), 1 (high), 2 (v2 low) */
+                    if (s8) {
+                        e = _mm512_srai_epi16(_mm512_slli_epi16(v, 8), 8);
+                        o = _mm512_srai_epi16(v, 8);
+                        m = _mm512_max_epi16(e, o);
+                        if (k3)
+                            m = _mm512_max_epi16(m, _mm512_srai_epi16(_mm512_slli_epi16(v2, 8), 8));
+                    } else {
+                        const __m512i lowb = _mm512_set1_epi16(0x00FF);
+                        e = _mm512_and_si512(v, lowb);
+                        o = _mm512_srli_epi16(v, 8);
+                        m = _mm512_max_epi16(e, o);
+                        if (k3)
+                            m = _mm512_max_epi16(m, _mm512_and_si512(v2, lowb));
+                    }
+                    m = _mm512_min_epi16(_mm512_max_epi16(m, lo16), hi16);
+                    _mm512_mask_storeu_epi8(yc + (int64_t)oh * p->out_w + 32 * ch, ms[ch],
+                                            _mm512_castsi256_si512(_mm512_cvtepi16_epi8(m)));
+                }
+            }
+        }
+}
+#endif
+
 int oqci_maxpool(const OqciPool *p, const void *x, void *y) {
     if (!pool_ok(p, x, y) || (p->requant && !oqci_requant_ok(&p->rq, 0, 0)))
         return OQCI_EINVAL;
+#if HAVE_AVX512
+    if (maxpool_s2z_ok(p) && oqci_use_avx512()) {
+        maxpool_s2z(p, x, y);
+        return OQCI_OK;
+    }
+#endif
 #if HAVE_AVX2
     if (maxpool_same3_ok(p) && oqci_use_avx2()) {
         maxpool_same3_avx2(p, x, y);
