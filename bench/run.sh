@@ -272,6 +272,13 @@ kv() { awk -v p="$2" -v k="$3=" '$1 == p { for (i = 2; i <= NF; i++) if (index($
 sumkv() { awk -v p="$2" -v re="$3" '$1 == p { for (i = 2; i <= NF; i++) { split($i, a, "="); if (a[1] ~ re) s += a[2] } } END { print s + 0 }' "$1"; }
 i8rows=
 fuserows=
+# ORT's exact 8-bit INT8 figure: int8 weights where the CPU has VNNI (vpdpbusd, exact),
+# uint8 weights on AVX2 without it (its int8-weight vpmaddubsw sums saturate)
+if grep -qw -e avx512_vnni -e avx_vnni /proc/cpuinfo 2>/dev/null; then
+    ORT_REF=ort_qdq; ORT_REF_NAME="ORT INT8 (int8 w)"
+else
+    ORT_REF=ort_qdq_u8w; ORT_REF_NAME="ORT INT8 (uint8 w)"
+fi
 for m in $BENCH_MODELS; do
     name=$(basename "$m" .onnx)
     [ -f "$m" ] || continue
@@ -359,7 +366,8 @@ for m in $BENCH_MODELS; do
         eval "md_$e=\$md"
         [ -n "$md" ] && printf '%s\t%s\t%s\t%s\n' "$name" "$e" "$md" "$mn" >>"$TSV"
     done
-    row="$row | $(ratio "$md_c_int8" "$md_c_fp32") | $(ratio "$md_ort_qdq_u8w" "$md_ort_fp32") | $(ratio "$md_c_int8" "$md_ort_qdq_u8w") | $(ratio "$md_c_int8w7" "$md_ort_qdq_w7") |"
+    eval "md_ref=\$md_$ORT_REF"
+    row="$row | $(ratio "$md_c_int8" "$md_c_fp32") | $(ratio "$md_ref" "$md_ort_fp32") | $(ratio "$md_c_int8" "$md_ref") | $(ratio "$md_ort_fp32" "$md_c_int8") | $(ratio "$md_c_int8w7" "$md_ort_qdq_w7") |"
     i8rows="$i8rows$row
 "
     if [ "$ORT_OK" = 1 ] && [ -s "$I8/${name}_qdq.check" ]; then
@@ -376,8 +384,8 @@ done
 out ""
 out "## INT8 vs FP32, batch 1, one thread: ms, median of the best of $INT8_ROUNDS round(s) of >= $RUNS runs (min in parentheses)"
 out ""
-out "| model | oqc INT8 C | oqc FP32 C | ORT FP32 | ORT INT8 (QDQ, int8 weights) | ORT INT8 (QDQ, uint8 weights) | oqc INT8 C, 7-bit weights | ORT INT8 (QDQ, 7-bit int8 weights) | INT8 C / FP32 C | ORT INT8 u8w / ORT FP32 | oqc INT8 C / ORT INT8 u8w | oqc 7-bit / ORT 7-bit |"
-out "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+out "| model | oqc INT8 C | oqc FP32 C | ORT FP32 | ORT INT8 (QDQ, int8 weights) | ORT INT8 (QDQ, uint8 weights) | oqc INT8 C, 7-bit weights | ORT INT8 (QDQ, 7-bit int8 weights) | INT8 C / FP32 C | $ORT_REF_NAME / ORT FP32 | oqc INT8 C / $ORT_REF_NAME | ORT FP32 / oqc INT8 C | oqc 7-bit / ORT 7-bit |"
+out "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 printf '%s' "$i8rows" | tee -a "$RESULTS"
 out ""
 out "oqc C: the code \`oqc compile\` emits ($BUILD/oqc, runtime as embedded in it), built with"
@@ -385,7 +393,8 @@ out "\`$CC $EMIT_CFLAGS\`, timed by bench/emitted_latency.c (one thread, caller 
 out "ORT: onnxruntime-node ${ver:-not available}, 1 intra-op and 1 inter-op thread, graph optimisation 'all';"
 out "INT8 = \`oqc export-qdq\` of the same table (docs/export-qdq.md).  7-bit: \`--weight-bits 7\` for both"
 out "(docs/int8.md): on AVX2 without VNNI both engines then run vpmaddubsw, exactly; 8-bit int8 weights"
-out "make ORT's vpmaddubsw saturate, so its exact 8-bit figure is the uint8-weight one."
+out "make ORT's vpmaddubsw saturate there, so its exact 8-bit figure is the uint8-weight one; with VNNI"
+out "(this CPU: $( [ "$ORT_REF" = ort_qdq ] && echo yes || echo no)) int8 weights are exact and the ratios use them."
 out "Load average now: $(cut -d' ' -f1-3 /proc/loadavg)."
 if [ -n "$fuserows" ]; then
     out ""
