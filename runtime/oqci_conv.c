@@ -2643,88 +2643,98 @@ T_AVX512VNNI static void q8conv_8x32c4__avx512vnni(int32_t nq, const void *panel
 }
 
 #ifndef OQCI_NO_FLOAT
-/* Channel k's float epilogue constants, 16 lanes (rqv_float's). */
-typedef struct RqZ {
-    __m512i add;
-    __m512 mult2, lo2, hi2;
-} RqZ;
-
-T_AVX512VNNI static inline __attribute__((always_inline)) void rqz_float(const OqciConv *p,
-                                                                           const RqPre *c, RqZ *v) {
-    v->add = _mm512_set1_epi32(c->add);
-    v->mult2 = _mm512_set1_ps(c->m2);
-    v->lo2 = _mm512_set1_ps(2.0f * (float)p->lo);
-    v->hi2 = _mm512_set1_ps(2.0f * (float)p->hi);
-}
-
-/* rq8's float steps on 16 raw sums (no bias saturation: the fused condition), narrowed
- * to out_type bytes. */
-T_AVX512VNNI static inline __attribute__((always_inline)) __m128i rq16(__m512i acc,
-                                                                        const RqZ *v, int u8) {
-    __m512 u = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc, v->add)), v->mult2);
-    __m512i m = _mm512_cvttps_epi32(_mm512_min_ps(_mm512_max_ps(u, v->lo2), v->hi2));
+/* rq8's float steps on 16 sums that hold the correction and bias already (no bias
+ * saturation: the fused condition; the accumulators start from pre[r].add, which is the
+ * same sum mod 2^32, as vpdpbusd wraps), narrowed to out_type bytes. */
+T_AVX512VNNI static inline __attribute__((always_inline)) __m128i rq16(__m512i acc, __m512 m2,
+                                                                        __m512 lo2, __m512 hi2,
+                                                                        int u8) {
+    __m512 u = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), m2);
+    __m512i m = _mm512_cvttps_epi32(_mm512_min_ps(_mm512_max_ps(u, lo2), hi2));
     m = _mm512_mask_add_epi32(m, _mm512_cmpgt_epi32_mask(m, _mm512_set1_epi32(-1)), m,
                               _mm512_set1_epi32(1));
     m = _mm512_srai_epi32(m, 1);
     return u8 ? _mm512_cvtusepi32_epi8(m) : _mm512_cvtsepi32_epi8(m);
 }
 
-#define ZOUT(r, v) STU128(out + r * ostride + 16 * v, rq16(a##r##v, &rz, u8));
+/* Bodies per pixel count (V), output type (U8) and start: the correction and bias
+ * (rows past nk repeat row 0's), or the last K block's sums so far in t plus them. */
+#undef ZDECL
+#define ZADD(r) _mm512_set1_epi32(pre[r < nk ? r : 0].add)
+#define ZDECL(r, v) __m512i a##r##v = ZADD(r);
+#define ZOUT(r, v) STU128(out + r * ostride + 16 * v, rq16(a##r##v, m2_, lo2, hi2, U8_));
 #define ZRQ(r, V)                                                                       \
     if (r < nk) {                                                                       \
-        RqZ rz;                                                                         \
-        rqz_float(p, pre + r, &rz);                                                     \
+        const __m512 m2_ = _mm512_set1_ps(pre[r].m2);                                   \
         V(ZOUT, r)                                                                      \
     }
-#define ZBODY(NAME, V)                                                                  \
+#define ZBODY(NAME, V, U8)                                                              \
     T_AVX512VNNI static void NAME(int32_t nq, const void *panel, const int8_t *const *w, \
-                                  const OqciConv *p, int32_t nk,            \
-                                  const RqPre *pre, uint8_t *out, int64_t ostride) { \
-        const int u8 = p->out_type == OQCI_U8;                                          \
+                                  int32_t nk, const RqPre *pre, uint8_t *out,           \
+                                  int64_t ostride, __m512 lo2, __m512 hi2) {            \
+        enum { U8_ = U8 };                                                              \
         ZSUMS(V)                                                                        \
         ZROWS(ZRQ, V)                                                                   \
     }
-ZBODY(q8conv_8x16c4_rq__avx512vnni, ZV1)
-ZBODY(q8conv_8x32c4_rq_full__avx512vnni, ZV2)
+ZBODY(q8conv_8x16c4_rq_s8__avx512vnni, ZV1, 0)
+ZBODY(q8conv_8x16c4_rq_u8__avx512vnni, ZV1, 1)
+ZBODY(q8conv_8x32c4_rq_s8__avx512vnni, ZV2, 0)
+ZBODY(q8conv_8x32c4_rq_u8__avx512vnni, ZV2, 1)
 #undef ZBODY
-/* The same from the sums so far (t: the last K block's) */
 #undef ZDECL
-#define ZDECL(r, v) __m512i a##r##v = _mm512_loadu_si512((const void *)(t + r * TILE_NR + 16 * v));
-#define ZBODY(NAME, V)                                                                  \
+#define ZDECL(r, v)                                                                     \
+    __m512i a##r##v = _mm512_add_epi32(_mm512_loadu_si512((const void *)(t + r * TILE_NR + 16 * v)), \
+                                       ZADD(r));
+#define ZBODY(NAME, V, U8)                                                              \
     T_AVX512VNNI static void NAME(int32_t nq, const void *panel, const int8_t *const *w, \
-                                  const int32_t *t, const OqciConv *p, int32_t nk,      \
-                                  const RqPre *pre, uint8_t *out, int64_t ostride) {    \
-        const int u8 = p->out_type == OQCI_U8;                                          \
+                                  const int32_t *t, int32_t nk, const RqPre *pre,       \
+                                  uint8_t *out, int64_t ostride, __m512 lo2, __m512 hi2) { \
+        enum { U8_ = U8 };                                                              \
         ZSUMS(V)                                                                        \
         ZROWS(ZRQ, V)                                                                   \
     }
-ZBODY(q8conv_8x16c4_rqacc__avx512vnni, ZV1)
-ZBODY(q8conv_8x32c4_rqacc_full__avx512vnni, ZV2)
+ZBODY(q8conv_8x16c4_rqacc_s8__avx512vnni, ZV1, 0)
+ZBODY(q8conv_8x16c4_rqacc_u8__avx512vnni, ZV1, 1)
+ZBODY(q8conv_8x32c4_rqacc_s8__avx512vnni, ZV2, 0)
+ZBODY(q8conv_8x32c4_rqacc_u8__avx512vnni, ZV2, 1)
 #undef ZBODY
 #undef ZDECL
 #define ZDECL(r, v) __m512i a##r##v = _mm512_setzero_si512();
+#undef ZRQ
+#undef ZOUT
+#undef ZADD
+
+T_AVX512VNNI static void q8conv_8x32c4_rq__avx512vnni(int32_t nq, const void *panel,
+                                                      const int8_t *const *w, const OqciConv *p,
+                                                      int32_t nk, const RqPre *pre, uint8_t *out,
+                                                      int64_t ostride, int32_t np) {
+    const __m512 lo2 = _mm512_set1_ps(2.0f * (float)p->lo), hi2 = _mm512_set1_ps(2.0f * (float)p->hi);
+    int u8 = p->out_type == OQCI_U8;
+    if (np <= 16 && u8)
+        q8conv_8x16c4_rq_u8__avx512vnni(nq, panel, w, nk, pre, out, ostride, lo2, hi2);
+    else if (np <= 16)
+        q8conv_8x16c4_rq_s8__avx512vnni(nq, panel, w, nk, pre, out, ostride, lo2, hi2);
+    else if (u8)
+        q8conv_8x32c4_rq_u8__avx512vnni(nq, panel, w, nk, pre, out, ostride, lo2, hi2);
+    else
+        q8conv_8x32c4_rq_s8__avx512vnni(nq, panel, w, nk, pre, out, ostride, lo2, hi2);
+}
 
 T_AVX512VNNI static void q8conv_8x32c4_rqacc__avx512vnni(int32_t nq, const void *panel,
                                                          const int8_t *const *w, const int32_t *t,
                                                          const OqciConv *p, int32_t nk,
                                                          const RqPre *pre, uint8_t *out,
                                                          int64_t ostride, int32_t np) {
-    if (np <= 16)
-        q8conv_8x16c4_rqacc__avx512vnni(nq, panel, w, t, p, nk, pre, out, ostride);
+    const __m512 lo2 = _mm512_set1_ps(2.0f * (float)p->lo), hi2 = _mm512_set1_ps(2.0f * (float)p->hi);
+    int u8 = p->out_type == OQCI_U8;
+    if (np <= 16 && u8)
+        q8conv_8x16c4_rqacc_u8__avx512vnni(nq, panel, w, t, nk, pre, out, ostride, lo2, hi2);
+    else if (np <= 16)
+        q8conv_8x16c4_rqacc_s8__avx512vnni(nq, panel, w, t, nk, pre, out, ostride, lo2, hi2);
+    else if (u8)
+        q8conv_8x32c4_rqacc_u8__avx512vnni(nq, panel, w, t, nk, pre, out, ostride, lo2, hi2);
     else
-        q8conv_8x32c4_rqacc_full__avx512vnni(nq, panel, w, t, p, nk, pre, out, ostride);
-}
-#undef ZRQ
-#undef ZOUT
-
-T_AVX512VNNI static void q8conv_8x32c4_rq__avx512vnni(int32_t nq, const void *panel,
-                                                      const int8_t *const *w, const OqciConv *p,
-                                                      int32_t nk, const RqPre *pre,
-                                                      uint8_t *out, int64_t ostride, int32_t np) {
-    if (np <= 16)
-        q8conv_8x16c4_rq__avx512vnni(nq, panel, w, p, nk, pre, out, ostride);
-    else
-        q8conv_8x32c4_rq_full__avx512vnni(nq, panel, w, p, nk, pre, out, ostride);
+        q8conv_8x32c4_rqacc_s8__avx512vnni(nq, panel, w, t, nk, pre, out, ostride, lo2, hi2);
 }
 #define UKR_RQ_AVX512VNNI q8conv_8x32c4_rq__avx512vnni
 #define UKR_RQ_ACC_AVX512VNNI q8conv_8x32c4_rqacc__avx512vnni
