@@ -427,7 +427,7 @@ static int flat_table(const OqciConv *p) {
 /* Scratch of conv_gemm: aligned panel block, the deep-K tile buffer (int32 per K block
  * sum, int64 above OQCI_KCHUNK), the band and its row offsets (Band.koff: int32 per
  * reduction element), the per-channel corrections (int32) and fused epilogue constants
- * (RqPre). */
+ * (RqPre), the weight row pointers of a group's channels (conv_gemm's wtab). */
 static size_t gemm_scratch(const OqciConv *p, size_t *panel, size_t *cbuf, size_t *band) {
     int64_t kb = p->kpad < KBLOCK ? p->kpad : KBLOCK, rows, cols;
     int64_t kz = p->kpad < KBLOCK_Z ? p->kpad : KBLOCK_Z;
@@ -440,7 +440,8 @@ static size_t gemm_scratch(const OqciConv *p, size_t *panel, size_t *cbuf, size_
     *band = band_dims(p, &rows, &cols);
     if (*band || flat_table(p))
         *band += (size_t)round_up((int64_t)p->kpad * 4, ALIGN);
-    return ALIGN + *panel + *cbuf + *band + (size_t)p->out_c * 12;
+    return ALIGN + *panel + *cbuf + *band + (size_t)p->out_c * 12 +
+           (size_t)(kg + TILE_MR) * sizeof(const int8_t *) + 8;
 }
 
 /* Plane geometry of a depthwise conv: rows (padded input rows read), phase row width
@@ -936,6 +937,7 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
     int64_t *c64;
     int32_t *corr = NULL;
     RqPre *pre = NULL;
+    const int8_t **wtab;
     /* a K block: as many quads as fill the panel bytes of KBLOCK int16 x 28 (L1), or
      * KBLOCK_Z for the 32-pixel byte panels */
     int32_t kg = p->out_c / p->group, nq = p->kpad / 4, g, k;
@@ -990,6 +992,10 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
             pre[k].m2 = rq_mult2(p->rq.mult[p->rq.per_index ? k : 0]);
         }
     }
+    /* row k of the group's weights at the block's first quad, rows past kg repeating
+     * the last (a tile's rows past nk): built per group, or per block with several */
+    wtab = (const int8_t **)(void *)(panel + panel_bytes + cbuf_bytes + band_bytes +
+                                     (size_t)round_up((int64_t)p->out_c * 12, 8));
     bsize = (nq + nblk - 1) / nblk;   /* balanced blocks */
     total = (int64_t)p->batch * ge.pix;
     for (g = 0; g < p->group; g++)
@@ -1017,6 +1023,10 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
             }
             for (q0 = 0; q0 < nq; q0 += bsize) {
                 int32_t bq = nq - q0 < bsize ? nq - q0 : bsize;
+                if (nblk > 1 || P0 == 0)
+                    for (k = 0; k < kg + TILE_MR; k++)   /* (any tile's mr rows) */
+                        wtab[k] = p->w + (size_t)(g * kg + (k < kg ? k : kg - 1)) * (size_t)p->kpad +
+                                  (size_t)q0 * 4;
                 if (use_band && band_pack)
                     band_pack(p, &band, band_r0, segs, nseg, q0, bq, panel);
                 else if (use_band)
@@ -1027,11 +1037,8 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
                                f->esize, tr4, f->gather);
                 pack_tail(panel, bq, np, f->nr, f->esize);
                 for (kk = 0; kk < kg; kk += f->mr) {
-                    const int8_t *w[TILE_MR];
+                    const int8_t *const *w = wtab + kk;
                     int32_t nk = kg - kk < f->mr ? kg - kk : f->mr, r, e;
-                    for (r = 0; r < f->mr; r++)
-                        w[r] = p->w + (size_t)(g * kg + kk + (r < nk ? r : nk - 1)) *
-                                          (size_t)p->kpad + (size_t)q0 * 4;
                     if (fused && q0 + bq >= nq) {
                         /* (the last block's sums so far in c32) */
                         const int32_t *tin = nblk > 1 ? c32 + (size_t)kk * TILE_NR : NULL;
