@@ -102,11 +102,13 @@
  * Scratch: oqci_conv_scratch() is the largest need of all families (not only of the
  * ones compiled in: the compiler sizes the arena of the emitted code with its own
  * build): the portable path's 16 bytes per reduction element; the GEMM's panel block
- * (56 bytes per element up to KBLOCK, 32 up to KBLOCK_Z: 36 KB at most), the band (at most BAND_MAX), 4
- * bytes per output channel and, with several K blocks, 128 bytes per channel of the
- * group; the depthwise float plane.  For example 19 KB for the Fashion model's
- * 32x14x14 3x3 conv (4.6 KB portable), 51 KB for a ResNet 64x56x56 3x3 -> 64, 130 KB
- * for 512x7x7 3x3 -> 512 (74 KB portable), 15 KB for a 144x56x56 depthwise 3x3.
+ * (56 bytes per element up to KBLOCK, 32 up to KBLOCK_Z: 36 KB at most), the band (at
+ * most BAND_MAX) and its offsets (4 bytes per reduction element), 12 bytes per output
+ * channel (correction, fused epilogue constants), with several K blocks 128 bytes per
+ * channel of the group, and a weight row pointer per channel of the group; the
+ * depthwise float planes.  For example 24 KB for the Fashion model's 32x14x14 3x3 conv (4.6 KB
+ * portable), 76 KB for a ResNet 64x56x56 3x3 -> 64, 169 KB for 512x7x7 3x3 -> 512
+ * (74 KB portable), 15 KB for a 144x56x56 depthwise 3x3.
  *
  * Only integer arithmetic here, except the float branch of the requantization, which
  * OQCI_NO_FLOAT removes (see oqci.h). */
@@ -876,9 +878,10 @@ typedef struct Family {
     GatherFn gather;  /* strided copies of input runs */
     StoreFn store;    /* epilogue */
     /* or NULL: the microkernel with the epilogue in registers (whole reduction in one
-     * block, float requantization, no bias that may overflow): nk channels from k0
-     * (constants pre[0 .. nk - 1]) requantized, channel r's bytes stored at out + r * ostride: exactly nr bytes (np
-     * meaningful; a partial panel's body may store fewer, at least np) */
+     * block, float requantization, no bias that may overflow): nk channels (constants
+     * pre[0 .. nk - 1]) requantized, channel r's bytes stored at out + r * ostride:
+     * exactly nr bytes (np meaningful; a partial panel's body may store fewer, at least
+     * np) */
     void (*ukr_rq)(int32_t nq, const void *panel, const int8_t *const *w, const OqciConv *p,
                    int32_t nk, const RqPre *pre, uint8_t *out, int64_t ostride,
                    int32_t np);
@@ -898,9 +901,10 @@ T_AVX2 static int64_t wsum__avx2(const int8_t *w, int32_t n) {
     __m128i h;
     int64_t s;
     int32_t t = 0;
-    for (; t + 32 <= n; t += 32)
-        acc = _mm256_add_epi64(acc, _mm256_sad_epu8(
-                                        _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(w + t)), flip), z));
+    for (; t + 32 <= n; t += 32) {
+        __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(w + t));
+        acc = _mm256_add_epi64(acc, _mm256_sad_epu8(_mm256_xor_si256(b, flip), z));
+    }
     h = _mm_add_epi64(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
     s = _mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1) - 128 * (int64_t)t;
     for (; t < n; t++)
@@ -941,8 +945,9 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
     /* a K block: as many quads as fill the panel bytes of KBLOCK int16 x 28 (L1), or
      * KBLOCK_Z for the 32-pixel byte panels */
     int32_t kg = p->out_c / p->group, nq = p->kpad / 4, g, k;
-    int32_t kbq = f->nr == 32 && f->esize == 1 ? KBLOCK_Z / 4
-                                               : KBLOCK * PANEL_BYTES_PER_K / (4 * f->nr * f->esize);
+    int32_t kbq = f->nr == 32 && f->esize == 1
+                      ? KBLOCK_Z / 4
+                      : KBLOCK * PANEL_BYTES_PER_K / (4 * f->nr * f->esize);
     int32_t nblk = (nq + kbq - 1) / kbq, bsize;
     int deep = p->kpad > OQCI_KCHUNK, fused = 0, flat = 0;
     int64_t total, P0;
@@ -1006,7 +1011,8 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
             /* the band: the input rows of the panel (one image), kept while they serve */
             int use_band = band_bytes && segs[0].n == segs[nseg - 1].n;
             if (use_band && flat)
-                band.data = (const uint8_t *)x + (segs[0].n * p->in_c + (int64_t)g * ge.cg) * ge.plane;
+                band.data = (const uint8_t *)x +
+                            (segs[0].n * p->in_c + (int64_t)g * ge.cg) * ge.plane;
             int64_t r0 = (int64_t)segs[0].oh * p->s_h - p->p_t;
             int64_t r1 = (int64_t)segs[nseg - 1].oh * p->s_h - p->p_t +
                          (int64_t)(p->k_h - 1) * p->d_h + 1;
@@ -1025,7 +1031,8 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
                 int32_t bq = nq - q0 < bsize ? nq - q0 : bsize;
                 if (nblk > 1 || P0 == 0)
                     for (k = 0; k < kg + TILE_MR; k++)   /* (any tile's mr rows) */
-                        wtab[k] = p->w + (size_t)(g * kg + (k < kg ? k : kg - 1)) * (size_t)p->kpad +
+                        wtab[k] = p->w +
+                                  (size_t)(g * kg + (k < kg ? k : kg - 1)) * (size_t)p->kpad +
                                   (size_t)q0 * 4;
                 if (use_band && band_pack)
                     band_pack(p, &band, band_r0, segs, nseg, q0, bq, panel);
@@ -2455,8 +2462,8 @@ T_AVX512VNNI static void conv_dw3s2flat__avx512vnni(const OqciConv *p, const voi
                     s2 = _mm512_mul_ps(_mm512_loadu_ps(p00 + o + sr), w20);             /* 2,0 */
                     s2 = _mm512_fmadd_ps(_mm512_loadu_ps(p01 + o + sr), w21, s2);       /* 2,1 */
                     s2 = _mm512_fmadd_ps(_mm512_loadu_ps(p00 + o + sr + 1), w22, s2);   /* 2,2 */
-                    q = _mm512_maskz_compress_epi32(mv[v],
-                                                    rqf16(_mm512_add_ps(_mm512_add_ps(s0, s1), s2), &vz));
+                    q = rqf16(_mm512_add_ps(_mm512_add_ps(s0, s1), s2), &vz);
+                    q = _mm512_maskz_compress_epi32(mv[v], q);
                     l = __builtin_popcount(mv[v]);
                     o8 = u8out ? _mm512_cvtusepi32_epi8(q) : _mm512_cvtsepi32_epi8(q);
                     if (at + 16 <= opix) {   /* bytes past l: overwritten by the next vector */
@@ -2664,11 +2671,13 @@ T_AVX512VNNI static inline __attribute__((always_inline)) __m128i rq16(__m512i a
     return u8 ? _mm512_cvtusepi32_epi8(m) : _mm512_cvtsepi32_epi8(m);
 }
 
-/* Bodies per pixel count (V), output type (U8) and start: the correction and bias
- * (rows past nk repeat row 0's), or the last K block's sums so far in t plus them. */
+/* Bodies per pixel count (V) and output type (U8); the sums start from the correction
+ * and bias (rows past nk repeat row 0's), plus, for the last of several K blocks, the
+ * sums so far in t (else NULL). */
 #undef ZDECL
 #define ZADD(r) _mm512_set1_epi32(pre[r < nk ? r : 0].add)
-#define ZDECL(r, v) __m512i a##r##v = ZADD(r);
+#define ZT(r, v) _mm512_loadu_si512((const void *)(t + r * TILE_NR + 16 * v))
+#define ZDECL(r, v) __m512i a##r##v = t ? _mm512_add_epi32(ZT(r, v), ZADD(r)) : ZADD(r);
 #define ZOUT(r, v) STU128(out + r * ostride + 16 * v, rq16(a##r##v, m2_, lo2, hi2, U8_));
 #define ZRQ(r, V)                                                                       \
     if (r < nk) {                                                                       \
@@ -2677,8 +2686,8 @@ T_AVX512VNNI static inline __attribute__((always_inline)) __m128i rq16(__m512i a
     }
 #define ZBODY(NAME, V, U8)                                                              \
     T_AVX512VNNI static void NAME(int32_t nq, const void *panel, const int8_t *const *w, \
-                                  int32_t nk, const RqPre *pre, uint8_t *out,           \
-                                  int64_t ostride, __m512 lo2, __m512 hi2) {            \
+                                  const int32_t *t, int32_t nk, const RqPre *pre,       \
+                                  uint8_t *out, int64_t ostride, __m512 lo2, __m512 hi2) { \
         enum { U8_ = U8 };                                                              \
         ZSUMS(V)                                                                        \
         ZROWS(ZRQ, V)                                                                   \
@@ -2689,62 +2698,38 @@ ZBODY(q8conv_8x32c4_rq_s8__avx512vnni, ZV2, 0)
 ZBODY(q8conv_8x32c4_rq_u8__avx512vnni, ZV2, 1)
 #undef ZBODY
 #undef ZDECL
-#define ZDECL(r, v)                                                                     \
-    __m512i a##r##v = _mm512_add_epi32(_mm512_loadu_si512((const void *)(t + r * TILE_NR + 16 * v)), \
-                                       ZADD(r));
-#define ZBODY(NAME, V, U8)                                                              \
-    T_AVX512VNNI static void NAME(int32_t nq, const void *panel, const int8_t *const *w, \
-                                  const int32_t *t, int32_t nk, const RqPre *pre,       \
-                                  uint8_t *out, int64_t ostride, __m512 lo2, __m512 hi2) { \
-        enum { U8_ = U8 };                                                              \
-        ZSUMS(V)                                                                        \
-        ZROWS(ZRQ, V)                                                                   \
-    }
-ZBODY(q8conv_8x16c4_rqacc_s8__avx512vnni, ZV1, 0)
-ZBODY(q8conv_8x16c4_rqacc_u8__avx512vnni, ZV1, 1)
-ZBODY(q8conv_8x32c4_rqacc_s8__avx512vnni, ZV2, 0)
-ZBODY(q8conv_8x32c4_rqacc_u8__avx512vnni, ZV2, 1)
-#undef ZBODY
-#undef ZDECL
 #define ZDECL(r, v) __m512i a##r##v = _mm512_setzero_si512();
 #undef ZRQ
 #undef ZOUT
 #undef ZADD
+#undef ZT
+
+T_AVX512VNNI static void q8conv_8x32c4_rqt__avx512vnni(int32_t nq, const void *panel,
+                                                       const int8_t *const *w, const int32_t *t,
+                                                       const OqciConv *p, int32_t nk,
+                                                       const RqPre *pre, uint8_t *out,
+                                                       int64_t ostride, int32_t np) {
+    const __m512 lo2 = _mm512_set1_ps(2.0f * (float)p->lo);
+    const __m512 hi2 = _mm512_set1_ps(2.0f * (float)p->hi);
+    int u8 = p->out_type == OQCI_U8;
+    if (np <= 16 && u8)
+        q8conv_8x16c4_rq_u8__avx512vnni(nq, panel, w, t, nk, pre, out, ostride, lo2, hi2);
+    else if (np <= 16)
+        q8conv_8x16c4_rq_s8__avx512vnni(nq, panel, w, t, nk, pre, out, ostride, lo2, hi2);
+    else if (u8)
+        q8conv_8x32c4_rq_u8__avx512vnni(nq, panel, w, t, nk, pre, out, ostride, lo2, hi2);
+    else
+        q8conv_8x32c4_rq_s8__avx512vnni(nq, panel, w, t, nk, pre, out, ostride, lo2, hi2);
+}
 
 T_AVX512VNNI static void q8conv_8x32c4_rq__avx512vnni(int32_t nq, const void *panel,
                                                       const int8_t *const *w, const OqciConv *p,
                                                       int32_t nk, const RqPre *pre, uint8_t *out,
                                                       int64_t ostride, int32_t np) {
-    const __m512 lo2 = _mm512_set1_ps(2.0f * (float)p->lo), hi2 = _mm512_set1_ps(2.0f * (float)p->hi);
-    int u8 = p->out_type == OQCI_U8;
-    if (np <= 16 && u8)
-        q8conv_8x16c4_rq_u8__avx512vnni(nq, panel, w, nk, pre, out, ostride, lo2, hi2);
-    else if (np <= 16)
-        q8conv_8x16c4_rq_s8__avx512vnni(nq, panel, w, nk, pre, out, ostride, lo2, hi2);
-    else if (u8)
-        q8conv_8x32c4_rq_u8__avx512vnni(nq, panel, w, nk, pre, out, ostride, lo2, hi2);
-    else
-        q8conv_8x32c4_rq_s8__avx512vnni(nq, panel, w, nk, pre, out, ostride, lo2, hi2);
-}
-
-T_AVX512VNNI static void q8conv_8x32c4_rqacc__avx512vnni(int32_t nq, const void *panel,
-                                                         const int8_t *const *w, const int32_t *t,
-                                                         const OqciConv *p, int32_t nk,
-                                                         const RqPre *pre, uint8_t *out,
-                                                         int64_t ostride, int32_t np) {
-    const __m512 lo2 = _mm512_set1_ps(2.0f * (float)p->lo), hi2 = _mm512_set1_ps(2.0f * (float)p->hi);
-    int u8 = p->out_type == OQCI_U8;
-    if (np <= 16 && u8)
-        q8conv_8x16c4_rqacc_u8__avx512vnni(nq, panel, w, t, nk, pre, out, ostride, lo2, hi2);
-    else if (np <= 16)
-        q8conv_8x16c4_rqacc_s8__avx512vnni(nq, panel, w, t, nk, pre, out, ostride, lo2, hi2);
-    else if (u8)
-        q8conv_8x32c4_rqacc_u8__avx512vnni(nq, panel, w, t, nk, pre, out, ostride, lo2, hi2);
-    else
-        q8conv_8x32c4_rqacc_s8__avx512vnni(nq, panel, w, t, nk, pre, out, ostride, lo2, hi2);
+    q8conv_8x32c4_rqt__avx512vnni(nq, panel, w, NULL, p, nk, pre, out, ostride, np);
 }
 #define UKR_RQ_AVX512VNNI q8conv_8x32c4_rq__avx512vnni
-#define UKR_RQ_ACC_AVX512VNNI q8conv_8x32c4_rqacc__avx512vnni
+#define UKR_RQ_ACC_AVX512VNNI q8conv_8x32c4_rqt__avx512vnni
 #else
 #define UKR_RQ_AVX512VNNI NULL
 #define UKR_RQ_ACC_AVX512VNNI NULL
