@@ -217,6 +217,8 @@
 #define PANEL_BYTES_PER_K 56   /* largest nr * element size (AVX2: 28 x int16) */
 #define KBLOCK_Z 1152       /* AVX-512 (32-pixel byte panels): reduction elements per block
                              * (36 KB: 3x3 convs of 128 channels in one block, fused) */
+/* A family's quads per K block: as many as fill the panel bytes of KBLOCK int16 x 28 */
+#define KBQ(nr, esize) (KBLOCK * PANEL_BYTES_PER_K / (4 * (nr) * (esize)))
 #define GEMV_MAX_PIX 8      /* fewer pixels per group than this: dot-product path */
 #define DW_MAX_TAPS 64      /* larger depthwise kernels go through the GEMM */
 #define DW_VEC 16           /* outputs per depthwise step (the plane's column rounding) */
@@ -453,6 +455,14 @@ typedef struct DwGeo {
     int32_t taps;                  /* k_h * k_w */
 } DwGeo;
 
+#if HAVE_AVX2 && !defined(OQCI_NO_FLOAT)   /* (the float-plane kernels) */
+/* A depthwise channel whose sums, bias included, stay below 2^24 in magnitude (|x w| <=
+ * 255 * 128 per tap): float sums are exact, and start from the bias. */
+static inline int dw_bias_fits(int64_t bias, int32_t taps) {
+    return (bias < 0 ? -bias : bias) + (int64_t)taps * 32640 < 16777216;
+}
+#endif
+
 static void dw_geo(const OqciConv *p, DwGeo *d) {
     d->rows = (p->out_h - 1) * p->s_h + (p->k_h - 1) * p->d_h + 1;
     d->width = (int32_t)round_up(p->out_w, DW_VEC) + (p->k_w - 1) * p->d_w / p->s_w;
@@ -460,7 +470,6 @@ static void dw_geo(const OqciConv *p, DwGeo *d) {
     d->taps = p->k_h * p->k_w;
 }
 
-/* The depthwise planes: int16 (Arm) or float (x86) elements. */
 /* AVX-512's stride-2 phase planes (conv_dw3s2flat__avx512vnni): four of (OH + 1) rows
  * of S = OW + 1, a row and a vector of slack. */
 static int64_t dw3s2_floats(const OqciConv *p) {
@@ -468,6 +477,7 @@ static int64_t dw3s2_floats(const OqciConv *p) {
     return 4 * ((int64_t)p->out_h + 1) * sr + sr + 32;
 }
 
+/* The depthwise planes: int16 (Arm) or float (x86) elements. */
 static size_t dw_scratch(const OqciConv *p) {
     DwGeo d;
     /* AVX-512's flat 3x3 planes: W + 1 zeros, the plane, W + 33 zeros */
@@ -872,6 +882,7 @@ typedef struct Family {
     int isa;          /* OQCI_ISA_* */
     int mr, nr;       /* tile: channels x pixels */
     int esize;        /* panel element bytes: 2 (int16) or 1 */
+    int32_t kbq;      /* quads per K block (a block of panel stays in L1) */
     int flip;         /* the input type packed as x ^ 0x80 (see weight_corr), or -1 */
     UkrFn ukr;        /* microkernel */
     Tr4Fn tr4[2];     /* panel transposes for s8 and u8 inputs */
@@ -942,13 +953,8 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
     int32_t *corr = NULL;
     RqPre *pre = NULL;
     const int8_t **wtab;
-    /* a K block: as many quads as fill the panel bytes of KBLOCK int16 x 28 (L1), or
-     * KBLOCK_Z for the 32-pixel byte panels */
     int32_t kg = p->out_c / p->group, nq = p->kpad / 4, g, k;
-    int32_t kbq = f->nr == 32 && f->esize == 1
-                      ? KBLOCK_Z / 4
-                      : KBLOCK * PANEL_BYTES_PER_K / (4 * f->nr * f->esize);
-    int32_t nblk = (nq + kbq - 1) / kbq, bsize;
+    int32_t nblk = (nq + f->kbq - 1) / f->kbq, bsize;
     int deep = p->kpad > OQCI_KCHUNK, fused = 0, flat = 0;
     int64_t total, P0;
     int32_t tile[TILE_MR * TILE_NR];
@@ -1618,7 +1624,7 @@ T_AVX2 static void q8conv_2x28c4_rq__avx2(int32_t nq, const void *panel, const i
 #undef DECL
 #undef Q8CONV_2X28_SUMS
 
-static const Family family_avx2 = {OQCI_ISA_AVX2, 2, AVX2_NR, 2, -1, q8conv_2x28c4__avx2,
+static const Family family_avx2 = {OQCI_ISA_AVX2, 2, AVX2_NR, 2, KBQ(AVX2_NR, 2), -1, q8conv_2x28c4__avx2,
                                    {tr4_s16_s8__avx2, tr4_s16_u8__avx2}, gather__avx2,
                                    store_tile__avx2, UKR_RQ_AVX2, {NULL, NULL}, NULL};
 
@@ -1687,8 +1693,8 @@ T_AVX2 static void q8conv_3x24c4n__avx2(int32_t nq, const void *panel, const int
     }
 #define NBODY(NAME, V, PACK, NBYTES)                                                    \
     T_AVX2 static void NAME(int32_t nq, const void *panel, const int8_t *const *w,      \
-                            const OqciConv *p, int32_t nk,                  \
-                            const RqPre *pre, uint8_t *out, int64_t ostride) {       \
+                            const OqciConv *p, int32_t nk, const RqPre *pre,            \
+                            uint8_t *out, int64_t ostride) {                            \
         const int u8 = p->out_type == OQCI_U8, nbytes = NBYTES;                         \
         const __m256i z = _mm256_setzero_si256();                                       \
         NSUMS(V)                                                                        \
@@ -1731,7 +1737,7 @@ T_AVX2 static void q8conv_3x24c4n_rq__avx2(int32_t nq, const void *panel, const 
 #undef NV1
 #undef NROWS
 
-static const Family family_avx2n = {OQCI_ISA_AVX2, 3, N_NR, 1, OQCI_S8, q8conv_3x24c4n__avx2,
+static const Family family_avx2n = {OQCI_ISA_AVX2, 3, N_NR, 1, KBQ(N_NR, 1), OQCI_S8, q8conv_3x24c4n__avx2,
                                     {tr4_u8_s8__avx2, tr4_u8_u8__avx2}, gather__avx2,
                                     store_tile__avx2, UKR_RQ_AVX2N, {NULL, NULL}, NULL};
 
@@ -2149,8 +2155,7 @@ T_AVX512VNNI static void q8dw_16x9f__avx512vnni(const float *base, const int64_t
 #undef L
 }
 #undef DWZ_OUT
-#undef DW_W9Z
-#define HAVE_DWZ 1
+#define HAVE_DWZ 1   /* (DW_W9Z kept for the flat kernels below) */
 #else
 #define HAVE_DWZ 0
 #endif
@@ -2241,19 +2246,36 @@ T_AVX2 static void dw_store__avx2(const OqciConv *p, const int32_t *t, int32_t n
  * masked). */
 #define DWFLAT_MAX 16384   /* (the masks: 4 KB of stack) */
 
-static int dw3flat_ok(const OqciConv *p) {
+/* The flat kernels' condition on the requantization: float, and every channel's sums
+ * exact from its bias (conv_dwf's fused condition for all of them). */
+static int dw3_all_fused(const OqciConv *p) {
     int32_t k;
-    if (!(p->k_h == 3 && p->k_w == 3 && p->s_h == 1 && p->s_w == 1 && p->d_h == 1 &&
-          p->d_w == 1 && p->p_t == 1 && p->p_l == 1 && p->out_h == p->in_h &&
-          p->out_w == p->in_w && (int64_t)p->in_h * p->in_w >= 16 &&
-          (int64_t)p->in_h * p->in_w <= DWFLAT_MAX && p->rq.mode == OQCI_REQ_FLOAT))
+    if (p->rq.mode != OQCI_REQ_FLOAT)
         return 0;
-    for (k = 0; k < p->out_c; k++) {
-        int64_t b = p->bias ? p->bias[k] : 0;
-        if ((b < 0 ? -b : b) + 9 * 32640 >= 16777216)
+    for (k = 0; k < p->out_c; k++)
+        if (!dw_bias_fits(p->bias ? p->bias[k] : 0, 9))
             return 0;
-    }
     return 1;
+}
+
+static int dw3flat_ok(const OqciConv *p) {
+    return p->k_h == 3 && p->k_w == 3 && p->s_h == 1 && p->s_w == 1 && p->d_h == 1 &&
+           p->d_w == 1 && p->p_t == 1 && p->p_l == 1 && p->out_h == p->in_h &&
+           p->out_w == p->in_w && (int64_t)p->in_h * p->in_w >= 16 &&
+           (int64_t)p->in_h * p->in_w <= DWFLAT_MAX && dw3_all_fused(p);
+}
+
+/* Channel k's float requantization constants (rqfz_make's, from p). */
+T_AVX512VNNI static inline __attribute__((always_inline)) void rqfz_channel(const OqciConv *p,
+                                                                              int32_t k, RqFZ *z) {
+    z->mult2 = _mm512_set1_ps(rq_mult2(p->rq.mult[p->rq.per_index ? k : 0]));
+    z->lo2 = _mm512_set1_ps(2.0f * (float)p->lo);
+    z->hi2 = _mm512_set1_ps(2.0f * (float)p->hi);
+}
+
+/* 16 int32 results inside the output type as its bytes (nothing saturates). */
+T_AVX512VNNI static inline __attribute__((always_inline)) __m128i narrow16(__m512i q, int u8) {
+    return u8 ? _mm512_cvtusepi32_epi8(q) : _mm512_cvtsepi32_epi8(q);
 }
 
 T_AVX512VNNI static void conv_dw3flat__avx512vnni(const OqciConv *p, const void *x, void *y,
@@ -2293,16 +2315,10 @@ T_AVX512VNNI static void conv_dw3flat__avx512vnni(const OqciConv *p, const void 
                 int32_t k = g * kg + kk;
                 const int8_t *w = p->w + (size_t)k * (size_t)p->kpad;
                 uint8_t *yk = (uint8_t *)y + (n * p->out_ctotal + p->out_coff + k) * (int64_t)hw;
-                const __m512 w00 = _mm512_set1_ps(w[0]), w01 = _mm512_set1_ps(w[1]);
-                const __m512 w02 = _mm512_set1_ps(w[2]), w10 = _mm512_set1_ps(w[3]);
-                const __m512 w11 = _mm512_set1_ps(w[4]), w12 = _mm512_set1_ps(w[5]);
-                const __m512 w20 = _mm512_set1_ps(w[6]), w21 = _mm512_set1_ps(w[7]);
-                const __m512 w22 = _mm512_set1_ps(w[8]);
+                DW_W9Z(w);
                 const __m512 bv = _mm512_set1_ps((float)(p->bias ? p->bias[k] : 0));
                 RqFZ vz;
-                vz.mult2 = _mm512_set1_ps(rq_mult2(p->rq.mult[p->rq.per_index ? k : 0]));
-                vz.lo2 = _mm512_set1_ps(2.0f * (float)p->lo);
-                vz.hi2 = _mm512_set1_ps(2.0f * (float)p->hi);
+                rqfz_channel(p, k, &vz);
                 for (v = 0; v < nv; v++) {
                     const float *c = xc + 16 * v;
                     __m512 s0 = bv, s1, s2;
@@ -2318,7 +2334,7 @@ T_AVX512VNNI static void conv_dw3flat__avx512vnni(const OqciConv *p, const void 
                     s2 = _mm512_fmadd_ps(_mm512_loadu_ps(c + w_), w21, s2);
                     s2 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mr[v], c + w_ + 1), w22, s2);
                     q = rqf16(_mm512_add_ps(_mm512_add_ps(s0, s1), s2), &vz);
-                    o = u8out ? _mm512_cvtusepi32_epi8(q) : _mm512_cvtsepi32_epi8(q);
+                    o = narrow16(q, u8out);
                     if (16 * v + 16 <= hw)
                         _mm_storeu_si128((__m128i *)(void *)(yk + 16 * v), o);
                     else
@@ -2347,17 +2363,9 @@ T_AVX512VNNI static void conv_dw3flat__avx512vnni(const OqciConv *p, const void 
 #define DWS2_MAXW 2048   /* input columns at most (chunk masks: 1 KB) */
 
 static int dw3s2flat_ok(const OqciConv *p) {
-    int32_t k;
-    if (!(p->k_h == 3 && p->k_w == 3 && p->s_h == 2 && p->s_w == 2 && p->d_h == 1 &&
-          p->d_w == 1 && p->p_t == 1 && p->p_l == 1 && p->in_w <= DWS2_MAXW &&
-          (int64_t)p->out_h * (p->out_w + 1) <= DWS2_MAX && p->rq.mode == OQCI_REQ_FLOAT))
-        return 0;
-    for (k = 0; k < p->out_c; k++) {
-        int64_t b = p->bias ? p->bias[k] : 0;
-        if ((b < 0 ? -b : b) + 9 * 32640 >= 16777216)
-            return 0;
-    }
-    return 1;
+    return p->k_h == 3 && p->k_w == 3 && p->s_h == 2 && p->s_w == 2 && p->d_h == 1 &&
+           p->d_w == 1 && p->p_t == 1 && p->p_l == 1 && p->in_w <= DWS2_MAXW &&
+           (int64_t)p->out_h * (p->out_w + 1) <= DWS2_MAX && dw3_all_fused(p);
 }
 
 /* A 32-input chunk of an input row: its load mask and the store masks of its evens
@@ -2435,19 +2443,13 @@ T_AVX512VNNI static void conv_dw3s2flat__avx512vnni(const OqciConv *p, const voi
                 int32_t k = g * kg + kk;
                 const int8_t *w = p->w + (size_t)k * (size_t)p->kpad;
                 uint8_t *yk = (uint8_t *)y + (n * p->out_ctotal + p->out_coff + k) * opix;
-                const __m512 w00 = _mm512_set1_ps(w[0]), w01 = _mm512_set1_ps(w[1]);
-                const __m512 w02 = _mm512_set1_ps(w[2]), w10 = _mm512_set1_ps(w[3]);
-                const __m512 w11 = _mm512_set1_ps(w[4]), w12 = _mm512_set1_ps(w[5]);
-                const __m512 w20 = _mm512_set1_ps(w[6]), w21 = _mm512_set1_ps(w[7]);
-                const __m512 w22 = _mm512_set1_ps(w[8]);
+                DW_W9Z(w);
                 const __m512 bv = _mm512_set1_ps((float)(p->bias ? p->bias[k] : 0));
                 /* tap (i, j) reads plane (i & 1, j & 1) at (i / 2) S + j / 2 */
                 const float *p00 = ph, *p01 = ph + pl, *p10 = ph + 2 * pl, *p11 = ph + 3 * pl;
                 int64_t at = 0;
                 RqFZ vz;
-                vz.mult2 = _mm512_set1_ps(rq_mult2(p->rq.mult[p->rq.per_index ? k : 0]));
-                vz.lo2 = _mm512_set1_ps(2.0f * (float)p->lo);
-                vz.hi2 = _mm512_set1_ps(2.0f * (float)p->hi);
+                rqfz_channel(p, k, &vz);
                 for (v = 0; v < nv; v++) {
                     const int32_t o = 16 * v;
                     __m512 s0, s1, s2;
@@ -2465,7 +2467,7 @@ T_AVX512VNNI static void conv_dw3s2flat__avx512vnni(const OqciConv *p, const voi
                     q = rqf16(_mm512_add_ps(_mm512_add_ps(s0, s1), s2), &vz);
                     q = _mm512_maskz_compress_epi32(mv[v], q);
                     l = __builtin_popcount(mv[v]);
-                    o8 = u8out ? _mm512_cvtusepi32_epi8(q) : _mm512_cvtsepi32_epi8(q);
+                    o8 = narrow16(q, u8out);
                     if (at + 16 <= opix) {   /* bytes past l: overwritten by the next vector */
                         _mm_storeu_si128((__m128i *)(void *)(yk + at), o8);
                     } else {
@@ -2478,6 +2480,7 @@ T_AVX512VNNI static void conv_dw3s2flat__avx512vnni(const OqciConv *p, const voi
             }
         }
 }
+#undef DW_W9Z
 #endif
 
 /* One input channel per group (any multiplier), float planes: whole output rows into
@@ -2533,7 +2536,7 @@ T_AVX2F static void conv_dwf__avx2(const OqciConv *p, const void *x, void *y, vo
                 RqV v;
                 int fused;
                 rqv_make(p, k, 0, 0, &v);
-                fused = !v.fixed && (bias < 0 ? -bias : bias) + (int64_t)d.taps * 32640 < 16777216;
+                fused = !v.fixed && dw_bias_fits(bias, d.taps);
                 for (t = 0; t + 8 <= d.taps; t += 8)
                     _mm256_storeu_ps(wf + t, cvt8f(_mm_loadl_epi64((const __m128i *)(const void *)(w + t)), 0));
                 for (; t < d.taps; t++)
@@ -2603,7 +2606,7 @@ static void q8conv_8x32c4__emu(int32_t nq, const void *panel, const int8_t *cons
         }
 }
 
-static const Family family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, OQCI_S8,
+static const Family family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, KBLOCK_Z / 4, OQCI_S8,
                                          q8conv_8x32c4__emu,
                                          {tr4_u8_s8__avx2, tr4_u8_u8__avx2}, gather__avx2,
                                          store_tile__avx2, NULL, {NULL, NULL}, NULL};
@@ -2657,18 +2660,13 @@ T_AVX512VNNI static void q8conv_8x32c4__avx512vnni(int32_t nq, const void *panel
 }
 
 #ifndef OQCI_NO_FLOAT
-/* rq8's float steps on 16 sums that hold the correction and bias already (no bias
- * saturation: the fused condition; the accumulators start from pre[r].add, which is the
- * same sum mod 2^32, as vpdpbusd wraps), narrowed to out_type bytes. */
-T_AVX512VNNI static inline __attribute__((always_inline)) __m128i rq16(__m512i acc, __m512 m2,
-                                                                        __m512 lo2, __m512 hi2,
-                                                                        int u8) {
-    __m512 u = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), m2);
-    __m512i m = _mm512_cvttps_epi32(_mm512_min_ps(_mm512_max_ps(u, lo2), hi2));
-    m = _mm512_mask_add_epi32(m, _mm512_cmpgt_epi32_mask(m, _mm512_set1_epi32(-1)), m,
-                              _mm512_set1_epi32(1));
-    m = _mm512_srai_epi32(m, 1);
-    return u8 ? _mm512_cvtusepi32_epi8(m) : _mm512_cvtsepi32_epi8(m);
+/* rq8's float steps (rqf16, the depthwise kernels' on float sums) on 16 sums that hold
+ * the correction and bias already (no bias saturation: the fused condition; the
+ * accumulators start from pre[r].add, which is the same sum mod 2^32, as vpdpbusd
+ * wraps), narrowed to out_type bytes. */
+T_AVX512VNNI static inline __attribute__((always_inline)) __m128i rq16(__m512i acc,
+                                                                        const RqFZ *z, int u8) {
+    return narrow16(rqf16(_mm512_cvtepi32_ps(acc), z), u8);
 }
 
 /* Bodies per pixel count (V) and output type (U8); the sums start from the correction
@@ -2678,10 +2676,10 @@ T_AVX512VNNI static inline __attribute__((always_inline)) __m128i rq16(__m512i a
 #define ZADD(r) _mm512_set1_epi32(pre[r < nk ? r : 0].add)
 #define ZT(r, v) _mm512_loadu_si512((const void *)(t + r * TILE_NR + 16 * v))
 #define ZDECL(r, v) __m512i a##r##v = t ? _mm512_add_epi32(ZT(r, v), ZADD(r)) : ZADD(r);
-#define ZOUT(r, v) STU128(out + r * ostride + 16 * v, rq16(a##r##v, m2_, lo2, hi2, U8_));
+#define ZOUT(r, v) STU128(out + r * ostride + 16 * v, rq16(a##r##v, &z_, U8_));
 #define ZRQ(r, V)                                                                       \
     if (r < nk) {                                                                       \
-        const __m512 m2_ = _mm512_set1_ps(pre[r].m2);                                   \
+        const RqFZ z_ = {_mm512_set1_ps(pre[r].m2), lo2, hi2};                          \
         V(ZOUT, r)                                                                      \
     }
 #define ZBODY(NAME, V, U8)                                                              \
@@ -2800,7 +2798,7 @@ T_AVX512VNNI static void pack_band_u8__avx512vnni(const OqciConv *p, const Band 
     pack_band_body(p, b, r0, segs, nseg, q0, nq, panel, 32, 1, tr4_u8_u8__avx512vnni);
 }
 
-static const Family family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, OQCI_S8,
+static const Family family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, KBLOCK_Z / 4, OQCI_S8,
                                          q8conv_8x32c4__avx512vnni,
                                          {tr4_u8_s8__avx512vnni, tr4_u8_u8__avx512vnni},
                                          gather__avx2, store_tile__avx2, UKR_RQ_AVX512VNNI,
@@ -2859,7 +2857,7 @@ T_AVXVNNI static void q8conv_4x24c4__avxvnni(int32_t nq, const void *panel,
 #undef ST
 }
 
-static const Family family_avxvnni = {OQCI_ISA_AVXVNNI, 4, 24, 1, OQCI_S8, q8conv_4x24c4__avxvnni,
+static const Family family_avxvnni = {OQCI_ISA_AVXVNNI, 4, 24, 1, KBQ(24, 1), OQCI_S8, q8conv_4x24c4__avxvnni,
                                       {tr4_u8_s8__avx2, tr4_u8_u8__avx2}, gather__avx2,
                                       store_tile__avx2, NULL, {NULL, NULL}, NULL};
 #endif
@@ -2916,7 +2914,7 @@ static void q8conv_4x16c4__neondot(int32_t nq, const void *panel, const int8_t *
 #undef ST
 }
 
-static const Family family_neondot = {OQCI_ISA_NEONDOT, 4, 16, 1, OQCI_U8, q8conv_4x16c4__neondot,
+static const Family family_neondot = {OQCI_ISA_NEONDOT, 4, 16, 1, KBQ(16, 1), OQCI_U8, q8conv_4x16c4__neondot,
                                       {tr4_s8_s8__c, tr4_s8_u8__c}, gather__c, store_tile__c,
                                       NULL, {NULL, NULL}, NULL};
 #endif
