@@ -125,6 +125,19 @@ static void pool_run(const OqciPool *p, const void *x, void *y, int avg) {
 
 #define MP_CH 256   /* outputs of an output row per chunk */
 
+/* The input rows (of plane xp) inside output row oh's window, in order; their count. */
+static inline int32_t window_rows(const OqciPool *p, const uint8_t *xp, int32_t oh,
+                           const uint8_t **rows) {
+    int64_t ih0 = (int64_t)oh * p->s_h - p->p_t;
+    int32_t i, nr = 0;
+    for (i = 0; i < p->k_h; i++) {
+        int64_t ih = ih0 + (int64_t)i * p->d_h;
+        if (ih >= 0 && ih < p->in_h)
+            rows[nr++] = xp + ih * p->in_w;
+    }
+    return nr;
+}
+
 /* buf[t] = the max over the nr rows of column a + t, biased, for t in [t0, t1): 32-,
  * 16- and 8-byte vectors, the last one overlapping the previous (same values), so only
  * runs narrower than 8 columns are scalar. */
@@ -233,13 +246,7 @@ T_AVX2 static void maxpool_avx2(const OqciPool *p, const void *x, void *y, const
             int64_t yoff = (n * p->out_ctotal + p->out_coff + c) * opix;
             const uint8_t *xp = (const uint8_t *)x + xoff;
             for (oh = 0; oh < p->out_h; oh++) {
-                int64_t ih0 = (int64_t)oh * p->s_h - p->p_t;
-                int32_t i, nr = 0, ow0;
-                for (i = 0; i < p->k_h; i++) {
-                    int64_t ih = ih0 + (int64_t)i * p->d_h;
-                    if (ih >= 0 && ih < p->in_h)
-                        rows[nr++] = xp + ih * p->in_w;
-                }
+                int32_t nr = window_rows(p, xp, oh, rows), ow0;
                 for (ow0 = 0; ow0 < p->out_w; ow0 += MP_CH) {
                     int32_t nout = p->out_w - ow0 < MP_CH ? p->out_w - ow0 : MP_CH, j, b, t;
                     int64_t a = (int64_t)ow0 * p->s_w - p->p_l, t0, t1;
@@ -469,23 +476,21 @@ T_AVX512 static void maxpool_s2z(const OqciPool *p, const void *x, void *y) {
             uint8_t *yc = (uint8_t *)y + (n * p->out_ctotal + p->out_coff + c) * opix;
             for (oh = 0; oh < p->out_h; oh++) {
                 const uint8_t *rows[64];
-                int64_t ih0 = (int64_t)oh * p->s_h - p->p_t;
-                int32_t i, nr = 0;
-                for (i = 0; i < p->k_h; i++) {
-                    int64_t ih = ih0 + (int64_t)i * p->d_h;
-                    if (ih >= 0 && ih < p->in_h)
-                        rows[nr++] = xc + ih * p->in_w;
-                }
+                int32_t i, nr = window_rows(p, xc, oh, rows);
                 for (ch = 0; ch < nch; ch++) {
                     int64_t c0 = 64 * (int64_t)ch - p->p_l;
                     __m512i v = _mm512_mask_loadu_epi8(fill, m0[ch], rows[0] + c0);
-                    __m512i v2 = _mm512_mask_loadu_epi8(fill, m2[ch], rows[0] + c0 + 2);
+                    __m512i v2 = fill;   /* (column 2: width 3 only) */
                     __m512i e, o, m;
+                    if (k3)
+                        v2 = _mm512_mask_loadu_epi8(fill, m2[ch], rows[0] + c0 + 2);
                     for (i = 1; i < nr; i++) {
                         __m512i a = _mm512_mask_loadu_epi8(fill, m0[ch], rows[i] + c0);
-                        __m512i b = _mm512_mask_loadu_epi8(fill, m2[ch], rows[i] + c0 + 2);
                         v = s8 ? _mm512_max_epi8(v, a) : _mm512_max_epu8(v, a);
-                        v2 = s8 ? _mm512_max_epi8(v2, b) : _mm512_max_epu8(v2, b);
+                        if (k3) {
+                            __m512i b = _mm512_mask_loadu_epi8(fill, m2[ch], rows[i] + c0 + 2);
+                            v2 = s8 ? _mm512_max_epi8(v2, b) : _mm512_max_epu8(v2, b);
+                        }
                     }
                     /* 16-bit lanes: output j's column 0 (low byte), 1 (high), 2 (v2 low) */
                     if (s8) {
