@@ -1647,6 +1647,20 @@ static void rnd_axis(int32_t k, int32_t s, int32_t d, int32_t maxpad, int32_t ex
     *out = (*in + *pb + pe - span) / s + 1;
 }
 
+/* Case t of a max-pool test on p's geometry and types: multiplier M (fixed or float by
+ * t), requant on or off, random or extreme inputs (by t); the families that differ. */
+static int64_t maxpool_case(OqciPool *p, int t, double M, int requant) {
+    Rq r = rq_make(t % 2 ? OQCI_REQ_FIXED : OQCI_REQ_FLOAT, 0, 1, &M);
+    p->requant = requant;
+    p->rq = r.rq;
+    uint8_t *x = rnd_q_kind((int64_t)p->batch * p->channels * p->in_h * p->in_w, p->in_type,
+                            t % 7 < 3 ? t % 7 + 1 : 0);
+    int64_t bad = pool_run_isas(p, x, 0);
+    free(x);
+    rq_free(&r);
+    return bad;
+}
+
 /* Exact, every family: max pools of width 2 or 3 at horizontal stride 2 and of width 1
  * to 33 at stride 1 (the AVX2 geometries: any height, vertical stride and dilation), a
  * few others, both types, with and without requant (both modes, multipliers from tiny
@@ -1677,14 +1691,7 @@ static void test_maxpool_isas(void) {
         p.out_type = (int32_t)rnd_int(0, 1);
         rnd_clamp(p.out_type, &p.lo, &p.hi);
         double M = t % 11 == 5 ? 300.0 : t % 11 == 6 ? 1e-4 : 0.05 + 2.0 * (rnd_f() + 1);
-        Rq r = rq_make(t % 2 ? OQCI_REQ_FIXED : OQCI_REQ_FLOAT, 0, 1, &M);
-        p.requant = t % 3 != 2;
-        p.rq = r.rq;
-        uint8_t *x = rnd_q_kind((int64_t)p.batch * p.channels * p.in_h * p.in_w, p.in_type,
-                                t % 7 < 3 ? t % 7 + 1 : 0);
-        bad += pool_run_isas(&p, x, 0);
-        free(x);
-        rq_free(&r);
+        bad += maxpool_case(&p, t, M, t % 3 != 2);
     }
     CU_ASSERT_EQUAL(bad, 0);
 }
@@ -1721,14 +1728,7 @@ static void test_maxpool_same3_isas(void) {
         p.out_type = t % 9 == 8 ? 1 - p.in_type : p.in_type;
         rnd_clamp(p.out_type, &p.lo, &p.hi);
         double M = 0.05 + 2.0 * (rnd_f() + 1);
-        Rq r = rq_make(t % 2 ? OQCI_REQ_FIXED : OQCI_REQ_FLOAT, 0, 1, &M);
-        p.requant = t % 10 == 9;
-        p.rq = r.rq;
-        uint8_t *x = rnd_q_kind((int64_t)p.batch * p.channels * p.in_h * p.in_w, p.in_type,
-                                t % 7 < 3 ? t % 7 + 1 : 0);
-        bad += pool_run_isas(&p, x, 0);
-        free(x);
-        rq_free(&r);
+        bad += maxpool_case(&p, t, M, t % 10 == 9);
     }
     CU_ASSERT_EQUAL(bad, 0);
 }
