@@ -207,12 +207,14 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch);
 #define OQCI_ISA_AVXVNNI 3      /* x86 AVX-VNNI: vpdpbusd ymm (VEX) */
 #define OQCI_ISA_AVX512VNNI 4   /* x86 AVX-512 VNNI: vpdpbusd zmm */
 #define OQCI_ISA_NEONDOT 5      /* Arm NEON dot product: sdot */
-#define OQCI_ISA_COUNT 6
+#define OQCI_ISA_AMX 6          /* x86 AMX-INT8 tiles (tdpbssd/tdpbsud; Linux), with AVX-512
+                                   VNNI for everything else */
+#define OQCI_ISA_COUNT 7
 /* 1 when this build has family isa and this CPU can run it (AUTO and PORTABLE: 1). */
 int oqci_isa_available(int isa);
 /* The family oqci_conv uses now (never OQCI_ISA_AUTO). */
 int oqci_conv_isa(void);
-/* "portable", "avx2", "avxvnni", "avx512vnni", "neondot"; "auto"; "?" otherwise. */
+/* "portable", "avx2", "avxvnni", "avx512vnni", "neondot", "amx"; "auto"; "?" otherwise. */
 const char *oqci_isa_name(int isa);
 #ifdef OQCI_TEST_HOOKS
 /* Tests and benchmarks only (builds defining OQCI_TEST_HOOKS; oqc's library does, the
@@ -303,7 +305,8 @@ int oqci_fixed_multiplier(double M, int32_t *m, int8_t *shift);
 static int oqci_use_avx2(void) {
 #if defined(OQCI_TEST_HOOKS)
     int isa = oqci_conv_isa();
-    return isa == OQCI_ISA_AVX2 || isa == OQCI_ISA_AVXVNNI || isa == OQCI_ISA_AVX512VNNI;
+    return isa == OQCI_ISA_AVX2 || isa == OQCI_ISA_AVXVNNI || isa == OQCI_ISA_AVX512VNNI ||
+           isa == OQCI_ISA_AMX;
 #elif defined(__AVX2__)
     return 1;
 #else
@@ -315,7 +318,7 @@ static int oqci_use_avx2(void) {
 #define HAVE_AVX2 0
 #endif
 /* The same for AVX-512 (BW) kernels: HAVE_AVX512, T_AVX512, oqci_use_avx512() (with
- * OQCI_TEST_HOOKS: when oqci_conv's family is AVX-512 VNNI). */
+ * OQCI_TEST_HOOKS: when oqci_conv's family is AVX-512 VNNI or AMX). */
 #if HAVE_AVX2 && (defined(__AVX512BW__) ||                                                 \
                   (defined(OQCI_DISPATCH) && (defined(__clang__) || __GNUC__ >= 8)))
 #define HAVE_AVX512 1
@@ -326,7 +329,8 @@ static int oqci_use_avx2(void) {
 #endif
 static inline int oqci_use_avx512(void) {
 #if defined(OQCI_TEST_HOOKS)
-    return oqci_conv_isa() == OQCI_ISA_AVX512VNNI;
+    int isa = oqci_conv_isa();
+    return isa == OQCI_ISA_AVX512VNNI || isa == OQCI_ISA_AMX;
 #elif defined(__AVX512BW__)
     return 1;
 #else

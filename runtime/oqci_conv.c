@@ -141,6 +141,14 @@
 #define OQCI_CC_AVXVNNI 0
 #define OQCI_CC_AVX512VNNI 0
 #endif
+/* AMX-INT8 through target attributes: gcc 11, clang 13. */
+#if defined(__clang__)
+#define OQCI_CC_AMX (__clang_major__ >= 13)
+#elif defined(__GNUC__)
+#define OQCI_CC_AMX (__GNUC__ >= 11)
+#else
+#define OQCI_CC_AMX 0
+#endif
 
 #if OQCI_X86 && (defined(__AVX2__) || OQCI_X86_DISPATCH)
 #define HAVE_AVX2 1
@@ -157,6 +165,16 @@
 #define HAVE_AVX512VNNI 1
 #else
 #define HAVE_AVX512VNNI 0
+#endif
+/* AMX-INT8 tiles (Linux only: the process asks the kernel for the tile state, see
+ * amx_permit), on top of the AVX-512 VNNI family, whose packers and epilogue it uses. */
+#if HAVE_AVX512VNNI && defined(__linux__) &&                                             \
+    ((defined(__AMX_INT8__) && defined(__AMX_TILE__) && defined(__AVX512VNNI__) &&       \
+      defined(__AVX512BW__)) ||                                                          \
+     (OQCI_X86_DISPATCH && OQCI_CC_AMX))
+#define HAVE_AMX 1
+#else
+#define HAVE_AMX 0
 #endif
 #if defined(__aarch64__) && defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
 #define HAVE_NEONDOT 1
@@ -175,6 +193,8 @@
 #define HAVE_AVXVNNI 1
 #undef HAVE_AVX512VNNI
 #define HAVE_AVX512VNNI 1
+#undef HAVE_AMX
+#define HAVE_AMX 0
 #else
 #define OQCI_EMU_VNNI 0
 #endif
@@ -206,6 +226,12 @@
 #define T_AVX512VNNI
 #else
 #define T_AVX512VNNI __attribute__((target("avx2,avx512f,avx512bw,avx512vnni")))
+#endif
+#if defined(__AMX_INT8__) && defined(__AMX_TILE__) && defined(__AVX512VNNI__) &&          \
+    defined(__AVX512BW__)
+#define T_AMX
+#else
+#define T_AMX __attribute__((target("avx2,avx512f,avx512bw,avx512vnni,amx-tile,amx-int8")))
 #endif
 
 /* ---- sizes --------------------------------------------------------------------------- */
@@ -428,10 +454,27 @@ static int flat_table(const OqciConv *p) {
     return is_flat(p) && (int64_t)p->kpad * p->in_h * p->in_w <= INT32_MAX;
 }
 
+/* The AMX path (conv_amx) may run this conv, on some build and CPU: groups of at least
+ * AMX_MIN_KG channels (every tile row a real channel), sums that fit int32. */
+#define AMX_MIN_KG 16
+#define AMX_SUMS_BYTES ((32 + TILE_MR) * TILE_NR * 4)
+static int amx_fits(const OqciConv *p) {
+    return p->out_c / p->group >= AMX_MIN_KG && p->kpad <= OQCI_KCHUNK;
+}
+
+/* conv_amx's region after conv_gemm's: alignment, the tile sums (32 x TILE_NR int32, and
+ * TILE_MR rows more that the epilogue may read past them)
+ * and, when kpad is not a multiple of 64, every channel's last kpad % 64 weight bytes
+ * zero-padded to 64 (the last chunk's A tiles). */
+static size_t amx_work_bytes(const OqciConv *p) {
+    return amx_fits(p) ? ALIGN + AMX_SUMS_BYTES + (p->kpad % 64 ? (size_t)p->out_c * 64 : 0) : 0;
+}
+
 /* Scratch of conv_gemm: aligned panel block, the deep-K tile buffer (int32 per K block
  * sum, int64 above OQCI_KCHUNK), the band and its row offsets (Band.koff: int32 per
  * reduction element), the per-channel corrections (int32) and fused epilogue constants
- * (RqPre), the weight row pointers of a group's channels (conv_gemm's wtab). */
+ * (RqPre), the weight row pointers of a group's channels (conv_gemm's wtab), conv_amx's
+ * region. */
 static size_t gemm_scratch(const OqciConv *p, size_t *panel, size_t *cbuf, size_t *band) {
     int64_t kb = p->kpad < KBLOCK ? p->kpad : KBLOCK, rows, cols;
     int64_t kz = p->kpad < KBLOCK_Z ? p->kpad : KBLOCK_Z;
@@ -441,11 +484,13 @@ static size_t gemm_scratch(const OqciConv *p, size_t *panel, size_t *cbuf, size_
     *cbuf = p->kpad > KBLOCK ? (size_t)(round_up(kg, TILE_MR) * TILE_NR *
                                         (p->kpad > OQCI_KCHUNK ? 8 : 4))
                              : 0;
+    if (amx_fits(p) && (size_t)round_up(p->kpad, 64) * 32 > *panel)
+        *panel = (size_t)round_up(p->kpad, 64) * 32;   /* (the whole reduction) */
     *band = band_dims(p, &rows, &cols);
     if (*band || flat_table(p))
         *band += (size_t)round_up((int64_t)p->kpad * 4, ALIGN);
     return ALIGN + *panel + *cbuf + *band + (size_t)p->out_c * 12 +
-           (size_t)(kg + TILE_MR) * sizeof(const int8_t *) + 8;
+           (size_t)(kg + TILE_MR) * sizeof(const int8_t *) + 8 + amx_work_bytes(p);
 }
 
 /* Plane geometry of a depthwise conv: rows (padded input rows read), phase row width
@@ -902,6 +947,12 @@ typedef struct Family {
     void (*ukr_rq_acc)(int32_t nq, const void *panel, const int8_t *const *w, const int32_t *t,
                        const OqciConv *p, int32_t nk, const RqPre *pre, uint8_t *out,
                        int64_t ostride, int32_t np);
+    /* or NULL: every channel of group g over one panel of the whole reduction (nq quads,
+     * one K block; AMX tiles, see conv_amx), requantized (pre: fused constants, or NULL
+     * for f->store) and stored; work: amx_work's region */
+    void (*tiles)(const OqciConv *p, const struct Family *f, const uint8_t *panel, int32_t nq,
+                  int32_t g, const Seg *segs, int nseg, int32_t np, const RqPre *pre,
+                  uint8_t *work, void *y);
 } Family;
 
 #if HAVE_AVX2
@@ -941,6 +992,15 @@ static int64_t weight_corr(const OqciConv *p, int32_t k) {
     return p->in_type == OQCI_S8 ? -128 * s : 128 * s;
 }
 
+/* Where conv_amx's region starts in conv_gemm's scratch. */
+static uint8_t *amx_work(const OqciConv *p, void *scratch) {
+    size_t panel, cbuf, band;
+    gemm_scratch(p, &panel, &cbuf, &band);
+    return align_up(align_up(scratch) + panel + cbuf + band +
+                    (size_t)round_up((int64_t)p->out_c * 12, 8) +
+                    (size_t)(p->out_c / p->group + TILE_MR) * sizeof(const int8_t *));
+}
+
 static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
                       void *scratch) {
     Geo ge;
@@ -953,6 +1013,7 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
     int32_t *corr = NULL;
     RqPre *pre = NULL;
     const int8_t **wtab;
+    uint8_t *work;
     int32_t kg = p->out_c / p->group, nq = p->kpad / 4, g, k;
     int32_t nblk = (nq + f->kbq - 1) / f->kbq, bsize;
     int deep = p->kpad > OQCI_KCHUNK, fused = 0, flat = 0;
@@ -1007,6 +1068,7 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
      * the last (a tile's rows past nk): built per group, or per block with several */
     wtab = (const int8_t **)(void *)(panel + panel_bytes + cbuf_bytes + band_bytes +
                                      (size_t)round_up((int64_t)p->out_c * 12, 8));
+    work = f->tiles ? amx_work(p, scratch) : NULL;
     bsize = (nq + nblk - 1) / nblk;   /* balanced blocks */
     total = (int64_t)p->batch * ge.pix;
     for (g = 0; g < p->group; g++)
@@ -1049,6 +1111,10 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
                     pack_panel(p, &ge, (const uint8_t *)x, g, segs, nseg, q0, bq, panel, f->nr,
                                f->esize, tr4, f->gather);
                 pack_tail(panel, bq, np, f->nr, f->esize);
+                if (f->tiles) {   /* (one block) */
+                    f->tiles(p, f, panel, bq, g, segs, nseg, np, fused ? pre : NULL, work, y);
+                    continue;
+                }
                 for (kk = 0; kk < kg; kk += f->mr) {
                     const int8_t *const *w = wtab + kk;
                     int32_t nk = kg - kk < f->mr ? kg - kk : f->mr, r, e;
@@ -1626,7 +1692,7 @@ T_AVX2 static void q8conv_2x28c4_rq__avx2(int32_t nq, const void *panel, const i
 
 static const Family family_avx2 = {OQCI_ISA_AVX2, 2, AVX2_NR, 2, KBQ(AVX2_NR, 2), -1, q8conv_2x28c4__avx2,
                                    {tr4_s16_s8__avx2, tr4_s16_u8__avx2}, gather__avx2,
-                                   store_tile__avx2, UKR_RQ_AVX2, {NULL, NULL}, NULL};
+                                   store_tile__avx2, UKR_RQ_AVX2, {NULL, NULL}, NULL, NULL};
 
 /* ---- q8conv_3x24c4n__avx2: 3 channels x 24 pixels, u8 panel, narrow weights --------
  * For weights whose pairs fit (p->wpair16, see oqci_conv_wpair16): vpmaddubsw's int16
@@ -1739,7 +1805,7 @@ T_AVX2 static void q8conv_3x24c4n_rq__avx2(int32_t nq, const void *panel, const 
 
 static const Family family_avx2n = {OQCI_ISA_AVX2, 3, N_NR, 1, KBQ(N_NR, 1), OQCI_S8, q8conv_3x24c4n__avx2,
                                     {tr4_u8_s8__avx2, tr4_u8_u8__avx2}, gather__avx2,
-                                    store_tile__avx2, UKR_RQ_AVX2N, {NULL, NULL}, NULL};
+                                    store_tile__avx2, UKR_RQ_AVX2N, {NULL, NULL}, NULL, NULL};
 
 /* ---- q8gemv_4x16__avx2: few pixels, dot products on 16-bit copies ------------------ */
 
@@ -2609,7 +2675,7 @@ static void q8conv_8x32c4__emu(int32_t nq, const void *panel, const int8_t *cons
 static const Family family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, KBLOCK_Z / 4, OQCI_S8,
                                          q8conv_8x32c4__emu,
                                          {tr4_u8_s8__avx2, tr4_u8_u8__avx2}, gather__avx2,
-                                         store_tile__avx2, NULL, {NULL, NULL}, NULL};
+                                         store_tile__avx2, NULL, {NULL, NULL}, NULL, NULL};
 #elif HAVE_AVX512VNNI
 /* ---- q8conv_8x32c4__avx512vnni: 8 channels x 32 pixels, u8 panel -------------------
  * Two zmm of 16 pixels per channel; a panel whose pixels fill only the first 16 (the
@@ -2803,8 +2869,208 @@ static const Family family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, KBLOCK_Z
                                          {tr4_u8_s8__avx512vnni, tr4_u8_u8__avx512vnni},
                                          gather__avx2, store_tile__avx2, UKR_RQ_AVX512VNNI,
                                          {pack_band_s8__avx512vnni, pack_band_u8__avx512vnni},
-                                         UKR_RQ_ACC_AVX512VNNI};
+                                         UKR_RQ_ACC_AVX512VNNI, NULL};
 #endif
+
+#if HAVE_AMX
+/* ---- AMX-INT8 tiles: 32 channels x 32 pixels per step (conv_amx) --------------------
+ * The tile unit of Sapphire Rapids and later: tdpbssd / tdpbsud add to each int32 of a
+ * 16 x 16 tile C the DP4A sums of a row of tile A (16 quads of one output channel's s8
+ * weights: a weight row as oqci.h lays it out, tiles loaded with stride kpad) and a
+ * column of tile B (16 quads of one pixel: 64 bytes of the byte panel, whose rows are
+ * 128 bytes, so pixels 0-15 and 16-31 are two B tiles), over the 16 quads: the DP4A
+ * primitive, 1024 of them per instruction.  Signed weights against s8 inputs (tdpbssd)
+ * or u8 inputs (tdpbsud): no offset, no correction (Family.flip -1).  Tiles 0-3 hold the
+ * sums of two 16-channel units x two pixel halves, 4-5 the units' weights, 6-7 the
+ * panel.  The whole reduction is one K block (its panel: round_up(kpad, 64) x 32 bytes,
+ * in L2 for the deepest convs); the last, partial chunk of 16 quads of each weight row
+ * is read from a copy zero-padded to 64 bytes, made once per call (amx_work's region),
+ * so no tile load reads past the weights and the panel's bytes past its nq quads (left
+ * as they are in the scratch, inside the panel's round_up(kpad, 64) x 32 bytes) only
+ * ever meet zero weights.  A group's channels
+ * go in 16-row units, the last unit ending at the group's last channel (overlapping the
+ * unit before it: those rows are computed twice and stored once), so every tile row is
+ * a real channel: groups of at least AMX_MIN_KG channels.  The sums leave the tiles
+ * through AMX_SUMS_BYTES of scratch for the AVX-512 family's epilogue (ukr_rq_acc with
+ * no quads: the fused float requantization) or its store.  Exact: the int32 sums of at
+ * most OQCI_KCHUNK products (amx_fits). */
+
+/* ldtilecfg's 64 bytes: palette 1, then per tile its bytes per row and rows: every tile
+ * 16 rows of 64 bytes. */
+typedef struct AmxCfg {
+    unsigned char b[64];
+} AmxCfg;
+
+T_AMX static void amx_begin(void) {
+    AmxCfg c;
+    int i;
+    memset(&c, 0, sizeof c);
+    c.b[0] = 1;
+    for (i = 0; i < 8; i++) {
+        c.b[16 + 2 * i] = 64;   /* (a little-endian uint16) */
+        c.b[48 + i] = 16;
+    }
+    __asm__ volatile("ldtilecfg %0" : : "m"(c) : "memory");
+}
+
+T_AMX static void amx_end(void) {
+    __asm__ volatile("tilerelease" : : : "memory");
+}
+
+/* Asks Linux for the tile data state (arch_prctl(ARCH_REQ_XCOMP_PERM,
+ * XFEATURE_XTILEDATA)): 0 once granted to the process (a later request returns at once),
+ * an error where the CPU or the kernel has no AMX.  A raw system call: no header, no
+ * libc function beyond C99's. */
+static int amx_permit(void) {
+    long r;
+    __asm__ volatile("syscall" : "=a"(r) : "0"(158L), "D"(0x1023L), "S"(18L) : "rcx", "r11", "memory");
+    return r == 0;
+}
+
+/* One chunk of 16 quads: A tiles from a0 (a1), stride lda; B from b; DP: the signedness. */
+#define AMX_STEP(DP, NA, NB, A0, A1, LDA, B)                                             \
+    {                                                                                   \
+        _tile_loadd(4, A0, LDA);                                                        \
+        if (NA > 1)                                                                     \
+            _tile_loadd(5, A1, LDA);                                                    \
+        _tile_loadd(6, B, 128);                                                         \
+        if (NB > 1)                                                                     \
+            _tile_loadd(7, (B) + 64, 128);                                              \
+        DP(0, 4, 6);                                                                    \
+        if (NB > 1)                                                                     \
+            DP(1, 4, 7);                                                                \
+        if (NA > 1)                                                                     \
+            DP(2, 5, 6);                                                                \
+        if (NA > 1 && NB > 1)                                                           \
+            DP(3, 5, 7);                                                                \
+    }
+/* NA 16-channel units (weights a0, a1 at the first quad; the last chunk's at t0, t1,
+ * stride 64) x NB 16-pixel halves of the panel b: nfull whole chunks of 16 quads and
+ * (tail) one more, into c (rows of TILE_NR int32: unit 0's channels in rows 0-15, unit
+ * 1's in 16-31; pixel half h at column 16 h).  Not inlined: the tile loads and stores
+ * are asm statements that do not tell the compiler which memory they touch, so the
+ * panel is written and the sums read across a call. */
+#define AMX_KERNEL(NAME, DP, NA, NB)                                                    \
+    T_AMX __attribute__((noinline)) static void NAME(                                   \
+        int32_t nfull, int tail, const int8_t *a0, const int8_t *a1, int64_t lda,       \
+        const int8_t *t0, const int8_t *t1, const uint8_t *b, int32_t *c) {             \
+        int32_t q;                                                                      \
+        _tile_zero(0);                                                                  \
+        if (NB > 1)                                                                     \
+            _tile_zero(1);                                                              \
+        if (NA > 1)                                                                     \
+            _tile_zero(2);                                                              \
+        if (NA > 1 && NB > 1)                                                           \
+            _tile_zero(3);                                                              \
+        for (q = 0; q < nfull; q++, b += 2048)                                          \
+            AMX_STEP(DP, NA, NB, a0 + 64 * q, a1 + 64 * q, lda, b)                      \
+        if (tail)                                                                       \
+            AMX_STEP(DP, NA, NB, t0, t1, 64, b)                                         \
+        _tile_stored(0, c, 4 * TILE_NR);                                                \
+        if (NB > 1)                                                                     \
+            _tile_stored(1, c + 16, 4 * TILE_NR);                                       \
+        if (NA > 1)                                                                     \
+            _tile_stored(2, c + 16 * TILE_NR, 4 * TILE_NR);                             \
+        if (NA > 1 && NB > 1)                                                           \
+            _tile_stored(3, c + 16 * TILE_NR + 16, 4 * TILE_NR);                        \
+        __asm__ volatile("" : : : "memory");                                            \
+    }
+#define AMX_SS(c, a, b) _tile_dpbssd(c, a, b)
+#define AMX_SU(c, a, b) _tile_dpbsud(c, a, b)
+AMX_KERNEL(q8conv_16x16c64_ss__amx, AMX_SS, 1, 1)
+AMX_KERNEL(q8conv_16x32c64_ss__amx, AMX_SS, 1, 2)
+AMX_KERNEL(q8conv_32x16c64_ss__amx, AMX_SS, 2, 1)
+AMX_KERNEL(q8conv_32x32c64_ss__amx, AMX_SS, 2, 2)
+AMX_KERNEL(q8conv_16x16c64_su__amx, AMX_SU, 1, 1)
+AMX_KERNEL(q8conv_16x32c64_su__amx, AMX_SU, 1, 2)
+AMX_KERNEL(q8conv_32x16c64_su__amx, AMX_SU, 2, 1)
+AMX_KERNEL(q8conv_32x32c64_su__amx, AMX_SU, 2, 2)
+#undef AMX_KERNEL
+#undef AMX_STEP
+
+typedef void (*AmxKernel)(int32_t nfull, int tail, const int8_t *a0, const int8_t *a1,
+                          int64_t lda, const int8_t *t0, const int8_t *t1, const uint8_t *b,
+                          int32_t *c);
+/* [u8 inputs][units - 1][pixel halves - 1] */
+static const AmxKernel amx_kernels[2][2][2] = {
+    {{q8conv_16x16c64_ss__amx, q8conv_16x32c64_ss__amx},
+     {q8conv_32x16c64_ss__amx, q8conv_32x32c64_ss__amx}},
+    {{q8conv_16x16c64_su__amx, q8conv_16x32c64_su__amx},
+     {q8conv_32x16c64_su__amx, q8conv_32x32c64_su__amx}}};
+
+/* Family.tiles of family_amx. */
+T_AMX static void tiles__amx(const OqciConv *p, const Family *f, const uint8_t *panel,
+                             int32_t nq, int32_t g, const Seg *segs, int nseg, int32_t np,
+                             const RqPre *pre, uint8_t *work, void *y) {
+    int32_t kg = p->out_c / p->group, nu = (kg + 15) / 16, u, j;
+    int32_t *c = (int32_t *)(void *)work;
+    const int8_t *wtail = (const int8_t *)(work + AMX_SUMS_BYTES);
+    AmxKernel ker;
+    int64_t pix = (int64_t)p->out_h * p->out_w;
+    /* a whole panel in one image: straight to y (as conv_gemm's fused stores) */
+    int direct = np == f->nr && segs[0].n == segs[nseg - 1].n;
+    uint8_t q[TILE_MR * TILE_NR];
+    for (u = 0; u < nu; u += 2) {
+        int32_t na = u + 1 < nu ? 2 : 1, s[2];
+        for (j = 0; j < 2; j++) {   /* the units' first channels (the last one shifted) */
+            int32_t c0 = 16 * (u + (j < na ? j : 0));
+            s[j] = c0 < kg - 16 ? c0 : kg - 16;
+        }
+        ker = amx_kernels[p->in_type == OQCI_U8][na - 1][np > 16];
+        ker(nq / 16, nq % 16 != 0, p->w + (size_t)(g * kg + s[0]) * (size_t)p->kpad,
+            p->w + (size_t)(g * kg + s[1]) * (size_t)p->kpad, p->kpad,
+            wtail + (size_t)(g * kg + s[0]) * 64, wtail + (size_t)(g * kg + s[1]) * 64, panel,
+            c);
+        for (j = 0; j < na; j++) {
+            /* unit j's new channels c0 .. c0 + n - 1, at rows r0 .. of c */
+            int32_t c0 = 16 * (u + j), n = kg - c0 < 16 ? kg - c0 : 16, r0 = 16 * j + c0 - s[j];
+            const int32_t *t = c + (size_t)r0 * TILE_NR;
+            int32_t r, i;
+            if (!pre) {
+                f->store(p, t, TILE_NR, g * kg + c0, n, NULL, 0, segs, nseg, y);
+                continue;
+            }
+            for (r = 0; r < n; r += TILE_MR) {
+                int32_t nk = n - r < TILE_MR ? n - r : TILE_MR, k = g * kg + c0 + r;
+                uint8_t *out = q;
+                int64_t ostride = TILE_NR;
+                if (direct) {
+                    out = (uint8_t *)y + (segs[0].n * p->out_ctotal + p->out_coff + k) * pix +
+                          segs[0].pix0;
+                    ostride = pix;
+                }
+                f->ukr_rq_acc(0, panel, NULL, t + (size_t)r * TILE_NR, p, nk, pre + k, out,
+                              ostride, np);
+                for (i = 0; !direct && i < nk; i++)
+                    store_runs(p, q + i * TILE_NR, k + i, segs, nseg, y);
+            }
+        }
+    }
+}
+
+static const Family family_amx = {OQCI_ISA_AMX, 32, 32, 1, 1 << 20, -1, NULL /* (tiles) */,
+                                  {tr4_u8_u8__avx512vnni, tr4_u8_u8__avx512vnni},
+                                  gather__avx2, store_tile__avx2, UKR_RQ_AVX512VNNI,
+                                  {pack_band_u8__avx512vnni, pack_band_u8__avx512vnni},
+                                  UKR_RQ_ACC_AVX512VNNI, tiles__amx};
+
+/* conv_gemm with family_amx (amx_fits(p), the tile state granted): the weight tails
+ * copied, the tiles configured for the call and released after it. */
+static void conv_amx(const OqciConv *p, const void *x, void *y, void *scratch) {
+    int32_t r = p->kpad % 64, k;
+    if (r) {
+        int8_t *wt = (int8_t *)(void *)(amx_work(p, scratch) + AMX_SUMS_BYTES);
+        for (k = 0; k < p->out_c; k++) {
+            memcpy(wt + (size_t)k * 64, p->w + (size_t)k * (size_t)p->kpad + (p->kpad - r),
+                   (size_t)r);
+            memset(wt + (size_t)k * 64 + r, 0, (size_t)(64 - r));
+        }
+    }
+    amx_begin();
+    conv_gemm(p, &family_amx, x, y, scratch);
+    amx_end();
+}
+#endif /* HAVE_AMX */
 
 #if HAVE_AVXVNNI
 /* ---- q8conv_4x24c4__avxvnni: 4 channels x 24 pixels, u8 panel ---------------------- */
@@ -2859,7 +3125,7 @@ T_AVXVNNI static void q8conv_4x24c4__avxvnni(int32_t nq, const void *panel,
 
 static const Family family_avxvnni = {OQCI_ISA_AVXVNNI, 4, 24, 1, KBQ(24, 1), OQCI_S8, q8conv_4x24c4__avxvnni,
                                       {tr4_u8_s8__avx2, tr4_u8_u8__avx2}, gather__avx2,
-                                      store_tile__avx2, NULL, {NULL, NULL}, NULL};
+                                      store_tile__avx2, NULL, {NULL, NULL}, NULL, NULL};
 #endif
 
 /* ======================================================================================
@@ -2916,7 +3182,7 @@ static void q8conv_4x16c4__neondot(int32_t nq, const void *panel, const int8_t *
 
 static const Family family_neondot = {OQCI_ISA_NEONDOT, 4, 16, 1, KBQ(16, 1), OQCI_U8, q8conv_4x16c4__neondot,
                                       {tr4_s8_s8__c, tr4_s8_u8__c}, gather__c, store_tile__c,
-                                      NULL, {NULL, NULL}, NULL};
+                                      NULL, {NULL, NULL}, NULL, NULL};
 #endif
 
 /* ======================================================================================
@@ -2970,6 +3236,10 @@ static int cpu_has(int isa) {
                __builtin_cpu_supports("avx512vnni");
 #endif
 #endif
+#if HAVE_AMX
+    case OQCI_ISA_AMX:   /* (the kernel's grant says the CPU has the tiles) */
+        return cpu_has(OQCI_ISA_AVX512VNNI) && amx_permit();
+#endif
 #if HAVE_NEONDOT
     case OQCI_ISA_NEONDOT:
         return 1;
@@ -2984,7 +3254,7 @@ int oqci_isa_available(int isa) {
 }
 
 /* Preference order, best first. */
-static const int isa_order[] = {OQCI_ISA_AVX512VNNI, OQCI_ISA_AVXVNNI, OQCI_ISA_AVX2,
+static const int isa_order[] = {OQCI_ISA_AMX, OQCI_ISA_AVX512VNNI, OQCI_ISA_AVXVNNI, OQCI_ISA_AVX2,
                                 OQCI_ISA_NEONDOT, OQCI_ISA_PORTABLE};
 
 int oqci_conv_isa(void) {
@@ -3011,7 +3281,8 @@ int oqci_force_isa(int isa) {
 
 const char *oqci_isa_name(int isa) {
     static const char *const names[OQCI_ISA_COUNT] = {"auto",       "portable", "avx2",
-                                                      "avxvnni",    "avx512vnni", "neondot"};
+                                                      "avxvnni",    "avx512vnni", "neondot",
+                                                      "amx"};
     return isa >= 0 && isa < OQCI_ISA_COUNT ? names[isa] : "?";
 }
 
@@ -3086,22 +3357,24 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {
     isa = oqci_conv_isa();
     (void)isa;
 #if HAVE_AVX2
-    if (isa == OQCI_ISA_AVX2 || isa == OQCI_ISA_AVXVNNI || isa == OQCI_ISA_AVX512VNNI) {
+    if (isa == OQCI_ISA_AVX2 || isa == OQCI_ISA_AVXVNNI || isa == OQCI_ISA_AVX512VNNI ||
+        isa == OQCI_ISA_AMX) {
         int64_t npix = (int64_t)p->batch * p->out_h * p->out_w;
+        int z = isa == OQCI_ISA_AVX512VNNI || isa == OQCI_ISA_AMX;   /* AVX-512 kernels */
         const Family *f = p->wpair16 ? &family_avx2n : &family_avx2;
 #ifndef OQCI_NO_FLOAT   /* (integer-only builds: depthwise goes through the GEMM) */
         if (is_dw(p)) {
 #if HAVE_DWZ
-            if (isa == OQCI_ISA_AVX512VNNI && dw3flat_ok(p)) {
+            if (z && dw3flat_ok(p)) {
                 conv_dw3flat__avx512vnni(p, x, y, scratch);
                 return OQCI_OK;
             }
-            if (isa == OQCI_ISA_AVX512VNNI && dw3s2flat_ok(p)) {
+            if (z && dw3s2flat_ok(p)) {
                 conv_dw3s2flat__avx512vnni(p, x, y, scratch);
                 return OQCI_OK;
             }
 #endif
-            conv_dwf__avx2(p, x, y, scratch, isa == OQCI_ISA_AVX512VNNI);
+            conv_dwf__avx2(p, x, y, scratch, z);
             return OQCI_OK;
         }
 #endif
@@ -3113,10 +3386,17 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {
         if (isa == OQCI_ISA_AVXVNNI)
             f = &family_avxvnni;
 #endif
+#if HAVE_AMX
+        if (isa == OQCI_ISA_AMX && amx_fits(p)) {
+            conv_amx(p, x, y, scratch);
+            return OQCI_OK;
+        }
+#endif
 #if HAVE_AVX512VNNI
-        if (isa == OQCI_ISA_AVX512VNNI)
+        if (z)
             f = &family_avx512vnni;
 #endif
+        (void)z;
         conv_gemm(p, f, x, y, scratch);
         return OQCI_OK;
     }

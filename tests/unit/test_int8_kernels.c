@@ -777,6 +777,16 @@ static void test_conv_simd_paths(void) {
         {3, 2000, 6, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     /* dot path, 16-k steps */
         {40, 700, 6, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     /* Gemm rows, K blocks */
         {1, 3, 5, 1, 2, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},        /* 6 pixels: dot path conv */
+        {1, 20, 16, 1, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* AMX: one unit, K tail 52 */
+        {1, 7, 17, 1, 5, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},       /* AMX: 17 = 16 + shifted unit */
+        {2, 33, 40, 1, 7, 7, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},      /* AMX: flat, tail chunk only */
+        {1, 64, 48, 2, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* AMX: 2 groups of 24 */
+        {1, 130, 35, 1, 11, 13, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0},   /* AMX: 1x1/2, 35 = 32 + 3 */
+        {1, 3, 64, 1, 30, 31, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3},     /* AMX: 7x7/2 stem, K 147 */
+        {1, 1300, 16, 1, 3, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* AMX: flat, 20 chunks + tail */
+        {40, 700, 20, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* AMX: Gemm rows, 16 + 4 */
+        {3, 16, 16, 1, 4, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},      /* AMX: panels across images */
+        {1, 64, 64, 1, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    /* AMX: 2 x 32 channels */
     };
     rnd_seed(23);
     int64_t bad = 0;
@@ -998,7 +1008,8 @@ static void test_conv_scratch_size(void) {
         conv_geo(&p, 1, v[0], v[1], v[2], v[3], v[4], v[5], v[5], v[6], v[6], 1, 1, v[7], v[7],
                  v[7], v[7]);
         size_t ss = oqci_conv_scratch(&p), port = (size_t)16 * p.kpad;
-        size_t bound = port * 7 / 2 + (size_t)48 * p.out_c;
+        /* (AMX: a panel of the whole reduction, 2 port, and 64 weight bytes per channel) */
+        size_t bound = port * 11 / 2 + (size_t)112 * p.out_c;
         if (bound < 100000)
             bound = 100000;
         if (ss > bound)
