@@ -213,6 +213,36 @@ __attribute__((target("avx512f,avx512vnni"))) static double peak_dpbusd_zmm(long
     return (double)iters * 12 * 64 / t / 1e9;
 }
 
+/* AMX tdpbusd throughput: four independent 16x16 int32 tiles from two A and two B tiles
+ * (16 x 64 bytes each), 16384 MACs an instruction; 0 where the kernel does not grant the
+ * tile state (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA): no AMX). */
+__attribute__((target("amx-tile,amx-int8"))) static double peak_amx(long iters) {
+    static unsigned char cfg[64], tile[1024];
+    long n = iters, r;
+    double t;
+    __asm__ volatile("syscall" : "=a"(r) : "0"(158L), "D"(0x1023L), "S"(18L) : "rcx", "r11", "memory");
+    if (r != 0)
+        return 0;
+    cfg[0] = 1;
+    for (int i = 0; i < 8; i++) {
+        cfg[16 + 2 * i] = 64;
+        cfg[48 + i] = 16;
+    }
+    __asm__ volatile("ldtilecfg %0" : : "m"(cfg) : "memory");
+    t = now();
+    __asm__ volatile("tilezero %%tmm0\n tilezero %%tmm1\n tilezero %%tmm2\n tilezero %%tmm3\n"
+                     "tileloadd (%1,%2,1), %%tmm4\n tileloadd (%1,%2,1), %%tmm5\n"
+                     "tileloadd (%1,%2,1), %%tmm6\n tileloadd (%1,%2,1), %%tmm7\n"
+                     "1:\n tdpbusd %%tmm6, %%tmm4, %%tmm0\n tdpbusd %%tmm7, %%tmm4, %%tmm1\n"
+                     "tdpbusd %%tmm6, %%tmm5, %%tmm2\n tdpbusd %%tmm7, %%tmm5, %%tmm3\n"
+                     "dec %0\n jnz 1b\n tilerelease\n"
+                     : "+r"(n)
+                     : "r"(tile), "r"(64L)
+                     : "memory");
+    t = now() - t;
+    return (double)iters * 4 * 16384 / t / 1e9;
+}
+
 /* Best of 3 of fn(iters). */
 static double best3(double (*fn)(long), long iters) {
     double b = 0;
@@ -236,6 +266,8 @@ static void print_peaks(void) {
         printf(" vpdpbusd_ymm=%.1f", best3(peak_dpbusd_ymm, 20000000));
     if (__builtin_cpu_supports("avx512vnni"))
         printf(" vpdpbusd_zmm=%.1f", best3(peak_dpbusd_zmm, 20000000));
+    if (__builtin_cpu_supports("avx512vnni") && peak_amx(1000) > 0)
+        printf(" amx_tdpbusd=%.1f", best3(peak_amx, 2000000));
     printf("\n");
 }
 #endif

@@ -675,7 +675,7 @@ typedef struct OqcEmitOptions {
     const char *target;                 /* --target: kernel family the build flags in
                                            NAME.mk select (NULL: "native") */
 } OqcEmitOptions;
-/* The compiler flags of --target TARGET (native, portable, avx2, avxvnni, avx512vnni,
+/* The compiler flags of --target TARGET (native, portable, avx2, avxvnni, avx512vnni, amx,
  * neondot, dispatch), or NULL for an unknown target. */
 const char *oqc_target_flags(const char *target);
 

@@ -167,10 +167,15 @@
 #define HAVE_AVX512VNNI 0
 #endif
 /* AMX-INT8 tiles (Linux only: the process asks the kernel for the tile state, see
- * amx_permit), on top of the AVX-512 VNNI family, whose packers and epilogue it uses. */
+ * amx_permit), on top of the AVX-512 VNNI family, whose packers and epilogue it uses.
+ * (gcc says __AMX_INT8__, clang __AMXINT8__.) */
+#if (defined(__AMX_INT8__) && defined(__AMX_TILE__)) || (defined(__AMXINT8__) && defined(__AMXTILE__))
+#define OQCI_AMX_FLAGS 1
+#else
+#define OQCI_AMX_FLAGS 0
+#endif
 #if HAVE_AVX512VNNI && defined(__linux__) &&                                             \
-    ((defined(__AMX_INT8__) && defined(__AMX_TILE__) && defined(__AVX512VNNI__) &&       \
-      defined(__AVX512BW__)) ||                                                          \
+    ((OQCI_AMX_FLAGS && defined(__AVX512VNNI__) && defined(__AVX512BW__)) ||              \
      (OQCI_X86_DISPATCH && OQCI_CC_AMX))
 #define HAVE_AMX 1
 #else
@@ -227,8 +232,7 @@
 #else
 #define T_AVX512VNNI __attribute__((target("avx2,avx512f,avx512bw,avx512vnni")))
 #endif
-#if defined(__AMX_INT8__) && defined(__AMX_TILE__) && defined(__AVX512VNNI__) &&          \
-    defined(__AVX512BW__)
+#if OQCI_AMX_FLAGS && defined(__AVX512VNNI__) && defined(__AVX512BW__)
 #define T_AMX
 #else
 #define T_AMX __attribute__((target("avx2,avx512f,avx512bw,avx512vnni,amx-tile,amx-int8")))

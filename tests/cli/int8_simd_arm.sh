@@ -11,10 +11,11 @@
 #      the object must hold vpdpbusd on zmm (AVX-512) and VEX-encoded on ymm (AVX-VNNI);
 #      (with OQCI_TEST_HOOKS, which keeps every compiled family reachable), with
 #      -mavxvnni alone, and with OQCI_DISPATCH and no -m flag (liboqc's build: AVX2 and
-#      AVX-512 VNNI kernels, and AVX-VNNI with gcc).  Their logic (u8 panels, s8 inputs
+#      AVX-512 VNNI kernels, AMX, and AVX-VNNI with gcc).  Their logic (u8 panels, s8 inputs
 #      packed + 128 and corrected, their tiles) runs here with OQCI_TEST_EMULATE_VNNI:
 #      vpdpbusd ymm emulated exactly with AVX2, a plain-C stand-in for the AVX-512
-#      microkernel.  When the CPU has them, the real program is also run.
+#      microkernel.  When the CPU has them, the real program is also run; likewise
+#      with the AMX-INT8 flags (the object must hold tdpbssd, tdpbsud, tileloadd).
 #   3. Arm dot product: with aarch64-linux-gnu-gcc and qemu-aarch64 (Debian packages
 #      gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, qemu-user; skipped when absent),
 #      built -static with -march=armv8.2-a+dotprod (strict C99; the object holds sdot)
@@ -145,6 +146,31 @@ if [ "$X86" = 1 ]; then
         check_run "gcc AVX-512 VNNI, bit-exact with portable" avx512vnni 600 "$TMP/avx512"
     else
         echo "skip: no AVX-512 VNNI on this CPU (compile-checked only)"
+    fi
+    # AMX: compiled (gcc and clang, strict C99) with its flags, and run where the CPU has it
+    AMX="-mavx512f -mavx512bw -mavx512vnni -mamx-tile -mamx-int8"
+    for cc in gcc clang; do
+        command -v "$cc" >/dev/null 2>&1 || continue
+        if $cc $C99 $AMX -DOQCI_TEST_HOOKS -c runtime/oqci_conv.c -o "$TMP/amx.$cc.o" \
+            2>"$TMP/err"; then
+            for pat in tdpbssd tdpbsud tileloadd; do
+                has_insn "$cc $AMX: AMX kernels ($pat)" objdump "$TMP/amx.$cc.o" "$pat"
+            done
+        else
+            fail "$cc $AMX: $(head -n 5 "$TMP/err")"
+        fi
+        has_insn "$cc dispatch build: AMX kernels (tdpbsud)" objdump "$TMP/disp.$cc.o" tdpbsud
+    done
+    if grep -qw amx_int8 /proc/cpuinfo && grep -qw amx_tile /proc/cpuinfo &&
+        grep -qw avx512_vnni /proc/cpuinfo &&
+        gcc $C99 $AMX $HOOKS $SRC -o "$TMP/amx" 2>/dev/null; then
+        check_run "gcc AMX (and AVX-512 VNNI), bit-exact with portable" amx 600 "$TMP/amx"
+        if clang $C99 $AMX $HOOKS $SRC -o "$TMP/amx.clang" 2>/dev/null; then
+            check_run "clang AMX (and AVX-512 VNNI), bit-exact with portable" amx 600 \
+                "$TMP/amx.clang"
+        fi
+    else
+        echo "skip: no AMX-INT8 on this CPU (compile-checked only)"
     fi
     if grep -qw avx_vnni /proc/cpuinfo &&
         gcc $C99 -mavx2 -mavxvnni $HOOKS $SRC -o "$TMP/avxvnni" 2>/dev/null; then

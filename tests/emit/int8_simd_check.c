@@ -11,7 +11,8 @@
  * FAMILY names the family the build must choose by itself (oqci_conv_isa() with nothing
  * forced, e.g. "neondot", "avx2", "portable"); every available family then runs the same
  * randomized convolutions as the portable one (odd channel counts and depths, strides,
- * pads, dilations, groups, depthwise, 1x1, Gemm rows, batches, output views, u8 and s8
+ * pads, dilations, groups (some of 16-70 channels), depthwise, 1x1, Gemm rows, batches,
+ * output views, u8 and s8
  * inputs, both requantization modes, values at the ends of their ranges, a reduction
  * deeper than OQCI_KCHUNK) and the outputs are compared byte for byte.  Prints one line
  * per family and exits 1 on any difference, 2 on a usage or family error. */
@@ -92,6 +93,11 @@ static void random_geo(OqciConv *p, int t) {
     } else if (cls == 4) {   /* deeper reductions: several K blocks */
         geo(p, 1, rnd_int(60, 200), rnd_int(1, 9), 1, rnd_int(3, 7), rnd_int(3, 9), 3, 3, 1, 1, 1,
             1, 1, 1);
+    } else if (cls == 7) {   /* wide groups: 16 to 70 channels (the AMX family's units) */
+        int g = rnd_int(1, 2), k = rnd_int(1, 3), s = rnd_int(1, 2);
+        geo(p, rnd_int(1, 2), g * rnd_int(1, 40), g * rnd_int(16, 70), g, k + rnd_int(0, 12),
+            k + rnd_int(0, 20), k, k, s, 1, rnd_int(0, 1), rnd_int(0, 1), rnd_int(0, 1),
+            rnd_int(0, 1));
     } else {   /* general: groups, strides, dilations, pads */
         int g = rnd_int(1, 3), k = rnd_int(1, 4), d = rnd_int(1, 2), s = rnd_int(1, 3);
         int span = d * (k - 1) + 1;
