@@ -527,15 +527,34 @@ static int64_t dw3s2_floats(const OqciConv *p) {
 }
 
 /* The depthwise planes: int16 (Arm) or float (x86) elements. */
+/* conv_dw3q's zero-padded byte plane: the image at (p_t, p_l), rows of *bs bytes (64
+ * bytes readable from every vector's first column), *rows rows (every output row's
+ * three).  Its bytes, 0 unless a 3x3 kernel at stride 1 or 2. */
+static int64_t dw3q_geo(const OqciConv *p, int32_t *bs, int32_t *rows) {
+    int64_t cols, r;
+    if (p->k_h != 3 || p->k_w != 3 || p->s_h != p->s_w || p->s_w > 2 || p->d_h != 1 ||
+        p->d_w != 1 || p->p_t > 2 || p->p_l > 2 || p->in_w > 4096 || p->out_w > 4096)
+        return 0;
+    cols = (int64_t)p->in_w + p->p_l;
+    r = (int64_t)(round_up(p->out_w, 16) - 16) * p->s_w + 64;
+    *bs = (int32_t)round_up(cols > r ? cols : r, 64);
+    r = (int64_t)(p->out_h - 1) * p->s_h + 3;
+    *rows = (int32_t)((int64_t)p->in_h + p->p_t > r ? (int64_t)p->in_h + p->p_t : r);
+    return (int64_t)*bs * *rows;
+}
+
 static size_t dw_scratch(const OqciConv *p) {
     DwGeo d;
+    int32_t qbs, qrows;
+    int64_t q = dw3q_geo(p, &qbs, &qrows);
     /* AVX-512's flat 3x3 planes: W + 1 zeros, the plane, W + 33 zeros */
     int64_t flat = 2 * (int64_t)p->in_w + 34 + (int64_t)p->in_h * p->in_w, planes;
     int64_t s2 = p->s_h == 2 && p->s_w == 2 ? dw3s2_floats(p) : 0;
     dw_geo(p, &d);
     planes = (int64_t)d.phases * d.rows * d.width;
     planes = planes > flat ? planes : flat;
-    return ALIGN + (size_t)(planes > s2 ? planes : s2) * 4;
+    planes = planes > s2 ? planes : s2;
+    return ALIGN + (size_t)(planes * 4 > q ? planes * 4 : q);
 }
 
 #define HAVE_SIMD (HAVE_AVX2 || HAVE_NEONDOT)
@@ -2658,6 +2677,126 @@ T_AVX2F static void conv_dwf__avx2(const OqciConv *p, const void *x, void *y, vo
 
 #endif /* HAVE_AVX2 */
 
+#if HAVE_AMX && !defined(OQCI_NO_FLOAT)
+/* ---- conv_dw3q__avx512vbmi: 3x3 depthwise at stride 1 or 2 on bytes (AMX family) ----
+ * Each input channel is copied once into a zero-padded byte plane (dw3q_geo; s8 inputs
+ * as x + 128 with padding 128, and -128 sum w joins the bias: the sums are those of
+ * u8 x s8 pairs, exact).  Output row oh, columns ow .. ow + 15: per kernel row i one
+ * 64-byte load of plane row oh s + i at column ow s, vpermb (AVX-512 VBMI, which every
+ * AMX CPU has) gathers lane l's quad (columns (ow + l) s + j, j = 0 .. 2, and a zero),
+ * and vpdpbusd adds its dot product with (w[i][0], w[i][1], w[i][2], 0): 3 loads, 3
+ * vpermb and 3 vpdpbusd per 16 outputs instead of the float planes' 9 loads and 9 FMAs,
+ * on a plane a quarter of their size.  Two output rows share the vpermb of the rows
+ * they both read at stride 1 (4 input rows for 2 output rows).  The sums start from
+ * bias + correction; the fused float requantization (rq16, as the GEMM's) on int32 sums
+ * below 2^24 (dw3_all_fused) gives oqci_requant's bits.  The plane's padding is written
+ * once per call, each channel its interior rows. */
+#if defined(__AVX512VBMI__) && defined(__AVX512VNNI__) && defined(__AVX512BW__)
+#define T_DWQ
+#else
+#define T_DWQ __attribute__((target("avx2,avx512f,avx512bw,avx512vnni,avx512vbmi")))
+#endif
+
+/* (Rows narrower than 12 outputs leave most of each 16-lane vector idle: the flat float
+ * kernels, which run a small plane as one array, are faster there.) */
+static int dw3q_ok(const OqciConv *p) {
+    int32_t bs, rows;
+    return p->out_w >= 12 && dw3q_geo(p, &bs, &rows) > 0 && dw3_all_fused(p);
+}
+
+T_DWQ static void conv_dw3q__avx512vbmi(const OqciConv *p, const void *x, void *y,
+                                       void *scratch) {
+    int32_t bs, rows, r, v, s = p->s_w, kg = p->out_c / p->group;
+    const int64_t hw = (int64_t)p->in_h * p->in_w, opix = (int64_t)p->out_h * p->out_w;
+    const int u8in = p->in_type == OQCI_U8, u8out = p->out_type == OQCI_U8;
+    const int32_t nvec = (p->out_w + 15) / 16, tail = p->out_w - 16 * (nvec - 1);
+    const __mmask16 tmask = (__mmask16)((1u << tail) - 1);
+    const __mmask64 qm = (__mmask64)0x7777777777777777ull, inm = ((__mmask64)1 << (p->in_w % 64)) - 1;
+    const __m512i flip = _mm512_set1_epi8(u8in ? 0 : (char)0x80);
+    uint8_t *b = align_up(scratch);
+    uint8_t idxb[64];
+    __m512i idx;
+    int64_t n;
+    int32_t g;
+    dw3q_geo(p, &bs, &rows);
+    for (v = 0; v < 64; v++)   /* lane l = v / 4, byte j = v % 4: column l s + j */
+        idxb[v] = (uint8_t)(v % 4 < 3 ? (v / 4) * s + v % 4 : 0);
+    idx = _mm512_loadu_si512((const void *)idxb);
+    memset(b, u8in ? 0 : 0x80, (size_t)bs * (size_t)rows);   /* the padding, once */
+    for (n = 0; n < p->batch; n++)
+        for (g = 0; g < p->group; g++) {
+            const uint8_t *xs = (const uint8_t *)x + (n * p->in_c + g) * hw;
+            int32_t kk;
+            for (r = 0; r < p->in_h; r++) {   /* the interior rows (x ^ 0x80 for s8) */
+                const uint8_t *src = xs + (int64_t)r * p->in_w;
+                uint8_t *dst = b + (int64_t)(r + p->p_t) * bs + p->p_l;
+                int32_t c = 0;
+                for (; c + 64 <= p->in_w; c += 64)
+                    _mm512_storeu_si512((void *)(dst + c),
+                                        _mm512_xor_si512(_mm512_loadu_si512((const void *)(src + c)), flip));
+                if (c < p->in_w)
+                    _mm512_mask_storeu_epi8(dst + c, inm,
+                                            _mm512_xor_si512(_mm512_maskz_loadu_epi8(inm, src + c), flip));
+            }
+            for (kk = 0; kk < kg; kk++) {
+                int32_t k = g * kg + kk, oh, i;
+                const int8_t *w = p->w + (size_t)k * (size_t)p->kpad;
+                uint8_t *yk = (uint8_t *)y + (n * p->out_ctotal + p->out_coff + k) * opix;
+                __m512i wq[3], addv;
+                RqFZ z;
+                int64_t add = p->bias ? p->bias[k] : 0, sw = 0;
+                for (i = 0; i < 3; i++) {
+                    wq[i] = _mm512_set1_epi32((int32_t)((uint32_t)(uint8_t)w[3 * i] |
+                                                        (uint32_t)(uint8_t)w[3 * i + 1] << 8 |
+                                                        (uint32_t)(uint8_t)w[3 * i + 2] << 16));
+                    sw += w[3 * i] + w[3 * i + 1] + w[3 * i + 2];
+                }
+                addv = _mm512_set1_epi32((int32_t)(add - (u8in ? 0 : 128 * sw)));
+                rqfz_channel(p, k, &z);
+#define DWQ_ROW(rp, c) _mm512_maskz_permutexvar_epi8(qm, idx, _mm512_loadu_si512((const void *)((rp) + (c))))
+#define DWQ_STORE(dst, acc, last)                                                       \
+    {                                                                                   \
+        __m512i q_ = rqf16(_mm512_cvtepi32_ps(acc), &z);                                \
+        if (last)                                                                       \
+            _mm512_mask_storeu_epi8(dst, (__mmask64)tmask, _mm512_castsi128_si512(narrow16(q_, u8out))); \
+        else                                                                            \
+            _mm_storeu_si128((__m128i *)(void *)(dst), narrow16(q_, u8out));            \
+    }
+                for (oh = 0; oh < p->out_h; oh++) {
+                    const uint8_t *r0 = b + (int64_t)oh * s * bs;
+                    uint8_t *yo = yk + (int64_t)oh * p->out_w;
+                    if (s == 1 && oh + 1 < p->out_h) {   /* two output rows, four input rows */
+                        for (v = 0; v < nvec; v++) {
+                            int32_t c = 16 * v;
+                            __m512i q0 = DWQ_ROW(r0, c), q1 = DWQ_ROW(r0 + bs, c);
+                            __m512i q2 = DWQ_ROW(r0 + 2 * bs, c), q3 = DWQ_ROW(r0 + 3 * bs, c);
+                            __m512i a = _mm512_dpbusd_epi32(addv, q0, wq[0]);
+                            __m512i e = _mm512_dpbusd_epi32(addv, q1, wq[0]);
+                            a = _mm512_dpbusd_epi32(a, q1, wq[1]);
+                            e = _mm512_dpbusd_epi32(e, q2, wq[1]);
+                            a = _mm512_dpbusd_epi32(a, q2, wq[2]);
+                            e = _mm512_dpbusd_epi32(e, q3, wq[2]);
+                            DWQ_STORE(yo + c, a, v == nvec - 1)
+                            DWQ_STORE(yo + p->out_w + c, e, v == nvec - 1)
+                        }
+                        oh++;
+                        continue;
+                    }
+                    for (v = 0; v < nvec; v++) {
+                        int32_t c = 16 * v * s;
+                        __m512i a = _mm512_dpbusd_epi32(addv, DWQ_ROW(r0, c), wq[0]);
+                        a = _mm512_dpbusd_epi32(a, DWQ_ROW(r0 + bs, c), wq[1]);
+                        a = _mm512_dpbusd_epi32(a, DWQ_ROW(r0 + 2 * bs, c), wq[2]);
+                        DWQ_STORE(yo + 16 * v, a, v == nvec - 1)
+                    }
+                }
+#undef DWQ_STORE
+#undef DWQ_ROW
+            }
+        }
+}
+#endif
+
 #if HAVE_AVX512VNNI && OQCI_EMU_VNNI
 /* ---- q8conv_8x32c4__emu: the AVX-512 VNNI kernel's sums in plain C (tests only) ---- */
 
@@ -3368,6 +3507,12 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {
         const Family *f = p->wpair16 ? &family_avx2n : &family_avx2;
 #ifndef OQCI_NO_FLOAT   /* (integer-only builds: depthwise goes through the GEMM) */
         if (is_dw(p)) {
+#if HAVE_AMX
+            if (isa == OQCI_ISA_AMX && dw3q_ok(p)) {
+                conv_dw3q__avx512vbmi(p, x, y, scratch);
+                return OQCI_OK;
+            }
+#endif
 #if HAVE_DWZ
             if (z && dw3flat_ok(p)) {
                 conv_dw3flat__avx512vnni(p, x, y, scratch);

@@ -148,7 +148,7 @@ if [ "$X86" = 1 ]; then
         echo "skip: no AVX-512 VNNI on this CPU (compile-checked only)"
     fi
     # AMX: compiled (gcc and clang, strict C99) with its flags, and run where the CPU has it
-    AMX="-mavx512f -mavx512bw -mavx512vnni -mamx-tile -mamx-int8"
+    AMX="-mavx512f -mavx512bw -mavx512vnni -mavx512vbmi -mamx-tile -mamx-int8"
     for cc in gcc clang; do
         command -v "$cc" >/dev/null 2>&1 || continue
         if $cc $C99 $AMX -DOQCI_TEST_HOOKS -c runtime/oqci_conv.c -o "$TMP/amx.$cc.o" \
