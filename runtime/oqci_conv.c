@@ -459,11 +459,13 @@ static int flat_table(const OqciConv *p) {
 }
 
 /* The AMX path (conv_amx) may run this conv, on some build and CPU: groups of at least
- * AMX_MIN_KG channels (every tile row a real channel), sums that fit int32. */
+ * AMX_MIN_KG channels (every tile row a real channel), sums that fit int32, reductions
+ * deeper than 32 (at most 32 of a chunk's 64 would be real: the AVX-512 VNNI kernels
+ * are faster there, measured on MobileNet-v2's K 16-28 layers). */
 #define AMX_MIN_KG 16
 #define AMX_SUMS_BYTES ((32 + TILE_MR) * TILE_NR * 4)
 static int amx_fits(const OqciConv *p) {
-    return p->out_c / p->group >= AMX_MIN_KG && p->kpad <= OQCI_KCHUNK;
+    return p->out_c / p->group >= AMX_MIN_KG && p->kpad > 32 && p->kpad <= OQCI_KCHUNK;
 }
 
 /* conv_amx's region after conv_gemm's: alignment, the tile sums (32 x TILE_NR int32, and
