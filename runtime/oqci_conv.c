@@ -3032,10 +3032,10 @@ static const Family family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, KBLOCK_Z
  * is read from a copy zero-padded to 64 bytes, made once per call (amx_work's region),
  * so no tile load reads past the weights and the panel's bytes past its nq quads (left
  * as they are in the scratch, inside the panel's round_up(kpad, 64) x 32 bytes) only
- * ever meet zero weights.  A group's channels
- * go in 16-row units, the last unit ending at the group's last channel (overlapping the
- * unit before it: those rows are computed twice and stored once), so every tile row is
- * a real channel: groups of at least AMX_MIN_KG channels.  The sums leave the tiles
+ * ever meet zero weights.  A group's channels go in 16-row units, the last unit ending
+ * at the group's last channel (overlapping the unit before it: those rows are computed
+ * twice and stored once), so every tile row is a real channel: groups of at least
+ * AMX_MIN_KG channels.  The sums leave the tiles
  * through AMX_SUMS_BYTES of scratch for the AVX-512 family's epilogue (ukr_rq_acc with
  * no quads: the fused float requantization) or its store.  Exact: the int32 sums of at
  * most OQCI_KCHUNK products (amx_fits). */
