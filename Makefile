@@ -72,7 +72,7 @@ TEST_SUPPORT_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_SUPPORT))
 
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all check check-one clean deps models bench demo fuzz
+.PHONY: all check check-one clean deps models bench demo fuzz sqnr
 # Keep intermediate objects (tests link them); V=1 shows full commands.
 .SECONDARY:
 Q := $(if $(V),,@)
@@ -190,7 +190,12 @@ fuzz: | $(DEPS_STAMP)
 	    tests/fuzz/fuzz_model.c $(FUZZ_BUILD)/liboqc.a $(LDLIBS_ALL) -o $(FUZZ_BUILD)/fuzz_model
 	sh tests/fuzz/run.sh $(FUZZ_BUILD)/fuzz_model $(FUZZ_SECONDS)
 
+sqnr: $(BUILD)/oqc
+	BUILD=$(BUILD) sh bench/sqnr.sh
+
 models:
+	sh scripts/install-deps.sh python3-torch python3-torchvision python3-onnx python3-numpy \
+	    libblas3 dataset-fashion-mnist
 	$(PYTHON) models/tv/make_torchvision.py --out models/tv
 
 clean:
