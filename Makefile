@@ -191,6 +191,8 @@ fuzz: | $(DEPS_STAMP)
 	sh tests/fuzz/run.sh $(FUZZ_BUILD)/fuzz_model $(FUZZ_SECONDS)
 
 sqnr: $(BUILD)/oqc
+	sh scripts/install-deps.sh python3-numpy python3-pil python3-sklearn python3-matplotlib \
+	    python3-torch dataset-fashion-mnist
 	BUILD=$(BUILD) sh bench/sqnr.sh
 
 models:

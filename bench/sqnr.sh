@@ -16,7 +16,9 @@
 # (With 64 calibration images the entropy method chose T = 2.5 of amax 31 for
 # squeezenet's logits, 640 non-zero values spread over 2048 bins: -9 dB; with 256, T = 29.)
 # Writes build/bench/sqnr/results.md (and prints it).  Needs build/oqc and the networks
-# of `make models`; /usr/bin/python3 with numpy and PIL for the photo patches.
+# of `make models`; /usr/bin/python3 with numpy, PIL and torch, the photos of Debian's
+# python3-sklearn and python3-matplotlib, and dataset-fashion-mnist (`make sqnr`
+# installs the packages).
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
