@@ -469,9 +469,9 @@ static int amx_fits(const OqciConv *p) {
 }
 
 /* conv_amx's region after conv_gemm's: alignment, the tile sums (32 x TILE_NR int32, and
- * TILE_MR rows more that the epilogue may read past them)
- * and, when kpad is not a multiple of 64, every channel's last kpad % 64 weight bytes
- * zero-padded to 64 (the last chunk's A tiles). */
+ * TILE_MR rows more that the epilogue may read past them) and, when kpad is not a
+ * multiple of 64, every channel's last kpad % 64 weight bytes zero-padded to 64 (the
+ * last chunk's A tiles). */
 static size_t amx_work_bytes(const OqciConv *p) {
     return amx_fits(p) ? ALIGN + AMX_SUMS_BYTES + (p->kpad % 64 ? (size_t)p->out_c * 64 : 0) : 0;
 }
@@ -528,7 +528,6 @@ static int64_t dw3s2_floats(const OqciConv *p) {
     return 4 * ((int64_t)p->out_h + 1) * sr + sr + 32;
 }
 
-/* The depthwise planes: int16 (Arm) or float (x86) elements. */
 /* conv_dw3q's zero-padded byte plane: the image at (p_t, p_l), rows of *bs bytes (64
  * bytes readable from every vector's first column), *rows rows (every output row's
  * three).  Its bytes, 0 unless a 3x3 kernel at stride 1 or 2. */
@@ -545,6 +544,7 @@ static int64_t dw3q_geo(const OqciConv *p, int32_t *bs, int32_t *rows) {
     return (int64_t)*bs * *rows;
 }
 
+/* The depthwise planes: int16 (Arm) or float (x86) elements, or conv_dw3q's bytes. */
 static size_t dw_scratch(const OqciConv *p) {
     DwGeo d;
     int32_t qbs, qrows;
@@ -1017,13 +1017,37 @@ static int64_t weight_corr(const OqciConv *p, int32_t k) {
     return p->in_type == OQCI_S8 ? -128 * s : 128 * s;
 }
 
-/* Where conv_amx's region starts in conv_gemm's scratch. */
-static uint8_t *amx_work(const OqciConv *p, void *scratch) {
-    size_t panel, cbuf, band;
-    gemm_scratch(p, &panel, &cbuf, &band);
-    return align_up(align_up(scratch) + panel + cbuf + band +
-                    (size_t)round_up((int64_t)p->out_c * 12, 8) +
-                    (size_t)(p->out_c / p->group + TILE_MR) * sizeof(const int8_t *));
+/* conv_gemm's weight row pointers (wtab) in its scratch: after the aligned panel block,
+ * the K-block buffer and the band (bytes as gemm_scratch gives them) and the per-channel
+ * constants. */
+static const int8_t **gemm_wtab(const OqciConv *p, void *scratch, size_t panel, size_t cbuf,
+                                size_t band) {
+    return (const int8_t **)(void *)(align_up(scratch) + panel + cbuf + band +
+                                     (size_t)round_up((int64_t)p->out_c * 12, 8));
+}
+
+/* The fused epilogue of channels k .. k + nk - 1 of a panel (constants pre[k ..]): the
+ * sums over nq quads of the panel (weight rows w) plus, when t, the sums so far in t,
+ * requantized (f->ukr_rq_acc, else f->ukr_rq) and stored.  A whole panel in one image
+ * goes straight to y (its outputs are consecutive in y's planes, whatever rows its runs
+ * start), any other through a buffer and store_runs. */
+static void fused_rq(const OqciConv *p, const Family *f, int32_t nq, const uint8_t *panel,
+                     const int8_t *const *w, const int32_t *t, int32_t k, int32_t nk,
+                     const RqPre *pre, const Seg *segs, int nseg, int32_t np, void *y) {
+    uint8_t q[TILE_MR * TILE_NR], *out = q;
+    int64_t ostride = TILE_NR, pix = (int64_t)p->out_h * p->out_w;
+    int direct = np == f->nr && segs[0].n == segs[nseg - 1].n;
+    int32_t r;
+    if (direct) {
+        out = (uint8_t *)y + (segs[0].n * p->out_ctotal + p->out_coff + k) * pix + segs[0].pix0;
+        ostride = pix;
+    }
+    if (t)
+        f->ukr_rq_acc(nq, panel, w, t, p, nk, pre + k, out, ostride, np);
+    else
+        f->ukr_rq(nq, panel, w, p, nk, pre + k, out, ostride, np);
+    for (r = 0; !direct && r < nk; r++)
+        store_runs(p, q + r * TILE_NR, k + r, segs, nseg, y);
 }
 
 static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
@@ -1091,9 +1115,8 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
     }
     /* row k of the group's weights at the block's first quad, rows past kg repeating
      * the last (a tile's rows past nk): built per group, or per block with several */
-    wtab = (const int8_t **)(void *)(panel + panel_bytes + cbuf_bytes + band_bytes +
-                                     (size_t)round_up((int64_t)p->out_c * 12, 8));
-    work = f->tiles ? amx_work(p, scratch) : NULL;
+    wtab = gemm_wtab(p, scratch, panel_bytes, cbuf_bytes, band_bytes);
+    work = f->tiles ? align_up((void *)(wtab + kg + TILE_MR)) : NULL;   /* (amx_work) */
     bsize = (nq + nblk - 1) / nblk;   /* balanced blocks */
     total = (int64_t)p->batch * ge.pix;
     for (g = 0; g < p->group; g++)
@@ -1143,27 +1166,9 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
                 for (kk = 0; kk < kg; kk += f->mr) {
                     const int8_t *const *w = wtab + kk;
                     int32_t nk = kg - kk < f->mr ? kg - kk : f->mr, r, e;
-                    if (fused && q0 + bq >= nq) {
-                        /* (the last block's sums so far in c32) */
-                        const int32_t *tin = nblk > 1 ? c32 + (size_t)kk * TILE_NR : NULL;
-                        const RqPre *pk = pre + g * kg + kk;
-                        uint8_t q[TILE_MR * TILE_NR], *out = q;
-                        int64_t ostride = TILE_NR;
-                        /* a whole panel in one image: its outputs are consecutive in y's
-                         * planes (whatever rows the runs start), straight to y */
-                        int direct = np == f->nr && segs[0].n == segs[nseg - 1].n;
-                        if (direct) {
-                            out = (uint8_t *)y +
-                                  (segs[0].n * p->out_ctotal + p->out_coff + g * kg + kk) * ge.pix +
-                                  segs[0].pix0;
-                            ostride = ge.pix;
-                        }
-                        if (tin)
-                            f->ukr_rq_acc(bq, panel, w, tin, p, nk, pk, out, ostride, np);
-                        else
-                            f->ukr_rq(bq, panel, w, p, nk, pk, out, ostride, np);
-                        for (r = 0; !direct && r < nk; r++)
-                            store_runs(p, q + r * TILE_NR, g * kg + kk + r, segs, nseg, y);
+                    if (fused && q0 + bq >= nq) {   /* (the last block's sums so far in c32) */
+                        fused_rq(p, f, bq, panel, w, nblk > 1 ? c32 + (size_t)kk * TILE_NR : NULL,
+                                 g * kg + kk, nk, pre, segs, nseg, np, y);
                     } else if (nblk == 1) {
                         f->ukr(bq, panel, w, tile, 0, np, nk);
                         f->store(p, tile, TILE_NR, g * kg + kk, nk, corr ? corr + g * kg + kk : NULL,
@@ -3035,9 +3040,9 @@ static const Family family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, KBLOCK_Z
  * ever meet zero weights.  A group's channels go in 16-row units, the last unit ending
  * at the group's last channel (overlapping the unit before it: those rows are computed
  * twice and stored once), so every tile row is a real channel: groups of at least
- * AMX_MIN_KG channels.  The sums leave the tiles
- * through AMX_SUMS_BYTES of scratch for the AVX-512 family's epilogue (ukr_rq_acc with
- * no quads: the fused float requantization) or its store.  Exact: the int32 sums of at
+ * AMX_MIN_KG channels.  The sums leave the tiles through AMX_SUMS_BYTES of scratch for
+ * the AVX-512 family's epilogue (fused_rq with no quads: the fused float
+ * requantization) or its store.  Exact: the int32 sums of at
  * most OQCI_KCHUNK products (amx_fits). */
 
 /* ldtilecfg's 64 bytes: palette 1, then per tile its bytes per row and rows: every tile
@@ -3151,10 +3156,6 @@ T_AMX static void tiles__amx(const OqciConv *p, const Family *f, const uint8_t *
     int32_t *c = (int32_t *)(void *)work;
     const int8_t *wtail = (const int8_t *)(work + AMX_SUMS_BYTES);
     AmxKernel ker;
-    int64_t pix = (int64_t)p->out_h * p->out_w;
-    /* a whole panel in one image: straight to y (as conv_gemm's fused stores) */
-    int direct = np == f->nr && segs[0].n == segs[nseg - 1].n;
-    uint8_t q[TILE_MR * TILE_NR];
     for (u = 0; u < nu; u += 2) {
         int32_t na = u + 1 < nu ? 2 : 1, s[2];
         for (j = 0; j < 2; j++) {   /* the units' first channels (the last one shifted) */
@@ -3170,25 +3171,14 @@ T_AMX static void tiles__amx(const OqciConv *p, const Family *f, const uint8_t *
             /* unit j's new channels c0 .. c0 + n - 1, at rows r0 .. of c */
             int32_t c0 = 16 * (u + j), n = kg - c0 < 16 ? kg - c0 : 16, r0 = 16 * j + c0 - s[j];
             const int32_t *t = c + (size_t)r0 * TILE_NR;
-            int32_t r, i;
+            int32_t r;
             if (!pre) {
                 f->store(p, t, TILE_NR, g * kg + c0, n, NULL, 0, segs, nseg, y);
                 continue;
             }
-            for (r = 0; r < n; r += TILE_MR) {
-                int32_t nk = n - r < TILE_MR ? n - r : TILE_MR, k = g * kg + c0 + r;
-                uint8_t *out = q;
-                int64_t ostride = TILE_NR;
-                if (direct) {
-                    out = (uint8_t *)y + (segs[0].n * p->out_ctotal + p->out_coff + k) * pix +
-                          segs[0].pix0;
-                    ostride = pix;
-                }
-                f->ukr_rq_acc(0, panel, NULL, t + (size_t)r * TILE_NR, p, nk, pre + k, out,
-                              ostride, np);
-                for (i = 0; !direct && i < nk; i++)
-                    store_runs(p, q + i * TILE_NR, k + i, segs, nseg, y);
-            }
+            for (r = 0; r < n; r += TILE_MR)   /* (no quads: the sums are all in t) */
+                fused_rq(p, f, 0, panel, NULL, t + (size_t)r * TILE_NR, g * kg + c0 + r,
+                         n - r < TILE_MR ? n - r : TILE_MR, pre, segs, nseg, np, y);
         }
     }
 }
@@ -3198,6 +3188,14 @@ static const Family family_amx = {OQCI_ISA_AMX, 32, 32, 1, 1 << 20, -1, NULL /* 
                                   gather__avx2, store_tile__avx2, UKR_RQ_AVX512VNNI,
                                   {pack_band_u8__avx512vnni, pack_band_u8__avx512vnni},
                                   UKR_RQ_ACC_AVX512VNNI, tiles__amx};
+
+/* Where conv_amx's region starts: after wtab's kg + TILE_MR pointers. */
+static uint8_t *amx_work(const OqciConv *p, void *scratch) {
+    size_t panel, cbuf, band;
+    gemm_scratch(p, &panel, &cbuf, &band);
+    return align_up((void *)(gemm_wtab(p, scratch, panel, cbuf, band) + p->out_c / p->group +
+                             TILE_MR));
+}
 
 /* conv_gemm with family_amx (amx_fits(p), the tile state granted): the weight tails
  * copied, the tiles configured for the call and released after it. */
