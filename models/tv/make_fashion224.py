@@ -29,21 +29,32 @@ def read_idx(path):
     return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * len(dims)).reshape(dims)
 
 
+def fashion(split):
+    """Fashion-MNIST images (uint8 tensor [N,28,28]) and labels (int64 tensor [N])."""
+    pre = "train" if split == "train" else "t10k"
+    x = read_idx(os.path.join(DATA, f"{pre}-images-idx3-ubyte.gz"))
+    y = read_idx(os.path.join(DATA, f"{pre}-labels-idx1-ubyte.gz"))
+    return torch.from_numpy(x.copy()), torch.from_numpy(y.astype(np.int64))
+
+
+def prep(xu8, res):
+    """uint8 [N,28,28] -> float32 [N,3,res,res]: bilinear resize, grey replicated, ImageNet-normalised
+    (make_torchvision.py trains with this too)."""
+    x = xu8.float().div(255.0)[:, None]
+    x = Fn.interpolate(x, size=(res, res), mode="bilinear", align_corners=False).clamp(0, 1)
+    return ((x.expand(-1, 3, -1, -1) - MEAN) / STD).contiguous()
+
+
 def main():
     if len(sys.argv) not in (5, 7) or sys.argv[4] not in ("train", "test") or \
             (len(sys.argv) == 7 and sys.argv[5] != "--labels"):
         sys.exit(__doc__)
     out, n, seed, split = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-    pre = "train" if split == "train" else "t10k"
-    x = read_idx(os.path.join(DATA, f"{pre}-images-idx3-ubyte.gz"))
-    y = read_idx(os.path.join(DATA, f"{pre}-labels-idx1-ubyte.gz"))
-    idx = np.sort(np.random.default_rng(seed).choice(len(x), n, replace=False))
-    t = torch.from_numpy(x[idx].copy()).float().div(255.0)[:, None]
-    t = Fn.interpolate(t, size=(224, 224), mode="bilinear", align_corners=False).clamp(0, 1)
-    t = (t.expand(-1, 3, -1, -1) - MEAN) / STD
-    np.save(out, np.ascontiguousarray(t.numpy()[:, None], dtype="<f4"))
+    x, y = fashion(split)
+    idx = torch.from_numpy(np.sort(np.random.default_rng(seed).choice(len(x), n, replace=False)))
+    np.save(out, np.ascontiguousarray(prep(x[idx], 224).numpy()[:, None], dtype="<f4"))
     if len(sys.argv) == 7:
-        np.save(sys.argv[6], y[idx].astype(np.int64))
+        np.save(sys.argv[6], y[idx].numpy())
 
 
 if __name__ == "__main__":

@@ -49,7 +49,6 @@ LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/blas to use the reference BLAS
 """
 import argparse
 import collections
-import gzip
 import io
 import os
 import sys
@@ -70,8 +69,9 @@ import torch.nn.functional as Fn
 import torchvision
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from make_fashion224 import fashion, prep  # noqa: E402  (the same images and preprocessing)
 ALL = ["resnet18", "mobilenet_v2", "squeezenet1_1", "googlenet"]
-FASHION = "/usr/share/datasets/fashion-mnist"
 # training steps at 64x64 (batch 32) and at 224x224 (batch 16) per network: squeezenet
 # (no BatchNorm) needs more at 224 to carry over (40 steps: 26% at 224; 240: 70%)
 STEPS = {"resnet18": (640, 30), "mobilenet_v2": (800, 30), "squeezenet1_1": (1000, 240),
@@ -114,31 +114,6 @@ def build(name):
         return torchvision.models.googlenet(weights=None, aux_logits=False, transform_input=False,
                                             init_weights=True)
     return getattr(torchvision.models, name)(weights=None)
-
-
-def read_idx(path):
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    ndim = data[3]
-    dims = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
-
-
-def fashion(split):
-    """Fashion-MNIST images (uint8 tensor [N,28,28]) and labels (int64 [N])."""
-    pre = "train" if split == "train" else "t10k"
-    x = read_idx(os.path.join(FASHION, f"{pre}-images-idx3-ubyte.gz"))
-    y = read_idx(os.path.join(FASHION, f"{pre}-labels-idx1-ubyte.gz"))
-    return torch.from_numpy(x.copy()), torch.from_numpy(y.astype(np.int64))
-
-
-def prep(xu8, res):
-    """uint8 [N,28,28] -> float32 [N,3,res,res]: bilinear resize, grey replicated, ImageNet-normalised."""
-    x = xu8.float().div(255.0)[:, None]
-    x = Fn.interpolate(x, size=(res, res), mode="bilinear", align_corners=False).clamp(0, 1)
-    mean = torch.from_numpy(IMAGENET_MEAN).view(1, 3, 1, 1)
-    std = torch.from_numpy(IMAGENET_STD).view(1, 3, 1, 1)
-    return ((x.expand(-1, 3, -1, -1) - mean) / std).contiguous()
 
 
 def train(model, name, xtr, ytr, xte, yte, seed):
