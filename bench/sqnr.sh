@@ -11,7 +11,7 @@
 #   fashion  Fashion-MNIST at 224x224, as the networks were trained on it
 #            (models/tv/make_fashion224.py: training images for calibration, test images
 #            for evaluation)
-#   photos   crops of the photographs Debian ships (models/tv/make_photo_patches.py,
+#   photo    crops of the photographs Debian ships (models/tv/make_photo_patches.py,
 #            seeds 1 and 2), images the networks never saw
 # (With 64 calibration images the entropy method chose T = 2.5 of amax 31 for
 # squeezenet's logits, 640 non-zero values spread over 2048 bins: -9 dB; with 256, T = 29.)
