@@ -75,6 +75,9 @@ static const Layer layers[] = {
     {"fc 512 -> 1000 (batch 1)", 512, 1, 1, 1000, 1, 1, 0, 1},
     {"fashion 1x28x28 3x3 -> 16", 1, 28, 28, 16, 3, 1, 1, 1},
     {"fashion 32x14x14 3x3 -> 32", 32, 14, 14, 32, 3, 1, 1, 1},
+    {"fashion 16x28x28 3x3 -> 32", 16, 28, 28, 32, 3, 1, 1, 1},
+    {"fashion 48x7x7 3x3 -> 64", 48, 7, 7, 64, 3, 1, 1, 1},
+    {"rn18 1x1/2 64x56x56 -> 128", 64, 56, 56, 128, 1, 2, 0, 1},
 };
 
 /* Times fn(ctx) repeatedly for at least min_ms; returns seconds per call (best of 3

@@ -435,6 +435,7 @@ static int is_flat(const OqciConv *p) {
  * the output rows a run of TILE_NR pixels can touch, widened by the kernel; cols: the
  * padded columns any output reads).  Bytes, or 0 when above BAND_MAX (the panels are
  * then unfolded from x directly). */
+static int grid_ok(const OqciConv *p);
 static size_t band_dims(const OqciConv *p, int64_t *rows, int64_t *cols) {
     int64_t need = (TILE_NR - 1) / p->out_w + 2, extra, bytes = 0;
     *cols = (int64_t)(p->out_w - 1) * p->s_w + (int64_t)(p->k_w - 1) * p->d_w + 1;
@@ -448,8 +449,27 @@ static size_t band_dims(const OqciConv *p, int64_t *rows, int64_t *cols) {
         if (bytes <= BAND_MAX || extra == 0)
             break;
     }
-    return is_flat(p) || bytes > BAND_MAX || p->k_w > BAND_MAX_KW ? 0
-                                                                   : (size_t)round_up(bytes, ALIGN);
+    if (is_flat(p) || bytes > BAND_MAX || p->k_w > BAND_MAX_KW)
+        return 0;
+    if (grid_ok(p))   /* (grid panels: a last row's dropped positions read this far on) */
+        bytes += (int64_t)(p->k_w - 1) * p->d_w;
+    return (size_t)round_up(bytes, ALIGN);
+}
+
+/* Grid panels (conv_gemm) for stride-1 convs with padding columns and short rows: the
+ * band holds each channel's rows row-major, cols bytes apart, so the positions oh cols
+ * + ow of the "grid" (ow < cols) read the band at one offset per reduction element, and
+ * TILE_NR consecutive positions make a panel that one transpose per quad packs whatever
+ * rows it spans (a panel of outputs packs one run per output row).  Positions with ow >=
+ * out_w are computed and dropped: (cols - out_w) / cols more work, against out_w wide
+ * runs that leave vectors partly empty.  Applies with a band (band_dims) to rows narrower
+ * than GRID_MAX_W. */
+#define GRID_MAX_W 64
+static int grid_ok(const OqciConv *p) {
+    int64_t drop = (int64_t)(p->k_w - 1) * p->d_w;   /* (per row: < TILE_NR / 2, so
+                                                       * every panel has outputs) */
+    return p->s_h == 1 && p->s_w == 1 && p->out_w < GRID_MAX_W && p->k_w <= BAND_MAX_KW &&
+           drop > 0 && drop < TILE_NR / 2 && 2 * drop <= p->out_w && !is_flat(p);
 }
 
 /* A flat conv whose panels the band packer reads straight from the input (Band.data):
@@ -463,17 +483,39 @@ static int flat_table(const OqciConv *p) {
  * deeper than 32 (at most 32 of a chunk's 64 would be real: the AVX-512 VNNI kernels
  * are faster there, measured on MobileNet-v2's K 16-28 layers). */
 #define AMX_MIN_KG 16
-#define AMX_SUMS_BYTES ((32 + TILE_MR) * TILE_NR * 4)
+#define AMX_SUMS_BYTES (32 * TILE_NR * 4)   /* one panel's tile sums: 32 channels */
+#define AMX_BATCH_BYTES 65536               /* panels packed before a burst of tile work */
+#define AMX_BATCH_MAX 8
 static int amx_fits(const OqciConv *p) {
     return p->out_c / p->group >= AMX_MIN_KG && p->kpad > 32 && p->kpad <= OQCI_KCHUNK;
 }
 
-/* conv_amx's region after conv_gemm's: alignment, the tile sums (32 x TILE_NR int32, and
- * TILE_MR rows more that the epilogue may read past them) and, when kpad is not a
+/* Bytes of one AMX panel (the whole reduction, rows of 32 pixels) and how many panels
+ * conv_gemm packs before it runs the tiles over them: the tile unit of Sapphire Rapids
+ * runs a short burst several times slower after the core has spent a microsecond or so
+ * on other work (measured: a 32 x 32 x 144 step costs 240 TSC ticks back to back and
+ * 1500 between packings), so panels go to it in batches of up to AMX_BATCH_MAX, within
+ * AMX_BATCH_BYTES. */
+static size_t amx_panel_bytes(const OqciConv *p) {
+    return (size_t)round_up(p->kpad, 64) * 32;
+}
+static int amx_batch(const OqciConv *p) {
+    size_t n = AMX_BATCH_BYTES / amx_panel_bytes(p);
+    return n < 1 ? 1 : n > AMX_BATCH_MAX ? AMX_BATCH_MAX : (int)n;
+}
+
+/* conv_amx's region after conv_gemm's: alignment, the tile sums of a batch (its panels'
+ * AMX_SUMS_BYTES, and TILE_MR rows more that the epilogue may read past the last),
+ * the batch's panels after the first (which is conv_gemm's) and, when kpad is not a
  * multiple of 64, every channel's last kpad % 64 weight bytes zero-padded to 64 (the
  * last chunk's A tiles). */
 static size_t amx_work_bytes(const OqciConv *p) {
-    return amx_fits(p) ? ALIGN + AMX_SUMS_BYTES + (p->kpad % 64 ? (size_t)p->out_c * 64 : 0) : 0;
+    int nb;
+    if (!amx_fits(p))
+        return 0;
+    nb = amx_batch(p);
+    return ALIGN + (size_t)nb * AMX_SUMS_BYTES + TILE_MR * TILE_NR * 4 +
+           (size_t)(nb - 1) * amx_panel_bytes(p) + (p->kpad % 64 ? (size_t)p->out_c * 64 : 0);
 }
 
 /* Scratch of conv_gemm: aligned panel block, the deep-K tile buffer (int32 per K block
@@ -490,8 +532,8 @@ static size_t gemm_scratch(const OqciConv *p, size_t *panel, size_t *cbuf, size_
     *cbuf = p->kpad > KBLOCK ? (size_t)(round_up(kg, TILE_MR) * TILE_NR *
                                         (p->kpad > OQCI_KCHUNK ? 8 : 4))
                              : 0;
-    if (amx_fits(p) && (size_t)round_up(p->kpad, 64) * 32 > *panel)
-        *panel = (size_t)round_up(p->kpad, 64) * 32;   /* (the whole reduction) */
+    if (amx_fits(p) && amx_panel_bytes(p) > *panel)
+        *panel = amx_panel_bytes(p);   /* (the whole reduction) */
     *band = band_dims(p, &rows, &cols);
     if (*band || flat_table(p))
         *band += (size_t)round_up((int64_t)p->kpad * 4, ALIGN);
@@ -585,7 +627,16 @@ typedef struct Geo {
     int64_t plane;               /* input elements per channel */
     int64_t pix;                 /* output pixels per image */
     int32_t cg;                  /* input channels per group */
+    int32_t gcols;               /* positions per row: the band's cols (grid panels), else out_w */
+    int64_t gpix;                /* positions per image: up to the last output */
+    int grid;                    /* grid panels (use_grid) */
 } Geo;
+
+/* Grid panels for this conv: grid_ok and a band. */
+static int use_grid(const OqciConv *p) {
+    int64_t rows, cols;
+    return grid_ok(p) && band_dims(p, &rows, &cols) != 0;
+}
 
 static void make_geo(const OqciConv *p, Geo *g) {
     int flat = is_flat(p);
@@ -595,24 +646,55 @@ static void make_geo(const OqciConv *p, Geo *g) {
     g->in_h = flat ? 1 : p->in_h;
     g->in_w = flat ? (int32_t)g->plane : p->in_w;
     g->out_w = flat ? (int32_t)g->pix : p->out_w;
+    g->grid = use_grid(p);
+    g->gcols = g->grid ? p->out_w + (p->k_w - 1) * p->d_w : g->out_w;
+    g->gpix = g->grid ? (int64_t)(p->out_h - 1) * g->gcols + p->out_w : g->pix;
 }
 
-/* Cuts the np pixels starting at global pixel P0 (n * pix + index) into runs. */
+/* Pixels of the panel at position P0 (n gpix + index): at most TILE_NR-wide nr, the
+ * positions left, and with grid panels those left in the image. */
+static int32_t panel_np(const Geo *g, int64_t P0, int64_t total, int32_t nr) {
+    int64_t left = total - P0;
+    if (g->grid && g->gpix - P0 % g->gpix < left)
+        left = g->gpix - P0 % g->gpix;
+    return left < nr ? (int32_t)left : nr;
+}
+
+/* Cuts the np positions starting at P0 (n * gpix + index) into runs of outputs (grid
+ * panels: skipping the dropped positions, so runs may leave gaps in the panel). */
 static int make_segs(const Geo *g, int64_t P0, int32_t np, Seg *s) {
     int ns = 0;
-    int32_t off = 0;
-    while (off < np) {
-        int64_t P = P0 + off, n = P / g->pix, q = P % g->pix;
-        int32_t oh = (int32_t)(q / g->out_w), ow = (int32_t)(q % g->out_w);
-        int32_t len = g->out_w - ow < np - off ? g->out_w - ow : np - off;
+    int32_t off = 0, len;
+    int64_t n = P0 / g->gpix, q = P0 % g->gpix;
+    int32_t oh = (int32_t)(q / g->gcols), ow = (int32_t)(q % g->gcols);
+    while (off < np) {   /* (walking the rows: no division per run) */
+        if (q == g->gpix) {   /* the next image */
+            n++;
+            q = oh = ow = 0;
+        }
+        if (ow >= g->out_w) {   /* a grid row's dropped positions */
+            len = g->gcols - ow;
+            off += len;
+            q += len;
+            oh++;
+            ow = 0;
+            continue;
+        }
+        len = g->out_w - ow < np - off ? g->out_w - ow : np - off;
         s[ns].n = n;
         s[ns].oh = oh;
         s[ns].ow = ow;
         s[ns].len = len;
         s[ns].off = off;
-        s[ns].pix0 = q;
+        s[ns].pix0 = (int64_t)oh * g->out_w + ow;
         ns++;
         off += len;
+        q += len;
+        ow += len;
+        if (ow == g->gcols) {
+            oh++;
+            ow = 0;
+        }
     }
     return ns;
 }
@@ -864,12 +946,18 @@ static void store_runs(const OqciConv *p, const uint8_t *q, int32_t k, const Seg
     for (si = 0; si < nseg; si++) {
         const Seg *s = &segs[si];
         uint8_t *dst = (uint8_t *)y + (s->n * p->out_ctotal + p->out_coff + k) * pix + s->pix0;
+        const uint8_t *src = q + s->off;
+        int32_t e = 0;
         if (s->len == 28)   /* whole AVX2 panels: fixed-size copies, inlined */
-            memcpy(dst, q + s->off, 28);
+            memcpy(dst, src, 28);
         else if (s->len == 24)
-            memcpy(dst, q + s->off, 24);
-        else
-            memcpy(dst, q + s->off, (size_t)s->len);
+            memcpy(dst, src, 24);
+        else {   /* (short runs: inlined 8-byte copies, no call) */
+            for (; e + 8 <= s->len; e += 8)
+                memcpy(dst + e, src + e, 8);
+            for (; e < s->len; e++)
+                dst[e] = src[e];
+        }
     }
 }
 
@@ -972,12 +1060,16 @@ typedef struct Family {
     void (*ukr_rq_acc)(int32_t nq, const void *panel, const int8_t *const *w, const int32_t *t,
                        const OqciConv *p, int32_t nk, const RqPre *pre, uint8_t *out,
                        int64_t ostride, int32_t np);
-    /* or NULL: every channel of group g over one panel of the whole reduction (nq quads,
-     * one K block; AMX tiles, see conv_amx), requantized (pre: fused constants, or NULL
-     * for f->store) and stored; work: amx_work's region */
-    void (*tiles)(const OqciConv *p, const struct Family *f, const uint8_t *panel, int32_t nq,
-                  int32_t g, const Seg *segs, int nseg, int32_t np, const RqPre *pre,
-                  uint8_t *work, void *y);
+    /* or NULL: every channel of group g over nb panels of the whole reduction (nq quads,
+     * one K block; AMX tiles, see conv_amx): panel[i] holds the np[i] positions from
+     * P0[i] (Geo) of the group, requantized (pre: fused constants, or NULL for f->store)
+     * and stored; work: amx_work's region */
+    void (*tiles)(const OqciConv *p, const struct Family *f, const Geo *ge,
+                  uint8_t *const *panel, const int64_t *P0, const int32_t *np, int nb,
+                  int32_t nq, int32_t g, const RqPre *pre, uint8_t *work, void *y);
+    /* or NULL (store_runs): the fused epilogue's store of a buffered panel row */
+    void (*runs)(const OqciConv *p, const uint8_t *q, int32_t k, const Seg *segs, int nseg,
+                 void *y);
 } Family;
 
 #if HAVE_AVX2
@@ -1036,7 +1128,9 @@ static void fused_rq(const OqciConv *p, const Family *f, int32_t nq, const uint8
                      const RqPre *pre, const Seg *segs, int nseg, int32_t np, void *y) {
     uint8_t q[TILE_MR * TILE_NR], *out = q;
     int64_t ostride = TILE_NR, pix = (int64_t)p->out_h * p->out_w;
-    int direct = np == f->nr && segs[0].n == segs[nseg - 1].n;
+    const Seg *l = &segs[nseg - 1];   /* (and no dropped positions: grid panels) */
+    int direct = np == f->nr && segs[0].n == l->n && segs[0].off == 0 && l->off + l->len == np &&
+                 l->pix0 - segs[0].pix0 == l->off;
     int32_t r;
     if (direct) {
         out = (uint8_t *)y + (segs[0].n * p->out_ctotal + p->out_coff + k) * pix + segs[0].pix0;
@@ -1047,7 +1141,7 @@ static void fused_rq(const OqciConv *p, const Family *f, int32_t nq, const uint8
     else
         f->ukr_rq(nq, panel, w, p, nk, pre + k, out, ostride, np);
     for (r = 0; !direct && r < nk; r++)
-        store_runs(p, q + r * TILE_NR, k + r, segs, nseg, y);
+        (f->runs ? f->runs : store_runs)(p, q + r * TILE_NR, k + r, segs, nseg, y);
 }
 
 static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
@@ -1068,6 +1162,10 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
     int deep = p->kpad > OQCI_KCHUNK, fused = 0, flat = 0;
     int64_t total, P0;
     int32_t tile[TILE_MR * TILE_NR];
+    uint8_t *bpanel[AMX_BATCH_MAX];   /* f->tiles: the batch's panels, */
+    int64_t bP0[AMX_BATCH_MAX];       /* their first positions */
+    int32_t bnp[AMX_BATCH_MAX], np;   /* and pixels */
+    int nbatch = 1, nb = 0;
     Tr4Fn tr4 = f->tr4[p->in_type == OQCI_U8];
     BandPackFn band_pack = f->band_pack[p->in_type == OQCI_U8];
     make_geo(p, &ge);
@@ -1117,13 +1215,24 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
      * the last (a tile's rows past nk): built per group, or per block with several */
     wtab = gemm_wtab(p, scratch, panel_bytes, cbuf_bytes, band_bytes);
     work = f->tiles ? align_up((void *)(wtab + kg + TILE_MR)) : NULL;   /* (amx_work) */
+    if (f->tiles) {   /* the batch's panels: conv_gemm's, then those in amx_work's region */
+        size_t apb = amx_panel_bytes(p);
+        nbatch = amx_batch(p);
+        for (k = 0; k < nbatch; k++)
+            bpanel[k] = k ? work + (size_t)nbatch * AMX_SUMS_BYTES + TILE_MR * TILE_NR * 4 +
+                                (size_t)(k - 1) * apb
+                          : panel;
+    }
     bsize = (nq + nblk - 1) / nblk;   /* balanced blocks */
-    total = (int64_t)p->batch * ge.pix;
+    total = (int64_t)p->batch * ge.gpix;
     for (g = 0; g < p->group; g++)
-        for (P0 = 0; P0 < total; P0 += f->nr) {
-            Seg segs[TILE_NR];
-            int32_t np = total - P0 < f->nr ? (int32_t)(total - P0) : f->nr, q0, kk;
-            int nseg = make_segs(&ge, P0, np, segs);
+        for (P0 = 0; P0 < total; P0 += np) {
+            Seg segs[TILE_NR], gseg, *ps = segs;
+            int32_t q0, kk;
+            int nseg, npk;
+            np = panel_np(&ge, P0, total, f->nr);
+            nseg = make_segs(&ge, P0, np, segs);
+            npk = nseg;
             /* the band: the input rows of the panel (one image), kept while they serve */
             int use_band = band_bytes && segs[0].n == segs[nseg - 1].n;
             if (use_band && flat)
@@ -1132,6 +1241,18 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
             int64_t r0 = (int64_t)segs[0].oh * p->s_h - p->p_t;
             int64_t r1 = (int64_t)segs[nseg - 1].oh * p->s_h - p->p_t +
                          (int64_t)(p->k_h - 1) * p->d_h + 1;
+            if (ge.grid) {   /* packed as one run of np positions (from row oh, column ow) */
+                int64_t q = P0 % ge.gpix;
+                gseg = segs[0];
+                gseg.oh = (int32_t)(q / ge.gcols);
+                gseg.ow = (int32_t)(q % ge.gcols);
+                gseg.len = np;
+                gseg.off = 0;
+                ps = &gseg;
+                npk = 1;
+                r0 = (int64_t)gseg.oh - p->p_t;
+                r1 = (q + np - 1) / ge.gcols - p->p_t + (int64_t)(p->k_h - 1) * p->d_h + 1;
+            }
             if (use_band && !flat &&
                 (segs[0].n != band_n || g != band_g || r0 < band_r0 || r1 > band_r1)) {
                 /* every row the band holds from r0 (rows past the input are zeros) */
@@ -1150,17 +1271,24 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
                         wtab[k] = p->w +
                                   (size_t)(g * kg + (k < kg ? k : kg - 1)) * (size_t)p->kpad +
                                   (size_t)q0 * 4;
+                uint8_t *pd = f->tiles ? bpanel[nb] : panel;
                 if (use_band && band_pack)
-                    band_pack(p, &band, band_r0, segs, nseg, q0, bq, panel);
+                    band_pack(p, &band, band_r0, ps, npk, q0, bq, pd);
                 else if (use_band)
-                    pack_band(p, &band, band_r0, segs, nseg, q0, bq, panel, f->nr, f->esize,
+                    pack_band(p, &band, band_r0, ps, npk, q0, bq, pd, f->nr, f->esize,
                               tr4);
                 else
-                    pack_panel(p, &ge, (const uint8_t *)x, g, segs, nseg, q0, bq, panel, f->nr,
+                    pack_panel(p, &ge, (const uint8_t *)x, g, segs, nseg, q0, bq, pd, f->nr,
                                f->esize, tr4, f->gather);
-                pack_tail(panel, bq, np, f->nr, f->esize);
-                if (f->tiles) {   /* (one block) */
-                    f->tiles(p, f, panel, bq, g, segs, nseg, np, fused ? pre : NULL, work, y);
+                pack_tail(pd, bq, np, f->nr, f->esize);
+                if (f->tiles) {   /* (one block) the batch, when full or at the group's end */
+                    bP0[nb] = P0;
+                    bnp[nb++] = np;
+                    if (nb == nbatch || P0 + np >= total) {
+                        f->tiles(p, f, &ge, bpanel, bP0, bnp, nb, bq, g, fused ? pre : NULL,
+                                 work, y);
+                        nb = 0;
+                    }
                     continue;
                 }
                 for (kk = 0; kk < kg; kk += f->mr) {
@@ -1722,7 +1850,7 @@ T_AVX2 static void q8conv_2x28c4_rq__avx2(int32_t nq, const void *panel, const i
 
 static const Family family_avx2 = {OQCI_ISA_AVX2, 2, AVX2_NR, 2, KBQ(AVX2_NR, 2), -1, q8conv_2x28c4__avx2,
                                    {tr4_s16_s8__avx2, tr4_s16_u8__avx2}, gather__avx2,
-                                   store_tile__avx2, UKR_RQ_AVX2, {NULL, NULL}, NULL, NULL};
+                                   store_tile__avx2, UKR_RQ_AVX2, {NULL, NULL}, NULL, NULL, NULL};
 
 /* ---- q8conv_3x24c4n__avx2: 3 channels x 24 pixels, u8 panel, narrow weights --------
  * For weights whose pairs fit (p->wpair16, see oqci_conv_wpair16): vpmaddubsw's int16
@@ -1835,7 +1963,7 @@ T_AVX2 static void q8conv_3x24c4n_rq__avx2(int32_t nq, const void *panel, const 
 
 static const Family family_avx2n = {OQCI_ISA_AVX2, 3, N_NR, 1, KBQ(N_NR, 1), OQCI_S8, q8conv_3x24c4n__avx2,
                                     {tr4_u8_s8__avx2, tr4_u8_u8__avx2}, gather__avx2,
-                                    store_tile__avx2, UKR_RQ_AVX2N, {NULL, NULL}, NULL, NULL};
+                                    store_tile__avx2, UKR_RQ_AVX2N, {NULL, NULL}, NULL, NULL, NULL};
 
 /* ---- q8gemv_4x16__avx2: few pixels, dot products on 16-bit copies ------------------ */
 
@@ -2825,7 +2953,7 @@ static void q8conv_8x32c4__emu(int32_t nq, const void *panel, const int8_t *cons
 static const Family family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, KBLOCK_Z / 4, OQCI_S8,
                                          q8conv_8x32c4__emu,
                                          {tr4_u8_s8__avx2, tr4_u8_u8__avx2}, gather__avx2,
-                                         store_tile__avx2, NULL, {NULL, NULL}, NULL, NULL};
+                                         store_tile__avx2, NULL, {NULL, NULL}, NULL, NULL, NULL};
 #elif HAVE_AVX512VNNI
 /* ---- q8conv_8x32c4__avx512vnni: 8 channels x 32 pixels, u8 panel -------------------
  * Two zmm of 16 pixels per channel; a panel whose pixels fill only the first 16 (the
@@ -3014,12 +3142,26 @@ T_AVX512VNNI static void pack_band_u8__avx512vnni(const OqciConv *p, const Band 
     pack_band_body(p, b, r0, segs, nseg, q0, nq, panel, 32, 1, tr4_u8_u8__avx512vnni);
 }
 
+/* store_runs with one masked copy per run (runs of at most TILE_NR < 64 bytes). */
+T_AVX512VNNI static void store_runs__avx512vnni(const OqciConv *p, const uint8_t *q, int32_t k,
+                                                const Seg *segs, int nseg, void *y) {
+    int64_t pix = (int64_t)p->out_h * p->out_w;
+    int si;
+    for (si = 0; si < nseg; si++) {
+        const Seg *s = &segs[si];
+        __mmask64 m = ((__mmask64)1 << s->len) - 1;
+        _mm512_mask_storeu_epi8((uint8_t *)y + (s->n * p->out_ctotal + p->out_coff + k) * pix +
+                                    s->pix0,
+                                m, _mm512_maskz_loadu_epi8(m, q + s->off));
+    }
+}
+
 static const Family family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, KBLOCK_Z / 4, OQCI_S8,
                                          q8conv_8x32c4__avx512vnni,
                                          {tr4_u8_s8__avx512vnni, tr4_u8_u8__avx512vnni},
                                          gather__avx2, store_tile__avx2, UKR_RQ_AVX512VNNI,
                                          {pack_band_s8__avx512vnni, pack_band_u8__avx512vnni},
-                                         UKR_RQ_ACC_AVX512VNNI, NULL};
+                                         UKR_RQ_ACC_AVX512VNNI, NULL, store_runs__avx512vnni};
 #endif
 
 #if HAVE_AMX
@@ -3138,6 +3280,13 @@ AMX_KERNEL(q8conv_32x32c64_su__amx, AMX_SU, 2, 2)
 #undef AMX_KERNEL
 #undef AMX_STEP
 
+/* Where the weight tails start in amx_work's region (see amx_work_bytes). */
+static size_t amx_tail_off(const OqciConv *p) {
+    int nb = amx_batch(p);
+    return (size_t)nb * AMX_SUMS_BYTES + TILE_MR * TILE_NR * 4 +
+           (size_t)(nb - 1) * amx_panel_bytes(p);
+}
+
 typedef void (*AmxKernel)(int32_t nfull, int tail, const int8_t *a0, const int8_t *a1,
                           int64_t lda, const int8_t *t0, const int8_t *t1, const uint8_t *b,
                           int32_t *c);
@@ -3148,37 +3297,45 @@ static const AmxKernel amx_kernels[2][2][2] = {
     {{q8conv_16x16c64_su__amx, q8conv_16x32c64_su__amx},
      {q8conv_32x16c64_su__amx, q8conv_32x32c64_su__amx}}};
 
-/* Family.tiles of family_amx. */
-T_AMX static void tiles__amx(const OqciConv *p, const Family *f, const uint8_t *panel,
-                             int32_t nq, int32_t g, const Seg *segs, int nseg, int32_t np,
-                             const RqPre *pre, uint8_t *work, void *y) {
+/* Family.tiles of family_amx: per pair of 16-channel units, the tile work of every
+ * panel of the batch in one burst (the sums of panel i at work + i AMX_SUMS_BYTES), then
+ * their epilogues. */
+T_AMX static void tiles__amx(const OqciConv *p, const Family *f, const Geo *ge,
+                             uint8_t *const *panel, const int64_t *P0, const int32_t *np,
+                             int nb, int32_t nq, int32_t g, const RqPre *pre, uint8_t *work,
+                             void *y) {
     int32_t kg = p->out_c / p->group, nu = (kg + 15) / 16, u, j;
-    int32_t *c = (int32_t *)(void *)work;
-    const int8_t *wtail = (const int8_t *)(work + AMX_SUMS_BYTES);
-    AmxKernel ker;
+    const int8_t *wtail = (const int8_t *)(work + amx_tail_off(p));
+    int i;
     for (u = 0; u < nu; u += 2) {
         int32_t na = u + 1 < nu ? 2 : 1, s[2];
         for (j = 0; j < 2; j++) {   /* the units' first channels (the last one shifted) */
             int32_t c0 = 16 * (u + (j < na ? j : 0));
             s[j] = c0 < kg - 16 ? c0 : kg - 16;
         }
-        ker = amx_kernels[p->in_type == OQCI_U8][na - 1][np > 16];
-        ker(nq / 16, nq % 16 != 0, p->w + (size_t)(g * kg + s[0]) * (size_t)p->kpad,
-            p->w + (size_t)(g * kg + s[1]) * (size_t)p->kpad, p->kpad,
-            wtail + (size_t)(g * kg + s[0]) * 64, wtail + (size_t)(g * kg + s[1]) * 64, panel,
-            c);
-        for (j = 0; j < na; j++) {
-            /* unit j's new channels c0 .. c0 + n - 1, at rows r0 .. of c */
-            int32_t c0 = 16 * (u + j), n = kg - c0 < 16 ? kg - c0 : 16, r0 = 16 * j + c0 - s[j];
-            const int32_t *t = c + (size_t)r0 * TILE_NR;
-            int32_t r;
-            if (!pre) {
-                f->store(p, t, TILE_NR, g * kg + c0, n, NULL, 0, segs, nseg, y);
-                continue;
+        for (i = 0; i < nb; i++)
+            amx_kernels[p->in_type == OQCI_U8][na - 1][np[i] > 16](
+                nq / 16, nq % 16 != 0, p->w + (size_t)(g * kg + s[0]) * (size_t)p->kpad,
+                p->w + (size_t)(g * kg + s[1]) * (size_t)p->kpad, p->kpad,
+                wtail + (size_t)(g * kg + s[0]) * 64, wtail + (size_t)(g * kg + s[1]) * 64,
+                panel[i], (int32_t *)(void *)(work + (size_t)i * AMX_SUMS_BYTES));
+        for (i = 0; i < nb; i++) {
+            Seg segs[TILE_NR];
+            int nseg = make_segs(ge, P0[i], np[i], segs);
+            const int32_t *c = (const int32_t *)(const void *)(work + (size_t)i * AMX_SUMS_BYTES);
+            for (j = 0; j < na; j++) {
+                /* unit j's new channels c0 .. c0 + n - 1, at rows r0 .. of c */
+                int32_t c0 = 16 * (u + j), n = kg - c0 < 16 ? kg - c0 : 16, r0 = 16 * j + c0 - s[j];
+                const int32_t *t = c + (size_t)r0 * TILE_NR;
+                int32_t r;
+                if (!pre) {
+                    f->store(p, t, TILE_NR, g * kg + c0, n, NULL, 0, segs, nseg, y);
+                    continue;
+                }
+                for (r = 0; r < n; r += TILE_MR)   /* (no quads: the sums are all in t) */
+                    fused_rq(p, f, 0, panel[i], NULL, t + (size_t)r * TILE_NR, g * kg + c0 + r,
+                             n - r < TILE_MR ? n - r : TILE_MR, pre, segs, nseg, np[i], y);
             }
-            for (r = 0; r < n; r += TILE_MR)   /* (no quads: the sums are all in t) */
-                fused_rq(p, f, 0, panel, NULL, t + (size_t)r * TILE_NR, g * kg + c0 + r,
-                         n - r < TILE_MR ? n - r : TILE_MR, pre, segs, nseg, np, y);
         }
     }
 }
@@ -3187,7 +3344,7 @@ static const Family family_amx = {OQCI_ISA_AMX, 32, 32, 1, 1 << 20, -1, NULL /* 
                                   {tr4_u8_u8__avx512vnni, tr4_u8_u8__avx512vnni},
                                   gather__avx2, store_tile__avx2, UKR_RQ_AVX512VNNI,
                                   {pack_band_u8__avx512vnni, pack_band_u8__avx512vnni},
-                                  UKR_RQ_ACC_AVX512VNNI, tiles__amx};
+                                  UKR_RQ_ACC_AVX512VNNI, tiles__amx, store_runs__avx512vnni};
 
 /* Where conv_amx's region starts: after wtab's kg + TILE_MR pointers. */
 static uint8_t *amx_work(const OqciConv *p, void *scratch) {
@@ -3202,7 +3359,7 @@ static uint8_t *amx_work(const OqciConv *p, void *scratch) {
 static void conv_amx(const OqciConv *p, const void *x, void *y, void *scratch) {
     int32_t r = p->kpad % 64, k;
     if (r) {
-        int8_t *wt = (int8_t *)(void *)(amx_work(p, scratch) + AMX_SUMS_BYTES);
+        int8_t *wt = (int8_t *)(void *)(amx_work(p, scratch) + amx_tail_off(p));
         for (k = 0; k < p->out_c; k++) {
             memcpy(wt + (size_t)k * 64, p->w + (size_t)k * (size_t)p->kpad + (p->kpad - r),
                    (size_t)r);
@@ -3268,7 +3425,7 @@ T_AVXVNNI static void q8conv_4x24c4__avxvnni(int32_t nq, const void *panel,
 
 static const Family family_avxvnni = {OQCI_ISA_AVXVNNI, 4, 24, 1, KBQ(24, 1), OQCI_S8, q8conv_4x24c4__avxvnni,
                                       {tr4_u8_s8__avx2, tr4_u8_u8__avx2}, gather__avx2,
-                                      store_tile__avx2, NULL, {NULL, NULL}, NULL, NULL};
+                                      store_tile__avx2, NULL, {NULL, NULL}, NULL, NULL, NULL};
 #endif
 
 /* ======================================================================================
@@ -3325,7 +3482,7 @@ static void q8conv_4x16c4__neondot(int32_t nq, const void *panel, const int8_t *
 
 static const Family family_neondot = {OQCI_ISA_NEONDOT, 4, 16, 1, KBQ(16, 1), OQCI_U8, q8conv_4x16c4__neondot,
                                       {tr4_s8_s8__c, tr4_s8_u8__c}, gather__c, store_tile__c,
-                                      NULL, {NULL, NULL}, NULL, NULL};
+                                      NULL, {NULL, NULL}, NULL, NULL, NULL};
 #endif
 
 /* ======================================================================================

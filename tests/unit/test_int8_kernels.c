@@ -787,6 +787,8 @@ static void test_conv_simd_paths(void) {
         {40, 700, 20, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* AMX: Gemm rows, 16 + 4 */
         {3, 16, 16, 1, 4, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},      /* AMX: panels across images */
         {1, 64, 64, 1, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    /* AMX: 2 x 32 channels */
+        {2, 12, 40, 2, 15, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    /* AMX: batches across images, 2 groups */
+        {1, 16, 48, 1, 20, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    /* AMX: batches of 8 and 5 panels */
     };
     rnd_seed(23);
     int64_t bad = 0;
@@ -991,8 +993,9 @@ static void test_conv_isas(void) {
 }
 
 /* oqci_conv_scratch: the same number whichever family runs (checked in conv_run), and
- * small for ordinary layers: at most 3.5x the portable path's 16 * kpad plus 48 bytes
- * per output channel, or 100 KB, whichever is larger; depthwise planes a few KB. */
+ * small for ordinary layers: at most 5.5x the portable path's 16 * kpad plus 112 bytes
+ * per output channel, or 100 KB, whichever is larger, plus the AMX batch (96 KB at
+ * most); depthwise planes a few KB. */
 static void test_conv_scratch_size(void) {
     static const int layers[][8] = {
         /* C, K, g, H, W, k, s, pad */
@@ -1008,10 +1011,12 @@ static void test_conv_scratch_size(void) {
         conv_geo(&p, 1, v[0], v[1], v[2], v[3], v[4], v[5], v[5], v[6], v[6], 1, 1, v[7], v[7],
                  v[7], v[7]);
         size_t ss = oqci_conv_scratch(&p), port = (size_t)16 * p.kpad;
-        /* (AMX: a panel of the whole reduction, 2 port, and 64 weight bytes per channel) */
+        /* (AMX: a panel of the whole reduction, 2 port, and 64 weight bytes per channel;
+         * plus its batch: at most 64 KB more of panels and 8 x 4 KB of sums) */
         size_t bound = port * 11 / 2 + (size_t)112 * p.out_c;
         if (bound < 100000)
             bound = 100000;
+        bound += 65536 + 8 * 4096;
         if (ss > bound)
             printf("\n  scratch %zu > %zu for layer %zu", ss, bound, i);
         CU_ASSERT(ss >= (size_t)p.kpad && ss <= bound);
