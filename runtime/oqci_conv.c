@@ -854,16 +854,16 @@ static void fill_band(const OqciConv *p, const Geo *ge, const Band *b, const uin
     int64_t c, r;
     int32_t t, i;
     int sparse = (int64_t)(p->k_h - 1) * p->d_h + 1 < p->s_h;
-    for (c = 0; c < ge->cg; c++)
-        for (r = 0; r < b->rows; r++) {
+    for (r = 0; r < b->rows; r++) {   /* (rows outer: the sparse test once per row) */
+        int64_t ih = r0 + r;
+        if (sparse) {
+            for (i = 0; i < p->k_h && ((int64_t)i * p->d_h - r) % p->s_h != 0; i++)
+                ;
+            if (i == p->k_h)
+                continue;
+        }
+        for (c = 0; c < ge->cg; c++) {
             uint8_t *d = b->buf + (c * b->rows + r) * b->cols;
-            int64_t ih = r0 + r;
-            if (sparse) {
-                for (i = 0; i < p->k_h && ((int64_t)i * p->d_h - r) % p->s_h != 0; i++)
-                    ;
-                if (i == p->k_h)
-                    continue;
-            }
             if (ih < 0 || ih >= p->in_h) {
                 memset(d, 0, (size_t)b->cols);
                 continue;
@@ -873,6 +873,7 @@ static void fill_band(const OqciConv *p, const Geo *ge, const Band *b, const uin
                     gather(xg + c * ge->plane + ih * p->in_w + b->src[t], p->s_w,
                            b->e1[t] - b->e0[t], d + b->at[t] + b->e0[t]);
         }
+    }
 }
 
 /* pack_panel from a band holding input rows from r0: every row of the unfolded matrix

@@ -428,10 +428,17 @@ static int64_t conv_random_case(int t) {
     int8_t *W = malloc((size_t)nw);
     int extreme = t % 13 == 5;   /* all weights +-127, inputs at the ends of their range */
     int narrow = t % 8 == 7;     /* 7-bit weights (--weight-bits 7): vpmaddubsw on AVX2 */
+    /* ties: small sums and M = 1/2 or 1/4, so that many sums times M are exact halves
+     * (the epilogues' round-half-away-from-zero) */
+    int ties = t % 17 == 9 && !extreme;
     for (int64_t i = 0; i < nw; i++)
         W[i] = (int8_t)(extreme  ? (rnd_int(0, 1) ? 127 : -127)
+                        : ties   ? rnd_int(-2, 2)
                         : narrow ? rnd_int(-63, 63)
                                  : rnd_int(-127, 127));
+    if (ties)
+        for (int64_t i = 0; i < nx; i++)
+            x[i] = p.in_type == OQCI_U8 ? (uint8_t)rnd_int(0, 6) : (uint8_t)(int8_t)rnd_int(-3, 3);
     if (extreme)
         for (int64_t i = 0; i < nx; i++)
             x[i] = p.in_type == OQCI_U8 ? (uint8_t)(rnd_int(0, 1) ? 255 : 0)
@@ -440,11 +447,13 @@ static int64_t conv_random_case(int t) {
     if (t % 5 != 2) {
         bias = malloc(sizeof(int32_t) * (size_t)p.out_c);
         for (int64_t k = 0; k < p.out_c; k++)
-            bias[k] = (int32_t)rnd_int(-20000, 20000);
+            bias[k] = (int32_t)(ties ? rnd_int(-5, 5) : rnd_int(-20000, 20000));
     }
     p.bias = bias;
     double *M = malloc(sizeof(double) * (size_t)p.out_c);
     conv_mults(&p, M, t % 4 == 3 ? 6.0 : 1.0);
+    for (int64_t k = 0; ties && k < p.out_c; k++)
+        M[k] = k % 2 ? 0.25 : 0.5;
     Rq r = rq_make((int)rnd_int(0, 1), t % 7 != 6, p.out_c, M);
     p.rq = r.rq;
     int64_t bad = conv_run(&p, x, W);
