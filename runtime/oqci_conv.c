@@ -1577,6 +1577,26 @@ T_AVX2 static void tr4_u8_s8__avx2(const uint8_t *r0, const uint8_t *r1, const u
  * values).  No read leaves src[0 .. 2n - 2]; runs shorter than 9 go byte by byte. */
 T_AVX2 static void gather__avx2(const uint8_t *src, int32_t stride, int32_t n, uint8_t *dst) {
     int32_t t = 0;
+    if (stride == 1 && n >= 4 && n <= 32) {   /* short rows: two overlapping copies */
+        if (n >= 16) {
+            __m128i a = LDU128(src), b = LDU128(src + n - 16);
+            STU128(dst, a);
+            STU128(dst + n - 16, b);
+        } else if (n >= 8) {
+            uint64_t a, b;
+            memcpy(&a, src, 8);
+            memcpy(&b, src + n - 8, 8);
+            memcpy(dst, &a, 8);
+            memcpy(dst + n - 8, &b, 8);
+        } else {
+            uint32_t a, b;
+            memcpy(&a, src, 4);
+            memcpy(&b, src + n - 4, 4);
+            memcpy(dst, &a, 4);
+            memcpy(dst + n - 4, &b, 4);
+        }
+        return;
+    }
     if (stride == 1) {
         memcpy(dst, src, (size_t)n);
         return;
