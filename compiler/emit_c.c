@@ -1224,9 +1224,20 @@ static int write_header(Em *m, OutSet *o, const char *model, const char *precisi
                 nm, nm, nm, nm, nm, nm, nm, nm);
     fprintf(h, "#ifndef %s_H_INCLUDED\n#define %s_H_INCLUDED\n\n", nm, nm);
     fputs("#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n", h);
-    fprintf(h, "/* Working memory of one call: activations (%zu bytes) and kernel scratch\n"
-               " * (%zu bytes). */\n#define %s_ARENA_BYTES %zu\n",
-            m->e->arena_bytes, m->e->scratch_bytes, nm, arena_total);
+    if (m->e->scratch_noamx_bytes < m->e->scratch_bytes) {
+        size_t act_end = arena_total - m->e->scratch_bytes;
+        fprintf(h, "/* Working memory of one call: activations (%zu bytes) and kernel scratch\n"
+                   " * (%zu bytes; %zu off x86-64 Linux, where the INT8 runtime never has the AMX\n"
+                   " * family, whose panels need more: oqci.h's OQCI_AMX_BUILD). */\n"
+                   "#if defined(__x86_64__) && defined(__linux__)\n#define %s_ARENA_BYTES %zu\n"
+                   "#else\n#define %s_ARENA_BYTES %zu\n#endif\n",
+                m->e->arena_bytes, m->e->scratch_bytes, m->e->scratch_noamx_bytes, nm,
+                arena_total, nm, act_end + m->e->scratch_noamx_bytes);
+    } else {
+        fprintf(h, "/* Working memory of one call: activations (%zu bytes) and kernel scratch\n"
+                   " * (%zu bytes). */\n#define %s_ARENA_BYTES %zu\n",
+                m->e->arena_bytes, m->e->scratch_bytes, nm, arena_total);
+    }
     fprintf(h, "#define %s_NUM_INPUTS %d\n#define %s_NUM_OUTPUTS %d\n\n", nm, g->ninputs, nm,
             g->noutputs);
     for (int i = 0; i < g->ninputs; i++)
@@ -1280,7 +1291,7 @@ static void kernel_headers(Em *m, const FileSet *all, FileSet *hdrs) {
 }
 
 static int write_source(Em *m, OutSet *o, const char *model, const char *precision,
-                        const FileSet *all, size_t act_end, size_t arena_total, int nconst,
+                        const FileSet *all, size_t act_end, int nconst,
                         const char *decl, const char *body, const IntIO *io, OqcDiag *d) {
     const OqcGraph *g = m->g;
     const char *nm = m->name;
@@ -1303,11 +1314,11 @@ static int write_source(Em *m, OutSet *o, const char *model, const char *precisi
     for (int i = 0; i < hdrs.n; i++)
         fprintf(c, "#include \"%s\"\n", hdrs.name[i]);
     fputs("\n#include <math.h>\n#include <stddef.h>\n#include <stdint.h>\n#include <string.h>\n\n", c);
-    fprintf(c, "/* The arena: activations in [0, %zu), kernel scratch in [%zu, %zu). */\n",
-            m->e->arena_bytes, act_end, arena_total);
-    if (m->e->scratch_bytes)
-        fprintf(c, "#define SCRATCH ((void *)(a + %zu))\n#define SCRATCH_BYTES %zu\n", act_end,
-                m->e->scratch_bytes);
+    fprintf(c, "/* The arena: activations in [0, %zu), kernel scratch in [%zu, %s_ARENA_BYTES). */\n",
+            m->e->arena_bytes, act_end, nm);
+    if (m->e->scratch_bytes)   /* (its size as NAME_ARENA_BYTES has it) */
+        fprintf(c, "#define SCRATCH ((void *)(a + %zu))\n#define SCRATCH_BYTES (%s_ARENA_BYTES - %zu)\n",
+                act_end, nm, act_end);
     fputs("#define TRY(call) do { int st_ = (call); if (st_ != 0) return st_; } while (0)\n", c);
     fputs("/* Per-layer hooks (profiling): built with -DOQC_LAYER_HOOKS='\"file.h\"', that header\n"
           " * is included and may define OQC_LAYER_BEGIN(index) and OQC_LAYER_END(index, name,\n"
@@ -1572,7 +1583,7 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
     if (rc == 0)
         rc = write_header(&m, &o, model, precision, arena_total, &io, d);
     if (rc == 0)
-        rc = write_source(&m, &o, model, precision, &all, act_end, arena_total, nconst, decl,
+        rc = write_source(&m, &o, model, precision, &all, act_end, nconst, decl,
                           body, &io, d);
     free(decl);
     free(body);

@@ -90,6 +90,9 @@ OqcExec *oqc_exec_new(OqcGraph *g, int nthreads, OqcDiag *d) {
         }
         if (e->nodes[i].scratch > e->scratch_bytes)
             e->scratch_bytes = e->nodes[i].scratch;
+        size_t sn = e->nodes[i].kind == EXEC_Q ? e->nodes[i].scratch_noamx : e->nodes[i].scratch;
+        if (sn > e->scratch_noamx_bytes)
+            e->scratch_noamx_bytes = sn;
         const OqcNode *n = &g->nodes[i];
         if (oqc_exec_is_view_op(n) && n->out[0] >= 0)
             e->root[n->out[0]] = e->root[n->in[0]];

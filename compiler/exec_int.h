@@ -30,6 +30,7 @@ typedef struct ExecNode {
     RunFn run;                 /* kernel invocation */
     ExecKind kind;             /* which run_* function run is (for the C emitter) */
     size_t scratch;            /* scratch bytes it needs */
+    size_t scratch_noamx;      /* EXEC_Q: those of a runtime built without AMX (oqci.h) */
     OqcfConvParams conv;       /* Conv (output 0 of a merged conv) */
     OqcfConvParams *convs;     /* merged Conv: parameters per output, NULL otherwise */
     int64_t *koff;             /* merged Conv: first weight row of each output */
@@ -57,6 +58,7 @@ struct OqcExec {
                                   of any plan's arena (without alignment) */
     void *scratch;             /* shared scratch for the running node */
     size_t scratch_bytes;      /* its size */
+    size_t scratch_noamx_bytes; /* the scratch an emitted runtime without AMX needs */
     const void **ptr;          /* per tensor: data during a run */
     OqcTensorHook hook;        /* tensor callback or NULL */
     void *hook_ctx;            /* its context */

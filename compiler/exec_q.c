@@ -56,11 +56,13 @@ int oqc_exec_prepare_q(OqcExec *e, int node, OqcDiag *d) {
     (void)d;
     x->run = q->kind == OQC_Q_VIEW ? NULL : run_q;
     x->kind = q->kind == OQC_Q_VIEW ? EXEC_NONE : EXEC_Q;
-    x->scratch = 0;
+    x->scratch = x->scratch_noamx = 0;
     for (int k = 0; q->kind == OQC_Q_CONV && k < q->nconv; k++) {
-        size_t s = oqci_conv_scratch(&q->conv[k]);
+        size_t s = oqci_conv_scratch(&q->conv[k]), sn = oqci_conv_scratch_noamx(&q->conv[k]);
         if (s > x->scratch)
             x->scratch = s;
+        if (sn > x->scratch_noamx)
+            x->scratch_noamx = sn;
     }
     return 0;
 }

@@ -185,10 +185,30 @@ typedef struct OqciConv {
  * with wpair16 1 whose weights do not qualify gives wrong results on AVX2). */
 int oqci_conv_wpair16(const OqciConv *p);
 
+/* 1 when oqci_conv.c, built with the flags in effect where this is expanded, includes
+ * the AMX-INT8 family (Linux on x86-64, with -mamx-tile -mamx-int8 and AVX-512 VNNI/BW,
+ * or OQCI_DISPATCH with gcc 11 / clang 13 or later), whose panels need more scratch. */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__) &&                      \
+    ((((defined(__AMX_INT8__) && defined(__AMX_TILE__)) ||                                  \
+       (defined(__AMXINT8__) && defined(__AMXTILE__))) &&                                   \
+      defined(__AVX512VNNI__) && defined(__AVX512BW__)) ||                                  \
+     (defined(OQCI_DISPATCH) &&                                                             \
+      ((defined(__clang__) && __clang_major__ >= 13) ||                                     \
+       (!defined(__clang__) && __GNUC__ >= 11))))
+#define OQCI_AMX_BUILD 1
+#else
+#define OQCI_AMX_BUILD 0
+#endif
+
 /* Scratch bytes oqci_conv needs.  The same number in every build and on every CPU (the
  * largest need of all the kernel families below), so an arena sized by the compiler on
- * one machine serves the emitted code on any other. */
+ * one machine serves the emitted code on any other.  oqci_conv_scratch_noamx: enough for
+ * builds without the AMX family (OQCI_AMX_BUILD 0), which need less on convs the tiles
+ * would run (the emitted NAME.h sizes its arena with one or the other). */
 size_t oqci_conv_scratch(const OqciConv *p);
+size_t oqci_conv_scratch_noamx(const OqciConv *p);
+/* OQCI_AMX_BUILD as oqci_conv.c was built (another translation unit's flags may differ). */
+int oqci_conv_amx_build(void);
 /* y (out_type elements, NCHW view) = conv(x (in_type, NCHW)).  scratch: at least
  * oqci_conv_scratch(p) bytes, any alignment. */
 int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch);

@@ -167,19 +167,18 @@
 #define HAVE_AVX512VNNI 0
 #endif
 /* AMX-INT8 tiles (Linux only: the process asks the kernel for the tile state, see
- * amx_permit), on top of the AVX-512 VNNI family, whose packers and epilogue it uses.
- * (gcc says __AMX_INT8__, clang __AMXINT8__.) */
+ * amx_permit), on top of the AVX-512 VNNI family, whose packers and epilogue it uses:
+ * oqci.h's OQCI_AMX_BUILD (which the emitted NAME.h sizes its arena by), that is Linux
+ * and either the flags (gcc says __AMX_INT8__, clang __AMXINT8__) with AVX-512 VNNI/BW or
+ * OQCI_DISPATCH with OQCI_CC_AMX. */
 #if (defined(__AMX_INT8__) && defined(__AMX_TILE__)) || (defined(__AMXINT8__) && defined(__AMXTILE__))
 #define OQCI_AMX_FLAGS 1
 #else
 #define OQCI_AMX_FLAGS 0
 #endif
-#if HAVE_AVX512VNNI && defined(__linux__) &&                                             \
-    ((OQCI_AMX_FLAGS && defined(__AVX512VNNI__) && defined(__AVX512BW__)) ||              \
-     (OQCI_X86_DISPATCH && OQCI_CC_AMX))
-#define HAVE_AMX 1
-#else
-#define HAVE_AMX 0
+#define HAVE_AMX OQCI_AMX_BUILD
+#if HAVE_AMX && !(HAVE_AVX512VNNI && (OQCI_AMX_FLAGS || (OQCI_X86_DISPATCH && OQCI_CC_AMX)))
+#error "OQCI_AMX_BUILD (oqci.h) disagrees with the families this build has"
 #endif
 #if defined(__aarch64__) && defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
 #define HAVE_NEONDOT 1
@@ -484,6 +483,7 @@ static int flat_table(const OqciConv *p) {
  * are faster there, measured on MobileNet-v2's K 16-28 layers). */
 #define AMX_MIN_KG 16
 #define AMX_SUMS_BYTES (32 * TILE_NR * 4)   /* one panel's tile sums: 32 channels */
+#define AMX_SUMS_SLOTS 2                    /* (tiles__amx alternates between them) */
 #define AMX_BATCH_BYTES 65536               /* panels packed before a burst of tile work */
 #define AMX_BATCH_MAX 8
 static int amx_fits(const OqciConv *p) {
@@ -504,17 +504,17 @@ static int amx_batch(const OqciConv *p) {
     return n < 1 ? 1 : n > AMX_BATCH_MAX ? AMX_BATCH_MAX : (int)n;
 }
 
-/* conv_amx's region after conv_gemm's: alignment, the tile sums of a batch (its panels'
+/* conv_amx's region after conv_gemm's: alignment, the tile sums (AMX_SUMS_SLOTS of
  * AMX_SUMS_BYTES, and TILE_MR rows more that the epilogue may read past the last),
  * the batch's panels after the first (which is conv_gemm's) and, when kpad is not a
  * multiple of 64, every channel's last kpad % 64 weight bytes zero-padded to 64 (the
  * last chunk's A tiles). */
-static size_t amx_work_bytes(const OqciConv *p) {
+static size_t amx_work_bytes(const OqciConv *p, int amx) {
     int nb;
-    if (!amx_fits(p))
+    if (!amx || !amx_fits(p))
         return 0;
     nb = amx_batch(p);
-    return ALIGN + (size_t)nb * AMX_SUMS_BYTES + TILE_MR * TILE_NR * 4 +
+    return ALIGN + AMX_SUMS_SLOTS * AMX_SUMS_BYTES + TILE_MR * TILE_NR * 4 +
            (size_t)(nb - 1) * amx_panel_bytes(p) + (p->kpad % 64 ? (size_t)p->out_c * 64 : 0);
 }
 
@@ -522,8 +522,9 @@ static size_t amx_work_bytes(const OqciConv *p) {
  * sum, int64 above OQCI_KCHUNK), the band and its row offsets (Band.koff: int32 per
  * reduction element), the per-channel corrections (int32) and fused epilogue constants
  * (RqPre), the weight row pointers of a group's channels (conv_gemm's wtab), conv_amx's
- * region. */
-static size_t gemm_scratch(const OqciConv *p, size_t *panel, size_t *cbuf, size_t *band) {
+ * region.  amx: with the AMX family's needs (HAVE_AMX where the layout is used). */
+static size_t gemm_scratch(const OqciConv *p, int amx, size_t *panel, size_t *cbuf,
+                           size_t *band) {
     int64_t kb = p->kpad < KBLOCK ? p->kpad : KBLOCK, rows, cols;
     int64_t kz = p->kpad < KBLOCK_Z ? p->kpad : KBLOCK_Z;
     int64_t kg = p->out_c / p->group;
@@ -532,13 +533,13 @@ static size_t gemm_scratch(const OqciConv *p, size_t *panel, size_t *cbuf, size_
     *cbuf = p->kpad > KBLOCK ? (size_t)(round_up(kg, TILE_MR) * TILE_NR *
                                         (p->kpad > OQCI_KCHUNK ? 8 : 4))
                              : 0;
-    if (amx_fits(p) && amx_panel_bytes(p) > *panel)
+    if (amx && amx_fits(p) && amx_panel_bytes(p) > *panel)
         *panel = amx_panel_bytes(p);   /* (the whole reduction) */
     *band = band_dims(p, &rows, &cols);
     if (*band || flat_table(p))
         *band += (size_t)round_up((int64_t)p->kpad * 4, ALIGN);
     return ALIGN + *panel + *cbuf + *band + (size_t)p->out_c * 12 +
-           (size_t)(kg + TILE_MR) * sizeof(const int8_t *) + 8 + amx_work_bytes(p);
+           (size_t)(kg + TILE_MR) * sizeof(const int8_t *) + 8 + amx_work_bytes(p, amx);
 }
 
 /* Plane geometry of a depthwise conv: rows (padded input rows read), phase row width
@@ -1170,7 +1171,7 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
     Tr4Fn tr4 = f->tr4[p->in_type == OQCI_U8];
     BandPackFn band_pack = f->band_pack[p->in_type == OQCI_U8];
     make_geo(p, &ge);
-    gemm_scratch(p, &panel_bytes, &cbuf_bytes, &band_bytes);
+    gemm_scratch(p, HAVE_AMX, &panel_bytes, &cbuf_bytes, &band_bytes);
     c32 = (int32_t *)(void *)(panel + panel_bytes);
     c64 = (int64_t *)(void *)c32;
     band.buf = panel + panel_bytes + cbuf_bytes;
@@ -1220,7 +1221,7 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
         size_t apb = amx_panel_bytes(p);
         nbatch = amx_batch(p);
         for (k = 0; k < nbatch; k++)
-            bpanel[k] = k ? work + (size_t)nbatch * AMX_SUMS_BYTES + TILE_MR * TILE_NR * 4 +
+            bpanel[k] = k ? work + AMX_SUMS_SLOTS * AMX_SUMS_BYTES + TILE_MR * TILE_NR * 4 +
                                 (size_t)(k - 1) * apb
                           : panel;
     }
@@ -3303,9 +3304,8 @@ AMX_KERNEL(q8conv_32x32c64_su__amx, AMX_SU, 2, 2)
 
 /* Where the weight tails start in amx_work's region (see amx_work_bytes). */
 static size_t amx_tail_off(const OqciConv *p) {
-    int nb = amx_batch(p);
-    return (size_t)nb * AMX_SUMS_BYTES + TILE_MR * TILE_NR * 4 +
-           (size_t)(nb - 1) * amx_panel_bytes(p);
+    return AMX_SUMS_SLOTS * AMX_SUMS_BYTES + TILE_MR * TILE_NR * 4 +
+           (size_t)(amx_batch(p) - 1) * amx_panel_bytes(p);
 }
 
 typedef void (*AmxKernel)(int32_t nfull, int tail, const int8_t *a0, const int8_t *a1,
@@ -3318,44 +3318,55 @@ static const AmxKernel amx_kernels[2][2][2] = {
     {{q8conv_16x16c64_su__amx, q8conv_16x32c64_su__amx},
      {q8conv_32x16c64_su__amx, q8conv_32x32c64_su__amx}}};
 
-/* Family.tiles of family_amx: per pair of 16-channel units, the tile work of every
- * panel of the batch in one burst (the sums of panel i at work + i AMX_SUMS_BYTES), then
- * their epilogues. */
+/* Family.tiles of family_amx: per pair of 16-channel units, the tile work of each panel
+ * of the batch, each panel's epilogue running after the next panel's tile work was
+ * issued (so the tile unit works while the core requantizes; the sums alternate between
+ * AMX_SUMS_SLOTS slots of AMX_SUMS_BYTES at work). */
 T_AMX static void tiles__amx(const OqciConv *p, const Family *f, const Geo *ge,
                              uint8_t *const *panel, const int64_t *P0, const int32_t *np,
                              int nb, int32_t nq, int32_t g, const RqPre *pre, uint8_t *work,
                              void *y) {
-    int32_t kg = p->out_c / p->group, nu = (kg + 15) / 16, u, j;
+    int32_t kg = p->out_c / p->group, nu = (kg + 15) / 16, j;
     const int8_t *wtail = (const int8_t *)(work + amx_tail_off(p));
-    int i;
-    for (u = 0; u < nu; u += 2) {
-        int32_t na = u + 1 < nu ? 2 : 1, s[2];
-        for (j = 0; j < 2; j++) {   /* the units' first channels (the last one shifted) */
-            int32_t c0 = 16 * (u + (j < na ? j : 0));
-            s[j] = c0 < kg - 16 ? c0 : kg - 16;
-        }
-        for (i = 0; i < nb; i++)
-            amx_kernels[p->in_type == OQCI_U8][na - 1][np[i] > 16](
-                nq / 16, nq % 16 != 0, p->w + (size_t)(g * kg + s[0]) * (size_t)p->kpad,
-                p->w + (size_t)(g * kg + s[1]) * (size_t)p->kpad, p->kpad,
-                wtail + (size_t)(g * kg + s[0]) * 64, wtail + (size_t)(g * kg + s[1]) * 64,
-                panel[i], (int32_t *)(void *)(work + (size_t)i * AMX_SUMS_BYTES));
-        for (i = 0; i < nb; i++) {
-            Seg segs[TILE_NR];
-            int nseg = make_segs(ge, P0[i], np[i], segs);
-            const int32_t *c = (const int32_t *)(const void *)(work + (size_t)i * AMX_SUMS_BYTES);
-            for (j = 0; j < na; j++) {
-                /* unit j's new channels c0 .. c0 + n - 1, at rows r0 .. of c */
-                int32_t c0 = 16 * (u + j), n = kg - c0 < 16 ? kg - c0 : 16, r0 = 16 * j + c0 - s[j];
-                const int32_t *t = c + (size_t)r0 * TILE_NR;
-                int32_t r;
-                if (!pre) {
-                    f->store(p, t, TILE_NR, g * kg + c0, n, NULL, 0, segs, nseg, y);
-                    continue;
+    int32_t nsteps = (nu + 1) / 2 * nb, q;
+    for (q = 0; q <= nsteps; q++) {   /* step q: tiles of item q, epilogue of item q - 1 */
+        int32_t e, u, i, na, s[2];
+        for (e = 0; e < 2; e++) {
+            if (e == 0 ? q == nsteps : q == 0)
+                continue;
+            u = 2 * ((q - e) / nb);   /* item q - e: unit pair u, panel i */
+            i = (q - e) % nb;
+            na = u + 1 < nu ? 2 : 1;
+            for (j = 0; j < 2; j++) {   /* the units' first channels (the last one shifted) */
+                int32_t c0 = 16 * (u + (j < na ? j : 0));
+                s[j] = c0 < kg - 16 ? c0 : kg - 16;
+            }
+            if (e == 0) {
+                amx_kernels[p->in_type == OQCI_U8][na - 1][np[i] > 16](
+                    nq / 16, nq % 16 != 0, p->w + (size_t)(g * kg + s[0]) * (size_t)p->kpad,
+                    p->w + (size_t)(g * kg + s[1]) * (size_t)p->kpad, p->kpad,
+                    wtail + (size_t)(g * kg + s[0]) * 64, wtail + (size_t)(g * kg + s[1]) * 64,
+                    panel[i],
+                    (int32_t *)(void *)(work + (size_t)(q % AMX_SUMS_SLOTS) * AMX_SUMS_BYTES));
+            } else {
+                Seg segs[TILE_NR];
+                int nseg = make_segs(ge, P0[i], np[i], segs);
+                const int32_t *c = (const int32_t *)(const void *)(
+                    work + (size_t)((q - 1) % AMX_SUMS_SLOTS) * AMX_SUMS_BYTES);
+                for (j = 0; j < na; j++) {
+                    /* unit j's new channels c0 .. c0 + n - 1, at rows r0 .. of c */
+                    int32_t c0 = 16 * (u + j), n = kg - c0 < 16 ? kg - c0 : 16;
+                    const int32_t *t = c + (size_t)(16 * j + c0 - s[j]) * TILE_NR;
+                    int32_t r;
+                    if (!pre) {
+                        f->store(p, t, TILE_NR, g * kg + c0, n, NULL, 0, segs, nseg, y);
+                        continue;
+                    }
+                    for (r = 0; r < n; r += TILE_MR)   /* (no quads: the sums are all in t) */
+                        fused_rq(p, f, 0, panel[i], NULL, t + (size_t)r * TILE_NR,
+                                 g * kg + c0 + r, n - r < TILE_MR ? n - r : TILE_MR, pre, segs,
+                                 nseg, np[i], y);
                 }
-                for (r = 0; r < n; r += TILE_MR)   /* (no quads: the sums are all in t) */
-                    fused_rq(p, f, 0, panel[i], NULL, t + (size_t)r * TILE_NR, g * kg + c0 + r,
-                             n - r < TILE_MR ? n - r : TILE_MR, pre, segs, nseg, np[i], y);
             }
         }
     }
@@ -3370,7 +3381,7 @@ static const Family family_amx = {OQCI_ISA_AMX, 32, 32, 1, 1 << 20, -1, NULL /* 
 /* Where conv_amx's region starts: after wtab's kg + TILE_MR pointers. */
 static uint8_t *amx_work(const OqciConv *p, void *scratch) {
     size_t panel, cbuf, band;
-    gemm_scratch(p, &panel, &cbuf, &band);
+    gemm_scratch(p, HAVE_AMX, &panel, &cbuf, &band);
     return align_up((void *)(gemm_wtab(p, scratch, panel, cbuf, band) + p->out_c / p->group +
                              TILE_MR));
 }
@@ -3650,7 +3661,7 @@ static int is_dw(const OqciConv *p) {
     return p->in_c == p->group && p->k_h * p->k_w <= DW_MAX_TAPS;
 }
 
-size_t oqci_conv_scratch(const OqciConv *p) {
+static size_t conv_scratch(const OqciConv *p, int amx) {
     int64_t pix;
     size_t s, a, b;
     if (!p || p->out_h < 1 || p->out_w < 1 || p->kpad < 1 || p->out_c < 1 || p->group < 1 ||
@@ -3660,7 +3671,7 @@ size_t oqci_conv_scratch(const OqciConv *p) {
     s = (size_t)(pix < CONV_ROWS ? pix : CONV_ROWS) * (size_t)p->kpad;   /* portable */
     {   /* SIMD GEMM */
         size_t c;
-        a = gemm_scratch(p, &a, &b, &c);
+        a = gemm_scratch(p, amx, &a, &b, &c);
     }
     if (a > s)
         s = a;
@@ -3669,6 +3680,18 @@ size_t oqci_conv_scratch(const OqciConv *p) {
     if (is_dw(p) && dw_scratch(p) > s)
         s = dw_scratch(p);
     return s;
+}
+
+size_t oqci_conv_scratch(const OqciConv *p) {
+    return conv_scratch(p, 1);
+}
+
+size_t oqci_conv_scratch_noamx(const OqciConv *p) {
+    return conv_scratch(p, 0);
+}
+
+int oqci_conv_amx_build(void) {
+    return HAVE_AMX;
 }
 
 int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {

@@ -183,12 +183,17 @@ static void free_case(Case *c) {
     free(c->shift);
 }
 
-/* Output of family isa (0: AUTO) into a fresh buffer; NULL on a kernel error. */
+/* Output of family isa (0: AUTO) into a fresh buffer; NULL on a kernel error or a write
+ * past the scratch this build needs (oqci_conv_scratch_noamx without the AMX family:
+ * 64 guard bytes after it must stay as they were). */
 static uint8_t *run(const Case *c, int isa) {
     uint8_t *y = malloc(c->ny ? c->ny : 1);
-    void *s = malloc(oqci_conv_scratch(&c->p));
+    size_t need = oqci_conv_amx_build() ? oqci_conv_scratch(&c->p)
+                                        : oqci_conv_scratch_noamx(&c->p), i;
+    unsigned char *s = malloc(need + 64);
     int st;
     memset(y, 0x5A, c->ny);
+    memset(s + need, 0xC3, 64);
     if (oqci_force_isa(isa) != OQCI_OK) {
         free(y);
         free(s);
@@ -196,6 +201,13 @@ static uint8_t *run(const Case *c, int isa) {
     }
     st = oqci_conv(&c->p, c->x, y, s);
     oqci_force_isa(OQCI_ISA_AUTO);
+    for (i = 0; i < 64; i++)
+        if (s[need + i] != 0xC3) {
+            fprintf(stderr, "int8_simd_check: family %d wrote past its %lu scratch bytes\n",
+                    isa, (unsigned long)need);
+            st = OQCI_EINVAL;
+            break;
+        }
     free(s);
     if (st != OQCI_OK) {
         free(y);

@@ -324,7 +324,9 @@ static void find_isas(void) {
 
 /* Runs conv p (geometry, types, clamp and view set; w filled here; bias and rq as set)
  * on x and W once per kernel family, each into a fresh buffer with a scratch of exactly
- * oqci_conv_scratch(p) bytes (ASan catches any overrun), compares with ref_conv exactly
+ * oqci_conv_scratch(p) bytes, or oqci_conv_scratch_noamx(p) in a build without the AMX
+ * family (ASan catches any overrun; the aarch64 and emulated-VNNI builds of
+ * int8_simd_arm.sh run this too), compares with ref_conv exactly
  * and checks the channels outside the view are untouched.  Returns the number of bad
  * elements over all families. */
 static int64_t conv_run(OqciConv *p, const uint8_t *x, const int8_t *W) {
@@ -336,9 +338,9 @@ static int64_t conv_run(OqciConv *p, const uint8_t *x, const int8_t *W) {
     p->w = w;
     p->wpair16 = oqci_conv_wpair16(p);   /* as the compiler sets it */
     wpair16_cases += p->wpair16;
-    size_t ss = oqci_conv_scratch(p);
-    CU_ASSERT(ss >= (size_t)p->kpad);
-    void *scratch = malloc(ss);
+    size_t ss = oqci_conv_scratch(p), sn = oqci_conv_scratch_noamx(p);
+    CU_ASSERT(ss >= (size_t)p->kpad && sn >= (size_t)p->kpad && sn <= ss);
+    void *scratch = malloc(oqci_conv_amx_build() ? ss : sn);
     ref_conv(p, x, W, ref);
     find_isas();
     int64_t bad = 0;
