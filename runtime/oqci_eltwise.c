@@ -84,10 +84,12 @@ T_AVX2 static void add_avx2(const OqciAdd *p, const void *const *x, void *y,
             w = p->out_type == OQCI_U8 ? _mm_packus_epi16(w, w) : _mm_packs_epi16(w, w);
             _mm_storel_epi64((__m128i *)(void *)((uint8_t *)y + j), w);
         }
-    for (; j < p->count; j++) {
+    for (; j < p->count; j++) {   /* (lut NULL: computed tables, the tail as portable) */
         int64_t s = 0, r;
         for (i = 0; i < p->ninputs; i++)
-            s += lut[i][((const uint8_t *)x[i])[j] ^ (p->in_type[i] == OQCI_S8 ? 0x80 : 0)];
+            s += lut ? lut[i][((const uint8_t *)x[i])[j] ^ (p->in_type[i] == OQCI_S8 ? 0x80 : 0)]
+                     : oqci_requant(load(x[i], p->in_type[i], j), &p->rq[i], 0, -INT32_MAX,
+                                    INT32_MAX);
         r = s >= 0 ? (s + 128) >> 8 : -((-s + 128) >> 8);
         store(y, p->out_type, j, (int32_t)(r < p->lo ? p->lo : r > p->hi ? p->hi : r));
     }
@@ -145,13 +147,12 @@ int oqci_add(const OqciAdd *p, const void *const *x, void *y) {
         float m2[OQCI_ADD_MAX];
         int calc = 1;
         for (i = 0; i < p->ninputs; i++) {
-            int32_t b, big = 0, bq = p->in_type[i] == OQCI_S8 ? 128 : 0;
-            for (b = 0; b < 256; b++) {
-                int32_t t = oqci_requant(b - bq, &p->rq[i], 0, -INT32_MAX, INT32_MAX);
-                lut[i][b] = t;
-                t = t < 0 ? -t : t;
-                big = t > big ? t : big;
-            }
+            /* the largest |t_i|: at a byte range end (t_i is monotone in the byte) */
+            int32_t bq = p->in_type[i] == OQCI_S8 ? 128 : 0;
+            int32_t t0 = oqci_requant(-bq, &p->rq[i], 0, -INT32_MAX, INT32_MAX);
+            int32_t t1 = oqci_requant(255 - bq, &p->rq[i], 0, -INT32_MAX, INT32_MAX);
+            int32_t big = t0 < 0 ? -t0 : t0;
+            big = (t1 < 0 ? -t1 : t1) > big ? (t1 < 0 ? -t1 : t1) : big;
             bound += big;
 #ifndef OQCI_NO_FLOAT
             calc = calc && p->rq[i].mode == OQCI_REQ_FLOAT && big < (1 << 30);
@@ -159,6 +160,13 @@ int oqci_add(const OqciAdd *p, const void *const *x, void *y) {
 #else
             calc = 0;
 #endif
+        }
+        if (!calc || bound > INT32_MAX) {   /* the tables (gathered, or the int64 tail) */
+            int32_t b;
+            for (i = 0; i < p->ninputs; i++)
+                for (b = 0; b < 256; b++)
+                    lut[i][b] = oqci_requant(b - (p->in_type[i] == OQCI_S8 ? 128 : 0), &p->rq[i],
+                                             0, -INT32_MAX, INT32_MAX);
         }
 #if HAVE_AVX512
         if (calc && bound <= INT32_MAX && oqci_use_avx512()) {
@@ -171,12 +179,13 @@ int oqci_add(const OqciAdd *p, const void *const *x, void *y) {
                 for (i = 0; i < p->ninputs; i++)
                     xr[i] = (const uint8_t *)x[i] + done;
                 rest.count = p->count - done;
-                add_avx2(&rest, xr, (uint8_t *)y + done, (const int32_t(*)[256])lut, 0, m2);
+                add_avx2(&rest, xr, (uint8_t *)y + done, NULL, 0, m2);
             }
             return OQCI_OK;
         }
 #endif
-        add_avx2(p, x, y, (const int32_t(*)[256])lut, bound > INT32_MAX, calc ? m2 : NULL);
+        add_avx2(p, x, y, calc && bound <= INT32_MAX ? NULL : (const int32_t(*)[256])lut,
+                 bound > INT32_MAX, calc ? m2 : NULL);
         return OQCI_OK;
     }
 #endif
