@@ -80,6 +80,7 @@ static const Layer layers[] = {
     {"fashion 16x28x28 3x3 -> 32", 16, 28, 28, 32, 3, 1, 1, 1},
     {"fashion 48x7x7 3x3 -> 64", 48, 7, 7, 64, 3, 1, 1, 1},
     {"rn18 1x1/2 64x56x56 -> 128", 64, 56, 56, 128, 1, 2, 0, 1},
+    {"rn18 1x1/2 256x14x14 -> 512", 256, 14, 14, 512, 1, 2, 0, 1},
 };
 
 /* Times fn(ctx) repeatedly for at least min_ms; returns seconds per call (best of 3
