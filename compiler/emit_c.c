@@ -1611,6 +1611,9 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
             if (m.used[t])
                 wbytes += g->tensors[t].nbytes;
         opt->stats->arena_bytes = arena_total;
+        opt->stats->arena_bytes_noamx =
+            e->scratch_noamx_bytes < e->scratch_bytes ? act_end + e->scratch_noamx_bytes
+                                                      : arena_total;
         opt->stats->weight_bytes = wbytes + m.qbytes;
         opt->stats->nconst = nconst;
         opt->stats->nfiles = o.n;

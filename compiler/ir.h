@@ -656,6 +656,7 @@ OqcGraph *oqc_prepare(const char *path, const OqcInputShape *shapes, int nshapes
 /* What oqc_emit_c reports about the code it wrote. */
 typedef struct OqcEmitStats {
     size_t arena_bytes;    /* NAME_ARENA_BYTES: activations + kernel scratch */
+    size_t arena_bytes_noamx; /* NAME_ARENA_BYTES off x86-64 Linux (no AMX scratch) */
     size_t weight_bytes;   /* bytes of the constants written */
     int nconst;            /* constant arrays written */
     int nfiles;            /* files written */

@@ -795,12 +795,16 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
                          .target = o.target,
                          .name = o.name ? o.name : oqc_c_name_from_path(g->arena, o.model)};
     rc = oqc_emit_c(e, &eo, d);
-    if (rc == 0 && !o.quiet)
-        printf("%s: compiled to %s/%s.c (%s): %d nodes, arena %zu bytes (activations %zu "
+    if (rc == 0 && !o.quiet) {
+        char other[64] = "";
+        if (st.arena_bytes_noamx != st.arena_bytes)
+            snprintf(other, sizeof other, "; %zu off x86-64 Linux", st.arena_bytes_noamx);
+        printf("%s: compiled to %s/%s.c (%s): %d nodes, arena %zu bytes%s (activations %zu "
                "planned, %zu if none shared, largest live set %zu), %d constants (%zu bytes), "
                "%d files (%d runtime)\n", o.model, o.out, eo.name, precision, g->nnodes,
-               st.arena_bytes, oqc_exec_arena_bytes(e), oqc_exec_total_bytes(e),
+               st.arena_bytes, other, oqc_exec_arena_bytes(e), oqc_exec_total_bytes(e),
                oqc_exec_peak_live(e), st.nconst, st.weight_bytes, st.nfiles, st.nruntime);
+    }
     oqc_exec_free(e);
     oqc_graph_free(g);
     free_opts(&o);
