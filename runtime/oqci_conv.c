@@ -486,6 +486,9 @@ static int flat_table(const OqciConv *p) {
 #define AMX_SUMS_SLOTS 2                    /* (tiles__amx alternates between them) */
 #define AMX_BATCH_BYTES 65536               /* panels packed before a burst of tile work */
 #define AMX_BATCH_MAX 8
+/* amx_work's region: the sums slots (and TILE_MR rows the epilogue may read past the
+ * last), then the batch's panels after the first, then the weight tails */
+#define AMX_PANELS_OFF (AMX_SUMS_SLOTS * AMX_SUMS_BYTES + TILE_MR * TILE_NR * 4)
 static int amx_fits(const OqciConv *p) {
     return p->out_c / p->group >= AMX_MIN_KG && p->kpad > 32 && p->kpad <= OQCI_KCHUNK;
 }
@@ -514,8 +517,8 @@ static size_t amx_work_bytes(const OqciConv *p, int amx) {
     if (!amx || !amx_fits(p))
         return 0;
     nb = amx_batch(p);
-    return ALIGN + AMX_SUMS_SLOTS * AMX_SUMS_BYTES + TILE_MR * TILE_NR * 4 +
-           (size_t)(nb - 1) * amx_panel_bytes(p) + (p->kpad % 64 ? (size_t)p->out_c * 64 : 0);
+    return ALIGN + AMX_PANELS_OFF + (size_t)(nb - 1) * amx_panel_bytes(p) +
+           (p->kpad % 64 ? (size_t)p->out_c * 64 : 0);
 }
 
 /* Scratch of conv_gemm: aligned panel block, the deep-K tile buffer (int32 per K block
@@ -1221,9 +1224,7 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
         size_t apb = amx_panel_bytes(p);
         nbatch = amx_batch(p);
         for (k = 0; k < nbatch; k++)
-            bpanel[k] = k ? work + AMX_SUMS_SLOTS * AMX_SUMS_BYTES + TILE_MR * TILE_NR * 4 +
-                                (size_t)(k - 1) * apb
-                          : panel;
+            bpanel[k] = k ? work + AMX_PANELS_OFF + (size_t)(k - 1) * apb : panel;
     }
     bsize = (nq + nblk - 1) / nblk;   /* balanced blocks */
     total = (int64_t)p->batch * ge.gpix;
@@ -3304,8 +3305,7 @@ AMX_KERNEL(q8conv_32x32c64_su__amx, AMX_SU, 2, 2)
 
 /* Where the weight tails start in amx_work's region (see amx_work_bytes). */
 static size_t amx_tail_off(const OqciConv *p) {
-    return AMX_SUMS_SLOTS * AMX_SUMS_BYTES + TILE_MR * TILE_NR * 4 +
-           (size_t)(amx_batch(p) - 1) * amx_panel_bytes(p);
+    return AMX_PANELS_OFF + (size_t)(amx_batch(p) - 1) * amx_panel_bytes(p);
 }
 
 typedef void (*AmxKernel)(int32_t nfull, int tail, const int8_t *a0, const int8_t *a1,
@@ -3329,6 +3329,10 @@ T_AMX static void tiles__amx(const OqciConv *p, const Family *f, const Geo *ge,
     int32_t kg = p->out_c / p->group, nu = (kg + 15) / 16, j;
     const int8_t *wtail = (const int8_t *)(work + amx_tail_off(p));
     int32_t nsteps = (nu + 1) / 2 * nb, q;
+    Seg segs[AMX_BATCH_MAX][TILE_NR];   /* (each panel's runs, for every unit pair) */
+    int nseg[AMX_BATCH_MAX], i0;
+    for (i0 = 0; i0 < nb; i0++)
+        nseg[i0] = make_segs(ge, P0[i0], np[i0], segs[i0]);
     for (q = 0; q <= nsteps; q++) {   /* step q: tiles of item q, epilogue of item q - 1 */
         int32_t e, u, i, na, s[2];
         for (e = 0; e < 2; e++) {
@@ -3349,8 +3353,6 @@ T_AMX static void tiles__amx(const OqciConv *p, const Family *f, const Geo *ge,
                     panel[i],
                     (int32_t *)(void *)(work + (size_t)(q % AMX_SUMS_SLOTS) * AMX_SUMS_BYTES));
             } else {
-                Seg segs[TILE_NR];
-                int nseg = make_segs(ge, P0[i], np[i], segs);
                 const int32_t *c = (const int32_t *)(const void *)(
                     work + (size_t)((q - 1) % AMX_SUMS_SLOTS) * AMX_SUMS_BYTES);
                 for (j = 0; j < na; j++) {
@@ -3359,13 +3361,13 @@ T_AMX static void tiles__amx(const OqciConv *p, const Family *f, const Geo *ge,
                     const int32_t *t = c + (size_t)(16 * j + c0 - s[j]) * TILE_NR;
                     int32_t r;
                     if (!pre) {
-                        f->store(p, t, TILE_NR, g * kg + c0, n, NULL, 0, segs, nseg, y);
+                        f->store(p, t, TILE_NR, g * kg + c0, n, NULL, 0, segs[i], nseg[i], y);
                         continue;
                     }
                     for (r = 0; r < n; r += TILE_MR)   /* (no quads: the sums are all in t) */
                         fused_rq(p, f, 0, panel[i], NULL, t + (size_t)r * TILE_NR,
-                                 g * kg + c0 + r, n - r < TILE_MR ? n - r : TILE_MR, pre, segs,
-                                 nseg, np[i], y);
+                                 g * kg + c0 + r, n - r < TILE_MR ? n - r : TILE_MR, pre,
+                                 segs[i], nseg[i], np[i], y);
                 }
             }
         }
