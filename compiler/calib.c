@@ -11,7 +11,7 @@
  *   max        T = amax.
  *   percentile T = (t + 1) w for the first bin t whose cumulative count reaches P% of C.
  *   mse        T = (t + 1) w minimising, with values at bin centres c_k = (k + 0.5) w and
- *              s = T / Lq (Lq = 255 when levels == 255, else 127),
+ *              s = T / Lq (Lq = 255 for a u8 tensor or levels == 255, else 127),
  *                  E(t) = sum_{k <= t} b_k s^2 / 12  +  sum_{k > t} b_k (c_k - T)^2;
  *              the clipping sum is kept for every t by a recurrence of non-negative terms
  *              (no cancellation), so the whole search is O(N).
@@ -366,8 +366,8 @@ int oqc_calib_threshold(const OqcHist *h, OqcCalibMethod m, double param, int le
             pos = t + 1;
             break;
         }
-        case OQC_CALIB_MSE:
-            pos = mse_search(h, levels == 255 ? 255 : 127) + 1;
+        case OQC_CALIB_MSE: /* the step the tensor will have: T / 255 when stored as u8 */
+            pos = mse_search(h, e->is_unsigned || levels == 255 ? 255 : 127) + 1;
             break;
         case OQC_CALIB_ENTROPY: {
             double *div = divergence ? divergence : malloc((size_t)n * sizeof *div);

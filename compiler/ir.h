@@ -499,8 +499,9 @@ void oqc_hist_add(OqcHist *h, const float *x, int64_t n);
 void oqc_entropy_expand(const double *p, int i, int levels, double *q);
 /* Picks T for h; param: P for percentile; for entropy 0 leaves bin 0 out of the search
  * (the default, see docs/calibration.md), non-zero keeps it (the contract's literal
- * steps); levels = 128 (signed) or 255 (unsigned entropy option, which also makes
- * mse model u8 rounding; any levels >= 1 is accepted); for entropy fills divergence
+ * steps); levels = 128 (signed) or 255 (unsigned entropy option; any levels >= 1 is
+ * accepted); mse models the rounding step the tensor will have, T / 255 when
+ * e->is_unsigned (or levels == 255), else T / 127; for entropy fills divergence
  * (nbins entries, NaN where not evaluated; may be NULL). Sets e->threshold, amax,
  * clipped, kl (NaN unless entropy) and scale (T / 127, or T / 255 when e->is_unsigned,
  * which the caller sets first). Returns 0, or -1 when amax is not finite (the data held

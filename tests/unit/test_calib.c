@@ -550,6 +550,12 @@ static void test_mse_hand(void) {
     CLOSE(e.clipped, 1.0 / 1000001, 1e-18);
     CU_ASSERT(isnan(e.kl));
     CU_ASSERT_EQUAL(threshold(&h, OQC_CALIB_MSE, 0, 255, &e, NULL), 3.0f);
+    /* A tensor stored as u8 is rounded with s = T/255 whatever the entropy levels: mse
+     * models that step (with T/127 it would overstate the rounding error 4x, T = 1). */
+    memset(&e, 0, sizeof e);
+    e.is_unsigned = 1;
+    CU_ASSERT(oqc_calib_threshold(&h, OQC_CALIB_MSE, 0, 128, &e, NULL) == 0);
+    CU_ASSERT(e.threshold == 3.0f && e.scale == 3.0f / 255);
     /* bins [100,0,0,1], amax 4: T = 1: 100 (1/127)^2/12 + 2.5^2 = 6.2505;
      * T = 2: .0021 + 2.25; T = 3: .00465 + .25 = .2547; T = 4: 101 (4/127)^2/12 = .00835:
      * too few values for rounding to matter: T = amax, nothing clipped. */
