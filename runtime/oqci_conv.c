@@ -1095,7 +1095,18 @@ typedef struct Family {
     /* or NULL (store_runs): the fused epilogue's store of a buffered panel row */
     void (*runs)(const OqciConv *p, const uint8_t *q, int32_t k, const Seg *segs, int nseg,
                  void *y);
+    /* or NULL: packs quads q0 .. q0 + nq - 1 of segs (group g) straight from the input x
+     * for a 1x1 conv of column stride 2 without padding (s2_direct), no band */
+    void (*pack_s2)(const OqciConv *p, const Geo *ge, const uint8_t *x, int32_t g,
+                    const Seg *segs, int nseg, int32_t q0, int32_t nq, uint8_t *panel);
 } Family;
+
+/* 1x1, column stride 2, no padding: every output reads input column 2 ow of row oh s_h,
+ * inside the input (Family.pack_s2). */
+static int s2_direct(const OqciConv *p) {
+    return p->k_h == 1 && p->k_w == 1 && p->s_w == 2 && !p->p_t && !p->p_l &&
+           2 * (int64_t)(p->out_w - 1) < p->in_w && (int64_t)(p->out_h - 1) * p->s_h < p->in_h;
+}
 
 #if HAVE_AVX2
 /* Sum of n weights: vpsadbw of the bytes + 128 (as u8), less 128 n. */
@@ -1257,7 +1268,8 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
             nseg = make_segs(&ge, P0, np, segs);
             npk = nseg;
             /* the band: the input rows of the panel (one image), kept while they serve */
-            int use_band = band_bytes && segs[0].n == segs[nseg - 1].n;
+            int s2 = f->pack_s2 && s2_direct(p);   /* (no band: packed from x) */
+            int use_band = band_bytes && !s2 && segs[0].n == segs[nseg - 1].n;
             if (use_band && flat)
                 band.data = (const uint8_t *)x +
                             (segs[0].n * p->in_c + (int64_t)g * ge.cg) * ge.plane;
@@ -1295,7 +1307,9 @@ static void conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y
                                   (size_t)(g * kg + (k < kg ? k : kg - 1)) * (size_t)p->kpad +
                                   (size_t)q0 * 4;
                 uint8_t *pd = f->tiles ? bpanel[nb] : panel;
-                if (use_band && band_pack)
+                if (s2)
+                    f->pack_s2(p, &ge, (const uint8_t *)x, g, segs, nseg, q0, bq, pd);
+                else if (use_band && band_pack)
                     band_pack(p, &band, band_r0, ps, npk, q0, bq, pd);
                 else if (use_band)
                     pack_band(p, &band, band_r0, ps, npk, q0, bq, pd, f->nr, f->esize,
@@ -3139,11 +3153,7 @@ T_AVX512VNNI static void q8conv_8x32c4_rq__avx512vnni(int32_t nq, const void *pa
  * interleaves inside 128-bit lanes (lane 0: pixels 0-15, lane 1: 16-31), the lanes put
  * in pixel order, masked stores of exactly 4 len bytes. */
 T_AVX512VNNI static inline __attribute__((always_inline)) void
-tr4_b32z(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3,
-         int32_t len, uint8_t *d, int flip) {
-    __mmask64 m = len >= 32 ? (__mmask64)0xFFFFFFFFu : ((__mmask64)1 << len) - 1;
-    __m512i a = _mm512_maskz_loadu_epi8(m, r0), b = _mm512_maskz_loadu_epi8(m, r1);
-    __m512i c = _mm512_maskz_loadu_epi8(m, r2), e = _mm512_maskz_loadu_epi8(m, r3);
+tr4_v32z(__m512i a, __m512i b, __m512i c, __m512i e, int32_t len, uint8_t *d, int flip) {
     __m512i ab0 = _mm512_unpacklo_epi8(a, b), ab1 = _mm512_unpackhi_epi8(a, b);
     __m512i ce0 = _mm512_unpacklo_epi8(c, e), ce1 = _mm512_unpackhi_epi8(c, e);
     /* q0: pixels 0-3 | 16-19, q1: 4-7 | 20-23, q2: 8-11 | 24-27, q3: 12-15 | 28-31 */
@@ -3164,6 +3174,14 @@ tr4_b32z(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t 
     } else {
         _mm512_mask_storeu_epi8(d, ((__mmask64)1 << (4 * len)) - 1, lo);
     }
+}
+
+T_AVX512VNNI static inline __attribute__((always_inline)) void
+tr4_b32z(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3,
+         int32_t len, uint8_t *d, int flip) {
+    __mmask64 m = len >= 32 ? (__mmask64)0xFFFFFFFFu : ((__mmask64)1 << len) - 1;
+    tr4_v32z(_mm512_maskz_loadu_epi8(m, r0), _mm512_maskz_loadu_epi8(m, r1),
+             _mm512_maskz_loadu_epi8(m, r2), _mm512_maskz_loadu_epi8(m, r3), len, d, flip);
 }
 
 T_AVX512VNNI static inline __attribute__((always_inline)) void
@@ -3422,11 +3440,44 @@ T_VBMI static void gather__avx512vbmi(const uint8_t *src, int64_t sstep, int32_t
     gather__avx2(src, sstep, stride, n, dst, dstep, rows);
 }
 
+/* Family.pack_s2 for AMX (u8 panels as they are): per run and quad, four masked loads
+ * of the 2 len - 1 bytes the run spans in its channels' rows (none past the run; channels
+ * past kdim load nothing: zeros), vpermb of the even bytes, then tr4_v32z. */
+T_VBMI static void pack_s2__amx(const OqciConv *p, const Geo *ge, const uint8_t *x, int32_t g,
+                                const Seg *segs, int nseg, int32_t q0, int32_t nq,
+                                uint8_t *panel) {
+    const __m512i even = _mm512_set_epi8(
+        126, 124, 122, 120, 118, 116, 114, 112, 110, 108, 106, 104, 102, 100, 98, 96, 94, 92,
+        90, 88, 86, 84, 82, 80, 78, 76, 74, 72, 70, 68, 66, 64, 62, 60, 58, 56, 54, 52, 50,
+        48, 46, 44, 42, 40, 38, 36, 34, 32, 30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6,
+        4, 2, 0);
+    int si;
+    for (si = 0; si < nseg; si++) {
+        const Seg *s = &segs[si];
+        const uint8_t *base = x + (s->n * p->in_c + (int64_t)g * ge->cg) * ge->plane +
+                              (int64_t)s->oh * p->s_h * p->in_w + 2 * (int64_t)s->ow;
+        __mmask64 m = ((__mmask64)1 << (2 * s->len - 1)) - 1;   /* (len <= 32) */
+        uint8_t *d = panel + (size_t)s->off * 4;
+        int32_t q, e;
+        for (q = q0; q < q0 + nq; q++, d += 128) {
+            __m512i v[4];
+            for (e = 0; e < 4; e++) {
+                int32_t k = 4 * q + e;
+                v[e] = _mm512_permutexvar_epi8(
+                    even, _mm512_maskz_loadu_epi8(k < p->kdim ? m : 0,
+                                                  base + (k < p->kdim ? k : 0) * ge->plane));
+            }
+            tr4_v32z(v[0], v[1], v[2], v[3], s->len, d, 0);
+        }
+    }
+}
+
 static const Family family_amx = {OQCI_ISA_AMX, 32, 32, 1, 1 << 20, -1, NULL /* (tiles) */,
                                   {tr4_u8_u8__avx512vnni, tr4_u8_u8__avx512vnni},
                                   gather__avx512vbmi, store_tile__avx2, UKR_RQ_AVX512VNNI,
                                   {pack_band_u8__avx512vnni, pack_band_u8__avx512vnni},
-                                  UKR_RQ_ACC_AVX512VNNI, tiles__amx, store_runs__avx512vnni};
+                                  UKR_RQ_ACC_AVX512VNNI, tiles__amx, store_runs__avx512vnni,
+                                  pack_s2__amx};
 
 /* Where conv_amx's region starts: after wtab's kg + TILE_MR pointers. */
 static uint8_t *amx_work(const OqciConv *p, void *scratch) {
