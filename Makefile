@@ -44,8 +44,11 @@ RUNTIME_CFLAGS := -ffp-contract=off
 CFLAGS_runtime_oqcf_sgemm := -DOQCF_TEST_HOOKS
 # The INT8 conv: every x86 kernel family compiled (target attributes) and chosen at run
 # time, plus oqci_force_isa() for tests and benchmarks (the emitted copies have neither).
+# The same flags for every file of it (runtime/oqci_conv*.c: one file per kernel family,
+# which must agree on the families compiled in; a mismatch fails at link time).
 # Pooling and Add have AVX2 kernels chosen the same way (they follow oqci_force_isa()).
-CFLAGS_runtime_oqci_conv := -DOQCI_DISPATCH -DOQCI_TEST_HOOKS
+OQCI_CONV_CFLAGS := -DOQCI_DISPATCH -DOQCI_TEST_HOOKS
+$(foreach f,$(basename $(wildcard runtime/oqci_conv*.c)),$(eval CFLAGS_$(subst /,_,$(f)) := $(OQCI_CONV_CFLAGS)))
 CFLAGS_runtime_oqci_pool := -DOQCI_DISPATCH -DOQCI_TEST_HOOKS
 CFLAGS_runtime_oqci_eltwise := -DOQCI_DISPATCH -DOQCI_TEST_HOOKS
 LDLIBS_ALL := -lprotobuf-c $(XML_LIBS) -lm -pthread $(LDLIBS)

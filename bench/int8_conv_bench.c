@@ -1,4 +1,4 @@
-/* int8_conv_bench.c - speed of oqci_conv (runtime/oqci_conv.c) per kernel family on
+/* int8_conv_bench.c - speed of oqci_conv (runtime/oqci_conv*.c) per kernel family on
  * ResNet-18-like layers and a MobileNet depthwise layer, single-threaded, next to the
  * FP32 oqcf_conv on the same shape, and the peak of the AVX2 microkernel's instruction
  * mix measured in registers (what "GMAC/s against peak" is relative to).

@@ -115,13 +115,19 @@ const char *oqc_c_name_from_path(OqcArena *a, const char *path) {
 /* ---------------------------------------------------------- runtime files */
 
 /* Source files a runtime file needs besides the headers it includes (found by scanning
- * its #include lines). The thread pool API is runtime/oqcf_serial.c in emitted code. */
-static const char *const runtime_needs[][3] = {
+ * its #include lines): a file, then up to RUNTIME_NEEDS - 1 others (NULL after the last).
+ * The thread pool API is runtime/oqcf_serial.c in emitted code; the INT8 conv is one file
+ * per kernel family, all of them needed (oqci_conv.c chooses among them and refers to
+ * each one's configuration object, see runtime/oqci_conv_int.h). */
+#define RUNTIME_NEEDS 7
+static const char *const runtime_needs[][RUNTIME_NEEDS] = {
     {"oqcf_conv.c", "oqcf_sgemm.c", "oqcf_serial.c"},
     {"oqcf_gemm.c", "oqcf_sgemm.c", "oqcf_serial.c"},
     {"oqcf_norm.c", "oqcf_sgemm.c", "oqcf_serial.c"},    /* oqcf_sgemm_isa() picks paths */
     {"oqcf_pooling.c", "oqcf_sgemm.c", "oqcf_serial.c"}, /* likewise */
     {"oqcf_sgemm.c", "oqcf_serial.c", NULL},
+    {"oqci_conv.c", "oqci_conv_gemm.c", "oqci_conv_avx2.c", "oqci_conv_avx512.c",
+     "oqci_conv_dwx86.c", "oqci_conv_neon.c"},
 };
 
 /* The text of runtime file `name`: from $OQC_RUNTIME_DIR when set, else the copy
@@ -210,7 +216,7 @@ static int set_add(FileSet *s, OqcArena *a, const char *name, OqcDiag *d) {
     s->text[at] = text;
     for (size_t i = 0; i < sizeof runtime_needs / sizeof runtime_needs[0]; i++)
         if (!strcmp(runtime_needs[i][0], name))
-            for (int k = 1; k < 3 && runtime_needs[i][k]; k++)
+            for (int k = 1; k < RUNTIME_NEEDS && runtime_needs[i][k]; k++)
                 if (set_add(s, a, runtime_needs[i][k], d) < 0)
                     return -1;
     const char *inc;
@@ -1266,7 +1272,15 @@ static int write_header(Em *m, OutSet *o, const char *model, const char *precisi
     return out_close(h, nm, d);
 }
 
-/* Headers the kernel files include directly (what NAME.c must include). */
+/* An internal header of the runtime (NAME_int.h, e.g. oqci_conv_int.h): copied with the
+ * files that include it, but not part of the API NAME.c calls. */
+static int is_internal_header(const char *h) {
+    size_t n = strlen(h);
+    return n >= 6 && !strcmp(h + n - 6, "_int.h");
+}
+
+/* Headers the kernel files include directly (what NAME.c must include), internal ones
+ * left out: they are the kernel files' own business (and include the API headers). */
 static void kernel_headers(Em *m, const FileSet *all, FileSet *hdrs) {
     for (int i = 0; i < m->kernels.n; i++) {
         const char *text = NULL;
@@ -1278,7 +1292,7 @@ static void kernel_headers(Em *m, const FileSet *all, FileSet *hdrs) {
         size_t len;
         for (const char *p = text; (p = next_include(text, p, &inc, &len)) != NULL;) {
             const char *h = oqc_arena_strndup(m->a, inc, len);
-            if (!set_has(hdrs, h)) {
+            if (!is_internal_header(h) && !set_has(hdrs, h)) {
                 int at = hdrs->n++;
                 while (at > 0 && strcmp(hdrs->name[at - 1], h) > 0) {
                     hdrs->name[at] = hdrs->name[at - 1];
@@ -1436,7 +1450,9 @@ static int write_make(Em *m, OutSet *o, const char *model, const FileSet *all, i
                "# -ffp-contract=off: no fused multiply-add the kernels did not ask for (the\n"
                "# results are then bit-identical to `oqc run` as oqc builds by default).\n"
                "# Target '%s' (oqc compile --target): %s; every kernel family gives the same\n"
-               "# bits, and without the flags the code falls back to portable C.\n"
+               "# bits, and without the flags the code falls back to portable C.  Compile every\n"
+               "# source with the same flags: the files of one kernel library (the INT8 conv's\n"
+               "# oqci_conv*.c) must agree on the instruction sets compiled in, or the link fails.\n"
                "%s_CFLAGS := %s\n"
                "%s_SRCS := %s\n", nm, nm, nm, flags, srcs, target ? target : "native",
             tflags && *tflags ? tflags : "no flags", nm, flags, nm, srcs);
@@ -1459,7 +1475,10 @@ static int write_make(Em *m, OutSet *o, const char *model, const FileSet *all, i
                "- `%s.mk`: the source list as a Makefile fragment (`%s_SRCS`).\n\n"
                "Build with any C99 compiler, e.g.\n\n"
                "    cc %s -I. main.c %s -lm -o app\n\n"
-               "and call it:\n\n"
+               "with the same flags for every source (the files of one kernel library, such as\n"
+               "the INT8 conv's `oqci_conv*.c`, one per instruction set, must agree on the\n"
+               "instruction sets compiled in: a mismatch fails at link time, on an undefined\n"
+               "`oqcik_cfg_...` symbol), and call it:\n\n"
                "    #include \"%s.h\"\n"
                "    static float in[%s_INPUT_SIZE], out[%s_OUTPUT_SIZE];\n"
                "    int status = %s_run%s(%s, NULL); /* NULL: internal arena */\n\n"

@@ -1,21 +1,23 @@
 #!/bin/sh
 # int8_runtime_c99.sh - the INT8 kernel library (runtime/oqci.h, runtime/oqci_*.c) is
 # copied verbatim into every INT8 output of `oqc compile`, so it must build on its own:
-#   1. each oqci_*.c, copied alone with oqci.h into an empty directory, compiles as
-#      strict C99 (-std=c99 -pedantic -Wall -Wextra -Werror) with gcc and with clang,
-#      as is and with -DOQCI_NO_FLOAT (the integer-only configuration);
+#   1. each oqci_*.c, copied alone with oqci.h (and the internal headers oqci_*_int.h)
+#      into an empty directory, compiles as strict C99 (-std=c99 -pedantic -Wall
+#      -Wextra -Werror) with gcc and with clang, as is and with -DOQCI_NO_FLOAT (the
+#      integer-only configuration);
 #   2. for a Cortex-M0 (arm-none-eabi-gcc -mcpu=cortex-m0 -mthumb, skipped when the
 #      cross compiler is absent; also clang --target=thumbv6m-none-eabi when clang has
-#      the ARM backend) with -DOQCI_NO_FLOAT, oqci_conv.o and oqci_pool.o reference no
-#      soft-float routine (__aeabi_f*, __aeabi_d*); without the macro they do, which
-#      shows the check can fail.
+#      the ARM backend) with -DOQCI_NO_FLOAT, the objects of the conv (every
+#      oqci_conv*.c: one file per kernel family) and oqci_pool.o reference no soft-float
+#      routine (__aeabi_f*, __aeabi_d*); without the macro oqci_conv.o does, which shows
+#      the check can fail.
 . tests/cli/lib.sh
 # These compile the runtime sources with the system's compilers: the same whichever
 # configuration `make check` is testing, so they run in the default one only.
 only_config default
 C99="-std=c99 -pedantic -O2 -Wall -Wextra -Werror"
 mkdir -p "$TMP/rt"
-cp runtime/oqci.h runtime/oqci_*.c "$TMP/rt/"
+cp runtime/oqci.h runtime/oqci_*_int.h runtime/oqci_*.c "$TMP/rt/"
 srcs=$(cd "$TMP/rt" && ls oqci_*.c)
 [ -n "$srcs" ] && ok "runtime/oqci_*.c found" || fail "no runtime/oqci_*.c"
 
@@ -41,7 +43,7 @@ done
 soft_float_check() {
     label=$1 nmtool=$2
     shift 2
-    for b in oqci_conv oqci_pool; do
+    for b in $(cd "$TMP/rt" && ls oqci_conv*.c | sed 's/\.c$//') oqci_pool; do
         if "$@" -DOQCI_NO_FLOAT -c "$TMP/rt/$b.c" -o "$TMP/$b.m0.o" 2>"$TMP/err"; then
             ok "$label: $b.c compiles"
         else

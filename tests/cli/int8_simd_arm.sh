@@ -1,14 +1,14 @@
 #!/bin/sh
 # int8_simd_arm.sh - oqci_conv's SIMD kernel families in the builds the emitted C gets
-# (runtime/oqci_conv.c copied verbatim, no liboqc, no OQCI_DISPATCH): each family is
+# (runtime/oqci_conv*.c copied verbatim, no liboqc, no OQCI_DISPATCH): each family is
 # compared bit for bit with the portable one by tests/emit/int8_simd_check.c, a
-# standalone program built with the runtime file (OQCI_TEST_HOOKS for oqci_force_isa).
+# standalone program built with the runtime files (OQCI_TEST_HOOKS for oqci_force_isa).
 #   1. x86, compile-time selection: built with -mavx2, and with -mavx2 -mfma (gcc and
 #      clang, strict C99) the program must choose the AVX2 family by itself and match
 #      the portable one; built with no -m flag it must choose the portable family.
-#   2. x86 VNNI: this CPU may lack AVX-512 VNNI and AVX-VNNI, so the file is compiled
+#   2. x86 VNNI: this CPU may lack AVX-512 VNNI and AVX-VNNI, so the files are compiled
 #      with -mavx512f -mavx512bw -mavx512vnni -mavxvnni (strict C99, gcc and clang) and
-#      the object must hold vpdpbusd on zmm (AVX-512) and VEX-encoded on ymm (AVX-VNNI);
+#      the objects must hold vpdpbusd on zmm (AVX-512) and VEX-encoded on ymm (AVX-VNNI);
 #      (with OQCI_TEST_HOOKS, which keeps every compiled family reachable), with
 #      -mavxvnni alone, and with OQCI_DISPATCH and no -m flag (liboqc's build: AVX2 and
 #      AVX-512 VNNI kernels, AMX, and AVX-VNNI with gcc).  Their logic (u8 panels, s8 inputs
@@ -18,7 +18,7 @@
 #      with the AMX-INT8 flags (the object must hold tdpbssd, tdpbsud, tileloadd).
 #   3. Arm dot product: with aarch64-linux-gnu-gcc and qemu-aarch64 (Debian packages
 #      gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, qemu-user; skipped when absent),
-#      built -static with -march=armv8.2-a+dotprod (strict C99; the object holds sdot)
+#      built -static with -march=armv8.2-a+dotprod (strict C99; the objects hold sdot)
 #      and run under qemu-aarch64 -cpu max: the neondot family must match the portable
 #      one; built for plain armv8-a it must choose the portable family.
 # Each program run takes well under a second natively, a few seconds under qemu; the
@@ -29,8 +29,23 @@
 # (`make check` runs the three side by side; this evens out their lengths).
 only_config san
 C99="-std=c99 -pedantic -O2 -Wall -Wextra -Werror"
-SRC="tests/emit/int8_simd_check.c runtime/oqci_conv.c"
+# the conv library is one file per kernel family: all of them, always together
+CONV=$(echo runtime/oqci_conv*.c)
+SRC="tests/emit/int8_simd_check.c $CONV"
 HOOKS="-DOQCI_TEST_HOOKS -Iruntime"
+
+# conv_objs NAME CC FLAGS...: compiles every conv file to $TMP/NAME.*.o ($objs: their
+# list, for has_insn); fails on the first file that does not compile (error in $TMP/err).
+conv_objs() {
+    name=$1
+    shift
+    objs=""
+    for c in $CONV; do
+        o="$TMP/$name.$(basename "$c" .c).o"
+        "$@" -c "$c" -o "$o" 2>"$TMP/err" || return 1
+        objs="$objs $o"
+    done
+}
 
 # check_run LABEL FAMILY CASES PROGRAM...: the program chose FAMILY and every family
 # matched the portable one.
@@ -44,9 +59,11 @@ check_run() {
     fi
 }
 
-# has_insn LABEL OBJDUMP OBJECT PATTERN: the disassembly matches PATTERN.
+# has_insn LABEL OBJDUMP OBJECTS PATTERN: the disassembly of the (space-separated)
+# objects matches PATTERN.
 has_insn() {
-    if "$2" -d "$3" | grep -Eq "$4"; then
+    # shellcheck disable=SC2086
+    if "$2" -d $3 | grep -Eq "$4"; then
         ok "$1"
     else
         fail "$1: no instruction matching '$4'"
@@ -98,31 +115,30 @@ if [ "$X86" = 1 ]; then
     for cc in gcc clang; do
         command -v "$cc" >/dev/null 2>&1 || continue
         # with the hooks every compiled family stays reachable (oqci_force_isa)
-        if $cc $C99 $VNNI -DOQCI_TEST_HOOKS -c runtime/oqci_conv.c -o "$TMP/vnni.$cc.o" \
-            2>"$TMP/err"; then
-            ok "$cc $VNNI: oqci_conv.c compiles (strict C99)"
-            has_insn "$cc: AVX-512 VNNI kernel (vpdpbusd zmm)" objdump "$TMP/vnni.$cc.o" \
+        if conv_objs "vnni.$cc" $cc $C99 $VNNI -DOQCI_TEST_HOOKS; then
+            ok "$cc $VNNI: oqci_conv*.c compile (strict C99)"
+            has_insn "$cc: AVX-512 VNNI kernel (vpdpbusd zmm)" objdump "$objs" \
                 'vpdpbusd.*zmm'
-            has_insn "$cc: AVX-VNNI kernel ({vex} vpdpbusd ymm)" objdump "$TMP/vnni.$cc.o" \
+            has_insn "$cc: AVX-VNNI kernel ({vex} vpdpbusd ymm)" objdump "$objs" \
                 'vex.*vpdpbusd.*ymm'
         else
             fail "$cc $VNNI: $(head -n 5 "$TMP/err")"
         fi
-        if $cc $C99 -mavxvnni -c runtime/oqci_conv.c -o "$TMP/avxvnni.$cc.o" 2>"$TMP/err"; then
-            has_insn "$cc -mavxvnni: oqci_conv.c compiles, AVX-VNNI kernel" objdump \
-                "$TMP/avxvnni.$cc.o" 'vex.*vpdpbusd.*ymm'
+        if conv_objs "avxvnni.$cc" $cc $C99 -mavxvnni; then
+            has_insn "$cc -mavxvnni: oqci_conv*.c compile, AVX-VNNI kernel" objdump \
+                "$objs" 'vex.*vpdpbusd.*ymm'
         else
             fail "$cc -mavxvnni: $(head -n 5 "$TMP/err")"
         fi
-        if $cc $C99 -DOQCI_DISPATCH -DOQCI_TEST_HOOKS -c runtime/oqci_conv.c \
-            -o "$TMP/disp.$cc.o" 2>"$TMP/err"; then
-            ok "$cc -DOQCI_DISPATCH (no -m flag): oqci_conv.c compiles (strict C99)"
+        if conv_objs "disp.$cc" $cc $C99 -DOQCI_DISPATCH -DOQCI_TEST_HOOKS; then
+            ok "$cc -DOQCI_DISPATCH (no -m flag): oqci_conv*.c compile (strict C99)"
             pats="vpmaddwd.*ymm vpdpbusd.*zmm"
             # AVX-VNNI is chosen at run time only by gcc (see OQCI_CC_AVXVNNI)
             [ "$cc" = gcc ] && pats="$pats vex.*vpdpbusd.*ymm"
             for pat in $pats; do
-                has_insn "$cc dispatch build: $pat" objdump "$TMP/disp.$cc.o" "$pat"
+                has_insn "$cc dispatch build: $pat" objdump "$objs" "$pat"
             done
+            eval "disp_$cc=\"\$objs\""
         else
             fail "$cc -DOQCI_DISPATCH: $(head -n 5 "$TMP/err")"
         fi
@@ -151,15 +167,15 @@ if [ "$X86" = 1 ]; then
     AMX="-mavx512f -mavx512bw -mavx512vnni -mavx512vbmi -mamx-tile -mamx-int8"
     for cc in gcc clang; do
         command -v "$cc" >/dev/null 2>&1 || continue
-        if $cc $C99 $AMX -DOQCI_TEST_HOOKS -c runtime/oqci_conv.c -o "$TMP/amx.$cc.o" \
-            2>"$TMP/err"; then
+        if conv_objs "amx.$cc" $cc $C99 $AMX -DOQCI_TEST_HOOKS; then
             for pat in tdpbssd tdpbsud tileloadd; do
-                has_insn "$cc $AMX: AMX kernels ($pat)" objdump "$TMP/amx.$cc.o" "$pat"
+                has_insn "$cc $AMX: AMX kernels ($pat)" objdump "$objs" "$pat"
             done
         else
             fail "$cc $AMX: $(head -n 5 "$TMP/err")"
         fi
-        has_insn "$cc dispatch build: AMX kernels (tdpbsud)" objdump "$TMP/disp.$cc.o" tdpbsud
+        eval "objs=\"\$disp_$cc\""
+        has_insn "$cc dispatch build: AMX kernels (tdpbsud)" objdump "$objs" tdpbsud
     done
     if grep -qw amx_int8 /proc/cpuinfo && grep -qw amx_tile /proc/cpuinfo &&
         grep -qw avx512_vnni /proc/cpuinfo &&
@@ -187,10 +203,9 @@ ACC=aarch64-linux-gnu-gcc
 if command -v "$ACC" >/dev/null 2>&1 && command -v qemu-aarch64 >/dev/null 2>&1; then
     ADUMP=aarch64-linux-gnu-objdump
     command -v "$ADUMP" >/dev/null 2>&1 || ADUMP=objdump
-    if $ACC $C99 -march=armv8.2-a+dotprod -c runtime/oqci_conv.c -o "$TMP/dot.o" \
-        2>"$TMP/err"; then
-        ok "$ACC -march=armv8.2-a+dotprod: oqci_conv.c compiles (strict C99)"
-        has_insn "neondot kernel (sdot)" "$ADUMP" "$TMP/dot.o" 'sdot'
+    if conv_objs dot $ACC $C99 -march=armv8.2-a+dotprod; then
+        ok "$ACC -march=armv8.2-a+dotprod: oqci_conv*.c compile (strict C99)"
+        has_insn "neondot kernel (sdot)" "$ADUMP" "$objs" 'sdot'
     else
         fail "$ACC dotprod: $(head -n 5 "$TMP/err")"
     fi

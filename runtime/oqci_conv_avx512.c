@@ -1,0 +1,589 @@
+/* oqci_conv_avx512.c - the INT8 conv families built on u8 x s8 dot products with an
+ * AVX-512 or VEX epilogue: AVX-512 VNNI (oqcik_family_avx512vnni; for the tests'
+ * emulation a plain-C stand-in for its microkernel), the AMX-INT8 tiles that reuse its
+ * panels, packers and epilogue (oqcik_conv_amx), and AVX-VNNI (oqcik_family_avxvnni),
+ * whose 24-pixel kernel packs the same u8 panels with the same correction, its
+ * transposes and epilogue the AVX2 family's.  The SIMD GEMM that drives them is
+ * oqci_conv_gemm.c's.
+ *   - AVX-512 VNNI (q8conv_8x32c4__avx512vnni) and AVX-VNNI (q8conv_4x24c4__avxvnni):
+ *     vpdpbusd takes u8 x s8: u8 inputs are used as they are, s8 inputs x are packed as
+ *     x + 128 (xor 0x80) and 128 * sum_k w[k] is subtracted from the channel's sum.
+ *     The AVX-512 kernel has an 8x16 body for panels of at most 16 pixels and, like
+ *     the narrow AVX2 one, an epilogue in registers (16 lanes: rq16). */
+#include "oqci_conv_x86_int.h"
+
+const char OQCIK_CFG(avx512) = 0;   /* (build consistency, see oqci_conv_int.h) */
+
+#if HAVE_AVX512VNNI && OQCI_EMU_VNNI
+/* ---- q8conv_8x32c4__emu: the AVX-512 VNNI kernel's sums in plain C (tests only) ---- */
+
+static void q8conv_8x32c4__emu(int32_t nq, const void *panel, const int8_t *const *w,
+                               int32_t *t, int acc, int32_t np, int32_t nk) {
+    (void)np;   /* (computes whole panels) */
+    const uint8_t *pp = (const uint8_t *)panel;
+    int32_t r, px, q, e;
+    for (r = 0; r < nk; r++)
+        for (px = 0; px < 32; px++) {
+            int32_t sum = 0;
+            for (q = 0; q < nq; q++)
+                for (e = 0; e < 4; e++)
+                    sum += (int32_t)pp[((size_t)q * 32 + px) * 4 + e] * w[r][4 * q + e];
+            t[r * TILE_NR + px] = acc ? t[r * TILE_NR + px] + sum : sum;
+        }
+}
+
+const Family oqcik_family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, KBLOCK_Z / 4, OQCI_S8,
+                                        q8conv_8x32c4__emu,
+                                        {oqcik_tr4_u8_s8__avx2, oqcik_tr4_u8_u8__avx2},
+                                        oqcik_gather__avx2, oqcik_store_tile__avx2, NULL,
+                                        {NULL, NULL}, NULL, NULL, NULL, NULL};
+#elif HAVE_AVX512VNNI
+/* ---- q8conv_8x32c4__avx512vnni: 8 channels x 32 pixels, u8 panel -------------------
+ * Two zmm of 16 pixels per channel; a panel whose pixels fill only the first 16 (the
+ * last panel of a 14x14 plane holds 4 of 32) runs an 8x16 body.  With float
+ * requantization in one K block, the epilogue runs in registers 16 lanes at a time
+ * (rq16: rq8's float steps) and vpmovsdb / vpmovusdb narrow the results (already inside
+ * the output type: nothing saturates). */
+#define ZROWS(F, V) F(0, V) F(1, V) F(2, V) F(3, V) F(4, V) F(5, V) F(6, V) F(7, V)
+#define ZV1(F, r) F(r, 0)
+#define ZV2(F, r) F(r, 0) F(r, 1)
+#define ZDECL(r, v) __m512i a##r##v = _mm512_setzero_si512();
+#define ZDECLR(r, V) V(ZDECL, r)
+#define ZLOAD(r, v) __m512i p##v = _mm512_loadu_si512((const void *)(pp + 64 * v));
+#define ZDOT(r, v) a##r##v = _mm512_dpbusd_epi32(a##r##v, p##v, wb);
+#define ZSTEP(r, V) { __m512i wb = _mm512_set1_epi32(load32(w[r] + 4 * q)); V(ZDOT, r) }
+#define ZSUMS(V)                                                                        \
+    const uint8_t *pp = (const uint8_t *)panel;                                         \
+    int32_t q;                                                                          \
+    ZROWS(ZDECLR, V)                                                                    \
+    for (q = 0; q < nq; q++, pp += 128) {                                               \
+        V(ZLOAD, 0)                                                                     \
+        ZROWS(ZSTEP, V)                                                                 \
+    }
+#define ZST(r, v)                                                                       \
+    {                                                                                   \
+        void *d_ = t + r * TILE_NR + 16 * v;                                            \
+        _mm512_storeu_si512(d_, acc ? _mm512_add_epi32(_mm512_loadu_si512(d_), a##r##v)  \
+                                    : a##r##v);                                         \
+    }
+#define ZSTR(r, V) if (r < nk) { V(ZST, r) }
+#define ZBODY(NAME, V)                                                                  \
+    T_AVX512VNNI static void NAME(int32_t nq, const void *panel, const int8_t *const *w, \
+                                  int32_t *t, int acc, int32_t nk) {                    \
+        ZSUMS(V)                                                                        \
+        ZROWS(ZSTR, V)                                                                  \
+    }
+ZBODY(q8conv_8x16c4__avx512vnni, ZV1)
+ZBODY(q8conv_8x32c4_full__avx512vnni, ZV2)
+#undef ZBODY
+
+T_AVX512VNNI static void q8conv_8x32c4__avx512vnni(int32_t nq, const void *panel,
+                                                   const int8_t *const *w, int32_t *t, int acc,
+                                                   int32_t np, int32_t nk) {
+    if (np <= 16)
+        q8conv_8x16c4__avx512vnni(nq, panel, w, t, acc, nk);
+    else
+        q8conv_8x32c4_full__avx512vnni(nq, panel, w, t, acc, nk);
+}
+
+#ifndef OQCI_NO_FLOAT
+/* rq8's float steps (rqf16, the depthwise kernels' on float sums) on 16 sums that hold
+ * the correction and bias already (no bias saturation: the fused condition; the
+ * accumulators start from pre[r].add, which is the same sum mod 2^32, as vpdpbusd
+ * wraps), narrowed to out_type bytes. */
+T_AVX512VNNI static inline __attribute__((always_inline)) __m128i rq16(__m512i acc,
+                                                                        const RqFZ *z, int u8) {
+    return narrow16(rqf16(_mm512_cvtepi32_ps(acc), z), u8);
+}
+
+/* Bodies per pixel count (V) and output type (U8); the sums start from the correction
+ * and bias (rows past nk repeat row 0's), plus, for the last of several K blocks, the
+ * sums so far in t (else NULL). */
+#undef ZDECL
+#define ZADD(r) _mm512_set1_epi32(pre[r < nk ? r : 0].add)
+#define ZT(r, v) _mm512_loadu_si512((const void *)(t + r * TILE_NR + 16 * v))
+#define ZDECL(r, v) __m512i a##r##v = t ? _mm512_add_epi32(ZT(r, v), ZADD(r)) : ZADD(r);
+#define ZOUT(r, v) STU128(out + r * ostride + 16 * v, rq16(a##r##v, &z_, U8_));
+#define ZRQ(r, V)                                                                       \
+    if (r < nk) {                                                                       \
+        const RqFZ z_ = {_mm512_set1_ps(pre[r].m2), lo2, hi2};                          \
+        V(ZOUT, r)                                                                      \
+    }
+#define ZBODY(NAME, V, U8)                                                              \
+    T_AVX512VNNI static void NAME(int32_t nq, const void *panel, const int8_t *const *w, \
+                                  const int32_t *t, int32_t nk, const RqPre *pre,       \
+                                  uint8_t *out, int64_t ostride, __m512 lo2, __m512 hi2) { \
+        enum { U8_ = U8 };                                                              \
+        ZSUMS(V)                                                                        \
+        ZROWS(ZRQ, V)                                                                   \
+    }
+ZBODY(q8conv_8x16c4_rq_s8__avx512vnni, ZV1, 0)
+ZBODY(q8conv_8x16c4_rq_u8__avx512vnni, ZV1, 1)
+ZBODY(q8conv_8x32c4_rq_s8__avx512vnni, ZV2, 0)
+ZBODY(q8conv_8x32c4_rq_u8__avx512vnni, ZV2, 1)
+#undef ZBODY
+#undef ZDECL
+#define ZDECL(r, v) __m512i a##r##v = _mm512_setzero_si512();
+#undef ZRQ
+#undef ZOUT
+#undef ZADD
+#undef ZT
+
+T_AVX512VNNI static void q8conv_8x32c4_rqt__avx512vnni(int32_t nq, const void *panel,
+                                                       const int8_t *const *w, const int32_t *t,
+                                                       const OqciConv *p, int32_t nk,
+                                                       const RqPre *pre, uint8_t *out,
+                                                       int64_t ostride, int32_t np) {
+    const __m512 lo2 = _mm512_set1_ps(2.0f * (float)p->lo);
+    const __m512 hi2 = _mm512_set1_ps(2.0f * (float)p->hi);
+    int u8 = p->out_type == OQCI_U8;
+    if (np <= 16 && u8)
+        q8conv_8x16c4_rq_u8__avx512vnni(nq, panel, w, t, nk, pre, out, ostride, lo2, hi2);
+    else if (np <= 16)
+        q8conv_8x16c4_rq_s8__avx512vnni(nq, panel, w, t, nk, pre, out, ostride, lo2, hi2);
+    else if (u8)
+        q8conv_8x32c4_rq_u8__avx512vnni(nq, panel, w, t, nk, pre, out, ostride, lo2, hi2);
+    else
+        q8conv_8x32c4_rq_s8__avx512vnni(nq, panel, w, t, nk, pre, out, ostride, lo2, hi2);
+}
+
+T_AVX512VNNI static void q8conv_8x32c4_rq__avx512vnni(int32_t nq, const void *panel,
+                                                      const int8_t *const *w, const OqciConv *p,
+                                                      int32_t nk, const RqPre *pre, uint8_t *out,
+                                                      int64_t ostride, int32_t np) {
+    q8conv_8x32c4_rqt__avx512vnni(nq, panel, w, NULL, p, nk, pre, out, ostride, np);
+}
+#define UKR_RQ_AVX512VNNI q8conv_8x32c4_rq__avx512vnni
+#define UKR_RQ_ACC_AVX512VNNI q8conv_8x32c4_rqt__avx512vnni
+#else
+#define UKR_RQ_AVX512VNNI NULL
+#define UKR_RQ_ACC_AVX512VNNI NULL
+#endif
+#undef ZSTR
+#undef ZST
+#undef ZSUMS
+#undef ZSTEP
+#undef ZDOT
+#undef ZLOAD
+#undef ZDECLR
+#undef ZDECL
+#undef ZV2
+#undef ZV1
+#undef ZROWS
+
+/* Four rows of len <= 32 bytes as len panel pixels of 4 bytes, the top bit flipped
+ * (flip: s8 inputs + 128) or not: masked loads (nothing read past len), byte then word
+ * interleaves inside 128-bit lanes (lane 0: pixels 0-15, lane 1: 16-31), the lanes put
+ * in pixel order, masked stores of exactly 4 len bytes. */
+T_AVX512VNNI static inline __attribute__((always_inline)) void
+tr4_v32z(__m512i a, __m512i b, __m512i c, __m512i e, int32_t len, uint8_t *d, int flip) {
+    __m512i ab0 = _mm512_unpacklo_epi8(a, b), ab1 = _mm512_unpackhi_epi8(a, b);
+    __m512i ce0 = _mm512_unpacklo_epi8(c, e), ce1 = _mm512_unpackhi_epi8(c, e);
+    /* q0: pixels 0-3 | 16-19, q1: 4-7 | 20-23, q2: 8-11 | 24-27, q3: 12-15 | 28-31 */
+    __m512i q0 = _mm512_unpacklo_epi16(ab0, ce0), q1 = _mm512_unpackhi_epi16(ab0, ce0);
+    __m512i q2 = _mm512_unpacklo_epi16(ab1, ce1), q3 = _mm512_unpackhi_epi16(ab1, ce1);
+    __m512i t01 = _mm512_shuffle_i64x2(q0, q1, 0x44), t23 = _mm512_shuffle_i64x2(q2, q3, 0x44);
+    __m512i lo = _mm512_shuffle_i64x2(t01, t23, 0x88), hi = _mm512_shuffle_i64x2(t01, t23, 0xDD);
+    if (flip) {
+        lo = _mm512_xor_si512(lo, _mm512_set1_epi8((char)0x80));
+        hi = _mm512_xor_si512(hi, _mm512_set1_epi8((char)0x80));
+    }
+    if (len >= 32) {
+        _mm512_storeu_si512((void *)d, lo);
+        _mm512_storeu_si512((void *)(d + 64), hi);
+    } else if (len >= 16) {
+        _mm512_storeu_si512((void *)d, lo);
+        _mm512_mask_storeu_epi8(d + 64, ((__mmask64)1 << (4 * (len - 16))) - 1, hi);
+    } else {
+        _mm512_mask_storeu_epi8(d, ((__mmask64)1 << (4 * len)) - 1, lo);
+    }
+}
+
+T_AVX512VNNI static inline __attribute__((always_inline)) void
+tr4_b32z(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3,
+         int32_t len, uint8_t *d, int flip) {
+    __mmask64 m = len >= 32 ? (__mmask64)0xFFFFFFFFu : ((__mmask64)1 << len) - 1;
+    tr4_v32z(_mm512_maskz_loadu_epi8(m, r0), _mm512_maskz_loadu_epi8(m, r1),
+             _mm512_maskz_loadu_epi8(m, r2), _mm512_maskz_loadu_epi8(m, r3), len, d, flip);
+}
+
+T_AVX512VNNI static inline __attribute__((always_inline)) void
+tr4_u8_s8__avx512vnni(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
+                      const uint8_t *r3, int32_t len, void *dst) {
+    tr4_b32z(r0, r1, r2, r3, len, (uint8_t *)dst, 1);
+}
+T_AVX512VNNI static inline __attribute__((always_inline)) void
+tr4_u8_u8__avx512vnni(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
+                      const uint8_t *r3, int32_t len, void *dst) {
+    tr4_b32z(r0, r1, r2, r3, len, (uint8_t *)dst, 0);
+}
+
+T_AVX512VNNI static void pack_band_s8__avx512vnni(const OqciConv *p, const Band *b, int64_t r0,
+                                                  const Seg *segs, int nseg, int32_t q0,
+                                                  int32_t nq, uint8_t *panel) {
+    pack_band_body(p, b, r0, segs, nseg, q0, nq, panel, 32, 1, tr4_u8_s8__avx512vnni);
+}
+T_AVX512VNNI static void pack_band_u8__avx512vnni(const OqciConv *p, const Band *b, int64_t r0,
+                                                  const Seg *segs, int nseg, int32_t q0,
+                                                  int32_t nq, uint8_t *panel) {
+    pack_band_body(p, b, r0, segs, nseg, q0, nq, panel, 32, 1, tr4_u8_u8__avx512vnni);
+}
+
+/* oqcik_store_runs with one masked copy per run (runs of at most TILE_NR < 64 bytes). */
+T_AVX512VNNI static void store_runs__avx512vnni(const OqciConv *p, const uint8_t *q, int32_t k,
+                                                const Seg *segs, int nseg, void *y) {
+    int64_t pix = (int64_t)p->out_h * p->out_w;
+    int si;
+    for (si = 0; si < nseg; si++) {
+        const Seg *s = &segs[si];
+        __mmask64 m = ((__mmask64)1 << s->len) - 1;
+        _mm512_mask_storeu_epi8((uint8_t *)y + (s->n * p->out_ctotal + p->out_coff + k) * pix +
+                                    s->pix0,
+                                m, _mm512_maskz_loadu_epi8(m, q + s->off));
+    }
+}
+
+const Family oqcik_family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, KBLOCK_Z / 4, OQCI_S8,
+                                        q8conv_8x32c4__avx512vnni,
+                                        {tr4_u8_s8__avx512vnni, tr4_u8_u8__avx512vnni},
+                                        oqcik_gather__avx2, oqcik_store_tile__avx2,
+                                        UKR_RQ_AVX512VNNI,
+                                        {pack_band_s8__avx512vnni, pack_band_u8__avx512vnni},
+                                        UKR_RQ_ACC_AVX512VNNI, NULL, store_runs__avx512vnni,
+                                        NULL};
+#endif
+
+#if HAVE_AMX
+/* ---- AMX-INT8 tiles: 32 channels x 32 pixels per step (oqcik_conv_amx) --------------------
+ * The tile unit of Sapphire Rapids and later: tdpbssd / tdpbsud add to each int32 of a
+ * 16 x 16 tile C the DP4A sums of a row of tile A (16 quads of one output channel's s8
+ * weights: a weight row as oqci.h lays it out, tiles loaded with stride kpad) and a
+ * column of tile B (16 quads of one pixel: 64 bytes of the byte panel, whose rows are
+ * 128 bytes, so pixels 0-15 and 16-31 are two B tiles), over the 16 quads: the DP4A
+ * primitive, 1024 of them per instruction.  Signed weights against s8 inputs (tdpbssd)
+ * or u8 inputs (tdpbsud): no offset, no correction (Family.flip -1).  Tiles 0-3 hold the
+ * sums of two 16-channel units x two pixel halves, 4-5 the units' weights, 6-7 the
+ * panel.  The whole reduction is one K block (its panel: round_up(kpad, 64) x 32 bytes,
+ * in L2 for the deepest convs); the last, partial chunk of 16 quads of each weight row
+ * is read from a copy zero-padded to 64 bytes, made once per call (amx_work's region),
+ * so no tile load reads past the weights and the panel's bytes past its nq quads (left
+ * as they are in the scratch, inside the panel's round_up(kpad, 64) x 32 bytes) only
+ * ever meet zero weights.  A group's channels go in 16-row units, the last unit ending
+ * at the group's last channel (overlapping the unit before it: those rows are computed
+ * twice and stored once), so every tile row is a real channel: groups of at least
+ * AMX_MIN_KG channels.  The sums leave the tiles through AMX_SUMS_BYTES of scratch for
+ * the AVX-512 family's epilogue (oqcik_fused_rq with no quads: the fused float
+ * requantization) or its store.  Exact: the int32 sums of at
+ * most OQCI_KCHUNK products (amx_fits). */
+
+/* ldtilecfg's 64 bytes: palette 1, then per tile its bytes per row and rows: every tile
+ * 16 rows of 64 bytes. */
+typedef struct AmxCfg {
+    unsigned char b[64];
+} AmxCfg;
+
+T_AMX static void amx_begin(void) {
+    AmxCfg c;
+    int i;
+    memset(&c, 0, sizeof c);
+    c.b[0] = 1;
+    for (i = 0; i < 8; i++) {
+        c.b[16 + 2 * i] = 64;   /* (a little-endian uint16) */
+        c.b[48 + i] = 16;
+    }
+    __asm__ volatile("ldtilecfg %0" : : "m"(c) : "memory");
+}
+
+T_AMX static void amx_end(void) {
+    __asm__ volatile("tilerelease" : : : "memory");
+}
+
+/* Asks Linux for the tile data state (arch_prctl(ARCH_REQ_XCOMP_PERM,
+ * XFEATURE_XTILEDATA)): 0 once granted to the process (a later request returns at once),
+ * an error where the CPU or the kernel has no AMX.  A raw system call: no header, no
+ * libc function beyond C99's. */
+int oqcik_amx_permit(void) {
+    long r;
+    __asm__ volatile("syscall" : "=a"(r) : "0"(158L), "D"(0x1023L), "S"(18L) : "rcx", "r11", "memory");
+    return r == 0;
+}
+
+/* One chunk of 16 quads: A tiles from a0 (a1), stride lda; B from b; DP: the signedness. */
+#define AMX_STEP(DP, NA, NB, A0, A1, LDA, B)                                             \
+    {                                                                                   \
+        _tile_loadd(4, A0, LDA);                                                        \
+        if (NA > 1)                                                                     \
+            _tile_loadd(5, A1, LDA);                                                    \
+        _tile_loadd(6, B, 128);                                                         \
+        if (NB > 1)                                                                     \
+            _tile_loadd(7, (B) + 64, 128);                                              \
+        DP(0, 4, 6);                                                                    \
+        if (NB > 1)                                                                     \
+            DP(1, 4, 7);                                                                \
+        if (NA > 1)                                                                     \
+            DP(2, 5, 6);                                                                \
+        if (NA > 1 && NB > 1)                                                           \
+            DP(3, 5, 7);                                                                \
+    }
+/* NA 16-channel units (weights a0, a1 at the first quad; the last chunk's at t0, t1,
+ * stride 64) x NB 16-pixel halves of the panel b: nfull whole chunks of 16 quads and
+ * (tail) one more, into c (rows of TILE_NR int32: unit 0's channels in rows 0-15, unit
+ * 1's in 16-31; pixel half h at column 16 h).  Not inlined: the tile loads and stores
+ * are asm statements that do not tell the compiler which memory they touch, so the
+ * panel is written and the sums read across a call. */
+#define AMX_KERNEL(NAME, DP, NA, NB)                                                    \
+    T_AMX __attribute__((noinline)) static void NAME(                                   \
+        int32_t nfull, int tail, const int8_t *a0, const int8_t *a1, int64_t lda,       \
+        const int8_t *t0, const int8_t *t1, const uint8_t *b, int32_t *c) {             \
+        int32_t q;                                                                      \
+        _tile_zero(0);                                                                  \
+        if (NB > 1)                                                                     \
+            _tile_zero(1);                                                              \
+        if (NA > 1)                                                                     \
+            _tile_zero(2);                                                              \
+        if (NA > 1 && NB > 1)                                                           \
+            _tile_zero(3);                                                              \
+        for (q = 0; q < nfull; q++, b += 2048)                                          \
+            AMX_STEP(DP, NA, NB, a0 + 64 * q, a1 + 64 * q, lda, b)                      \
+        if (tail)                                                                       \
+            AMX_STEP(DP, NA, NB, t0, t1, 64, b)                                         \
+        _tile_stored(0, c, 4 * TILE_NR);                                                \
+        if (NB > 1)                                                                     \
+            _tile_stored(1, c + 16, 4 * TILE_NR);                                       \
+        if (NA > 1)                                                                     \
+            _tile_stored(2, c + 16 * TILE_NR, 4 * TILE_NR);                             \
+        if (NA > 1 && NB > 1)                                                           \
+            _tile_stored(3, c + 16 * TILE_NR + 16, 4 * TILE_NR);                        \
+        __asm__ volatile("" : : : "memory");                                            \
+    }
+#define AMX_SS(c, a, b) _tile_dpbssd(c, a, b)
+#define AMX_SU(c, a, b) _tile_dpbsud(c, a, b)
+AMX_KERNEL(q8conv_16x16c64_ss__amx, AMX_SS, 1, 1)
+AMX_KERNEL(q8conv_16x32c64_ss__amx, AMX_SS, 1, 2)
+AMX_KERNEL(q8conv_32x16c64_ss__amx, AMX_SS, 2, 1)
+AMX_KERNEL(q8conv_32x32c64_ss__amx, AMX_SS, 2, 2)
+AMX_KERNEL(q8conv_16x16c64_su__amx, AMX_SU, 1, 1)
+AMX_KERNEL(q8conv_16x32c64_su__amx, AMX_SU, 1, 2)
+AMX_KERNEL(q8conv_32x16c64_su__amx, AMX_SU, 2, 1)
+AMX_KERNEL(q8conv_32x32c64_su__amx, AMX_SU, 2, 2)
+#undef AMX_KERNEL
+#undef AMX_STEP
+
+/* Where the weight tails start in amx_work's region (see amx_work_bytes). */
+static size_t amx_tail_off(const OqciConv *p) {
+    return AMX_PANELS_OFF + (size_t)(amx_batch(p) - 1) * amx_panel_bytes(p);
+}
+
+typedef void (*AmxKernel)(int32_t nfull, int tail, const int8_t *a0, const int8_t *a1,
+                          int64_t lda, const int8_t *t0, const int8_t *t1, const uint8_t *b,
+                          int32_t *c);
+/* [u8 inputs][units - 1][pixel halves - 1] */
+static const AmxKernel amx_kernels[2][2][2] = {
+    {{q8conv_16x16c64_ss__amx, q8conv_16x32c64_ss__amx},
+     {q8conv_32x16c64_ss__amx, q8conv_32x32c64_ss__amx}},
+    {{q8conv_16x16c64_su__amx, q8conv_16x32c64_su__amx},
+     {q8conv_32x16c64_su__amx, q8conv_32x32c64_su__amx}}};
+
+/* Family.tiles of family_amx: per pair of 16-channel units, the tile work of each panel
+ * of the batch, each panel's epilogue running after the next panel's tile work was
+ * issued (so the tile unit works while the core requantizes; the sums alternate between
+ * AMX_SUMS_SLOTS slots of AMX_SUMS_BYTES at work). */
+T_AMX static void tiles__amx(const OqciConv *p, const Family *f, const Geo *ge,
+                             uint8_t *const *panel, const int64_t *P0, const int32_t *np,
+                             int nb, int32_t nq, int32_t g, const RqPre *pre, uint8_t *work,
+                             void *y) {
+    int32_t kg = p->out_c / p->group, nu = (kg + 15) / 16, j;
+    const int8_t *wtail = (const int8_t *)(work + amx_tail_off(p));
+    int32_t nsteps = (nu + 1) / 2 * nb, q;
+    Seg segs[AMX_BATCH_MAX][TILE_NR];   /* (each panel's runs, for every unit pair) */
+    int nseg[AMX_BATCH_MAX], i0;
+    for (i0 = 0; i0 < nb; i0++)
+        nseg[i0] = oqcik_make_segs(ge, P0[i0], np[i0], segs[i0]);
+    for (q = 0; q <= nsteps; q++) {   /* step q: tiles of item q, epilogue of item q - 1 */
+        int32_t e, u, i, na, s[2];
+        for (e = 0; e < 2; e++) {
+            if (e == 0 ? q == nsteps : q == 0)
+                continue;
+            u = 2 * ((q - e) / nb);   /* item q - e: unit pair u, panel i */
+            i = (q - e) % nb;
+            na = u + 1 < nu ? 2 : 1;
+            for (j = 0; j < 2; j++) {   /* the units' first channels (the last one shifted) */
+                int32_t c0 = 16 * (u + (j < na ? j : 0));
+                s[j] = c0 < kg - 16 ? c0 : kg - 16;
+            }
+            if (e == 0) {
+                amx_kernels[p->in_type == OQCI_U8][na - 1][np[i] > 16](
+                    nq / 16, nq % 16 != 0, p->w + (size_t)(g * kg + s[0]) * (size_t)p->kpad,
+                    p->w + (size_t)(g * kg + s[1]) * (size_t)p->kpad, p->kpad,
+                    wtail + (size_t)(g * kg + s[0]) * 64, wtail + (size_t)(g * kg + s[1]) * 64,
+                    panel[i],
+                    (int32_t *)(void *)(work + (size_t)(q % AMX_SUMS_SLOTS) * AMX_SUMS_BYTES));
+            } else {
+                const int32_t *c = (const int32_t *)(const void *)(
+                    work + (size_t)((q - 1) % AMX_SUMS_SLOTS) * AMX_SUMS_BYTES);
+                for (j = 0; j < na; j++) {
+                    /* unit j's new channels c0 .. c0 + n - 1, at rows r0 .. of c */
+                    int32_t c0 = 16 * (u + j), n = kg - c0 < 16 ? kg - c0 : 16;
+                    const int32_t *t = c + (size_t)(16 * j + c0 - s[j]) * TILE_NR;
+                    int32_t r;
+                    if (!pre) {
+                        f->store(p, t, TILE_NR, g * kg + c0, n, NULL, 0, segs[i], nseg[i], y);
+                        continue;
+                    }
+                    for (r = 0; r < n; r += TILE_MR)   /* (no quads: the sums are all in t) */
+                        oqcik_fused_rq(p, f, 0, panel[i], NULL, t + (size_t)r * TILE_NR,
+                                 g * kg + c0 + r, n - r < TILE_MR ? n - r : TILE_MR, pre,
+                                 segs[i], nseg[i], np[i], y);
+                }
+            }
+        }
+    }
+}
+
+/* gather for the AMX family: runs of stride 1 or 2 up to 64 bytes long with one masked
+ * load (2 n - 1 bytes at stride 2: nothing past the run is read), for stride 2 a vpermb
+ * of the even bytes, and one masked store; longer or other runs as oqcik_gather__avx2. */
+T_VBMI static void gather__avx512vbmi(const uint8_t *src, int64_t sstep, int32_t stride,
+                                      int32_t n, uint8_t *dst, int64_t dstep, int32_t rows) {
+    int32_t r;
+    if (stride <= 2 && n <= 64 / stride && n > 0) {
+        const __m512i even = _mm512_set_epi8(
+            126, 124, 122, 120, 118, 116, 114, 112, 110, 108, 106, 104, 102, 100, 98, 96, 94,
+            92, 90, 88, 86, 84, 82, 80, 78, 76, 74, 72, 70, 68, 66, 64, 62, 60, 58, 56, 54, 52,
+            50, 48, 46, 44, 42, 40, 38, 36, 34, 32, 30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10,
+            8, 6, 4, 2, 0);
+        __mmask64 mo = n == 64 ? ~(__mmask64)0 : ((__mmask64)1 << n) - 1;
+        __mmask64 mi = stride == 1 ? mo : ((__mmask64)1 << (2 * n - 1)) - 1;
+        for (r = 0; r < rows; r++, src += sstep, dst += dstep) {
+            __m512i v = _mm512_maskz_loadu_epi8(mi, src);
+            if (stride == 2)
+                v = _mm512_permutexvar_epi8(even, v);
+            _mm512_mask_storeu_epi8(dst, mo, v);
+        }
+        return;
+    }
+    oqcik_gather__avx2(src, sstep, stride, n, dst, dstep, rows);
+}
+
+/* Family.pack_s2 for AMX (u8 panels as they are): per run and quad, four masked loads
+ * of the 2 len - 1 bytes the run spans in its channels' rows (none past the run; channels
+ * past kdim load nothing: zeros), vpermb of the even bytes, then tr4_v32z. */
+T_VBMI static void pack_s2__amx(const OqciConv *p, const Geo *ge, const uint8_t *x, int32_t g,
+                                const Seg *segs, int nseg, int32_t q0, int32_t nq,
+                                uint8_t *panel) {
+    const __m512i even = _mm512_set_epi8(
+        126, 124, 122, 120, 118, 116, 114, 112, 110, 108, 106, 104, 102, 100, 98, 96, 94, 92,
+        90, 88, 86, 84, 82, 80, 78, 76, 74, 72, 70, 68, 66, 64, 62, 60, 58, 56, 54, 52, 50,
+        48, 46, 44, 42, 40, 38, 36, 34, 32, 30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6,
+        4, 2, 0);
+    int si;
+    for (si = 0; si < nseg; si++) {
+        const Seg *s = &segs[si];
+        const uint8_t *base = x + (s->n * p->in_c + (int64_t)g * ge->cg) * ge->plane +
+                              (int64_t)s->oh * p->s_h * p->in_w + 2 * (int64_t)s->ow;
+        __mmask64 m = ((__mmask64)1 << (2 * s->len - 1)) - 1;   /* (len <= 32) */
+        uint8_t *d = panel + (size_t)s->off * 4;
+        int32_t q, e;
+        for (q = q0; q < q0 + nq; q++, d += 128) {
+            __m512i v[4];
+            for (e = 0; e < 4; e++) {
+                int32_t k = 4 * q + e;
+                v[e] = _mm512_permutexvar_epi8(
+                    even, _mm512_maskz_loadu_epi8(k < p->kdim ? m : 0,
+                                                  base + (k < p->kdim ? k : 0) * ge->plane));
+            }
+            tr4_v32z(v[0], v[1], v[2], v[3], s->len, d, 0);
+        }
+    }
+}
+
+static const Family family_amx = {OQCI_ISA_AMX, 32, 32, 1, 1 << 20, -1, NULL /* (tiles) */,
+                                  {tr4_u8_u8__avx512vnni, tr4_u8_u8__avx512vnni},
+                                  gather__avx512vbmi, oqcik_store_tile__avx2, UKR_RQ_AVX512VNNI,
+                                  {pack_band_u8__avx512vnni, pack_band_u8__avx512vnni},
+                                  UKR_RQ_ACC_AVX512VNNI, tiles__amx, store_runs__avx512vnni,
+                                  pack_s2__amx};
+
+/* Where oqcik_conv_amx's region starts: after wtab's kg + TILE_MR pointers. */
+static uint8_t *amx_work(const OqciConv *p, void *scratch) {
+    size_t panel, cbuf, band;
+    gemm_scratch(p, HAVE_AMX, &panel, &cbuf, &band);
+    return align_up((void *)(gemm_wtab(p, scratch, panel, cbuf, band) + p->out_c / p->group +
+                             TILE_MR));
+}
+
+/* oqcik_conv_gemm with family_amx (amx_fits(p), the tile state granted): the weight tails
+ * copied, the tiles configured for the call and released after it. */
+void oqcik_conv_amx(const OqciConv *p, const void *x, void *y, void *scratch) {
+    int32_t r = p->kpad % 64, k;
+    if (r) {
+        int8_t *wt = (int8_t *)(void *)(amx_work(p, scratch) + amx_tail_off(p));
+        for (k = 0; k < p->out_c; k++) {
+            memcpy(wt + (size_t)k * 64, p->w + (size_t)k * (size_t)p->kpad + (p->kpad - r),
+                   (size_t)r);
+            memset(wt + (size_t)k * 64 + r, 0, (size_t)(64 - r));
+        }
+    }
+    amx_begin();
+    oqcik_conv_gemm(p, &family_amx, x, y, scratch);
+    amx_end();
+}
+#endif /* HAVE_AMX */
+
+#if HAVE_AVXVNNI
+/* ---- q8conv_4x24c4__avxvnni: 4 channels x 24 pixels, u8 panel ---------------------- */
+
+#if OQCI_EMU_VNNI
+/* acc + vpdpbusd(a (u8), b (s8)), exactly, in AVX2: 16-bit pairs, then pairs of pairs. */
+T_AVX2 static __m256i dpbusd_emu(__m256i acc, __m256i a, __m256i b) {
+    __m256i lo = _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm256_castsi256_si128(a)),
+                                   _mm256_cvtepi8_epi16(_mm256_castsi256_si128(b)));
+    __m256i hi = _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm256_extracti128_si256(a, 1)),
+                                   _mm256_cvtepi8_epi16(_mm256_extracti128_si256(b, 1)));
+    return _mm256_add_epi32(acc, _mm256_permute4x64_epi64(_mm256_hadd_epi32(lo, hi), 0xD8));
+}
+#define DPBUSD256(acc, a, b) dpbusd_emu(acc, a, b)
+#else
+#define DPBUSD256(acc, a, b) _mm256_dpbusd_avx_epi32(acc, a, b)
+#endif
+
+#define ACC4(X) X(0) X(1) X(2) X(3)
+
+T_AVXVNNI static void q8conv_4x24c4__avxvnni(int32_t nq, const void *panel,
+                                             const int8_t *const *w, int32_t *t, int acc, int32_t np, int32_t nk) {
+    (void)np;   /* (computes whole panels) */
+    const uint8_t *pp = (const uint8_t *)panel;
+#define DECL(r)                                                                         \
+    __m256i a##r##0 = _mm256_setzero_si256(), a##r##1 = _mm256_setzero_si256(),         \
+            a##r##2 = _mm256_setzero_si256();
+    ACC4(DECL)
+#undef DECL
+    int32_t q;
+    for (q = 0; q < nq; q++, pp += 96) {
+        __m256i p0 = LDU256(pp);
+        __m256i p1 = LDU256(pp + 32);
+        __m256i p2 = LDU256(pp + 64);
+#define STEP(r)                                                                         \
+    {                                                                                   \
+        __m256i wb = _mm256_set1_epi32(load32(w[r] + 4 * q));                           \
+        a##r##0 = DPBUSD256(a##r##0, p0, wb);                                           \
+        a##r##1 = DPBUSD256(a##r##1, p1, wb);                                           \
+        a##r##2 = DPBUSD256(a##r##2, p2, wb);                                           \
+    }
+        ACC4(STEP)
+#undef STEP
+    }
+#define ST(o, v) STU256(t + (o), acc ? _mm256_add_epi32(LDU256(t + (o)), v) : v);
+#define STORE(r)                                                                        \
+    if (r < nk) { ST(r * TILE_NR, a##r##0) ST(r * TILE_NR + 8, a##r##1) ST(r * TILE_NR + 16, a##r##2) }
+    ACC4(STORE)
+#undef STORE
+#undef ST
+}
+
+const Family oqcik_family_avxvnni = {OQCI_ISA_AVXVNNI, 4, 24, 1, KBQ(24, 1), OQCI_S8,
+                                     q8conv_4x24c4__avxvnni,
+                                     {oqcik_tr4_u8_s8__avx2, oqcik_tr4_u8_u8__avx2},
+                                     oqcik_gather__avx2, oqcik_store_tile__avx2, NULL,
+                                     {NULL, NULL}, NULL, NULL, NULL, NULL};
+#endif

@@ -1,0 +1,902 @@
+/* oqci_conv_dwx86.c - the x86 depthwise kernels of the INT8 conv (one input channel per
+ * group, oqci_conv chooses among them): float planes with AVX2 FMA or AVX-512 rows
+ * (oqcik_conv_dwf__avx2), whole small planes with AVX-512 (oqcik_conv_dw3flat__avx512vnni
+ * at stride 1, oqcik_conv_dw3s2flat__avx512vnni at stride 2) and, in the AMX family, byte
+ * planes with vpermb and vpdpbusd (oqcik_conv_dw3q__avx512vbmi).  Integer-only builds
+ * (OQCI_NO_FLOAT) have none: their depthwise convs go through the GEMM.
+ *   - Depthwise (one input channel per group, any multiplier, at most DW_MAX_TAPS
+ *     taps): direct kernels on a copy of the channel's plane in the scratch, zero-padded
+ *     and split by stride phase so every tap of a run of outputs is a contiguous run of
+ *     it.  On x86 the plane holds floats: the products and partial sums of a window are
+ *     integers below 2^21, so float multiply-adds are exact and one FMA does a tap of 8
+ *     outputs; 3x3 kernels at vertical stride 1 do four output rows per pass, each
+ *     loaded vector serving every row whose window holds it (q8dw_4x8x9f__avx2), other
+ *     rows and kernels one row (q8dw_16x9f__avx2, q8dw_16xNf__avx2); with AVX-512, 3x3
+ *     kernels take 16 outputs per vector (q8dw_4x16x9f__avx512vnni, q8dw_16x9f__avx512vnni)
+ *     and 3x3 / stride 1 / pad 1 ones on planes up to 128x128 run on the whole plane as a
+ *     flat array (oqcik_conv_dw3flat__avx512vnni), 3x3 / stride 2 / pad 1 ones on four phase
+ *     planes (oqcik_conv_dw3s2flat__avx512vnni).  With float
+ *     requantization and a bias small enough to keep the sums below 2^24, the sums
+ *     start from the bias and are requantized in float directly.  On Arm the plane holds
+ *     int16 and q8dw_1xN__c is the plain-C loop over taps.  Whole output rows are
+ *     computed into a buffer and stored together, except on planes 4 to 8 wide
+ *     (3x3, stride 1, fused), which go in blocks of 4 rows straight to the output bytes
+ *     (q8dw_plane4x9f__avx2): there the buffer and the per-row calls cost more than the
+ *     sums. */
+#include "oqci_conv_x86_int.h"
+
+const char OQCIK_CFG(dwx86) = 0;   /* (build consistency, see oqci_conv_int.h) */
+
+#if HAVE_AVX2 && !defined(OQCI_NO_FLOAT)   /* (integer-only: depthwise through the GEMM) */
+/* A depthwise channel whose sums, bias included, stay below 2^24 in magnitude (|x w| <=
+ * 255 * 128 per tap): float sums are exact, and start from the bias. */
+static inline int dw_bias_fits(int64_t bias, int32_t taps) {
+    return (bias < 0 ? -bias : bias) + (int64_t)taps * 32640 < 16777216;
+}
+
+/* ---- depthwise on float planes: q8dw_16x9f__avx2 (9 taps), q8dw_16xNf__avx2 -------------
+ * Every product |x * w| <= 255 * 128 and a window holds at most DW_MAX_TAPS of them, so
+ * every partial sum is an integer below 2^21: float multiply-adds, fused or not, are
+ * exact, and FMA does a tap of 8 outputs in one instruction (vpmaddwd needs an unpack
+ * and an add for two).  The input channel's plane is copied once into the scratch as
+ * floats, zero-padded and split by stride phase (DwGeo).  When the requantization is
+ * float and |bias| + taps * 32640 < 2^24, the sums start from the bias and are
+ * requantized in float directly (the steps of rq8 after its conversion: the same t);
+ * otherwise they are converted to int32 (exact) and go through rq8. */
+
+#if defined(__AVX2__) && !defined(__FMA__)
+#define T_AVX2F T_AVX2
+#define FMADD(a, b, c) _mm256_add_ps(_mm256_mul_ps(a, b), c)
+#else
+#if defined(__AVX2__)
+#define T_AVX2F
+#else
+#define T_AVX2F __attribute__((target("avx2,fma")))
+#endif
+#define FMADD(a, b, c) _mm256_fmadd_ps(a, b, c)
+#endif
+
+/* 8 bytes (u8 or s8) as 8 floats. */
+T_AVX2F static inline __m256 cvt8f(__m128i b, int u8) {
+    return _mm256_cvtepi32_ps(u8 ? _mm256_cvtepu8_epi32(b) : _mm256_cvtepi8_epi32(b));
+}
+
+/* The part of each phase's plane row that lies inside the input: e in [e0, e1) for
+ * iw = e * s_w + ph - p_l in [0, in_w).  e0 = ceil((p_l - ph) / s_w) and e1 =
+ * ceil((in_w + p_l - ph) / s_w) are q + (ph < r) for the quotient and remainder of
+ * p_l and in_w + p_l by s_w: four divisions per call, none per channel. */
+typedef struct DwfSpan {
+    int32_t ql, rl, qr, rr;
+} DwfSpan;
+
+static void dwf_span_make(const OqciConv *p, DwfSpan *s) {
+    s->ql = p->p_l / p->s_w;
+    s->rl = p->p_l % p->s_w;
+    s->qr = (p->in_w + p->p_l) / p->s_w;
+    s->rr = (p->in_w + p->p_l) % p->s_w;
+}
+
+/* 8 bytes (s_w 1) or 16 (s_w 2) from src when they all lie before lim (the end of the
+ * input tensor), else the ones before lim and zeros: the conversions never read past
+ * the input tensor. */
+T_AVX2F static inline __m128i dwf_load(const uint8_t *src, const uint8_t *lim, int32_t bytes) {
+    if (lim - src >= bytes)
+        return bytes == 16 ? LDU128(src) : _mm_loadl_epi64((const __m128i *)(const void *)src);
+    {
+        uint8_t t[16] = {0};
+        memcpy(t, src, (size_t)(lim - src));
+        return LDU128(t);
+    }
+}
+
+/* Fills the float plane of input channel xc: element (ph, r, e) = x[r - p_t][e * s_w +
+ * ph - p_l].  Only the elements inside the input are written: the padding is zeroed
+ * once per call (it is the same for every channel).  Strides 1 and 2 convert 8 bytes
+ * per step (a row shorter than 8 with a masked store, a longer one's last 8 overlapping
+ * the ones before); larger strides go one byte at a time. */
+T_AVX2F static void dwf_fill(const OqciConv *p, const DwGeo *d, const DwfSpan *s,
+                             const uint8_t *xc, const uint8_t *lim, float *plane) {
+    static const int32_t ones_then_zeros[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+    const __m128i even = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, -1, -1, -1, -1, -1, -1, -1, -1);
+    int32_t ph, r, u8 = p->in_type == OQCI_U8, sw = p->s_w;
+    int32_t r0 = p->p_t, r1 = p->p_t + p->in_h < d->rows ? p->p_t + p->in_h : d->rows;
+    for (ph = 0; ph < d->phases; ph++) {
+        int32_t e0 = s->ql + (ph < s->rl), e1 = s->qr + (ph < s->rr), n;
+        __m256i mask;
+        e0 = e0 < 0 ? 0 : e0 > d->width ? d->width : e0;
+        e1 = e1 < e0 ? e0 : e1 > d->width ? d->width : e1;
+        n = e1 - e0;
+        mask = _mm256_loadu_si256((const __m256i *)(const void *)(ones_then_zeros + 8 - (n < 8 ? n : 8)));
+        for (r = r0; r < r1; r++) {
+            float *dst = plane + ((int64_t)ph * d->rows + r) * d->width + e0;
+            const uint8_t *src = xc + (int64_t)(r - p->p_t) * p->in_w + (int64_t)e0 * sw +
+                                 ph - p->p_l;
+            int32_t t = 0;
+#define CVT8(at, U8)                                                                    \
+    _mm256_storeu_ps(dst + (at), cvt8f(_mm_loadl_epi64((const __m128i *)(const void *)(src + (at))), U8))
+#define CVT_RUN(U8)   /* 16 per step, then the last 8 (overlapping the ones before) */  \
+    for (; t + 16 <= n; t += 16) {                                                      \
+        CVT8(t, U8);                                                                    \
+        CVT8(t + 8, U8);                                                                \
+    }                                                                                   \
+    if (t < n) {                                                                        \
+        if (t + 8 < n)                                                                  \
+            CVT8(t, U8);                                                                \
+        CVT8(n - 8, U8);                                                                \
+    }
+            if (sw == 1 && n >= 8 && u8) {
+                CVT_RUN(1)
+            } else if (sw == 1 && n >= 8) {
+                CVT_RUN(0)
+            } else if (sw == 2 && n >= 8) {
+                /* bytes 2t .. 2t + 15: inside the row while t + 8 < n; the last 8
+                 * (overlapping) may reach one byte past it */
+                for (; t + 8 < n; t += 8)
+                    _mm256_storeu_ps(dst + t, cvt8f(_mm_shuffle_epi8(LDU128(src + 2 * t), even), u8));
+                _mm256_storeu_ps(dst + n - 8,
+                                 cvt8f(_mm_shuffle_epi8(dwf_load(src + 2 * (n - 8), lim, 16), even), u8));
+            } else if (sw <= 2 && n > 0) {   /* fewer than 8: masked */
+                __m128i b = sw == 1 ? dwf_load(src, lim, 8)
+                                    : _mm_shuffle_epi8(dwf_load(src, lim, 16), even);
+                _mm256_maskstore_ps(dst, mask, cvt8f(b, u8));
+            } else {
+                for (; t < n; t++) {
+                    uint8_t b = src[(int64_t)t * sw];
+                    dst[t] = u8 ? (float)b : (float)(int8_t)b;
+                }
+            }
+#undef CVT_RUN
+#undef CVT8
+        }
+    }
+}
+
+/* Float sums s of 8 outputs (bias included) requantized: rq8's float steps on t2 = 2 t. */
+T_AVX2F static inline __m256i rqf8(__m256 s, const RqV *v) {
+    __m256 u = _mm256_mul_ps(s, v->mult2);
+    __m256i m = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(u, v->lo2), v->hi2));
+    __m256i ge0 = _mm256_cmpgt_epi32(m, _mm256_set1_epi32(-1));
+    return _mm256_srai_epi32(_mm256_sub_epi32(m, ge0), 1);
+}
+
+/* The 8 outputs of sums s: requantized (fused) or the exact int32 sums. */
+#define DWF_OUT(ptr, s) STU256(ptr, fused ? rqf8(s, v) : _mm256_cvttps_epi32(s))
+
+/* n outputs (a multiple of 8) of one row, 9 taps at base + off[t], weights w, sums
+ * from b; three partial sums (taps 0-2, 3-5, 6-8) per vector of 8, two vectors per
+ * step and a last single one. */
+T_AVX2F static void q8dw_16x9f__avx2(const float *base, const int64_t *off, const float *w,
+                                     int32_t taps, float b, int32_t n, const RqV *v,
+                                     int fused, int32_t *out) {
+    const __m256 w0 = _mm256_set1_ps(w[0]), w1 = _mm256_set1_ps(w[1]), w2 = _mm256_set1_ps(w[2]);
+    const __m256 w3 = _mm256_set1_ps(w[3]), w4 = _mm256_set1_ps(w[4]), w5 = _mm256_set1_ps(w[5]);
+    const __m256 w6 = _mm256_set1_ps(w[6]), w7 = _mm256_set1_ps(w[7]), w8 = _mm256_set1_ps(w[8]);
+    const float *o0 = base + off[0], *o1 = base + off[1], *o2 = base + off[2];
+    const float *o3 = base + off[3], *o4 = base + off[4], *o5 = base + off[5];
+    const float *o6 = base + off[6], *o7 = base + off[7], *o8 = base + off[8];
+    const __m256 bv = _mm256_set1_ps(b);
+    int32_t e;
+    (void)taps;
+#define L(ptr, at) _mm256_loadu_ps((ptr) + (at))
+#define SUM9(at)                                                                        \
+    _mm256_add_ps(_mm256_add_ps(FMADD(L(o2, at), w2, FMADD(L(o1, at), w1, FMADD(L(o0, at), w0, bv))), \
+                                FMADD(L(o5, at), w5, FMADD(L(o4, at), w4, _mm256_mul_ps(L(o3, at), w3)))), \
+                  FMADD(L(o8, at), w8, FMADD(L(o7, at), w7, _mm256_mul_ps(L(o6, at), w6))))
+    for (e = 0; e + 16 <= n; e += 16) {
+        __m256 a = SUM9(e), c = SUM9(e + 8);
+        DWF_OUT(out + e, a);
+        DWF_OUT(out + e + 8, c);
+    }
+    if (e < n)
+        DWF_OUT(out + e, SUM9(e));
+#undef SUM9
+#undef L
+}
+
+/* Four output rows of a 3x3 kernel at vertical stride and dilation 1, 8 columns at e,
+ * into a0 .. a3 (rows oh .. oh + 3 read padded rows oh .. oh + 5, rstride apart): each
+ * loaded vector of an input row serves every output row it is in the window of, so 6 x
+ * 3 loads feed 36 multiply-adds.  c0, c1, c2: the three kernel columns' bases (phase
+ * and shift); weights w00 .. w22 and the start bv are the caller's locals (a macro, not
+ * a function taking an array: gcc 12 then kept the weights on the stack, 30% slower). */
+#define DW_W9(w)                                                                        \
+    const __m256 w00 = _mm256_set1_ps((w)[0]), w01 = _mm256_set1_ps((w)[1]);            \
+    const __m256 w02 = _mm256_set1_ps((w)[2]), w10 = _mm256_set1_ps((w)[3]);            \
+    const __m256 w11 = _mm256_set1_ps((w)[4]), w12 = _mm256_set1_ps((w)[5]);            \
+    const __m256 w20 = _mm256_set1_ps((w)[6]), w21 = _mm256_set1_ps((w)[7]);            \
+    const __m256 w22 = _mm256_set1_ps((w)[8])
+#define LX(j, r) t = _mm256_loadu_ps(c##j + (r) * rstride + e)
+#define DWFMA FMADD
+#define DW_4X8                                                                          \
+    a0 = bv, a1 = bv, a2 = bv, a3 = bv;                                                 \
+    /* input row 0: out 0 (kernel row 0) */                                             \
+    LX(0, 0); a0 = DWFMA(t, w00, a0);                                                   \
+    LX(1, 0); a0 = DWFMA(t, w01, a0);                                                   \
+    LX(2, 0); a0 = DWFMA(t, w02, a0);                                                   \
+    /* row 1: out 0 (k1), out 1 (k0) */                                                 \
+    LX(0, 1); a0 = DWFMA(t, w10, a0); a1 = DWFMA(t, w00, a1);                           \
+    LX(1, 1); a0 = DWFMA(t, w11, a0); a1 = DWFMA(t, w01, a1);                           \
+    LX(2, 1); a0 = DWFMA(t, w12, a0); a1 = DWFMA(t, w02, a1);                           \
+    /* row 2: out 0 (k2), 1 (k1), 2 (k0) */                                             \
+    LX(0, 2); a0 = DWFMA(t, w20, a0); a1 = DWFMA(t, w10, a1); a2 = DWFMA(t, w00, a2);   \
+    LX(1, 2); a0 = DWFMA(t, w21, a0); a1 = DWFMA(t, w11, a1); a2 = DWFMA(t, w01, a2);   \
+    LX(2, 2); a0 = DWFMA(t, w22, a0); a1 = DWFMA(t, w12, a1); a2 = DWFMA(t, w02, a2);   \
+    /* row 3: out 1 (k2), 2 (k1), 3 (k0) */                                             \
+    LX(0, 3); a1 = DWFMA(t, w20, a1); a2 = DWFMA(t, w10, a2); a3 = DWFMA(t, w00, a3);   \
+    LX(1, 3); a1 = DWFMA(t, w21, a1); a2 = DWFMA(t, w11, a2); a3 = DWFMA(t, w01, a3);   \
+    LX(2, 3); a1 = DWFMA(t, w22, a1); a2 = DWFMA(t, w12, a2); a3 = DWFMA(t, w02, a3);   \
+    /* row 4: out 2 (k2), 3 (k1) */                                                     \
+    LX(0, 4); a2 = DWFMA(t, w20, a2); a3 = DWFMA(t, w10, a3);                           \
+    LX(1, 4); a2 = DWFMA(t, w21, a2); a3 = DWFMA(t, w11, a3);                           \
+    LX(2, 4); a2 = DWFMA(t, w22, a2); a3 = DWFMA(t, w12, a3);                           \
+    /* row 5: out 3 (k2) */                                                             \
+    LX(0, 5); a3 = DWFMA(t, w20, a3);                                                   \
+    LX(1, 5); a3 = DWFMA(t, w21, a3);                                                   \
+    LX(2, 5); a3 = DWFMA(t, w22, a3)
+
+/* Four output rows into out (ostride apart) as int32: requantized (fused) or the exact
+ * sums.  n columns, rounded up to 8; the last columns first, so sums past a row's end
+ * land on the next row's first columns, which come later. */
+T_AVX2F static void q8dw_4x8x9f__avx2(const float *base, int64_t rstride, const int64_t *colo,
+                                      const float *w, float b, int32_t n, const RqV *v,
+                                      int fused, int32_t *out, int32_t ostride) {
+    DW_W9(w);
+    const __m256 bv = _mm256_set1_ps(b);
+    const float *c0 = base + colo[0], *c1 = base + colo[1], *c2 = base + colo[2];
+    int32_t e;
+    for (e = (int32_t)round_up(n, 8) - 8; e >= 0; e -= 8) {
+        __m256 a0, a1, a2, a3, t;
+        DW_4X8;
+        STU256(out + e, fused ? rqf8(a0, v) : _mm256_cvttps_epi32(a0));
+        STU256(out + ostride + e, fused ? rqf8(a1, v) : _mm256_cvttps_epi32(a1));
+        STU256(out + 2 * ostride + e, fused ? rqf8(a2, v) : _mm256_cvttps_epi32(a2));
+        STU256(out + 3 * ostride + e, fused ? rqf8(a3, v) : _mm256_cvttps_epi32(a3));
+    }
+}
+
+/* A whole output plane at most 8 wide of a 3x3 kernel at vertical stride and dilation
+ * 1 with fused float requantization, straight to the out_type bytes at y: blocks of 4
+ * rows, the last one overlapping the one before when out_h is not a multiple of 4.  The
+ * rows are stored 8 bytes at a time, in order, so each row's extra bytes are
+ * overwritten by the next row's; the plane's last row goes through a copy.  (On planes
+ * this small the int32 row buffer and the row kernel's calls cost more than the sums.)
+ * Needs out_h >= 4. */
+T_AVX2F static void q8dw_plane4x9f__avx2(const OqciConv *p, const float *plane,
+                                         int64_t rstride, const int64_t *colo, const float *w,
+                                         float b, const RqV *v, uint8_t *y) {
+    const int32_t oh_n = p->out_h, ow_n = p->out_w, u8 = p->out_type == OQCI_U8, e = 0;
+    DW_W9(w);
+    const __m256 bv = _mm256_set1_ps(b);
+    int32_t oh;
+    for (oh = 0; oh < oh_n; oh += 4) {
+        const float *c0, *c1, *c2;
+        uint8_t *dst, tmp[16];
+        __m256 a0, a1, a2, a3, t;
+        __m256i bytes;
+        __m128i lo, hi;
+        if (oh + 4 > oh_n)
+            oh = oh_n - 4;
+        c0 = plane + oh * rstride + colo[0];
+        c1 = plane + oh * rstride + colo[1];
+        c2 = plane + oh * rstride + colo[2];
+        dst = y + (int64_t)oh * ow_n;
+        DW_4X8;
+        bytes = pack32(u8, rqf8(a0, v), rqf8(a1, v), rqf8(a2, v), rqf8(a3, v));   /* rows 0-3 */
+        lo = _mm256_castsi256_si128(bytes);
+        hi = _mm256_extracti128_si256(bytes, 1);
+        _mm_storel_epi64((__m128i *)(void *)dst, lo);
+        _mm_storel_epi64((__m128i *)(void *)(dst + ow_n), _mm_unpackhi_epi64(lo, lo));
+        _mm_storel_epi64((__m128i *)(void *)(dst + 2 * ow_n), hi);
+        if (oh + 4 < oh_n) {
+            _mm_storel_epi64((__m128i *)(void *)(dst + 3 * ow_n), _mm_unpackhi_epi64(hi, hi));
+        } else {   /* the plane's last row */
+            _mm_storeu_si128((__m128i *)(void *)tmp, hi);
+            memcpy(dst + 3 * ow_n, tmp + 8, (size_t)ow_n);
+        }
+    }
+}
+
+#if HAVE_AVX512VNNI && !OQCI_EMU_VNNI
+/* ---- AVX-512 depthwise rows: q8dw_4x16x9f__avx512vnni, q8dw_16x9f__avx512vnni ------
+ * The AVX2 kernels' sums 16 outputs per zmm (the plane rows are DW_VEC = 16 aligned, so
+ * a vector never reads past its row; the outputs past n land where the AVX2 kernels'
+ * contract allows: on later rows, or in the buffer's slack), requantized by rqf16 (rqf8's
+ * steps). */
+#undef LX
+#undef DWFMA
+#define LX(j, r) t = _mm512_loadu_ps(c##j + (r) * rstride + e)
+#define DWFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define DW_W9Z(w)                                                                       \
+    const __m512 w00 = _mm512_set1_ps((w)[0]), w01 = _mm512_set1_ps((w)[1]);            \
+    const __m512 w02 = _mm512_set1_ps((w)[2]), w10 = _mm512_set1_ps((w)[3]);            \
+    const __m512 w11 = _mm512_set1_ps((w)[4]), w12 = _mm512_set1_ps((w)[5]);            \
+    const __m512 w20 = _mm512_set1_ps((w)[6]), w21 = _mm512_set1_ps((w)[7]);            \
+    const __m512 w22 = _mm512_set1_ps((w)[8])
+
+T_AVX512VNNI static inline __attribute__((always_inline)) void rqfz_make(const RqV *v, RqFZ *z) {
+    z->mult2 = _mm512_set1_ps(_mm256_cvtss_f32(v->mult2));
+    z->lo2 = _mm512_set1_ps(_mm256_cvtss_f32(v->lo2));
+    z->hi2 = _mm512_set1_ps(_mm256_cvtss_f32(v->hi2));
+}
+
+#define DWZ_OUT(ptr, s)                                                                 \
+    _mm512_storeu_si512((void *)(ptr), fused ? rqf16(s, &vz) : _mm512_cvttps_epi32(s))
+
+T_AVX512VNNI static void q8dw_4x16x9f__avx512vnni(const float *base, int64_t rstride,
+                                                  const int64_t *colo, const float *w, float b,
+                                                  int32_t n, const RqV *v, int fused,
+                                                  int32_t *out, int32_t ostride) {
+    DW_W9Z(w);
+    const __m512 bv = _mm512_set1_ps(b);
+    const float *c0 = base + colo[0], *c1 = base + colo[1], *c2 = base + colo[2];
+    int32_t e;
+    RqFZ vz;
+    rqfz_make(v, &vz);
+    for (e = (int32_t)round_up(n, 16) - 16; e >= 0; e -= 16) {
+        __m512 a0, a1, a2, a3, t;
+        DW_4X8;
+        DWZ_OUT(out + e, a0);
+        DWZ_OUT(out + ostride + e, a1);
+        DWZ_OUT(out + 2 * ostride + e, a2);
+        DWZ_OUT(out + 3 * ostride + e, a3);
+    }
+}
+
+T_AVX512VNNI static void q8dw_16x9f__avx512vnni(const float *base, const int64_t *off,
+                                                const float *w, int32_t taps, float b, int32_t n,
+                                                const RqV *v, int fused, int32_t *out) {
+    DW_W9Z(w);
+    const float *o0 = base + off[0], *o1 = base + off[1], *o2 = base + off[2];
+    const float *o3 = base + off[3], *o4 = base + off[4], *o5 = base + off[5];
+    const float *o6 = base + off[6], *o7 = base + off[7], *o8 = base + off[8];
+    const __m512 bv = _mm512_set1_ps(b);
+    int32_t e;
+    RqFZ vz;
+    (void)taps;
+    rqfz_make(v, &vz);
+#define L(ptr) _mm512_loadu_ps((ptr) + e)
+    for (e = 0; e < n; e += 16) {
+        __m512 s0 = DWFMA(L(o2), w02, DWFMA(L(o1), w01, DWFMA(L(o0), w00, bv)));
+        __m512 s1 = DWFMA(L(o5), w12, DWFMA(L(o4), w11, _mm512_mul_ps(L(o3), w10)));
+        __m512 s2 = DWFMA(L(o8), w22, DWFMA(L(o7), w21, _mm512_mul_ps(L(o6), w20)));
+        DWZ_OUT(out + e, _mm512_add_ps(_mm512_add_ps(s0, s1), s2));
+    }
+#undef L
+}
+#undef DWZ_OUT
+/* (DW_W9Z kept for the flat kernels below) */
+#endif
+#undef DW_4X8
+#undef LX
+#undef DWFMA
+#undef DW_W9
+
+/* Any number of taps: two partial sums (even and odd taps) per vector of 8; n a
+ * multiple of 8. */
+T_AVX2F static void q8dw_16xNf__avx2(const float *base, const int64_t *off, const float *w,
+                                     int32_t taps, float b, int32_t n, const RqV *v,
+                                     int fused, int32_t *out) {
+    int32_t e, t;
+    for (e = 0; e < n; e += 16) {
+        int two = e + 16 <= n;   /* else the last 8 */
+        __m256 a0 = _mm256_set1_ps(b), a1 = _mm256_setzero_ps();
+        __m256 c0 = a0, c1 = a1;
+        for (t = 0; t + 1 < taps; t += 2) {
+            const float *s0 = base + off[t] + e, *s1 = base + off[t + 1] + e;
+            __m256 u = _mm256_set1_ps(w[t]), z = _mm256_set1_ps(w[t + 1]);
+            a0 = FMADD(_mm256_loadu_ps(s0), u, a0);
+            a1 = FMADD(_mm256_loadu_ps(s1), z, a1);
+            if (two) {
+                c0 = FMADD(_mm256_loadu_ps(s0 + 8), u, c0);
+                c1 = FMADD(_mm256_loadu_ps(s1 + 8), z, c1);
+            }
+        }
+        if (t < taps) {
+            const float *s0 = base + off[t] + e;
+            __m256 u = _mm256_set1_ps(w[t]);
+            a0 = FMADD(_mm256_loadu_ps(s0), u, a0);
+            if (two)
+                c0 = FMADD(_mm256_loadu_ps(s0 + 8), u, c0);
+        }
+        DWF_OUT(out + e, _mm256_add_ps(a0, a1));
+        if (two)
+            DWF_OUT(out + e + 8, _mm256_add_ps(c0, c1));
+    }
+}
+#undef DWF_OUT
+
+/* Requantized outputs q (int32 in [lo, hi]) stored as n out_type bytes at dst. */
+T_AVX2 static void dw_pack_store(const OqciConv *p, const int32_t *q, int32_t n, void *dst) {
+    int32_t e;
+    for (e = 0; e < n; e += 32) {
+        __m256i b = pack32(p->out_type == OQCI_U8, LDU256(q + e), LDU256(q + e + 8),
+                           LDU256(q + e + 16), LDU256(q + e + 24));
+        if (n - e >= 32) {
+            STU256((uint8_t *)dst + e, b);
+        } else {
+            uint8_t t[32];
+            STU256(t, b);
+            memcpy((uint8_t *)dst + e, t, (size_t)(n - e));
+        }
+    }
+}
+
+T_AVX2 static void dw_store__avx2(const OqciConv *p, const int32_t *t, int32_t n, int32_t k,
+                                  void *dst) {
+    RqV v;
+    int32_t e;
+    rqv_make(p, k, 0, 0, &v);
+    for (e = 0; e + 32 <= n; e += 32)
+        STU256((uint8_t *)dst + e, rq32(p, t + e, &v));
+    if (e < n) {
+        uint8_t q[32];
+        STU256(q, rq32(p, t + e, &v));
+        memcpy((uint8_t *)dst + e, q, (size_t)(n - e));
+    }
+}
+
+#if HAVE_DWZ
+/* ---- oqcik_conv_dw3flat__avx512vnni: 3x3 / stride 1 / pad 1 depthwise on small planes -------
+ * On planes of at most DWFLAT_MAX outputs (all of MobileNet-v2's stride-1 ones: on 7x7
+ * and 14x14 planes the row kernels' per-row set-up costs more than the sums, and on
+ * larger ones this is still ~25% faster).  The output plane equals the
+ * input plane here, so it is computed as one flat array: the input channel as floats
+ * after W + 1 zeros (the row above the image and the left pad of its first row) and
+ * before as many plus a vector's; output i sums tap (di, dj) from flat index
+ * i + di W + dj, which is the right input or a zero of the padding rows, except where the
+ * column wraps (dj = -1 at column 0, +1 at column W - 1): there the load is masked to 0
+ * (per-vector masks built once per call).  Sums start from the bias and are exact
+ * (conv_dwf's fused condition, checked for every channel by the caller), requantized by
+ * rqf16 and narrowed with vpmovsdb / vpmovusdb, 16 outputs per store (the last one
+ * masked). */
+#define DWFLAT_MAX 16384   /* (the masks: 4 KB of stack) */
+
+/* The flat kernels' condition on the requantization: float, and every channel's sums
+ * exact from its bias (conv_dwf's fused condition for all of them). */
+static int dw3_all_fused(const OqciConv *p) {
+    int32_t k;
+    if (p->rq.mode != OQCI_REQ_FLOAT)
+        return 0;
+    for (k = 0; k < p->out_c; k++)
+        if (!dw_bias_fits(p->bias ? p->bias[k] : 0, 9))
+            return 0;
+    return 1;
+}
+
+int oqcik_dw3flat_ok(const OqciConv *p) {
+    return p->k_h == 3 && p->k_w == 3 && p->s_h == 1 && p->s_w == 1 && p->d_h == 1 &&
+           p->d_w == 1 && p->p_t == 1 && p->p_l == 1 && p->out_h == p->in_h &&
+           p->out_w == p->in_w && (int64_t)p->in_h * p->in_w >= 16 &&
+           (int64_t)p->in_h * p->in_w <= DWFLAT_MAX && dw3_all_fused(p);
+}
+
+/* Channel k's float requantization constants (rqfz_make's, from p). */
+T_AVX512VNNI static inline __attribute__((always_inline)) void rqfz_channel(const OqciConv *p,
+                                                                              int32_t k, RqFZ *z) {
+    z->mult2 = _mm512_set1_ps(rq_mult2(p->rq.mult[p->rq.per_index ? k : 0]));
+    z->lo2 = _mm512_set1_ps(2.0f * (float)p->lo);
+    z->hi2 = _mm512_set1_ps(2.0f * (float)p->hi);
+}
+
+T_AVX512VNNI void oqcik_conv_dw3flat__avx512vnni(const OqciConv *p, const void *x, void *y,
+                                                 void *scratch) {
+    const int32_t w_ = p->in_w, hw = p->in_h * p->in_w, nv = (hw + 15) / 16;
+    const int32_t pre = w_ + 1, kg = p->out_c / p->group;
+    const int u8in = p->in_type == OQCI_U8, u8out = p->out_type == OQCI_U8;
+    float *xp = (float *)(void *)align_up(scratch), *xc = xp + pre;
+    __mmask16 ml[DWFLAT_MAX / 16], mr[DWFLAT_MAX / 16];
+    int64_t n;
+    int32_t v, l, g;
+    for (v = 0; v < nv; v++) {
+        ml[v] = mr[v] = 0;
+        for (l = 0; l < 16; l++) {
+            int32_t ow = (16 * v + l) % w_;
+            ml[v] = (__mmask16)(ml[v] | (ow != 0) << l);
+            mr[v] = (__mmask16)(mr[v] | (ow != w_ - 1) << l);
+        }
+    }
+    memset(xp, 0, (size_t)pre * sizeof(float));
+    memset(xc + hw, 0, (size_t)(pre + 32) * sizeof(float));
+    for (n = 0; n < p->batch; n++)
+        for (g = 0; g < p->group; g++) {
+            const uint8_t *xs = (const uint8_t *)x + (n * p->in_c + g) * (int64_t)hw;
+            int32_t kk, t;
+            for (t = 0;; t += 16) {   /* the channel as floats (the last 16 overlapping) */
+                __m128i b;
+                if (t + 16 > hw)
+                    t = hw - 16;
+                b = _mm_loadu_si128((const __m128i *)(const void *)(xs + t));
+                _mm512_storeu_ps(xc + t, _mm512_cvtepi32_ps(u8in ? _mm512_cvtepu8_epi32(b)
+                                                                  : _mm512_cvtepi8_epi32(b)));
+                if (t + 16 >= hw)
+                    break;
+            }
+            for (kk = 0; kk < kg; kk++) {
+                int32_t k = g * kg + kk;
+                const int8_t *w = p->w + (size_t)k * (size_t)p->kpad;
+                uint8_t *yk = (uint8_t *)y + (n * p->out_ctotal + p->out_coff + k) * (int64_t)hw;
+                DW_W9Z(w);
+                const __m512 bv = _mm512_set1_ps((float)(p->bias ? p->bias[k] : 0));
+                RqFZ vz;
+                rqfz_channel(p, k, &vz);
+                for (v = 0; v < nv; v++) {
+                    const float *c = xc + 16 * v;
+                    __m512 s0 = bv, s1, s2;
+                    __m512i q;
+                    __m128i o;
+                    s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(ml[v], c - w_ - 1), w00, s0);
+                    s0 = _mm512_fmadd_ps(_mm512_loadu_ps(c - w_), w01, s0);
+                    s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mr[v], c - w_ + 1), w02, s0);
+                    s1 = _mm512_mul_ps(_mm512_maskz_loadu_ps(ml[v], c - 1), w10);
+                    s1 = _mm512_fmadd_ps(_mm512_loadu_ps(c), w11, s1);
+                    s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mr[v], c + 1), w12, s1);
+                    s2 = _mm512_mul_ps(_mm512_maskz_loadu_ps(ml[v], c + w_ - 1), w20);
+                    s2 = _mm512_fmadd_ps(_mm512_loadu_ps(c + w_), w21, s2);
+                    s2 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mr[v], c + w_ + 1), w22, s2);
+                    q = rqf16(_mm512_add_ps(_mm512_add_ps(s0, s1), s2), &vz);
+                    o = narrow16(q, u8out);
+                    if (16 * v + 16 <= hw)
+                        _mm_storeu_si128((__m128i *)(void *)(yk + 16 * v), o);
+                    else
+                        _mm512_mask_cvtepi32_storeu_epi8(yk + 16 * v,
+                                                         (__mmask16)((1u << (hw - 16 * v)) - 1), q);
+                }
+            }
+        }
+}
+
+/* ---- oqcik_conv_dw3s2flat__avx512vnni: 3x3 / stride 2 / pad 1 depthwise -------------------
+ * The row kernels spend most of a stride-2 depthwise conv on per-row set-up (14x14 ->
+ * 7x7: ~500 cycles per channel for 49 outputs).  Here the input channel is split once
+ * into four phase planes, P[a][b][r][c] = x[2 r + a - 1][2 c + b - 1] (0 outside the
+ * input), r in [0, OH], c in [0, OW], rows S = OW + 1 apart; output (oh, ow) is then
+ * sum over taps (i, j) of w[i][j] P[i & 1][j & 1][oh + i / 2][ow + j / 2], i.e. with
+ * o = oh S + ow, flat offset (i / 2) S + j / 2 in plane (i & 1, j & 1): whole planes as
+ * flat arrays with no masks, one junk output per row (ow = OW, never stored).  The
+ * valid lanes of each vector are compressed (vpcompressd) and stored contiguously (16
+ * bytes, the ones past the valid lanes rewritten by the next vector; the plane's end
+ * through a copy).
+ * The planes' padding is zeroed once per call; each channel writes only the input's
+ * part (deinterleaved by vpermt2ps).  Same exactness and fused condition as the
+ * stride-1 flat kernel. */
+#define DWS2_MAX 16384   /* OH S outputs at most (the masks: 2 KB of stack) */
+#define DWS2_MAXW 2048   /* input columns at most (chunk masks: 1 KB) */
+
+int oqcik_dw3s2flat_ok(const OqciConv *p) {
+    return p->k_h == 3 && p->k_w == 3 && p->s_h == 2 && p->s_w == 2 && p->d_h == 1 &&
+           p->d_w == 1 && p->p_t == 1 && p->p_l == 1 && p->in_w <= DWS2_MAXW &&
+           (int64_t)p->out_h * (p->out_w + 1) <= DWS2_MAX && dw3_all_fused(p);
+}
+
+/* A 32-input chunk of an input row: its load mask and the store masks of its evens
+ * (ev[c + e] = x[t + 2 e]) and odds (od[c + e + 1] = x[t + 2 e + 1]) inside the
+ * rows (c + e < S, c + e + 1 < S); the same for every row, made once per call. */
+typedef struct Dws2Chunk {
+    __mmask64 ld;
+    __mmask16 ev, od;
+} Dws2Chunk;
+
+static void dw3s2_chunks(int32_t in_w, int32_t sr, Dws2Chunk *ch) {
+    int32_t t;
+    for (t = 0; t < in_w; t += 32) {
+        int32_t n = in_w - t < 32 ? in_w - t : 32, c = t / 2;
+        int32_t ne = (n + 1) / 2, no = n / 2;
+        Dws2Chunk *k = &ch[t / 32];
+        ne = ne > sr - c ? sr - c : ne;
+        no = no > sr - c - 1 ? sr - c - 1 : no;
+        k->ld = n >= 32 ? (__mmask64)0xFFFFFFFFu : ((__mmask64)1 << n) - 1;
+        k->ev = (__mmask16)(ne > 0 ? (1u << ne) - 1 : 0);
+        k->od = (__mmask16)(no > 0 ? (1u << no) - 1 : 0);
+    }
+}
+
+/* Input row xr into phase rows ev (b = 1) and od (b = 0), chunk by chunk: two float
+ * vectors of 16 inputs, deinterleaved by vpermt2ps. */
+T_AVX512VNNI static inline __attribute__((always_inline)) void
+dw3s2_row(const uint8_t *xr, int32_t in_w, const Dws2Chunk *ch, int u8, float *ev, float *od) {
+    const __m512i ie = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i io = _mm512_add_epi32(ie, _mm512_set1_epi32(1));
+    int32_t t;
+    for (t = 0; t < in_w; t += 32, ch++) {
+        __m512i b = _mm512_maskz_loadu_epi8(ch->ld, xr + t);
+        __m128i b0 = _mm512_castsi512_si128(b), b1 = _mm512_extracti32x4_epi32(b, 1);
+        __m512 f0 = _mm512_cvtepi32_ps(u8 ? _mm512_cvtepu8_epi32(b0) : _mm512_cvtepi8_epi32(b0));
+        __m512 f1 = _mm512_cvtepi32_ps(u8 ? _mm512_cvtepu8_epi32(b1) : _mm512_cvtepi8_epi32(b1));
+        _mm512_mask_storeu_ps(ev + t / 2, ch->ev, _mm512_permutex2var_ps(f0, ie, f1));
+        _mm512_mask_storeu_ps(od + t / 2 + 1, ch->od, _mm512_permutex2var_ps(f0, io, f1));
+    }
+}
+
+T_AVX512VNNI void oqcik_conv_dw3s2flat__avx512vnni(const OqciConv *p, const void *x, void *y,
+                                                   void *scratch) {
+    const int32_t oh_n = p->out_h, ow_n = p->out_w, sr = ow_n + 1, kg = p->out_c / p->group;
+    const int32_t no = oh_n * sr, nv = (no + 15) / 16;
+    const int64_t pl = ((int64_t)oh_n + 1) * sr, plane_in = (int64_t)p->in_h * p->in_w;
+    const int u8in = p->in_type == OQCI_U8, u8out = p->out_type == OQCI_U8;
+    const int64_t opix = (int64_t)oh_n * ow_n;
+    float *ph = (float *)(void *)align_up(scratch);   /* P[a][b] at ph + (2 a + b) pl */
+    __mmask16 mv[DWS2_MAX / 16];
+    Dws2Chunk ch[DWS2_MAXW / 32];
+    int64_t n;
+    int32_t v, l, g, ih;
+    for (v = 0; v < nv; v++) {
+        mv[v] = 0;
+        for (l = 0; l < 16; l++)
+            if (16 * v + l < no && (16 * v + l) % sr < ow_n)
+                mv[v] = (__mmask16)(mv[v] | 1u << l);
+    }
+    dw3s2_chunks(p->in_w, sr, ch);
+    memset(ph, 0, (size_t)dw3s2_floats(p) * sizeof(float));   /* (dw_scratch has it) */
+    for (n = 0; n < p->batch; n++)
+        for (g = 0; g < p->group; g++) {
+            const uint8_t *xs = (const uint8_t *)x + (n * p->in_c + g) * plane_in;
+            int32_t kk;
+            for (ih = 0; ih < p->in_h; ih++) {   /* input row ih = 2 r + a - 1 */
+                int32_t a = (ih + 1) & 1, r = (ih + 1) >> 1;
+                if (r > oh_n)
+                    break;
+                dw3s2_row(xs + (int64_t)ih * p->in_w, p->in_w, ch, u8in,
+                          ph + (2 * a + 1) * pl + (int64_t)r * sr,
+                          ph + (2 * a) * pl + (int64_t)r * sr);
+            }
+            for (kk = 0; kk < kg; kk++) {
+                int32_t k = g * kg + kk;
+                const int8_t *w = p->w + (size_t)k * (size_t)p->kpad;
+                uint8_t *yk = (uint8_t *)y + (n * p->out_ctotal + p->out_coff + k) * opix;
+                DW_W9Z(w);
+                const __m512 bv = _mm512_set1_ps((float)(p->bias ? p->bias[k] : 0));
+                /* tap (i, j) reads plane (i & 1, j & 1) at (i / 2) S + j / 2 */
+                const float *p00 = ph, *p01 = ph + pl, *p10 = ph + 2 * pl, *p11 = ph + 3 * pl;
+                int64_t at = 0;
+                RqFZ vz;
+                rqfz_channel(p, k, &vz);
+                for (v = 0; v < nv; v++) {
+                    const int32_t o = 16 * v;
+                    __m512 s0, s1, s2;
+                    __m512i q;
+                    __m128i o8;
+                    s0 = _mm512_fmadd_ps(_mm512_loadu_ps(p00 + o), w00, bv);            /* 0,0 */
+                    s0 = _mm512_fmadd_ps(_mm512_loadu_ps(p01 + o), w01, s0);            /* 0,1 */
+                    s0 = _mm512_fmadd_ps(_mm512_loadu_ps(p00 + o + 1), w02, s0);        /* 0,2 */
+                    s1 = _mm512_mul_ps(_mm512_loadu_ps(p10 + o), w10);                  /* 1,0 */
+                    s1 = _mm512_fmadd_ps(_mm512_loadu_ps(p11 + o), w11, s1);            /* 1,1 */
+                    s1 = _mm512_fmadd_ps(_mm512_loadu_ps(p10 + o + 1), w12, s1);        /* 1,2 */
+                    s2 = _mm512_mul_ps(_mm512_loadu_ps(p00 + o + sr), w20);             /* 2,0 */
+                    s2 = _mm512_fmadd_ps(_mm512_loadu_ps(p01 + o + sr), w21, s2);       /* 2,1 */
+                    s2 = _mm512_fmadd_ps(_mm512_loadu_ps(p00 + o + sr + 1), w22, s2);   /* 2,2 */
+                    q = rqf16(_mm512_add_ps(_mm512_add_ps(s0, s1), s2), &vz);
+                    q = _mm512_maskz_compress_epi32(mv[v], q);
+                    l = __builtin_popcount(mv[v]);
+                    o8 = narrow16(q, u8out);
+                    if (at + 16 <= opix) {   /* bytes past l: overwritten by the next vector */
+                        _mm_storeu_si128((__m128i *)(void *)(yk + at), o8);
+                    } else {
+                        uint8_t tb[16];
+                        _mm_storeu_si128((__m128i *)(void *)tb, o8);
+                        memcpy(yk + at, tb, (size_t)l);
+                    }
+                    at += l;
+                }
+            }
+        }
+}
+#undef DW_W9Z
+#endif
+
+/* One input channel per group (any multiplier), float planes: whole output rows into
+ * buf, as many as it holds, then stored (rows wider than buf go in pieces).  z: the
+ * AVX-512 row kernels for 3x3 (the CPU has them: the AVX-512 VNNI family was chosen). */
+T_AVX2F void oqcik_conv_dwf__avx2(const OqciConv *p, const void *x, void *y, void *scratch,
+                                  int z) {
+    DwGeo d;
+    float *plane = (float *)(void *)align_up(scratch), wf[DW_MAX_TAPS];
+    int64_t off[DW_MAX_TAPS], n, plane_in = (int64_t)p->in_h * p->in_w;
+    int64_t pix = (int64_t)p->out_h * p->out_w, bstride;
+    int32_t kg = p->out_c / p->group, g, i, j, t;
+    int32_t wr = (int32_t)round_up(p->out_w, 8);
+    int32_t buf[DW_BUF + TILE_NR];   /* + TILE_NR: whole vectors past the last row */
+    int32_t rows = wr <= DW_BUF ? (DW_BUF - wr) / p->out_w + 1 : 0;
+    void (*rowk)(const float *, const int64_t *, const float *, int32_t, float, int32_t,
+                 const RqV *, int, int32_t *);
+    void (*fourk)(const float *, int64_t, const int64_t *, const float *, float, int32_t,
+                  const RqV *, int, int32_t *, int32_t) = q8dw_4x8x9f__avx2;
+    int four = p->k_h == 3 && p->k_w == 3 && p->s_h == 1 && p->d_h == 1;
+    int64_t colo[3];
+    DwfSpan span;
+    const uint8_t *xend = (const uint8_t *)x + (int64_t)p->batch * p->in_c * plane_in;
+    if (four && rows > 4)   /* whole blocks of the 4-row kernel (buf is not refilled less) */
+        rows -= rows % 4;
+    dw_geo(p, &d);
+    dwf_span_make(p, &span);
+    rowk = d.taps == 9 ? q8dw_16x9f__avx2 : q8dw_16xNf__avx2;
+#if HAVE_DWZ
+    if (z && d.taps == 9) {
+        rowk = q8dw_16x9f__avx512vnni;
+        fourk = q8dw_4x16x9f__avx512vnni;
+    }
+#else
+    (void)z;
+#endif
+    for (j = 0; j < 3; j++)
+        colo[j] = dw_tap_off(p, &d, 0, j);
+    memset(plane, 0, (size_t)d.phases * (size_t)d.rows * (size_t)d.width * sizeof(float));
+    bstride = (int64_t)p->s_h * d.width;
+    for (i = 0; i < p->k_h; i++)
+        for (j = 0; j < p->k_w; j++)
+            off[i * p->k_w + j] = dw_tap_off(p, &d, i, j);
+    for (n = 0; n < p->batch; n++)
+        for (g = 0; g < p->group; g++) {
+            int32_t kk;
+            dwf_fill(p, &d, &span, (const uint8_t *)x + (n * p->in_c + g) * plane_in, xend, plane);
+            for (kk = 0; kk < kg; kk++) {
+                int32_t k = g * kg + kk, oh, ow;
+                const int8_t *w = p->w + (size_t)k * (size_t)p->kpad;
+                uint8_t *yk = (uint8_t *)y + (n * p->out_ctotal + p->out_coff + k) * pix;
+                int64_t bias = p->bias ? p->bias[k] : 0;
+                RqV v;
+                int fused;
+                rqv_make(p, k, 0, 0, &v);
+                fused = !v.fixed && dw_bias_fits(bias, d.taps);
+                for (t = 0; t + 8 <= d.taps; t += 8)
+                    _mm256_storeu_ps(wf + t, cvt8f(_mm_loadl_epi64((const __m128i *)(const void *)(w + t)), 0));
+                for (; t < d.taps; t++)
+                    wf[t] = (float)w[t];
+                /* (4 to 8 wide: row r's 8-byte store ends inside rows r + 1 .. 3, or
+                 * inside the next block's rows, never past the plane) */
+                if (four && fused && p->out_h >= 4 && p->out_w >= 4 && p->out_w <= 8) {
+                    q8dw_plane4x9f__avx2(p, plane, d.width, colo, wf, (float)bias, &v, yk);
+                    continue;
+                }
+                if (rows) {
+                    for (oh = 0; oh < p->out_h; oh += rows) {
+                        int32_t nr = p->out_h - oh < rows ? p->out_h - oh : rows, r = 0;
+                        /* rows are written in order: each row's sums past out_w are
+                         * overwritten by the next row's (the 4-row kernel goes from the
+                         * last columns to the first) */
+                        if (four)
+                            for (; r + 4 <= nr; r += 4)
+                                fourk(plane + (oh + r) * bstride, d.width, colo, wf,
+                                      fused ? (float)bias : 0.0f, p->out_w, &v, fused,
+                                      buf + r * p->out_w, p->out_w);
+                        for (; r < nr; r++)
+                            rowk(plane + (oh + r) * bstride, off, wf, d.taps,
+                                 fused ? (float)bias : 0.0f, wr, &v, fused, buf + r * p->out_w);
+                        if (fused)
+                            dw_pack_store(p, buf, nr * p->out_w, yk + (int64_t)oh * p->out_w);
+                        else
+                            dw_store__avx2(p, buf, nr * p->out_w, k, yk + (int64_t)oh * p->out_w);
+                    }
+                    continue;
+                }
+                for (oh = 0; oh < p->out_h; oh++)
+                    for (ow = 0; ow < p->out_w; ow += DW_BUF) {
+                        int32_t len = p->out_w - ow < DW_BUF ? p->out_w - ow : DW_BUF;
+                        uint8_t *dst = yk + (int64_t)oh * p->out_w + ow;
+                        rowk(plane + oh * bstride + ow, off, wf, d.taps,
+                             fused ? (float)bias : 0.0f, (int32_t)round_up(len, 8), &v, fused,
+                             buf);
+                        if (fused)
+                            dw_pack_store(p, buf, len, dst);
+                        else
+                            dw_store__avx2(p, buf, len, k, dst);
+                    }
+            }
+        }
+}
+
+#if HAVE_AMX && !defined(OQCI_NO_FLOAT)
+/* ---- oqcik_conv_dw3q__avx512vbmi: 3x3 depthwise at stride 1 or 2 on bytes (AMX family) ----
+ * Each input channel is copied once into a zero-padded byte plane (dw3q_geo; s8 inputs
+ * as x + 128 with padding 128, and -128 sum w joins the bias: the sums are those of
+ * u8 x s8 pairs, exact).  Output row oh, columns ow .. ow + 15: per kernel row i one
+ * 64-byte load of plane row oh s + i at column ow s, vpermb (AVX-512 VBMI, which every
+ * AMX CPU has) gathers lane l's quad (columns (ow + l) s + j, j = 0 .. 2, and a zero),
+ * and vpdpbusd adds its dot product with (w[i][0], w[i][1], w[i][2], 0): 3 loads, 3
+ * vpermb and 3 vpdpbusd per 16 outputs instead of the float planes' 9 loads and 9 FMAs,
+ * on a plane a quarter of their size.  Two output rows share the vpermb of the rows
+ * they both read at stride 1 (4 input rows for 2 output rows).  The sums start from
+ * bias + correction; the fused float requantization (rq16, as the GEMM's) on int32 sums
+ * below 2^24 (dw3_all_fused) gives oqci_requant's bits.  The plane's padding is written
+ * once per call, each channel its interior rows. */
+
+/* (Rows narrower than 12 outputs leave most of each 16-lane vector idle: the flat float
+ * kernels, which run a small plane as one array, are faster there.) */
+int oqcik_dw3q_ok(const OqciConv *p) {
+    int32_t bs, rows;
+    return p->out_w >= 12 && dw3q_geo(p, &bs, &rows) > 0 && dw3_all_fused(p);
+}
+
+T_VBMI void oqcik_conv_dw3q__avx512vbmi(const OqciConv *p, const void *x, void *y,
+                                        void *scratch) {
+    int32_t bs = 0, rows = 0, r, v, s = p->s_w, kg = p->out_c / p->group;
+    const int64_t hw = (int64_t)p->in_h * p->in_w, opix = (int64_t)p->out_h * p->out_w;
+    const int u8in = p->in_type == OQCI_U8, u8out = p->out_type == OQCI_U8;
+    const int32_t nvec = (p->out_w + 15) / 16, tail = p->out_w - 16 * (nvec - 1);
+    const __mmask16 tmask = (__mmask16)((1u << tail) - 1);
+    const __mmask64 qm = (__mmask64)0x7777777777777777ull, inm = ((__mmask64)1 << (p->in_w % 64)) - 1;
+    const __m512i flip = _mm512_set1_epi8(u8in ? 0 : (char)0x80);
+    uint8_t *b = align_up(scratch);
+    uint8_t idxb[64];
+    __m512i idx;
+    int64_t n;
+    int32_t g;
+    dw3q_geo(p, &bs, &rows);
+    for (v = 0; v < 64; v++)   /* lane l = v / 4, byte j = v % 4: column l s + j */
+        idxb[v] = (uint8_t)(v % 4 < 3 ? (v / 4) * s + v % 4 : 0);
+    idx = _mm512_loadu_si512((const void *)idxb);
+    memset(b, u8in ? 0 : 0x80, (size_t)bs * (size_t)rows);   /* the padding, once */
+    for (n = 0; n < p->batch; n++)
+        for (g = 0; g < p->group; g++) {
+            const uint8_t *xs = (const uint8_t *)x + (n * p->in_c + g) * hw;
+            int32_t kk;
+            for (r = 0; r < p->in_h; r++) {   /* the interior rows (x ^ 0x80 for s8) */
+                const uint8_t *src = xs + (int64_t)r * p->in_w;
+                uint8_t *dst = b + (int64_t)(r + p->p_t) * bs + p->p_l;
+                int32_t c = 0;
+                for (; c + 64 <= p->in_w; c += 64)
+                    _mm512_storeu_si512((void *)(dst + c),
+                                        _mm512_xor_si512(_mm512_loadu_si512((const void *)(src + c)), flip));
+                if (c < p->in_w)
+                    _mm512_mask_storeu_epi8(dst + c, inm,
+                                            _mm512_xor_si512(_mm512_maskz_loadu_epi8(inm, src + c), flip));
+            }
+            for (kk = 0; kk < kg; kk++) {
+                int32_t k = g * kg + kk, oh, i;
+                const int8_t *w = p->w + (size_t)k * (size_t)p->kpad;
+                uint8_t *yk = (uint8_t *)y + (n * p->out_ctotal + p->out_coff + k) * opix;
+                __m512i wq[3], addv;
+                RqFZ z;
+                int64_t add = p->bias ? p->bias[k] : 0, sw = 0;
+                for (i = 0; i < 3; i++) {
+                    wq[i] = _mm512_set1_epi32((int32_t)((uint32_t)(uint8_t)w[3 * i] |
+                                                        (uint32_t)(uint8_t)w[3 * i + 1] << 8 |
+                                                        (uint32_t)(uint8_t)w[3 * i + 2] << 16));
+                    sw += w[3 * i] + w[3 * i + 1] + w[3 * i + 2];
+                }
+                addv = _mm512_set1_epi32((int32_t)(add - (u8in ? 0 : 128 * sw)));
+                rqfz_channel(p, k, &z);
+#define DWQ_ROW(rp, c) _mm512_maskz_permutexvar_epi8(qm, idx, _mm512_loadu_si512((const void *)((rp) + (c))))
+#define DWQ_STORE(dst, acc, last)                                                       \
+    {                                                                                   \
+        __m512i q_ = rqf16(_mm512_cvtepi32_ps(acc), &z);                                \
+        if (last)                                                                       \
+            _mm512_mask_storeu_epi8(dst, (__mmask64)tmask, _mm512_castsi128_si512(narrow16(q_, u8out))); \
+        else                                                                            \
+            _mm_storeu_si128((__m128i *)(void *)(dst), narrow16(q_, u8out));            \
+    }
+                for (oh = 0; oh < p->out_h; oh++) {
+                    const uint8_t *r0 = b + (int64_t)oh * s * bs;
+                    uint8_t *yo = yk + (int64_t)oh * p->out_w;
+                    if (s == 1 && oh + 1 < p->out_h) {   /* two output rows, four input rows */
+                        for (v = 0; v < nvec; v++) {
+                            int32_t c = 16 * v;
+                            __m512i q0 = DWQ_ROW(r0, c), q1 = DWQ_ROW(r0 + bs, c);
+                            __m512i q2 = DWQ_ROW(r0 + 2 * bs, c), q3 = DWQ_ROW(r0 + 3 * bs, c);
+                            __m512i a = _mm512_dpbusd_epi32(addv, q0, wq[0]);
+                            __m512i e = _mm512_dpbusd_epi32(addv, q1, wq[0]);
+                            a = _mm512_dpbusd_epi32(a, q1, wq[1]);
+                            e = _mm512_dpbusd_epi32(e, q2, wq[1]);
+                            a = _mm512_dpbusd_epi32(a, q2, wq[2]);
+                            e = _mm512_dpbusd_epi32(e, q3, wq[2]);
+                            DWQ_STORE(yo + c, a, v == nvec - 1)
+                            DWQ_STORE(yo + p->out_w + c, e, v == nvec - 1)
+                        }
+                        oh++;
+                        continue;
+                    }
+                    for (v = 0; v < nvec; v++) {
+                        int32_t c = 16 * v * s;
+                        __m512i a = _mm512_dpbusd_epi32(addv, DWQ_ROW(r0, c), wq[0]);
+                        a = _mm512_dpbusd_epi32(a, DWQ_ROW(r0 + bs, c), wq[1]);
+                        a = _mm512_dpbusd_epi32(a, DWQ_ROW(r0 + 2 * bs, c), wq[2]);
+                        DWQ_STORE(yo + 16 * v, a, v == nvec - 1)
+                    }
+                }
+#undef DWQ_STORE
+#undef DWQ_ROW
+            }
+        }
+}
+#endif
+
+#endif /* HAVE_AVX2 && !OQCI_NO_FLOAT */

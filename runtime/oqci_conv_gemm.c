@@ -1,0 +1,532 @@
+/* oqci_conv_gemm.c - the driver of the INT8 conv's SIMD families, in plain C: a GEMM over
+ * packed pixel panels (oqcik_conv_gemm) that packs the panels (from the input or from a
+ * band of its rows), runs a family's microkernel over them and its epilogue (Family,
+ * oqci_conv_int.h: each family's file brings its kernels, transposes and stores).
+ *
+ * SIMD families: a GEMM over packed pixel panels (oqcik_conv_gemm).  The weights stay in
+ * their oqci.h layout (out_c rows of kpad bytes, so nothing is repacked, at compile
+ * time or per call): a microkernel broadcasts four consecutive weight bytes of one
+ * channel (a "c4" quad, the DP4A unit) against vectors of pixels.  The pixels of a
+ * panel (NR output pixels, consecutive over image, row and column, so Gemm rows and
+ * small images fill whole panels) are unfolded into the scratch as
+ *     panel[q][px][0..3] = the four inputs of reduction quad q (k = 4q .. 4q+3) of px,
+ * one K block (blocks of equal size, each at most the panel bytes of KBLOCK reductions
+ * of the AVX2 int16 panel: 28 KB, so 512 reductions there and 1194 in a 24-pixel byte
+ * panel; AVX-512's 32-pixel panels take KBLOCK_Z = 1152, 36 KB, for the L1 of the CPUs
+ * that have it) at a time, so a block stays in L1 while every channel tile of the group
+ * runs over it.  A tile of MR
+ * channels x NR pixels is held in registers (acc[channel][pixel vector]: one output
+ * channel's pixels per vector, the NCHW order of y, so the requantization and the
+ * stores are vector operations).  With several K blocks the microkernel adds its tile
+ * to an int32 buffer of the group's channels (int64 above OQCI_KCHUNK).  Packing walks
+ * the kernel row by row: a row of the unfolded matrix is a pointer into x when its
+ * pixels' inputs lie inside one input row at stride 1, else a copy (the part inside
+ * gathered, zeros around it), and every four rows are transposed into one quad.  A
+ * 1x1 / stride 1 / unpadded conv is "flat": its panels are plain 4-channel transposes
+ * of the input planes, no im2col. */
+#include "oqci_conv_int.h"
+
+const char OQCIK_CFG(gemm) = 0;   /* (build consistency, see oqci_conv_int.h) */
+
+#if HAVE_SIMD
+
+/* ======================================================================================
+ * SIMD families: shared pieces (plain C).
+ * ==================================================================================== */
+
+/* Grid panels for this conv: grid_ok and a band. */
+static int use_grid(const OqciConv *p) {
+    int64_t rows, cols;
+    return grid_ok(p) && band_dims(p, &rows, &cols) != 0;
+}
+
+static void make_geo(const OqciConv *p, Geo *g) {
+    int flat = is_flat(p);
+    g->plane = (int64_t)p->in_h * p->in_w;
+    g->pix = (int64_t)p->out_h * p->out_w;
+    g->cg = p->in_c / p->group;
+    g->in_h = flat ? 1 : p->in_h;
+    g->in_w = flat ? (int32_t)g->plane : p->in_w;
+    g->out_w = flat ? (int32_t)g->pix : p->out_w;
+    g->grid = use_grid(p);
+    g->gcols = g->grid ? p->out_w + (p->k_w - 1) * p->d_w : g->out_w;
+    g->gpix = g->grid ? (int64_t)(p->out_h - 1) * g->gcols + p->out_w : g->pix;
+}
+
+/* Pixels of the panel at position P0 (n gpix + index): at most TILE_NR-wide nr, the
+ * positions left, and with grid panels those left in the image. */
+static int32_t panel_np(const Geo *g, int64_t P0, int64_t total, int32_t nr) {
+    int64_t left = total - P0;
+    if (g->grid && g->gpix - P0 % g->gpix < left)
+        left = g->gpix - P0 % g->gpix;
+    return left < nr ? (int32_t)left : nr;
+}
+
+/* Cuts the np positions starting at P0 (n * gpix + index) into runs of outputs (grid
+ * panels: skipping the dropped positions, so runs may leave gaps in the panel). */
+int oqcik_make_segs(const Geo *g, int64_t P0, int32_t np, Seg *s) {
+    int ns = 0;
+    int32_t off = 0, len;
+    int64_t n = P0 / g->gpix, q = P0 % g->gpix;
+    int32_t oh = (int32_t)(q / g->gcols), ow = (int32_t)(q % g->gcols);
+    while (off < np) {   /* (walking the rows: no division per run) */
+        if (q == g->gpix) {   /* the next image */
+            n++;
+            q = oh = ow = 0;
+        }
+        if (ow >= g->out_w) {   /* a grid row's dropped positions */
+            len = g->gcols - ow;
+            off += len;
+            q += len;
+            oh++;
+            ow = 0;
+            continue;
+        }
+        len = g->out_w - ow < np - off ? g->out_w - ow : np - off;
+        s[ns].n = n;
+        s[ns].oh = oh;
+        s[ns].ow = ow;
+        s[ns].len = len;
+        s[ns].off = off;
+        s[ns].pix0 = (int64_t)oh * g->out_w + ow;
+        ns++;
+        off += len;
+        q += len;
+        ow += len;
+        if (ow == g->gcols) {
+            oh++;
+            ow = 0;
+        }
+    }
+    return ns;
+}
+
+/* Packs reduction quads q0 .. q0 + nq - 1 of the pixels of segs (group g) into panel
+ * (nr pixels per quad, esize bytes per element).  The reduction index k walks the
+ * group's channels c, kernel rows i and columns j; each (c, i) row of the kernel is
+ * checked once against the input's rows and columns, then its k_w rows of the unfolded
+ * matrix are pointers into x (a run inside the input row, stride 1) or copies: the part
+ * inside the row gathered, zeros around it.  Every four rows make one quad (tr4). */
+static void pack_panel(const OqciConv *p, const Geo *ge, const uint8_t *x, int32_t g,
+                       const Seg *segs, int nseg, int32_t q0, int32_t nq, uint8_t *panel,
+                       int32_t nr, int esize, Tr4Fn tr4, GatherFn gather) {
+    int32_t taps = p->k_h * p->k_w;
+    int si;
+    for (si = 0; si < nseg; si++) {
+        const Seg *s = &segs[si];
+        const uint8_t *xg = x + (s->n * p->in_c + (int64_t)g * ge->cg) * ge->plane;
+        int32_t k = 4 * q0, kend = 4 * (q0 + nq), nrow = 0, q = 0;
+        int32_t c = k ? k / taps : 0, i = k ? k % taps / p->k_w : 0, j = k ? k % p->k_w : 0;
+        int64_t ih0 = (int64_t)s->oh * p->s_h - p->p_t;
+        int64_t iw0 = (int64_t)s->ow * p->s_w - p->p_l;
+        int64_t span = (int64_t)(s->len - 1) * p->s_w;
+        /* j = 0 .. k_w - 1 all inside the row (stride 1): plain pointers */
+        int inside = p->s_w == 1 && iw0 >= 0 && iw0 + (int64_t)(p->k_w - 1) * p->d_w + span <
+                                                  ge->in_w;
+        uint8_t tmp[4][TILE_NR];
+        const uint8_t *r[4];
+        while (k < kend) {
+            int64_t ih = ih0 + (int64_t)i * p->d_h;
+            const uint8_t *xr = xg + c * ge->plane + ih * ge->in_w;
+            int zero = k >= p->kdim || ih < 0 || ih >= ge->in_h;
+            for (; j < p->k_w && k < kend; j++, k++) {
+                if (zero || k >= p->kdim) {
+                    r[nrow] = zero_row;
+                } else if (inside) {
+                    r[nrow] = xr + iw0 + (int64_t)j * p->d_w;
+                } else {
+                    int64_t iw = iw0 + (int64_t)j * p->d_w;
+                    if (p->s_w == 1 && iw >= 0 && iw + span < ge->in_w) {
+                        r[nrow] = xr + iw;
+                    } else {   /* t in [t0, t1) inside the row */
+                        int64_t t0 = iw >= 0 ? 0 : p->s_w == 1 ? -iw : cdiv(-iw, p->s_w);
+                        int64_t t1 = iw >= ge->in_w ? 0
+                                     : p->s_w == 1 ? ge->in_w - iw
+                                                   : cdiv(ge->in_w - iw, p->s_w);
+                        uint8_t *d = tmp[nrow];
+                        t1 = t1 > s->len ? s->len : t1;
+                        t0 = t0 > t1 ? t1 : t0;
+                        memset(d, 0, (size_t)t0);
+                        if (t1 > t0)
+                            gather(xr + iw + t0 * p->s_w, 0, p->s_w, (int32_t)(t1 - t0),
+                                   d + t0, 0, 1);
+                        memset(d + t1, 0, (size_t)(s->len - t1));
+                        r[nrow] = d;
+                    }
+                }
+                if (++nrow == 4) {
+                    tr4(r[0], r[1], r[2], r[3], s->len,
+                        panel + ((size_t)q * nr + s->off) * 4 * esize);
+                    nrow = 0;
+                    q++;
+                }
+            }
+            j = 0;
+            if (++i == p->k_h) {
+                i = 0;
+                c++;
+            }
+        }
+    }
+}
+/* Byte of phase ph in a band row (phases before it hold cols / s_w or one more). */
+static int64_t band_phase(int64_t cols, int32_t s_w, int32_t ph) {
+    int64_t r = cols % s_w;
+    return ph * (cols / s_w) + (ph < r ? ph : r);
+}
+
+/* b's layout for p (band_dims gave rows and cols). */
+static void band_setup(const OqciConv *p, Band *b) {
+    int32_t j, t;
+    b->nph = 0;
+    for (j = 0; j < p->k_w; j++) {
+        int64_t u = (int64_t)j * p->d_w;
+        int32_t ph = (int32_t)(u % p->s_w);
+        b->tap[j] = (int32_t)(band_phase(b->cols, p->s_w, ph) + u / p->s_w);
+        for (t = 0; t < b->nph && b->ph[t] != ph; t++)
+            ;
+        if (t == b->nph) {   /* element e is band column ph + e s_w, input column - p_l */
+            int64_t n = band_phase(b->cols, p->s_w, ph + 1) - band_phase(b->cols, p->s_w, ph);
+            int64_t e0 = cdiv((int64_t)p->p_l - ph, p->s_w);
+            int64_t e1 = cdiv((int64_t)p->in_w + p->p_l - ph, p->s_w);
+            e0 = e0 < 0 ? 0 : e0 > n ? n : e0;
+            e1 = e1 < e0 ? e0 : e1 > n ? n : e1;
+            b->ph[t] = ph;
+            b->at[t] = (int32_t)band_phase(b->cols, p->s_w, ph);
+            b->len[t] = (int32_t)n;
+            b->e0[t] = (int32_t)e0;
+            b->e1[t] = (int32_t)e1;
+            b->src[t] = (int32_t)(e0 * p->s_w + ph - p->p_l);
+            b->nph++;
+        }
+    }
+    {   /* k = (c, i, j): channel c's band row i d_h, tap j */
+        int32_t k = 0, c, i;
+        for (c = 0; k < p->kdim; c++)
+            for (i = 0; i < p->k_h; i++)
+                for (j = 0; j < p->k_w; j++, k++)
+                    b->koff[k] = (int32_t)((c * b->rows + (int64_t)i * p->d_h) * b->cols) +
+                                 b->tap[j];
+    }
+}
+
+/* Fills the band for input rows r0 .. r0 + rows - 1 of the group's channels (xg: the
+ * image's first channel of the group): channel c, row r at buf + (c * rows + r - r0) *
+ * cols, input column iw at band column p_l + iw (in its phase), zeros outside the
+ * input.  The padding columns are zero from oqcik_conv_gemm's clearing of the band and are
+ * never written: only rows outside the input (zeroed whole) and the input's part of the
+ * others are.  Rows no kernel row reads (k_h d_h below s_h: 1x1 / 2) are skipped (r0 is
+ * an output row's first input row, so band row r is read iff r = i d_h mod s_h).  One
+ * gather call copies one phase of a channel's rows of one class (step s_h when sparse):
+ * 1x1/2 from 64x56x56 made 1792 calls of 28 bytes per band, now 64 (+10% on the layer,
+ * with gather__avx512vbmi +9% more). */
+static void fill_band(const OqciConv *p, const Geo *ge, const Band *b, const uint8_t *xg,
+                      int64_t r0, GatherFn gather) {
+    int64_t c, r;
+    int32_t t, i;
+    int sparse = (int64_t)(p->k_h - 1) * p->d_h + 1 < p->s_h;
+    /* the rows read: all (step 1), or when sparse the classes r = i d_h mod s_h */
+    int32_t nclass = sparse ? p->k_h : 1, step = sparse ? p->s_h : 1;
+    for (i = 0; i < nclass; i++) {
+        int64_t rho = (int64_t)i * p->d_h % step;
+        /* the class's rows inside the input: lo, lo + step, ... (n of them) */
+        int64_t lo = -r0 > rho ? rho + cdiv(-r0 - rho, step) * step : rho;
+        int64_t hi = p->in_h - r0 < b->rows ? p->in_h - r0 : b->rows;
+        int64_t n = hi > lo ? cdiv(hi - lo, step) : 0;
+        for (r = rho; r < b->rows; r += step)
+            if (r < lo || r >= lo + n * step)
+                for (c = 0; c < ge->cg; c++)
+                    memset(b->buf + (c * b->rows + r) * b->cols, 0, (size_t)b->cols);
+        if (n == 0)
+            continue;
+        /* channel by channel, each one's rows in input order (the hardware prefetcher
+         * follows one plane; rows outer would jump between cg planes per row) */
+        for (c = 0; c < ge->cg; c++)
+            for (t = 0; t < b->nph; t++)
+                if (b->e1[t] > b->e0[t])
+                    gather(xg + c * ge->plane + (r0 + lo) * p->in_w + b->src[t],
+                           (int64_t)step * p->in_w, p->s_w, b->e1[t] - b->e0[t],
+                           b->buf + (c * b->rows + lo) * b->cols + b->at[t] + b->e0[t],
+                           (int64_t)step * b->cols, (int32_t)n);
+    }
+}
+static void pack_band(const OqciConv *p, const Band *b, int64_t r0, const Seg *segs,
+                      int nseg, int32_t q0, int32_t nq, uint8_t *panel, int32_t nr, int esize,
+                      Tr4Fn tr4) {
+    pack_band_body(p, b, r0, segs, nseg, q0, nq, panel, nr, esize, tr4);
+}
+
+/* Zeroes panel columns np .. nr - 1 of nq quads (a last, partial panel). */
+static void pack_tail(uint8_t *panel, int32_t nq, int32_t np, int32_t nr, int esize) {
+    int32_t q;
+    if (np >= nr)
+        return;
+    for (q = 0; q < nq; q++)
+        memset(panel + ((size_t)q * nr + np) * 4 * esize, 0, (size_t)(nr - np) * 4 * esize);
+}
+
+/* Channel k's output bytes q (one per panel column) stored through the panel's runs. */
+void oqcik_store_runs(const OqciConv *p, const uint8_t *q, int32_t k, const Seg *segs,
+                      int nseg, void *y) {
+    int64_t pix = (int64_t)p->out_h * p->out_w;
+    int si;
+    for (si = 0; si < nseg; si++) {
+        const Seg *s = &segs[si];
+        uint8_t *dst = (uint8_t *)y + (s->n * p->out_ctotal + p->out_coff + k) * pix + s->pix0;
+        const uint8_t *src = q + s->off;
+        int32_t e = 0;
+        if (s->len == 28)   /* whole AVX2 panels: fixed-size copies, inlined */
+            memcpy(dst, src, 28);
+        else if (s->len == 24)
+            memcpy(dst, src, 24);
+        else {   /* (short runs: inlined 8-byte copies, no call) */
+            for (; e + 8 <= s->len; e += 8)
+                memcpy(dst + e, src + e, 8);
+            for (; e < s->len; e++)
+                dst[e] = src[e];
+        }
+    }
+}
+
+/* 1x1, column stride 2, no padding: every output reads input column 2 ow of row oh s_h,
+ * inside the input (Family.pack_s2). */
+static int s2_direct(const OqciConv *p) {
+    return p->k_h == 1 && p->k_w == 1 && p->s_w == 2 && !p->p_t && !p->p_l &&
+           2 * (int64_t)(p->out_w - 1) < p->in_w && (int64_t)(p->out_h - 1) * p->s_h < p->in_h;
+}
+
+/* The exact correction of channel k's sums for flipped inputs: -128 sum w for s8 inputs
+ * packed as x + 128 (VNNI), +128 sum w for u8 inputs packed as x - 128 (sdot).  (Once
+ * per call and channel: a pass over the weights, vectorized on x86, where every family
+ * has AVX2.) */
+static int64_t weight_corr(const OqciConv *p, int32_t k) {
+    const int8_t *w = p->w + (size_t)k * (size_t)p->kpad;
+    int64_t s = 0;
+#if HAVE_AVX2
+    s = oqcik_wsum__avx2(w, p->kpad);
+#else
+    int32_t t;
+    for (t = 0; t < p->kpad; t++)
+        s += w[t];
+#endif
+    return p->in_type == OQCI_S8 ? -128 * s : 128 * s;
+}
+
+/* The fused epilogue of channels k .. k + nk - 1 of a panel (constants pre[k ..]): the
+ * sums over nq quads of the panel (weight rows w) plus, when t, the sums so far in t,
+ * requantized (f->ukr_rq_acc, else f->ukr_rq) and stored.  A whole panel in one image
+ * goes straight to y (its outputs are consecutive in y's planes, whatever rows its runs
+ * start), any other through a buffer and oqcik_store_runs. */
+void oqcik_fused_rq(const OqciConv *p, const Family *f, int32_t nq, const uint8_t *panel,
+                    const int8_t *const *w, const int32_t *t, int32_t k, int32_t nk,
+                    const RqPre *pre, const Seg *segs, int nseg, int32_t np, void *y) {
+    uint8_t q[TILE_MR * TILE_NR], *out = q;
+    int64_t ostride = TILE_NR, pix = (int64_t)p->out_h * p->out_w;
+    const Seg *l = &segs[nseg - 1];   /* (and no dropped positions: grid panels) */
+    int direct = np == f->nr && segs[0].n == l->n && segs[0].off == 0 && l->off + l->len == np &&
+                 l->pix0 - segs[0].pix0 == l->off;
+    int32_t r;
+    if (direct) {
+        out = (uint8_t *)y + (segs[0].n * p->out_ctotal + p->out_coff + k) * pix + segs[0].pix0;
+        ostride = pix;
+    }
+    if (t)
+        f->ukr_rq_acc(nq, panel, w, t, p, nk, pre + k, out, ostride, np);
+    else
+        f->ukr_rq(nq, panel, w, p, nk, pre + k, out, ostride, np);
+    for (r = 0; !direct && r < nk; r++)
+        (f->runs ? f->runs : oqcik_store_runs)(p, q + r * TILE_NR, k + r, segs, nseg, y);
+}
+
+void oqcik_conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
+                     void *scratch) {
+    Geo ge;
+    size_t panel_bytes, cbuf_bytes, band_bytes;
+    uint8_t *panel = align_up(scratch);
+    Band band;
+    int64_t band_n = -1, band_r0 = 0, band_r1 = 0, band_g = -1;
+    int32_t *c32;
+    int64_t *c64;
+    int32_t *corr = NULL;
+    RqPre *pre = NULL;
+    const int8_t **wtab;
+    uint8_t *work;
+    int32_t kg = p->out_c / p->group, nq = p->kpad / 4, g, k;
+    int32_t nblk = (nq + f->kbq - 1) / f->kbq, bsize;
+    int deep = p->kpad > OQCI_KCHUNK, fused = 0, flat = 0;
+    int64_t total, P0;
+    int32_t tile[TILE_MR * TILE_NR];
+    uint8_t *bpanel[AMX_BATCH_MAX];   /* f->tiles: the batch's panels, */
+    int64_t bP0[AMX_BATCH_MAX];       /* their first positions */
+    int32_t bnp[AMX_BATCH_MAX], np;   /* and pixels */
+    int nbatch = 1, nb = 0;
+    Tr4Fn tr4 = f->tr4[p->in_type == OQCI_U8];
+    BandPackFn band_pack = f->band_pack[p->in_type == OQCI_U8];
+    make_geo(p, &ge);
+    gemm_scratch(p, HAVE_AMX, &panel_bytes, &cbuf_bytes, &band_bytes);
+    c32 = (int32_t *)(void *)(panel + panel_bytes);
+    c64 = (int64_t *)(void *)c32;
+    band.buf = panel + panel_bytes + cbuf_bytes;
+    if (band_bytes) {
+        size_t bb = band_dims(p, &band.rows, &band.cols);
+        band.koff = (int32_t *)(void *)(band.buf + bb);
+        band.data = band.buf;
+        if (bb) {
+            band_setup(p, &band);
+            memset(band.buf, 0, bb);   /* the padding columns, once (see fill_band) */
+        } else {   /* flat: element k is input channel k's plane */
+            flat = 1;
+            band.rows = 1;
+            band.cols = ge.plane;
+            for (k = 0; k < p->kdim; k++)
+                band.koff[k] = (int32_t)(k * ge.plane);
+        }
+    }
+    if (p->in_type == f->flip) {   /* modulo 2^32 (exact, see bias_may_overflow) */
+        corr = (int32_t *)(void *)(panel + panel_bytes + cbuf_bytes + band_bytes);
+        for (k = 0; k < p->out_c; k++)
+            corr[k] = (int32_t)(uint32_t)(uint64_t)weight_corr(p, k);
+    }
+    /* the epilogue in the microkernel: float requantization, no bias whose addition
+     * may overflow (bias_may_overflow: checked here for all channels), and one block or
+     * (ukr_rq_acc) the last of several whose int32 sums are exact */
+    if (f->ukr_rq && (nblk == 1 || (f->ukr_rq_acc && !deep)) &&
+        p->rq.mode == OQCI_REQ_FLOAT) {
+        fused = 1;
+        for (k = 0; k < p->out_c && fused; k++)
+            fused = !bias_may_overflow(p, p->bias ? p->bias[k] : 0);
+    }
+    if (fused) {
+        pre = (RqPre *)(void *)(panel + panel_bytes + cbuf_bytes + band_bytes +
+                                (size_t)p->out_c * 4);
+        for (k = 0; k < p->out_c; k++) {
+            pre[k].add = (int32_t)((uint32_t)(corr ? corr[k] : 0) +
+                                   (uint32_t)(p->bias ? p->bias[k] : 0));
+            pre[k].m2 = rq_mult2(p->rq.mult[p->rq.per_index ? k : 0]);
+        }
+    }
+    /* row k of the group's weights at the block's first quad, rows past kg repeating
+     * the last (a tile's rows past nk): built per group, or per block with several */
+    wtab = gemm_wtab(p, scratch, panel_bytes, cbuf_bytes, band_bytes);
+    work = f->tiles ? align_up((void *)(wtab + kg + TILE_MR)) : NULL;   /* (amx_work) */
+    if (f->tiles) {   /* the batch's panels: oqcik_conv_gemm's, then those in amx_work's region */
+        size_t apb = amx_panel_bytes(p);
+        nbatch = amx_batch(p);
+        for (k = 0; k < nbatch; k++)
+            bpanel[k] = k ? work + AMX_PANELS_OFF + (size_t)(k - 1) * apb : panel;
+    }
+    bsize = (nq + nblk - 1) / nblk;   /* balanced blocks */
+    total = (int64_t)p->batch * ge.gpix;
+    for (g = 0; g < p->group; g++)
+        for (P0 = 0; P0 < total; P0 += np) {
+            Seg segs[TILE_NR], gseg, *ps = segs;
+            int32_t q0, kk;
+            int nseg, npk;
+            np = panel_np(&ge, P0, total, f->nr);
+            nseg = oqcik_make_segs(&ge, P0, np, segs);
+            npk = nseg;
+            /* the band: the input rows of the panel (one image), kept while they serve */
+            int s2 = f->pack_s2 && s2_direct(p);   /* (no band: packed from x) */
+            int use_band = band_bytes && !s2 && segs[0].n == segs[nseg - 1].n;
+            if (use_band && flat)
+                band.data = (const uint8_t *)x +
+                            (segs[0].n * p->in_c + (int64_t)g * ge.cg) * ge.plane;
+            int64_t r0 = (int64_t)segs[0].oh * p->s_h - p->p_t;
+            int64_t r1 = (int64_t)segs[nseg - 1].oh * p->s_h - p->p_t +
+                         (int64_t)(p->k_h - 1) * p->d_h + 1;
+            if (ge.grid) {   /* packed as one run of np positions (from row oh, column ow) */
+                int64_t q = P0 % ge.gpix;
+                gseg = segs[0];
+                gseg.oh = (int32_t)(q / ge.gcols);
+                gseg.ow = (int32_t)(q % ge.gcols);
+                gseg.len = np;
+                gseg.off = 0;
+                ps = &gseg;
+                npk = 1;
+                r0 = (int64_t)gseg.oh - p->p_t;
+                r1 = (q + np - 1) / ge.gcols - p->p_t + (int64_t)(p->k_h - 1) * p->d_h + 1;
+            }
+            if (use_band && !flat &&
+                (segs[0].n != band_n || g != band_g || r0 < band_r0 || r1 > band_r1)) {
+                /* every row the band holds from r0 (rows past the input are zeros) */
+                fill_band(p, &ge, &band,
+                          (const uint8_t *)x + (segs[0].n * p->in_c + (int64_t)g * ge.cg) * ge.plane,
+                          r0, f->gather);
+                band_n = segs[0].n;
+                band_g = g;
+                band_r0 = r0;
+                band_r1 = r0 + band.rows;
+            }
+            for (q0 = 0; q0 < nq; q0 += bsize) {
+                int32_t bq = nq - q0 < bsize ? nq - q0 : bsize;
+                if (nblk > 1 || P0 == 0)
+                    for (k = 0; k < kg + TILE_MR; k++)   /* (any tile's mr rows) */
+                        wtab[k] = p->w +
+                                  (size_t)(g * kg + (k < kg ? k : kg - 1)) * (size_t)p->kpad +
+                                  (size_t)q0 * 4;
+                uint8_t *pd = f->tiles ? bpanel[nb] : panel;
+                if (s2)
+                    f->pack_s2(p, &ge, (const uint8_t *)x, g, segs, nseg, q0, bq, pd);
+                else if (use_band && band_pack)
+                    band_pack(p, &band, band_r0, ps, npk, q0, bq, pd);
+                else if (use_band)
+                    pack_band(p, &band, band_r0, ps, npk, q0, bq, pd, f->nr, f->esize,
+                              tr4);
+                else
+                    pack_panel(p, &ge, (const uint8_t *)x, g, segs, nseg, q0, bq, pd, f->nr,
+                               f->esize, tr4, f->gather);
+                pack_tail(pd, bq, np, f->nr, f->esize);
+                if (f->tiles) {   /* (one block) the batch, when full or at the group's end */
+                    bP0[nb] = P0;
+                    bnp[nb++] = np;
+                    if (nb == nbatch || P0 + np >= total) {
+                        f->tiles(p, f, &ge, bpanel, bP0, bnp, nb, bq, g, fused ? pre : NULL,
+                                 work, y);
+                        nb = 0;
+                    }
+                    continue;
+                }
+                for (kk = 0; kk < kg; kk += f->mr) {
+                    const int8_t *const *w = wtab + kk;
+                    int32_t nk = kg - kk < f->mr ? kg - kk : f->mr, r, e;
+                    if (fused && q0 + bq >= nq) {   /* (the last block's sums so far in c32) */
+                        oqcik_fused_rq(p, f, bq, panel, w, nblk > 1 ? c32 + (size_t)kk * TILE_NR : NULL,
+                                 g * kg + kk, nk, pre, segs, nseg, np, y);
+                    } else if (nblk == 1) {
+                        f->ukr(bq, panel, w, tile, 0, np, nk);
+                        f->store(p, tile, TILE_NR, g * kg + kk, nk, corr ? corr + g * kg + kk : NULL,
+                                 0, segs, nseg, y);
+                    } else if (!deep) {   /* exact: the whole sum fits int32 */
+                        f->ukr(bq, panel, w, c32 + (size_t)kk * TILE_NR, q0 > 0, np, nk);
+                    } else {
+                        f->ukr(bq, panel, w, tile, 0, np, nk);
+                        for (r = 0; r < nk; r++)
+                            for (e = 0; e < np; e++) {
+                                size_t ci = (size_t)(kk + r) * TILE_NR + e;
+                                c64[ci] = (q0 ? c64[ci] : 0) + tile[r * TILE_NR + e];
+                            }
+                    }
+                }
+            }
+            if (nblk == 1 || fused)
+                continue;
+            for (kk = 0; kk < kg; kk += TILE_MR) {
+                int32_t nk = kg - kk < TILE_MR ? kg - kk : TILE_MR, r, e;
+                int32_t k0 = g * kg + kk;
+                if (!deep) {
+                    f->store(p, c32 + (size_t)kk * TILE_NR, TILE_NR, k0, nk,
+                             corr ? corr + k0 : NULL, 0, segs, nseg, y);
+                    continue;
+                }
+                for (r = 0; r < nk; r++) {   /* correction and bias added here, in int64 */
+                    int64_t cr = corr ? weight_corr(p, k0 + r) : 0;
+                    int64_t b = p->bias ? p->bias[k0 + r] : 0;
+                    for (e = 0; e < np; e++)
+                        tile[r * TILE_NR + e] = sat32(c64[(size_t)(kk + r) * TILE_NR + e] + cr + b);
+                }
+                f->store(p, tile, TILE_NR, k0, nk, NULL, 1, segs, nseg, y);
+            }
+        }
+}
+
+#endif /* HAVE_SIMD */

@@ -1,0 +1,714 @@
+/* oqci_conv_int.h - internal header of the INT8 conv library (not API: that is oqci.h).
+ * The library is one file per kernel family (oqci_conv.c has the overview); this header
+ * holds what several of them need: which families the build has and their target
+ * attributes, the sizes, the scratch layout (worked out here once, so that
+ * oqci_conv_scratch and the kernels that use the scratch cannot disagree), the SIMD
+ * GEMM's types (Seg, Geo, Band, RqPre, Family and the function types of its members),
+ * small helpers (static inline: each file that uses one gets its copy, and the
+ * always_inline ones are inlined as they were when the library was one file), and at the
+ * end what each file exports to the others, all with the prefix oqcik_:
+ *   oqci_conv.c          oqcik_im2col
+ *   oqci_conv_gemm.c     oqcik_conv_gemm, oqcik_make_segs, oqcik_fused_rq, oqcik_store_runs
+ *   oqci_conv_avx2.c     oqcik_family_avx2, oqcik_family_avx2n, oqcik_conv_gemv_avx2 and
+ *                        the pieces the other x86 families reuse: oqcik_tr4_u8_s8__avx2,
+ *                        oqcik_tr4_u8_u8__avx2, oqcik_gather__avx2, oqcik_store_tile__avx2,
+ *                        oqcik_wsum__avx2
+ *   oqci_conv_dwx86.c    oqcik_conv_dwf__avx2, oqcik_conv_dw3flat__avx512vnni,
+ *                        oqcik_conv_dw3s2flat__avx512vnni, oqcik_conv_dw3q__avx512vbmi and
+ *                        their conditions oqcik_dw3flat_ok, oqcik_dw3s2flat_ok, oqcik_dw3q_ok
+ *   oqci_conv_avx512.c   oqcik_family_avx512vnni, oqcik_family_avxvnni, oqcik_conv_amx,
+ *                        oqcik_amx_permit
+ *   oqci_conv_neon.c     oqcik_family_neondot, oqcik_conv_dw__neondot
+ * and each conv file but oqci_conv.c its configuration object OQCIK_CFG(file) (see
+ * "build consistency" below: every conv file must be compiled with the same flags).
+ * oqci_conv_x86_int.h adds the x86 vector requantization. */
+#ifndef OQCI_CONV_INT_H
+#define OQCI_CONV_INT_H
+
+#include "oqci.h"
+
+/* ---- families this build has ------------------------------------------------------ */
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define OQCI_X86 1
+#else
+#define OQCI_X86 0
+#endif
+#if OQCI_X86 && defined(OQCI_DISPATCH)
+#define OQCI_X86_DISPATCH 1
+#else
+#define OQCI_X86_DISPATCH 0
+#endif
+/* Compiler support for the VNNI families when they are only used through target
+ * attributes and chosen at run time (AVX-512 VNNI: gcc 8, clang 6; AVX-VNNI: gcc 11,
+ * whose __builtin_cpu_supports knows "avxvnni" -- clang 14's does not, and CPUID on
+ * every call would be slow, in a VM very slow, so clang builds get AVX-VNNI only from
+ * -mavxvnni). */
+#if defined(__clang__)
+#define OQCI_CC_AVXVNNI 0
+#define OQCI_CC_AVX512VNNI (__clang_major__ >= 6)
+#elif defined(__GNUC__)
+#define OQCI_CC_AVXVNNI (__GNUC__ >= 11)
+#define OQCI_CC_AVX512VNNI (__GNUC__ >= 8)
+#else
+#define OQCI_CC_AVXVNNI 0
+#define OQCI_CC_AVX512VNNI 0
+#endif
+/* AMX-INT8 through target attributes: gcc 11, clang 13. */
+#if defined(__clang__)
+#define OQCI_CC_AMX (__clang_major__ >= 13)
+#elif defined(__GNUC__)
+#define OQCI_CC_AMX (__GNUC__ >= 11)
+#else
+#define OQCI_CC_AMX 0
+#endif
+
+#if OQCI_X86 && (defined(__AVX2__) || OQCI_X86_DISPATCH)
+#define HAVE_AVX2 1
+#else
+#define HAVE_AVX2 0
+#endif
+#if OQCI_X86 && (defined(__AVXVNNI__) || (OQCI_X86_DISPATCH && OQCI_CC_AVXVNNI))
+#define HAVE_AVXVNNI 1
+#else
+#define HAVE_AVXVNNI 0
+#endif
+#if OQCI_X86 && ((defined(__AVX512VNNI__) && defined(__AVX512BW__)) ||                   \
+                 (OQCI_X86_DISPATCH && OQCI_CC_AVX512VNNI))
+#define HAVE_AVX512VNNI 1
+#else
+#define HAVE_AVX512VNNI 0
+#endif
+/* AMX-INT8 tiles (Linux only: the process asks the kernel for the tile state, see
+ * oqcik_amx_permit), on top of the AVX-512 VNNI family, whose packers and epilogue it uses:
+ * oqci.h's OQCI_AMX_BUILD (which the emitted NAME.h sizes its arena by), that is Linux
+ * and either the flags (gcc says __AMX_INT8__, clang __AMXINT8__) with AVX-512 VNNI/BW or
+ * OQCI_DISPATCH with OQCI_CC_AMX. */
+#if (defined(__AMX_INT8__) && defined(__AMX_TILE__)) || (defined(__AMXINT8__) && defined(__AMXTILE__))
+#define OQCI_AMX_FLAGS 1
+#else
+#define OQCI_AMX_FLAGS 0
+#endif
+#define HAVE_AMX OQCI_AMX_BUILD
+#if HAVE_AMX && !(HAVE_AVX512VNNI && (OQCI_AMX_FLAGS || (OQCI_X86_DISPATCH && OQCI_CC_AMX)))
+#error "OQCI_AMX_BUILD (oqci.h) disagrees with the families this build has"
+#endif
+#if defined(__aarch64__) && defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
+#define HAVE_NEONDOT 1
+#else
+#define HAVE_NEONDOT 0
+#endif
+/* Tests only (tests/cli/int8_simd_arm.sh): OQCI_TEST_EMULATE_VNNI with -mavx2 builds both
+ * VNNI families for an AVX2 CPU, vpdpbusd ymm emulated exactly with AVX2 (so
+ * q8conv_4x24c4__avxvnni runs as written) and the AVX-512 microkernel replaced by plain
+ * C with its tile and panel (q8conv_8x32c4__emu): everything of the two families but the
+ * instructions this CPU lacks runs and is compared with the portable family. */
+#if defined(OQCI_TEST_EMULATE_VNNI) && OQCI_X86 && defined(__AVX2__) &&                   \
+    !defined(__AVXVNNI__) && !defined(__AVX512VNNI__)
+#define OQCI_EMU_VNNI 1
+#undef HAVE_AVXVNNI
+#define HAVE_AVXVNNI 1
+#undef HAVE_AVX512VNNI
+#define HAVE_AVX512VNNI 1
+#undef HAVE_AMX
+#define HAVE_AMX 0
+#else
+#define OQCI_EMU_VNNI 0
+#endif
+
+/* The portable family needs no header beyond oqci.h's (a freestanding Cortex-M0 build
+ * has no <string.h>); the SIMD ones are built for hosted targets. */
+#if HAVE_AVX2 || HAVE_NEONDOT
+#include <string.h>
+#endif
+#if HAVE_AVX2 || HAVE_AVXVNNI || HAVE_AVX512VNNI
+#include <immintrin.h>
+#endif
+#if HAVE_NEONDOT
+#include <arm_neon.h>
+#endif
+
+/* Target attributes: needed only when the family's macro is not defined (dispatch). */
+#if defined(__AVX2__)
+#define T_AVX2
+#else
+#define T_AVX2 __attribute__((target("avx2")))
+#endif
+#if defined(__AVXVNNI__) || OQCI_EMU_VNNI
+#define T_AVXVNNI
+#else
+#define T_AVXVNNI __attribute__((target("avx2,avxvnni")))
+#endif
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+#define T_AVX512VNNI
+#else
+#define T_AVX512VNNI __attribute__((target("avx2,avx512f,avx512bw,avx512vnni")))
+#endif
+#if OQCI_AMX_FLAGS && defined(__AVX512VNNI__) && defined(__AVX512BW__)
+#define T_AMX
+#else
+#define T_AMX __attribute__((target("avx2,avx512f,avx512bw,avx512vnni,amx-tile,amx-int8")))
+#endif
+
+/* AVX-512 VBMI (vpermb), which every AMX CPU has: kernels only the AMX family uses. */
+#if defined(__AVX512VBMI__) && defined(__AVX512VNNI__) && defined(__AVX512BW__)
+#define T_VBMI
+#else
+#define T_VBMI __attribute__((target("avx2,avx512f,avx512bw,avx512vnni,avx512vbmi")))
+#endif
+
+/* ---- sizes --------------------------------------------------------------------------- */
+
+#define CONV_ROWS 16        /* portable: output pixels unfolded per scratch fill */
+#define KBLOCK 512          /* SIMD GEMM: reduction elements per packed panel block */
+#define TILE_MR 8           /* largest microkernel tile: channels */
+#define TILE_NR 32          /* largest microkernel tile: pixels (tile row stride) */
+#define PANEL_BYTES_PER_K 56   /* largest nr * element size (AVX2: 28 x int16) */
+#define KBLOCK_Z 1152       /* AVX-512 (32-pixel byte panels): reduction elements per block
+                             * (36 KB: 3x3 convs of 128 channels in one block, fused) */
+/* A family's quads per K block: as many as fill the panel bytes of KBLOCK int16 x 28 */
+#define KBQ(nr, esize) (KBLOCK * PANEL_BYTES_PER_K / (4 * (nr) * (esize)))
+#define GEMV_MAX_PIX 8      /* fewer pixels per group than this: dot-product path */
+#define DW_MAX_TAPS 64      /* larger depthwise kernels go through the GEMM */
+#define DW_VEC 16           /* outputs per depthwise step (the plane's column rounding) */
+#define DW_BUF 1024         /* depthwise: sums of output rows computed per store */
+#define ALIGN 64
+#define BAND_MAX 65536      /* SIMD GEMM: largest band of padded input rows (bytes) */
+#define BAND_EXTRA 6        /* SIMD GEMM: output rows a band holds beyond one panel's */
+#define BAND_MAX_KW 64      /* SIMD GEMM: widest kernel a band serves (pack_band) */
+
+static inline int32_t sat32(int64_t v) {
+    return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+}
+
+static inline int64_t round_up(int64_t a, int64_t b) {
+    return (a + b - 1) / b * b;
+}
+
+#if HAVE_AVX2 || HAVE_NEONDOT
+static inline int32_t load32(const int8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+static inline uint8_t *align_up(void *p) {
+    uintptr_t a = (uintptr_t)p;
+    return (uint8_t *)p + ((ALIGN - a % ALIGN) % ALIGN);
+}
+
+/* Zeros for padding rows of a panel (never written). */
+static const uint8_t zero_row[32];
+
+/* ceil(a / b) for b > 0 and any sign of a. */
+static inline int64_t cdiv(int64_t a, int64_t b) {
+    return a >= 0 ? (a + b - 1) / b : -(-a / b);
+}
+#endif
+
+/* Stores one requantized output: y element o (out_type). */
+static inline void put_q(const OqciConv *p, void *y, int64_t o, int32_t q) {
+    if (p->out_type == OQCI_U8)
+        ((uint8_t *)y)[o] = (uint8_t)q;
+    else
+        ((int8_t *)y)[o] = (int8_t)q;
+}
+
+/* ---- scratch of the SIMD paths (needed by every build: see oqci_conv_scratch) ---- */
+
+/* 1x1 / stride 1 / unpadded: the input planes are the unfolded matrix's rows. */
+static inline int is_flat(const OqciConv *p) {
+    return p->k_h == 1 && p->k_w == 1 && p->s_h == 1 && p->s_w == 1 && p->p_t == 0 &&
+           p->p_l == 0 && p->out_h == p->in_h && p->out_w == p->in_w &&
+           (int64_t)p->in_h * p->in_w <= INT32_MAX;
+}
+
+/* The band of zero-padded input rows a panel reads (oqcik_conv_gemm, convs that are not
+ * flat): at most `rows` rows of `cols` columns per input channel of the group (rows:
+ * the output rows a run of TILE_NR pixels can touch, widened by the kernel; cols: the
+ * padded columns any output reads).  Bytes, or 0 when above BAND_MAX (the panels are
+ * then unfolded from x directly). */
+static inline int grid_ok(const OqciConv *p);
+static inline size_t band_dims(const OqciConv *p, int64_t *rows, int64_t *cols) {
+    int64_t need = (TILE_NR - 1) / p->out_w + 2, extra, bytes = 0;
+    *cols = (int64_t)(p->out_w - 1) * p->s_w + (int64_t)(p->k_w - 1) * p->d_w + 1;
+    /* BAND_EXTRA more output rows when they fit: a band filled once then serves the
+     * panels of several output rows (oqcik_conv_gemm refills it only when a panel needs rows
+     * outside it) */
+    for (extra = BAND_EXTRA;; extra = 0) {
+        int64_t spanned = need + extra < p->out_h ? need + extra : p->out_h;
+        *rows = (spanned - 1) * p->s_h + (int64_t)(p->k_h - 1) * p->d_h + 1;
+        bytes = (int64_t)(p->in_c / p->group) * *rows * *cols;
+        if (bytes <= BAND_MAX || extra == 0)
+            break;
+    }
+    if (is_flat(p) || bytes > BAND_MAX || p->k_w > BAND_MAX_KW)
+        return 0;
+    if (grid_ok(p))   /* (grid panels: a last row's dropped positions read this far on) */
+        bytes += (int64_t)(p->k_w - 1) * p->d_w;
+    return (size_t)round_up(bytes, ALIGN);
+}
+
+/* Grid panels (oqcik_conv_gemm) for stride-1 convs with padding columns and short rows: the
+ * band holds each channel's rows row-major, cols bytes apart, so the positions oh cols
+ * + ow of the "grid" (ow < cols) read the band at one offset per reduction element, and
+ * TILE_NR consecutive positions make a panel that one transpose per quad packs whatever
+ * rows it spans (a panel of outputs packs one run per output row).  Positions with ow >=
+ * out_w are computed and dropped: (cols - out_w) / cols more work, against out_w wide
+ * runs that leave vectors partly empty.  Applies with a band (band_dims) to rows narrower
+ * than GRID_MAX_W. */
+#define GRID_MAX_W 64
+static inline int grid_ok(const OqciConv *p) {
+    int64_t drop = (int64_t)(p->k_w - 1) * p->d_w;   /* (per row: < TILE_NR / 2, so
+                                                       * every panel has outputs) */
+    return p->s_h == 1 && p->s_w == 1 && p->out_w < GRID_MAX_W && p->k_w <= BAND_MAX_KW &&
+           drop > 0 && drop < TILE_NR / 2 && 2 * drop <= p->out_w && !is_flat(p);
+}
+
+/* A flat conv whose panels the band packer reads straight from the input (Band.data):
+ * one band row per input channel, the image's plane (its offsets fit int32). */
+static inline int flat_table(const OqciConv *p) {
+    return is_flat(p) && (int64_t)p->kpad * p->in_h * p->in_w <= INT32_MAX;
+}
+
+/* The AMX path (oqcik_conv_amx) may run this conv, on some build and CPU: groups of at least
+ * AMX_MIN_KG channels (every tile row a real channel), sums that fit int32, reductions
+ * deeper than 32 (at most 32 of a chunk's 64 would be real: the AVX-512 VNNI kernels
+ * are faster there, measured on MobileNet-v2's K 16-28 layers). */
+#define AMX_MIN_KG 16
+#define AMX_SUMS_BYTES (32 * TILE_NR * 4)   /* one panel's tile sums: 32 channels */
+#define AMX_SUMS_SLOTS 2                    /* (tiles__amx alternates between them) */
+#define AMX_BATCH_BYTES 65536               /* panels packed before a burst of tile work */
+#define AMX_BATCH_MAX 8
+/* amx_work's region: the sums slots (and TILE_MR rows the epilogue may read past the
+ * last), then the batch's panels after the first, then the weight tails */
+#define AMX_PANELS_OFF (AMX_SUMS_SLOTS * AMX_SUMS_BYTES + TILE_MR * TILE_NR * 4)
+static inline int amx_fits(const OqciConv *p) {
+    return p->out_c / p->group >= AMX_MIN_KG && p->kpad > 32 && p->kpad <= OQCI_KCHUNK;
+}
+
+/* Bytes of one AMX panel (the whole reduction, rows of 32 pixels) and how many panels
+ * oqcik_conv_gemm packs before it runs the tiles over them: the tile unit of Sapphire Rapids
+ * runs a short burst several times slower after the core has spent a microsecond or so
+ * on other work (measured: a 32 x 32 x 144 step costs 240 TSC ticks back to back and
+ * 1500 between packings), so panels go to it in batches of up to AMX_BATCH_MAX, within
+ * AMX_BATCH_BYTES. */
+static inline size_t amx_panel_bytes(const OqciConv *p) {
+    return (size_t)round_up(p->kpad, 64) * 32;
+}
+static inline int amx_batch(const OqciConv *p) {
+    size_t n = AMX_BATCH_BYTES / amx_panel_bytes(p);
+    return n < 1 ? 1 : n > AMX_BATCH_MAX ? AMX_BATCH_MAX : (int)n;
+}
+
+/* oqcik_conv_amx's region after oqcik_conv_gemm's: alignment, the tile sums (AMX_SUMS_SLOTS of
+ * AMX_SUMS_BYTES, and TILE_MR rows more that the epilogue may read past the last),
+ * the batch's panels after the first (which is oqcik_conv_gemm's) and, when kpad is not a
+ * multiple of 64, every channel's last kpad % 64 weight bytes zero-padded to 64 (the
+ * last chunk's A tiles). */
+static inline size_t amx_work_bytes(const OqciConv *p, int amx) {
+    int nb;
+    if (!amx || !amx_fits(p))
+        return 0;
+    nb = amx_batch(p);
+    return ALIGN + AMX_PANELS_OFF + (size_t)(nb - 1) * amx_panel_bytes(p) +
+           (p->kpad % 64 ? (size_t)p->out_c * 64 : 0);
+}
+
+/* Scratch of oqcik_conv_gemm: aligned panel block, the deep-K tile buffer (int32 per K block
+ * sum, int64 above OQCI_KCHUNK), the band and its row offsets (Band.koff: int32 per
+ * reduction element), the per-channel corrections (int32) and fused epilogue constants
+ * (RqPre), the weight row pointers of a group's channels (oqcik_conv_gemm's wtab), oqcik_conv_amx's
+ * region.  amx: with the AMX family's needs (HAVE_AMX where the layout is used). */
+static inline size_t gemm_scratch(const OqciConv *p, int amx, size_t *panel, size_t *cbuf,
+                                  size_t *band) {
+    int64_t kb = p->kpad < KBLOCK ? p->kpad : KBLOCK, rows, cols;
+    int64_t kz = p->kpad < KBLOCK_Z ? p->kpad : KBLOCK_Z;
+    int64_t kg = p->out_c / p->group;
+    *panel = (size_t)round_up(kb * PANEL_BYTES_PER_K > kz * 32 ? kb * PANEL_BYTES_PER_K : kz * 32,
+                              ALIGN);
+    *cbuf = p->kpad > KBLOCK ? (size_t)(round_up(kg, TILE_MR) * TILE_NR *
+                                        (p->kpad > OQCI_KCHUNK ? 8 : 4))
+                             : 0;
+    if (amx && amx_fits(p) && amx_panel_bytes(p) > *panel)
+        *panel = amx_panel_bytes(p);   /* (the whole reduction) */
+    *band = band_dims(p, &rows, &cols);
+    if (*band || flat_table(p))
+        *band += (size_t)round_up((int64_t)p->kpad * 4, ALIGN);
+    return ALIGN + *panel + *cbuf + *band + (size_t)p->out_c * 12 +
+           (size_t)(kg + TILE_MR) * sizeof(const int8_t *) + 8 + amx_work_bytes(p, amx);
+}
+
+/* Plane geometry of a depthwise conv: rows (padded input rows read), phase row width
+ * (outputs rounded up to DW_VEC plus the largest tap shift), phases (s_w). */
+typedef struct DwGeo {
+    int32_t rows, width, phases;
+    int32_t taps;                  /* k_h * k_w */
+} DwGeo;
+
+static inline void dw_geo(const OqciConv *p, DwGeo *d) {
+    d->rows = (p->out_h - 1) * p->s_h + (p->k_h - 1) * p->d_h + 1;
+    d->width = (int32_t)round_up(p->out_w, DW_VEC) + (p->k_w - 1) * p->d_w / p->s_w;
+    d->phases = p->s_w;
+    d->taps = p->k_h * p->k_w;
+}
+
+/* AVX-512's stride-2 phase planes (oqcik_conv_dw3s2flat__avx512vnni): four of (OH + 1) rows
+ * of S = OW + 1, a row and a vector of slack. */
+static inline int64_t dw3s2_floats(const OqciConv *p) {
+    int64_t sr = (int64_t)p->out_w + 1;
+    return 4 * ((int64_t)p->out_h + 1) * sr + sr + 32;
+}
+
+/* conv_dw3q's zero-padded byte plane: the image at (p_t, p_l), rows of *bs bytes (64
+ * bytes readable from every vector's first column), *rows rows (every output row's
+ * three).  Its bytes, 0 unless a 3x3 kernel at stride 1 or 2. */
+static inline int64_t dw3q_geo(const OqciConv *p, int32_t *bs, int32_t *rows) {
+    int64_t cols, r;
+    if (p->k_h != 3 || p->k_w != 3 || p->s_h != p->s_w || p->s_w > 2 || p->d_h != 1 ||
+        p->d_w != 1 || p->p_t > 2 || p->p_l > 2 || p->in_w > 4096 || p->out_w > 4096)
+        return 0;
+    cols = (int64_t)p->in_w + p->p_l;
+    r = (int64_t)(round_up(p->out_w, 16) - 16) * p->s_w + 64;
+    *bs = (int32_t)round_up(cols > r ? cols : r, 64);
+    r = (int64_t)(p->out_h - 1) * p->s_h + 3;
+    *rows = (int32_t)((int64_t)p->in_h + p->p_t > r ? (int64_t)p->in_h + p->p_t : r);
+    return (int64_t)*bs * *rows;
+}
+#if HAVE_NEONDOT || !defined(OQCI_NO_FLOAT)
+/* Element offset of tap (i, j) in the plane (output (0, 0)); output (oh, ow) adds
+ * oh * s_h * width + ow. */
+static inline int64_t dw_tap_off(const OqciConv *p, const DwGeo *d, int32_t i, int32_t j) {
+    int32_t u = j * p->d_w;
+    return ((int64_t)(u % p->s_w) * d->rows + (int64_t)i * p->d_h) * d->width + u / p->s_w;
+}
+#endif
+
+#define HAVE_SIMD (HAVE_AVX2 || HAVE_NEONDOT)
+#if HAVE_SIMD
+
+/* ---- SIMD families: shared types and helpers ------------------------------------- */
+
+/* A run of consecutive panel pixels inside one output row of one image (or, for flat
+ * convs, inside one image's plane: see Geo). */
+typedef struct Seg {
+    int64_t n;      /* image */
+    int32_t oh;     /* output row (geometry of Geo) */
+    int32_t ow;     /* first output column (Geo) */
+    int32_t len;    /* pixels */
+    int32_t off;    /* first panel column */
+    int64_t pix0;   /* output pixel index in the image's plane (y addressing) */
+} Seg;
+
+/* The geometry the panel packer sees.  A 1x1 / stride 1 / unpadded conv is "flat": its
+ * planes are seen as single rows (in_h = out_h = 1, in_w = out_w = plane), so a panel's
+ * pixels make one run per image whatever the image width. */
+typedef struct Geo {
+    int32_t in_h, in_w, out_w;   /* input rows and columns, output columns */
+    int64_t plane;               /* input elements per channel */
+    int64_t pix;                 /* output pixels per image */
+    int32_t cg;                  /* input channels per group */
+    int32_t gcols;               /* positions per row: the band's cols (grid panels), else out_w */
+    int64_t gpix;                /* positions per image: up to the last output */
+    int grid;                    /* grid panels (use_grid) */
+} Geo;
+
+/* Transposes four rows of len input bytes into len panel pixels of 4 elements. */
+typedef void (*Tr4Fn)(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
+                      const uint8_t *r3, int32_t len, void *dst);
+
+/* dst[r dstep + t] = src[r sstep + t stride] for t < n, r < rows: a strided run inside
+ * an input row, for rows rows (the same run in consecutive channels: one call per band
+ * row and phase, not per channel). */
+typedef void (*GatherFn)(const uint8_t *src, int64_t sstep, int32_t stride, int32_t n,
+                         uint8_t *dst, int64_t dstep, int32_t rows);
+
+/* The band's layout, worked out once per oqcik_conv_gemm call.  A band row of cols columns
+ * is stored split by column stride phase: phase ph (band columns ph, ph + s_w, ...) is
+ * contiguous, so the s_w-strided columns a tap reads are a plain run (s_w = 1: the row as
+ * it is).  Only the phases some tap reads are filled (k_w <= BAND_MAX_KW). */
+typedef struct Band {
+    uint8_t *buf;                 /* rows x cols bytes per input channel of the group */
+    const uint8_t *data;          /* what the packer reads: buf, or (flat) the input */
+    int64_t rows, cols;
+    int32_t nph;                  /* phases some tap reads */
+    int32_t ph[BAND_MAX_KW];      /* those phases; per phase: */
+    int32_t at[BAND_MAX_KW];      /* its first byte in a row, */
+    int32_t len[BAND_MAX_KW];     /* its elements, */
+    int32_t e0[BAND_MAX_KW], e1[BAND_MAX_KW];   /* those inside the input, [e0, e1), */
+    int32_t src[BAND_MAX_KW];     /* and the input column of element e0 */
+    int32_t tap[BAND_MAX_KW];     /* kernel column j: its first element's byte in a row */
+    int32_t *koff;                /* per reduction element k < kdim: its unfolded row's
+                                   * byte in the band from the panel row's first byte */
+} Band;
+
+/* pack_panel from a band holding input rows from r0: every row of the unfolded matrix
+ * is a pointer into it (its tap's phase of the band row).  Inlined where tr4 is a
+ * constant (a family's own packer, BandPackFn), called through the pointer otherwise. */
+static inline __attribute__((always_inline)) void
+pack_band_body(const OqciConv *p, const Band *b, int64_t r0, const Seg *segs, int nseg,
+               int32_t q0, int32_t nq, uint8_t *panel, int32_t nr, int esize, Tr4Fn tr4) {
+    /* quads before qz hold no padding element of the reduction (k >= kdim) */
+    int32_t qz = p->kdim / 4 < q0 + nq ? p->kdim / 4 : q0 + nq;
+    size_t qstep = (size_t)nr * 4 * esize;
+    int si;
+    for (si = 0; si < nseg; si++) {
+        const Seg *s = &segs[si];
+        const uint8_t *base =
+            b->data + ((int64_t)s->oh * p->s_h - p->p_t - r0) * b->cols + s->ow;
+        uint8_t *d = panel + (size_t)s->off * 4 * esize;
+        const int32_t *o = b->koff + 4 * q0;
+        int32_t q = q0, e;
+        for (; q < qz; q++, o += 4, d += qstep)
+            tr4(base + o[0], base + o[1], base + o[2], base + o[3], s->len, d);
+        for (; q < q0 + nq; q++, o += 4, d += qstep) {
+            const uint8_t *r[4];
+            for (e = 0; e < 4; e++)
+                r[e] = 4 * q + e >= p->kdim ? zero_row : base + o[e];
+            tr4(r[0], r[1], r[2], r[3], s->len, d);
+        }
+    }
+}
+
+/* A family's pack_band for one input type (s8, u8), its transpose inlined. */
+typedef void (*BandPackFn)(const OqciConv *p, const Band *b, int64_t r0, const Seg *segs,
+                           int nseg, int32_t q0, int32_t nq, uint8_t *panel);
+
+/* The epilogue of channel k's raw sums s: v = saturate((s + corr mod 2^32) + bias), then
+ * oqci_requant(v).  corr (the VNNI / sdot offset correction) is exact modulo 2^32 since
+ * the corrected sum fits int32; the bias addition can only overflow when
+ * kpad * 255 * 128 + |bias| exceeds INT32_MAX (|x * w| <= 255 * 128). */
+static inline int bias_may_overflow(const OqciConv *p, int64_t bias) {
+    return (int64_t)p->kpad * 32640 + (bias < 0 ? -bias : bias) > INT32_MAX;
+}
+
+/* Requantizes oqci_requant(v) of channel k (scalar epilogue). */
+static inline int32_t rq1(const OqciConv *p, int32_t v, int32_t k) {
+    return oqci_requant(v, &p->rq, k, p->lo, p->hi);
+}
+
+/* Epilogue of a tile: nk rows of t (row stride ldt, one per output channel k0 + r, the
+ * channel's raw sums over the panel's pixels) become outputs, stored through segs;
+ * corr[r]: row r's correction (or NULL: none); bias_done: the sums hold the bias. */
+typedef void (*StoreFn)(const OqciConv *p, const int32_t *t, int32_t ldt, int32_t k0,
+                        int32_t nk, const int32_t *corr, int bias_done, const Seg *segs,
+                        int nseg, void *y);
+
+/* 2 M, the multiplier rq8 uses in float mode.  2 M overflowing (M finite): then |t| >=
+ * M > hi for every acc != 0, which the largest float reproduces, and acc = 0 still
+ * gives 0. */
+static inline float rq_mult2(float mult) {
+#ifndef OQCI_NO_FLOAT
+    float m2 = 2.0f * mult;
+    if (m2 - m2 != 0.0f && mult - mult == 0.0f)
+        m2 = mult > 0.0f ? 3.40282347e38f : -3.40282347e38f;
+    return m2;
+#else
+    return mult;
+#endif
+}
+
+/* A fused epilogue's per-channel constants, worked out once per oqcik_conv_gemm call: the
+ * correction plus the bias (mod 2^32: the fused condition excludes overflow) and 2 M. */
+typedef struct RqPre {
+    int32_t add;
+    float m2;
+} RqPre;
+
+/* Computes sums over nq quads of an nr-pixel panel for mr weight rows (w[r] at the
+ * block's first reduction element; rows beyond the group's channels repeat a valid one)
+ * into rows of t (stride TILE_NR), or adds them to t (acc: the next K block).  Only the
+ * first nk rows are stored (t may hold no more: oqcik_conv_gemm's K-block buffer has
+ * round_up(kg, TILE_MR) rows, which an mr of 3 does not divide); np: the panel's
+ * meaningful pixels (a microkernel may skip vectors holding none). */
+typedef void (*UkrFn)(int32_t nq, const void *panel, const int8_t *const *w, int32_t *t,
+                      int acc, int32_t np, int32_t nk);
+
+/* A SIMD GEMM family. */
+typedef struct Family {
+    int isa;          /* OQCI_ISA_* */
+    int mr, nr;       /* tile: channels x pixels */
+    int esize;        /* panel element bytes: 2 (int16) or 1 */
+    int32_t kbq;      /* quads per K block (a block of panel stays in L1) */
+    int flip;         /* the input type packed as x ^ 0x80 (see weight_corr), or -1 */
+    UkrFn ukr;        /* microkernel */
+    Tr4Fn tr4[2];     /* panel transposes for s8 and u8 inputs */
+    GatherFn gather;  /* strided copies of input runs */
+    StoreFn store;    /* epilogue */
+    /* or NULL: the microkernel with the epilogue in registers (whole reduction in one
+     * block, float requantization, no bias that may overflow): nk channels (constants
+     * pre[0 .. nk - 1]) requantized, channel r's bytes stored at out + r * ostride:
+     * exactly nr bytes (np meaningful; a partial panel's body may store fewer, at least
+     * np) */
+    void (*ukr_rq)(int32_t nq, const void *panel, const int8_t *const *w, const OqciConv *p,
+                   int32_t nk, const RqPre *pre, uint8_t *out, int64_t ostride,
+                   int32_t np);
+    BandPackFn band_pack[2];   /* pack_band with tr4[] inlined (s8, u8 inputs), or NULL */
+    /* or NULL: ukr_rq for the last of several K blocks, the sums so far (rows of t,
+     * stride TILE_NR, TILE_MR of them readable) added first */
+    void (*ukr_rq_acc)(int32_t nq, const void *panel, const int8_t *const *w, const int32_t *t,
+                       const OqciConv *p, int32_t nk, const RqPre *pre, uint8_t *out,
+                       int64_t ostride, int32_t np);
+    /* or NULL: every channel of group g over nb panels of the whole reduction (nq quads,
+     * one K block; AMX tiles, see oqcik_conv_amx): panel[i] holds the np[i] positions from
+     * P0[i] (Geo) of the group, requantized (pre: fused constants, or NULL for f->store)
+     * and stored; work: amx_work's region */
+    void (*tiles)(const OqciConv *p, const struct Family *f, const Geo *ge,
+                  uint8_t *const *panel, const int64_t *P0, const int32_t *np, int nb,
+                  int32_t nq, int32_t g, const RqPre *pre, uint8_t *work, void *y);
+    /* or NULL (oqcik_store_runs): the fused epilogue's store of a buffered panel row */
+    void (*runs)(const OqciConv *p, const uint8_t *q, int32_t k, const Seg *segs, int nseg,
+                 void *y);
+    /* or NULL: packs quads q0 .. q0 + nq - 1 of segs (group g) straight from the input x
+     * for a 1x1 conv of column stride 2 without padding (s2_direct), no band */
+    void (*pack_s2)(const OqciConv *p, const Geo *ge, const uint8_t *x, int32_t g,
+                    const Seg *segs, int nseg, int32_t q0, int32_t nq, uint8_t *panel);
+} Family;
+/* oqcik_conv_gemm's weight row pointers (wtab) in its scratch: after the aligned panel block,
+ * the K-block buffer and the band (bytes as gemm_scratch gives them) and the per-channel
+ * constants. */
+static inline const int8_t **gemm_wtab(const OqciConv *p, void *scratch, size_t panel, size_t cbuf,
+                                       size_t band) {
+    return (const int8_t **)(void *)(align_up(scratch) + panel + cbuf + band +
+                                     (size_t)round_up((int64_t)p->out_c * 12, 8));
+}
+
+#endif /* HAVE_SIMD */
+
+/* The AVX-512 depthwise kernels and float epilogue (oqci_conv_dwx86.c, rqf16 in
+ * oqci_conv_x86_int.h): float planes, so not in integer-only builds, and not in the
+ * tests' VNNI emulation (OQCI_EMU_VNNI), which has no AVX-512. */
+#if HAVE_AVX2 && !defined(OQCI_NO_FLOAT) && HAVE_AVX512VNNI && !OQCI_EMU_VNNI
+#define HAVE_DWZ 1
+#else
+#define HAVE_DWZ 0
+#endif
+
+/* ---- build consistency ----------------------------------------------------------------
+ * When the library was one file, one translation unit guaranteed that the selection and
+ * every family agreed on the families compiled in and on the scratch layout.  Now each
+ * conv file but oqci_conv.c defines the object OQCIK_CFG(file), whose name spells the
+ * configuration it was compiled in (the HAVE_* families, the tests' VNNI emulation,
+ * OQCI_NO_FLOAT), and oqci_conv.c reads the names of its own configuration (cfg_check):
+ * a file compiled with other flags (say -mavx2 for one file only) defines another name,
+ * and the link fails on an undefined oqcik_cfg_FILE__avx2_..., instead of the families
+ * and the scratch layout silently disagreeing.  The object also keeps a file none of
+ * whose families is compiled in from being an empty translation unit, which ISO C
+ * forbids. */
+#if HAVE_AVX2
+#define OQCIK_CFG_AVX2 1
+#else
+#define OQCIK_CFG_AVX2 0
+#endif
+#if HAVE_AVXVNNI
+#define OQCIK_CFG_AVXVNNI 1
+#else
+#define OQCIK_CFG_AVXVNNI 0
+#endif
+#if HAVE_AVX512VNNI
+#define OQCIK_CFG_AVX512VNNI 1
+#else
+#define OQCIK_CFG_AVX512VNNI 0
+#endif
+#if HAVE_AMX
+#define OQCIK_CFG_AMX 1
+#else
+#define OQCIK_CFG_AMX 0
+#endif
+#if HAVE_NEONDOT
+#define OQCIK_CFG_NEONDOT 1
+#else
+#define OQCIK_CFG_NEONDOT 0
+#endif
+#if OQCI_EMU_VNNI
+#define OQCIK_CFG_EMU 1
+#else
+#define OQCIK_CFG_EMU 0
+#endif
+#if defined(OQCI_NO_FLOAT)
+#define OQCIK_CFG_NOFLOAT 1
+#else
+#define OQCIK_CFG_NOFLOAT 0
+#endif
+#define OQCIK_CFG_NAME(file, a, v, z, m, n, e, f)                                           \
+    oqcik_cfg_##file##__avx2_##a##_avxvnni_##v##_avx512vnni_##z##_amx_##m##_neondot_##n##     \
+        _emu_##e##_nofloat_##f
+#define OQCIK_CFG_X(file, a, v, z, m, n, e, f) OQCIK_CFG_NAME(file, a, v, z, m, n, e, f)
+#define OQCIK_CFG(file)                                                                     \
+    OQCIK_CFG_X(file, OQCIK_CFG_AVX2, OQCIK_CFG_AVXVNNI, OQCIK_CFG_AVX512VNNI, OQCIK_CFG_AMX,  \
+                OQCIK_CFG_NEONDOT, OQCIK_CFG_EMU, OQCIK_CFG_NOFLOAT)
+extern const char OQCIK_CFG(gemm), OQCIK_CFG(avx2), OQCIK_CFG(dwx86), OQCIK_CFG(avx512),
+    OQCIK_CFG(neon);
+
+/* ---- oqci_conv.c ------------------------------------------------------------------- */
+
+void oqcik_im2col(const OqciConv *p, const uint8_t *xg, int64_t p0, int64_t nr, uint8_t *s);
+
+#if HAVE_SIMD
+/* ---- oqci_conv_gemm.c -------------------------------------------------------------- */
+
+int oqcik_make_segs(const Geo *g, int64_t P0, int32_t np, Seg *s);
+void oqcik_store_runs(const OqciConv *p, const uint8_t *q, int32_t k, const Seg *segs,
+                      int nseg, void *y);
+void oqcik_fused_rq(const OqciConv *p, const Family *f, int32_t nq, const uint8_t *panel,
+                    const int8_t *const *w, const int32_t *t, int32_t k, int32_t nk,
+                    const RqPre *pre, const Seg *segs, int nseg, int32_t np, void *y);
+void oqcik_conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
+                     void *scratch);
+#endif
+
+#if HAVE_AVX2
+/* ---- oqci_conv_avx2.c -------------------------------------------------------------- */
+
+int64_t oqcik_wsum__avx2(const int8_t *w, int32_t n);
+void oqcik_tr4_u8_s8__avx2(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
+                           const uint8_t *r3, int32_t len, void *dst);
+void oqcik_tr4_u8_u8__avx2(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
+                           const uint8_t *r3, int32_t len, void *dst);
+void oqcik_gather__avx2(const uint8_t *src, int64_t sstep, int32_t stride, int32_t n,
+                        uint8_t *dst, int64_t dstep, int32_t rows);
+void oqcik_store_tile__avx2(const OqciConv *p, const int32_t *t, int32_t ldt, int32_t k0,
+                            int32_t nk, const int32_t *corr, int bias_done, const Seg *segs,
+                            int nseg, void *y);
+extern const Family oqcik_family_avx2, oqcik_family_avx2n;
+void oqcik_conv_gemv_avx2(const OqciConv *p, const void *x, void *y, void *scratch);
+#endif
+
+#if HAVE_AVX2 && !defined(OQCI_NO_FLOAT)
+/* ---- oqci_conv_dwx86.c ------------------------------------------------------------- */
+
+void oqcik_conv_dwf__avx2(const OqciConv *p, const void *x, void *y, void *scratch, int z);
+#if HAVE_DWZ
+int oqcik_dw3flat_ok(const OqciConv *p);
+void oqcik_conv_dw3flat__avx512vnni(const OqciConv *p, const void *x, void *y, void *scratch);
+int oqcik_dw3s2flat_ok(const OqciConv *p);
+void oqcik_conv_dw3s2flat__avx512vnni(const OqciConv *p, const void *x, void *y,
+                                      void *scratch);
+#endif
+#if HAVE_AMX
+int oqcik_dw3q_ok(const OqciConv *p);
+void oqcik_conv_dw3q__avx512vbmi(const OqciConv *p, const void *x, void *y, void *scratch);
+#endif
+#endif
+
+/* ---- oqci_conv_avx512.c ------------------------------------------------------------ */
+
+#if HAVE_AVX512VNNI
+extern const Family oqcik_family_avx512vnni;
+#endif
+#if HAVE_AMX
+int oqcik_amx_permit(void);
+void oqcik_conv_amx(const OqciConv *p, const void *x, void *y, void *scratch);
+#endif
+#if HAVE_AVXVNNI
+extern const Family oqcik_family_avxvnni;
+#endif
+
+#if HAVE_NEONDOT
+/* ---- oqci_conv_neon.c -------------------------------------------------------------- */
+
+extern const Family oqcik_family_neondot;
+void oqcik_conv_dw__neondot(const OqciConv *p, const void *x, void *y, void *scratch);
+#endif
+
+#endif /* OQCI_CONV_INT_H */

@@ -1,0 +1,174 @@
+/* oqci_conv_x86_int.h - internal header of the x86 conv files (oqci_conv_avx2.c,
+ * oqci_conv_dwx86.c, oqci_conv_avx512.c; not API): unaligned vector loads and stores,
+ * and the vector requantization every x86 epilogue uses, exactly oqci_requant: RqV (one
+ * channel's constants, broadcast; rqv_make), rq8 (8 lanes, float or fixed point),
+ * pack32 and rq32 (32 outputs as bytes), and with AVX-512 RqFZ, rqf16 (16 lanes, float)
+ * and narrow16.  All static inline, most always_inline: they are the inner steps of the
+ * microkernels' epilogues, which inline them as they did when the library was one file;
+ * rqv_make and rq32 are static and stay out of line (NOINLINE), as gcc compiled them
+ * then (inlined into a caller, RqV's fixed-point fields, unused in float mode, made gcc
+ * 12 warn them maybe uninitialized). */
+#ifndef OQCI_CONV_X86_INT_H
+#define OQCI_CONV_X86_INT_H
+
+#include "oqci_conv_int.h"
+
+#if HAVE_AVX2
+
+/* (unused: not every x86 file calls them) */
+#define NOINLINE __attribute__((noinline, unused))
+
+/* Unaligned vector loads and stores (any pointer type). */
+#define LDU256(ptr) _mm256_loadu_si256((const __m256i *)(const void *)(ptr))
+#define LDU128(ptr) _mm_loadu_si128((const __m128i *)(const void *)(ptr))
+#define STU256(ptr, v) _mm256_storeu_si256((__m256i *)(void *)(ptr), (v))
+#define STU128(ptr, v) _mm_storeu_si128((__m128i *)(void *)(ptr), (v))
+
+/* ---- vector requantization (exactly oqci_requant) ---------------------------------- */
+
+/* One output channel's epilogue constants (see bias_may_overflow), broadcast. */
+typedef struct RqV {
+    int fixed;            /* OQCI_REQ_FIXED */
+    int sat;              /* the bias addition may overflow int32: saturate it */
+    __m256i add;          /* sat: the correction; else correction + bias (mod 2^32) */
+    __m256i bias;         /* sat: the bias */
+    __m256 mult2;         /* float: 2 M (see rq8) */
+    __m256 lo2, hi2;      /* float: 2 lo, 2 hi */
+    __m256i m;            /* fixed: multiplier (low 32 bits of each 64-bit lane) */
+    __m256i half;         /* fixed: 2^(shift - 1) per 64-bit lane */
+    __m128i shift;        /* fixed: shift count */
+    __m256i lo64, hi64;   /* fixed: lo, hi per 64-bit lane */
+} RqV;
+
+/* Channel k's constants: correction corr (mod 2^32), its bias unless bias_done. */
+T_AVX2 static NOINLINE void rqv_make(const OqciConv *p, int32_t k, int32_t corr, int bias_done,
+                                     RqV *v) {
+    const OqciRequant *r = &p->rq;
+    int32_t i = r->per_index ? k : 0;
+    int64_t b = !bias_done && p->bias ? p->bias[k] : 0;
+    v->fixed = r->mode == OQCI_REQ_FIXED;
+    v->sat = bias_may_overflow(p, b);
+    v->add = _mm256_set1_epi32(v->sat ? corr : (int32_t)((uint32_t)corr + (uint32_t)b));
+    v->bias = _mm256_set1_epi32((int32_t)b);
+#ifndef OQCI_NO_FLOAT
+    if (!v->fixed) {
+        v->mult2 = _mm256_set1_ps(rq_mult2(r->mult[i]));
+        v->lo2 = _mm256_set1_ps(2.0f * (float)p->lo);
+        v->hi2 = _mm256_set1_ps(2.0f * (float)p->hi);
+        return;
+    }
+#endif
+    v->m = _mm256_set1_epi64x(r->m[i]);
+    v->half = _mm256_set1_epi64x((int64_t)1 << (r->shift[i] - 1));
+    v->shift = _mm_cvtsi32_si128(r->shift[i]);
+    v->lo64 = _mm256_set1_epi64x(p->lo);
+    v->hi64 = _mm256_set1_epi64x(p->hi);
+}
+
+/* round(p * 2^-shift) half away from zero on four int64 products, clamped to [lo, hi]
+ * (saturating to int32 first changes nothing: lo and hi are int32). */
+T_AVX2 static inline __m256i mul_shift64(__m256i prod, const RqV *v) {
+    __m256i s = _mm256_cmpgt_epi64(_mm256_setzero_si256(), prod);
+    __m256i a = _mm256_sub_epi64(_mm256_xor_si256(prod, s), s);
+    __m256i q = _mm256_srl_epi64(_mm256_add_epi64(a, v->half), v->shift);
+    __m256i r = _mm256_sub_epi64(_mm256_xor_si256(q, s), s);
+    r = _mm256_blendv_epi8(r, v->hi64, _mm256_cmpgt_epi64(r, v->hi64));
+    return _mm256_blendv_epi8(r, v->lo64, _mm256_cmpgt_epi64(v->lo64, r));
+}
+
+/* a + b saturated to int32 (exactly sat32((int64)a + b)). */
+T_AVX2 static inline __m256i add_sat32(__m256i a, __m256i b) {
+    __m256i s = _mm256_add_epi32(a, b);
+    __m256i ovf = _mm256_and_si256(_mm256_xor_si256(a, s), _mm256_xor_si256(b, s));
+    __m256i sat = _mm256_xor_si256(_mm256_srai_epi32(a, 31), _mm256_set1_epi32(INT32_MAX));
+    return _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(s),
+                                                _mm256_castsi256_ps(sat),
+                                                _mm256_castsi256_ps(ovf)));
+}
+
+/* The epilogue of eight raw sums: int32 results in [lo, hi], exactly oqci_requant of
+ * the saturated accumulator. */
+T_AVX2 static inline __attribute__((always_inline)) __m256i rq8(__m256i acc, const RqV *v) {
+    acc = _mm256_add_epi32(acc, v->add);
+    if (v->sat)
+        acc = add_sat32(acc, v->bias);
+#ifndef OQCI_NO_FLOAT
+    if (!v->fixed) {
+        /* oqci_round_clamp((float)acc * M, lo, hi), from u = 2 t computed as acc * (2 M):
+         * scaling by 2 commutes with the product's rounding (both results are then
+         * clamped or round to 0 where it may not: overflow, subnormals).  c = u clamped
+         * to [2 lo, 2 hi] (NaN: maxps returns its second operand, 2 lo) is 2 clamp(t), so
+         * with m = trunc(c) (|c| <= 510, exact) round-half-away(clamp(t)) is
+         * (m + 1) >> 1 for m >= 0 and m >> 1 for m < 0 (arithmetic shifts). */
+        __m256 u = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), v->mult2);
+        __m256i m = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(u, v->lo2), v->hi2));
+        __m256i ge0 = _mm256_cmpgt_epi32(m, _mm256_set1_epi32(-1));
+        return _mm256_srai_epi32(_mm256_sub_epi32(m, ge0), 1);
+    }
+#endif
+    {
+        __m256i ev = mul_shift64(_mm256_mul_epi32(acc, v->m), v);
+        __m256i od = mul_shift64(_mm256_mul_epi32(_mm256_srli_epi64(acc, 32), v->m), v);
+        return _mm256_blend_epi32(ev, _mm256_slli_epi64(od, 32), 0xAA);
+    }
+}
+
+/* Four vectors of 8 int32 results in [lo, hi] as 32 out_type bytes in order (r0's 8,
+ * then r1's, r2's, r3's).  The values are inside the output type: packing saturates
+ * nothing. */
+T_AVX2 static inline __attribute__((always_inline)) __m256i pack32(int u8, __m256i r0, __m256i r1,
+                                                                   __m256i r2, __m256i r3) {
+    __m256i w01 = _mm256_packs_epi32(r0, r1), w23 = _mm256_packs_epi32(r2, r3);
+    __m256i b = u8 ? _mm256_packus_epi16(w01, w23) : _mm256_packs_epi16(w01, w23);
+    return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+/* The first n bytes of v (n: 8, 16, 24 or 28, a constant once inlined) to d. */
+T_AVX2 static inline __attribute__((always_inline)) void store_bytes(uint8_t *d, __m256i v,
+                                                                       int n) {
+    __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
+    if (n == 8) {
+        _mm_storel_epi64((__m128i *)(void *)d, lo);
+        return;
+    }
+    STU128(d, lo);
+    if (n >= 24)
+        _mm_storel_epi64((__m128i *)(void *)(d + 16), hi);
+    if (n == 28) {
+        int32_t last = _mm_extract_epi32(hi, 2);
+        memcpy(d + 24, &last, 4);
+    }
+}
+
+/* The outputs of 32 consecutive sums t as out_type bytes, in order (t must have 32
+ * readable entries; only the caller's first n outputs are meaningful). */
+T_AVX2 static NOINLINE __m256i rq32(const OqciConv *p, const int32_t *t, const RqV *v) {
+    return pack32(p->out_type == OQCI_U8, rq8(LDU256(t), v), rq8(LDU256(t + 8), v),
+                  rq8(LDU256(t + 16), v), rq8(LDU256(t + 24), v));
+}
+
+/* ---- AVX-512 float requantization (depthwise kernels, AVX-512 epilogue) ------------- */
+
+#if HAVE_DWZ
+/* RqV's float constants, 16 lanes. */
+typedef struct RqFZ {
+    __m512 mult2, lo2, hi2;
+} RqFZ;
+
+T_AVX512VNNI static inline __attribute__((always_inline)) __m512i rqf16(__m512 s, const RqFZ *v) {
+    __m512 u = _mm512_mul_ps(s, v->mult2);
+    __m512i m = _mm512_cvttps_epi32(_mm512_min_ps(_mm512_max_ps(u, v->lo2), v->hi2));
+    m = _mm512_mask_add_epi32(m, _mm512_cmpgt_epi32_mask(m, _mm512_set1_epi32(-1)), m,
+                              _mm512_set1_epi32(1));
+    return _mm512_srai_epi32(m, 1);
+}
+
+/* 16 int32 results inside the output type as its bytes (nothing saturates). */
+T_AVX512VNNI static inline __attribute__((always_inline)) __m128i narrow16(__m512i q, int u8) {
+    return u8 ? _mm512_cvtusepi32_epi8(q) : _mm512_cvtsepi32_epi8(q);
+}
+#endif /* HAVE_DWZ */
+
+#endif /* HAVE_AVX2 */
+
+#endif /* OQCI_CONV_X86_INT_H */
