@@ -10,7 +10,11 @@
 #      the ARM backend) with -DOQCI_NO_FLOAT, the objects of the conv (every
 #      oqci_conv*.c: one file per kernel family) and oqci_pool.o reference no soft-float
 #      routine (__aeabi_f*, __aeabi_d*); without the macro oqci_conv.o does, which shows
-#      the check can fail.
+#      the check can fail;
+#   3. (x86-64) the conv files must all be compiled with the same flags: with one of
+#      them built with -mavx2 among portable ones the link fails on its configuration
+#      object (OQCIK_CFG in runtime/oqci_conv_int.h), unused sections removed or not;
+#      built alike, the same objects link and run.
 . tests/cli/lib.sh
 # These compile the runtime sources with the system's compilers: the same whichever
 # configuration `make check` is testing, so they run in the default one only.
@@ -62,6 +66,43 @@ soft_float_check() {
         fail "$label: float build of oqci_conv.c: no soft-float symbol or error $(head -n 3 "$TMP/err")"
     fi
 }
+
+# 3. mixed flags: oqci_conv_gemm.c with -mavx2 (HAVE_AVX2 1), the others without (0)
+if [ "$(uname -m)" = x86_64 ] && command -v gcc >/dev/null 2>&1; then
+    GC="-ffunction-sections -fdata-sections"
+    printf '#include "oqci.h"\nint main(void) { return oqci_conv(0, 0, 0, 0) == OQCI_EINVAL ? 0 : 1; }\n' \
+        >"$TMP/mix_main.c"
+    for mix in "" -mavx2; do
+        okc=1 objs=""
+        for f in $(cd "$TMP/rt" && ls oqci_conv*.c); do
+            fl=""
+            [ "$f" = oqci_conv_gemm.c ] && fl=$mix
+            gcc $C99 $GC $fl -c "$TMP/rt/$f" -o "$TMP/mix.${f%.c}.o" 2>"$TMP/err" || okc=0
+            objs="$objs $TMP/mix.${f%.c}.o"
+        done
+        if [ $okc = 0 ]; then
+            fail "conv files for the mixed-flags link: $(head -n 3 "$TMP/err")"
+            continue
+        fi
+        # shellcheck disable=SC2086
+        gcc $C99 $GC -I "$TMP/rt" "$TMP/mix_main.c" $objs -Wl,--gc-sections -o "$TMP/mix" \
+            2>"$TMP/err"
+        st=$?
+        if [ -z "$mix" ]; then
+            [ $st = 0 ] && "$TMP/mix" && ok "conv files built alike: they link (--gc-sections) and run" ||
+                fail "conv files built alike do not link or run: $(head -n 3 "$TMP/err")"
+        elif [ $st = 0 ]; then
+            fail "oqci_conv_gemm.c built with -mavx2, the others without: the link succeeds"
+        elif grep -q 'oqcik_cfg_gemm__avx2_0_' "$TMP/err"; then
+            ok "oqci_conv_gemm.c built with -mavx2, the others without: the link fails" \
+                "(undefined oqcik_cfg_gemm__avx2_0_...)"
+        else
+            fail "mixed-flags link failed for another reason: $(head -n 3 "$TMP/err")"
+        fi
+    done
+else
+    echo "skip: not x86-64 with gcc (mixed-flags link check)"
+fi
 
 M0="-mcpu=cortex-m0 -mthumb -O2 -std=c99 -pedantic -Wall -Wextra -Werror"
 if command -v arm-none-eabi-gcc >/dev/null 2>&1; then
