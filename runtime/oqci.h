@@ -6,7 +6,7 @@
  * so the emitted C and the compiler agree bit for bit.  Therefore the files are plain
  * C99 (they build with -std=c99 -pedantic -Wall -Wextra -Werror), never allocate,
  * hold no mutable global, and need nothing beyond <stdint.h>/<stddef.h>/<string.h>
- * (and the compiler's own intrinsics headers, for the SIMD kernels of oqci_conv.c).
+ * (and the compiler's own intrinsics headers, for the SIMD kernels of oqci_conv*.c).
  *
  * Numbers (see docs/int8.md and the calibration contract):
  *   - symmetric, scale-only quantization: x = scale * q, no zero point;
@@ -122,8 +122,8 @@ static inline int oqci_range_ok(int32_t t, int32_t lo, int32_t hi) {
 
 /* Requantizes accumulator acc with entry i of r, clamped to [lo, hi].
  * Integer-only targets (no FPU; e.g. Cortex-M0) define OQCI_NO_FLOAT: the float branch
- * is then not compiled, so oqci_conv.o and oqci_pool.o need no soft-float routine, and
- * the kernels reject OQCI_REQ_FLOAT with OQCI_EINVAL. */
+ * is then not compiled, so the conv objects (oqci_conv*.o) and oqci_pool.o need no
+ * soft-float routine, and the kernels reject OQCI_REQ_FLOAT with OQCI_EINVAL. */
 static inline int32_t oqci_requant(int32_t acc, const OqciRequant *r, int64_t i, int32_t lo,
                                    int32_t hi) {
     int64_t k = r->per_index ? i : 0;
@@ -148,7 +148,7 @@ static inline int32_t oqci_dp4a_s8s8(int32_t acc, const int8_t *a, const int8_t 
            (int32_t)a[3] * b[3];
 }
 
-/* ---- convolution and matrix products (oqci_conv.c) ---------------------------------
+/* ---- convolution and matrix products (oqci_conv*.c) --------------------------------
  * 2-D convolution (1-D as H = 1; Gemm/MatMul with constant weights as a 1x1 conv on
  * a 1x1 image with batch = rows).  Weights: out_channels rows of kpad int8 each, the
  * row of output channel k holding W[k][c][i][j] at c * kh * kw + i * kw + j for the
@@ -185,7 +185,7 @@ typedef struct OqciConv {
  * with wpair16 1 whose weights do not qualify gives wrong results on AVX2). */
 int oqci_conv_wpair16(const OqciConv *p);
 
-/* 1 when oqci_conv.c, built with the flags in effect where this is expanded, includes
+/* 1 when oqci_conv*.c, built with the flags in effect where this is expanded, include
  * the AMX-INT8 family (Linux on x86-64, with -mamx-tile -mamx-int8 and AVX-512 VNNI/BW,
  * or OQCI_DISPATCH with gcc 11 / clang 13 or later), whose panels need more scratch. */
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__) &&                      \
