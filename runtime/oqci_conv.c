@@ -188,11 +188,29 @@ static void conv_portable(const OqciConv *p, const void *x, void *y, void *scrat
         }
 }
 
+/* conv_dw3q's zero-padded byte plane: the image at (p_t, p_l), rows of *bs bytes (64
+ * bytes readable from every vector's first column), *rows rows (every output row's
+ * three).  Its bytes, 0 unless a 3x3 kernel at stride 1 or 2.  (Here, called by the
+ * kernel in oqci_conv_dwx86.c: inlined there, as a static inline of oqci_conv_int.h,
+ * it changed gcc 12's layout of the kernel's loops, 4-6% slower on small planes.) */
+int64_t oqcik_dw3q_geo(const OqciConv *p, int32_t *bs, int32_t *rows) {
+    int64_t cols, r;
+    if (p->k_h != 3 || p->k_w != 3 || p->s_h != p->s_w || p->s_w > 2 || p->d_h != 1 ||
+        p->d_w != 1 || p->p_t > 2 || p->p_l > 2 || p->in_w > 4096 || p->out_w > 4096)
+        return 0;
+    cols = (int64_t)p->in_w + p->p_l;
+    r = (int64_t)(round_up(p->out_w, 16) - 16) * p->s_w + 64;
+    *bs = (int32_t)round_up(cols > r ? cols : r, 64);
+    r = (int64_t)(p->out_h - 1) * p->s_h + 3;
+    *rows = (int32_t)((int64_t)p->in_h + p->p_t > r ? (int64_t)p->in_h + p->p_t : r);
+    return (int64_t)*bs * *rows;
+}
+
 /* The depthwise planes: int16 (Arm) or float (x86) elements, or conv_dw3q's bytes. */
 static size_t dw_scratch(const OqciConv *p) {
     DwGeo d;
     int32_t qbs, qrows;
-    int64_t q = dw3q_geo(p, &qbs, &qrows);
+    int64_t q = oqcik_dw3q_geo(p, &qbs, &qrows);
     /* AVX-512's flat 3x3 planes: W + 1 zeros, the plane, W + 33 zeros */
     int64_t flat = 2 * (int64_t)p->in_w + 34 + (int64_t)p->in_h * p->in_w, planes;
     int64_t s2 = p->s_h == 2 && p->s_w == 2 ? dw3s2_floats(p) : 0;

@@ -518,10 +518,13 @@ void oqcik_conv_amx(const OqciConv *p, const void *x, void *y, void *scratch) {
     int32_t r = p->kpad % 64, k;
     if (r) {
         int8_t *wt = (int8_t *)(void *)(amx_work(p, scratch) + amx_tail_off(p));
+        /* (zeros first, then the weights over them: 64 bytes of zeros are a few vector
+         * stores, while 64 - r bytes, r unknown here since this file was split from
+         * oqci_conv's, became a rep stosb per channel, 13% of a 96x14x14 1x1 conv) */
         for (k = 0; k < p->out_c; k++) {
+            memset(wt + (size_t)k * 64, 0, 64);
             memcpy(wt + (size_t)k * 64, p->w + (size_t)k * (size_t)p->kpad + (p->kpad - r),
                    (size_t)r);
-            memset(wt + (size_t)k * 64 + r, 0, (size_t)(64 - r));
         }
     }
     amx_begin();

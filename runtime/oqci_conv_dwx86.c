@@ -786,7 +786,7 @@ T_AVX2F void oqcik_conv_dwf__avx2(const OqciConv *p, const void *x, void *y, voi
 
 #if HAVE_AMX && !defined(OQCI_NO_FLOAT)
 /* ---- oqcik_conv_dw3q__avx512vbmi: 3x3 depthwise at stride 1 or 2 on bytes (AMX family) ----
- * Each input channel is copied once into a zero-padded byte plane (dw3q_geo; s8 inputs
+ * Each input channel is copied once into a zero-padded byte plane (oqcik_dw3q_geo; s8 inputs
  * as x + 128 with padding 128, and -128 sum w joins the bias: the sums are those of
  * u8 x s8 pairs, exact).  Output row oh, columns ow .. ow + 15: per kernel row i one
  * 64-byte load of plane row oh s + i at column ow s, vpermb (AVX-512 VBMI, which every
@@ -803,12 +803,12 @@ T_AVX2F void oqcik_conv_dwf__avx2(const OqciConv *p, const void *x, void *y, voi
  * kernels, which run a small plane as one array, are faster there.) */
 int oqcik_dw3q_ok(const OqciConv *p) {
     int32_t bs, rows;
-    return p->out_w >= 12 && dw3q_geo(p, &bs, &rows) > 0 && dw3_all_fused(p);
+    return p->out_w >= 12 && oqcik_dw3q_geo(p, &bs, &rows) > 0 && dw3_all_fused(p);
 }
 
 T_VBMI void oqcik_conv_dw3q__avx512vbmi(const OqciConv *p, const void *x, void *y,
                                         void *scratch) {
-    int32_t bs = 0, rows = 0, r, v, s = p->s_w, kg = p->out_c / p->group;
+    int32_t bs, rows, r, v, s = p->s_w, kg = p->out_c / p->group;
     const int64_t hw = (int64_t)p->in_h * p->in_w, opix = (int64_t)p->out_h * p->out_w;
     const int u8in = p->in_type == OQCI_U8, u8out = p->out_type == OQCI_U8;
     const int32_t nvec = (p->out_w + 15) / 16, tail = p->out_w - 16 * (nvec - 1);
@@ -820,7 +820,7 @@ T_VBMI void oqcik_conv_dw3q__avx512vbmi(const OqciConv *p, const void *x, void *
     __m512i idx;
     int64_t n;
     int32_t g;
-    dw3q_geo(p, &bs, &rows);
+    oqcik_dw3q_geo(p, &bs, &rows);
     for (v = 0; v < 64; v++)   /* lane l = v / 4, byte j = v % 4: column l s + j */
         idxb[v] = (uint8_t)(v % 4 < 3 ? (v / 4) * s + v % 4 : 0);
     idx = _mm512_loadu_si512((const void *)idxb);

@@ -7,7 +7,7 @@
  * small helpers (static inline: each file that uses one gets its copy, and the
  * always_inline ones are inlined as they were when the library was one file), and at the
  * end what each file exports to the others, all with the prefix oqcik_:
- *   oqci_conv.c          oqcik_im2col
+ *   oqci_conv.c          oqcik_im2col, oqcik_dw3q_geo
  *   oqci_conv_gemm.c     oqcik_conv_gemm, oqcik_make_segs, oqcik_fused_rq, oqcik_store_runs
  *   oqci_conv_avx2.c     oqcik_family_avx2, oqcik_family_avx2n, oqcik_conv_gemv_avx2 and
  *                        the pieces the other x86 families reuse: oqcik_tr4_u8_s8__avx2,
@@ -360,21 +360,6 @@ static inline int64_t dw3s2_floats(const OqciConv *p) {
     return 4 * ((int64_t)p->out_h + 1) * sr + sr + 32;
 }
 
-/* conv_dw3q's zero-padded byte plane: the image at (p_t, p_l), rows of *bs bytes (64
- * bytes readable from every vector's first column), *rows rows (every output row's
- * three).  Its bytes, 0 unless a 3x3 kernel at stride 1 or 2. */
-static inline int64_t dw3q_geo(const OqciConv *p, int32_t *bs, int32_t *rows) {
-    int64_t cols, r;
-    if (p->k_h != 3 || p->k_w != 3 || p->s_h != p->s_w || p->s_w > 2 || p->d_h != 1 ||
-        p->d_w != 1 || p->p_t > 2 || p->p_l > 2 || p->in_w > 4096 || p->out_w > 4096)
-        return 0;
-    cols = (int64_t)p->in_w + p->p_l;
-    r = (int64_t)(round_up(p->out_w, 16) - 16) * p->s_w + 64;
-    *bs = (int32_t)round_up(cols > r ? cols : r, 64);
-    r = (int64_t)(p->out_h - 1) * p->s_h + 3;
-    *rows = (int32_t)((int64_t)p->in_h + p->p_t > r ? (int64_t)p->in_h + p->p_t : r);
-    return (int64_t)*bs * *rows;
-}
 #if HAVE_NEONDOT || !defined(OQCI_NO_FLOAT)
 /* Element offset of tap (i, j) in the plane (output (0, 0)); output (oh, ow) adds
  * oh * s_h * width + ow. */
@@ -643,6 +628,7 @@ extern const char OQCIK_CFG(gemm), OQCIK_CFG(avx2), OQCIK_CFG(dwx86), OQCIK_CFG(
 /* ---- oqci_conv.c ------------------------------------------------------------------- */
 
 void oqcik_im2col(const OqciConv *p, const uint8_t *xg, int64_t p0, int64_t nr, uint8_t *s);
+int64_t oqcik_dw3q_geo(const OqciConv *p, int32_t *bs, int32_t *rows);
 
 #if HAVE_SIMD
 /* ---- oqci_conv_gemm.c -------------------------------------------------------------- */
