@@ -440,6 +440,14 @@ T_AMX static void tiles__amx(const OqciConv *p, const Family *f, const Geo *ge,
     }
 }
 
+/* vpermb indices of the even bytes of a vector pair, in order: byte i = 2 i (0 .. 126). */
+T_VBMI static inline __m512i even_idx(void) {
+    return _mm512_set_epi8(126, 124, 122, 120, 118, 116, 114, 112, 110, 108, 106, 104, 102,
+                           100, 98, 96, 94, 92, 90, 88, 86, 84, 82, 80, 78, 76, 74, 72, 70, 68,
+                           66, 64, 62, 60, 58, 56, 54, 52, 50, 48, 46, 44, 42, 40, 38, 36, 34,
+                           32, 30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+}
+
 /* gather for the AMX family: runs of stride 1 or 2 up to 64 bytes long with one masked
  * load (2 n - 1 bytes at stride 2: nothing past the run is read), for stride 2 a vpermb
  * of the even bytes, and one masked store; longer or other runs as oqcik_gather__avx2. */
@@ -447,11 +455,7 @@ T_VBMI static void gather__avx512vbmi(const uint8_t *src, int64_t sstep, int32_t
                                       int32_t n, uint8_t *dst, int64_t dstep, int32_t rows) {
     int32_t r;
     if (stride <= 2 && n <= 64 / stride && n > 0) {
-        const __m512i even = _mm512_set_epi8(
-            126, 124, 122, 120, 118, 116, 114, 112, 110, 108, 106, 104, 102, 100, 98, 96, 94,
-            92, 90, 88, 86, 84, 82, 80, 78, 76, 74, 72, 70, 68, 66, 64, 62, 60, 58, 56, 54, 52,
-            50, 48, 46, 44, 42, 40, 38, 36, 34, 32, 30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10,
-            8, 6, 4, 2, 0);
+        const __m512i even = even_idx();
         __mmask64 mo = n == 64 ? ~(__mmask64)0 : ((__mmask64)1 << n) - 1;
         __mmask64 mi = stride == 1 ? mo : ((__mmask64)1 << (2 * n - 1)) - 1;
         for (r = 0; r < rows; r++, src += sstep, dst += dstep) {
@@ -471,11 +475,7 @@ T_VBMI static void gather__avx512vbmi(const uint8_t *src, int64_t sstep, int32_t
 T_VBMI static void pack_s2__amx(const OqciConv *p, const Geo *ge, const uint8_t *x, int32_t g,
                                 const Seg *segs, int nseg, int32_t q0, int32_t nq,
                                 uint8_t *panel) {
-    const __m512i even = _mm512_set_epi8(
-        126, 124, 122, 120, 118, 116, 114, 112, 110, 108, 106, 104, 102, 100, 98, 96, 94, 92,
-        90, 88, 86, 84, 82, 80, 78, 76, 74, 72, 70, 68, 66, 64, 62, 60, 58, 56, 54, 52, 50,
-        48, 46, 44, 42, 40, 38, 36, 34, 32, 30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6,
-        4, 2, 0);
+    const __m512i even = even_idx();
     int si;
     for (si = 0; si < nseg; si++) {
         const Seg *s = &segs[si];
