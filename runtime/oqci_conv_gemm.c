@@ -354,6 +354,7 @@ void oqcik_conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
     int32_t kg = p->out_c / p->group, nq = p->kpad / 4, g, k;
     int32_t nblk = (nq + f->kbq - 1) / f->kbq, bsize;
     int deep = p->kpad > OQCI_KCHUNK, fused = 0, flat = 0;
+    int s2 = f->pack_s2 && s2_direct(p);   /* packed from x: no band to set up or fill */
     int64_t total, P0;
     int32_t tile[TILE_MR * TILE_NR];
     uint8_t *bpanel[AMX_BATCH_MAX];   /* f->tiles: the batch's panels, */
@@ -367,7 +368,7 @@ void oqcik_conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
     c32 = (int32_t *)(void *)(panel + panel_bytes);
     c64 = (int64_t *)(void *)c32;
     band.buf = panel + panel_bytes + cbuf_bytes;
-    if (band_bytes) {
+    if (band_bytes && !s2) {
         size_t bb = band_dims(p, &band.rows, &band.cols);
         band.koff = (int32_t *)(void *)(band.buf + bb);
         band.data = band.buf;
@@ -426,7 +427,6 @@ void oqcik_conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
             nseg = oqcik_make_segs(&ge, P0, np, segs);
             npk = nseg;
             /* the band: the input rows of the panel (one image), kept while they serve */
-            int s2 = f->pack_s2 && s2_direct(p);   /* (no band: packed from x) */
             int use_band = band_bytes && !s2 && segs[0].n == segs[nseg - 1].n;
             if (use_band && flat)
                 band.data = (const uint8_t *)x +
