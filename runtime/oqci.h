@@ -33,6 +33,8 @@
 /* Storage type of an activation tensor. */
 #define OQCI_S8 0   /* int8_t, q in [-127, 127] */
 #define OQCI_U8 1   /* uint8_t, q in [0, 255] */
+#define OQCI_S32 2  /* int32_t: raw accumulators, not requantized (an output type of
+                       oqci_conv and oqci_avgpool only; see "Accumulator outputs") */
 
 /* Requantization modes. */
 #define OQCI_REQ_FLOAT 0   /* y = round(float(acc) * mult[i]) in float32 */
@@ -117,6 +119,8 @@ static inline int oqci_range_ok(int32_t t, int32_t lo, int32_t hi) {
         return lo <= hi && lo >= -128 && hi <= 127;
     if (t == OQCI_U8)
         return lo <= hi && lo >= 0 && hi <= 255;
+    if (t == OQCI_S32)
+        return lo <= hi;
     return 0;
 }
 
@@ -155,7 +159,11 @@ static inline int32_t oqci_dp4a_s8s8(int32_t acc, const int8_t *a, const int8_t 
  * channels c of its group, then zeros up to kpad (a multiple of 4).  Output:
  *   acc  = bias[k] + sum over the window of x * w          (int64, saturated to int32)
  *   y    = requant(acc, rq, k) clamped to [lo, hi]
- * with out_type's range and the fused activation folded into [lo, hi]. */
+ * with out_type's range and the fused activation folded into [lo, hi].
+ * Accumulator outputs: with out_type OQCI_S32, y = acc clamped to [lo, hi] (any int32
+ * bounds: INT32_MIN, INT32_MAX for none, 0 for a fused Relu), stored as int32_t; rq is
+ * not read.  The compiler uses them for layers whose outputs leave the INT8 domain
+ * (oqci_dequantize_s32, oqci_requantize_s32). */
 typedef struct OqciConv {
     int32_t batch;                 /* N */
     int32_t in_c, in_h, in_w;      /* input C, H, W */
@@ -296,6 +304,20 @@ int oqci_clamp(const void *x, int32_t in_type, void *y, int32_t out_type, int64_
 int oqci_quantize(const float *x, void *y, int32_t out_type, int64_t count, float scale);
 /* x = q * scale. */
 int oqci_dequantize(const void *x, int32_t in_type, float *y, int64_t count, float scale);
+
+/* Accumulators (OQCI_S32 outputs) leaving the INT8 domain.  x holds outer x channels x
+ * inner int32 elements (NCHW: N, C, H*W; a Gemm's rows: rows, K, 1); element i belongs
+ * to channel c = (i / inner) % channels.
+ * Float: y = (float)x * scale[c] (scale[0] for every element when per_channel is 0): one
+ * float32 product per element. */
+int oqci_dequantize_s32(const int32_t *x, float *y, int64_t outer, int32_t channels,
+                        int64_t inner, const float *scale, int32_t per_channel);
+/* Integer: y = oqci_requant(x, rq, c, lo, hi) stored as out_type (s8/u8; rq entry c, or
+ * 0 when rq is not per_index): exactly what a conv or average pool with that out_type,
+ * requantization and clamp would have stored. */
+int oqci_requantize_s32(const int32_t *x, void *y, int32_t out_type, int64_t outer,
+                        int32_t channels, int64_t inner, const OqciRequant *rq,
+                        int32_t lo, int32_t hi);
 
 /* ---- compile-time helpers (oqci_eltwise.c; the emitted code does not call them) ---- */
 

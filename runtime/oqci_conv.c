@@ -19,6 +19,16 @@
  * unfolded row by the DP4A primitive of oqci.h, four output channels per pass
  * (dot_*_1x4c4__c); depths above OQCI_KCHUNK are summed chunk by chunk into an int64.
  *
+ * Accumulator outputs (out_type OQCI_S32, see oqci.h): the same saturated accumulator,
+ * clamped to [lo, hi] and stored as an int32 instead of requantized; rq is not read.
+ * Every family gives them through its plain epilogue: the portable and few-pixel paths
+ * through rq1 and put_q (oqci_conv_int.h), the SIMD GEMM (AMX tiles included) through
+ * its families' tile store (oqcik_store_tile__avx2, Arm's store_tile__c), never through
+ * the fused requantizing microkernels.  Depthwise convs with such outputs do not take
+ * the depthwise kernels (is_dw) but the GEMM or the few-pixel path: the compiler asks
+ * for accumulator outputs on a network's last layers (Gemm, 1x1 convs, see
+ * oqci_dequantize_s32), not on depthwise ones.
+ *
  * Files: this one has the overview, the portable family, validation, scratch sizing,
  * family selection and the public entry points; the SIMD families have one file each,
  * as XNNPACK has one per microkernel family, each with the part of this comment that
@@ -178,9 +188,8 @@ static void conv_portable(const OqciConv *p, const void *x, void *y, void *scrat
                                  p->kpad, nk, acc);
                         for (j = 0; j < nk; j++) {
                             int64_t v = acc[j] + (p->bias ? p->bias[k + j] : 0);
-                            int32_t q = oqci_requant(sat32(v), &p->rq, k + j, p->lo, p->hi);
                             put_q(p, y, (n * p->out_ctotal + p->out_coff + k + j) * pix + p0 + r,
-                                  q);
+                                  rq1(p, sat32(v), k + j));
                         }
                     }
                 }
@@ -342,7 +351,8 @@ static int conv_ok(const OqciConv *p) {
     if ((p->in_type != OQCI_S8 && p->in_type != OQCI_U8) ||
         !oqci_range_ok(p->out_type, p->lo, p->hi))
         return 0;
-    return oqci_requant_ok(&p->rq, 0, p->out_c - 1);
+    /* (accumulator outputs do not read rq) */
+    return p->out_type == OQCI_S32 || oqci_requant_ok(&p->rq, 0, p->out_c - 1);
 }
 
 int oqci_conv_wpair16(const OqciConv *p) {
@@ -359,9 +369,10 @@ int oqci_conv_wpair16(const OqciConv *p) {
     return 1;
 }
 
-/* Direct depthwise kernel applies: one input channel per group, few taps. */
+/* Direct depthwise kernel applies: one input channel per group, few taps, 8-bit outputs
+ * (accumulator outputs go through the GEMM, see "Accumulator outputs" above). */
 static int is_dw(const OqciConv *p) {
-    return p->in_c == p->group && p->k_h * p->k_w <= DW_MAX_TAPS;
+    return p->in_c == p->group && p->k_h * p->k_w <= DW_MAX_TAPS && p->out_type != OQCI_S32;
 }
 
 static size_t conv_scratch(const OqciConv *p, int amx) {

@@ -19,7 +19,8 @@
  *   - Epilogue: per tile row, the channel's constants (RqV: correction, bias, whether
  *     the bias addition can overflow, the multiplier), then the AVX2 requantization
  *     (rq8) reproduces oqci_requant's float and fixed-point results exactly, 8 lanes at
- *     a time, and packs 32 outputs into bytes.
+ *     a time, and packs 32 outputs into bytes.  Accumulator outputs (OQCI_S32): the
+ *     corrected sums plus the bias, saturated and clamped, stored as int32.
  *   - Few output pixels (Gemm or MatMul with a handful of rows: npix < GEMV_MAX_PIX): a
  *     panel would be mostly empty, so each pixel row is dotted with the weight rows
  *     (q8gemv_4x16__avx2: vpmaddwd on 16-bit copies, horizontal sums at the end). */
@@ -196,11 +197,60 @@ T_AVX2 void oqcik_gather__avx2(const uint8_t *src, int64_t sstep, int32_t stride
         gather1__avx2(src, stride, n, dst);
 }
 
+/* Accumulator outputs (OQCI_S32) of a tile, straight to y run by run, 8 lanes at a time
+ * (a run's last, partial vector masked, for loads as for stores): the sums plus the
+ * correction and bias (mod 2^32, exact where bias_may_overflow says so; else the bias
+ * added with saturation, add_sat32: exactly sat32 of the int64 sum), clamped to
+ * [lo, hi]. */
+T_AVX2 static void store_tile_s32__avx2(const OqciConv *p, const int32_t *t, int32_t ldt,
+                                        int32_t k0, int32_t nk, const int32_t *corr,
+                                        int bias_done, const Seg *segs, int nseg, void *y) {
+    const __m256i lo = _mm256_set1_epi32(p->lo), hi = _mm256_set1_epi32(p->hi);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    int64_t pix = (int64_t)p->out_h * p->out_w;
+    int32_t r;
+    for (r = 0; r < nk; r++) {
+        int32_t k = k0 + r, c = corr ? corr[r] : 0;
+        int64_t b = !bias_done && p->bias ? p->bias[k] : 0;
+        int sat = bias_may_overflow(p, b);
+        __m256i add = _mm256_set1_epi32(sat ? c : (int32_t)((uint32_t)c + (uint32_t)b));
+        __m256i bv = _mm256_set1_epi32((int32_t)b);
+        const int32_t *tr = t + (size_t)r * ldt;
+        int si;
+        for (si = 0; si < nseg; si++) {
+            const Seg *s = &segs[si];
+            const int32_t *src = tr + s->off;
+            int32_t *dst =
+                (int32_t *)y + (s->n * p->out_ctotal + p->out_coff + k) * pix + s->pix0;
+            int32_t e;
+            for (e = 0; e < s->len; e += 8) {
+                int full = s->len - e >= 8;
+                __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(s->len - e), lane);
+                __m256i a = full ? LDU256(src + e) : _mm256_maskload_epi32(src + e, m);
+                a = _mm256_add_epi32(a, add);
+                if (sat)
+                    a = add_sat32(a, bv);
+                a = _mm256_min_epi32(_mm256_max_epi32(a, lo), hi);
+                if (full)
+                    STU256(dst + e, a);
+                else
+                    _mm256_maskstore_epi32(dst + e, m, a);
+            }
+        }
+    }
+}
+
+/* The tile epilogue of the x86 families: 8-bit outputs requantized (rqv_make, rq32) and
+ * stored as bytes through the runs; accumulator outputs by store_tile_s32__avx2. */
 T_AVX2 void oqcik_store_tile__avx2(const OqciConv *p, const int32_t *t, int32_t ldt,
                                    int32_t k0, int32_t nk, const int32_t *corr, int bias_done,
                                    const Seg *segs, int nseg, void *y) {
     int32_t r;
     uint8_t q[32];
+    if (p->out_type == OQCI_S32) {
+        store_tile_s32__avx2(p, t, ldt, k0, nk, corr, bias_done, segs, nseg, y);
+        return;
+    }
     for (r = 0; r < nk; r++) {
         int32_t k = k0 + r;
         RqV v;

@@ -273,8 +273,8 @@ const Family oqcik_family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, KBLOCK_Z 
  * twice and stored once), so every tile row is a real channel: groups of at least
  * AMX_MIN_KG channels.  The sums leave the tiles through AMX_SUMS_BYTES of scratch for
  * the AVX-512 family's epilogue (oqcik_fused_rq with no quads: the fused float
- * requantization) or its store.  Exact: the int32 sums of at
- * most OQCI_KCHUNK products (amx_fits). */
+ * requantization) or its store (every other case: accumulator outputs too).  Exact:
+ * the int32 sums of at most OQCI_KCHUNK products (amx_fits). */
 
 /* ldtilecfg's 64 bytes: palette 1, then per tile its bytes per row and rows: every tile
  * 16 rows of 64 bytes. */

@@ -3,7 +3,8 @@
  * (oqcik_conv_dwf__avx2), whole small planes with AVX-512 (oqcik_conv_dw3flat__avx512vnni
  * at stride 1, oqcik_conv_dw3s2flat__avx512vnni at stride 2) and, in the AMX family, byte
  * planes with vpermb and vpdpbusd (oqcik_conv_dw3q__avx512vbmi).  Integer-only builds
- * (OQCI_NO_FLOAT) have none: their depthwise convs go through the GEMM.
+ * (OQCI_NO_FLOAT) have none: their depthwise convs go through the GEMM, as do those
+ * with accumulator outputs (OQCI_S32) in every build: 8-bit outputs only here.
  *   - Depthwise (one input channel per group, any multiplier, at most DW_MAX_TAPS
  *     taps): direct kernels on a copy of the channel's plane in the scratch, zero-padded
  *     and split by stride phase so every tap of a run of outputs is a contiguous run of

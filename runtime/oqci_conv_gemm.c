@@ -388,10 +388,11 @@ void oqcik_conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
         for (k = 0; k < p->out_c; k++)
             corr[k] = (int32_t)(uint32_t)(uint64_t)weight_corr(p, k);
     }
-    /* the epilogue in the microkernel: float requantization, no bias whose addition
-     * may overflow (bias_may_overflow: checked here for all channels), and one block or
+    /* the epilogue in the microkernel: 8-bit outputs (accumulator outputs, whose rq is
+     * not read, go through f->store), float requantization, no bias whose addition may
+     * overflow (bias_may_overflow: checked here for all channels), and one block or
      * (ukr_rq_acc) the last of several whose int32 sums are exact */
-    if (f->ukr_rq && (nblk == 1 || (f->ukr_rq_acc && !deep)) &&
+    if (f->ukr_rq && (nblk == 1 || (f->ukr_rq_acc && !deep)) && p->out_type != OQCI_S32 &&
         p->rq.mode == OQCI_REQ_FLOAT) {
         fused = 1;
         for (k = 0; k < p->out_c && fused; k++)

@@ -206,12 +206,24 @@ static inline int64_t cdiv(int64_t a, int64_t b) {
 }
 #endif
 
-/* Stores one requantized output: y element o (out_type). */
+/* Stores one output q (from rq1): y element o (out_type: a byte, or with accumulator
+ * outputs, OQCI_S32, an int32). */
 static inline void put_q(const OqciConv *p, void *y, int64_t o, int32_t q) {
     if (p->out_type == OQCI_U8)
         ((uint8_t *)y)[o] = (uint8_t)q;
+    else if (p->out_type == OQCI_S32)
+        ((int32_t *)y)[o] = q;
     else
         ((int8_t *)y)[o] = (int8_t)q;
+}
+
+/* The scalar epilogue of channel k's accumulator v (bias added, saturated to int32):
+ * oqci_requant(v) for 8-bit outputs; v clamped to [lo, hi] for accumulator outputs
+ * (OQCI_S32), whose rq is not read (oqci.h). */
+static inline int32_t rq1(const OqciConv *p, int32_t v, int32_t k) {
+    if (p->out_type == OQCI_S32)
+        return v < p->lo ? p->lo : v > p->hi ? p->hi : v;
+    return oqci_requant(v, &p->rq, k, p->lo, p->hi);
 }
 
 /* ---- scratch of the SIMD paths (needed by every build: see oqci_conv_scratch) ---- */
@@ -460,21 +472,18 @@ typedef void (*BandPackFn)(const OqciConv *p, const Band *b, int64_t r0, const S
                            int nseg, int32_t q0, int32_t nq, uint8_t *panel);
 
 /* The epilogue of channel k's raw sums s: v = saturate((s + corr mod 2^32) + bias), then
- * oqci_requant(v).  corr (the VNNI / sdot offset correction) is exact modulo 2^32 since
- * the corrected sum fits int32; the bias addition can only overflow when
- * kpad * 255 * 128 + |bias| exceeds INT32_MAX (|x * w| <= 255 * 128). */
+ * oqci_requant(v), or v clamped for accumulator outputs (rq1).  corr (the VNNI / sdot
+ * offset correction) is exact modulo 2^32 since the corrected sum fits int32; the bias
+ * addition can only overflow when kpad * 255 * 128 + |bias| exceeds INT32_MAX
+ * (|x * w| <= 255 * 128). */
 static inline int bias_may_overflow(const OqciConv *p, int64_t bias) {
     return (int64_t)p->kpad * 32640 + (bias < 0 ? -bias : bias) > INT32_MAX;
 }
 
-/* Requantizes oqci_requant(v) of channel k (scalar epilogue). */
-static inline int32_t rq1(const OqciConv *p, int32_t v, int32_t k) {
-    return oqci_requant(v, &p->rq, k, p->lo, p->hi);
-}
-
 /* Epilogue of a tile: nk rows of t (row stride ldt, one per output channel k0 + r, the
- * channel's raw sums over the panel's pixels) become outputs, stored through segs;
- * corr[r]: row r's correction (or NULL: none); bias_done: the sums hold the bias. */
+ * channel's raw sums over the panel's pixels) become outputs of p's out_type (8-bit, or
+ * accumulator outputs: OQCI_S32), stored through segs; corr[r]: row r's correction (or
+ * NULL: none); bias_done: the sums hold the bias. */
 typedef void (*StoreFn)(const OqciConv *p, const int32_t *t, int32_t ldt, int32_t k0,
                         int32_t nk, const int32_t *corr, int bias_done, const Seg *segs,
                         int nseg, void *y);
@@ -519,12 +528,12 @@ typedef struct Family {
     UkrFn ukr;        /* microkernel */
     Tr4Fn tr4[2];     /* panel transposes for s8 and u8 inputs */
     GatherFn gather;  /* strided copies of input runs */
-    StoreFn store;    /* epilogue */
-    /* or NULL: the microkernel with the epilogue in registers (whole reduction in one
-     * block, float requantization, no bias that may overflow): nk channels (constants
-     * pre[0 .. nk - 1]) requantized, channel r's bytes stored at out + r * ostride:
-     * exactly nr bytes (np meaningful; a partial panel's body may store fewer, at least
-     * np) */
+    StoreFn store;    /* epilogue (every out_type: accumulator outputs too) */
+    /* or NULL: the microkernel with the epilogue in registers (8-bit outputs, whole
+     * reduction in one block, float requantization, no bias that may overflow): nk
+     * channels (constants pre[0 .. nk - 1]) requantized, channel r's bytes stored at
+     * out + r * ostride: exactly nr bytes (np meaningful; a partial panel's body may
+     * store fewer, at least np) */
     void (*ukr_rq)(int32_t nq, const void *panel, const int8_t *const *w, const OqciConv *p,
                    int32_t nk, const RqPre *pre, uint8_t *out, int64_t ostride,
                    int32_t np);

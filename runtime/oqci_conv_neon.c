@@ -2,7 +2,8 @@
  * __ARM_FEATURE_DOTPROD): oqcik_family_neondot for the SIMD GEMM (oqci_conv_gemm.c), with
  * plain-C transposes, strided copies and epilogue, and the depthwise kernels on
  * zero-padded int16 planes split by stride phase (oqcik_conv_dw__neondot: conv_dw with
- * q8dw_1xN__c, the plain-C loop over taps).
+ * q8dw_1xN__c, the plain-C loop over taps; 8-bit outputs only: depthwise convs with
+ * accumulator outputs go through the GEMM, whose epilogue store_tile__c writes both).
  *   - Arm dot product (q8conv_4x16c4__neondot): sdot takes s8 x s8: s8 inputs as they
  *     are, u8 inputs x packed as x - 128 (xor 0x80) and 128 * sum_k w[k] added back.
  *     The corrections are computed once per call per channel (out_c x kpad additions)

@@ -14,7 +14,8 @@
  * pads, dilations, groups (some of 16-70 channels), depthwise, 1x1, Gemm rows, batches,
  * output views, u8 and s8
  * inputs, both requantization modes, values at the ends of their ranges, a reduction
- * deeper than OQCI_KCHUNK) and the outputs are compared byte for byte.  Prints one line
+ * deeper than OQCI_KCHUNK; one case in five with accumulator outputs, OQCI_S32, whose
+ * rq holds null pointers) and the outputs are compared byte for byte.  Prints one line
  * per family and exits 1 on any difference, 2 on a usage or family error. */
 #ifndef OQCI_TEST_HOOKS
 #define OQCI_TEST_HOOKS 1   /* oqci_force_isa() (liboqc defines it too) */
@@ -47,7 +48,7 @@ typedef struct Case {
     float *mult;       /* float multipliers */
     int32_t *m;        /* fixed multipliers */
     int8_t *shift;     /* fixed shifts */
-    size_t ny;         /* output bytes */
+    size_t ny;         /* output bytes (int32 elements for accumulator outputs) */
 } Case;
 
 /* Geometry: N, C, K, group, H, W, kernel, stride, dilation, pads before / after. */
@@ -110,8 +111,10 @@ static void random_geo(OqciConv *p, int t) {
 /* Fills the data: kind 0 random; 1 inputs at the top of the range and weights all +-127
  * (sums that would saturate 16-bit pairs); 2 inputs at both ends (s8: -128 too); 3
  * 7-bit weights (+-63, so wpair16: AVX2's vpmaddubsw family) against inputs mostly at
- * the top of the range.  wpair16 is set as the compiler sets it (oqci_conv_wpair16). */
-static int make_case(Case *c, int kind, int in_type, int mode) {
+ * the top of the range.  wpair16 is set as the compiler sets it (oqci_conv_wpair16).
+ * s32: accumulator outputs (OQCI_S32) with no clamp, a ReLU or a narrow clamp, and an
+ * rq that must not be read (null pointers, mode requantization mode or invalid). */
+static int make_case(Case *c, int kind, int in_type, int mode, int s32) {
     OqciConv *p = &c->p;
     int64_t nx = (int64_t)p->batch * p->in_c * p->in_h * p->in_w, i;
     int32_t k, j;
@@ -121,11 +124,18 @@ static int make_case(Case *c, int kind, int in_type, int mode) {
     p->out_type = rnd_int(0, 1);
     p->lo = p->out_type == OQCI_U8 ? 0 : rnd_int(0, 1) ? 0 : -127;
     p->hi = p->out_type == OQCI_U8 ? 255 : 127;
+    if (s32) {
+        int ck = rnd_int(0, 2);
+        p->out_type = OQCI_S32;
+        p->lo = ck == 0 ? INT32_MIN : ck == 1 ? 0 : -rnd_int(0, 50000);
+        p->hi = ck == 2 ? p->lo + rnd_int(0, 100000) : INT32_MAX;
+    }
     if (rnd_int(0, 3) == 0) {   /* an output view */
         p->out_coff = rnd_int(0, 2);
         p->out_ctotal = p->out_c + p->out_coff + rnd_int(0, 2);
     }
-    c->ny = (size_t)p->batch * (size_t)p->out_ctotal * (size_t)p->out_h * (size_t)p->out_w;
+    c->ny = (size_t)p->batch * (size_t)p->out_ctotal * (size_t)p->out_h * (size_t)p->out_w *
+            (s32 ? 4 : 1);
     c->x = malloc((size_t)nx);
     c->w = calloc((size_t)p->out_c * (size_t)p->kpad, 1);
     c->mult = malloc(sizeof(float) * (size_t)p->out_c);
@@ -171,6 +181,12 @@ static int make_case(Case *c, int kind, int in_type, int mode) {
     p->rq.mult = c->mult;
     p->rq.m = c->m;
     p->rq.shift = c->shift;
+    if (s32) {
+        p->rq.mode = rnd_int(0, 1) ? mode : 77;
+        p->rq.mult = NULL;
+        p->rq.m = NULL;
+        p->rq.shift = NULL;
+    }
     return 1;
 }
 
@@ -228,14 +244,16 @@ int main(int argc, char **argv) {
                 oqci_isa_name(oqci_conv_isa()), argv[1]);
         return 2;
     }
-    for (t = 0; t < ncases + 3; t++) {
+    for (t = 0; t < ncases + 5; t++) {   /* (the last 5: deep reductions) */
         Case c;
         uint8_t *ref;
         int kind = t % 7 == 3 ? 1 : t % 7 == 5 ? 2 : t % 7 == 6 ? 3 : 0;
+        int s32 = t < ncases ? t % 5 == 1 : t >= ncases + 3;   /* accumulator outputs */
         memset(&c, 0, sizeof c);
         if (t < ncases) {
             random_geo(&c.p, t);
-        } else if (t < ncases + 2) {   /* deeper than OQCI_KCHUNK, 9 Gemm rows: panels */
+        } else if (t < ncases + 2 || t == ncases + 3) {   /* deeper than OQCI_KCHUNK, 9 Gemm
+                                                           * rows: panels */
             geo(&c.p, 9, 66000, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0);
             kind = 0;   /* outputs in range: they show any error in the sums */
         } else {   /* one row (the dot-product path), sums beyond int32 */
@@ -243,7 +261,7 @@ int main(int argc, char **argv) {
             kind = 1;
         }
         if (!make_case(&c, kind, t % 2 ? OQCI_U8 : OQCI_S8,
-                       (t / 2) % 2 ? OQCI_REQ_FIXED : OQCI_REQ_FLOAT))
+                       (t / 2) % 2 ? OQCI_REQ_FIXED : OQCI_REQ_FLOAT, s32))
             continue;
         ref = run(&c, OQCI_ISA_PORTABLE);
         if (!ref) {
@@ -259,10 +277,10 @@ int main(int argc, char **argv) {
             if (!y || memcmp(y, ref, c.ny) != 0) {
                 if (bad[isa]++ < 5)
                     printf("MISMATCH %s case %d: N=%d C=%d K=%d g=%d %dx%d k=%dx%d s=%d d=%d "
-                           "p=%d,%d in %d mode %d\n",
+                           "p=%d,%d in %d out %d mode %d\n",
                            oqci_isa_name(isa), t, c.p.batch, c.p.in_c, c.p.out_c, c.p.group,
                            c.p.in_h, c.p.in_w, c.p.k_h, c.p.k_w, c.p.s_h, c.p.d_h, c.p.p_t,
-                           c.p.p_l, c.p.in_type, c.p.rq.mode);
+                           c.p.p_l, c.p.in_type, c.p.out_type, c.p.rq.mode);
             }
             free(y);
         }

@@ -40,6 +40,27 @@ static int32_t qget(const uint8_t *b, int type, int64_t i) {
     return type == OQCI_U8 ? (int32_t)b[i] : (int32_t)(int8_t)b[i];
 }
 
+/* Bytes of one output element of type t (accumulator outputs: int32). */
+static size_t osize(int t) {
+    return t == OQCI_S32 ? 4 : 1;
+}
+
+/* Element i of an output buffer of type t (s8, u8 or OQCI_S32). */
+static int32_t yget(const void *y, int t, int64_t i) {
+    if (t == OQCI_S32) {
+        int32_t v;
+        memcpy(&v, (const uint8_t *)y + 4 * i, 4);
+        return v;
+    }
+    return qget((const uint8_t *)y, t, i);
+}
+
+/* An element of type t all of whose bytes are b (what memset(y, b, ...) leaves). */
+static int32_t fill_value(int t, uint8_t b) {
+    uint8_t bytes[4] = {b, b, b, b};
+    return yget(bytes, t, 0);
+}
+
 /* n random values of the type's range into a byte buffer. */
 static uint8_t *rnd_q(int64_t n, int type) {
     uint8_t *b = malloc((size_t)(n > 0 ? n : 1));
@@ -89,6 +110,26 @@ static void rnd_clamp(int t, int32_t *lo, int32_t *hi) {
 
 static int32_t sat32(int64_t v) {
     return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+}
+
+/* A requantization that must not be read (accumulator outputs): null pointers, and by
+ * kind a float (0), fixed (1) or invalid (2) mode. */
+static OqciRequant unread_rq(int kind) {
+    OqciRequant r;
+    memset(&r, 0, sizeof r);
+    r.mode = kind == 0 ? OQCI_REQ_FLOAT : kind == 1 ? OQCI_REQ_FIXED : 77;
+    r.per_index = kind != 1;
+    return r;
+}
+
+/* An accumulator clamp (OQCI_S32 outputs) by kind: 0 none (INT32_MIN, INT32_MAX), 1 a
+ * fused ReLU (0, INT32_MAX), 2 a narrow [lo, hi] around 0 of at most 2 * span that clips
+ * many sums (lo = hi one time in 8). */
+static void s32_clamp(int kind, int32_t span, int32_t *lo, int32_t *hi) {
+    *lo = kind == 0 ? INT32_MIN : kind == 1 ? 0 : -(int32_t)rnd_int(0, span);
+    *hi = kind < 2         ? INT32_MAX
+          : rnd_int(0, 7) ? *lo + (int32_t)rnd_int(0, 2 * (int64_t)span)
+                          : *lo;
 }
 
 /* ---- scalar primitives -------------------------------------------------------------- */
@@ -274,7 +315,8 @@ static void test_requant_float_vs_fixed(void) {
 /* ---- conv ----------------------------------------------------------------------------- */
 
 /* The direct definition: six nested loops over the unpacked W[k][c][i][j] (c within the
- * group), explicit padding checks, int64 sum, bias, saturation, requant.  yref is dense
+ * group), explicit padding checks, int64 sum, bias, saturation, requant (accumulator
+ * outputs, OQCI_S32: the saturated sum clamped to [lo, hi]).  yref is dense
  * N x K x out_h x out_w. */
 static void ref_conv(const OqciConv *p, const uint8_t *x, const int8_t *W, int32_t *yref) {
     int64_t cg = p->in_c / p->group, kg = p->out_c / p->group;
@@ -296,8 +338,12 @@ static void ref_conv(const OqciConv *p, const uint8_t *x, const int8_t *W, int32
                                 int64_t wi = ((k * cg + c) * p->k_h + i) * p->k_w + j;
                                 s += (int64_t)qget(x, p->in_type, xi) * W[wi];
                             }
+                    int32_t v = sat32(s);
                     yref[((n * p->out_c + k) * p->out_h + oh) * p->out_w + ow] =
-                        oqci_requant(sat32(s), &p->rq, k, p->lo, p->hi);
+                        p->out_type != OQCI_S32 ? oqci_requant(v, &p->rq, k, p->lo, p->hi)
+                        : v < p->lo             ? p->lo
+                        : v > p->hi             ? p->hi
+                                                : v;
                 }
 }
 
@@ -332,8 +378,9 @@ static void find_isas(void) {
 static int64_t conv_run(OqciConv *p, const uint8_t *x, const int8_t *W) {
     int64_t pix = (int64_t)p->out_h * p->out_w;
     int64_t ny = p->batch * p->out_ctotal * pix, nref = p->batch * p->out_c * pix;
+    size_t ybytes = (size_t)ny * osize(p->out_type);
     int8_t *w = pack_w(p, W);
-    uint8_t *y = malloc((size_t)(ny > 0 ? ny : 1));
+    uint8_t *y = malloc(ybytes ? ybytes : 1);
     int32_t *ref = malloc(sizeof(int32_t) * (size_t)(nref > 0 ? nref : 1));
     p->w = w;
     p->wpair16 = oqci_conv_wpair16(p);   /* as the compiler sets it */
@@ -347,7 +394,7 @@ static int64_t conv_run(OqciConv *p, const uint8_t *x, const int8_t *W) {
     for (int ii = 0; ii < nisas; ii++) {
         CU_ASSERT_EQUAL_FATAL(oqci_force_isa(isas[ii]), OQCI_OK);
         CU_ASSERT_EQUAL(oqci_conv_scratch(p), ss);   /* the same for every family */
-        memset(y, 0xA5, (size_t)ny);
+        memset(y, 0xA5, ybytes);
         int st = oqci_conv(p, x, y, scratch);
         CU_ASSERT_EQUAL(st, OQCI_OK);
         isa_cases[isas[ii]]++;
@@ -357,8 +404,8 @@ static int64_t conv_run(OqciConv *p, const uint8_t *x, const int8_t *W) {
                     int64_t o = (n * p->out_ctotal + c) * pix + i;
                     int in_view = c >= p->out_coff && c < p->out_coff + p->out_c;
                     int32_t want = in_view ? ref[(n * p->out_c + c - p->out_coff) * pix + i]
-                                           : (p->out_type == OQCI_U8 ? 0xA5 : (int8_t)0xA5);
-                    int32_t got = qget(y, p->out_type, o);
+                                           : fill_value(p->out_type, 0xA5);
+                    int32_t got = yget(y, p->out_type, o);
                     if (got != want && bad++ < 3)
                         printf("\n  conv [%s] n=%lld c=%lld pix=%lld: got %d want %d",
                                oqci_isa_name(isas[ii]), (long long)n, (long long)c,
@@ -383,8 +430,9 @@ static void conv_mults(const OqciConv *p, double *M, double scale) {
         M[k] = scale * (0.3 + 1.5 * (rnd_f() + 1) / 2) * 60.0 / typ;
 }
 
-/* One random case of the given shape class; returns bad elements. */
-static int64_t conv_random_case(int t) {
+/* One random case of the given shape class, with 8-bit outputs or (s32) accumulator
+ * outputs (clamp kind t % 3, an rq never to be read); returns bad elements. */
+static int64_t conv_random_case(int t, int s32) {
     OqciConv p;
     memset(&p, 0, sizeof p);
     int depthwise = t % 6 == 1, gemm = t % 11 == 4, conv1d = t % 9 == 2;
@@ -458,6 +506,11 @@ static int64_t conv_random_case(int t) {
         M[k] = k % 2 ? 0.25 : 0.5;
     Rq r = rq_make((int)rnd_int(0, 1), t % 7 != 6, p.out_c, M);
     p.rq = r.rq;
+    if (s32) {
+        p.out_type = OQCI_S32;
+        s32_clamp(t % 3, 60000, &p.lo, &p.hi);
+        p.rq = unread_rq(t / 3 % 3);
+    }
     int64_t bad = conv_run(&p, x, W);
     if (bad)
         printf("\n  conv case %d: N=%d C=%d K=%d g=%d %dx%d -> %dx%d k=%dx%d s=%d,%d d=%d,%d "
@@ -481,7 +534,19 @@ static void test_conv_random(void) {
     rnd_seed(21);
     int64_t bad = 0;
     for (int t = 0; t < 600; t++)
-        bad += conv_random_case(t) != 0;
+        bad += conv_random_case(t, 0) != 0;
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* Exact, every family: accumulator outputs (OQCI_S32) on test_conv_random's shapes
+ * (depthwise ones included: they leave the depthwise kernels for the GEMM), with no
+ * clamp, a ReLU or a narrow clamp, and an rq whose pointers are null (any read of it
+ * crashes). */
+static void test_conv_s32_random(void) {
+    rnd_seed(25);
+    int64_t bad = 0;
+    for (int t = 0; t < 600; t++)
+        bad += conv_random_case(t, 1) != 0;
     CU_ASSERT_EQUAL(bad, 0);
 }
 
@@ -550,10 +615,12 @@ static void test_conv_shapes(void) {
  * int32 accumulator would wrap and give a negative value for k0.  Exact.  The same
  * with out_c = 2 (the 1-channel path), with s8 inputs, and (variants 3, 4) with 9
  * identical rows, enough pixels for the SIMD panel path's int64 K-block sums (u8 and
- * s8: the s8 inputs' offset correction is then added in int64). */
+ * s8: the s8 inputs' offset correction is then added in int64).  Variants 5-9: the same
+ * with accumulator outputs (OQCI_S32, no clamp): the saturated sums themselves. */
 static void test_conv_deep(void) {
     const int32_t C = 70000;
-    for (int variant = 0; variant < 5; variant++) {
+    for (int vs = 0; vs < 10; vs++) {
+        int variant = vs % 5, s32 = vs >= 5;
         OqciConv p;
         memset(&p, 0, sizeof p);
         p.batch = variant >= 3 ? 9 : 1;
@@ -583,13 +650,31 @@ static void test_conv_deep(void) {
         double M = 100.0 / 2147483648.0;
         Rq r = rq_make(OQCI_REQ_FIXED, 0, 1, &M);
         p.rq = r.rq;
+        if (s32) {
+            p.out_type = OQCI_S32;
+            p.lo = INT32_MIN;
+            p.hi = INT32_MAX;
+            p.rq = unread_rq(variant % 3);
+        }
         CU_ASSERT_EQUAL(conv_run(&p, x, W), 0);   /* against the direct reference */
         /* and against the hand-computed values (row 0) */
         int8_t y[9 * 5], *w = pack_w(&p, W);
+        int32_t y32[9 * 5];
         void *scratch = malloc(oqci_conv_scratch(&p));
         p.w = w;
-        CU_ASSERT_EQUAL(oqci_conv(&p, x, y, scratch), OQCI_OK);
-        if (p.in_type == OQCI_S8) {   /* s8: sums are -127 * w, no saturation */
+        CU_ASSERT_EQUAL(oqci_conv(&p, x, s32 ? (void *)y32 : (void *)y, scratch), OQCI_OK);
+        if (s32 && p.in_type == OQCI_S8) {
+            CU_ASSERT_EQUAL(y32[0], -127 * 127 * C);   /* -1 129 030 000 */
+            CU_ASSERT_EQUAL(y32[1], 127 * 127 * C);
+        } else if (s32) {
+            CU_ASSERT_EQUAL(y32[0], INT32_MAX);
+            CU_ASSERT_EQUAL(y32[1], INT32_MIN);
+            if (variant == 0 || variant == 3) {
+                CU_ASSERT_EQUAL(y32[2], 1977816720);
+                CU_ASSERT_EQUAL(y32[3], INT32_MAX);
+                CU_ASSERT_EQUAL(y32[4], 2117410000);
+            }
+        } else if (p.in_type == OQCI_S8) {   /* s8: sums are -127 * w, no saturation */
             CU_ASSERT_EQUAL(y[0], oqci_mul_shift(-127 * 127 * C, r.m[0], r.shift[0]));
             CU_ASSERT_EQUAL(y[0], -53);   /* -1 129 030 000 * 100 / 2^31 = -52.6 */
             CU_ASSERT_EQUAL(y[1], 53);
@@ -648,8 +733,11 @@ static void conv_geo(OqciConv *p, int N, int C, int K, int g, int H, int W, int 
  * random in [-64, 64]) against inputs at the top of their range or random, so int16
  * pair sums reach 255 * 128 = 32640 without saturating.  bias: 0 none, 1 random, 2 near INT32_MAX / INT32_MIN (the bias
  * addition saturates).  Requant mode mode, per-channel multipliers; out type and clamp
- * random.  Runs conv_run; returns bad elements (and prints the case when any). */
-static int64_t conv_data_run(OqciConv *p, int in_type, int kind, int bias_kind, int mode) {
+ * random; or with s32 (1 + variant) accumulator outputs, clamp kind variant % 3 (see
+ * s32_clamp) and an rq not to be read.  Runs conv_run; returns bad elements (and prints
+ * the case when any). */
+static int64_t conv_data_run(OqciConv *p, int in_type, int kind, int bias_kind, int mode,
+                             int s32) {
     p->in_type = in_type;
     p->out_type = (int32_t)rnd_int(0, 1);
     rnd_clamp(p->out_type, &p->lo, &p->hi);
@@ -708,13 +796,18 @@ static int64_t conv_data_run(OqciConv *p, int in_type, int kind, int bias_kind, 
             M[k] = (k % 3 ? 60.0 : 0.5) / 2147483648.0;
     Rq r = rq_make(mode, 1, p->out_c, M);
     p->rq = r.rq;
+    if (s32) {
+        p->out_type = OQCI_S32;
+        s32_clamp((s32 - 1) % 3, 60000, &p->lo, &p->hi);
+        p->rq = unread_rq((s32 - 1) / 3 % 3);
+    }
     int64_t bad = conv_run(p, x, W);
     if (bad)
         printf("\n  simd case: N=%d C=%d K=%d g=%d %dx%d -> %dx%d k=%dx%d s=%d,%d d=%d,%d "
-               "p=%d,%d types %d->%d kind %d bias %d mode %d",
+               "p=%d,%d types %d->%d [%d,%d] kind %d bias %d mode %d",
                p->batch, p->in_c, p->out_c, p->group, p->in_h, p->in_w, p->out_h, p->out_w,
                p->k_h, p->k_w, p->s_h, p->s_w, p->d_h, p->d_w, p->p_t, p->p_l, p->in_type,
-               p->out_type, kind, bias_kind, mode);
+               p->out_type, p->lo, p->hi, kind, bias_kind, mode);
     rq_free(&r);
     free(M);
     free(bias);
@@ -723,93 +816,96 @@ static int64_t conv_data_run(OqciConv *p, int in_type, int kind, int bias_kind, 
     return bad;
 }
 
-/* Exact, every family: shapes aimed at each SIMD path, each with u8 and s8 inputs, both
- * requant modes and the three data kinds, a few with an output view and saturating
- * biases.  The comment of each row names the path it is for (runtime/oqci_conv.c). */
+/* Shapes aimed at each SIMD path (runtime/oqci_conv*.c); the comment of each row names
+ * the path it is for. */
+static const int simd_shapes[][16] = {
+    /* N, C, K, g, H, W, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr */
+    {2, 5, 5, 5, 13, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* dw 3x3 pairs, odd rows */
+    {1, 3, 3, 3, 16, 17, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},      /* dw 3x3/2 pairs */
+    {1, 3, 3, 3, 12, 40, 3, 3, 1, 1, 1, 2, 0, 2, 0, 2},      /* dw pairs, column dilation */
+    {1, 2, 2, 2, 12, 23, 3, 3, 1, 3, 1, 1, 1, 1, 1, 1},      /* dw pairs, column stride 3 */
+    {2, 3, 3, 3, 12, 13, 3, 3, 1, 1, 2, 1, 2, 1, 2, 1},      /* dw 3x3 row dilation: plane */
+    {1, 4, 8, 4, 11, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* dw multiplier 2 */
+    {1, 3, 3, 3, 11, 19, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2},      /* dw 5x5: q8dw_16 */
+    {1, 3, 3, 3, 7, 30, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2},       /* dw 5x5/2: phases */
+    {1, 2, 2, 2, 5, 33, 1, 9, 1, 1, 1, 1, 0, 4, 0, 4},       /* dw 1x9: 9 taps, not 3x3 */
+    {1, 2, 2, 2, 12, 12, 9, 9, 1, 1, 1, 1, 4, 4, 4, 4},      /* dw 9x9: > 64 taps, GEMM */
+    {1, 2, 2, 2, 3, 600, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* dw wide rows (> 512) */
+    {1, 2, 2, 2, 5, 300, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* dw rows of 300 */
+    {1, 2, 2, 2, 4, 1101, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},     /* dw wide, stride 2 */
+    {1, 3, 3, 3, 1, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},       /* dw, one input row */
+    {1, 3, 3, 3, 10, 10, 3, 3, 1, 1, 1, 1, 0, 0, -5, -5},    /* dw, unused input */
+    {1, 1, 16, 1, 28, 28, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},     /* C = 1: dw multiplier 16 */
+    {2, 5, 5, 5, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},        /* dw 7x7: masked fill, plane kernel */
+    {1, 4, 4, 4, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},      /* dw 14x14/2: masked s2 fill, plane end */
+    {1, 3, 3, 3, 3, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},        /* dw 3 rows: row kernel only */
+    {1, 3, 3, 3, 6, 21, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},       /* dw 6 rows of 21: 4 + 2 */
+    {1, 3, 3, 3, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},        /* dw 8x8: plane kernel, no overlap */
+    {1, 3, 3, 3, 6, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},        /* dw 6x3: too narrow for it */
+    {2, 2, 2, 2, 5, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},        /* dw 5x2 */
+    {1, 3, 3, 3, 128, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    /* dw 128x128: AVX-512 flat, largest */
+    {1, 2, 4, 2, 129, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    /* dw 129x128: just above it */
+    {2, 2, 6, 2, 31, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* dw 31x33: flat, multiplier 3 */
+    {1, 3, 9, 3, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},        /* dw 4x4: flat, smallest */
+    {1, 2, 2, 2, 1, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},       /* dw 1x16: flat, one row */
+    {2, 3, 3, 3, 17, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},       /* dw 17x2: flat, 2 wide */
+    {1, 3, 6, 3, 7, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},        /* dw 7x7/2: AVX-512 phase planes */
+    {1, 3, 3, 3, 12, 12, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0},      /* dw /2, no end pad */
+    {2, 2, 2, 2, 1, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},       /* dw /2, one input row */
+    {1, 2, 2, 2, 33, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},       /* dw /2, 2 wide */
+    {1, 2, 2, 2, 3, 2049, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},     /* dw /2, wider than it takes */
+    {1, 3, 3, 3, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},        /* dw 5x4: plane kernel, narrowest */
+    {1, 3, 3, 3, 9, 12, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0},       /* dw /2 unpadded: odd last byte */
+    {1, 7, 13, 1, 9, 10, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* GEMM, one K block */
+    {1, 7, 13, 1, 5, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},       /* 40 pixels: 24 + 16 */
+    {1, 9, 8, 1, 1, 41, 1, 3, 1, 1, 1, 1, 0, 1, 0, 1},       /* 41 pixels: 24 + 17 */
+    {1, 1300, 8, 1, 3, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     /* flat, 2 K blocks, 8 = 3 + 3 + 2 */
+    {1, 140, 7, 1, 4, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* band, K 1260: 2 blocks */
+    {1, 70, 11, 1, 8, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* GEMM, 2 K blocks */
+    {1, 230, 5, 1, 4, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* GEMM, 5 K blocks */
+    {3, 6, 5, 1, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},        /* panels across images */
+    {2, 33, 19, 1, 14, 15, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* flat 1x1 */
+    {1, 9, 6, 1, 14, 15, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},      /* padded 1x1: not flat */
+    {1, 9, 6, 1, 15, 16, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0},      /* 1x1/2 */
+    {1, 5, 4, 1, 19, 20, 1, 1, 3, 3, 1, 1, 0, 0, 0, 0},      /* 1x1/3: scalar gather */
+    {1, 3, 8, 1, 30, 31, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3},      /* 7x7/2 stem: edges */
+    {1, 5, 6, 1, 57, 70, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},      /* 3x3/2, vector gathers */
+    {1, 8, 12, 4, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},       /* groups */
+    {1, 6, 7, 1, 11, 12, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2},      /* dilation 2 */
+    {1, 4, 5, 1, 1, 50, 1, 5, 1, 1, 1, 1, 0, 2, 0, 2},       /* 1-D */
+    {1, 37, 9, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},       /* Gemm, 1 row: dot path */
+    {7, 37, 9, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},       /* Gemm, 7 rows: dot path */
+    {8, 37, 9, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},       /* Gemm, 8 rows: panels */
+    {3, 2000, 6, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     /* dot path, 16-k steps */
+    {40, 700, 6, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     /* Gemm rows, K blocks */
+    {1, 3, 5, 1, 2, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},        /* 6 pixels: dot path conv */
+    {1, 20, 16, 1, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* AMX: one unit, K tail 52 */
+    {1, 7, 17, 1, 5, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},       /* AMX: 17 = 16 + shifted unit */
+    {2, 37, 40, 1, 7, 7, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},      /* AMX: flat, tail chunk only */
+    {1, 64, 48, 2, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* AMX: 2 groups of 24 */
+    {1, 130, 35, 1, 11, 13, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0},   /* AMX: 1x1/2, 35 = 32 + 3 */
+    {2, 67, 20, 1, 13, 17, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0},    /* AMX 1x1/2 packed from x: K 67,
+                                                             * runs 9 9 9 5, across images */
+    {1, 65, 16, 1, 12, 12, 1, 1, 3, 2, 1, 1, 0, 0, -1, 0},   /* ... row stride 3, rows unread */
+    {1, 41, 33, 1, 5, 70, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0},     /* ... runs of 32 and 3 */
+    {1, 66, 16, 1, 9, 9, 1, 1, 2, 2, 1, 1, 1, 1, 1, 1},      /* ... padded: through the band */
+    {1, 3, 64, 1, 30, 31, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3},     /* AMX: 7x7/2 stem, K 147 */
+    {1, 1300, 16, 1, 3, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* AMX: flat, 20 chunks + tail */
+    {40, 700, 20, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* AMX: Gemm rows, 16 + 4 */
+    {3, 16, 16, 1, 4, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},      /* AMX: panels across images */
+    {1, 64, 64, 1, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    /* AMX: 2 x 32 channels */
+    {2, 12, 40, 2, 15, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    /* AMX: batches across images, 2 groups */
+    {1, 16, 48, 1, 20, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    /* AMX: batches of 8 and 5 panels */
+};
+
+/* Exact, every family: shapes aimed at each SIMD path (simd_shapes), each with u8 and s8
+ * inputs, both requant modes and the four data kinds, a few with an output view and
+ * saturating biases. */
 static void test_conv_simd_paths(void) {
-    static const int shapes[][16] = {
-        /* N, C, K, g, H, W, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr */
-        {2, 5, 5, 5, 13, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* dw 3x3 pairs, odd rows */
-        {1, 3, 3, 3, 16, 17, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},      /* dw 3x3/2 pairs */
-        {1, 3, 3, 3, 12, 40, 3, 3, 1, 1, 1, 2, 0, 2, 0, 2},      /* dw pairs, column dilation */
-        {1, 2, 2, 2, 12, 23, 3, 3, 1, 3, 1, 1, 1, 1, 1, 1},      /* dw pairs, column stride 3 */
-        {2, 3, 3, 3, 12, 13, 3, 3, 1, 1, 2, 1, 2, 1, 2, 1},      /* dw 3x3 row dilation: plane */
-        {1, 4, 8, 4, 11, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* dw multiplier 2 */
-        {1, 3, 3, 3, 11, 19, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2},      /* dw 5x5: q8dw_16 */
-        {1, 3, 3, 3, 7, 30, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2},       /* dw 5x5/2: phases */
-        {1, 2, 2, 2, 5, 33, 1, 9, 1, 1, 1, 1, 0, 4, 0, 4},       /* dw 1x9: 9 taps, not 3x3 */
-        {1, 2, 2, 2, 12, 12, 9, 9, 1, 1, 1, 1, 4, 4, 4, 4},      /* dw 9x9: > 64 taps, GEMM */
-        {1, 2, 2, 2, 3, 600, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* dw wide rows (> 512) */
-        {1, 2, 2, 2, 5, 300, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* dw rows of 300 */
-        {1, 2, 2, 2, 4, 1101, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},     /* dw wide, stride 2 */
-        {1, 3, 3, 3, 1, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},       /* dw, one input row */
-        {1, 3, 3, 3, 10, 10, 3, 3, 1, 1, 1, 1, 0, 0, -5, -5},    /* dw, unused input */
-        {1, 1, 16, 1, 28, 28, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},     /* C = 1: dw multiplier 16 */
-        {2, 5, 5, 5, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},        /* dw 7x7: masked fill, plane kernel */
-        {1, 4, 4, 4, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},      /* dw 14x14/2: masked s2 fill, plane end */
-        {1, 3, 3, 3, 3, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},        /* dw 3 rows: row kernel only */
-        {1, 3, 3, 3, 6, 21, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},       /* dw 6 rows of 21: 4 + 2 */
-        {1, 3, 3, 3, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},        /* dw 8x8: plane kernel, no overlap */
-        {1, 3, 3, 3, 6, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},        /* dw 6x3: too narrow for it */
-        {2, 2, 2, 2, 5, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},        /* dw 5x2 */
-        {1, 3, 3, 3, 128, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    /* dw 128x128: AVX-512 flat, largest */
-        {1, 2, 4, 2, 129, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    /* dw 129x128: just above it */
-        {2, 2, 6, 2, 31, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* dw 31x33: flat, multiplier 3 */
-        {1, 3, 9, 3, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},        /* dw 4x4: flat, smallest */
-        {1, 2, 2, 2, 1, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},       /* dw 1x16: flat, one row */
-        {2, 3, 3, 3, 17, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},       /* dw 17x2: flat, 2 wide */
-        {1, 3, 6, 3, 7, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},        /* dw 7x7/2: AVX-512 phase planes */
-        {1, 3, 3, 3, 12, 12, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0},      /* dw /2, no end pad */
-        {2, 2, 2, 2, 1, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},       /* dw /2, one input row */
-        {1, 2, 2, 2, 33, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},       /* dw /2, 2 wide */
-        {1, 2, 2, 2, 3, 2049, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},     /* dw /2, wider than it takes */
-        {1, 3, 3, 3, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},        /* dw 5x4: plane kernel, narrowest */
-        {1, 3, 3, 3, 9, 12, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0},       /* dw /2 unpadded: odd last byte */
-        {1, 7, 13, 1, 9, 10, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* GEMM, one K block */
-        {1, 7, 13, 1, 5, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},       /* 40 pixels: 24 + 16 */
-        {1, 9, 8, 1, 1, 41, 1, 3, 1, 1, 1, 1, 0, 1, 0, 1},       /* 41 pixels: 24 + 17 */
-        {1, 1300, 8, 1, 3, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     /* flat, 2 K blocks, 8 = 3 + 3 + 2 */
-        {1, 140, 7, 1, 4, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* band, K 1260: 2 blocks */
-        {1, 70, 11, 1, 8, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* GEMM, 2 K blocks */
-        {1, 230, 5, 1, 4, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* GEMM, 5 K blocks */
-        {3, 6, 5, 1, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},        /* panels across images */
-        {2, 33, 19, 1, 14, 15, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* flat 1x1 */
-        {1, 9, 6, 1, 14, 15, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},      /* padded 1x1: not flat */
-        {1, 9, 6, 1, 15, 16, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0},      /* 1x1/2 */
-        {1, 5, 4, 1, 19, 20, 1, 1, 3, 3, 1, 1, 0, 0, 0, 0},      /* 1x1/3: scalar gather */
-        {1, 3, 8, 1, 30, 31, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3},      /* 7x7/2 stem: edges */
-        {1, 5, 6, 1, 57, 70, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},      /* 3x3/2, vector gathers */
-        {1, 8, 12, 4, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},       /* groups */
-        {1, 6, 7, 1, 11, 12, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2},      /* dilation 2 */
-        {1, 4, 5, 1, 1, 50, 1, 5, 1, 1, 1, 1, 0, 2, 0, 2},       /* 1-D */
-        {1, 37, 9, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},       /* Gemm, 1 row: dot path */
-        {7, 37, 9, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},       /* Gemm, 7 rows: dot path */
-        {8, 37, 9, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},       /* Gemm, 8 rows: panels */
-        {3, 2000, 6, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     /* dot path, 16-k steps */
-        {40, 700, 6, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     /* Gemm rows, K blocks */
-        {1, 3, 5, 1, 2, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},        /* 6 pixels: dot path conv */
-        {1, 20, 16, 1, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* AMX: one unit, K tail 52 */
-        {1, 7, 17, 1, 5, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},       /* AMX: 17 = 16 + shifted unit */
-        {2, 37, 40, 1, 7, 7, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},      /* AMX: flat, tail chunk only */
-        {1, 64, 48, 2, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* AMX: 2 groups of 24 */
-        {1, 130, 35, 1, 11, 13, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0},   /* AMX: 1x1/2, 35 = 32 + 3 */
-        {2, 67, 20, 1, 13, 17, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0},    /* AMX 1x1/2 packed from x: K 67,
-                                                                 * runs 9 9 9 5, across images */
-        {1, 65, 16, 1, 12, 12, 1, 1, 3, 2, 1, 1, 0, 0, -1, 0},   /* ... row stride 3, rows unread */
-        {1, 41, 33, 1, 5, 70, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0},     /* ... runs of 32 and 3 */
-        {1, 66, 16, 1, 9, 9, 1, 1, 2, 2, 1, 1, 1, 1, 1, 1},      /* ... padded: through the band */
-        {1, 3, 64, 1, 30, 31, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3},     /* AMX: 7x7/2 stem, K 147 */
-        {1, 1300, 16, 1, 3, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* AMX: flat, 20 chunks + tail */
-        {40, 700, 20, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* AMX: Gemm rows, 16 + 4 */
-        {3, 16, 16, 1, 4, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},      /* AMX: panels across images */
-        {1, 64, 64, 1, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    /* AMX: 2 x 32 channels */
-        {2, 12, 40, 2, 15, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    /* AMX: batches across images, 2 groups */
-        {1, 16, 48, 1, 20, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    /* AMX: batches of 8 and 5 panels */
-    };
     rnd_seed(23);
     int64_t bad = 0;
-    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
-        const int *v = shapes[si];
+    for (size_t si = 0; si < sizeof simd_shapes / sizeof simd_shapes[0]; si++) {
+        const int *v = simd_shapes[si];
         for (int in_type = 0; in_type < 2; in_type++)
             for (int kind = 0; kind < 4; kind++) {
                 OqciConv p;
@@ -821,7 +917,48 @@ static void test_conv_simd_paths(void) {
                 }
                 int bias_kind = kind == 2 && si % 3 == 0 ? 2 : (int)rnd_int(0, 1);
                 int mode = (int)((si + (size_t)kind + (size_t)in_type) % 2);
-                bad += conv_data_run(&p, in_type, kind, bias_kind, mode) != 0;
+                bad += conv_data_run(&p, in_type, kind, bias_kind, mode, 0) != 0;
+            }
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* Shapes of the layers that get accumulator outputs (a network's last ones), beyond
+ * simd_shapes. */
+static const int s32_shapes[][16] = {
+    /* N, C, K, g, H, W, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr */
+    {1, 1280, 1000, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},   /* classifier, batch 1: dot path */
+    {3, 256, 100, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     /* a few rows: dot path */
+    {16, 640, 100, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* Gemm rows: panels, AMX */
+    {1, 320, 40, 1, 7, 7, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},      /* last 1x1 conv: flat, AMX */
+    {2, 96, 21, 1, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},     /* 3x3 head, many pixels */
+    {1, 32, 32, 32, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* depthwise: GEMM, not dw */
+    {1, 16, 16, 16, 2, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* depthwise, 4 pixels: dot path */
+};
+
+/* Exact, every family: accumulator outputs (OQCI_S32) on simd_shapes and s32_shapes,
+ * each with u8 and s8 inputs and the four data kinds, the three clamp kinds (none, ReLU,
+ * narrow), an rq with null pointers (float, fixed or invalid mode: reading it crashes),
+ * output views, saturating biases. */
+static void test_conv_s32_paths(void) {
+    const size_t n1 = sizeof simd_shapes / sizeof simd_shapes[0];
+    const size_t n2 = sizeof s32_shapes / sizeof s32_shapes[0];
+    rnd_seed(26);
+    int64_t bad = 0;
+    for (size_t si = 0; si < n1 + n2; si++) {
+        const int *v = si < n1 ? simd_shapes[si] : s32_shapes[si - n1];
+        for (int in_type = 0; in_type < 2; in_type++)
+            for (int kind = 0; kind < 4; kind++) {
+                OqciConv p;
+                conv_geo(&p, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10],
+                         v[11], v[12], v[13], v[14], v[15]);
+                if ((kind == 0 && in_type == 1) || (kind == 3 && in_type == 0)) {   /* views */
+                    p.out_coff = kind ? 1 : 2;
+                    p.out_ctotal = p.out_c + 3;
+                }
+                int bias_kind = kind == 2 && si % 3 == 0 ? 2 : (int)rnd_int(0, 1);
+                int variant = (int)((si + 4 * (size_t)in_type + (size_t)kind) % 9);
+                bad += conv_data_run(&p, in_type, kind, bias_kind, 0, 1 + variant) != 0;
             }
     }
     CU_ASSERT_EQUAL(bad, 0);
@@ -1087,7 +1224,7 @@ static void test_conv_einval(void) {
     BAD(p.out_coff = 1);                           /* out_coff + out_c > out_ctotal */
     BAD(p.out_coff = -1);
     BAD(p.w = NULL);
-    BAD(p.in_type = 2);
+    BAD(p.in_type = 2);                            /* (OQCI_S32: an output type only) */
     BAD(p.out_type = 7);
     BAD((p.lo = 5, p.hi = 4));
     BAD((p.out_type = OQCI_U8, p.lo = -1));
@@ -1100,18 +1237,54 @@ static void test_conv_einval(void) {
     BAD((p.d_w = 0));
     BAD((p.batch = -1));
     BAD((p.p_t = -1));
+    /* accumulator outputs: any int32 clamp, but not an empty one */
+    BAD((p.out_type = OQCI_S32, p.lo = INT32_MAX, p.hi = INT32_MAX - 1));
+    BAD((p.out_type = OQCI_S32, p.lo = 0, p.hi = -1));
 #undef BAD
     p = ok;
     p.rq.mode = OQCI_REQ_FLOAT;
     p.rq.mult = &f;
     CU_ASSERT_EQUAL(oqci_conv(&p, x, y, s), OQCI_OK);
+    /* Accumulator outputs on every family, rq not read (an invalid mode, null pointers):
+     * x is 3 channels of 2 pixels (1 2, 3 4, 5 6), the weight rows 1 2 3 and 4 5 6, so the
+     * sums are 22 28 (channel 0) and 49 64 (channel 1); then clamped to [25, 50], to
+     * [INT32_MIN, INT32_MIN] (lo = hi), and with a bias near INT32_MAX saturated. */
+    find_isas();
+    for (int ii = 0; ii < nisas; ii++) {
+        int32_t y32[4], bias[2] = {INT32_MAX - 30, -5};
+        CU_ASSERT_EQUAL_FATAL(oqci_force_isa(isas[ii]), OQCI_OK);
+        p = ok;
+        p.out_type = OQCI_S32;
+        p.lo = INT32_MIN;
+        p.hi = INT32_MAX;
+        p.rq = unread_rq(2);
+        CU_ASSERT_EQUAL(oqci_conv(&p, x, y32, s), OQCI_OK);
+        CU_ASSERT(y32[0] == 22 && y32[1] == 28 && y32[2] == 49 && y32[3] == 64);
+        p.lo = 25;
+        p.hi = 50;
+        CU_ASSERT_EQUAL(oqci_conv(&p, x, y32, s), OQCI_OK);
+        CU_ASSERT(y32[0] == 25 && y32[1] == 28 && y32[2] == 49 && y32[3] == 50);
+        p.lo = p.hi = INT32_MIN;
+        CU_ASSERT_EQUAL(oqci_conv(&p, x, y32, s), OQCI_OK);
+        CU_ASSERT(y32[0] == INT32_MIN && y32[3] == INT32_MIN);
+        p.lo = INT32_MIN;
+        p.hi = INT32_MAX;
+        p.bias = bias;
+        CU_ASSERT_EQUAL(oqci_conv(&p, x, y32, s), OQCI_OK);
+        CU_ASSERT(y32[0] == INT32_MAX - 8 && y32[1] == INT32_MAX - 2 && y32[2] == 44 &&
+                  y32[3] == 59);
+        bias[0] = INT32_MAX - 20;   /* 22 and 28 more: saturated */
+        CU_ASSERT_EQUAL(oqci_conv(&p, x, y32, s), OQCI_OK);
+        CU_ASSERT(y32[0] == INT32_MAX && y32[1] == INT32_MAX);
+    }
+    oqci_force_isa(OQCI_ISA_AUTO);
 }
 
 /* ---- pooling -------------------------------------------------------------------------- */
 
 /* Direct max/average pooling: yref dense N x C x out_h x out_w.  Max: padding is skipped
  * (never wins); an empty window gives lo.  Average: count = inside elements or k_h*k_w;
- * count 0 gives 0 clamped. */
+ * count 0 gives 0 clamped; accumulator outputs (OQCI_S32): the sum clamped. */
 static void ref_pool(const OqciPool *p, const uint8_t *x, int avg, int32_t *yref) {
     for (int64_t n = 0; n < p->batch; n++)
         for (int64_t c = 0; c < p->channels; c++)
@@ -1936,7 +2109,8 @@ static void test_quantize_isas(void) {
 OQC_TEST_MAIN("int8-kernels", OQC_TEST(test_round_clamp), OQC_TEST(test_mul_shift),
               OQC_TEST(test_fixed_multiplier), OQC_TEST(test_requant_float_vs_fixed),
               OQC_TEST(test_conv_random), OQC_TEST(test_conv_shapes), OQC_TEST(test_conv_deep),
-              OQC_TEST(test_conv_simd_paths), OQC_TEST(test_conv_wpair16),
+              OQC_TEST(test_conv_simd_paths), OQC_TEST(test_conv_s32_random),
+              OQC_TEST(test_conv_s32_paths), OQC_TEST(test_conv_wpair16),
               OQC_TEST(test_conv_requant_edges),
               OQC_TEST(test_conv_isas), OQC_TEST(test_conv_scratch_size),
               OQC_TEST(test_conv_einval), OQC_TEST(test_maxpool_random),
