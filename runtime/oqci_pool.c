@@ -12,7 +12,9 @@
  *     `count` of rq (count = inputs inside the image, or k_h * k_w with
  *     count_include_pad).  The sum is bounded by k_h * k_w * 255, so windows of more
  *     than INT32_MAX / 255 elements are rejected (OQCI_EINVAL).  A window with no input
- *     (count 0) gives 0 clamped to [lo, hi].
+ *     (count 0) gives 0 clamped to [lo, hi].  With accumulator outputs (out_type
+ *     OQCI_S32, average pooling only) the sum itself, clamped to [lo, hi], is stored as
+ *     an int32: no division, rq not read.
  * Dilations apply to both.  The output is channels [out_coff, out_coff + C) of a buffer
  * with out_ctotal channels per image.
  *
@@ -53,8 +55,19 @@ static int32_t load(const void *x, int32_t type, int64_t i) {
 static void store(void *y, int32_t type, int64_t i, int32_t q) {
     if (type == OQCI_U8)
         ((uint8_t *)y)[i] = (uint8_t)q;
+    else if (type == OQCI_S32)
+        ((int32_t *)y)[i] = q;
     else
         ((int8_t *)y)[i] = (int8_t)q;
+}
+
+/* An average pool's output from its window's sum and count: requantized with entry
+ * count, or for accumulator outputs the sum itself; clamped to [lo, hi]. */
+static int32_t avg_out(const OqciPool *p, int32_t sum, int32_t count) {
+    if (p->out_type == OQCI_S32)
+        return sum < p->lo ? p->lo : sum > p->hi ? p->hi : sum;
+    return count ? oqci_requant(sum, &p->rq, count, p->lo, p->hi)
+                 : (p->lo > 0 ? p->lo : p->hi < 0 ? p->hi : 0);
 }
 
 /* Output (oh, ow) of plane xoff (the two pools share it; avg selects the reduction). */
@@ -83,12 +96,8 @@ static int32_t pool_one(const OqciPool *p, const void *x, int64_t xoff, int32_t 
             }
         }
     }
-    if (avg) {
-        if (p->count_include_pad)
-            count = p->k_h * p->k_w;
-        return count ? oqci_requant(sum, &p->rq, count, p->lo, p->hi)
-                     : (p->lo > 0 ? p->lo : p->hi < 0 ? p->hi : 0);
-    }
+    if (avg)
+        return avg_out(p, sum, p->count_include_pad ? p->k_h * p->k_w : count);
     if (!found)
         return p->lo;
     if (p->requant)
@@ -415,7 +424,7 @@ static void gavgpool_avx2(const OqciPool *p, const void *x, void *y) {
             int32_t s = sum_bytes_avx2((const uint8_t *)x + (n * p->channels + c) * plane, plane,
                                        p->in_type == OQCI_S8);
             store(y, p->out_type, n * p->out_ctotal + p->out_coff + c,
-                  oqci_requant(s, &p->rq, plane, p->lo, p->hi));
+                  avg_out(p, s, (int32_t)plane));
         }
 }
 #endif
@@ -517,7 +526,8 @@ T_AVX512 static void maxpool_s2z(const OqciPool *p, const void *x, void *y) {
 #endif
 
 int oqci_maxpool(const OqciPool *p, const void *x, void *y) {
-    if (!pool_ok(p, x, y) || (p->requant && !oqci_requant_ok(&p->rq, 0, 0)))
+    if (!pool_ok(p, x, y) || p->out_type == OQCI_S32 ||
+        (p->requant && !oqci_requant_ok(&p->rq, 0, 0)))
         return OQCI_EINVAL;
 #if HAVE_AVX512
     if (maxpool_s2z_ok(p) && oqci_use_avx512()) {
@@ -553,8 +563,10 @@ int oqci_avgpool(const OqciPool *p, const void *x, void *y) {
     taps = (int64_t)p->k_h * p->k_w;
     if (taps > INT32_MAX / 255)
         return OQCI_EINVAL;
-    /* entries that can be used: k_h * k_w alone with count_include_pad, else 1..k_h*k_w */
-    if (!oqci_requant_ok(&p->rq, p->count_include_pad ? taps : 1, taps))
+    /* entries that can be used: k_h * k_w alone with count_include_pad, else 1..k_h*k_w
+     * (none with accumulator outputs) */
+    if (p->out_type != OQCI_S32 &&
+        !oqci_requant_ok(&p->rq, p->count_include_pad ? taps : 1, taps))
         return OQCI_EINVAL;
 #if HAVE_AVX2
     if (p->out_h == 1 && p->out_w == 1 && p->k_h == p->in_h && p->k_w == p->in_w &&

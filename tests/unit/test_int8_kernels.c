@@ -20,6 +20,9 @@
  * tests/cli/int8_simd_arm.sh).
  * test_conv_simd_paths draws shapes aimed at each SIMD code path (panel K blocks,
  * depthwise planes, the few-pixel path, gathers at row edges, saturating sums).
+ * Accumulator outputs (OQCI_S32: the saturated sums, clamped, as int32) run the same
+ * shapes (test_conv_s32_random, test_conv_s32_paths, test_conv_deep,
+ * test_avgpool_s32_isas) with an rq of null pointers, which no kernel may read.
  *
  * To add a kernel test: write the direct reference next to the others (plain loops
  * over the unpacked tensors, explicit bounds checks), a test drawing shapes with
@@ -1306,7 +1309,9 @@ static void ref_pool(const OqciPool *p, const uint8_t *x, int avg, int32_t *yref
                                 mx = v;
                         }
                     int32_t q;
-                    if (avg) {
+                    if (avg && p->out_type == OQCI_S32) {
+                        q = sum < p->lo ? p->lo : sum > p->hi ? p->hi : (int32_t)sum;
+                    } else if (avg) {
                         if (p->count_include_pad)
                             count = p->k_h * p->k_w;
                         q = count ? oqci_requant((int32_t)sum, &p->rq, count, p->lo, p->hi)
@@ -1326,9 +1331,10 @@ static void ref_pool(const OqciPool *p, const uint8_t *x, int avg, int32_t *yref
 static int64_t pool_run(const OqciPool *p, const uint8_t *x, int avg) {
     int64_t pix = (int64_t)p->out_h * p->out_w;
     int64_t ny = p->batch * p->out_ctotal * pix;
-    uint8_t *y = malloc((size_t)ny);
+    size_t ybytes = (size_t)ny * osize(p->out_type);
+    uint8_t *y = malloc(ybytes);
     int32_t *ref = malloc(sizeof(int32_t) * (size_t)(p->batch * p->channels * pix));
-    memset(y, 0x5A, (size_t)ny);
+    memset(y, 0x5A, ybytes);
     int st = avg ? oqci_avgpool(p, x, y) : oqci_maxpool(p, x, y);
     CU_ASSERT_EQUAL(st, OQCI_OK);
     ref_pool(p, x, avg, ref);
@@ -1337,8 +1343,9 @@ static int64_t pool_run(const OqciPool *p, const uint8_t *x, int avg) {
         for (int64_t c = 0; c < p->out_ctotal; c++)
             for (int64_t i = 0; i < pix; i++) {
                 int in_view = c >= p->out_coff && c < p->out_coff + p->channels;
-                int32_t want = in_view ? ref[(n * p->channels + c - p->out_coff) * pix + i] : 0x5A;
-                int32_t got = qget(y, p->out_type, (n * p->out_ctotal + c) * pix + i);
+                int32_t want = in_view ? ref[(n * p->channels + c - p->out_coff) * pix + i]
+                                       : fill_value(p->out_type, 0x5A);
+                int32_t got = yget(y, p->out_type, (n * p->out_ctotal + c) * pix + i);
                 if (got != want && bad++ < 3)
                     printf("\n  %s n=%lld c=%lld pix=%lld: got %d want %d", avg ? "avg" : "max",
                            (long long)n, (long long)c, (long long)i, got, want);
@@ -1468,6 +1475,29 @@ static void test_pool_examples(void) {
     p.out_h = p.out_w = 1;
     CU_ASSERT_EQUAL(oqci_avgpool(&p, x, y), OQCI_OK);
     CU_ASSERT_EQUAL(y[0], 5);
+    /* the same with accumulator outputs: the sum 45, no division; clamped to [0, 40];
+     * and 3x3 windows with pad 1 (count_include_pad changes nothing): corner 1 2 4 5 */
+    {
+        OqciPool q = p;
+        int32_t y32[9];
+        q.out_type = OQCI_S32;
+        q.lo = INT32_MIN;
+        q.hi = INT32_MAX;
+        q.rq = unread_rq(0);
+        CU_ASSERT_EQUAL(oqci_avgpool(&q, x, y32), OQCI_OK);
+        CU_ASSERT_EQUAL(y32[0], 45);
+        q.lo = 0;
+        q.hi = 40;
+        CU_ASSERT_EQUAL(oqci_avgpool(&q, x, y32), OQCI_OK);
+        CU_ASSERT_EQUAL(y32[0], 40);
+        q.hi = INT32_MAX;
+        q.p_t = q.p_l = 1;
+        q.out_h = q.out_w = 3;
+        q.count_include_pad = 1;
+        static const int32_t want32[9] = {12, 21, 16, 27, 45, 33, 24, 39, 28};
+        CU_ASSERT_EQUAL(oqci_avgpool(&q, x, y32), OQCI_OK);
+        CU_ASSERT_EQUAL(memcmp(y32, want32, sizeof want32), 0);
+    }
 
     /* max: all-negative s8 with padding */
     int8_t xs[9] = {-9, -8, -7, -6, -5, -4, -3, -10, -20};
@@ -1550,7 +1580,27 @@ static void test_pool_einval(void) {
     BAD((p.out_type = OQCI_U8, p.lo = -1));
     BAD((p.requant = 1, p.rq.m = NULL));
     BAD((p.requant = 1, p.rq.mode = OQCI_REQ_FLOAT));
+    BAD((p.out_type = OQCI_S32, p.lo = 1, p.hi = 0));   /* empty clamp */
+    BAD(p.in_type = OQCI_S32);                         /* (an output type only) */
 #undef BAD
+    /* max pooling has no accumulator outputs; average pooling's do not read rq */
+    p = ok;
+    p.out_type = OQCI_S32;
+    p.lo = INT32_MIN;
+    p.hi = INT32_MAX;
+    CU_ASSERT_EQUAL(oqci_maxpool(&p, x, y), OQCI_EINVAL);
+    p.requant = 1;
+    CU_ASSERT_EQUAL(oqci_maxpool(&p, x, y), OQCI_EINVAL);
+    p.requant = 0;
+    p.rq = unread_rq(1);
+    CU_ASSERT_EQUAL(oqci_maxpool(&p, x, y), OQCI_EINVAL);
+    {
+        uint8_t x4[4] = {250, 251, 252, 253};
+        int32_t y32 = 0;
+        p.in_type = OQCI_U8;
+        CU_ASSERT_EQUAL(oqci_avgpool(&p, x4, &y32), OQCI_OK);
+        CU_ASSERT_EQUAL(y32, 1006);
+    }
     CU_ASSERT_EQUAL(oqci_maxpool(NULL, x, y), OQCI_EINVAL);
     CU_ASSERT_EQUAL(oqci_maxpool(&ok, NULL, y), OQCI_EINVAL);
     CU_ASSERT_EQUAL(oqci_avgpool(&ok, x, NULL), OQCI_EINVAL);
@@ -1938,6 +1988,30 @@ static void test_maxpool_same3_isas(void) {
     CU_ASSERT_EQUAL(bad, 0);
 }
 
+/* Case t of an average-pool test over the families: one in five an ordinary pool
+ * (rnd_pool), the others global ones, on planes up to side x side (one in three) or
+ * 9 x 9; output views; types, an 8-bit clamp and count_include_pad random. */
+static void avgpool_case_geo(OqciPool *p, int t, int32_t side) {
+    if (t % 5 == 4) {
+        rnd_pool(p, 1);
+        p->count_include_pad = (int32_t)rnd_int(0, 1);
+        return;
+    }
+    memset(p, 0, sizeof *p);
+    p->batch = (int32_t)rnd_int(1, 3);
+    p->channels = (int32_t)rnd_int(1, 7);
+    p->in_h = p->k_h = (int32_t)rnd_int(1, t % 3 ? 9 : side);
+    p->in_w = p->k_w = (int32_t)rnd_int(1, t % 3 ? 9 : side);
+    p->out_h = p->out_w = 1;
+    p->s_h = p->s_w = p->d_h = p->d_w = 1;
+    p->out_coff = rnd_int(0, 1) ? (int32_t)rnd_int(0, 2) : 0;
+    p->out_ctotal = p->out_coff + p->channels + (int32_t)rnd_int(0, 2);
+    p->in_type = (int32_t)rnd_int(0, 1);
+    p->out_type = (int32_t)rnd_int(0, 1);
+    rnd_clamp(p->out_type, &p->lo, &p->hi);
+    p->count_include_pad = (int32_t)rnd_int(0, 1);
+}
+
 /* Exact, every family: global average pools (plane sizes around the 16- and 32-byte
  * blocks, per-count table or one multiplier, both modes, count_include_pad either way,
  * extreme data) and, mixed in, ordinary average pools. */
@@ -1946,23 +2020,7 @@ static void test_avgpool_isas(void) {
     int64_t bad = 0;
     for (int t = 0; t < 500; t++) {
         OqciPool p;
-        if (t % 5 == 4) {
-            rnd_pool(&p, 1);
-        } else {
-            memset(&p, 0, sizeof p);
-            p.batch = (int32_t)rnd_int(1, 3);
-            p.channels = (int32_t)rnd_int(1, 7);
-            p.in_h = p.k_h = (int32_t)rnd_int(1, t % 3 ? 9 : 40);
-            p.in_w = p.k_w = (int32_t)rnd_int(1, t % 3 ? 9 : 40);
-            p.out_h = p.out_w = 1;
-            p.s_h = p.s_w = p.d_h = p.d_w = 1;
-            p.out_coff = rnd_int(0, 1) ? (int32_t)rnd_int(0, 2) : 0;
-            p.out_ctotal = p.out_coff + p.channels + (int32_t)rnd_int(0, 2);
-            p.in_type = (int32_t)rnd_int(0, 1);
-            p.out_type = (int32_t)rnd_int(0, 1);
-            rnd_clamp(p.out_type, &p.lo, &p.hi);
-        }
-        p.count_include_pad = (int32_t)rnd_int(0, 1);
+        avgpool_case_geo(&p, t, 40);
         int32_t taps = p.k_h * p.k_w;
         double *Ms = malloc(sizeof(double) * (size_t)(taps + 1));
         double M0 = t % 13 == 6 ? 400.0 : 0.5 + (rnd_f() + 1);
@@ -1982,6 +2040,28 @@ static void test_avgpool_isas(void) {
         free(x);
         free(Ms);
         rq_free(&r);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* Exact, every family: average pools with accumulator outputs (OQCI_S32: the window's
+ * sum, clamped), mostly global ones (planes from 1x1 to 60x60: the vpsadbw path's 16-
+ * and 32-byte blocks and tails) and, mixed in, ordinary ones (padding, count_include_pad
+ * either way: it changes nothing), no clamp, a ReLU or a narrow clamp, views, extreme
+ * data, an rq with null pointers. */
+static void test_avgpool_s32_isas(void) {
+    rnd_seed(54);
+    int64_t bad = 0;
+    for (int t = 0; t < 400; t++) {
+        OqciPool p;
+        avgpool_case_geo(&p, t, 60);
+        p.out_type = OQCI_S32;
+        s32_clamp(t % 3, 64 * p.k_h * p.k_w, &p.lo, &p.hi);
+        p.rq = unread_rq(t / 3 % 3);
+        uint8_t *x = rnd_q_kind((int64_t)p.batch * p.channels * p.in_h * p.in_w, p.in_type,
+                                t % 6 < 3 ? t % 6 + 1 : 0);
+        bad += pool_run_isas(&p, x, 1);
+        free(x);
     }
     CU_ASSERT_EQUAL(bad, 0);
 }
@@ -2118,4 +2198,5 @@ OQC_TEST_MAIN("int8-kernels", OQC_TEST(test_round_clamp), OQC_TEST(test_mul_shif
               OQC_TEST(test_pool_einval), OQC_TEST(test_add_random),
               OQC_TEST(test_add_examples), OQC_TEST(test_clamp), OQC_TEST(test_quantize),
               OQC_TEST(test_maxpool_isas), OQC_TEST(test_maxpool_same3_isas), OQC_TEST(test_avgpool_isas),
+              OQC_TEST(test_avgpool_s32_isas),
               OQC_TEST(test_add_isas), OQC_TEST(test_quantize_isas))
