@@ -9,8 +9,11 @@
  *     cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -Iruntime bench/int8_conv_bench.c \
  *        build/liboqc.a -lprotobuf-c -lxml2 -lm -pthread -o build/int8_conv_bench
  *     build/int8_conv_bench [--min-ms N] [--isa NAME] [--layer SUBSTRING] [--no-fp32]
- *                           [--weight-bits N]
+ *                           [--weight-bits N] [--s32]
  *     build/int8_conv_bench --peak
+ *
+ * --s32 times accumulator outputs (out_type OQCI_S32, no clamp: what a network's last
+ * layer stores) instead of u8 outputs with a fused ReLU.
  *
  * --peak prints only the single-core peaks, one line "PEAK name=GMAC/s ...": madd_add
  * (12 independent vpmaddwd + vpaddd: the ceiling of exact AVX2 INT8), avx2_mix (the
@@ -75,6 +78,7 @@ static const Layer layers[] = {
     {"dw 144x56x56 3x3/2", 144, 56, 56, 144, 3, 2, 1, 144},
     {"dw 512x14x14 3x3/1", 512, 14, 14, 512, 3, 1, 1, 512},
     {"fc 512 -> 1000 (batch 1)", 512, 1, 1, 1000, 1, 1, 0, 1},
+    {"fc 1280 -> 1000 (batch 1)", 1280, 1, 1, 1000, 1, 1, 0, 1},
     {"fashion 1x28x28 3x3 -> 16", 1, 28, 28, 16, 3, 1, 1, 1},
     {"fashion 32x14x14 3x3 -> 32", 32, 14, 14, 32, 3, 1, 1, 1},
     {"fashion 16x28x28 3x3 -> 32", 16, 28, 28, 32, 3, 1, 1, 1},
@@ -281,7 +285,7 @@ static void print_peaks(void) {
 int main(int argc, char **argv) {
     double min_ms = 300;
     const char *only_isa = NULL, *only_layer = NULL;
-    int fp32 = 1, wbits = 8;
+    int fp32 = 1, wbits = 8, s32 = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--min-ms") && i + 1 < argc)
             min_ms = atof(argv[++i]);
@@ -293,6 +297,8 @@ int main(int argc, char **argv) {
             wbits = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--no-fp32"))
             fp32 = 0;
+        else if (!strcmp(argv[i], "--s32"))
+            s32 = 1;
         else if (!strcmp(argv[i], "--peak")) {
 #if defined(__x86_64__) && defined(__GNUC__)
             print_peaks();
@@ -302,7 +308,7 @@ int main(int argc, char **argv) {
             return 0;
         } else {
             fprintf(stderr, "usage: %s [--min-ms N] [--isa NAME] [--layer SUBSTRING] [--no-fp32]"
-                            " [--weight-bits N] | --peak\n", argv[0]);
+                            " [--weight-bits N] [--s32] | --peak\n", argv[0]);
             return 2;
         }
     }
@@ -314,7 +320,8 @@ int main(int argc, char **argv) {
         fclose(la);
         lbuf[strcspn(lbuf, "\n")] = 0;
     }
-    printf("int8_conv_bench: single thread, load average %s\n", lbuf);
+    printf("int8_conv_bench: single thread, load average %s%s\n", lbuf,
+           s32 ? "; accumulator outputs (OQCI_S32)" : "");
     int isas[OQCI_ISA_COUNT], nisa = 0;
     for (int isa = OQCI_ISA_PORTABLE; isa < OQCI_ISA_COUNT; isa++)
         if (oqci_isa_available(isa) && (!only_isa || !strcmp(only_isa, oqci_isa_name(isa))))
@@ -358,11 +365,11 @@ int main(int argc, char **argv) {
         p.kpad = (p.kdim + 3) / 4 * 4;
         p.out_ctotal = p.out_c;
         p.in_type = OQCI_U8;
-        p.out_type = OQCI_U8;
-        p.lo = 0;
-        p.hi = 255;
+        p.out_type = s32 ? OQCI_S32 : OQCI_U8;
+        p.lo = s32 ? INT32_MIN : 0;
+        p.hi = s32 ? INT32_MAX : 255;
         size_t nx = (size_t)L->c * L->h * L->w, ny = (size_t)p.out_c * p.out_h * p.out_w;
-        uint8_t *x = malloc(nx), *y = malloc(ny);
+        uint8_t *x = malloc(nx), *y = malloc(ny * (s32 ? 4 : 1));
         int8_t *w = calloc((size_t)p.out_c * p.kpad, 1);
         int32_t *bias = malloc(sizeof(int32_t) * p.out_c);
         float *mult = malloc(sizeof(float) * p.out_c);
