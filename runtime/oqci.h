@@ -177,7 +177,7 @@ typedef struct OqciConv {
     int32_t kpad;                  /* kdim rounded up to a multiple of 4 */
     int32_t out_ctotal;            /* channels per image of the output buffer */
     int32_t out_coff;              /* first channel of this output in it */
-    int32_t in_type, out_type;     /* OQCI_S8 / OQCI_U8 */
+    int32_t in_type, out_type;     /* OQCI_S8 / OQCI_U8 (out_type also OQCI_S32) */
     int32_t lo, hi;                /* output clamp */
     int32_t wpair16;               /* oqci_conv_wpair16(this) (1), or 0: not known */
     const int8_t *w;               /* out_c x kpad packed weights */
@@ -258,8 +258,10 @@ int oqci_force_isa(int isa);
  * Average pooling: the int32 sum of the window's elements, requantized with entry
  * `count` of rq (rq.per_index 1: M / count precomputed for every count 1..k_h*k_w,
  * entry 0 unused), count = window elements inside the image, or k_h*k_w with
- * count_include_pad.  Global average pooling is an average pool with the whole image as
- * window (k = in, stride 1, no padding). */
+ * count_include_pad.  With out_type OQCI_S32 (accumulator outputs, average pooling
+ * only: oqci_maxpool refuses them) the sum itself, clamped to [lo, hi], is stored as
+ * int32_t; rq is not read.  Global average pooling is an average pool with the whole
+ * image as window (k = in, stride 1, no padding). */
 typedef struct OqciPool {
     int32_t batch, channels;       /* N, C */
     int32_t in_h, in_w;            /* input H, W */
@@ -270,7 +272,7 @@ typedef struct OqciPool {
     int32_t p_t, p_l;              /* padding before */
     int32_t count_include_pad;     /* average: divide by k_h * k_w always */
     int32_t out_ctotal, out_coff;  /* output channel view */
-    int32_t in_type, out_type;     /* OQCI_S8 / OQCI_U8 */
+    int32_t in_type, out_type;     /* OQCI_S8 / OQCI_U8 (out_type also OQCI_S32) */
     int32_t lo, hi;                /* output clamp */
     int32_t requant;               /* max pooling: 1 to requantize with rq */
     OqciRequant rq;                /* see above */
