@@ -1,6 +1,7 @@
 /* oqci_eltwise.c - INT8 element-wise kernels (Add/Sum, Relu/Clip, quantize,
- * dequantize) and the compile-time fixed-point multiplier helper, portable C99; Add/Sum
- * and quantize also have AVX2 kernels giving the same bits (add_avx2, quantize__avx2),
+ * dequantize, the conversions of accumulator outputs to float or to s8/u8) and the
+ * compile-time fixed-point multiplier helper, portable C99; Add/Sum and quantize also
+ * have AVX2 kernels giving the same bits (add_avx2, quantize__avx2),
  * Add/Sum an AVX-512 one (add_avx512).
  *
  * Design.  Plain loops over `count` elements; every kernel allows y to be one of its
@@ -15,8 +16,8 @@
  *     rounds with oqci_round_clamp, as the compiler quantizes.
  *   - oqci_fixed_multiplier uses only exact double operations (doublings, a
  *     truncation and a subtraction), no <math.h>.
- * Float operations appear only in oqci_add's float mode, the quantize/dequantize pair and
- * oqci_fixed_multiplier. */
+ * Float operations appear only in oqci_add's and oqci_requantize_s32's float modes, the
+ * quantize/dequantize functions (oqci_dequantize_s32 included) and oqci_fixed_multiplier. */
 /* AVX2 (x86-64, GNU C): compile-time with __AVX2__, run-time with OQCI_DISPATCH; HAVE_AVX2,
  * T_AVX2 and oqci_use_avx2() come from oqci.h */
 #define OQCI_AVX2_SELECT
@@ -263,6 +264,43 @@ int oqci_dequantize(const void *x, int32_t in_type, float *y, int64_t count, flo
         return OQCI_EINVAL;
     for (j = 0; j < count; j++)
         y[j] = (float)load(x, in_type, j) * scale;
+    return OQCI_OK;
+}
+
+/* The layout checks of the two accumulator conversions. */
+static int s32_ok(const int32_t *x, const void *y, int64_t outer, int32_t channels,
+                  int64_t inner) {
+    return x && y && outer >= 0 && channels >= 1 && inner >= 0;
+}
+
+int oqci_dequantize_s32(const int32_t *x, float *y, int64_t outer, int32_t channels,
+                        int64_t inner, const float *scale, int32_t per_channel) {
+    int64_t o, j;
+    int32_t c;
+    if (!s32_ok(x, y, outer, channels, inner) || !scale || (per_channel != 0 && per_channel != 1))
+        return OQCI_EINVAL;
+    for (o = 0; o < outer; o++)
+        for (c = 0; c < channels; c++) {
+            float s = scale[per_channel ? c : 0];
+            for (j = 0; j < inner; j++, x++)
+                *y++ = (float)*x * s;
+        }
+    return OQCI_OK;
+}
+
+int oqci_requantize_s32(const int32_t *x, void *y, int32_t out_type, int64_t outer,
+                        int32_t channels, int64_t inner, const OqciRequant *rq,
+                        int32_t lo, int32_t hi) {
+    int64_t o, j, i = 0;
+    int32_t c;
+    if (!s32_ok(x, y, outer, channels, inner) || !rq ||
+        (out_type != OQCI_S8 && out_type != OQCI_U8) || !oqci_range_ok(out_type, lo, hi) ||
+        !oqci_requant_ok(rq, 0, rq->per_index ? channels - 1 : 0))
+        return OQCI_EINVAL;
+    for (o = 0; o < outer; o++)
+        for (c = 0; c < channels; c++)
+            for (j = 0; j < inner; j++, i++)
+                store(y, out_type, i, oqci_requant(x[i], rq, c, lo, hi));
     return OQCI_OK;
 }
 
