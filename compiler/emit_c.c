@@ -548,7 +548,14 @@ static const char *q_requant(Em *m, const char *suffix, const OqciRequant *r, in
                             (int)r->per_index, mult, mm, sh);
 }
 
-static const char *qtype_name(int32_t t) { return t == OQCI_U8 ? "OQCI_U8" : "OQCI_S8"; }
+static const char *qtype_name(int32_t t) {
+    return t == OQCI_U8 ? "OQCI_U8" : t == OQCI_S32 ? "OQCI_S32" : "OQCI_S8";
+}
+
+/* An int32 bound as a C expression (INT32_MIN has no literal). */
+static const char *i32_lit(Em *m, int32_t v) {
+    return v == INT32_MIN ? "(-2147483647 - 1)" : oqc_arena_printf(m->a, "%" PRId32, v);
+}
 
 /* Whether node `node` is the INT8 model's float boundary: the Quantize of the graph
  * input or the Dequantize of the graph output (the integer-I/O API skips them). */
@@ -582,19 +589,22 @@ static void emit_q(Em *m, int node, FILE *b) {
         const char *bias = p0->bias ? q_array(m, "_b", "int32_t", p0->bias, bn, 4) : NULL;
         for (int k = 0; k < q->nconv; k++) {
             const OqciConv *p = &q->conv[k];
-            const char *rq = q_requant(m, oqc_arena_printf(m->a, "_%d", k), &p->rq, p->out_c);
+            const char *rq = p->out_type == OQCI_S32   /* (not read) */
+                                 ? "{OQCI_REQ_FLOAT, 0, NULL, NULL, NULL}"
+                                 : q_requant(m, oqc_arena_printf(m->a, "_%d", k), &p->rq, p->out_c);
             fprintf(decl(m),
                     "static const OqciConv q%d_%d = {\n"
                     "    %d, %d, %d, %d, /* batch, in_c, in_h, in_w */\n"
                     "    %d, %d, %d, /* out_c, out_h, out_w */\n"
                     "    %d, %d, %d, %d, %d, %d, %d, %d, /* k_h, k_w, s_h, s_w, d_h, d_w, p_t, p_l */\n"
                     "    %d, %d, %d, %d, %d, /* group, kdim, kpad, out_ctotal, out_coff */\n"
-                    "    %s, %s, %d, %d, %d, /* in_type, out_type, lo, hi, wpair16 */\n"
+                    "    %s, %s, %s, %s, %d, /* in_type, out_type, lo, hi, wpair16 */\n"
                     "    %s + %td, %s%s%s,\n    %s};\n",
                     node, k, p->batch, p->in_c, p->in_h, p->in_w, p->out_c, p->out_h, p->out_w,
                     p->k_h, p->k_w, p->s_h, p->s_w, p->d_h, p->d_w, p->p_t, p->p_l, p->group,
                     p->kdim, p->kpad, p->out_ctotal, p->out_coff, qtype_name(p->in_type),
-                    qtype_name(p->out_type), p->lo, p->hi, p->wpair16, w, p->w - p0->w,
+                    qtype_name(p->out_type), i32_lit(m, p->lo), i32_lit(m, p->hi), p->wpair16,
+                    w, p->w - p0->w,
                     bias ? bias : "NULL",
                     bias ? oqc_arena_printf(m->a, " + %td", p->bias - p0->bias) : "", "", rq);
             fprintf(b, "    TRY(oqci_conv(&q%d_%d, %s, %s, %s));\n", node, k, X(0),
@@ -607,7 +617,7 @@ static void emit_q(Em *m, int node, FILE *b) {
         use_kernel(m, "oqci_pool.c");
         const OqciPool *p = &q->pool;
         int64_t entries = p->rq.per_index ? (int64_t)p->k_h * p->k_w + 1 : 1;
-        const char *rq = q->kind == OQC_Q_MAXPOOL && !p->requant
+        const char *rq = (q->kind == OQC_Q_MAXPOOL && !p->requant) || p->out_type == OQCI_S32
                              ? "{OQCI_REQ_FLOAT, 0, NULL, NULL, NULL}"
                              : q_requant(m, "", &p->rq, entries);
         fprintf(decl(m),
@@ -615,11 +625,11 @@ static void emit_q(Em *m, int node, FILE *b) {
                 "    %d, %d, %d, %d, %d, %d, /* batch, channels, in_h, in_w, out_h, out_w */\n"
                 "    %d, %d, %d, %d, %d, %d, %d, %d, /* k_h, k_w, s_h, s_w, d_h, d_w, p_t, p_l */\n"
                 "    %d, %d, %d, /* count_include_pad, out_ctotal, out_coff */\n"
-                "    %s, %s, %d, %d, %d, /* in_type, out_type, lo, hi, requant */\n    %s};\n",
+                "    %s, %s, %s, %s, %d, /* in_type, out_type, lo, hi, requant */\n    %s};\n",
                 node, p->batch, p->channels, p->in_h, p->in_w, p->out_h, p->out_w, p->k_h,
                 p->k_w, p->s_h, p->s_w, p->d_h, p->d_w, p->p_t, p->p_l, p->count_include_pad,
                 p->out_ctotal, p->out_coff, qtype_name(p->in_type), qtype_name(p->out_type),
-                p->lo, p->hi, p->requant, rq);
+                i32_lit(m, p->lo), i32_lit(m, p->hi), p->requant, rq);
         fprintf(b, "    TRY(oqci_%s(&q%d, %s, %s));\n",
                 q->kind == OQC_Q_MAXPOOL ? "maxpool" : "avgpool", node, X(0), out_base(m, node, 0));
         break;
@@ -659,8 +669,18 @@ static void emit_q(Em *m, int node, FILE *b) {
     case OQC_Q_DEQUANTIZE: {
         use_kernel(m, "oqci_eltwise.c");
         char sb[48];
-        fprintf(b, "    TRY(oqci_dequantize(%s, %s, %s, %" PRId64 ", %s));\n", X(0),
-                qtype_name(q->in_type), Y(0), q->count, flit(sb, sizeof sb, q->scale));
+        const OqcAcc *a = q->acc;
+        if (!a) {
+            fprintf(b, "    TRY(oqci_dequantize(%s, %s, %s, %" PRId64 ", %s));\n", X(0),
+                    qtype_name(q->in_type), Y(0), q->count, flit(sb, sizeof sb, q->scale));
+            break;
+        }
+        const char *sc = q_array(m, "_s", "float", a->scale, a->per_channel ? a->channels : 1, 4);
+        fprintf(b, "    TRY(oqci_dequantize_s32(%s, %s, %" PRId64 ", %d, %" PRId64 ", %s, %d));\n",
+                X(0), Y(0), a->outer, a->channels, a->inner, sc, a->per_channel);
+        if (m->pre && q_boundary(m, node))   /* the integer API's output: see write_c */
+            fprintf(decl(m), "static const OqciRequant q%d_rq = %s;\n", node,
+                    q_requant(m, "_rq", &a->rq, a->channels));
         break;
     }
     case OQC_Q_VIEW:
@@ -1226,8 +1246,13 @@ static int write_header(Em *m, OutSet *o, const char *model, const char *precisi
                    " *       values likewise (%s_OUTPUT_UNSIGNED, %s_OUTPUT_SCALE); no float\n"
                    " *       arithmetic at all with --requant fixed. To quantize a float x\n"
                    " *       yourself: q = round-half-away(x / SCALE) clamped to [-127, 127]\n"
-                   " *       (or [0, 255] when unsigned), as %s_run does. */\n",
-                nm, nm, nm, nm, nm, nm, nm, nm);
+                   " *       (or [0, 255] when unsigned), as %s_run does.%s */\n",
+                nm, nm, nm, nm, nm, nm, nm, nm,
+                m->g->tensors[io->qout].acc
+                    ? "\n *       The last layer's int32 accumulators are requantized to that scale\n"
+                      " *       here, while the float entry points convert them to float\n"
+                      " *       directly (more precise than q * OUTPUT_SCALE)."
+                    : "");
     fprintf(h, "#ifndef %s_H_INCLUDED\n#define %s_H_INCLUDED\n\n", nm, nm);
     fputs("#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n", h);
     if (m->e->scratch_noamx_bytes < m->e->scratch_bytes) {
@@ -1261,7 +1286,8 @@ static int write_header(Em *m, OutSet *o, const char *model, const char *precisi
                    "#define %s_INPUT_UNSIGNED %d\n#define %s_INPUT_SCALE %s\n"
                    "#define %s_OUTPUT_UNSIGNED %d\n#define %s_OUTPUT_SCALE %s\n\n",
                 nm, nm, qi->dtype == OQCF_UINT8, nm, flit(b1, sizeof b1, qi->quant.scale), nm,
-                qo->dtype == OQCF_UINT8, nm, flit(b2, sizeof b2, qo->quant.scale));
+                qo->acc ? qo->acc->type == OQCI_U8 : qo->dtype == OQCF_UINT8, nm,
+                flit(b2, sizeof b2, qo->quant.scale));
     }
     if (single)
         fprintf(h, "int %s_run(const float *in, float *out, void *arena);\n", nm);
@@ -1384,8 +1410,16 @@ static int write_source(Em *m, OutSet *o, const char *model, const char *precisi
         fprintf(c, "    memcpy(%s, in, %zu);\n", ptr_expr(m, io->qin),
                 (size_t)oqc_shape_numel(&qi->shape));
         fprintf(c, "    TRY(%s_core(a));\n", nm);
-        fprintf(c, "    memcpy(out, %s, %zu);\n    return 0;\n}\n", ptr_expr(m, io->qout),
-                (size_t)oqc_shape_numel(&qo->shape));
+        if (qo->acc) {   /* accumulators: requantized as the layer would have */
+            const OqcAcc *ac = qo->acc;
+            fprintf(c, "    TRY(oqci_requantize_s32(%s, out, %s, %" PRId64 ", %d, %" PRId64
+                       ", &q%d_rq, %d, %d));\n    return 0;\n}\n",
+                    ptr_expr(m, io->qout), qtype_name(ac->type), ac->outer, ac->channels,
+                    ac->inner, g->tensors[g->outputs[0]].producer, ac->lo, ac->hi);
+        } else {
+            fprintf(c, "    memcpy(out, %s, %zu);\n    return 0;\n}\n", ptr_expr(m, io->qout),
+                    (size_t)oqc_shape_numel(&qo->shape));
+        }
     }
     return out_close(c, nm, d);
 }

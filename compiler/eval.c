@@ -21,7 +21,7 @@
 /* Per-tensor accumulators of the INT8 graph. */
 typedef struct Layer {
     int ft;              /* the float graph's tensor of the same name, -1 if none */
-    double sig, err;     /* sum f^2, sum (q*scale - f)^2 */
+    double sig, err;     /* sum f^2, sum (dequantized - f)^2 */
 } Layer;
 
 typedef struct EvalCtx {
@@ -38,18 +38,29 @@ static void hook_float(void *ctx, const OqcGraph *g, int t, const void *data) {
     memcpy(c->fval[t], data, (size_t)oqc_shape_numel(&x->shape) * sizeof(float));
 }
 
+/* An INT8-graph tensor the table covers: s8/u8, or accumulators (int32 with acc). */
+static int is_qtensor(const OqcTensor *x) {
+    return x->dtype == OQCF_INT8 || x->dtype == OQCF_UINT8 || (x->dtype == OQCF_INT32 && x->acc);
+}
+
 static void hook_int8(void *ctx, const OqcGraph *g, int t, const void *data) {
     EvalCtx *c = ctx;
     const OqcTensor *x = &g->tensors[t];
     Layer *l = &c->layers[t];
-    if (l->ft < 0 || (x->dtype != OQCF_INT8 && x->dtype != OQCF_UINT8))
+    if (l->ft < 0 || !is_qtensor(x))
         return;
     const float *f = c->fval[l->ft];
     int64_t n = oqc_shape_numel(&x->shape);
-    double s = x->quant.scale;
+    const OqcAcc *a = x->acc;
     for (int64_t i = 0; i < n; i++) {
-        double q = x->dtype == OQCF_INT8 ? ((const int8_t *)data)[i] : ((const uint8_t *)data)[i];
-        double e = q * s - f[i];
+        double v;
+        if (a)   /* the value its Dequantize gives: one float product */
+            v = (float)((const int32_t *)data)[i] *
+                a->scale[a->per_channel ? (i / a->inner) % a->channels : 0];
+        else
+            v = (x->dtype == OQCF_INT8 ? ((const int8_t *)data)[i] : ((const uint8_t *)data)[i]) *
+                (double)x->quant.scale;
+        double e = v - f[i];
         l->sig += (double)f[i] * f[i];
         l->err += e * e;
     }
@@ -106,7 +117,7 @@ int oqc_eval(OqcGraph *gf, OqcGraph *gq, const OqcEvalOptions *o, OqcDiag *d) {
     for (int t = 0; t < gq->ntensors; t++) {
         const OqcTensor *x = &gq->tensors[t];
         c.layers[t].ft = -1;
-        if (x->dtype != OQCF_INT8 && x->dtype != OQCF_UINT8)
+        if (!is_qtensor(x))
             continue;
         int ft = mirror(gf, x->name);
         if (ft < 0 || !oqc_shape_equal(&gf->tensors[ft].shape, &x->shape) ||
@@ -230,7 +241,8 @@ int oqc_eval(OqcGraph *gf, OqcGraph *gq, const OqcEvalOptions *o, OqcDiag *d) {
                     continue;
                 const OqcTensor *x = &gq->tensors[t];
                 fprintf(out, "  %-40s %-18s %-4s %-12.6g %8.2f\n", x->name, n->op_type,
-                        x->dtype == OQCF_UINT8 ? "u8" : "s8", (double)x->quant.scale,
+                        x->acc ? "s32" : x->dtype == OQCF_UINT8 ? "u8" : "s8",
+                        (double)(x->acc ? x->acc->scale[0] : x->quant.scale),
                         sqnr_db(c.layers[t].sig, c.layers[t].err));
             }
         }

@@ -41,8 +41,13 @@ static int run_q(OqcExec *e, int node) {
                             q->scale));
         return 0;
     case OQC_Q_DEQUANTIZE:
-        CHECK(oqci_dequantize(XIN(e, node, 0), q->in_type, YOUT(e, node, 0), q->count,
-                              q->scale));
+        if (q->acc)
+            CHECK(oqci_dequantize_s32(XIN(e, node, 0), YOUT(e, node, 0), q->acc->outer,
+                                      q->acc->channels, q->acc->inner, q->acc->scale,
+                                      q->acc->per_channel));
+        else
+            CHECK(oqci_dequantize(XIN(e, node, 0), q->in_type, YOUT(e, node, 0), q->count,
+                                  q->scale));
         return 0;
     case OQC_Q_VIEW:
         return 0;

@@ -90,12 +90,17 @@ static const char *fresh(X *x, const char *base) {
 
 static int is_q8(OqcfDType t) { return t == OQCF_INT8 || t == OQCF_UINT8; }
 
-/* The 8-bit tensor of gq standing for g's tensor `name`: NAME itself, or NAME.q8 (a
+/* An 8-bit tensor of gq, or (acc) also an accumulator tensor (int32: see docs/int8.md). */
+static int in_int8(const OqcTensor *t, int acc) {
+    return is_q8(t->dtype) || (acc && t->acc);
+}
+
+/* The INT8-domain tensor of gq standing for g's tensor `name`: NAME itself, or NAME.q8 (a
  * float tensor quantized for INT8 readers, or a graph output renamed by the quantize
- * pass); -1 when oqc keeps it float. */
-static int gq_q8(const OqcGraph *gq, const char *name) {
+ * pass); 8-bit only, or with acc also accumulators; -1 when oqc keeps it float. */
+static int gq_find(const OqcGraph *gq, const char *name, int acc) {
     int t = oqc_tensor_find(gq, name);
-    if (t >= 0 && is_q8(gq->tensors[t].dtype))
+    if (t >= 0 && in_int8(&gq->tensors[t], acc))
         return t;
     size_t n = strlen(name);
     char *nm = malloc(n + 4);
@@ -105,7 +110,12 @@ static int gq_q8(const OqcGraph *gq, const char *name) {
     memcpy(nm + n, ".q8", 4);
     t = oqc_tensor_find(gq, nm);
     free(nm);
-    return t >= 0 && is_q8(gq->tensors[t].dtype) ? t : -1;
+    return t >= 0 && in_int8(&gq->tensors[t], acc) ? t : -1;
+}
+
+/* The 8-bit tensor of gq for `name` (those get a Q/DQ pair), or -1. */
+static int gq_q8(const OqcGraph *gq, const char *name) {
+    return gq_find(gq, name, 0);
 }
 
 static const OqcQuant *quant_ok(const OqcQuant *q) {
@@ -333,19 +343,19 @@ static const OqcTensor *const_f32(const X *x, const OqcNode *n, int k) {
 }
 
 /* Whether oqc runs Conv/Gemm/MatMul `node` of g in INT8: the gq node that writes its
- * output (or, when fuse-cbr absorbed the Relu/Clip that is its only reader, the
- * activation's output) is an INT8 conv of the same op. */
+ * output (8-bit, or its accumulators; or, when fuse-cbr absorbed the Relu/Clip that is
+ * its only reader, the activation's output) is an INT8 conv of the same op. */
 static int runs_int8(const X *x, int node) {
     const OqcGraph *g = x->g, *gq = x->gq;
     const OqcNode *n = &g->nodes[node];
     int y = n->out[0];
     if (y < 0 || n->nout != 1)
         return 0;
-    int t = gq_q8(gq, g->tensors[y].name);
+    int t = gq_find(gq, g->tensors[y].name, 1);
     if (t < 0 && g->tensors[y].nconsumers == 1 && !g->tensors[y].is_output) {
         const OqcNode *c = &g->nodes[g->tensors[y].consumers[0]];
         if ((c->op == OQC_OP_Relu || c->op == OQC_OP_Clip) && c->nout >= 1 && c->out[0] >= 0)
-            t = gq_q8(gq, g->tensors[c->out[0]].name);
+            t = gq_find(gq, g->tensors[c->out[0]].name, 1);
     }
     if (t < 0 || gq->tensors[t].producer < 0)
         return 0;

@@ -136,6 +136,19 @@ typedef struct OqcQuant {
     const char *method;  /* calibration method that chose T, or "table" */
 } OqcQuant;
 
+/* An accumulator tensor (int32: the raw sums of an INT8 Conv/Gemm/MatMul or average
+ * pool whose output leaves the INT8 domain, see passes/quantize.c): its float value
+ * and the s8/u8 value the integer API gives.  Element i belongs to channel
+ * c = (i / inner) % channels (the producer's NCHW layout, kept by views). */
+typedef struct OqcAcc {
+    int64_t outer, inner;     /* elements = outer * channels * inner */
+    int32_t channels;
+    int32_t per_channel;      /* 1: scale[c] and rq entry c; 0: entry 0 for all */
+    const float *scale;       /* float value = q * scale[c] (s_in * s_w[k]; s_in / window) */
+    OqciRequant rq;           /* s8/u8 value = oqci_requant(q, rq, c, lo, hi) */
+    int32_t type, lo, hi;     /* OQCI_S8/OQCI_U8 at the tensor's quant.scale, clamp */
+} OqcAcc;
+
 /* A tensor: graph input, constant, or a value produced by a node. */
 typedef struct OqcTensor {
     const char *name;          /* ONNX name, unique in the graph */
@@ -159,6 +172,7 @@ typedef struct OqcTensor {
                                   in place of a Concat by passes/concat_elim.c) */
     int64_t view_coff;         /* first channel of this tensor in view_base */
     OqcQuant quant;            /* quantization parameters when calibrated */
+    const OqcAcc *acc;         /* an accumulator tensor (int32) of the INT8 graph, or NULL */
 } OqcTensor;
 
 /* A node; inputs/outputs are tensor ids (-1 for an omitted optional input). */
@@ -610,11 +624,12 @@ typedef struct OqcQNode {
     float **w_scale;     /* CONV: per output, its channels' weight scales (reports) */
     OqciPool pool;       /* MAXPOOL, AVGPOOL */
     OqciAdd add;         /* ADD */
-    int32_t in_type;     /* CLAMP, DEQUANTIZE: OQCI_S8/OQCI_U8 */
+    int32_t in_type;     /* CLAMP, DEQUANTIZE: OQCI_S8/OQCI_U8 (DEQUANTIZE: or OQCI_S32) */
     int32_t out_type;    /* CLAMP, QUANTIZE */
     int32_t lo, hi;      /* CLAMP */
     int64_t count;       /* CLAMP, QUANTIZE, DEQUANTIZE: elements */
     float scale;         /* QUANTIZE, DEQUANTIZE */
+    const OqcAcc *acc;   /* DEQUANTIZE of an accumulator tensor (in_type OQCI_S32) */
 } OqcQNode;
 
 /* Sets the quant of every tensor named in e (the calibration result or an imported

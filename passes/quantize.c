@@ -529,6 +529,74 @@ static void fold_add_act(Q *q, int i, unsigned char *dead) {
     dead[c] = 1;
 }
 
+/* Accumulator outputs.  An INT8 Conv/Gemm/MatMul (one output, no activation or a Relu)
+ * or average pool (one window size) whose output, directly or through views, is read
+ * only by float nodes or is a graph output stores its int32 accumulators (OQCI_S32)
+ * instead of requantizing them to 8 bits.  The Dequantize that follows multiplies them
+ * by the accumulator's scale (s_in * s_w[k], or s_in / window), so the float result
+ * keeps the accumulator's precision: an 8-bit output scale set by the largest logit
+ * no longer rounds (and with a tight threshold clips) every logit.  The tensor's OqcAcc
+ * keeps the s8/u8 requantization, which the integer I/O API applies: its output has
+ * the same bits as when the layer wrote 8 bits itself. */
+static void widen(Q *q, int i, const unsigned char *dead) {
+    OqcGraph *g = q->g;
+    const OqcNode *n = &g->nodes[i];
+    OqcQNode *qn = n->q;
+    if ((qn->kind != OQC_Q_CONV && qn->kind != OQC_Q_AVGPOOL) || n->nout != 1 ||
+        n->out[0] < 0 || TT(q, n->out[0])->view_base >= 0)
+        return;
+    if (qn->kind == OQC_Q_CONV && (qn->nconv != 1 || n->act_per_channel ||
+                                   (n->act.kind != OQCF_ACT_NONE && n->act.kind != OQCF_ACT_RELU)))
+        return;
+    if (qn->kind == OQC_Q_AVGPOOL && qn->pool.rq.per_index)
+        return;
+    /* the output and its views, breadth first: no INT8 reader but views, a float one */
+    int cap = g->ntensors, ns = 0, ok = 1, leaves = 0;
+    int *set = malloc((size_t)cap * sizeof *set);
+    set[ns++] = n->out[0];
+    for (int s = 0; s < ns && ok; s++) {
+        const OqcTensor *x = TT(q, set[s]);
+        leaves |= x->is_output;
+        ok = x->view_base < 0;
+        for (int c = 0; c < x->nconsumers && ok; c++) {
+            const OqcNode *r = &g->nodes[x->consumers[c]];
+            if (dead[x->consumers[c]] || !q->int8[x->consumers[c]])
+                leaves = 1;
+            else if (r->q->kind == OQC_Q_VIEW && r->out[0] >= 0 && ns < cap)
+                set[ns++] = r->out[0];
+            else
+                ok = 0;
+        }
+    }
+    if (ok && leaves) {
+        OqcAcc *acc = oqc_arena_alloc(g->arena, sizeof *acc);
+        const OqcQuant *qx = &TT(q, base_of(g, n->in[0]))->quant;
+        if (qn->kind == OQC_Q_CONV) {
+            OqciConv *p = &qn->conv[0];
+            float *sc = oqc_arena_alloc(g->arena, (size_t)p->out_c * sizeof *sc);
+            for (int32_t k = 0; k < p->out_c; k++)
+                sc[k] = (float)((double)qx->scale * qn->w_scale[0][k]);
+            *acc = (OqcAcc){p->batch, (int64_t)p->out_h * p->out_w, p->out_c, 1, sc,
+                            p->rq, p->out_type, p->lo, p->hi};
+            p->out_type = OQCI_S32;
+            p->lo = n->act.kind == OQCF_ACT_RELU ? 0 : INT32_MIN;
+            p->hi = INT32_MAX;
+        } else {
+            OqciPool *p = &qn->pool;
+            float *sc = oqc_arena_alloc(g->arena, sizeof *sc);
+            sc[0] = (float)((double)qx->scale / ((double)p->k_h * p->k_w));
+            *acc = (OqcAcc){p->batch, (int64_t)p->out_h * p->out_w, p->channels, 0, sc,
+                            p->rq, p->out_type, p->lo, p->hi};
+            p->out_type = OQCI_S32;
+            p->lo = INT32_MIN;
+            p->hi = INT32_MAX;
+        }
+        for (int s = 0; s < ns; s++)
+            g->tensors[set[s]].acc = acc;
+    }
+    free(set);
+}
+
 /* Quantize node reading float tensor t, writing a new s8/u8 tensor; returns its id. */
 static int add_quantize(Q *q, int t, int *qof) {
     if (qof[t] >= 0)
@@ -711,6 +779,10 @@ int pass_quantize(OqcGraph *g, OqcDiag *d) {
                 q.qdom[base_of(g, n->out[k])] = 1;
             }
     }
+    /* Step 3b: layers whose outputs leave the INT8 domain keep their accumulators. */
+    for (int i = 0; i < nn; i++)
+        if (q.int8[i] && !dead[i])
+            widen(&q, i, dead);
     /* Step 4: boundaries.  INT8 nodes read s8/u8: float inputs get a Quantize node (one
      * per tensor).  INT8 tensors read by float nodes or that are graph outputs get a
      * Dequantize node whose float output takes over the readers (graph outputs keep
@@ -759,9 +831,10 @@ int pass_quantize(OqcGraph *g, OqcDiag *d) {
                               oqc_arena_printf(g->arena, "dequantize:%s", orig), 1, &t, 1, &f);
         OqcQNode *qn = oqc_arena_alloc(g->arena, sizeof *qn);
         qn->kind = OQC_Q_DEQUANTIZE;
-        qn->in_type = qtype(&x->quant);
+        qn->in_type = x->acc ? OQCI_S32 : qtype(&x->quant);
         qn->count = oqc_shape_numel(&x->shape);
         qn->scale = x->quant.scale;
+        qn->acc = x->acc;
         g->nodes[dq].q = qn;
         for (int i = 0; i < nn; i++)
             if (!dead[i] && !q.int8[i])
@@ -783,7 +856,7 @@ int pass_quantize(OqcGraph *g, OqcDiag *d) {
         OqcTensor *x = &g->tensors[t];
         const OqcQuant *b = &g->tensors[base_of(g, t)].quant;
         x->quant = *b;
-        x->dtype = b->is_unsigned ? OQCF_UINT8 : OQCF_INT8;
+        x->dtype = x->acc ? OQCF_INT32 : b->is_unsigned ? OQCF_UINT8 : OQCF_INT8;
     }
     free(qof);
     free(q.qdom);

@@ -24,12 +24,13 @@ within() { awk -v d="$1" -v b="$2" 'BEGIN { exit !(d != "" && d >= -b && d <= b)
 grep -q 'quantize: 13 nodes INT8 (Conv 7, Gemm 1, MatMul 0, MaxPool 2, AveragePool 0, GlobalAveragePool 1, Add 1, Sum 0, Relu 0, Clip 0, views 1), 0 float; 1 Quantize and 1 Dequantize inserted' "$TMP/e_float.txt" &&
     ok "fashion: every node INT8, one Quantize, one Dequantize" ||
     fail "quantize statistics: $(grep 'quantize: [0-9]' "$TMP/e_float.txt")"
-grep -q '^per-layer SQNR' "$TMP/e_float.txt" && grep -q '^  logits.q8 *Gemm *s8' "$TMP/e_float.txt" &&
+grep -q '^per-layer SQNR' "$TMP/e_float.txt" && grep -q '^  logits.q8 *Gemm *s32' "$TMP/e_float.txt" &&
     ok "per-layer table down to the logits" || fail "per-layer table"
 
 # 2. Accuracy against the float model on the 1000 test images (FP32: 0.9240).  The
-#    issue asks for INT8 within 0.3 points.  Measured: entropy 0.9290 (+0.5: 17 of 1000
-#    predictions flip, net +5 right), max 0.9250 (+0.1).  Bounds: |delta| <= 0.6 for
+#    issue asks for INT8 within 0.3 points.  Measured (the Gemm keeping its accumulators
+#    since the logits leave the INT8 domain): entropy 0.9290 (+0.5: 16 of 1000
+#    predictions flip, net +5 right), max 0.9260 (+0.2).  Bounds: |delta| <= 0.6 for
 #    entropy (it is better than FP32 by more than 0.3 today: see the closing note) and
 #    <= 0.3 for max; a real loss of accuracy fails either.
 "$OQC" eval "$M" $EV --calib $D/calib_500.npy --requant fixed -q >"$TMP/e_fixed.txt" 2>&1 ||

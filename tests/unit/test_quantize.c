@@ -12,7 +12,9 @@
  *    uniform [-1, 1] inputs keep signals within ~10 dB of full scale), so a correct
  *    lowering measures 30-45 dB, while a wrong layout, scale or clamp gives < 15 dB.
  *    Float and fixed requantization outputs differ by at most one output step per
- *    element (both approximate the same multiplier to 2^-23 or better). */
+ *    element (both approximate the same multiplier to 2^-23 or better).
+ * 3. Accumulator outputs: which layers keep their int32 accumulators and the scales
+ *    their Dequantize applies, on models where the answer is known by construction. */
 #include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
@@ -172,6 +174,16 @@ static float *int8_outputs(const char *path, const OqcCalibEntry *es, int n, int
 
 /* ------------------------------------------------------------------ hand check */
 
+/* The node of op `op` in g (the last one). */
+static const OqcNode *node_of(const OqcGraph *g, OqcOp op) {
+    const OqcNode *n = NULL;
+    for (int i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].op == op)
+            n = &g->nodes[i];
+    return n;
+}
+
+
 static double round_ha(double x) { return x < 0 ? -floor(-x + 0.5) : floor(x + 0.5); }
 
 static void test_conv_params_by_hand(void) {
@@ -201,10 +213,9 @@ static void test_conv_params_by_hand(void) {
         OqcQuantConfig cfg = {mode == 1 ? OQCI_REQ_FIXED : OQCI_REQ_FLOAT, NULL,
                               mode == 2 ? 7 : 8};
         CU_ASSERT_EQUAL_FATAL(oqc_lower_int8(g, NULL, 1, &co, &cfg, NULL, NULL, &d), 0);
-        const OqcQNode *q = NULL;
-        for (int i = 0; i < g->nnodes; i++)
-            if (g->nodes[i].op == OQC_OP_Conv)
-                q = g->nodes[i].q;
+        const OqcNode *cn = node_of(g, OQC_OP_Conv);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(cn);
+        const OqcQNode *q = cn->q;
         CU_ASSERT_PTR_NOT_NULL_FATAL(q);
         CU_ASSERT_EQUAL(q->kind, OQC_Q_CONV);
         CU_ASSERT_EQUAL(q->nconv, 1);
@@ -212,9 +223,15 @@ static void test_conv_params_by_hand(void) {
         CU_ASSERT_EQUAL(p->kdim, kdim);
         CU_ASSERT_EQUAL(p->kpad, (kdim + 3) / 4 * 4);
         CU_ASSERT_EQUAL(p->in_type, OQCI_S8);
-        CU_ASSERT_EQUAL(p->out_type, OQCI_S8);
-        CU_ASSERT_EQUAL(p->lo, -127);
-        CU_ASSERT_EQUAL(p->hi, 127);
+        /* it writes the graph output: it keeps its accumulators (test_accumulator_outputs)
+         * and the s8 requantization it would apply is its OqcAcc's */
+        CU_ASSERT_EQUAL(p->out_type, OQCI_S32);
+        const OqcAcc *a = g->tensors[cn->out[0]].acc;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+        CU_ASSERT_EQUAL(a->type, OQCI_S8);
+        CU_ASSERT_EQUAL(a->lo, -127);
+        CU_ASSERT_EQUAL(a->hi, 127);
+        const OqciRequant *rq = &a->rq;
         const float *w = W->data, *b = B->data;
         float si = 2.5f / 127, so = 7.0f / 127;
         int bad = 0;
@@ -229,11 +246,12 @@ static void test_conv_params_by_hand(void) {
             }
             bad += p->bias[k] != (int32_t)round_ha((double)b[k] / ((double)si * sw));
             double M = (double)si * sw / so;
+            bad += a->scale[k] != (float)((double)si * sw);
             if (mode != 1) {
-                bad += p->rq.mult[k] != (float)M;
+                bad += rq->mult[k] != (float)M;
             } else { /* m in [2^30, 2^31), M = m 2^-shift to 31 bits */
-                bad += p->rq.m[k] < (1 << 30) || p->rq.shift[k] < 1 || p->rq.shift[k] > 62;
-                bad += fabs(ldexp(p->rq.m[k], -p->rq.shift[k]) - M) > M * ldexp(1, -30);
+                bad += rq->m[k] < (1 << 30) || rq->shift[k] < 1 || rq->shift[k] > 62;
+                bad += fabs(ldexp(rq->m[k], -rq->shift[k]) - M) > M * ldexp(1, -30);
             }
         }
         CU_ASSERT_EQUAL(bad, 0);
@@ -348,5 +366,86 @@ static void test_models_close_to_float(void) {
     CU_ASSERT(lowered >= 30);
 }
 
+/* ------------------------------------------------------------------ accumulators */
+
+/* A layer whose output only leaves the INT8 domain stores its int32 accumulators
+ * (OQCI_S32) and its Dequantize scales them by s_in * s_w[k] (or s_in / window); the
+ * s8/u8 requantization the layer had is kept for the integer API.  A layer some INT8
+ * node reads keeps its 8-bit output. */
+static void test_accumulator_outputs(void) {
+    static const struct {
+        const char *path;
+        OqcOp op;
+        int wide;
+    } cases[] = {
+        {"models/tiny/conv_basic.onnx", OQC_OP_Conv, 1},   /* conv -> graph output */
+        {"models/tiny/mixed_small_cnn.onnx", OQC_OP_Gemm, 1},   /* classifier */
+        {"models/tiny/globalavgpool_basic.onnx", OQC_OP_GlobalAveragePool, 1},
+        {"models/tiny/pass_neg_relu_graph_output.onnx", OQC_OP_Conv, 0},   /* Relu reads it */
+        {"models/tiny/mixed_small_cnn.onnx", OQC_OP_Conv, 0},   /* the Add reads it */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        OqcDiag d;
+        oqc_diag_init(&d);
+        OqcGraph *f = optimised(cases[c].path, &d);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        int64_t isz = oqc_shape_numel(&f->tensors[f->inputs[0]].shape), osz;
+        float *in = malloc((size_t)(isz * SAMPLES) * sizeof *in);
+        for (int64_t i = 0; i < isz * SAMPLES; i++)
+            in[i] = urand();
+        int n = 0, n8 = 0;
+        OqcCalibEntry *es = max_table(f, in, &n);
+        OqcGraph *g = NULL;
+        float *y = int8_outputs(cases[c].path, es, n, OQCI_REQ_FLOAT, in, &osz, &n8, &g);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+        const OqcNode *nd = node_of(g, cases[c].op);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(nd);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(nd->q);
+        const OqcTensor *yt = &g->tensors[nd->out[0]];
+        const OqcQuant *qx = &g->tensors[nd->in[0]].quant;
+        int32_t type = nd->q->kind == OQC_Q_CONV ? nd->q->conv[0].out_type : nd->q->pool.out_type;
+        CU_ASSERT_EQUAL(type == OQCI_S32, cases[c].wide);
+        CU_ASSERT_EQUAL(yt->acc != NULL, cases[c].wide);
+        CU_ASSERT_EQUAL(yt->dtype == OQCF_INT32, cases[c].wide);
+        if (cases[c].wide && yt->acc) {
+            const OqcAcc *a = yt->acc;
+            CU_ASSERT_EQUAL(a->type, yt->quant.is_unsigned ? OQCI_U8 : OQCI_S8);
+            if (nd->q->kind == OQC_Q_CONV) {
+                const OqciConv *p = &nd->q->conv[0];
+                CU_ASSERT_EQUAL(p->lo, INT32_MIN);
+                CU_ASSERT_EQUAL(p->hi, INT32_MAX);
+                CU_ASSERT_EQUAL(a->per_channel, 1);
+                CU_ASSERT_EQUAL(a->channels, p->out_c);
+                int bad = 0;
+                for (int32_t k = 0; k < p->out_c; k++) {
+                    double sw = nd->q->w_scale[0][k];
+                    bad += a->scale[k] != (float)((double)qx->scale * sw);
+                    bad += a->rq.mult[k] != (float)((double)qx->scale * sw / yt->quant.scale);
+                }
+                CU_ASSERT_EQUAL(bad, 0);
+                CU_ASSERT_EQUAL(a->lo, a->type == OQCI_U8 ? 0 : -127);
+                CU_ASSERT_EQUAL(a->hi, a->type == OQCI_U8 ? 255 : 127);
+            } else {
+                const OqciPool *p = &nd->q->pool;
+                CU_ASSERT_EQUAL(a->per_channel, 0);
+                CU_ASSERT(a->scale[0] == (float)((double)qx->scale / (p->in_h * p->in_w)));
+            }
+            /* its Dequantize reads the accumulators */
+            int dq = 0;
+            for (int i = 0; i < g->nnodes; i++)
+                if (g->nodes[i].q && g->nodes[i].q->kind == OQC_Q_DEQUANTIZE &&
+                    g->nodes[i].in[0] == nd->out[0])
+                    dq += g->nodes[i].q->in_type == OQCI_S32 && g->nodes[i].q->acc == a;
+            CU_ASSERT_EQUAL(dq, 1);
+        }
+        free(in);
+        free(es);
+        free(y);
+        oqc_graph_free(g);
+        oqc_graph_free(f);
+        oqc_diag_free(&d);
+    }
+}
+
 OQC_TEST_MAIN("quantize", OQC_TEST(test_conv_params_by_hand),
-              OQC_TEST(test_models_close_to_float))
+              OQC_TEST(test_models_close_to_float), OQC_TEST(test_accumulator_outputs))
