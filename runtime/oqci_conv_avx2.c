@@ -336,8 +336,9 @@ T_AVX2 static inline __attribute__((always_inline)) void rqv_float(const OqciCon
 T_AVX2 static void q8conv_2x28c4_rq__avx2(int32_t nq, const void *panel, const int8_t *const *w,
                                           const OqciConv *p, int32_t nk,
                                           const RqPre *pre, uint8_t *out, int64_t ostride,
-                                          int32_t np) {
+                                          int32_t np, int i16) {
     (void)np;   /* (computes whole panels) */
+    (void)i16;  /* (an 8-lane epilogue: no int16 variant) */
     int32_t raw[14 * 8];
     Q8CONV_2X28_SUMS
     ACC7(STORE)
@@ -456,7 +457,8 @@ NBODY(q8conv_3x24c4n_rq_full__avx2, NV3, NRQ3, 24)
 T_AVX2 static void q8conv_3x24c4n_rq__avx2(int32_t nq, const void *panel, const int8_t *const *w,
                                            const OqciConv *p, int32_t nk,
                                            const RqPre *pre, uint8_t *out, int64_t ostride,
-                                           int32_t np) {
+                                           int32_t np, int i16) {
+    (void)i16;   /* (an 8-lane epilogue: no int16 variant) */
     if (np <= 8)
         q8conv_3x8c4n_rq__avx2(nq, panel, w, p, nk, pre, out, ostride);
     else if (np <= 16)

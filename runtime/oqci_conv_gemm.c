@@ -319,7 +319,8 @@ static int64_t weight_corr(const OqciConv *p, int32_t k) {
  * start), any other through a buffer and oqcik_store_runs. */
 void oqcik_fused_rq(const OqciConv *p, const Family *f, int32_t nq, const uint8_t *panel,
                     const int8_t *const *w, const int32_t *t, int32_t k, int32_t nk,
-                    const RqPre *pre, const Seg *segs, int nseg, int32_t np, void *y) {
+                    const RqPre *pre, int i16, const Seg *segs, int nseg, int32_t np,
+                    void *y) {
     uint8_t q[TILE_MR * TILE_NR], *out = q;
     int64_t ostride = TILE_NR, pix = (int64_t)p->out_h * p->out_w;
     const Seg *l = &segs[nseg - 1];   /* (and no dropped positions: grid panels) */
@@ -331,9 +332,9 @@ void oqcik_fused_rq(const OqciConv *p, const Family *f, int32_t nq, const uint8_
         ostride = pix;
     }
     if (t)
-        f->ukr_rq_acc(nq, panel, w, t, p, nk, pre + k, out, ostride, np);
+        f->ukr_rq_acc(nq, panel, w, t, p, nk, pre + k, out, ostride, np, i16);
     else
-        f->ukr_rq(nq, panel, w, p, nk, pre + k, out, ostride, np);
+        f->ukr_rq(nq, panel, w, p, nk, pre + k, out, ostride, np, i16);
     for (r = 0; !direct && r < nk; r++)
         (f->runs ? f->runs : oqcik_store_runs)(p, q + r * TILE_NR, k + r, segs, nseg, y);
 }
@@ -353,7 +354,7 @@ void oqcik_conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
     uint8_t *work;
     int32_t kg = p->out_c / p->group, nq = p->kpad / 4, g, k;
     int32_t nblk = (nq + f->kbq - 1) / f->kbq, bsize;
-    int deep = p->kpad > OQCI_KCHUNK, fused = 0, flat = 0;
+    int deep = p->kpad > OQCI_KCHUNK, fused = 0, flat = 0, i16 = 0;
     int s2 = f->pack_s2 && s2_direct(p);   /* packed from x: no band to set up or fill */
     int64_t total, P0;
     int32_t tile[TILE_MR * TILE_NR];
@@ -406,6 +407,7 @@ void oqcik_conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
                                    (uint32_t)(p->bias ? p->bias[k] : 0));
             pre[k].m2 = rq_mult2(p->rq.mult[p->rq.per_index ? k : 0]);
         }
+        i16 = rq_i16_ok(p, pre);
     }
     /* row k of the group's weights at the block's first quad, rows past kg repeating
      * the last (a tile's rows past nk): built per group, or per block with several */
@@ -482,7 +484,7 @@ void oqcik_conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
                     bnp[nb++] = np;
                     if (nb == nbatch || P0 + np >= total) {
                         f->tiles(p, f, &ge, bpanel, bP0, bnp, nb, bq, g, fused ? pre : NULL,
-                                 work, y);
+                                 i16, work, y);
                         nb = 0;
                     }
                     continue;
@@ -492,7 +494,7 @@ void oqcik_conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
                     int32_t nk = kg - kk < f->mr ? kg - kk : f->mr, r, e;
                     if (fused && q0 + bq >= nq) {   /* (the last block's sums so far in c32) */
                         oqcik_fused_rq(p, f, bq, panel, w, nblk > 1 ? c32 + (size_t)kk * TILE_NR : NULL,
-                                 g * kg + kk, nk, pre, segs, nseg, np, y);
+                                 g * kg + kk, nk, pre, i16, segs, nseg, np, y);
                     } else if (nblk == 1) {
                         f->ukr(bq, panel, w, tile, 0, np, nk);
                         f->store(p, tile, TILE_NR, g * kg + kk, nk, corr ? corr + g * kg + kk : NULL,

@@ -509,6 +509,33 @@ typedef struct RqPre {
     float m2;
 } RqPre;
 
+/* Whether the AVX-512 fused epilogue may clamp and round in int16 lanes (rq64 in
+ * oqci_conv_x86_int.h) for every channel of p (constants pre): u = (float)acc * 2 M must
+ * stay inside (-2^31, 2^31), where cvttps2dq truncates it exactly (out of range or NaN
+ * it gives 0x80000000, which the float clamp would have sent to 2 hi or 2 lo, an int16
+ * clamp to 2 lo).  |acc| <= B = kpad * 32640 + |bias| (the fused condition: the sum with
+ * the bias is exact in int32), so |(float)acc| <= (float)B and, rounding being
+ * monotone, |u| <= fl((float)B * |2 M|) <= B |2 M| (1 + 2^-24)^2: B |2 M| <= 2^30 in
+ * double (exact to 2^-52) leaves a factor 2 of margin.  A NaN or infinite 2 M fails the
+ * comparison.  Typical layers are far inside: 16 x 32640 x 2 x 0.01 ~ 10^4. */
+static inline int rq_i16_ok(const OqciConv *p, const RqPre *pre) {
+#ifndef OQCI_NO_FLOAT
+    int32_t k;
+    for (k = 0; k < p->out_c; k++) {
+        int64_t b = p->bias ? p->bias[k] : 0;
+        double m2 = pre[k].m2;
+        double bound = (double)((int64_t)p->kpad * 32640 + (b < 0 ? -b : b));
+        if (!(bound * (m2 < 0 ? -m2 : m2) <= 1073741824.0))
+            return 0;
+    }
+    return 1;
+#else
+    (void)p;
+    (void)pre;
+    return 0;
+#endif
+}
+
 /* Computes sums over nq quads of an nr-pixel panel for mr weight rows (w[r] at the
  * block's first reduction element; rows beyond the group's channels repeat a valid one)
  * into rows of t (stride TILE_NR), or adds them to t (acc: the next K block).  Only the
@@ -533,23 +560,23 @@ typedef struct Family {
      * reduction in one block, float requantization, no bias that may overflow): nk
      * channels (constants pre[0 .. nk - 1]) requantized, channel r's bytes stored at
      * out + r * ostride: exactly nr bytes (np meaningful; a partial panel's body may
-     * store fewer, at least np) */
+     * store fewer, at least np); i16: rq_i16_ok holds (a family may ignore it) */
     void (*ukr_rq)(int32_t nq, const void *panel, const int8_t *const *w, const OqciConv *p,
                    int32_t nk, const RqPre *pre, uint8_t *out, int64_t ostride,
-                   int32_t np);
+                   int32_t np, int i16);
     BandPackFn band_pack[2];   /* pack_band with tr4[] inlined (s8, u8 inputs), or NULL */
     /* or NULL: ukr_rq for the last of several K blocks, the sums so far (rows of t,
      * stride TILE_NR, TILE_MR of them readable) added first */
     void (*ukr_rq_acc)(int32_t nq, const void *panel, const int8_t *const *w, const int32_t *t,
                        const OqciConv *p, int32_t nk, const RqPre *pre, uint8_t *out,
-                       int64_t ostride, int32_t np);
+                       int64_t ostride, int32_t np, int i16);
     /* or NULL: every channel of group g over nb panels of the whole reduction (nq quads,
      * one K block; AMX tiles, see oqcik_conv_amx): panel[i] holds the np[i] positions from
      * P0[i] (Geo) of the group, requantized (pre: fused constants, or NULL for f->store)
-     * and stored; work: amx_work's region */
+     * and stored (i16: see ukr_rq); work: amx_work's region */
     void (*tiles)(const OqciConv *p, const struct Family *f, const Geo *ge,
                   uint8_t *const *panel, const int64_t *P0, const int32_t *np, int nb,
-                  int32_t nq, int32_t g, const RqPre *pre, uint8_t *work, void *y);
+                  int32_t nq, int32_t g, const RqPre *pre, int i16, uint8_t *work, void *y);
     /* or NULL (oqcik_store_runs): the fused epilogue's store of a buffered panel row */
     void (*runs)(const OqciConv *p, const uint8_t *q, int32_t k, const Seg *segs, int nseg,
                  void *y);
@@ -647,7 +674,8 @@ void oqcik_store_runs(const OqciConv *p, const uint8_t *q, int32_t k, const Seg 
                       int nseg, void *y);
 void oqcik_fused_rq(const OqciConv *p, const Family *f, int32_t nq, const uint8_t *panel,
                     const int8_t *const *w, const int32_t *t, int32_t k, int32_t nk,
-                    const RqPre *pre, const Seg *segs, int nseg, int32_t np, void *y);
+                    const RqPre *pre, int i16, const Seg *segs, int nseg, int32_t np,
+                    void *y);
 void oqcik_conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
                      void *scratch);
 #endif

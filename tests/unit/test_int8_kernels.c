@@ -1109,6 +1109,72 @@ static void test_conv_requant_edges(void) {
     CU_ASSERT_EQUAL(bad, 0);
 }
 
+/* Exact, every family: the AVX-512 fused epilogue's int16 clamp (rq64, taken when
+ * rq_i16_ok holds: (kpad * 32640 + |bias|) * 2 M <= 2^30 for every channel) and its
+ * fallback, the float clamp.  1x1 convs (C 16 and 24: the VNNI microkernel; C 48: AMX
+ * tiles) over 7x7 pixels (panels of 32 and 17) and 4x4 (16: the 16-pixel bodies), K odd
+ * (row pairs and fours cut short), two thirds of the inputs at the top of their range
+ * against all +127 or all -127 weights per channel, so sums reach +-kpad * 32640;
+ * multipliers: odd channels at 0.9 of the bound (u = acc * 2 M nears 2^30, outputs
+ * clamped hard), even ones putting u near +-200 .. 560 (rounding and clamping there),
+ * and in half the cases channel 5's 3 times over the bound: u then leaves int32 and
+ * cvttps2dq gives 0x80000000, which an int16 clamp would send to lo, so the whole call
+ * must fall back.  u8 and s8 outputs; clamps full, ReLU-like, ReLU6-like (hi < 255)
+ * and lo = hi. */
+static void test_conv_i16_epilogue(void) {
+    static const int chans[] = {16, 24, 48}, sides[] = {7, 4};
+    static const int32_t clamps[][2][2] = {   /* [kind][u8, s8] {lo, hi} */
+        {{0, 255}, {-128, 127}}, {{0, 255}, {0, 127}}, {{0, 150}, {-20, 90}},
+        {{37, 37}, {-5, -5}}};
+    rnd_seed(25);
+    int64_t bad = 0;
+    for (int ci = 0; ci < 3; ci++)
+        for (int si = 0; si < 2; si++)
+            for (int over = 0; over < 2; over++)
+                for (int ot = 0; ot < 2; ot++)
+                    for (int ck = 0; ck < 4; ck++) {
+                        int K = 19, in_type = (ci + ck) % 2 ? OQCI_U8 : OQCI_S8;
+                        OqciConv p;
+                        conv_geo(&p, 1, chans[ci], K, 1, sides[si], sides[si], 1, 1, 1, 1,
+                                 1, 1, 0, 0, 0, 0);
+                        p.in_type = in_type;
+                        p.out_type = ot ? OQCI_S8 : OQCI_U8;
+                        p.lo = clamps[ck][ot][0];
+                        p.hi = clamps[ck][ot][1];
+                        int64_t nxs = (int64_t)p.in_c * sides[si] * sides[si];
+                        uint8_t *x = rnd_q(nxs, in_type);
+                        for (int64_t i = 0; i < nxs; i++)
+                            if (i % 3)
+                                x[i] = in_type == OQCI_U8 ? 255 : 127;
+                        int8_t *W = malloc((size_t)(K * p.kdim));
+                        int32_t *bias = malloc(sizeof(int32_t) * (size_t)K);
+                        float *mult = malloc(sizeof(float) * (size_t)K);
+                        for (int k = 0; k < K; k++) {
+                            int8_t wv = rnd_int(0, 1) ? 127 : -127;
+                            for (int j = 0; j < p.kdim; j++)
+                                W[k * p.kdim + j] = k % 4 == 3 ? (int8_t)rnd_int(-127, 127) : wv;
+                            bias[k] = (int32_t)rnd_int(-100000, 100000);
+                            double bound = (double)p.kpad * 32640 + (bias[k] < 0 ? -bias[k] : bias[k]);
+                            double f = over && k == 5 ? 3.0 : k % 2 ? 0.9 : (200.0 + 20 * k) / 1073741824.0;
+                            mult[k] = (float)(f * 1073741824.0 / (2.0 * bound));
+                        }
+                        p.bias = bias;
+                        p.rq.mode = OQCI_REQ_FLOAT;
+                        p.rq.per_index = 1;
+                        p.rq.mult = mult;
+                        int64_t b = conv_run(&p, x, W);
+                        if (b)
+                            printf("\n  i16 epilogue: C %d side %d over %d out %d clamp %d",
+                                   chans[ci], sides[si], over, ot, ck);
+                        bad += b;
+                        free(x);
+                        free(W);
+                        free(bias);
+                        free(mult);
+                    }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
 /* The families: names, availability, oqci_force_isa's errors, oqci_conv_isa following
  * the forced family; then the number of conv cases each family ran in this process so
  * far (this test runs after the conv tests) -- every available one ran all of them. */
@@ -2192,6 +2258,7 @@ OQC_TEST_MAIN("int8-kernels", OQC_TEST(test_round_clamp), OQC_TEST(test_mul_shif
               OQC_TEST(test_conv_simd_paths), OQC_TEST(test_conv_s32_random),
               OQC_TEST(test_conv_s32_paths), OQC_TEST(test_conv_wpair16),
               OQC_TEST(test_conv_requant_edges),
+              OQC_TEST(test_conv_i16_epilogue),
               OQC_TEST(test_conv_isas), OQC_TEST(test_conv_scratch_size),
               OQC_TEST(test_conv_einval), OQC_TEST(test_maxpool_random),
               OQC_TEST(test_avgpool_random), OQC_TEST(test_pool_examples),
