@@ -36,7 +36,7 @@ const Family oqcik_family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, KBLOCK_Z 
                                         q8conv_8x32c4__emu,
                                         {oqcik_tr4_u8_s8__avx2, oqcik_tr4_u8_u8__avx2},
                                         oqcik_gather__avx2, oqcik_store_tile__avx2, NULL,
-                                        {NULL, NULL}, NULL, NULL, NULL, NULL};
+                                        {NULL, NULL}, NULL, NULL, NULL, NULL, NULL};
 #elif HAVE_AVX512VNNI
 /* ---- q8conv_8x32c4__avx512vnni: 8 channels x 32 pixels, u8 panel -------------------
  * Two zmm of 16 pixels per channel; a panel whose pixels fill only the first 16 (the
@@ -137,7 +137,8 @@ T_AVX512VNNI static inline __attribute__((always_inline)) __m128i rq16(__m512i a
 #define Z64_ZV1 ZP1(0, 1, 2, 3) ZP1(4, 5, 6, 7)
 #define Z64_ZV2 ZP2(0, 1) ZP2(2, 3) ZP2(4, 5) ZP2(6, 7)
 #define ZBODY(NAME, V, U8)                                                              \
-    T_AVX512VNNI static void NAME(int32_t nq, const void *panel, const int8_t *const *w, \
+    T_AVX512VNNI static inline __attribute__((always_inline)) void NAME(                \
+        int32_t nq, const void *panel, const int8_t *const *w,                          \
                                   const int32_t *t, int32_t nk, const RqPre *pre,       \
                                   uint8_t *out, int64_t ostride, __m512 lo2, __m512 hi2, \
                                   int i16, __m512i lo2w, __m512i hi2w) {                \
@@ -177,17 +178,44 @@ T_AVX512VNNI static void q8conv_8x32c4_rqt__avx512vnni(int32_t nq, const void *p
     const __m512i lo2w = _mm512_set1_epi16((short)(2 * p->lo));
     const __m512i hi2w = _mm512_set1_epi16((short)(2 * p->hi));
     int u8 = p->out_type == OQCI_U8;
-#define ZARGS nq, panel, w, t, nk, pre, out, ostride, lo2, hi2, i16, lo2w, hi2w
-    if (np <= 16 && u8)
-        q8conv_8x16c4_rq_u8__avx512vnni(ZARGS);
-    else if (np <= 16)
-        q8conv_8x16c4_rq_s8__avx512vnni(ZARGS);
-    else if (u8)
-        q8conv_8x32c4_rq_u8__avx512vnni(ZARGS);
-    else
-        q8conv_8x32c4_rq_s8__avx512vnni(ZARGS);
-#undef ZARGS
+#define ZPICK(CALL)                                                                     \
+    if (np <= 16 && u8)                                                                 \
+        CALL(q8conv_8x16c4_rq_u8__avx512vnni)                                           \
+    else if (np <= 16)                                                                  \
+        CALL(q8conv_8x16c4_rq_s8__avx512vnni)                                           \
+    else if (u8)                                                                        \
+        CALL(q8conv_8x32c4_rq_u8__avx512vnni)                                           \
+    else                                                                                \
+        CALL(q8conv_8x32c4_rq_s8__avx512vnni)
+#define ZONE(KERN) KERN(nq, panel, w, t, nk, pre, out, ostride, lo2, hi2, i16, lo2w, hi2w);
+    ZPICK(ZONE)
+#undef ZONE
 }
+
+/* Family.ukr_rq_wide: any nk, tiles of 8 rows in turn.  Its own function: with the loop
+ * in q8conv_8x32c4_rqt__avx512vnni, gcc 12 put vector moves into the bodies' sums loop,
+ * 7% slower where K is deep.  The bodies are always_inline: called from two functions,
+ * gcc kept them out of line, which made thin layers 35% slower, not faster. */
+T_AVX512VNNI static void q8conv_8x32c4_rqw__avx512vnni(int32_t nq, const void *panel,
+                                                       const int8_t *const *w, const int32_t *t,
+                                                       const OqciConv *p, int32_t nk,
+                                                       const RqPre *pre, uint8_t *out,
+                                                       int64_t ostride, int32_t np, int i16) {
+    const __m512 lo2 = _mm512_set1_ps(2.0f * (float)p->lo);
+    const __m512 hi2 = _mm512_set1_ps(2.0f * (float)p->hi);
+    const __m512i lo2w = _mm512_set1_epi16((short)(2 * p->lo));
+    const __m512i hi2w = _mm512_set1_epi16((short)(2 * p->hi));
+    int u8 = p->out_type == OQCI_U8;
+    int32_t kk;
+#define ZLOOP(KERN)                                                                     \
+    for (kk = 0; kk < nk; kk += 8)                                                      \
+        KERN(nq, panel, w ? w + kk : NULL, t ? t + (size_t)kk * TILE_NR : NULL,         \
+             nk - kk < 8 ? nk - kk : 8, pre + kk, out + kk * ostride, ostride, lo2, hi2, i16, \
+             lo2w, hi2w);
+    ZPICK(ZLOOP)
+#undef ZLOOP
+}
+#undef ZPICK
 
 T_AVX512VNNI static void q8conv_8x32c4_rq__avx512vnni(int32_t nq, const void *panel,
                                                       const int8_t *const *w, const OqciConv *p,
@@ -197,9 +225,11 @@ T_AVX512VNNI static void q8conv_8x32c4_rq__avx512vnni(int32_t nq, const void *pa
 }
 #define UKR_RQ_AVX512VNNI q8conv_8x32c4_rq__avx512vnni
 #define UKR_RQ_ACC_AVX512VNNI q8conv_8x32c4_rqt__avx512vnni
+#define UKR_RQ_WIDE_AVX512VNNI q8conv_8x32c4_rqw__avx512vnni
 #else
 #define UKR_RQ_AVX512VNNI NULL
 #define UKR_RQ_ACC_AVX512VNNI NULL
+#define UKR_RQ_WIDE_AVX512VNNI NULL
 #endif
 #undef ZSTR
 #undef ZST
@@ -292,7 +322,7 @@ const Family oqcik_family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, KBLOCK_Z 
                                         UKR_RQ_AVX512VNNI,
                                         {pack_band_s8__avx512vnni, pack_band_u8__avx512vnni},
                                         UKR_RQ_ACC_AVX512VNNI, NULL, store_runs__avx512vnni,
-                                        NULL};
+                                        NULL, UKR_RQ_WIDE_AVX512VNNI};
 #endif
 
 #if HAVE_AMX
@@ -544,7 +574,7 @@ static const Family family_amx = {OQCI_ISA_AMX, 32, 32, 1, 1 << 20, -1, NULL /* 
                                   gather__avx512vbmi, oqcik_store_tile__avx2, UKR_RQ_AVX512VNNI,
                                   {pack_band_u8__avx512vnni, pack_band_u8__avx512vnni},
                                   UKR_RQ_ACC_AVX512VNNI, tiles__amx, store_runs__avx512vnni,
-                                  pack_s2__amx};
+                                  pack_s2__amx, NULL /* (tiles) */};
 
 /* Where oqcik_conv_amx's region starts: after wtab's kg + TILE_MR pointers. */
 static uint8_t *amx_work(const OqciConv *p, void *scratch) {
@@ -630,5 +660,5 @@ const Family oqcik_family_avxvnni = {OQCI_ISA_AVXVNNI, 4, 24, 1, KBQ(24, 1), OQC
                                      q8conv_4x24c4__avxvnni,
                                      {oqcik_tr4_u8_s8__avx2, oqcik_tr4_u8_u8__avx2},
                                      oqcik_gather__avx2, oqcik_store_tile__avx2, NULL,
-                                     {NULL, NULL}, NULL, NULL, NULL, NULL};
+                                     {NULL, NULL}, NULL, NULL, NULL, NULL, NULL};
 #endif

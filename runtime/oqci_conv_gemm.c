@@ -312,24 +312,35 @@ static int64_t weight_corr(const OqciConv *p, int32_t k) {
     return p->in_type == OQCI_S8 ? -128 * s : 128 * s;
 }
 
-/* The fused epilogue of channels k .. k + nk - 1 of a panel (constants pre[k ..]): the
- * sums over nq quads of the panel (weight rows w) plus, when t, the sums so far in t,
- * requantized (f->ukr_rq_acc, else f->ukr_rq) and stored.  A whole panel in one image
- * goes straight to y (its outputs are consecutive in y's planes, whatever rows its runs
- * start), any other through a buffer and oqcik_store_runs. */
+/* Whether a panel's fused outputs go straight to y: a whole panel in one image (its
+ * outputs are consecutive in y's planes, whatever rows its runs start; no dropped
+ * positions: grid panels), and where channel k's start there (bytes). */
+static int rq_direct(const Family *f, const Seg *segs, int nseg, int32_t np) {
+    const Seg *l = &segs[nseg - 1];
+    return np == f->nr && segs[0].n == l->n && segs[0].off == 0 && l->off + l->len == np &&
+           l->pix0 - segs[0].pix0 == l->off;
+}
+static int64_t rq_direct_off(const OqciConv *p, int32_t k, const Seg *segs) {
+    return (segs[0].n * p->out_ctotal + p->out_coff + k) * ((int64_t)p->out_h * p->out_w) +
+           segs[0].pix0;
+}
+
+/* The fused epilogue of channels k .. k + nk - 1 (at most f->mr) of a panel (constants
+ * pre[k ..]): the sums over nq quads of the panel (weight rows w) plus, when t, the sums
+ * so far in t, requantized (f->ukr_rq_acc, else f->ukr_rq) and stored.  A whole panel
+ * in one image goes straight to y (rq_direct), any other through a buffer and
+ * oqcik_store_runs. */
 void oqcik_fused_rq(const OqciConv *p, const Family *f, int32_t nq, const uint8_t *panel,
                     const int8_t *const *w, const int32_t *t, int32_t k, int32_t nk,
                     const RqPre *pre, int i16, const Seg *segs, int nseg, int32_t np,
                     void *y) {
     uint8_t q[TILE_MR * TILE_NR], *out = q;
-    int64_t ostride = TILE_NR, pix = (int64_t)p->out_h * p->out_w;
-    const Seg *l = &segs[nseg - 1];   /* (and no dropped positions: grid panels) */
-    int direct = np == f->nr && segs[0].n == l->n && segs[0].off == 0 && l->off + l->len == np &&
-                 l->pix0 - segs[0].pix0 == l->off;
+    int64_t ostride = TILE_NR;
+    int direct = rq_direct(f, segs, nseg, np);
     int32_t r;
     if (direct) {
-        out = (uint8_t *)y + (segs[0].n * p->out_ctotal + p->out_coff + k) * pix + segs[0].pix0;
-        ostride = pix;
+        out = (uint8_t *)y + rq_direct_off(p, k, segs);
+        ostride = (int64_t)p->out_h * p->out_w;
     }
     if (t)
         f->ukr_rq_acc(nq, panel, w, t, p, nk, pre + k, out, ostride, np, i16);
@@ -487,6 +498,13 @@ void oqcik_conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
                                  i16, work, y);
                         nb = 0;
                     }
+                    continue;
+                }
+                if (fused && q0 + bq >= nq && f->ukr_rq_wide && bq <= RQ_WIDE_MAXQ &&
+                    rq_direct(f, segs, nseg, np)) {   /* (all channels in one call) */
+                    f->ukr_rq_wide(bq, panel, wtab, nblk > 1 ? c32 : NULL, p, kg, pre + g * kg,
+                                   (uint8_t *)y + rq_direct_off(p, g * kg, segs),
+                                   (int64_t)p->out_h * p->out_w, np, i16);
                     continue;
                 }
                 for (kk = 0; kk < kg; kk += f->mr) {

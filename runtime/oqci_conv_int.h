@@ -288,6 +288,7 @@ static inline int flat_table(const OqciConv *p) {
  * deeper than 32 (at most 32 of a chunk's 64 would be real: the AVX-512 VNNI kernels
  * are faster there, measured on MobileNet-v2's K 16-28 layers). */
 #define AMX_MIN_KG 16
+#define RQ_WIDE_MAXQ 32   /* (Family.ukr_rq_wide: reductions up to 128) */
 #define AMX_SUMS_BYTES (32 * TILE_NR * 4)   /* one panel's tile sums: 32 channels */
 #define AMX_SUMS_SLOTS 2                    /* (tiles__amx alternates between them) */
 #define AMX_BATCH_BYTES 65536               /* panels packed before a burst of tile work */
@@ -584,6 +585,14 @@ typedef struct Family {
      * for a 1x1 conv of column stride 2 without padding (s2_direct), no band */
     void (*pack_s2)(const OqciConv *p, const Geo *ge, const uint8_t *x, int32_t g,
                     const Seg *segs, int nseg, int32_t q0, int32_t nq, uint8_t *panel);
+    /* or NULL: ukr_rq_acc (t may be NULL) for any nk, its tiles of at most TILE_MR rows
+     * in turn (w, t, pre and out advancing), which oqcik_conv_gemm calls with all of a
+     * group's channels for outputs stored straight to y when nq is at most
+     * RQ_WIDE_MAXQ: one call per panel instead of one per tile, whose chain of calls
+     * (oqcik_fused_rq, ukr_rq, the body) cost thin layers 20% */
+    void (*ukr_rq_wide)(int32_t nq, const void *panel, const int8_t *const *w,
+                        const int32_t *t, const OqciConv *p, int32_t nk, const RqPre *pre,
+                        uint8_t *out, int64_t ostride, int32_t np, int i16);
 } Family;
 /* oqcik_conv_gemm's weight row pointers (wtab) in its scratch: after the aligned panel block,
  * the K-block buffer and the band (bytes as gemm_scratch gives them) and the per-channel
