@@ -678,7 +678,7 @@ static void emit_q(Em *m, int node, FILE *b) {
         const char *sc = q_array(m, "_s", "float", a->scale, a->per_channel ? a->channels : 1, 4);
         fprintf(b, "    TRY(oqci_dequantize_s32(%s, %s, %" PRId64 ", %d, %" PRId64 ", %s, %d));\n",
                 X(0), Y(0), a->outer, a->channels, a->inner, sc, a->per_channel);
-        if (m->pre && q_boundary(m, node))   /* the integer API's output: see write_c */
+        if (m->pre && q_boundary(m, node))   /* the integer API's output: see write_source */
             fprintf(decl(m), "static const OqciRequant q%d_rq = %s;\n", node,
                     q_requant(m, "_rq", &a->rq, a->channels));
         break;
