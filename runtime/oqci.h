@@ -89,6 +89,22 @@ static inline int32_t oqci_mul_shift(int32_t x, int32_t m, int shift) {
     return (int32_t)r;
 }
 
+/* Element i of an s8 or u8 tensor x (storage type t). */
+static inline int32_t oqci_load_q(const void *x, int32_t t, int64_t i) {
+    return t == OQCI_U8 ? (int32_t)((const uint8_t *)x)[i] : (int32_t)((const int8_t *)x)[i];
+}
+
+/* Stores q (already inside type t's range) as element i of y: a byte, or an int32 for
+ * accumulator outputs (OQCI_S32). */
+static inline void oqci_store_q(void *y, int32_t t, int64_t i, int32_t q) {
+    if (t == OQCI_U8)
+        ((uint8_t *)y)[i] = (uint8_t)q;
+    else if (t == OQCI_S32)
+        ((int32_t *)y)[i] = q;
+    else
+        ((int8_t *)y)[i] = (int8_t)q;
+}
+
 /* Parameter checks every kernel makes (returning OQCI_EINVAL when they fail). */
 
 /* r usable for entries first..last: pointers present, shifts in [1, 62] (any other

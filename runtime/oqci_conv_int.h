@@ -209,12 +209,7 @@ static inline int64_t cdiv(int64_t a, int64_t b) {
 /* Stores one output q (from rq1): y element o (out_type: a byte, or with accumulator
  * outputs, OQCI_S32, an int32). */
 static inline void put_q(const OqciConv *p, void *y, int64_t o, int32_t q) {
-    if (p->out_type == OQCI_U8)
-        ((uint8_t *)y)[o] = (uint8_t)q;
-    else if (p->out_type == OQCI_S32)
-        ((int32_t *)y)[o] = q;
-    else
-        ((int8_t *)y)[o] = (int8_t)q;
+    oqci_store_q(y, p->out_type, o, q);
 }
 
 /* The scalar epilogue of channel k's accumulator v (bias added, saturated to int32):

@@ -23,19 +23,6 @@
 #define OQCI_AVX2_SELECT
 #include "oqci.h"
 
-/* Element i of an s8 or u8 tensor. */
-static int32_t load(const void *x, int32_t type, int64_t i) {
-    return type == OQCI_U8 ? (int32_t)((const uint8_t *)x)[i] : (int32_t)((const int8_t *)x)[i];
-}
-
-/* Stores q (already within the output's range) as element i. */
-static void store(void *y, int32_t type, int64_t i, int32_t q) {
-    if (type == OQCI_U8)
-        ((uint8_t *)y)[i] = (uint8_t)q;
-    else
-        ((int8_t *)y)[i] = (int8_t)q;
-}
-
 #if HAVE_AVX2
 /* Add with tables: t_i depends only on the byte q_i, so lut[i][b] = t_i of byte b (s8:
  * b = q + 128), computed by oqci_requant exactly as the portable loop does; the tables'
@@ -89,10 +76,10 @@ T_AVX2 static void add_avx2(const OqciAdd *p, const void *const *x, void *y,
         int64_t s = 0, r;
         for (i = 0; i < p->ninputs; i++)
             s += lut ? lut[i][((const uint8_t *)x[i])[j] ^ (p->in_type[i] == OQCI_S8 ? 0x80 : 0)]
-                     : oqci_requant(load(x[i], p->in_type[i], j), &p->rq[i], 0, -INT32_MAX,
+                     : oqci_requant(oqci_load_q(x[i], p->in_type[i], j), &p->rq[i], 0, -INT32_MAX,
                                     INT32_MAX);
         r = s >= 0 ? (s + 128) >> 8 : -((-s + 128) >> 8);
-        store(y, p->out_type, j, (int32_t)(r < p->lo ? p->lo : r > p->hi ? p->hi : r));
+        oqci_store_q(y, p->out_type, j, (int32_t)(r < p->lo ? p->lo : r > p->hi ? p->hi : r));
     }
 }
 #endif
@@ -193,10 +180,10 @@ int oqci_add(const OqciAdd *p, const void *const *x, void *y) {
     for (j = 0; j < p->count; j++) {
         int64_t s = 0, r;
         for (i = 0; i < p->ninputs; i++)
-            s += oqci_requant(load(x[i], p->in_type[i], j), &p->rq[i], 0, -INT32_MAX,
+            s += oqci_requant(oqci_load_q(x[i], p->in_type[i], j), &p->rq[i], 0, -INT32_MAX,
                               INT32_MAX);
         r = s >= 0 ? (s + 128) >> 8 : -((-s + 128) >> 8);
-        store(y, p->out_type, j, (int32_t)(r < p->lo ? p->lo : r > p->hi ? p->hi : r));
+        oqci_store_q(y, p->out_type, j, (int32_t)(r < p->lo ? p->lo : r > p->hi ? p->hi : r));
     }
     return OQCI_OK;
 }
@@ -208,8 +195,8 @@ int oqci_clamp(const void *x, int32_t in_type, void *y, int32_t out_type, int64_
         !oqci_range_ok(out_type, lo, hi))
         return OQCI_EINVAL;
     for (j = 0; j < count; j++) {
-        int32_t v = load(x, in_type, j);
-        store(y, out_type, j, v < lo ? lo : v > hi ? hi : v);
+        int32_t v = oqci_load_q(x, in_type, j);
+        oqci_store_q(y, out_type, j, v < lo ? lo : v > hi ? hi : v);
     }
     return OQCI_OK;
 }
@@ -254,7 +241,7 @@ int oqci_quantize(const float *x, void *y, int32_t out_type, int64_t count, floa
         j = quantize__avx2(x, y, out_type, count, scale, lo, hi);
 #endif
     for (; j < count; j++)
-        store(y, out_type, j, oqci_round_clamp(x[j] / scale, lo, hi));
+        oqci_store_q(y, out_type, j, oqci_round_clamp(x[j] / scale, lo, hi));
     return OQCI_OK;
 }
 
@@ -263,7 +250,7 @@ int oqci_dequantize(const void *x, int32_t in_type, float *y, int64_t count, flo
     if (!x || !y || count < 0 || (in_type != OQCI_S8 && in_type != OQCI_U8))
         return OQCI_EINVAL;
     for (j = 0; j < count; j++)
-        y[j] = (float)load(x, in_type, j) * scale;
+        y[j] = (float)oqci_load_q(x, in_type, j) * scale;
     return OQCI_OK;
 }
 
@@ -300,7 +287,7 @@ int oqci_requantize_s32(const int32_t *x, void *y, int32_t out_type, int64_t out
     for (o = 0; o < outer; o++)
         for (c = 0; c < channels; c++)
             for (j = 0; j < inner; j++, i++)
-                store(y, out_type, i, oqci_requant(x[i], rq, c, lo, hi));
+                oqci_store_q(y, out_type, i, oqci_requant(x[i], rq, c, lo, hi));
     return OQCI_OK;
 }
 

@@ -46,21 +46,6 @@ static int pool_ok(const OqciPool *p, const void *x, const void *y) {
            oqci_range_ok(p->out_type, p->lo, p->hi);
 }
 
-/* Element i of an s8 or u8 tensor. */
-static int32_t load(const void *x, int32_t type, int64_t i) {
-    return type == OQCI_U8 ? (int32_t)((const uint8_t *)x)[i] : (int32_t)((const int8_t *)x)[i];
-}
-
-/* Stores q (already within the output's range) as element i. */
-static void store(void *y, int32_t type, int64_t i, int32_t q) {
-    if (type == OQCI_U8)
-        ((uint8_t *)y)[i] = (uint8_t)q;
-    else if (type == OQCI_S32)
-        ((int32_t *)y)[i] = q;
-    else
-        ((int8_t *)y)[i] = (int8_t)q;
-}
-
 /* An average pool's output from its window's sum and count: requantized with entry
  * count, or for accumulator outputs the sum itself; clamped to [lo, hi]. */
 static int32_t avg_out(const OqciPool *p, int32_t sum, int32_t count) {
@@ -86,7 +71,7 @@ static int32_t pool_one(const OqciPool *p, const void *x, int64_t xoff, int32_t 
             int32_t v;
             if (iw < 0 || iw >= p->in_w)
                 continue;
-            v = load(x, p->in_type, xoff + ih * p->in_w + iw);
+            v = oqci_load_q(x, p->in_type, xoff + ih * p->in_w + iw);
             if (avg) {   /* bounded: oqci_avgpool checked the window */
                 sum += v;
                 count++;
@@ -114,7 +99,7 @@ static void pool_run(const OqciPool *p, const void *x, void *y, int avg) {
             int64_t yoff = (n * p->out_ctotal + p->out_coff + c) * opix;
             for (oh = 0; oh < p->out_h; oh++)
                 for (ow = 0; ow < p->out_w; ow++)
-                    store(y, p->out_type, yoff + (int64_t)oh * p->out_w + ow,
+                    oqci_store_q(y, p->out_type, yoff + (int64_t)oh * p->out_w + ow,
                           pool_one(p, x, xoff, oh, ow, avg));
         }
 }
@@ -194,9 +179,9 @@ T_AVX2 static inline void vmax_rows(const uint8_t *const *rows, int32_t nr, int6
         }
     } else {
         for (t = t0; t < t1; t++) {
-            int32_t v = load(rows[0], s8 ? OQCI_S8 : OQCI_U8, a + t), w;
+            int32_t v = oqci_load_q(rows[0], s8 ? OQCI_S8 : OQCI_U8, a + t), w;
             for (i = 1; i < nr; i++) {
-                w = load(rows[i], s8 ? OQCI_S8 : OQCI_U8, a + t);
+                w = oqci_load_q(rows[i], s8 ? OQCI_S8 : OQCI_U8, a + t);
                 v = w > v ? w : v;
             }
             buf[t] = (uint8_t)(v + (s8 ? 128 : 0));
@@ -423,7 +408,7 @@ static void gavgpool_avx2(const OqciPool *p, const void *x, void *y) {
         for (c = 0; c < p->channels; c++) {
             int32_t s = sum_bytes_avx2((const uint8_t *)x + (n * p->channels + c) * plane, plane,
                                        p->in_type == OQCI_S8);
-            store(y, p->out_type, n * p->out_ctotal + p->out_coff + c,
+            oqci_store_q(y, p->out_type, n * p->out_ctotal + p->out_coff + c,
                   avg_out(p, s, (int32_t)plane));
         }
 }
