@@ -418,7 +418,14 @@ void oqcik_conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
                                    (uint32_t)(p->bias ? p->bias[k] : 0));
             pre[k].m2 = rq_mult2(p->rq.mult[p->rq.per_index ? k : 0]);
         }
-        i16 = rq_i16_ok(p, pre);
+        i16 = rq_i16_ok(p, pre) ? RQ_I16 : RQ_F32;
+        if (i16 && f->rq_biased)
+            i16 = rq_biased_mode(p, pre);
+        if (i16 == RQ_I16B || i16 == RQ_I16BN)
+            for (k = 0; k < p->out_c; k++) {   /* (the sums start from RQ_BIAS) */
+                pre[k].add = (int32_t)((uint32_t)pre[k].add + RQ_BIAS);
+                pre[k].c2 = -8388608.0f * pre[k].m2;
+            }
     }
     /* row k of the group's weights at the block's first quad, rows past kg repeating
      * the last (a tile's rows past nk): built per group, or per block with several */

@@ -343,7 +343,7 @@ static inline size_t gemm_scratch(const OqciConv *p, int amx, size_t *panel, siz
     *band = band_dims(p, &rows, &cols);
     if (*band || flat_table(p))
         *band += (size_t)round_up((int64_t)p->kpad * 4, ALIGN);
-    return ALIGN + *panel + *cbuf + *band + (size_t)p->out_c * 12 +
+    return ALIGN + *panel + *cbuf + *band + (size_t)p->out_c * 16 +
            (size_t)(kg + TILE_MR) * sizeof(const int8_t *) + 8 + amx_work_bytes(p, amx);
 }
 
@@ -499,11 +499,20 @@ static inline float rq_mult2(float mult) {
 }
 
 /* A fused epilogue's per-channel constants, worked out once per oqcik_conv_gemm call: the
- * correction plus the bias (mod 2^32: the fused condition excludes overflow) and 2 M. */
+ * correction plus the bias (mod 2^32: the fused condition excludes overflow; plus
+ * RQ_BIAS in modes RQ_I16B, RQ_I16BN), 2 M and (those modes) -2^23 * 2 M. */
 typedef struct RqPre {
     int32_t add;
     float m2;
+    float c2;
 } RqPre;
+
+/* The fused epilogue's modes (the i16 argument of the Family members): float steps in
+ * 32-bit lanes (RQ_F32), the clamp and rounding in int16 lanes (RQ_I16: rq_i16_ok), and
+ * RQ_I16 on sums that start from RQ_BIAS (RQ_I16B, RQ_I16BN: rq_biased_mode, families
+ * with rq_biased only). */
+enum { RQ_F32 = 0, RQ_I16 = 1, RQ_I16B = 2, RQ_I16BN = 3 };
+#define RQ_BIAS 0x4B000000u   /* the bits of the float 2^23 */
 
 /* Whether the AVX-512 fused epilogue may clamp and round in int16 lanes (rq64 in
  * oqci_conv_x86_int.h) for every channel of p (constants pre): u = (float)acc * 2 M must
@@ -532,6 +541,43 @@ static inline int rq_i16_ok(const OqciConv *p, const RqPre *pre) {
 #endif
 }
 
+/* The mode of a family with rq_biased where rq_i16_ok holds: RQ_I16B where it is exact
+ * for every channel of p, RQ_I16BN where the clamp at hi may go too, else RQ_I16.
+ * RQ_I16B: the sums start from RQ_BIAS, so that the int32 R = RQ_BIAS + acc (mod 2^32)
+ * is the bit pattern of a float F, and one FMA, F * 2 M + c2 with c2 = -2^23 * 2 M
+ * (exact: a power-of-two multiple of a finite 2 M, |2 M| <= 2^30 by rq_i16_ok), gives
+ * rq64's u = fl(acc * 2 M) with a single rounding, replacing its int-to-float
+ * conversion and product.  That needs |acc| < 2^23: the bound B of rq_i16_ok below
+ * 2^23.  Then acc >= 0 makes F = 2^23 + acc exactly (exponent 23, acc in the
+ * mantissa), so u is rq64's; acc < 0 makes F = 2^23 + acc / 2 (R below 0x4B000000:
+ * exponent 22), so u = fl(acc / 2 * 2 M), which, like rq64's u, is <= 0 for 2 M >= 0
+ * and ends at lo = 0 after the clamp: so u8 outputs with lo = 0 and 2 M >= 0 on every
+ * channel (the clamp at lo is then the pack's own floor, one operation fewer).
+ * RQ_I16BN: also hi = 255 and B * 2 M < 2^15 - 1 (a factor 2 of margin for u's
+ * roundings), so trunc(u) <= 65533, its rounding step (vpavgw) at most 32767, and the
+ * byte pack (vpackuswb) saturates at 255 exactly where the clamp at 2 hi = 510 would have
+ * (rounding is monotone and sends 510 to 255): no clamp at hi. */
+static inline int rq_biased_mode(const OqciConv *p, const RqPre *pre) {
+#ifndef OQCI_NO_FLOAT
+    int32_t k;
+    int nomin = p->hi == 255;
+    if (p->out_type != OQCI_U8 || p->lo != 0)
+        return RQ_I16;
+    for (k = 0; k < p->out_c; k++) {
+        int64_t b = p->bias ? p->bias[k] : 0;
+        double bound = (double)((int64_t)p->kpad * 32640 + (b < 0 ? -b : b));
+        if (!(pre[k].m2 >= 0.0f) || bound >= 8388608.0)
+            return RQ_I16;
+        nomin = nomin && bound * pre[k].m2 < 32767.0;
+    }
+    return nomin ? RQ_I16BN : RQ_I16B;
+#else
+    (void)p;
+    (void)pre;
+    return RQ_I16;
+#endif
+}
+
 /* Computes sums over nq quads of an nr-pixel panel for mr weight rows (w[r] at the
  * block's first reduction element; rows beyond the group's channels repeat a valid one)
  * into rows of t (stride TILE_NR), or adds them to t (acc: the next K block).  Only the
@@ -556,7 +602,8 @@ typedef struct Family {
      * reduction in one block, float requantization, no bias that may overflow): nk
      * channels (constants pre[0 .. nk - 1]) requantized, channel r's bytes stored at
      * out + r * ostride: exactly nr bytes (np meaningful; a partial panel's body may
-     * store fewer, at least np); i16: rq_i16_ok holds (a family may ignore it) */
+     * store fewer, at least np); i16: the mode, RQ_F32, RQ_I16 (rq_i16_ok holds; a
+     * family may take it as RQ_F32) or RQ_I16B, RQ_I16BN (families with rq_biased) */
     void (*ukr_rq)(int32_t nq, const void *panel, const int8_t *const *w, const OqciConv *p,
                    int32_t nk, const RqPre *pre, uint8_t *out, int64_t ostride,
                    int32_t np, int i16);
@@ -588,6 +635,9 @@ typedef struct Family {
     void (*ukr_rq_wide)(int32_t nq, const void *panel, const int8_t *const *w,
                         const int32_t *t, const OqciConv *p, int32_t nk, const RqPre *pre,
                         uint8_t *out, int64_t ostride, int32_t np, int i16);
+    /* whether ukr_rq, ukr_rq_acc and ukr_rq_wide take modes RQ_I16B, RQ_I16BN (pre[].add with
+     * RQ_BIAS: a family without it must never see such constants) */
+    int rq_biased;
 } Family;
 /* oqcik_conv_gemm's weight row pointers (wtab) in its scratch: after the aligned panel block,
  * the K-block buffer and the band (bytes as gemm_scratch gives them) and the per-channel
@@ -595,7 +645,7 @@ typedef struct Family {
 static inline const int8_t **gemm_wtab(const OqciConv *p, void *scratch, size_t panel, size_t cbuf,
                                        size_t band) {
     return (const int8_t **)(void *)(align_up(scratch) + panel + cbuf + band +
-                                     (size_t)round_up((int64_t)p->out_c * 12, 8));
+                                     (size_t)round_up((int64_t)p->out_c * 16, 8));
 }
 
 #endif /* HAVE_SIMD */

@@ -179,23 +179,38 @@ T_AVX512VNNI static inline __attribute__((always_inline)) __m128i narrow16(__m51
  * rqf16's: (m + 1) >> 1 for m >= 0 (u8: every m, as vpavgw(m, 0)), m >> 1 below.  The
  * byte packs saturate nothing (the results are in [lo, hi]); they leave each 128-bit
  * lane i as the dwords (v0, v1, v2, v3) of pixels 4 i .. 4 i + 3, which one vpermd puts
- * in order.  lo2w, hi2w: 2 lo and 2 hi in every 16-bit lane. */
+ * in order.  lo2w, hi2w: 2 lo and 2 hi in every 16-bit lane.  biased (modes RQ_I16B,
+ * RQ_I16BN of oqci_conv_int.h, u8 with lo = 0): v0 .. v3 are sums that started from
+ * RQ_BIAS and u is one FMA with c0 .. c3 (rq_biased_mode says why that is exact), no
+ * clamp at lo = 0 (the pack's floor); nomin (RQ_I16BN): no clamp at hi = 255 either (the
+ * byte pack's ceiling): 16 uops instead of 22. */
 T_AVX512VNNI static inline __attribute__((always_inline)) __m512i
 rq64(__m512i v0, __m512i v1, __m512i v2, __m512i v3, __m512 m0, __m512 m1, __m512 m2,
-     __m512 m3, __m512i lo2w, __m512i hi2w, int u8) {
+     __m512 m3, __m512 c0, __m512 c1, __m512 c2, __m512 c3, __m512i lo2w, __m512i hi2w,
+     int u8, int biased, int nomin) {
     const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7,
                                             11, 15);
-    __m512i t0 = _mm512_cvttps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(v0), m0));
-    __m512i t1 = _mm512_cvttps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(v1), m1));
-    __m512i t2 = _mm512_cvttps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(v2), m2));
-    __m512i t3 = _mm512_cvttps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(v3), m3));
+#define RQ64_U(v, m, c)                                                                 \
+    _mm512_cvttps_epi32(biased ? _mm512_fmadd_ps(_mm512_castsi512_ps(v), m, c)          \
+                               : _mm512_mul_ps(_mm512_cvtepi32_ps(v), m))
+    __m512i t0 = RQ64_U(v0, m0, c0), t1 = RQ64_U(v1, m1, c1);
+    __m512i t2 = RQ64_U(v2, m2, c2), t3 = RQ64_U(v3, m3, c3);
+#undef RQ64_U
     __m512i w01, w23, b;
     if (u8) {
         const __m512i z = _mm512_setzero_si512();
         w01 = _mm512_packus_epi32(t0, t1);
         w23 = _mm512_packus_epi32(t2, t3);
-        w01 = _mm512_avg_epu16(_mm512_min_epu16(_mm512_max_epu16(w01, lo2w), hi2w), z);
-        w23 = _mm512_avg_epu16(_mm512_min_epu16(_mm512_max_epu16(w23, lo2w), hi2w), z);
+        if (!biased) {   /* (biased: lo = 0, the pack's own floor) */
+            w01 = _mm512_max_epu16(w01, lo2w);
+            w23 = _mm512_max_epu16(w23, lo2w);
+        }
+        if (!nomin) {   /* (nomin: hi = 255, the byte pack's own ceiling) */
+            w01 = _mm512_min_epu16(w01, hi2w);
+            w23 = _mm512_min_epu16(w23, hi2w);
+        }
+        w01 = _mm512_avg_epu16(w01, z);
+        w23 = _mm512_avg_epu16(w23, z);
         b = _mm512_packus_epi16(w01, w23);
     } else {
         const __m512i m1s = _mm512_set1_epi16(-1);

@@ -1175,6 +1175,76 @@ static void test_conv_i16_epilogue(void) {
     CU_ASSERT_EQUAL(bad, 0);
 }
 
+/* The AVX-512 fused epilogue on sums that start from 2^23 (modes RQ_I16B and RQ_I16BN
+ * of oqci_conv_int.h: u8 outputs with lo = 0, |acc| < 2^23, 2 M >= 0 on every channel;
+ * BN also hi = 255 and |acc| * 2 M < 2^15 - 1), and the cases that must leave it: each
+ * family's 1x1 conv against ref_conv, exactly.  Kinds: 0 BN with M = 2^-6 (every acc =
+ * 64 n + 32 a tie, rounded up), 1 BN with M up to the bound, so that the largest sums
+ * saturate at 255 by the byte pack alone, 2 hi = 255 but one channel's M 4x over that
+ * bound (B: the clamp at hi kept; without it, u8 inputs make that channel's u pass
+ * 65535), 3 hi = 100 (B), 4 lo = 3 (plain RQ_I16), 5 one channel with M < 0 (RQ_I16);
+ * channel 2 has M = 0 in kinds 1 to 3; channels 6 and 7 have weights of 127 (the
+ * largest sums).  Inputs are full range, weights of both signs, biases up to +-10^5:
+ * sums of both signs, so the negative half (where the biased float holds acc / 2) is
+ * reached.  260 input channels put the bound past 2^23
+ * (RQ_I16); 16 and 24 run the AVX-512 VNNI microkernel, 48 the AMX tiles' epilogue. */
+static void test_conv_biased_epilogue(void) {
+    static const int chans[] = {16, 24, 48, 260}, sides[] = {7, 8}, outs[] = {19, 40};
+    rnd_seed(26);
+    int64_t bad = 0;
+    for (int ci = 0; ci < 4; ci++)
+        for (int si = 0; si < 2; si++)
+            for (int oi = 0; oi < 2; oi++)
+                for (int kind = 0; kind < 6; kind++) {
+                    int K = outs[oi], in_type = (ci + kind) % 2 ? OQCI_U8 : OQCI_S8;
+                    OqciConv p;
+                    conv_geo(&p, 1, chans[ci], K, 1, sides[si], sides[si], 1, 1, 1, 1, 1, 1, 0,
+                             0, 0, 0);
+                    p.in_type = in_type;
+                    p.out_type = OQCI_U8;
+                    p.lo = kind == 4 ? 3 : 0;
+                    p.hi = kind == 3 ? 100 : 255;
+                    int64_t nxs = (int64_t)p.in_c * sides[si] * sides[si];
+                    uint8_t *x = rnd_q(nxs, in_type);
+                    int8_t *W = malloc((size_t)(K * p.kdim));
+                    int32_t *bias = malloc(sizeof(int32_t) * (size_t)K);
+                    float *mult = malloc(sizeof(float) * (size_t)K);
+                    for (int k = 0; k < K; k++) {
+                        for (int j = 0; j < p.kdim; j++)
+                            W[k * p.kdim + j] = (int8_t)(k == 6 || k == 7 ? 127
+                                                         : k % 3 ? rnd_int(-127, 127)
+                                                                 : (k % 2 ? 127 : -127));
+                        bias[k] = (int32_t)rnd_int(-100000, 100000);
+                        double bound = (double)p.kpad * 32640 + (bias[k] < 0 ? -bias[k] : bias[k]);
+                        if (kind == 0)
+                            mult[k] = 1.0f / 64;
+                        else   /* 2 M * bound just under 2^15 - 1, or 1.5x over it */
+                            mult[k] = (float)((kind == 2 && k == 6 ? 4.0 : 0.99) * 32767.0 /
+                                              (2.0 * bound) * (0.25 + 0.75 * rnd_int(0, 1000) / 1000.0));
+                        if (kind == 1 && k == 7)
+                            mult[k] = (float)(0.999 * 32767.0 / (2.0 * bound));
+                        if (kind >= 1 && kind <= 3 && k == 2)
+                            mult[k] = 0.0f;
+                        if (kind == 5 && k == 4)
+                            mult[k] = -mult[k];
+                    }
+                    p.bias = bias;
+                    p.rq.mode = OQCI_REQ_FLOAT;
+                    p.rq.per_index = 1;
+                    p.rq.mult = mult;
+                    int64_t b = conv_run(&p, x, W);
+                    if (b)
+                        printf("\n  biased epilogue: C %d side %d K %d kind %d", chans[ci],
+                               sides[si], K, kind);
+                    bad += b;
+                    free(x);
+                    free(W);
+                    free(bias);
+                    free(mult);
+                }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
 /* The families: names, availability, oqci_force_isa's errors, oqci_conv_isa following
  * the forced family; then the number of conv cases each family ran in this process so
  * far (this test runs after the conv tests) -- every available one ran all of them. */
@@ -2258,7 +2328,7 @@ OQC_TEST_MAIN("int8-kernels", OQC_TEST(test_round_clamp), OQC_TEST(test_mul_shif
               OQC_TEST(test_conv_simd_paths), OQC_TEST(test_conv_s32_random),
               OQC_TEST(test_conv_s32_paths), OQC_TEST(test_conv_wpair16),
               OQC_TEST(test_conv_requant_edges),
-              OQC_TEST(test_conv_i16_epilogue),
+              OQC_TEST(test_conv_i16_epilogue), OQC_TEST(test_conv_biased_epilogue),
               OQC_TEST(test_conv_isas), OQC_TEST(test_conv_scratch_size),
               OQC_TEST(test_conv_einval), OQC_TEST(test_maxpool_random),
               OQC_TEST(test_avgpool_random), OQC_TEST(test_pool_examples),
