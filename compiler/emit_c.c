@@ -4,16 +4,15 @@
  *   - the same memory plan: one arena holding the activations at the offsets
  *     oqc_memplan gave them, then the kernel scratch; graph inputs are read in place
  *     from the caller, views (Reshape, Flatten, channel ranges of a concat buffer) are
- *     pointers computed exactly as oqc_exec_run computes them (Loc below);
+ *     pointers computed exactly as oqc_exec_run computes them (Loc, emit_int.h);
  *   - the same kernel calls in executor order, each with the parameter struct
  *     exec_ops.c prepared, written as a `static const` initializer;
  *   - the same constants, written exactly (C99 hex float literals).
  * It calls the same runtime functions with the same arguments, so its outputs are
  * bit-identical to `oqc run --threads 1` built with the same compiler and flags.
  *
- * emit_node is the one switch over what a node does (ExecNode.kind, set by exec_ops.c
- * with the run function; the two must change together). Each case prints parameter
- * constants and one kernel call: loops belong in runtime/, never in emitted code.
+ * One node's constants and call are emit_node.c's (oqc_em_node: the one switch over
+ * what a node does); this file writes the files around them.
  *
  * Files (docs/compile.md): NAME.h (the API), NAME.c (the run functions), NAME_weights.h
  * and NAME_weights.c (the constants), copies of the runtime files the calls need (their
@@ -31,18 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "exec_int.h"
-
-/* The parameter structs are printed field by field: a field added at the end of one
- * of them must be printed too (these fail when the last field changes). */
-#define LAST_FIELD(T, f)                                                                  \
-    _Static_assert(offsetof(T, f) + sizeof(((T *)0)->f) + _Alignof(T) > sizeof(T),       \
-                   #T "." #f " is no longer its last field: emit_c.c must print the new ones")
-LAST_FIELD(OqcfConvParams, act_per_channel);
-LAST_FIELD(OqcfPoolParams, y_coff);
-LAST_FIELD(OqcfGemmParams, act);
-LAST_FIELD(OqcfSlice, out);
-LAST_FIELD(OqcfAct, p1);
+#include "emit_int.h"
 
 /* ------------------------------------------------------------------ names */
 
@@ -184,14 +172,8 @@ static const char *next_include(const char *text, const char *p, const char **na
     return NULL;
 }
 
-/* The runtime files to copy, a sorted set of names. */
-typedef struct FileSet {
-    const char *name[64];   /* file names, sorted */
-    const char *text[64];   /* their text */
-    int n;                  /* count */
-} FileSet;
 
-static int set_has(const FileSet *s, const char *name) {
+int oqc_em_set_has(const FileSet *s, const char *name) {
     for (int i = 0; i < s->n; i++)
         if (!strcmp(s->name[i], name))
             return 1;
@@ -200,7 +182,7 @@ static int set_has(const FileSet *s, const char *name) {
 
 /* Adds `name` and everything it needs (runtime_needs, #include "..." lines). */
 static int set_add(FileSet *s, OqcArena *a, const char *name, OqcDiag *d) {
-    if (set_has(s, name))
+    if (oqc_em_set_has(s, name))
         return 0;
     OQC_ASSERT(s->n < 64);
     const char *text = runtime_text(a, name, d);
@@ -225,819 +207,6 @@ static int set_add(FileSet *s, OqcArena *a, const char *name, OqcDiag *d) {
         if (set_add(s, a, oqc_arena_strndup(a, inc, len), d) < 0)
             return -1;
     return 0;
-}
-
-/* ---------------------------------------------------------- the emitter */
-
-/* Where a tensor's data is during a run (the symbolic form of oqc_exec_run's ptr[]). */
-typedef enum LocKind {
-    LOC_NONE,    /* nowhere (not used by any call) */
-    LOC_ARENA,   /* arena + off */
-    LOC_INPUT,   /* graph input idx (the caller's in[idx]) + off */
-    LOC_CONST,   /* constant tensor idx (its NAME_w<idx> array) + off */
-} LocKind;
-
-typedef struct Loc {
-    LocKind kind;   /* base */
-    int idx;        /* input slot or constant tensor id */
-    size_t off;     /* byte offset from the base */
-} Loc;
-
-static void put_comment_text(FILE *f, const char *s);
-
-/* Emission state. */
-typedef struct Em {
-    OqcExec *e;              /* the prepared executor */
-    OqcGraph *g;             /* its graph */
-    OqcArena *a;             /* the graph's arena (strings) */
-    OqcDiag *d;              /* errors */
-    const char *name;        /* NAME */
-    FILE *decl;              /* NAME.c: parameter constants */
-    FILE *body;              /* NAME.c: the calls */
-    Loc *loc;                /* per tensor */
-    unsigned char *used;     /* per tensor: a constant NAME.c refers to */
-    FileSet kernels;         /* runtime .c files the calls use (without dependencies) */
-    int node;                /* the node being emitted */
-    int headed;              /* its comment is in decl already */
-    FILE *qh;                /* INT8 constants: declarations for NAME_weights.h */
-    FILE *qc;                /* INT8 constants: definitions for NAME_weights.c */
-    size_t qbytes;           /* their size in bytes */
-    FILE *pre, *post;        /* the INT8 model's float boundary: quantizing the graph
-                                input, dequantizing the graph output (NULL: in body) */
-} Em;
-
-/* decl, after a comment naming the node being emitted the first time it is used. */
-static FILE *decl(Em *m) {
-    if (!m->headed) {
-        const OqcNode *n = &m->g->nodes[m->node];
-        fprintf(m->decl, "\n/* %d: %s '", m->node, n->op_type);
-        put_comment_text(m->decl, n->name);
-        fputs("' */\n", m->decl);
-        m->headed = 1;
-    }
-    return m->decl;
-}
-
-static const char *ctype_of(OqcfDType t) {
-    switch (t) {
-    case OQCF_FLOAT: return "float";
-    case OQCF_DOUBLE: return "double";
-    case OQCF_INT8: return "int8_t";
-    case OQCF_INT16: return "int16_t";
-    case OQCF_INT32: return "int32_t";
-    case OQCF_INT64: return "int64_t";
-    case OQCF_UINT8: case OQCF_BOOL: return "uint8_t";
-    case OQCF_UINT16: case OQCF_FLOAT16: case OQCF_BFLOAT16: return "uint16_t";
-    case OQCF_UINT32: return "uint32_t";
-    case OQCF_UINT64: return "uint64_t";
-    default: return NULL;
-    }
-}
-
-static const char *dtype_enum(OqcfDType t) {
-    static const char *const names[] = {
-        [OQCF_UNDEFINED] = "OQCF_UNDEFINED", [OQCF_FLOAT] = "OQCF_FLOAT",
-        [OQCF_UINT8] = "OQCF_UINT8", [OQCF_INT8] = "OQCF_INT8", [OQCF_UINT16] = "OQCF_UINT16",
-        [OQCF_INT16] = "OQCF_INT16", [OQCF_INT32] = "OQCF_INT32", [OQCF_INT64] = "OQCF_INT64",
-        [OQCF_STRING] = "OQCF_STRING", [OQCF_BOOL] = "OQCF_BOOL",
-        [OQCF_FLOAT16] = "OQCF_FLOAT16", [OQCF_DOUBLE] = "OQCF_DOUBLE",
-        [OQCF_UINT32] = "OQCF_UINT32", [OQCF_UINT64] = "OQCF_UINT64",
-        [OQCF_COMPLEX64] = "OQCF_COMPLEX64", [OQCF_COMPLEX128] = "OQCF_COMPLEX128",
-        [OQCF_BFLOAT16] = "OQCF_BFLOAT16"};
-    OQC_ASSERT((unsigned)t < sizeof names / sizeof names[0] && names[t]);
-    return names[t];
-}
-
-static const char *act_enum(OqcfActKind k) {
-    switch (k) {
-    case OQCF_ACT_NONE: return "OQCF_ACT_NONE";
-    case OQCF_ACT_RELU: return "OQCF_ACT_RELU";
-    case OQCF_ACT_CLIP: return "OQCF_ACT_CLIP";
-    case OQCF_ACT_LEAKY: return "OQCF_ACT_LEAKY";
-    }
-    oqc_panic(__FILE__, __LINE__, "unknown activation kind");
-}
-
-/* An exact C literal of a float: a hex float with an f suffix, or INFINITY / NAN
- * (<math.h>; a NaN's payload is not kept). */
-static const char *flit(char *buf, size_t size, float f) {
-    if (isnan(f))
-        return "NAN";
-    if (isinf(f))
-        return f > 0 ? "INFINITY" : "-INFINITY";
-    snprintf(buf, size, "%af", (double)f);
-    return buf;
-}
-
-static void put_f(FILE *f, float v) {
-    char b[48];
-    fputs(flit(b, sizeof b, v), f);
-}
-
-static void put_i64(FILE *f, int64_t v) {
-    if (v == INT64_MIN)
-        fputs("(-9223372036854775807 - 1)", f);
-    else
-        fprintf(f, "%" PRId64, v);
-}
-
-static void put_i64s(FILE *f, const int64_t *v, int n) {
-    fputc('{', f);
-    for (int i = 0; i < n; i++) {
-        if (i)
-            fputs(", ", f);
-        put_i64(f, v[i]);
-    }
-    if (!n)
-        fputc('0', f);
-    fputc('}', f);
-}
-
-static void put_shape(FILE *f, const OqcfShape *s) {
-    fprintf(f, "{%d, ", s->rank);
-    put_i64s(f, s->d, s->rank);
-    fputc('}', f);
-}
-
-static void put_act(FILE *f, const OqcfAct *a) {
-    fprintf(f, "{%s, ", act_enum(a->kind));
-    put_f(f, a->p0);
-    fputs(", ", f);
-    put_f(f, a->p1);
-    fputc('}', f);
-}
-
-/* Writes s into a C comment: printable ASCII only, no comment delimiters, no
- * trigraph-looking pairs. */
-static void put_comment_text(FILE *f, const char *s) {
-    for (const char *p = s; *p; p++) {
-        char c = *p;
-        if (c < 0x20 || c > 0x7e)
-            c = '?';
-        if ((c == '*' && p[1] == '/') || (c == '/' && p[1] == '*') || (c == '?' && p[1] == '?'))
-            fputc(c, f), c = ' ';
-        fputc(c, f);
-    }
-}
-
-/* Writes s as a C string literal. */
-static void put_string_lit(FILE *f, const char *s) {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\' || *p == '?')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20 || *p > 0x7e)
-            fprintf(f, "\\%03o", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
-/* A C expression for tensor t's data as a pointer to its element type (arena
- * allocated). Marks constants as used. */
-static const char *ptr_expr(Em *m, int t) {
-    const OqcTensor *tt = &m->g->tensors[t];
-    Loc l = m->loc[t];
-    const char *ct = ctype_of(tt->dtype);
-    size_t es = oqcf_dtype_size(tt->dtype);
-    OQC_ASSERT(ct && es);
-    switch (l.kind) {
-    case LOC_ARENA:
-        return oqc_arena_printf(m->a, "(%s *)(a + %zu)", ct, l.off);
-    case LOC_INPUT:
-        OQC_ASSERT(l.off % es == 0);
-        return l.off ? oqc_arena_printf(m->a, "(in[%d] + %zu)", l.idx, l.off / es)
-                     : oqc_arena_printf(m->a, "in[%d]", l.idx);
-    case LOC_CONST: {
-        const OqcTensor *c = &m->g->tensors[l.idx];
-        size_t ces = oqcf_dtype_size(c->dtype);
-        m->used[l.idx] = 1;
-        if (c->dtype != tt->dtype) /* a view with another element type */
-            return oqc_arena_printf(m->a, "(const %s *)(const void *)((const unsigned char *)"
-                                          "%s_w%d + %zu)", ct, m->name, l.idx, l.off);
-        OQC_ASSERT(l.off % ces == 0);
-        return l.off ? oqc_arena_printf(m->a, "(%s_w%d + %zu)", m->name, l.idx, l.off / ces)
-                     : oqc_arena_printf(m->a, "%s_w%d", m->name, l.idx);
-    }
-    case LOC_NONE:
-        break;
-    }
-    oqc_panic(__FILE__, __LINE__, "tensor used by a kernel call has no storage");
-}
-
-#define X(k) ptr_expr(m, n->in[k])                 /* XIN */
-#define Y(k) ptr_expr(m, n->out[k])                /* YOUT */
-
-/* Where a kernel writes output k: the view's base buffer (the kernel adds y_coff). */
-static const char *out_base(Em *m, int node, int k) {
-    const OqcTensor *t = &m->g->tensors[m->g->nodes[node].out[k]];
-    return ptr_expr(m, t->view_base >= 0 ? t->view_base : m->g->nodes[node].out[k]);
-}
-
-/* The scratch arguments every scratch-taking call gets: the executor's shared buffer. */
-static const char *scratch_args(Em *m) {
-    return m->e->scratch_bytes ? "SCRATCH, SCRATCH_BYTES" : "NULL, 0";
-}
-
-static void use_kernel(Em *m, const char *file) {
-    if (set_has(&m->kernels, file))
-        return;
-    OQC_ASSERT(m->kernels.n < 64);
-    m->kernels.name[m->kernels.n++] = file;
-}
-
-static void conv_params(Em *m, const char *pname, const OqcfConvParams *p, int node) {
-    FILE *f = decl(m);
-    const OqcNode *n = &m->g->nodes[node];
-    fprintf(f, "static const OqcfConvParams %s = {\n", pname);
-    fprintf(f, "    %d, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
-               ", /* nspatial, batch, channels, out_channels, group */\n",
-            p->nspatial, p->batch, p->channels, p->out_channels, p->group);
-    static const char *const geo[] = {"in_size", "out_size", "kernel", "stride", "dilation",
-                                      "pad_begin", "pad_end"};
-    const int64_t *v[] = {p->in_size, p->out_size, p->kernel, p->stride, p->dilation,
-                          p->pad_begin, p->pad_end};
-    for (int i = 0; i < 7; i++) {
-        fputs("    ", f);
-        put_i64s(f, v[i], OQCF_MAX_SPATIAL);
-        fprintf(f, ", /* %s */\n", geo[i]);
-    }
-    fprintf(f, "    %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
-               ", /* x_ctotal, x_coff, y_ctotal, y_coff */\n    ",
-            p->x_ctotal, p->x_coff, p->y_ctotal, p->y_coff);
-    put_act(f, &p->act);
-    if (p->act_per_channel) {
-        OQC_ASSERT(n->act_per_channel && p->act_per_channel >= n->act_per_channel);
-        fprintf(f, ", &act%d[%td]};\n", node, p->act_per_channel - n->act_per_channel);
-    } else {
-        fputs(", NULL};\n", f);
-    }
-}
-
-static void pool_params(Em *m, int node, const OqcfPoolParams *p) {
-    FILE *f = decl(m);
-    fprintf(f, "static const OqcfPoolParams p%d = {\n", node);
-    fprintf(f, "    %d, %" PRId64 ", %" PRId64 ", /* nspatial, batch, channels */\n",
-            p->nspatial, p->batch, p->channels);
-    static const char *const geo[] = {"in_size", "out_size", "kernel", "stride", "dilation",
-                                      "pad_begin", "pad_end"};
-    const int64_t *v[] = {p->in_size, p->out_size, p->kernel, p->stride, p->dilation,
-                          p->pad_begin, p->pad_end};
-    for (int i = 0; i < 7; i++) {
-        fputs("    ", f);
-        put_i64s(f, v[i], OQCF_MAX_SPATIAL);
-        fprintf(f, ", /* %s */\n", geo[i]);
-    }
-    fprintf(f, "    %d, %d, /* count_include_pad, storage_order */\n", p->count_include_pad,
-            p->storage_order);
-    fprintf(f, "    %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
-               "}; /* x_ctotal, x_coff, y_ctotal, y_coff */\n",
-            p->x_ctotal, p->x_coff, p->y_ctotal, p->y_coff);
-}
-
-/* static const OqcfShape s<node>[] = {shapes of inputs 0..nin-1}. */
-static void in_shapes(Em *m, int node, int nin) {
-    const OqcNode *n = &m->g->nodes[node];
-    fprintf(decl(m), "static const OqcfShape s%d[%d] = {", node, nin);
-    for (int k = 0; k < nin; k++) {
-        fputs(k ? ",\n    " : "\n    ", decl(m));
-        put_shape(decl(m), &m->g->tensors[n->in[k]].shape);
-    }
-    fputs("};\n", decl(m));
-}
-
-/* ------------------------------------------------------------------ INT8 nodes */
-
-/* An INT8 constant array NAME_q<node><suffix> in NAME_weights.c; returns its name. */
-static const char *q_array(Em *m, const char *suffix, const char *ctype, const void *v,
-                           int64_t n, size_t esize) {
-    const char *name = oqc_arena_printf(m->a, "%s_q%d%s", m->name, m->node, suffix);
-    fprintf(m->qh, "extern const %s %s[%" PRId64 "];\n", ctype, name, n);
-    fprintf(m->qc, "\nconst %s %s[%" PRId64 "] = {", ctype, name, n);
-    int per = esize == 1 ? 24 : esize == 4 && !strcmp(ctype, "float") ? 6 : 10;
-    for (int64_t i = 0; i < n; i++) {
-        fputs(i % per ? ", " : i ? ",\n    " : "\n    ", m->qc);
-        char b[48];
-        if (!strcmp(ctype, "int8_t"))
-            fprintf(m->qc, "%d", ((const int8_t *)v)[i]);
-        else if (!strcmp(ctype, "int32_t"))
-            fprintf(m->qc, ((const int32_t *)v)[i] == INT32_MIN ? "(-2147483647 - 1)" : "%" PRId32,
-                    ((const int32_t *)v)[i]);
-        else
-            fputs(flit(b, sizeof b, ((const float *)v)[i]), m->qc);
-    }
-    fputs("};\n", m->qc);
-    m->qbytes += (size_t)n * esize;
-    return name;
-}
-
-/* The initializer of requantization r with n entries (arrays in NAME_weights.c). */
-static const char *q_requant(Em *m, const char *suffix, const OqciRequant *r, int64_t n) {
-    if (!r->per_index)
-        n = 1;
-    const char *mult = "NULL", *mm = "NULL", *sh = "NULL";
-    if (r->mode == OQCI_REQ_FLOAT) {
-        mult = q_array(m, oqc_arena_printf(m->a, "%s_mult", suffix), "float", r->mult, n, 4);
-    } else {
-        mm = q_array(m, oqc_arena_printf(m->a, "%s_m", suffix), "int32_t", r->m, n, 4);
-        sh = q_array(m, oqc_arena_printf(m->a, "%s_shift", suffix), "int8_t", r->shift, n, 1);
-    }
-    return oqc_arena_printf(m->a, "{%s, %d, %s, %s, %s}",
-                            r->mode == OQCI_REQ_FLOAT ? "OQCI_REQ_FLOAT" : "OQCI_REQ_FIXED",
-                            (int)r->per_index, mult, mm, sh);
-}
-
-static const char *qtype_name(int32_t t) {
-    return t == OQCI_U8 ? "OQCI_U8" : t == OQCI_S32 ? "OQCI_S32" : "OQCI_S8";
-}
-
-/* An int32 bound as a C expression (INT32_MIN has no literal). */
-static const char *i32_lit(Em *m, int32_t v) {
-    return v == INT32_MIN ? "(-2147483647 - 1)" : oqc_arena_printf(m->a, "%" PRId32, v);
-}
-
-/* Whether node `node` is the INT8 model's float boundary: the Quantize of the graph
- * input or the Dequantize of the graph output (the integer-I/O API skips them). */
-static int q_boundary(const Em *m, int node) {
-    const OqcGraph *g = m->g;
-    const OqcNode *n = &g->nodes[node];
-    if (!n->q || g->ninputs != 1 || g->noutputs != 1)
-        return 0;
-    if (n->q->kind == OQC_Q_QUANTIZE)
-        return n->in[0] == g->inputs[0];
-    if (n->q->kind == OQC_Q_DEQUANTIZE)
-        return n->out[0] == g->outputs[0];
-    return 0;
-}
-
-/* The parameter constants and kernel call of INT8 node `node` (mirrors run_q in
- * exec_q.c: the same structs, so the same bits). */
-static void emit_q(Em *m, int node, FILE *b) {
-    const OqcNode *n = &m->g->nodes[node];
-    const OqcQNode *q = n->q;
-    switch (q->kind) {
-    case OQC_Q_CONV: {
-        use_kernel(m, "oqci_conv.c");
-        const OqciConv *p0 = &q->conv[0];
-        int64_t wn = 0, bn = 0;
-        for (int k = 0; k < q->nconv; k++) {
-            wn += (int64_t)q->conv[k].out_c * q->conv[k].kpad;
-            bn += q->conv[k].out_c;
-        }
-        const char *w = q_array(m, "_w", "int8_t", p0->w, wn, 1);
-        const char *bias = p0->bias ? q_array(m, "_b", "int32_t", p0->bias, bn, 4) : NULL;
-        for (int k = 0; k < q->nconv; k++) {
-            const OqciConv *p = &q->conv[k];
-            const char *rq = p->out_type == OQCI_S32   /* (not read) */
-                                 ? "{OQCI_REQ_FLOAT, 0, NULL, NULL, NULL}"
-                                 : q_requant(m, oqc_arena_printf(m->a, "_%d", k), &p->rq, p->out_c);
-            fprintf(decl(m),
-                    "static const OqciConv q%d_%d = {\n"
-                    "    %d, %d, %d, %d, /* batch, in_c, in_h, in_w */\n"
-                    "    %d, %d, %d, /* out_c, out_h, out_w */\n"
-                    "    %d, %d, %d, %d, %d, %d, %d, %d, /* k_h, k_w, s_h, s_w, d_h, d_w, p_t, p_l */\n"
-                    "    %d, %d, %d, %d, %d, /* group, kdim, kpad, out_ctotal, out_coff */\n"
-                    "    %s, %s, %s, %s, %d, /* in_type, out_type, lo, hi, wpair16 */\n"
-                    "    %s + %td, %s%s%s,\n    %s};\n",
-                    node, k, p->batch, p->in_c, p->in_h, p->in_w, p->out_c, p->out_h, p->out_w,
-                    p->k_h, p->k_w, p->s_h, p->s_w, p->d_h, p->d_w, p->p_t, p->p_l, p->group,
-                    p->kdim, p->kpad, p->out_ctotal, p->out_coff, qtype_name(p->in_type),
-                    qtype_name(p->out_type), i32_lit(m, p->lo), i32_lit(m, p->hi), p->wpair16,
-                    w, p->w - p0->w,
-                    bias ? bias : "NULL",
-                    bias ? oqc_arena_printf(m->a, " + %td", p->bias - p0->bias) : "", "", rq);
-            fprintf(b, "    TRY(oqci_conv(&q%d_%d, %s, %s, %s));\n", node, k, X(0),
-                    out_base(m, node, k), m->e->scratch_bytes ? "SCRATCH" : "NULL");
-        }
-        break;
-    }
-    case OQC_Q_MAXPOOL:
-    case OQC_Q_AVGPOOL: {
-        use_kernel(m, "oqci_pool.c");
-        const OqciPool *p = &q->pool;
-        int64_t entries = p->rq.per_index ? (int64_t)p->k_h * p->k_w + 1 : 1;
-        const char *rq = (q->kind == OQC_Q_MAXPOOL && !p->requant) || p->out_type == OQCI_S32
-                             ? "{OQCI_REQ_FLOAT, 0, NULL, NULL, NULL}"
-                             : q_requant(m, "", &p->rq, entries);
-        fprintf(decl(m),
-                "static const OqciPool q%d = {\n"
-                "    %d, %d, %d, %d, %d, %d, /* batch, channels, in_h, in_w, out_h, out_w */\n"
-                "    %d, %d, %d, %d, %d, %d, %d, %d, /* k_h, k_w, s_h, s_w, d_h, d_w, p_t, p_l */\n"
-                "    %d, %d, %d, /* count_include_pad, out_ctotal, out_coff */\n"
-                "    %s, %s, %s, %s, %d, /* in_type, out_type, lo, hi, requant */\n    %s};\n",
-                node, p->batch, p->channels, p->in_h, p->in_w, p->out_h, p->out_w, p->k_h,
-                p->k_w, p->s_h, p->s_w, p->d_h, p->d_w, p->p_t, p->p_l, p->count_include_pad,
-                p->out_ctotal, p->out_coff, qtype_name(p->in_type), qtype_name(p->out_type),
-                i32_lit(m, p->lo), i32_lit(m, p->hi), p->requant, rq);
-        fprintf(b, "    TRY(oqci_%s(&q%d, %s, %s));\n",
-                q->kind == OQC_Q_MAXPOOL ? "maxpool" : "avgpool", node, X(0), out_base(m, node, 0));
-        break;
-    }
-    case OQC_Q_ADD: {
-        use_kernel(m, "oqci_eltwise.c");
-        const OqciAdd *p = &q->add;
-        FILE *f = decl(m);
-        const char *rqs[OQCI_ADD_MAX];
-        for (int k = 0; k < p->ninputs; k++)
-            rqs[k] = q_requant(m, oqc_arena_printf(m->a, "_%d", k), &p->rq[k], 1);
-        fprintf(f, "static const OqciAdd q%d = {%d, %" PRId64 ", {", node, p->ninputs, p->count);
-        for (int k = 0; k < OQCI_ADD_MAX; k++)
-            fprintf(f, "%s%s", k ? ", " : "", k < p->ninputs ? qtype_name(p->in_type[k]) : "0");
-        fprintf(f, "},\n    %s, %d, %d, {", qtype_name(p->out_type), p->lo, p->hi);
-        for (int k = 0; k < p->ninputs; k++)
-            fprintf(f, "%s\n    %s", k ? "," : "", rqs[k]);
-        fputs("}};\n", f);
-        fprintf(b, "    {\n        const void *x_[%d];\n", p->ninputs);
-        for (int k = 0; k < p->ninputs; k++)
-            fprintf(b, "        x_[%d] = %s;\n", k, X(k));
-        fprintf(b, "        TRY(oqci_add(&q%d, x_, %s));\n    }\n", node, Y(0));
-        break;
-    }
-    case OQC_Q_CLAMP:
-        use_kernel(m, "oqci_eltwise.c");
-        fprintf(b, "    TRY(oqci_clamp(%s, %s, %s, %s, %" PRId64 ", %d, %d));\n", X(0),
-                qtype_name(q->in_type), Y(0), qtype_name(q->out_type), q->count, q->lo, q->hi);
-        break;
-    case OQC_Q_QUANTIZE: {
-        use_kernel(m, "oqci_eltwise.c");
-        char sb[48];
-        fprintf(b, "    TRY(oqci_quantize(%s, %s, %s, %" PRId64 ", %s));\n", X(0), Y(0),
-                qtype_name(q->out_type), q->count, flit(sb, sizeof sb, q->scale));
-        break;
-    }
-    case OQC_Q_DEQUANTIZE: {
-        use_kernel(m, "oqci_eltwise.c");
-        char sb[48];
-        const OqcAcc *a = q->acc;
-        if (!a) {
-            fprintf(b, "    TRY(oqci_dequantize(%s, %s, %s, %" PRId64 ", %s));\n", X(0),
-                    qtype_name(q->in_type), Y(0), q->count, flit(sb, sizeof sb, q->scale));
-            break;
-        }
-        const char *sc = q_array(m, "_s", "float", a->scale, a->per_channel ? a->channels : 1, 4);
-        fprintf(b, "    TRY(oqci_dequantize_s32(%s, %s, %" PRId64 ", %d, %" PRId64 ", %s, %d));\n",
-                X(0), Y(0), a->outer, a->channels, a->inner, sc, a->per_channel);
-        if (m->pre && q_boundary(m, node))   /* the integer API's output: see write_source */
-            fprintf(decl(m), "static const OqciRequant q%d_rq = %s;\n", node,
-                    q_requant(m, "_rq", &a->rq, a->channels));
-        break;
-    }
-    case OQC_Q_VIEW:
-        break;
-    }
-}
-
-/* Why the emitter cannot compile node `node`, or NULL when it can. */
-static const char *unsupported(Em *m, int node) {
-    const OqcNode *n = &m->g->nodes[node];
-    const ExecNode *x = &m->e->nodes[node];
-    switch (x->kind) {
-    case EXEC_NONE:
-        return x->run ? "the C emitter does not support this operator yet" : NULL;
-    case EXEC_DROPOUT:
-        return n->nout > 1 && n->out[1] >= 0 ? "the C emitter does not support Dropout's "
-                                               "mask output yet" : NULL;
-    case EXEC_SHAPE: case EXEC_CONSTANT_OF_SHAPE:
-        return "the C emitter does not support this operator yet";
-    default:
-        return NULL;
-    }
-}
-
-/* Prints node `node`'s parameter constants and kernel call. Each case mirrors the
- * run_* function of exec_ops.c with the same kind. */
-static void emit_node(Em *m, int node) {
-    const OqcNode *n = &m->g->nodes[node];
-    const ExecNode *x = &m->e->nodes[node];
-    const OqcGraph *g = m->g;
-    FILE *b = m->body;
-    if (x->kind == EXEC_NONE || x->kind == EXEC_DROPOUT)
-        return; /* views: the pointer plan already points the output at the input */
-    if (x->kind == EXEC_Q && m->pre && q_boundary(m, node))
-        b = n->q->kind == OQC_Q_QUANTIZE ? m->pre : m->post;
-    m->node = node;
-    m->headed = 0;
-    fprintf(b, "    /* %d: %s '", node, n->op_type);
-    put_comment_text(b, n->name);
-    fputs("' */\n", b);
-    fprintf(b, "    OQC_LAYER_BEGIN(%d);\n", node);
-    const OqcTensor *in0 = &g->tensors[n->in[0]];
-    switch (x->kind) {
-    case EXEC_Q:
-        emit_q(m, node, b);
-        break;
-    case EXEC_CONV: {
-        use_kernel(m, "oqcf_conv.c");
-        const char *bias = n->nin > 2 && n->in[2] >= 0 ? X(2) : NULL;
-        if (n->act_per_channel) {
-            int64_t total = 0;
-            if (x->convs)
-                for (int k = 0; k < n->nout; k++)
-                    total += x->convs[k].out_channels;
-            else
-                total = x->conv.out_channels;
-            fprintf(decl(m), "static const OqcfAct act%d[%" PRId64 "] = {", node, total);
-            for (int64_t c = 0; c < total; c++) {
-                fputs(c % 4 ? ", " : c ? ",\n    " : "\n    ", decl(m));
-                put_act(decl(m), &n->act_per_channel[c]);
-            }
-            fputs("};\n", decl(m));
-        }
-        if (!x->convs) {
-            conv_params(m, oqc_arena_printf(m->a, "p%d", node), &x->conv, node);
-            fprintf(b, "    TRY(oqcf_conv(NULL, &p%d, %s, %s, %s, %s, %s));\n", node, X(0), X(1),
-                    bias ? bias : "NULL", out_base(m, node, 0), scratch_args(m));
-            break;
-        }
-        /* A merged conv: one call per output range of weight rows. */
-        const OqcShape *ws = &g->tensors[n->in[1]].shape;
-        int64_t row = oqc_shape_numel(ws) / ws->d[0];
-        for (int k = 0; k < n->nout; k++) {
-            const char *pn = oqc_arena_printf(m->a, "p%d_%d", node, k);
-            conv_params(m, pn, &x->convs[k], node);
-            const char *w = X(1), *bk = "NULL";
-            if (x->koff[k])
-                w = oqc_arena_printf(m->a, "%s + %" PRId64, w, x->koff[k] * row);
-            if (bias)
-                bk = x->koff[k] ? oqc_arena_printf(m->a, "%s + %" PRId64, bias, x->koff[k]) : bias;
-            fprintf(b, "    TRY(oqcf_conv(NULL, &%s, %s, %s, %s, %s, %s));\n", pn, X(0), w, bk,
-                    out_base(m, node, k), scratch_args(m));
-        }
-        break;
-    }
-    case EXEC_MAXPOOL: {
-        use_kernel(m, "oqcf_pooling.c");
-        pool_params(m, node, &x->pool);
-        const char *idx = n->nout > 1 && n->out[1] >= 0 ? Y(1) : "NULL";
-        if (in0->dtype == OQCF_FLOAT) {
-            fprintf(b, "    TRY(oqcf_maxpool(NULL, &p%d, %s, %s, %s));\n", node, X(0),
-                    out_base(m, node, 0), idx);
-            break;
-        }
-        /* 8-bit inputs: max commutes with the exact conversion to float and back. */
-        use_kernel(m, "oqcf_cast.c");
-        int64_t nx = oqc_shape_numel(&in0->shape), ny = numel_out(m->e, node, 0);
-        fprintf(b, "    TRY(oqcf_cast(%s, %s, SCRATCH, OQCF_FLOAT, %" PRId64 "));\n", X(0),
-                dtype_enum(in0->dtype), nx);
-        fprintf(b, "    TRY(oqcf_maxpool(NULL, &p%d, (float *)SCRATCH, (float *)SCRATCH + %" PRId64
-                   ", %s));\n", node, nx, idx);
-        fprintf(b, "    TRY(oqcf_cast((float *)SCRATCH + %" PRId64 ", OQCF_FLOAT, %s, %s, %" PRId64
-                   "));\n", nx, Y(0), dtype_enum(in0->dtype), ny);
-        break;
-    }
-    case EXEC_AVGPOOL:
-        use_kernel(m, "oqcf_pooling.c");
-        pool_params(m, node, &x->pool);
-        fprintf(b, "    TRY(oqcf_avgpool(NULL, &p%d, %s, %s));\n", node, X(0), out_base(m, node, 0));
-        break;
-    case EXEC_GLOBAL_POOL:
-        use_kernel(m, "oqcf_pooling.c");
-        fprintf(b, "    TRY(oqcf_global_%s(NULL, %" PRId64 ", %" PRId64 ", %" PRId64 ", %s, %s));\n",
-                n->op == OQC_OP_GlobalAveragePool ? "avgpool" : "maxpool", x->a, x->b, x->c, X(0),
-                Y(0));
-        break;
-    case EXEC_BATCHNORM:
-        use_kernel(m, "oqcf_norm.c");
-        fprintf(b, "    TRY(oqcf_batchnorm(NULL, %" PRId64 ", %" PRId64 ", %" PRId64
-                   ", %s, %s, %s, %s, %s, ", x->a, x->b, x->c, X(0), X(1), X(2), X(3), X(4));
-        put_f(b, x->f0);
-        fprintf(b, ", %s));\n", Y(0));
-        break;
-    case EXEC_LRN:
-        use_kernel(m, "oqcf_norm.c");
-        fprintf(b, "    TRY(oqcf_lrn(NULL, %" PRId64 ", %" PRId64 ", %" PRId64 ", %s, %" PRId64
-                   ", ", x->a, x->b, x->c, X(0), oqc_attr_int(n, "size", 1));
-        put_f(b, oqc_attr_float(n, "alpha", 1e-4f));
-        fputs(", ", b);
-        put_f(b, oqc_attr_float(n, "beta", 0.75f));
-        fputs(", ", b);
-        put_f(b, oqc_attr_float(n, "bias", 1.0f));
-        fprintf(b, ", %s));\n", Y(0));
-        break;
-    case EXEC_GEMM: {
-        use_kernel(m, "oqcf_gemm.c");
-        const OqcfGemmParams *p = &x->gemm;
-        fprintf(decl(m), "static const OqcfGemmParams p%d = {\n    %" PRId64 ", %" PRId64 ", %" PRId64
-                     ", %d, %d, /* M, N, K, trans_a, trans_b */\n    ",
-                node, p->M, p->N, p->K, p->trans_a, p->trans_b);
-        put_f(decl(m), p->alpha);
-        fputs(", ", decl(m));
-        put_f(decl(m), p->beta);
-        fprintf(decl(m), ", %d, /* alpha, beta, has_c */\n    ", p->has_c);
-        put_shape(decl(m), &p->c_shape);
-        fputs(", ", decl(m));
-        put_act(decl(m), &p->act);
-        fputs("}; /* c_shape, act */\n", decl(m));
-        fprintf(b, "    TRY(oqcf_gemm(NULL, &p%d, %s, %s, %s, %s, %s));\n", node, X(0), X(1),
-                p->has_c ? X(2) : "NULL", Y(0), scratch_args(m));
-        break;
-    }
-    case EXEC_MATMUL:
-        use_kernel(m, "oqcf_gemm.c");
-        in_shapes(m, node, 2);
-        fprintf(b, "    TRY(oqcf_matmul(NULL, &s%d[0], %s, &s%d[1], %s, %s, %s));\n", node, X(0),
-                node, X(1), Y(0), scratch_args(m));
-        break;
-    case EXEC_UNARY: {
-        use_kernel(m, "oqcf_eltwise.c");
-        int64_t cnt = numel_out(m->e, node, 0);
-        const char *fn = n->op == OQC_OP_Relu ? "relu" : n->op == OQC_OP_Sigmoid ? "sigmoid"
-                       : n->op == OQC_OP_Tanh ? "tanh" : n->op == OQC_OP_LeakyRelu ? "leaky_relu"
-                       : n->op == OQC_OP_HardSigmoid ? "hard_sigmoid" : NULL;
-        OQC_ASSERT(fn);
-        fprintf(b, "    TRY(oqcf_%s(%s, %s, %" PRId64, fn, X(0), Y(0), cnt);
-        if (n->op == OQC_OP_LeakyRelu || n->op == OQC_OP_HardSigmoid) {
-            fputs(", ", b);
-            put_f(b, x->f0);
-        }
-        if (n->op == OQC_OP_HardSigmoid) {
-            fputs(", ", b);
-            put_f(b, x->f1);
-        }
-        fputs("));\n", b);
-        break;
-    }
-    case EXEC_CLIP: {
-        use_kernel(m, "oqcf_eltwise.c");
-        const char *lo = "NULL", *hi = "NULL";
-        if (n->opset >= 11) {
-            if (n->nin > 1 && n->in[1] >= 0)
-                lo = X(1);
-            if (n->nin > 2 && n->in[2] >= 0)
-                hi = X(2);
-        } else {
-            fprintf(decl(m), "static const float v%d[2] = {", node);
-            put_f(decl(m), x->f0);
-            fputs(", ", decl(m));
-            put_f(decl(m), x->f1);
-            fputs("}; /* min, max */\n", decl(m));
-            lo = oqc_arena_printf(m->a, "&v%d[0]", node);
-            hi = oqc_arena_printf(m->a, "&v%d[1]", node);
-        }
-        fprintf(b, "    TRY(oqcf_clip_typed(%s, %s, %s, %" PRId64 ", %s, %s));\n",
-                dtype_enum(in0->dtype), X(0), Y(0), numel_out(m->e, node, 0), lo, hi);
-        break;
-    }
-    case EXEC_BINARY: {
-        use_kernel(m, "oqcf_eltwise.c");
-        const char *op = n->op == OQC_OP_Add ? "OQCF_ADD" : n->op == OQC_OP_Sub ? "OQCF_SUB"
-                       : n->op == OQC_OP_Mul ? "OQCF_MUL" : n->op == OQC_OP_Div ? "OQCF_DIV" : NULL;
-        OQC_ASSERT(op);
-        in_shapes(m, node, 2);
-        fprintf(b, "    TRY(oqcf_binary(%s, %s, %s, &s%d[0], %s, &s%d[1], %s));\n", op,
-                dtype_enum(g->tensors[n->out[0]].dtype), X(0), node, X(1), node, Y(0));
-        break;
-    }
-    case EXEC_SUM:
-        use_kernel(m, "oqcf_eltwise.c");
-        in_shapes(m, node, n->nin);
-        fputs("    {\n        const float *const x[] = {", b);
-        for (int k = 0; k < n->nin; k++)
-            fprintf(b, "%s%s", k ? ", " : "", X(k));
-        fprintf(b, "};\n        TRY(oqcf_sum(x, s%d, %d, %s));\n    }\n", node, n->nin, Y(0));
-        break;
-    case EXEC_SOFTMAX:
-        use_kernel(m, "oqcf_eltwise.c");
-        fprintf(b, "    TRY(oqcf_softmax(%s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 "));\n", X(0),
-                Y(0), x->a, x->b, x->c);
-        break;
-    case EXEC_CONCAT:
-        use_kernel(m, "oqcf_layout.c");
-        in_shapes(m, node, n->nin);
-        fputs("    {\n        const void *const x[] = {", b);
-        for (int k = 0; k < n->nin; k++)
-            fprintf(b, "%s%s", k ? ", " : "", X(k));
-        fprintf(b, "};\n        TRY(oqcf_concat(x, s%d, %d, %d, %zu, %s));\n    }\n", node, n->nin,
-                x->axis, oqcf_dtype_size(g->tensors[n->out[0]].dtype), Y(0));
-        break;
-    case EXEC_SPLIT: {
-        use_kernel(m, "oqcf_layout.c");
-        in_shapes(m, node, 1);
-        int64_t sizes[256];
-        for (int k = 0; k < n->nout; k++)
-            sizes[k] = g->tensors[n->out[k]].shape.d[x->axis];
-        fprintf(decl(m), "static const int64_t sz%d[%d] = ", node, n->nout);
-        put_i64s(decl(m), sizes, n->nout);
-        fputs(";\n", decl(m));
-        fputs("    {\n        void *const y[] = {", b);
-        for (int k = 0; k < n->nout; k++)
-            fprintf(b, "%s%s", k ? ", " : "", Y(k));
-        fprintf(b, "};\n        TRY(oqcf_split(%s, &s%d[0], %d, sz%d, %d, %zu, y));\n    }\n", X(0),
-                node, x->axis, node, n->nout, oqcf_dtype_size(in0->dtype));
-        break;
-    }
-    case EXEC_SLICE:
-        use_kernel(m, "oqcf_layout.c");
-        in_shapes(m, node, 1);
-        fprintf(decl(m), "static const OqcfSlice p%d = {\n    ", node);
-        put_i64s(decl(m), x->slice.start, OQCF_MAX_RANK);
-        fputs(", /* start */\n    ", decl(m));
-        put_i64s(decl(m), x->slice.step, OQCF_MAX_RANK);
-        fputs(", /* step */\n    ", decl(m));
-        put_shape(decl(m), &x->slice.out);
-        fputs("}; /* out */\n", decl(m));
-        fprintf(b, "    TRY(oqcf_slice(%s, &s%d[0], &p%d, %zu, %s));\n", X(0), node, node,
-                oqcf_dtype_size(in0->dtype), Y(0));
-        break;
-    case EXEC_TRANSPOSE: {
-        use_kernel(m, "oqcf_layout.c");
-        in_shapes(m, node, 1);
-        fprintf(decl(m), "static const int perm%d[%d] = {", node, OQC_MAX_RANK);
-        for (int i = 0; i < OQC_MAX_RANK; i++)
-            fprintf(decl(m), "%s%d", i ? ", " : "", x->perm[i]);
-        fputs("};\n", decl(m));
-        fprintf(b, "    TRY(oqcf_transpose(%s, &s%d[0], perm%d, %zu, %s));\n", X(0), node, node,
-                oqcf_dtype_size(in0->dtype), Y(0));
-        break;
-    }
-    case EXEC_PAD: {
-        use_kernel(m, "oqcf_layout.c");
-        in_shapes(m, node, 1);
-        fprintf(decl(m), "static const int64_t pads%d[%d] = ", node, 2 * OQC_MAX_RANK);
-        put_i64s(decl(m), x->pads, 2 * OQC_MAX_RANK);
-        fputs(";\n", decl(m));
-        const char *value = "NULL";
-        if (n->opset >= 11 && n->nin > 2 && n->in[2] >= 0) {
-            value = X(2);
-        } else if (n->opset < 11) {
-            fprintf(decl(m), "static const float v%d = ", node);
-            put_f(decl(m), x->f0);
-            fputs("; /* value */\n", decl(m));
-            value = oqc_arena_printf(m->a, "&v%d", node);
-        }
-        static const char *const modes[] = {[OQCF_PAD_CONSTANT] = "OQCF_PAD_CONSTANT",
-                                            [OQCF_PAD_REFLECT] = "OQCF_PAD_REFLECT",
-                                            [OQCF_PAD_EDGE] = "OQCF_PAD_EDGE"};
-        fprintf(b, "    TRY(oqcf_pad(%s, &s%d[0], pads%d, %s, %s, %zu, %s));\n", X(0), node, node,
-                modes[x->pad_mode], value, oqcf_dtype_size(in0->dtype), Y(0));
-        break;
-    }
-    case EXEC_GATHER: {
-        use_kernel(m, "oqcf_layout.c");
-        in_shapes(m, node, 1);
-        const OqcTensor *ix = &g->tensors[n->in[1]];
-        fprintf(b, "    TRY(oqcf_gather(%s, &s%d[0], %d, %s, %s, %" PRId64 ", %zu, %s));\n", X(0),
-                node, x->axis, X(1), dtype_enum(ix->dtype), oqc_shape_numel(&ix->shape),
-                oqcf_dtype_size(in0->dtype), Y(0));
-        break;
-    }
-    case EXEC_CAST:
-        use_kernel(m, "oqcf_cast.c");
-        fprintf(b, "    TRY(oqcf_cast(%s, %s, %s, %s, %" PRId64 "));\n", X(0),
-                dtype_enum(in0->dtype), Y(0), dtype_enum(g->tensors[n->out[0]].dtype),
-                numel_out(m->e, node, 0));
-        break;
-    case EXEC_QDQ: {
-        use_kernel(m, "oqcf_cast.c");
-        const char *zp = n->nin > 2 && n->in[2] >= 0 ? X(2) : "NULL";
-        if (n->op == OQC_OP_QuantizeLinear)
-            fprintf(b, "    TRY(oqcf_quantize_linear(%s, %s, %s, %s, %s, %" PRId64 ", %" PRId64
-                       ", %" PRId64 "));\n", X(0), Y(0), dtype_enum(g->tensors[n->out[0]].dtype),
-                    X(1), zp, x->a, x->b, x->c);
-        else
-            fprintf(b, "    TRY(oqcf_dequantize_linear(%s, %s, %s, %s, %s, %" PRId64 ", %" PRId64
-                       ", %" PRId64 "));\n", X(0), dtype_enum(in0->dtype), Y(0), X(1), zp, x->a,
-                    x->b, x->c);
-        break;
-    }
-    case EXEC_NONE: case EXEC_DROPOUT: case EXEC_SHAPE: case EXEC_CONSTANT_OF_SHAPE:
-        oqc_panic(__FILE__, __LINE__, "node kind rejected by unsupported() reached emit_node");
-    }
-    fprintf(b, "    OQC_LAYER_END(%d, ", node);
-    put_string_lit(b, n->name);
-    fputs(", ", b);
-    put_string_lit(b, n->op_type);
-    fprintf(b, ", %" PRId64 ");\n", oqc_node_macs(g, node));
-}
-
-#undef X
-#undef Y
-
-/* The symbolic pointer plan: oqc_exec_run's ptr[] computation, step for step. */
-static void plan_locs(Em *m) {
-    const OqcGraph *g = m->g;
-    const OqcExec *e = m->e;
-    for (int i = 0; i < g->ninputs; i++)
-        m->loc[g->inputs[i]] = (Loc){LOC_INPUT, i, 0};
-    for (int t = 0; t < g->ntensors; t++) {
-        const OqcTensor *tt = &g->tensors[t];
-        int r = e->root[t];
-        if (tt->is_const)
-            m->loc[t] = (Loc){LOC_CONST, t, 0};
-        else if (e->offset[r] != SIZE_MAX)
-            m->loc[t] = (Loc){LOC_ARENA, 0, e->offset[r]};
-    }
-    for (int t = 0; t < g->ntensors; t++) {
-        const OqcTensor *tt = &g->tensors[t];
-        if (e->root[t] != t && e->offset[e->root[t]] == SIZE_MAX)
-            m->loc[t] = m->loc[e->root[t]];
-        if (tt->view_base >= 0) {
-            m->loc[t] = m->loc[e->root[t]];
-            m->loc[t].off += (size_t)(tt->view_coff * oqc_shape_numel(&tt->shape) /
-                                      tt->shape.d[1] / tt->shape.d[0]) * esize_of(tt);
-        }
-    }
 }
 
 /* ---------------------------------------------------------------- output files */
@@ -1115,7 +284,7 @@ static int write_weights(Em *m, OutSet *o, const char *model, const IntIO *io, O
     if (!h)
         return -1;
     fprintf(h, "/* Generated by oqc compile from ");
-    put_comment_text(h, model);
+    oqc_em_comment(h, model);
     fprintf(h, "; do not edit. */\n"
                "/* %s_weights.h - the constants %s.c uses (defined in %s_weights.c): weights\n"
                " * and other initializers of the optimised graph, one array per tensor. */\n"
@@ -1127,9 +296,9 @@ static int write_weights(Em *m, OutSet *o, const char *model, const IntIO *io, O
         const OqcTensor *tt = &g->tensors[t];
         int64_t cnt = oqc_shape_numel(&tt->shape);
         char sh[128];
-        fprintf(h, "extern const %s %s_w%d[%" PRId64 "]; /* '", ctype_of(tt->dtype), nm, t,
+        fprintf(h, "extern const %s %s_w%d[%" PRId64 "]; /* '", oqc_em_ctype(tt->dtype), nm, t,
                 cnt ? cnt : 1);
-        put_comment_text(h, tt->name);
+        oqc_em_comment(h, tt->name);
         fprintf(h, "' %s[%s] */\n", oqc_dtype_name(tt->dtype), oqc_shape_str(&tt->shape, sh, sizeof sh));
     }
     fputs(io->qh, h);
@@ -1141,7 +310,7 @@ static int write_weights(Em *m, OutSet *o, const char *model, const IntIO *io, O
     if (!c)
         return -1;
     fprintf(c, "/* Generated by oqc compile from ");
-    put_comment_text(c, model);
+    oqc_em_comment(c, model);
     fprintf(c, "; do not edit. */\n"
                "/* %s_weights.c - the constants of %s.c, written exactly (C99 hexadecimal\n"
                " * floating literals). */\n"
@@ -1151,7 +320,8 @@ static int write_weights(Em *m, OutSet *o, const char *model, const IntIO *io, O
             continue;
         const OqcTensor *tt = &g->tensors[t];
         int64_t cnt = oqc_shape_numel(&tt->shape);
-        fprintf(c, "\nconst %s %s_w%d[%" PRId64 "] = {", ctype_of(tt->dtype), nm, t, cnt ? cnt : 1);
+        fprintf(c, "\nconst %s %s_w%d[%" PRId64 "] = {", oqc_em_ctype(tt->dtype), nm, t,
+                cnt ? cnt : 1);
         if (!cnt)
             fputs("0", c);
         int per = tt->dtype == OQCF_FLOAT || tt->dtype == OQCF_DOUBLE ? 6 : 12;
@@ -1160,7 +330,7 @@ static int write_weights(Em *m, OutSet *o, const char *model, const IntIO *io, O
             const void *p = tt->data;
             char buf[48];
             switch (tt->dtype) {
-            case OQCF_FLOAT: fputs(flit(buf, sizeof buf, ((const float *)p)[i]), c); break;
+            case OQCF_FLOAT: fputs(oqc_em_flit(buf, sizeof buf, ((const float *)p)[i]), c); break;
             case OQCF_DOUBLE: {
                 double v = ((const double *)p)[i];
                 if (isnan(v))
@@ -1179,7 +349,7 @@ static int write_weights(Em *m, OutSet *o, const char *model, const IntIO *io, O
                 else
                     fprintf(c, "%" PRId32, ((const int32_t *)p)[i]);
                 break;
-            case OQCF_INT64: put_i64(c, ((const int64_t *)p)[i]); break;
+            case OQCF_INT64: oqc_em_i64(c, ((const int64_t *)p)[i]); break;
             case OQCF_UINT8: case OQCF_BOOL: fprintf(c, "%u", ((const uint8_t *)p)[i]); break;
             case OQCF_UINT16: case OQCF_FLOAT16: case OQCF_BFLOAT16:
                 fprintf(c, "%u", ((const uint16_t *)p)[i]);
@@ -1200,11 +370,11 @@ static void put_io(FILE *h, const OqcGraph *g, const char *nm, const char *kind,
     const OqcTensor *tt = &g->tensors[t];
     char sh[128];
     fprintf(h, "/* %s %d '", kind[0] == 'I' ? "input" : "output", i);
-    put_comment_text(h, tt->name);
+    oqc_em_comment(h, tt->name);
     fprintf(h, "': f32[%s] */\n", oqc_shape_str(&tt->shape, sh, sizeof sh));
     fprintf(h, "#define %s_%s%d_SIZE %" PRId64 "\n", nm, kind, i, oqc_shape_numel(&tt->shape));
     fprintf(h, "#define %s_%s%d_NAME ", nm, kind, i);
-    put_string_lit(h, tt->name);
+    oqc_em_string_lit(h, tt->name);
     fputc('\n', h);
 }
 
@@ -1217,10 +387,10 @@ static int write_header(Em *m, OutSet *o, const char *model, const char *precisi
     if (!h)
         return -1;
     fputs("/* Generated by oqc compile from ", h);
-    put_comment_text(h, model);
+    oqc_em_comment(h, model);
     fputs("; do not edit. */\n", h);
     fprintf(h, "/* %s.h - the model ", nm);
-    put_comment_text(h, model);
+    oqc_em_comment(h, model);
     fprintf(h, " compiled to C by oqc (precision %s).\n *\n", precision);
     if (single)
         fprintf(h, " *   int %s_run(const float *in, float *out, void *arena);\n"
@@ -1285,9 +455,10 @@ static int write_header(Em *m, OutSet *o, const char *model, const char *precisi
                    " * and output. */\n"
                    "#define %s_INPUT_UNSIGNED %d\n#define %s_INPUT_SCALE %s\n"
                    "#define %s_OUTPUT_UNSIGNED %d\n#define %s_OUTPUT_SCALE %s\n\n",
-                nm, nm, qi->dtype == OQCF_UINT8, nm, flit(b1, sizeof b1, qi->quant.scale), nm,
+                nm, nm, qi->dtype == OQCF_UINT8, nm,
+                oqc_em_flit(b1, sizeof b1, qi->quant.scale), nm,
                 qo->acc ? qo->acc->type == OQCI_U8 : qo->dtype == OQCF_UINT8, nm,
-                flit(b2, sizeof b2, qo->quant.scale));
+                oqc_em_flit(b2, sizeof b2, qo->quant.scale));
     }
     if (single)
         fprintf(h, "int %s_run(const float *in, float *out, void *arena);\n", nm);
@@ -1318,7 +489,7 @@ static void kernel_headers(Em *m, const FileSet *all, FileSet *hdrs) {
         size_t len;
         for (const char *p = text; (p = next_include(text, p, &inc, &len)) != NULL;) {
             const char *h = oqc_arena_strndup(m->a, inc, len);
-            if (!is_internal_header(h) && !set_has(hdrs, h)) {
+            if (!is_internal_header(h) && !oqc_em_set_has(hdrs, h)) {
                 int at = hdrs->n++;
                 while (at > 0 && strcmp(hdrs->name[at - 1], h) > 0) {
                     hdrs->name[at] = hdrs->name[at - 1];
@@ -1339,10 +510,10 @@ static int write_source(Em *m, OutSet *o, const char *model, const char *precisi
     if (!c)
         return -1;
     fputs("/* Generated by oqc compile from ", c);
-    put_comment_text(c, model);
+    oqc_em_comment(c, model);
     fputs("; do not edit. */\n", c);
     fprintf(c, "/* %s.c - ", nm);
-    put_comment_text(c, model);
+    oqc_em_comment(c, model);
     fprintf(c, " (precision %s): the nodes of the optimised graph in\n"
                " * executor order, each one call to a runtime kernel with its parameters as static\n"
                " * constants, over one arena laid out by oqc's memory planner. */\n", precision);
@@ -1396,7 +567,7 @@ static int write_source(Em *m, OutSet *o, const char *model, const char *precisi
     fputs("    /* Graph outputs. */\n", c);
     for (int i = 0; i < g->noutputs; i++) {
         const OqcTensor *t = &g->tensors[g->outputs[i]];
-        fprintf(c, "    memcpy(out[%d], %s, %zu);\n", i, ptr_expr(m, g->outputs[i]),
+        fprintf(c, "    memcpy(out[%d], %s, %zu);\n", i, oqc_em_ptr(m, g->outputs[i]),
                 (size_t)oqc_shape_numel(&t->shape) * esize_of(t));
     }
     fputs("    (void)a;\n    return 0;\n}\n", c);
@@ -1407,17 +578,17 @@ static int write_source(Em *m, OutSet *o, const char *model, const char *precisi
         const OqcTensor *qi = &g->tensors[io->qin], *qo = &g->tensors[io->qout];
         fprintf(c, "\nint %s_run_int8(const void *in, void *out, void *arena) {\n", nm);
         fprintf(c, arena_prelude);
-        fprintf(c, "    memcpy(%s, in, %zu);\n", ptr_expr(m, io->qin),
+        fprintf(c, "    memcpy(%s, in, %zu);\n", oqc_em_ptr(m, io->qin),
                 (size_t)oqc_shape_numel(&qi->shape));
         fprintf(c, "    TRY(%s_core(a));\n", nm);
         if (qo->acc) {   /* accumulators: requantized as the layer would have */
             const OqcAcc *ac = qo->acc;
             fprintf(c, "    TRY(oqci_requantize_s32(%s, out, %s, %" PRId64 ", %d, %" PRId64
                        ", &q%d_rq, %d, %d));\n    return 0;\n}\n",
-                    ptr_expr(m, io->qout), qtype_name(ac->type), ac->outer, ac->channels,
+                    oqc_em_ptr(m, io->qout), oqc_em_qtype_name(ac->type), ac->outer, ac->channels,
                     ac->inner, g->tensors[g->outputs[0]].producer, ac->lo, ac->hi);
         } else {
-            fprintf(c, "    memcpy(out, %s, %zu);\n    return 0;\n}\n", ptr_expr(m, io->qout),
+            fprintf(c, "    memcpy(out, %s, %zu);\n    return 0;\n}\n", oqc_em_ptr(m, io->qout),
                     (size_t)oqc_shape_numel(&qo->shape));
         }
     }
@@ -1536,7 +707,7 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
     int bad = 0;
     Em m = {.e = e, .g = g, .a = a, .d = d, .name = opt->name};
     for (int i = 0; i < g->nnodes; i++) {
-        const char *why = unsupported(&m, i);
+        const char *why = oqc_em_unsupported(&m, i);
         if (why && bad++ < 8)
             oqc_err(d, "%s: node '%s' (%s): %s", g->path, g->nodes[i].name, g->nodes[i].op_type,
                     why);
@@ -1560,7 +731,7 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
     for (int t = 0; t < g->ntensors; t++) {
         const OqcTensor *tt = &g->tensors[t];
         if (tt->is_const && (tt->nconsumers || tt->is_output) &&
-            (!tt->data || !ctype_of(tt->dtype)))
+            (!tt->data || !oqc_em_ctype(tt->dtype)))
             bad += oqc_err(d, "%s: constant '%s' has no %s; oqc compile needs every constant's "
                               "values", g->path, tt->name, tt->data ? "numeric type" : "data") < 0;
     }
@@ -1569,7 +740,7 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
 
     m.loc = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof *m.loc);
     m.used = oqc_arena_alloc(a, (size_t)(g->ntensors + 1));
-    plan_locs(&m);
+    oqc_em_plan_locs(&m);
     char *decl = NULL, *body = NULL;
     size_t decl_len = 0, body_len = 0;
     char *qh = NULL, *qc = NULL, *pre = NULL, *post = NULL;
@@ -1585,8 +756,8 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
     int qin = -1, qout = -1;
     if (g->ninputs == 1 && g->noutputs == 1) {
         const OqcTensor *it = &g->tensors[g->inputs[0]], *ot = &g->tensors[g->outputs[0]];
-        if (it->nconsumers == 1 && q_boundary(&m, it->consumers[0]) && ot->producer >= 0 &&
-            q_boundary(&m, ot->producer)) {
+        if (it->nconsumers == 1 && oqc_em_q_boundary(&m, it->consumers[0]) && ot->producer >= 0 &&
+            oqc_em_q_boundary(&m, ot->producer)) {
             qin = g->nodes[it->consumers[0]].out[0];
             qout = g->nodes[ot->producer].in[0];
             m.pre = open_memstream(&pre, &pre_len);
@@ -1596,9 +767,9 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
         }
     }
     for (int i = 0; i < g->nnodes; i++)
-        emit_node(&m, i);
+        oqc_em_node(&m, i);
     for (int i = 0; i < g->noutputs; i++)
-        ptr_expr(&m, g->outputs[i]); /* marks constant outputs as used */
+        oqc_em_ptr(&m, g->outputs[i]); /* marks constant outputs as used */
     fclose(m.decl);
     fclose(m.body);
     fclose(m.qh);

@@ -1,10 +1,11 @@
 /* exec_int.h - private to the FP32 executor (exec.c plans and runs, exec_ops.c holds
  * the per-op preparation and kernel calls): its state structs and small helpers. Not
  * part of ir.h because nothing outside the executor may depend on them, with one
- * exception: the C emitter (emit_c.c) is the other reader of a prepared executor. It
- * serialises the plan (arena offsets, views) and each node's kernel parameters, and
- * switches on ExecNode.kind to know which kernel call a node makes. A change to a run_*
- * function in exec_ops.c must be mirrored in emit_c.c's emit_node. */
+ * exception: the C emitter (emit_c.c, emit_node.c) is the other reader of a prepared
+ * executor. It serialises the plan (arena offsets, views) and each node's kernel
+ * parameters, and switches on ExecNode.kind to know which kernel call a node makes. A
+ * change to a run_* function in exec_ops.c must be mirrored in emit_node.c's
+ * oqc_em_node. */
 #ifndef OQC_EXEC_INT_H
 #define OQC_EXEC_INT_H
 
