@@ -206,6 +206,20 @@ static void use_kernel(Em *m, const char *file) {
     m->kernels.name[m->kernels.n++] = file;
 }
 
+/* The geometry arrays conv and pool parameters share, one commented line each. */
+static void put_geometry(FILE *f, const int64_t *in_size, const int64_t *out_size,
+                         const int64_t *kernel, const int64_t *stride, const int64_t *dilation,
+                         const int64_t *pad_begin, const int64_t *pad_end) {
+    static const char *const geo[] = {"in_size", "out_size", "kernel", "stride", "dilation",
+                                      "pad_begin", "pad_end"};
+    const int64_t *v[] = {in_size, out_size, kernel, stride, dilation, pad_begin, pad_end};
+    for (int i = 0; i < 7; i++) {
+        fputs("    ", f);
+        put_i64s(f, v[i], OQCF_MAX_SPATIAL);
+        fprintf(f, ", /* %s */\n", geo[i]);
+    }
+}
+
 static void conv_params(Em *m, const char *pname, const OqcfConvParams *p, int node) {
     FILE *f = decl(m);
     const OqcNode *n = &m->g->nodes[node];
@@ -213,15 +227,8 @@ static void conv_params(Em *m, const char *pname, const OqcfConvParams *p, int n
     fprintf(f, "    %d, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
                ", /* nspatial, batch, channels, out_channels, group */\n",
             p->nspatial, p->batch, p->channels, p->out_channels, p->group);
-    static const char *const geo[] = {"in_size", "out_size", "kernel", "stride", "dilation",
-                                      "pad_begin", "pad_end"};
-    const int64_t *v[] = {p->in_size, p->out_size, p->kernel, p->stride, p->dilation,
-                          p->pad_begin, p->pad_end};
-    for (int i = 0; i < 7; i++) {
-        fputs("    ", f);
-        put_i64s(f, v[i], OQCF_MAX_SPATIAL);
-        fprintf(f, ", /* %s */\n", geo[i]);
-    }
+    put_geometry(f, p->in_size, p->out_size, p->kernel, p->stride, p->dilation, p->pad_begin,
+                 p->pad_end);
     fprintf(f, "    %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
                ", /* x_ctotal, x_coff, y_ctotal, y_coff */\n    ",
             p->x_ctotal, p->x_coff, p->y_ctotal, p->y_coff);
@@ -239,15 +246,8 @@ static void pool_params(Em *m, int node, const OqcfPoolParams *p) {
     fprintf(f, "static const OqcfPoolParams p%d = {\n", node);
     fprintf(f, "    %d, %" PRId64 ", %" PRId64 ", /* nspatial, batch, channels */\n",
             p->nspatial, p->batch, p->channels);
-    static const char *const geo[] = {"in_size", "out_size", "kernel", "stride", "dilation",
-                                      "pad_begin", "pad_end"};
-    const int64_t *v[] = {p->in_size, p->out_size, p->kernel, p->stride, p->dilation,
-                          p->pad_begin, p->pad_end};
-    for (int i = 0; i < 7; i++) {
-        fputs("    ", f);
-        put_i64s(f, v[i], OQCF_MAX_SPATIAL);
-        fprintf(f, ", /* %s */\n", geo[i]);
-    }
+    put_geometry(f, p->in_size, p->out_size, p->kernel, p->stride, p->dilation, p->pad_begin,
+                 p->pad_end);
     fprintf(f, "    %d, %d, /* count_include_pad, storage_order */\n", p->count_include_pad,
             p->storage_order);
     fprintf(f, "    %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64

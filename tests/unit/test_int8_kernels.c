@@ -1109,6 +1109,21 @@ static void test_conv_requant_edges(void) {
     CU_ASSERT_EQUAL(bad, 0);
 }
 
+
+/* conv_run of p with bias and float per-channel multipliers mult (taking x, W, bias and
+ * mult, which it frees): the epilogue tests' cases. */
+static int64_t conv_run_rq(OqciConv *p, uint8_t *x, int8_t *W, int32_t *bias, float *mult) {
+    p->bias = bias;
+    p->rq.mode = OQCI_REQ_FLOAT;
+    p->rq.per_index = 1;
+    p->rq.mult = mult;
+    int64_t b = conv_run(p, x, W);
+    free(x);
+    free(W);
+    free(bias);
+    free(mult);
+    return b;
+}
 /* Exact, every family: the AVX-512 fused epilogue's int16 clamp (rq64, taken when
  * rq_i16_ok holds: (kpad * 32640 + |bias|) * 2 M <= 2^30 for every channel) and its
  * fallback, the float clamp.  1x1 convs (C 16 and 24: the VNNI microkernel; C 48: AMX
@@ -1158,19 +1173,11 @@ static void test_conv_i16_epilogue(void) {
                             double f = over && k == 5 ? 3.0 : k % 2 ? 0.9 : (200.0 + 20 * k) / 1073741824.0;
                             mult[k] = (float)(f * 1073741824.0 / (2.0 * bound));
                         }
-                        p.bias = bias;
-                        p.rq.mode = OQCI_REQ_FLOAT;
-                        p.rq.per_index = 1;
-                        p.rq.mult = mult;
-                        int64_t b = conv_run(&p, x, W);
+                        int64_t b = conv_run_rq(&p, x, W, bias, mult);
                         if (b)
                             printf("\n  i16 epilogue: C %d side %d over %d out %d clamp %d",
                                    chans[ci], sides[si], over, ot, ck);
                         bad += b;
-                        free(x);
-                        free(W);
-                        free(bias);
-                        free(mult);
                     }
     CU_ASSERT_EQUAL(bad, 0);
 }
@@ -1228,19 +1235,11 @@ static void test_conv_biased_epilogue(void) {
                         if (kind == 5 && k == 4)
                             mult[k] = -mult[k];
                     }
-                    p.bias = bias;
-                    p.rq.mode = OQCI_REQ_FLOAT;
-                    p.rq.per_index = 1;
-                    p.rq.mult = mult;
-                    int64_t b = conv_run(&p, x, W);
+                    int64_t b = conv_run_rq(&p, x, W, bias, mult);
                     if (b)
                         printf("\n  biased epilogue: C %d side %d K %d kind %d", chans[ci],
                                sides[si], K, kind);
                     bad += b;
-                    free(x);
-                    free(W);
-                    free(bias);
-                    free(mult);
                 }
     CU_ASSERT_EQUAL(bad, 0);
 }
