@@ -109,7 +109,7 @@ const char *oqc_c_name_from_path(OqcArena *a, const char *path) {
  * each one's configuration object, see runtime/oqci_conv_int.h). */
 #define RUNTIME_NEEDS 7
 static const char *const runtime_needs[][RUNTIME_NEEDS] = {
-    {"oqcf_conv.c", "oqcf_sgemm.c", "oqcf_serial.c"},
+    {"oqcf_conv.c", "oqcf_conv_dw.c", "oqcf_sgemm.c", "oqcf_serial.c"},
     {"oqcf_gemm.c", "oqcf_sgemm.c", "oqcf_serial.c"},
     {"oqcf_norm.c", "oqcf_sgemm.c", "oqcf_serial.c"},    /* oqcf_sgemm_isa() picks paths */
     {"oqcf_pooling.c", "oqcf_sgemm.c", "oqcf_serial.c"}, /* likewise */
