@@ -308,17 +308,7 @@ static void flat_split_fn(void *ctx, int64_t c0, int64_t c1, int tid) {
                     const float *s = xc + (rh + sh * i - g->pad[1]) * W + lo[rw] * sw + rw -
                                      g->pad[2];
                     float *o = pl + i * f->R;
-                    if (sw == 1) {
-                        if (n <= 32)
-                            copy_run(o, s, n);
-                        else
-                            memcpy(o, s, (size_t)n * sizeof(float));
-                    } else if (sw == 2) {
-                        S->gather2(o, s, n);
-                    } else {
-                        for (int64_t j = 0; j < n; j++)
-                            o[j] = s[j * sw];
-                    }
+                    copy_strided(o, s, n, sw, S->gather2);
                 }
             }
         }

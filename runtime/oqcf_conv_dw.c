@@ -170,17 +170,7 @@ static void dw_pad_plane(const Geo *g, const DwPad *d, const float *xp, float *x
             const float *s = src + lo * sw + ph - g->pad[2];
             if (n <= 0)
                 continue;
-            if (sw == 1) {
-                if (n <= 32)
-                    copy_run(o, s, n);
-                else
-                    memcpy(o, s, (size_t)n * sizeof(float));
-            } else if (sw == 2) {
-                gather2(o, s, n);
-            } else {
-                for (int64_t i = 0; i < n; i++)
-                    o[i] = s[i * sw];
-            }
+            copy_strided(o, s, n, sw, gather2);
         }
     }
 }

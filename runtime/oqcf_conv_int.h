@@ -77,6 +77,24 @@ void oqcfk_gather2__c(float *restrict dst, const float *restrict src, int64_t n)
 void oqcfk_gather2__avx2(float *restrict dst, const float *restrict src, int64_t n);
 #endif
 
+/* o[i] = s[i * sw] for i < n: one input run into a stride-phase plane (the depthwise
+ * and flat-offset paths' padded copies), with copy_run / memcpy at stride 1 and
+ * gather2 at stride 2. */
+static inline void copy_strided(float *restrict o, const float *restrict s, int64_t n,
+                                int64_t sw, Gather2Fn gather2) {
+    if (sw == 1) {
+        if (n <= 32)
+            copy_run(o, s, n);
+        else
+            memcpy(o, s, (size_t)n * sizeof(float));
+    } else if (sw == 2) {
+        gather2(o, s, n);
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            o[i] = s[i * sw];
+    }
+}
+
 /* Depthwise (oqcf_conv_dw.c): the scratch its fast path wants (0: none, it runs without),
  * and the conv itself on geometry g (xct, yct: channels of the input and output
  * buffers), which cannot fail once oqcf_conv has checked p. */
