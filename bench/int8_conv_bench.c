@@ -91,6 +91,8 @@ static const Layer layers[] = {
     {"sq 1x1 48x13x13 -> 192", 48, 13, 13, 192, 1, 1, 0, 1},
     {"sq conv1 3x224x224 3x3/2 -> 64", 3, 224, 224, 64, 3, 2, 0, 1},
     {"gn conv2 1x1 64x56x56 -> 64", 64, 56, 56, 64, 1, 1, 0, 1},
+    {"gn 5a 3x3 32x7x7 -> 128", 32, 7, 7, 128, 3, 1, 1, 1},
+    {"gn 4a 3x3 16x14x14 -> 48", 16, 14, 14, 48, 3, 1, 1, 1},
 };
 
 /* Times fn(ctx) repeatedly for at least min_ms; returns seconds per call (best of 3

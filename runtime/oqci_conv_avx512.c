@@ -313,17 +313,32 @@ T_AVX512VNNI static void pack_band_u8__avx512vnni(const OqciConv *p, const Band 
     pack_band_body(p, b, r0, segs, nseg, q0, nq, panel, 32, 1, tr4_u8_u8__avx512vnni);
 }
 
-/* oqcik_store_runs with one masked copy per run (runs of at most TILE_NR < 64 bytes). */
+/* Family.runs: the nk rows of q (stride TILE_NR, the fused epilogue's buffer) stored
+ * through the panel's runs.  Each row is read once, 32 bytes as the epilogue stored them
+ * (so the load takes them from the store buffer); each run is one masked store of the
+ * row's vector at the run's destination moved back by its panel column, the mask moved
+ * forward as far (runs end inside the panel's TILE_NR < 64 columns): no other byte is
+ * written or accessed, and the moved-back address is only ever an operand of a masked
+ * store, which does not touch masked-out bytes. */
 T_AVX512VNNI static void store_runs__avx512vnni(const OqciConv *p, const uint8_t *q, int32_t k,
-                                                const Seg *segs, int nseg, void *y) {
+                                                int32_t nk, const Seg *segs, int nseg,
+                                                void *y) {
     int64_t pix = (int64_t)p->out_h * p->out_w;
+    uintptr_t dst[TILE_NR];
+    __mmask64 m[TILE_NR];
+    int32_t r;
     int si;
     for (si = 0; si < nseg; si++) {
         const Seg *s = &segs[si];
-        __mmask64 m = ((__mmask64)1 << s->len) - 1;
-        _mm512_mask_storeu_epi8((uint8_t *)y + (s->n * p->out_ctotal + p->out_coff + k) * pix +
-                                    s->pix0,
-                                m, _mm512_maskz_loadu_epi8(m, q + s->off));
+        m[si] = (((__mmask64)1 << s->len) - 1) << s->off;
+        dst[si] = (uintptr_t)((uint8_t *)y + (s->n * p->out_ctotal + p->out_coff + k) * pix +
+                              s->pix0) -
+                  (uintptr_t)s->off;
+    }
+    for (r = 0; r < nk; r++) {
+        __m512i v = _mm512_castsi256_si512(LDU256(q + (size_t)r * TILE_NR));
+        for (si = 0; si < nseg; si++)
+            _mm512_mask_storeu_epi8((void *)(dst[si] + (uintptr_t)(r * pix)), m[si], v);
     }
 }
 
@@ -553,6 +568,41 @@ T_VBMI static void gather__avx512vbmi(const uint8_t *src, int64_t sstep, int32_t
     oqcik_gather__avx2(src, sstep, stride, n, dst, dstep, rows);
 }
 
+/* Family.runs for AMX: store_runs__avx512vnni, but where the runs are consecutive in one
+ * image's planes (grid panels always are: the positions a grid drops are exactly those
+ * between one output row's last pixel and the next row's first), one vpermb per row
+ * moves the runs' bytes together, in order (the index: the panel column of each output,
+ * built once as the first run's column + 0, 1, 2, ... plus, from each later run on, the
+ * gap before it), and one masked
+ * store writes the row's outputs. */
+T_VBMI static void store_runs__avx512vbmi(const OqciConv *p, const uint8_t *q, int32_t k,
+                                          int32_t nk, const Seg *segs, int nseg, void *y) {
+    int64_t pix = (int64_t)p->out_h * p->out_w;
+    __m512i idx = _mm512_setr_epi32(0x03020100, 0x07060504, 0x0B0A0908, 0x0F0E0D0C,
+                                    0x13121110, 0x17161514, 0x1B1A1918, 0x1F1E1D1C, 0, 0, 0,
+                                    0, 0, 0, 0, 0);
+    int32_t r, n = segs[0].len;
+    uint8_t *d;
+    int si;
+    idx = _mm512_add_epi8(idx, _mm512_set1_epi8((char)segs[0].off));
+    for (si = 1; si < nseg; si++) {
+        const Seg *s = &segs[si], *b = &segs[si - 1];
+        if (s->n != b->n || s->pix0 != b->pix0 + b->len)
+            goto general;
+        idx = _mm512_mask_add_epi8(idx, ~(((__mmask64)1 << n) - 1), idx,
+                                   _mm512_set1_epi8((char)(s->off - b->off - b->len)));
+        n += s->len;
+    }
+    d = (uint8_t *)y + (segs[0].n * p->out_ctotal + p->out_coff + k) * pix + segs[0].pix0;
+    for (r = 0; r < nk; r++, d += pix)
+        _mm512_mask_storeu_epi8(d, ((__mmask64)1 << n) - 1,
+                                _mm512_permutexvar_epi8(idx, _mm512_castsi256_si512(LDU256(
+                                                                 q + (size_t)r * TILE_NR))));
+    return;
+general:
+    store_runs__avx512vnni(p, q, k, nk, segs, nseg, y);
+}
+
 /* Family.pack_s2 for AMX (u8 panels as they are): per run and quad, four masked loads
  * of the 2 len - 1 bytes the run spans in its channels' rows (none past the run; channels
  * past kdim load nothing: zeros), vpermb of the even bytes, then tr4_v32z. */
@@ -585,7 +635,7 @@ static const Family family_amx = {OQCI_ISA_AMX, 32, 32, 1, 1 << 20, -1, NULL /* 
                                   {tr4_u8_u8__avx512vnni, tr4_u8_u8__avx512vnni},
                                   gather__avx512vbmi, oqcik_store_tile__avx2, UKR_RQ_AVX512VNNI,
                                   {pack_band_u8__avx512vnni, pack_band_u8__avx512vnni},
-                                  UKR_RQ_ACC_AVX512VNNI, tiles__amx, store_runs__avx512vnni,
+                                  UKR_RQ_ACC_AVX512VNNI, tiles__amx, store_runs__avx512vbmi,
                                   pack_s2__amx, NULL /* (tiles) */, 1};
 
 /* Where oqcik_conv_amx's region starts: after wtab's kg + TILE_MR pointers. */

@@ -346,8 +346,13 @@ void oqcik_fused_rq(const OqciConv *p, const Family *f, int32_t nq, const uint8_
         f->ukr_rq_acc(nq, panel, w, t, p, nk, pre + k, out, ostride, np, i16);
     else
         f->ukr_rq(nq, panel, w, p, nk, pre + k, out, ostride, np, i16);
-    for (r = 0; !direct && r < nk; r++)
-        (f->runs ? f->runs : oqcik_store_runs)(p, q + r * TILE_NR, k + r, segs, nseg, y);
+    if (direct)
+        return;
+    if (f->runs)
+        f->runs(p, q, k, nk, segs, nseg, y);
+    else
+        for (r = 0; r < nk; r++)
+            oqcik_store_runs(p, q + r * TILE_NR, k + r, segs, nseg, y);
 }
 
 void oqcik_conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,

@@ -620,9 +620,10 @@ typedef struct Family {
     void (*tiles)(const OqciConv *p, const struct Family *f, const Geo *ge,
                   uint8_t *const *panel, const int64_t *P0, const int32_t *np, int nb,
                   int32_t nq, int32_t g, const RqPre *pre, int i16, uint8_t *work, void *y);
-    /* or NULL (oqcik_store_runs): the fused epilogue's store of a buffered panel row */
-    void (*runs)(const OqciConv *p, const uint8_t *q, int32_t k, const Seg *segs, int nseg,
-                 void *y);
+    /* or NULL (oqcik_store_runs per row): the fused epilogue's store of nk buffered
+     * panel rows (stride TILE_NR), channels k .. k + nk - 1 */
+    void (*runs)(const OqciConv *p, const uint8_t *q, int32_t k, int32_t nk, const Seg *segs,
+                 int nseg, void *y);
     /* or NULL: packs quads q0 .. q0 + nq - 1 of segs (group g) straight from the input x
      * for a 1x1 conv of column stride 2 without padding (s2_direct), no band */
     void (*pack_s2)(const OqciConv *p, const Geo *ge, const uint8_t *x, int32_t g,
