@@ -42,7 +42,7 @@ const Family oqcik_family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, KBLOCK_Z 
  * Two zmm of 16 pixels per channel; a panel whose pixels fill only the first 16 (the
  * last panel of a 14x14 plane holds 4 of 32) runs an 8x16 body.  With float
  * requantization in one K block, the epilogue runs in registers: 64 sums at a time with
- * the clamp and rounding in int16 lanes (rq64) where rq_i16_ok says that is exact (every
+ * the clamp and rounding in int16 lanes (rq64) where rq_mode says that is exact (every
  * layer seen so far: it is 40% fewer uops, which thin layers, 16 to 32 input channels,
  * are bound by; u8 outputs of ReLU layers take its biased forms, 16 uops instead of 22:
  * the accumulators start from pre[r].add, which then holds RQ_BIAS too), else 16 lanes

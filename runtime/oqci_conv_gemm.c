@@ -200,13 +200,14 @@ static void band_setup(const OqciConv *p, Band *b) {
             b->nph++;
         }
     }
-    {   /* k = (c, i, j): channel c's band row i d_h, tap j */
-        int32_t k = 0, c, i;
+    {   /* k = (c, i, j): channel c's band row i d_h, tap j (kdim = cg k_h k_w) */
+        int32_t k = 0, c, i, row;
         for (c = 0; k < p->kdim; c++)
-            for (i = 0; i < p->k_h; i++)
-                for (j = 0; j < p->k_w; j++, k++)
-                    b->koff[k] = (int32_t)((c * b->rows + (int64_t)i * p->d_h) * b->cols) +
-                                 b->tap[j];
+            for (i = 0; i < p->k_h; i++) {
+                row = (int32_t)(((int64_t)c * b->rows + (int64_t)i * p->d_h) * b->cols);
+                for (j = 0; j < p->k_w; j++)
+                    b->koff[k++] = row + b->tap[j];
+            }
     }
 }
 
@@ -411,21 +412,19 @@ void oqcik_conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
      * (ukr_rq_acc) the last of several whose int32 sums are exact */
     if (f->ukr_rq && (nblk == 1 || (f->ukr_rq_acc && !deep)) && p->out_type != OQCI_S32 &&
         p->rq.mode == OQCI_REQ_FLOAT) {
-        fused = 1;
-        for (k = 0; k < p->out_c && fused; k++)
-            fused = !bias_may_overflow(p, p->bias ? p->bias[k] : 0);
-    }
-    if (fused) {
         pre = (RqPre *)(void *)(panel + panel_bytes + cbuf_bytes + band_bytes +
                                 (size_t)p->out_c * 4);
-        for (k = 0; k < p->out_c; k++) {
-            pre[k].add = (int32_t)((uint32_t)(corr ? corr[k] : 0) +
-                                   (uint32_t)(p->bias ? p->bias[k] : 0));
+        for (k = 0, fused = 1; k < p->out_c && fused; k++) {   /* (the constants as it goes) */
+            int32_t b = p->bias ? p->bias[k] : 0;
+            fused = !bias_may_overflow(p, b);
+            pre[k].add = (int32_t)((uint32_t)(corr ? corr[k] : 0) + (uint32_t)b);
             pre[k].m2 = rq_mult2(p->rq.mult[p->rq.per_index ? k : 0]);
         }
-        i16 = rq_i16_ok(p, pre) ? RQ_I16 : RQ_F32;
-        if (i16 && f->rq_biased)
-            i16 = rq_biased_mode(p, pre);
+    }
+    if (!fused)
+        pre = NULL;
+    else {
+        i16 = rq_mode(p, pre, f->rq_biased);
         if (i16 == RQ_I16B || i16 == RQ_I16BN)
             for (k = 0; k < p->out_c; k++) {   /* (the sums start from RQ_BIAS) */
                 pre[k].add = (int32_t)((uint32_t)pre[k].add + RQ_BIAS);

@@ -508,73 +508,57 @@ typedef struct RqPre {
 } RqPre;
 
 /* The fused epilogue's modes (the i16 argument of the Family members): float steps in
- * 32-bit lanes (RQ_F32), the clamp and rounding in int16 lanes (RQ_I16: rq_i16_ok), and
- * RQ_I16 on sums that start from RQ_BIAS (RQ_I16B, RQ_I16BN: rq_biased_mode, families
+ * 32-bit lanes (RQ_F32), the clamp and rounding in int16 lanes (RQ_I16), and
+ * RQ_I16 on sums that start from RQ_BIAS (RQ_I16B, RQ_I16BN; rq_mode picks one; families
  * with rq_biased only). */
 enum { RQ_F32 = 0, RQ_I16 = 1, RQ_I16B = 2, RQ_I16BN = 3 };
 #define RQ_BIAS 0x4B000000u   /* the bits of the float 2^23 */
 
-/* Whether the AVX-512 fused epilogue may clamp and round in int16 lanes (rq64 in
- * oqci_conv_x86_int.h) for every channel of p (constants pre): u = (float)acc * 2 M must
- * stay inside (-2^31, 2^31), where cvttps2dq truncates it exactly (out of range or NaN
- * it gives 0x80000000, which the float clamp would have sent to 2 hi or 2 lo, an int16
- * clamp to 2 lo).  |acc| <= B = kpad * 32640 + |bias| (the fused condition: the sum with
- * the bias is exact in int32), so |(float)acc| <= (float)B and, rounding being
- * monotone, |u| <= fl((float)B * |2 M|) <= B |2 M| (1 + 2^-24)^2: B |2 M| <= 2^30 in
- * double (exact to 2^-52) leaves a factor 2 of margin.  A NaN or infinite 2 M fails the
- * comparison.  Typical layers are far inside: 16 x 32640 x 2 x 0.01 ~ 10^4. */
-static inline int rq_i16_ok(const OqciConv *p, const RqPre *pre) {
+/* The fused epilogue's mode for p (constants pre; biased: the family has rq_biased), one
+ * pass over the channels:
+ * RQ_I16 where the AVX-512 fused epilogue may clamp and round in int16 lanes (rq64 in
+ * oqci_conv_x86_int.h) for every channel: u = (float)acc * 2 M must stay inside
+ * (-2^31, 2^31), where cvttps2dq truncates it exactly (out of range or NaN it gives
+ * 0x80000000, which the float clamp would have sent to 2 hi or 2 lo, an int16 clamp to
+ * 2 lo).  |acc| <= B = kpad * 32640 + |bias| (the fused condition: the sum with the bias
+ * is exact in int32), so |(float)acc| <= (float)B and, rounding being monotone, |u| <=
+ * fl((float)B * |2 M|) <= B |2 M| (1 + 2^-24)^2: B |2 M| <= 2^30 in double (exact to
+ * 2^-52; B itself is exact in double) leaves a factor 2 of margin.  A NaN or infinite
+ * 2 M fails the comparison.  Typical layers are far inside: 16 x 32640 x 2 x 0.01 ~
+ * 10^4.  Else RQ_F32.
+ * With biased, RQ_I16B where it is exact for every channel, RQ_I16BN where the clamp at
+ * hi may go too.  RQ_I16B: the sums start from RQ_BIAS, so that the int32 R = RQ_BIAS +
+ * acc (mod 2^32) is the bit pattern of a float F, and one FMA, F * 2 M + c2 with c2 =
+ * -2^23 * 2 M (exact: a power-of-two multiple of a finite 2 M, |2 M| <= 2^30 by the
+ * RQ_I16 condition), gives rq64's u = fl(acc * 2 M) with a single rounding, replacing
+ * its int-to-float conversion and product.  That needs |acc| < 2^23: B below 2^23.  Then
+ * acc >= 0 makes F = 2^23 + acc exactly (exponent 23, acc in the mantissa), so u is
+ * rq64's; acc < 0 makes F = 2^23 + acc / 2 (R below 0x4B000000: exponent 22), so u =
+ * fl(acc / 2 * 2 M), which, like rq64's u, is <= 0 for 2 M >= 0 and ends at lo = 0
+ * after the clamp: so u8 outputs with lo = 0 and 2 M >= 0 on every channel (the clamp at
+ * lo is then the pack's own floor, one operation fewer).  RQ_I16BN: also hi = 255 and
+ * B * 2 M < 2^15 - 1 (a factor 2 of margin for u's roundings), so trunc(u) <= 65533, its
+ * rounding step (vpavgw) at most 32767, and the byte pack (vpackuswb) saturates at 255
+ * exactly where the clamp at 2 hi = 510 would have (rounding is monotone and sends 510
+ * to 255): no clamp at hi. */
+static inline int rq_mode(const OqciConv *p, const RqPre *pre, int biased) {
 #ifndef OQCI_NO_FLOAT
     int32_t k;
-    for (k = 0; k < p->out_c; k++) {
+    int i16 = 1, b8 = biased && p->out_type == OQCI_U8 && p->lo == 0, nomin = p->hi == 255;
+    double base = (double)p->kpad * 32640.0;
+    for (k = 0; k < p->out_c; k++) {   /* (no branch: every channel is looked at) */
         int64_t b = p->bias ? p->bias[k] : 0;
-        double m2 = pre[k].m2;
-        double bound = (double)((int64_t)p->kpad * 32640 + (b < 0 ? -b : b));
-        if (!(bound * (m2 < 0 ? -m2 : m2) <= 1073741824.0))
-            return 0;
+        double m2 = pre[k].m2, bound = base + (double)(b < 0 ? -b : b);
+        i16 &= bound * (m2 < 0 ? -m2 : m2) <= 1073741824.0;
+        b8 &= (m2 >= 0.0) & (bound < 8388608.0);
+        nomin &= bound * m2 < 32767.0;
     }
-    return 1;
+    return !i16 ? RQ_F32 : !b8 ? RQ_I16 : nomin ? RQ_I16BN : RQ_I16B;
 #else
     (void)p;
     (void)pre;
-    return 0;
-#endif
-}
-
-/* The mode of a family with rq_biased where rq_i16_ok holds: RQ_I16B where it is exact
- * for every channel of p, RQ_I16BN where the clamp at hi may go too, else RQ_I16.
- * RQ_I16B: the sums start from RQ_BIAS, so that the int32 R = RQ_BIAS + acc (mod 2^32)
- * is the bit pattern of a float F, and one FMA, F * 2 M + c2 with c2 = -2^23 * 2 M
- * (exact: a power-of-two multiple of a finite 2 M, |2 M| <= 2^30 by rq_i16_ok), gives
- * rq64's u = fl(acc * 2 M) with a single rounding, replacing its int-to-float
- * conversion and product.  That needs |acc| < 2^23: the bound B of rq_i16_ok below
- * 2^23.  Then acc >= 0 makes F = 2^23 + acc exactly (exponent 23, acc in the
- * mantissa), so u is rq64's; acc < 0 makes F = 2^23 + acc / 2 (R below 0x4B000000:
- * exponent 22), so u = fl(acc / 2 * 2 M), which, like rq64's u, is <= 0 for 2 M >= 0
- * and ends at lo = 0 after the clamp: so u8 outputs with lo = 0 and 2 M >= 0 on every
- * channel (the clamp at lo is then the pack's own floor, one operation fewer).
- * RQ_I16BN: also hi = 255 and B * 2 M < 2^15 - 1 (a factor 2 of margin for u's
- * roundings), so trunc(u) <= 65533, its rounding step (vpavgw) at most 32767, and the
- * byte pack (vpackuswb) saturates at 255 exactly where the clamp at 2 hi = 510 would have
- * (rounding is monotone and sends 510 to 255): no clamp at hi. */
-static inline int rq_biased_mode(const OqciConv *p, const RqPre *pre) {
-#ifndef OQCI_NO_FLOAT
-    int32_t k;
-    int nomin = p->hi == 255;
-    if (p->out_type != OQCI_U8 || p->lo != 0)
-        return RQ_I16;
-    for (k = 0; k < p->out_c; k++) {
-        int64_t b = p->bias ? p->bias[k] : 0;
-        double bound = (double)((int64_t)p->kpad * 32640 + (b < 0 ? -b : b));
-        if (!(pre[k].m2 >= 0.0f) || bound >= 8388608.0)
-            return RQ_I16;
-        nomin = nomin && bound * pre[k].m2 < 32767.0;
-    }
-    return nomin ? RQ_I16BN : RQ_I16B;
-#else
-    (void)p;
-    (void)pre;
-    return RQ_I16;
+    (void)biased;
+    return RQ_F32;
 #endif
 }
 
@@ -602,7 +586,7 @@ typedef struct Family {
      * reduction in one block, float requantization, no bias that may overflow): nk
      * channels (constants pre[0 .. nk - 1]) requantized, channel r's bytes stored at
      * out + r * ostride: exactly nr bytes (np meaningful; a partial panel's body may
-     * store fewer, at least np); i16: the mode, RQ_F32, RQ_I16 (rq_i16_ok holds; a
+     * store fewer, at least np); i16: the mode (rq_mode), RQ_F32, RQ_I16 (a
      * family may take it as RQ_F32) or RQ_I16B, RQ_I16BN (families with rq_biased) */
     void (*ukr_rq)(int32_t nq, const void *panel, const int8_t *const *w, const OqciConv *p,
                    int32_t nk, const RqPre *pre, uint8_t *out, int64_t ostride,

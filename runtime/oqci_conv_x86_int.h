@@ -171,7 +171,7 @@ T_AVX512VNNI static inline __attribute__((always_inline)) __m128i narrow16(__m51
 /* rqf16 of 64 int32 sums (v0 .. v3 with multipliers 2 M m0 .. m3) narrowed to out_type
  * bytes in order (v0's 16, v1's, v2's, v3's), with the clamp and the rounding step in
  * int16 lanes, 32 per operation: 22 uops on ports 0 and 5 (u8) where four rqf16 and
- * narrow16 take 40.  Exact where rq_i16_ok holds: then |u| < 2^31 and m = cvttps2dq(u)
+ * narrow16 take 40.  Exact where rq_mode allows RQ_I16: then |u| < 2^31 and m = cvttps2dq(u)
  * is trunc(u) (no 0x80000000), the pack to 16 bits saturates monotonically inside
  * [-32768, 32767] (u8: [0, 65535]), which hold [2 lo, 2 hi] (u8: lo >= 0), so the int16
  * clamp gives clamp(trunc(u), 2 lo, 2 hi), which is trunc(clamp(u, 2 lo, 2 hi)), rqf16's
@@ -181,7 +181,7 @@ T_AVX512VNNI static inline __attribute__((always_inline)) __m128i narrow16(__m51
  * lane i as the dwords (v0, v1, v2, v3) of pixels 4 i .. 4 i + 3, which one vpermd puts
  * in order.  lo2w, hi2w: 2 lo and 2 hi in every 16-bit lane.  biased (modes RQ_I16B,
  * RQ_I16BN of oqci_conv_int.h, u8 with lo = 0): v0 .. v3 are sums that started from
- * RQ_BIAS and u is one FMA with c0 .. c3 (rq_biased_mode says why that is exact), no
+ * RQ_BIAS and u is one FMA with c0 .. c3 (rq_mode says why that is exact), no
  * clamp at lo = 0 (the pack's floor); nomin (RQ_I16BN): no clamp at hi = 255 either (the
  * byte pack's ceiling): 16 uops instead of 22. */
 T_AVX512VNNI static inline __attribute__((always_inline)) __m512i

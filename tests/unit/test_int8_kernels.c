@@ -1032,7 +1032,7 @@ static int64_t conv_run_rq(OqciConv *p, uint8_t *x, int8_t *W, int32_t *bias, fl
     return b;
 }
 /* Exact, every family: the AVX-512 fused epilogue's int16 clamp (rq64, taken when
- * rq_i16_ok holds: (kpad * 32640 + |bias|) * 2 M <= 2^30 for every channel) and its
+ * rq_mode allows RQ_I16: (kpad * 32640 + |bias|) * 2 M <= 2^30 for every channel) and its
  * fallback, the float clamp.  1x1 convs (C 16 and 24: the VNNI microkernel; C 48: AMX
  * tiles) over 7x7 pixels (panels of 32 and 17) and 4x4 (16: the 16-pixel bodies), K odd
  * (row pairs and fours cut short), two thirds of the inputs at the top of their range
