@@ -460,15 +460,17 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {
         if (isa == OQCI_ISA_AVXVNNI)
             f = &oqcik_family_avxvnni;
 #endif
+#if HAVE_AVX512VNNI
+        if (z)
+            f = &oqcik_family_avx512vnni;
+#endif
 #if HAVE_AMX
         if (isa == OQCI_ISA_AMX && amx_fits(p)) {
             oqcik_conv_amx(p, x, y, scratch);
             return OQCI_OK;
         }
-#endif
-#if HAVE_AVX512VNNI
-        if (z)
-            f = &oqcik_family_avx512vnni;
+        if (isa == OQCI_ISA_AMX)   /* (the layers AMX does not take: VNNI, VBMI's pieces) */
+            f = &oqcik_family_avx512vbmi;
 #endif
         (void)z;
         oqcik_conv_gemm(p, f, x, y, scratch);

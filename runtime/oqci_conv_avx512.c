@@ -631,6 +631,14 @@ T_VBMI static void pack_s2__amx(const OqciConv *p, const Geo *ge, const uint8_t 
     }
 }
 
+/* The AVX-512 VNNI family with the AMX CPUs' VBMI gather and runs: the layers the AMX
+ * family does not take (amx_fits), on a CPU with AMX. */
+const Family oqcik_family_avx512vbmi = {
+    OQCI_ISA_AVX512VNNI, 8, 32, 1, KBLOCK_Z / 4, OQCI_S8, q8conv_8x32c4__avx512vnni,
+    {tr4_u8_s8__avx512vnni, tr4_u8_u8__avx512vnni}, gather__avx512vbmi, oqcik_store_tile__avx2,
+    UKR_RQ_AVX512VNNI, {pack_band_s8__avx512vnni, pack_band_u8__avx512vnni},
+    UKR_RQ_ACC_AVX512VNNI, NULL, store_runs__avx512vbmi, NULL, UKR_RQ_WIDE_AVX512VNNI, 1};
+
 static const Family family_amx = {OQCI_ISA_AMX, 32, 32, 1, 1 << 20, -1, NULL /* (tiles) */,
                                   {tr4_u8_u8__avx512vnni, tr4_u8_u8__avx512vnni},
                                   gather__avx512vbmi, oqcik_store_tile__avx2, UKR_RQ_AVX512VNNI,

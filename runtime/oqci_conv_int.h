@@ -16,7 +16,8 @@
  *   oqci_conv_dwx86.c    oqcik_conv_dwf__avx2, oqcik_conv_dw3flat__avx512vnni,
  *                        oqcik_conv_dw3s2flat__avx512vnni, oqcik_conv_dw3q__avx512vbmi and
  *                        their conditions oqcik_dw3flat_ok, oqcik_dw3s2flat_ok, oqcik_dw3q_ok
- *   oqci_conv_avx512.c   oqcik_family_avx512vnni, oqcik_family_avxvnni, oqcik_conv_amx,
+ *   oqci_conv_avx512.c   oqcik_family_avx512vnni, oqcik_family_avx512vbmi,
+ *                        oqcik_family_avxvnni, oqcik_conv_amx,
  *                        oqcik_amx_permit
  *   oqci_conv_neon.c     oqcik_family_neondot, oqcik_conv_dw__neondot
  * and each conv file but oqci_conv.c its configuration object OQCIK_CFG(file) (see
@@ -759,6 +760,7 @@ void oqcik_conv_dw3q__avx512vbmi(const OqciConv *p, const void *x, void *y, void
 extern const Family oqcik_family_avx512vnni;
 #endif
 #if HAVE_AMX
+extern const Family oqcik_family_avx512vbmi;
 int oqcik_amx_permit(void);
 void oqcik_conv_amx(const OqciConv *p, const void *x, void *y, void *scratch);
 #endif
