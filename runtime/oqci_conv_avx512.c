@@ -255,6 +255,22 @@ T_AVX512VNNI static void q8conv_8x32c4_rq__avx512vnni(int32_t nq, const void *pa
 #undef ZV1
 #undef ZROWS
 
+/* The quads of pixels 0-15 (lo) and 16-31 (hi) of a run of len <= 32 pixels: exactly its
+ * 4 len bytes stored at d. */
+T_AVX512VNNI static inline __attribute__((always_inline)) void store_quads(__m512i lo, __m512i hi,
+                                                                           int32_t len,
+                                                                           uint8_t *d) {
+    if (len >= 32) {
+        _mm512_storeu_si512((void *)d, lo);
+        _mm512_storeu_si512((void *)(d + 64), hi);
+    } else if (len >= 16) {
+        _mm512_storeu_si512((void *)d, lo);
+        _mm512_mask_storeu_epi8(d + 64, ((__mmask64)1 << (4 * (len - 16))) - 1, hi);
+    } else {
+        _mm512_mask_storeu_epi8(d, ((__mmask64)1 << (4 * len)) - 1, lo);
+    }
+}
+
 /* Four rows of len <= 32 bytes as len panel pixels of 4 bytes, the top bit flipped
  * (flip: s8 inputs + 128) or not: masked loads (nothing read past len), byte then word
  * interleaves inside 128-bit lanes (lane 0: pixels 0-15, lane 1: 16-31), the lanes put
@@ -272,15 +288,7 @@ tr4_v32z(__m512i a, __m512i b, __m512i c, __m512i e, int32_t len, uint8_t *d, in
         lo = _mm512_xor_si512(lo, _mm512_set1_epi8((char)0x80));
         hi = _mm512_xor_si512(hi, _mm512_set1_epi8((char)0x80));
     }
-    if (len >= 32) {
-        _mm512_storeu_si512((void *)d, lo);
-        _mm512_storeu_si512((void *)(d + 64), hi);
-    } else if (len >= 16) {
-        _mm512_storeu_si512((void *)d, lo);
-        _mm512_mask_storeu_epi8(d + 64, ((__mmask64)1 << (4 * (len - 16))) - 1, hi);
-    } else {
-        _mm512_mask_storeu_epi8(d, ((__mmask64)1 << (4 * len)) - 1, lo);
-    }
+    store_quads(lo, hi, len, d);
 }
 
 T_AVX512VNNI static inline __attribute__((always_inline)) void
@@ -603,13 +611,30 @@ general:
     store_runs__avx512vnni(p, q, k, nk, segs, nseg, y);
 }
 
+/* vpermt2b indices for pack_s2__amx: from two rows a (table bytes 0-63) and b (64-127)
+ * of the even input columns 2 px, the pairs (a[2 px], b[2 px]) as 16-bit words, placed
+ * so that unpacking the words of two such vectors gives the quads in pixel order: in
+ * 128-bit lane L, words 0-3 hold pixels 4 L .. 4 L + 3 (vpunpcklwd: pixels 0-15), words
+ * 4-7 pixels 16 + 4 L .. 16 + 4 L + 3 (vpunpckhwd: pixels 16-31). */
+T_VBMI static inline __m512i s2_pair_idx(void) {
+    unsigned char b[64];
+    int j;
+    for (j = 0; j < 64; j++) {
+        int lane = j / 16, w = j % 16 / 2, px = w < 4 ? 4 * lane + w : 16 + 4 * lane + w - 4;
+        b[j] = (unsigned char)(64 * (j % 2) + 2 * px);
+    }
+    return _mm512_loadu_si512((const void *)b);
+}
+
 /* Family.pack_s2 for AMX (u8 panels as they are): per run and quad, four masked loads
  * of the 2 len - 1 bytes the run spans in its channels' rows (none past the run; channels
- * past kdim load nothing: zeros), vpermb of the even bytes, then tr4_v32z. */
+ * past kdim load nothing: zeros), two vpermt2b that take the even bytes of two rows each
+ * as byte pairs (s2_pair_idx), and two word unpacks that make the quads: 4 shuffles per
+ * 32 pixels of a quad, where the even bytes' vpermb and tr4_v32z took 16. */
 T_VBMI static void pack_s2__amx(const OqciConv *p, const Geo *ge, const uint8_t *x, int32_t g,
                                 const Seg *segs, int nseg, int32_t q0, int32_t nq,
                                 uint8_t *panel) {
-    const __m512i even = even_idx();
+    const __m512i idx = s2_pair_idx();
     int si;
     for (si = 0; si < nseg; si++) {
         const Seg *s = &segs[si];
@@ -617,17 +642,16 @@ T_VBMI static void pack_s2__amx(const OqciConv *p, const Geo *ge, const uint8_t 
                               (int64_t)s->oh * p->s_h * p->in_w + 2 * (int64_t)s->ow;
         __mmask64 m = ((__mmask64)1 << (2 * s->len - 1)) - 1;   /* (len <= 32) */
         uint8_t *d = panel + (size_t)s->off * 4;
-        int32_t q, e;
+        int32_t q;
+#define S2_ROW(e) _mm512_maskz_loadu_epi8(4 * q + (e) < p->kdim ? m : 0,                \
+                                          base + (4 * q + (e) < p->kdim ? 4 * q + (e) : 0) * ge->plane)
         for (q = q0; q < q0 + nq; q++, d += 128) {
-            __m512i v[4];
-            for (e = 0; e < 4; e++) {
-                int32_t k = 4 * q + e;
-                v[e] = _mm512_permutexvar_epi8(
-                    even, _mm512_maskz_loadu_epi8(k < p->kdim ? m : 0,
-                                                  base + (k < p->kdim ? k : 0) * ge->plane));
-            }
-            tr4_v32z(v[0], v[1], v[2], v[3], s->len, d, 0);
+            __m512i p01 = _mm512_permutex2var_epi8(S2_ROW(0), idx, S2_ROW(1));
+            __m512i p23 = _mm512_permutex2var_epi8(S2_ROW(2), idx, S2_ROW(3));
+            store_quads(_mm512_unpacklo_epi16(p01, p23), _mm512_unpackhi_epi16(p01, p23),
+                        s->len, d);
         }
+#undef S2_ROW
     }
 }
 
