@@ -255,11 +255,14 @@ T_AVX512VNNI static void q8conv_8x32c4_rq__avx512vnni(int32_t nq, const void *pa
 #undef ZV1
 #undef ZROWS
 
-/* The quads of pixels 0-15 (lo) and 16-31 (hi) of a run of len <= 32 pixels: exactly its
- * 4 len bytes stored at d. */
-T_AVX512VNNI static inline __attribute__((always_inline)) void store_quads(__m512i lo, __m512i hi,
-                                                                           int32_t len,
-                                                                           uint8_t *d) {
+/* The quads of pixels 0-15 (lo) and 16-31 (hi) of a run of len <= 32 pixels, their top
+ * bits flipped (flip: s8 inputs + 128) or not: exactly its 4 len bytes stored at d. */
+T_AVX512VNNI static inline __attribute__((always_inline)) void
+store_quads(__m512i lo, __m512i hi, int32_t len, uint8_t *d, int flip) {
+    if (flip) {
+        lo = _mm512_xor_si512(lo, _mm512_set1_epi8((char)0x80));
+        hi = _mm512_xor_si512(hi, _mm512_set1_epi8((char)0x80));
+    }
     if (len >= 32) {
         _mm512_storeu_si512((void *)d, lo);
         _mm512_storeu_si512((void *)(d + 64), hi);
@@ -284,11 +287,7 @@ tr4_v32z(__m512i a, __m512i b, __m512i c, __m512i e, int32_t len, uint8_t *d, in
     __m512i q2 = _mm512_unpacklo_epi16(ab1, ce1), q3 = _mm512_unpackhi_epi16(ab1, ce1);
     __m512i t01 = _mm512_shuffle_i64x2(q0, q1, 0x44), t23 = _mm512_shuffle_i64x2(q2, q3, 0x44);
     __m512i lo = _mm512_shuffle_i64x2(t01, t23, 0x88), hi = _mm512_shuffle_i64x2(t01, t23, 0xDD);
-    if (flip) {
-        lo = _mm512_xor_si512(lo, _mm512_set1_epi8((char)0x80));
-        hi = _mm512_xor_si512(hi, _mm512_set1_epi8((char)0x80));
-    }
-    store_quads(lo, hi, len, d);
+    store_quads(lo, hi, len, d, flip);
 }
 
 T_AVX512VNNI static inline __attribute__((always_inline)) void
@@ -299,27 +298,31 @@ tr4_b32z(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t 
              _mm512_maskz_loadu_epi8(m, r2), _mm512_maskz_loadu_epi8(m, r3), len, d, flip);
 }
 
-T_AVX512VNNI static inline __attribute__((always_inline)) void
-tr4_u8_s8__avx512vnni(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
-                      const uint8_t *r3, int32_t len, void *dst) {
-    tr4_b32z(r0, r1, r2, r3, len, (uint8_t *)dst, 1);
-}
-T_AVX512VNNI static inline __attribute__((always_inline)) void
-tr4_u8_u8__avx512vnni(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
-                      const uint8_t *r3, int32_t len, void *dst) {
-    tr4_b32z(r0, r1, r2, r3, len, (uint8_t *)dst, 0);
-}
-
-T_AVX512VNNI static void pack_band_s8__avx512vnni(const OqciConv *p, const Band *b, int64_t r0,
-                                                  const Seg *segs, int nseg, int32_t q0,
-                                                  int32_t nq, uint8_t *panel) {
-    pack_band_body(p, b, r0, segs, nseg, q0, nq, panel, 32, 1, tr4_u8_s8__avx512vnni);
-}
-T_AVX512VNNI static void pack_band_u8__avx512vnni(const OqciConv *p, const Band *b, int64_t r0,
-                                                  const Seg *segs, int nseg, int32_t q0,
-                                                  int32_t nq, uint8_t *panel) {
-    pack_band_body(p, b, r0, segs, nseg, q0, nq, panel, 32, 1, tr4_u8_u8__avx512vnni);
-}
+/* A family's Family.tr4 pair (u8 panels of s8 inputs, flipped; of u8 inputs) and
+ * Family.band_pack pair (pack_band_body with them inlined), from its four-row transpose
+ * B32 (rows, len, d, flip), with target attributes T. */
+#define TR4_SET(ISA, T, B32)                                                            \
+    T static inline __attribute__((always_inline)) void tr4_u8_s8__##ISA(               \
+        const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3,      \
+        int32_t len, void *dst) {                                                       \
+        B32(r0, r1, r2, r3, len, (uint8_t *)dst, 1);                                    \
+    }                                                                                   \
+    T static inline __attribute__((always_inline)) void tr4_u8_u8__##ISA(               \
+        const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3,      \
+        int32_t len, void *dst) {                                                       \
+        B32(r0, r1, r2, r3, len, (uint8_t *)dst, 0);                                    \
+    }                                                                                   \
+    T static void pack_band_s8__##ISA(const OqciConv *p, const Band *b, int64_t r0,     \
+                                      const Seg *segs, int nseg, int32_t q0, int32_t nq, \
+                                      uint8_t *panel) {                                 \
+        pack_band_body(p, b, r0, segs, nseg, q0, nq, panel, 32, 1, tr4_u8_s8__##ISA);   \
+    }                                                                                   \
+    T static void pack_band_u8__##ISA(const OqciConv *p, const Band *b, int64_t r0,     \
+                                      const Seg *segs, int nseg, int32_t q0, int32_t nq, \
+                                      uint8_t *panel) {                                 \
+        pack_band_body(p, b, r0, segs, nseg, q0, nq, panel, 32, 1, tr4_u8_u8__##ISA);   \
+    }
+TR4_SET(avx512vnni, T_AVX512VNNI, tr4_b32z)
 
 /* Family.runs: the nk rows of q (stride TILE_NR, the fused epilogue's buffer) stored
  * through the panel's runs.  Each row is read once, 32 bytes as the epilogue stored them
@@ -611,30 +614,57 @@ general:
     store_runs__avx512vnni(p, q, k, nk, segs, nseg, y);
 }
 
-/* vpermt2b indices for pack_s2__amx: from two rows a (table bytes 0-63) and b (64-127)
- * of the even input columns 2 px, the pairs (a[2 px], b[2 px]) as 16-bit words, placed
- * so that unpacking the words of two such vectors gives the quads in pixel order: in
- * 128-bit lane L, words 0-3 hold pixels 4 L .. 4 L + 3 (vpunpcklwd: pixels 0-15), words
- * 4-7 pixels 16 + 4 L .. 16 + 4 L + 3 (vpunpckhwd: pixels 16-31). */
-T_VBMI static inline __m512i s2_pair_idx(void) {
-    unsigned char b[64];
-    int j;
-    for (j = 0; j < 64; j++) {
-        int lane = j / 16, w = j % 16 / 2, px = w < 4 ? 4 * lane + w : 16 + 4 * lane + w - 4;
-        b[j] = (unsigned char)(64 * (j % 2) + 2 * px);
-    }
-    return _mm512_loadu_si512((const void *)b);
+/* vpermt2b indices for the VBMI transposes (tr4_b32v, pack_s2__amx): from two rows a
+ * (table bytes 0-63) and b (64-127), with pixel px at byte step * px (step 1: a row of
+ * the band; 2: an input row read at stride 2), the pairs (a[step px], b[step px]) as
+ * 16-bit words, placed so that unpacking the words of two such vectors gives the quads
+ * in pixel order: in 128-bit lane L, words 0-3 hold pixels 4 L .. 4 L + 3 (vpunpcklwd:
+ * pixels 0-15), words 4-7 pixels 16 + 4 L .. 16 + 4 L + 3 (vpunpckhwd: pixels 16-31). */
+#define PAIR_PX(j) ((j) % 16 / 2 < 4 ? 4 * ((j) / 16) + (j) % 16 / 2 : 12 + 4 * ((j) / 16) + (j) % 16 / 2)
+#define PAIR_I(st, j) (unsigned char)(64 * ((j) % 2) + (st) * PAIR_PX(j))
+#define PAIR_I8(st, j)                                                                  \
+    PAIR_I(st, j), PAIR_I(st, j + 1), PAIR_I(st, j + 2), PAIR_I(st, j + 3),            \
+        PAIR_I(st, j + 4), PAIR_I(st, j + 5), PAIR_I(st, j + 6), PAIR_I(st, j + 7)
+#define PAIR_ROW(st)                                                                    \
+    {PAIR_I8(st, 0), PAIR_I8(st, 8), PAIR_I8(st, 16), PAIR_I8(st, 24), PAIR_I8(st, 32),  \
+     PAIR_I8(st, 40), PAIR_I8(st, 48), PAIR_I8(st, 56)}
+static const unsigned char pair_idx[2][64] = {PAIR_ROW(1), PAIR_ROW(2)};
+#undef PAIR_ROW
+#undef PAIR_I8
+#undef PAIR_I
+#undef PAIR_PX
+
+/* Quads of 32 pixels from four rows a, b, c, e (pixel px at byte step * px; idx:
+ * pair_idx[step - 1]): two vpermt2b and two word unpacks, flipped (s8 inputs + 128) or
+ * not, stored as store_quads stores them. */
+T_VBMI static inline __attribute__((always_inline)) void
+tr4_v32v(__m512i a, __m512i b, __m512i c, __m512i e, __m512i idx, int32_t len, uint8_t *d,
+         int flip) {
+    __m512i ab = _mm512_permutex2var_epi8(a, idx, b), ce = _mm512_permutex2var_epi8(c, idx, e);
+    __m512i lo = _mm512_unpacklo_epi16(ab, ce), hi = _mm512_unpackhi_epi16(ab, ce);
+    store_quads(lo, hi, len, d, flip);
 }
+
+/* Family.tr4 with VBMI: tr4_b32z's masked loads, tr4_v32v's 4 shuffles for its 12. */
+T_VBMI static inline __attribute__((always_inline)) void
+tr4_b32v(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3,
+         int32_t len, uint8_t *d, int flip) {
+    __mmask64 m = len >= 32 ? (__mmask64)0xFFFFFFFFu : ((__mmask64)1 << len) - 1;
+    tr4_v32v(_mm512_maskz_loadu_epi8(m, r0), _mm512_maskz_loadu_epi8(m, r1),
+             _mm512_maskz_loadu_epi8(m, r2), _mm512_maskz_loadu_epi8(m, r3),
+             _mm512_loadu_si512((const void *)pair_idx[0]), len, d, flip);
+}
+TR4_SET(avx512vbmi, T_VBMI, tr4_b32v)
+#undef TR4_SET
 
 /* Family.pack_s2 for AMX (u8 panels as they are): per run and quad, four masked loads
  * of the 2 len - 1 bytes the run spans in its channels' rows (none past the run; channels
- * past kdim load nothing: zeros), two vpermt2b that take the even bytes of two rows each
- * as byte pairs (s2_pair_idx), and two word unpacks that make the quads: 4 shuffles per
- * 32 pixels of a quad, where the even bytes' vpermb and tr4_v32z took 16. */
+ * past kdim load nothing: zeros), then tr4_v32v on the even bytes (pair_idx[1]): 4
+ * shuffles per 32 pixels of a quad, where the even bytes' vpermb and tr4_v32z took 16. */
 T_VBMI static void pack_s2__amx(const OqciConv *p, const Geo *ge, const uint8_t *x, int32_t g,
                                 const Seg *segs, int nseg, int32_t q0, int32_t nq,
                                 uint8_t *panel) {
-    const __m512i idx = s2_pair_idx();
+    const __m512i idx = _mm512_loadu_si512((const void *)pair_idx[1]);
     int si;
     for (si = 0; si < nseg; si++) {
         const Seg *s = &segs[si];
@@ -645,12 +675,8 @@ T_VBMI static void pack_s2__amx(const OqciConv *p, const Geo *ge, const uint8_t 
         int32_t q;
 #define S2_ROW(e) _mm512_maskz_loadu_epi8(4 * q + (e) < p->kdim ? m : 0,                \
                                           base + (4 * q + (e) < p->kdim ? 4 * q + (e) : 0) * ge->plane)
-        for (q = q0; q < q0 + nq; q++, d += 128) {
-            __m512i p01 = _mm512_permutex2var_epi8(S2_ROW(0), idx, S2_ROW(1));
-            __m512i p23 = _mm512_permutex2var_epi8(S2_ROW(2), idx, S2_ROW(3));
-            store_quads(_mm512_unpacklo_epi16(p01, p23), _mm512_unpackhi_epi16(p01, p23),
-                        s->len, d);
-        }
+        for (q = q0; q < q0 + nq; q++, d += 128)
+            tr4_v32v(S2_ROW(0), S2_ROW(1), S2_ROW(2), S2_ROW(3), idx, s->len, d, 0);
 #undef S2_ROW
     }
 }
@@ -659,14 +685,14 @@ T_VBMI static void pack_s2__amx(const OqciConv *p, const Geo *ge, const uint8_t 
  * family does not take (amx_fits), on a CPU with AMX. */
 const Family oqcik_family_avx512vbmi = {
     OQCI_ISA_AVX512VNNI, 8, 32, 1, KBLOCK_Z / 4, OQCI_S8, q8conv_8x32c4__avx512vnni,
-    {tr4_u8_s8__avx512vnni, tr4_u8_u8__avx512vnni}, gather__avx512vbmi, oqcik_store_tile__avx2,
-    UKR_RQ_AVX512VNNI, {pack_band_s8__avx512vnni, pack_band_u8__avx512vnni},
+    {tr4_u8_s8__avx512vbmi, tr4_u8_u8__avx512vbmi}, gather__avx512vbmi, oqcik_store_tile__avx2,
+    UKR_RQ_AVX512VNNI, {pack_band_s8__avx512vbmi, pack_band_u8__avx512vbmi},
     UKR_RQ_ACC_AVX512VNNI, NULL, store_runs__avx512vbmi, NULL, UKR_RQ_WIDE_AVX512VNNI, 1};
 
 static const Family family_amx = {OQCI_ISA_AMX, 32, 32, 1, 1 << 20, -1, NULL /* (tiles) */,
-                                  {tr4_u8_u8__avx512vnni, tr4_u8_u8__avx512vnni},
+                                  {tr4_u8_u8__avx512vbmi, tr4_u8_u8__avx512vbmi},
                                   gather__avx512vbmi, oqcik_store_tile__avx2, UKR_RQ_AVX512VNNI,
-                                  {pack_band_u8__avx512vnni, pack_band_u8__avx512vnni},
+                                  {pack_band_u8__avx512vbmi, pack_band_u8__avx512vbmi},
                                   UKR_RQ_ACC_AVX512VNNI, tiles__amx, store_runs__avx512vbmi,
                                   pack_s2__amx, NULL /* (tiles) */, 1};
 
