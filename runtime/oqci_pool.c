@@ -417,18 +417,20 @@ static void gavgpool_avx2(const OqciPool *p, const void *x, void *y) {
 #if HAVE_AVX512
 /* ---- AVX-512: max pools of width 2 or 3 at horizontal stride 2 ----------------------
  * (d_w 1, any k_h <= 64, s_h, d_h; no requant; every window holding input.)  Per output
- * row and 32 outputs: the window's valid input rows are loaded with a byte mask that
- * keeps the columns inside the row (the others get the type's smallest value, so padding
- * never wins), twice (from the first window column and from two further) and reduced by
- * byte max; the 16-bit lanes of the first give each output's columns 0 and 1, the low
- * bytes of the second its column 2; the max is clamped to [lo, hi] in 16 bits and
- * narrowed (vpmovwb) into a masked store.  No buffer, no per-row call: on small planes
- * the row kernel's set-up cost more than the maxima. */
-#define MPZ_CHUNKS 64   /* 32-output chunks per row at most (rows up to 2048 outputs) */
+ * row and chunk of MPZ_OUT outputs (width 3: 31, so that each output's third column is
+ * inside the chunk's 64 bytes): the window's valid input rows are loaded with a byte
+ * mask that keeps the columns inside the row (the others get the type's smallest value,
+ * so padding never wins) and reduced by byte max; in 16-bit lanes, lane j holds output
+ * j's columns 0 (low byte) and 1 (high), and lane j + 1's low byte is its column 2 (one
+ * vpermw moves it down); the max is clamped to [lo, hi] in 16 bits where [lo, hi] does
+ * not hold the whole type, and narrowed (vpmovwb) into a masked store.  No buffer, no
+ * per-row call: on small planes the row kernel's set-up cost more than the maxima. */
+#define MPZ_CHUNKS 64   /* chunks per row at most (rows up to 1984 outputs, 2048 at width 2) */
+#define MPZ_OUT(k3) ((k3) ? 31 : 32)
 
 static int maxpool_s2z_ok(const OqciPool *p) {
     return !p->requant && p->s_w == 2 && (p->k_w == 2 || p->k_w == 3) && p->d_w == 1 &&
-           p->k_h <= 64 && p->out_w <= 32 * MPZ_CHUNKS &&
+           p->k_h <= 64 && p->out_w <= MPZ_OUT(p->k_w == 3) * MPZ_CHUNKS &&
            /* every window holds input: the first and last of each axis */
            p->p_t <= (int64_t)(p->k_h - 1) * p->d_h &&
            (int64_t)(p->out_h - 1) * p->s_h - p->p_t < p->in_h && p->p_l <= p->k_w - 1 &&
@@ -448,65 +450,83 @@ static __mmask64 mpz_mask(int64_t c0, int32_t in_w) {
     return hi & ~lo;
 }
 
-T_AVX512 static void maxpool_s2z(const OqciPool *p, const void *x, void *y) {
+/* The pool for one input type (s8), window width (k3) and clamp, all constants once
+ * inlined: each of maxpool_s2z's calls compiles to its own loop nest. */
+T_AVX512 static inline __attribute__((always_inline)) void
+mpz_body(const OqciPool *p, const void *x, void *y, const __mmask64 *m0, const __mmask64 *ms,
+         int32_t nch, int s8, int k3, int clamp) {
     const int64_t plane = (int64_t)p->in_h * p->in_w, opix = (int64_t)p->out_h * p->out_w;
-    const int s8 = p->in_type == OQCI_S8, k3 = p->k_w == 3;
-    const int32_t nch = (p->out_w + 31) / 32;
+    const int nout = MPZ_OUT(k3);
     const __m512i fill = _mm512_set1_epi8(s8 ? (char)-128 : 0);
     const __m512i lo16 = _mm512_set1_epi16((short)p->lo), hi16 = _mm512_set1_epi16((short)p->hi);
-    __mmask64 m0[MPZ_CHUNKS], m2[MPZ_CHUNKS], ms[MPZ_CHUNKS];
+    const __m512i next = _mm512_setr_epi32(0x00020001, 0x00040003, 0x00060005, 0x00080007,
+                                           0x000A0009, 0x000C000B, 0x000E000D, 0x0010000F,
+                                           0x00120011, 0x00140013, 0x00160015, 0x00180017,
+                                           0x001A0019, 0x001C001B, 0x001E001D, 0x001F001F);
     int64_t n;
     int32_t c, oh, ch;
-    for (ch = 0; ch < nch; ch++) {   /* chunk ch: outputs 32 ch .., columns from c0 */
-        int64_t c0 = 64 * (int64_t)ch - p->p_l;
-        int32_t no = p->out_w - 32 * ch < 32 ? p->out_w - 32 * ch : 32;
-        m0[ch] = mpz_mask(c0, p->in_w);
-        m2[ch] = mpz_mask(c0 + 2, p->in_w);
-        ms[ch] = ((__mmask64)1 << no) - 1;
-    }
     for (n = 0; n < p->batch; n++)
         for (c = 0; c < p->channels; c++) {
             const uint8_t *xc = (const uint8_t *)x + (n * p->channels + c) * plane;
             uint8_t *yc = (uint8_t *)y + (n * p->out_ctotal + p->out_coff + c) * opix;
-            for (oh = 0; oh < p->out_h; oh++) {
-                const uint8_t *rows[64];
-                int32_t i, nr = window_rows(p, xc, oh, rows);
+            for (oh = 0; oh < p->out_h; oh++, yc += p->out_w) {
+                /* the window's valid rows: r0, r0 + rstep, ... (nr of them) */
+                int64_t ih0 = (int64_t)oh * p->s_h - p->p_t, rstep = (int64_t)p->d_h * p->in_w;
+                int32_t i, nr = p->k_h;
+                const uint8_t *r0 = xc + ih0 * p->in_w;
+                if (ih0 < 0 || ih0 + (int64_t)(p->k_h - 1) * p->d_h >= p->in_h) {
+                    const uint8_t *rows[64];   /* (at an edge: window_rows; they are spaced
+                                                * rstep apart all the same) */
+                    nr = window_rows(p, xc, oh, rows);
+                    r0 = rows[0];
+                }
                 for (ch = 0; ch < nch; ch++) {
-                    int64_t c0 = 64 * (int64_t)ch - p->p_l;
-                    __m512i v = _mm512_mask_loadu_epi8(fill, m0[ch], rows[0] + c0);
-                    __m512i v2 = fill;   /* (column 2: width 3 only) */
-                    __m512i e, o, m;
-                    if (k3)
-                        v2 = _mm512_mask_loadu_epi8(fill, m2[ch], rows[0] + c0 + 2);
+                    const uint8_t *rc = r0 + 2 * (int64_t)nout * ch - p->p_l;
+                    __m512i v = _mm512_mask_loadu_epi8(fill, m0[ch], rc), e, m;
                     for (i = 1; i < nr; i++) {
-                        __m512i a = _mm512_mask_loadu_epi8(fill, m0[ch], rows[i] + c0);
+                        __m512i a = _mm512_mask_loadu_epi8(fill, m0[ch], rc + i * rstep);
                         v = s8 ? _mm512_max_epi8(v, a) : _mm512_max_epu8(v, a);
-                        if (k3) {
-                            __m512i b = _mm512_mask_loadu_epi8(fill, m2[ch], rows[i] + c0 + 2);
-                            v2 = s8 ? _mm512_max_epi8(v2, b) : _mm512_max_epu8(v2, b);
-                        }
                     }
-                    /* 16-bit lanes: output j's column 0 (low byte), 1 (high), 2 (v2 low) */
+                    /* 16-bit lanes: output j's column 0 (e), 1 (the high byte), 2 (e of j + 1) */
                     if (s8) {
                         e = _mm512_srai_epi16(_mm512_slli_epi16(v, 8), 8);
-                        o = _mm512_srai_epi16(v, 8);
-                        m = _mm512_max_epi16(e, o);
-                        if (k3)
-                            m = _mm512_max_epi16(m, _mm512_srai_epi16(_mm512_slli_epi16(v2, 8), 8));
+                        m = _mm512_max_epi16(e, _mm512_srai_epi16(v, 8));
                     } else {
-                        const __m512i lowb = _mm512_set1_epi16(0x00FF);
-                        e = _mm512_and_si512(v, lowb);
-                        o = _mm512_srli_epi16(v, 8);
-                        m = _mm512_max_epi16(e, o);
-                        if (k3)
-                            m = _mm512_max_epi16(m, _mm512_and_si512(v2, lowb));
+                        e = _mm512_and_si512(v, _mm512_set1_epi16(0x00FF));
+                        m = _mm512_max_epi16(e, _mm512_srli_epi16(v, 8));
                     }
-                    m = _mm512_min_epi16(_mm512_max_epi16(m, lo16), hi16);
-                    _mm512_mask_storeu_epi8(yc + (int64_t)oh * p->out_w + 32 * ch, ms[ch],
+                    if (k3)
+                        m = _mm512_max_epi16(m, _mm512_permutexvar_epi16(next, e));
+                    if (clamp)
+                        m = _mm512_min_epi16(_mm512_max_epi16(m, lo16), hi16);
+                    _mm512_mask_storeu_epi8(yc + nout * ch, ms[ch],
                                             _mm512_castsi256_si512(_mm512_cvtepi16_epi8(m)));
                 }
             }
         }
+}
+
+T_AVX512 static void maxpool_s2z(const OqciPool *p, const void *x, void *y) {
+    const int s8 = p->in_type == OQCI_S8, k3 = p->k_w == 3, nout = MPZ_OUT(k3);
+    const int32_t nch = (p->out_w + nout - 1) / nout;
+    /* the clamp does something: [lo, hi] leaves out a value of the input type */
+    const int clamp = s8 ? p->lo > -128 || p->hi < 127 : p->lo > 0 || p->hi < 255;
+    __mmask64 m0[MPZ_CHUNKS], ms[MPZ_CHUNKS];
+    int32_t ch;
+    for (ch = 0; ch < nch; ch++) {   /* chunk ch: outputs nout ch .., columns from c0 */
+        int64_t c0 = 2 * (int64_t)nout * ch - p->p_l;
+        int32_t no = p->out_w - nout * ch < nout ? p->out_w - nout * ch : nout;
+        m0[ch] = mpz_mask(c0, p->in_w);
+        ms[ch] = ((__mmask64)1 << no) - 1;
+    }
+#define MPZ(S8, K3, CL) mpz_body(p, x, y, m0, ms, nch, S8, K3, CL)
+    if (clamp)   /* (rare: a max pool keeps its input's scale and range) */
+        s8 ? MPZ(1, k3, 1) : MPZ(0, k3, 1);
+    else if (s8)
+        k3 ? MPZ(1, 1, 0) : MPZ(1, 0, 0);
+    else
+        k3 ? MPZ(0, 1, 0) : MPZ(0, 0, 0);
+#undef MPZ
 }
 #endif
 
