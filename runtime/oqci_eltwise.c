@@ -86,14 +86,21 @@ T_AVX2 static void add_avx2(const OqciAdd *p, const void *const *x, void *y,
 
 #if HAVE_AVX512
 /* add_avx2's computed path (float requantization, every |t_i| < 2^30, an int32 sum)
- * 16 elements per step; the tail by add_avx2. */
-T_AVX512 static int64_t add_avx512(const OqciAdd *p, const void *const *x, void *y,
-                                   const float *m2) {
+ * 16 elements per step; the tail by add_avx2.  Two shortcuts, both exact: a u8 input
+ * with 2 M_i >= 0 has trunc(u) >= 0, so its rounding step is (trunc(u) + 1) >> 1 with
+ * no sign test; and with lo >= 0 (a fused Relu, or u8 outputs) the division's rounding
+ * needs no sign either: for s >= 0, (s + 128) >> 8 is round(s / 256), and for s < 0 both
+ * it (an arithmetic shift: at most 0) and round(s / 256) (at most 0) clamp to lo. */
+T_AVX512 static inline __attribute__((always_inline)) int64_t
+add_avx512_body(const OqciAdd *p, const void *const *x, void *y, const float *m2, int nonneg) {
     const __m512i r128 = _mm512_set1_epi32(128), ones = _mm512_set1_epi32(1);
     const __m512i mones = _mm512_set1_epi32(-1);
     const __m512i lo = _mm512_set1_epi32(p->lo), hi = _mm512_set1_epi32(p->hi);
+    int pos[OQCI_ADD_MAX];   /* u8 input, 2 M_i >= 0 */
     int64_t j = 0;
     int32_t i;
+    for (i = 0; i < p->ninputs; i++)
+        pos[i] = p->in_type[i] == OQCI_U8 && m2[i] >= 0.0f;
     for (; j + 16 <= p->count; j += 16) {
         __m512i s = _mm512_setzero_si512(), sg, q;
         for (i = 0; i < p->ninputs; i++) {
@@ -103,18 +110,27 @@ T_AVX512 static int64_t add_avx512(const OqciAdd *p, const void *const *x, void 
                                                             : _mm512_cvtepu8_epi32(b)),
                                      _mm512_set1_ps(m2[i]));
             __m512i m = _mm512_cvttps_epi32(u);
-            m = _mm512_mask_add_epi32(m, _mm512_cmpgt_epi32_mask(m, mones), m, ones);
+            m = pos[i] ? _mm512_add_epi32(m, ones)
+                       : _mm512_mask_add_epi32(m, _mm512_cmpgt_epi32_mask(m, mones), m, ones);
             s = _mm512_add_epi32(s, _mm512_srai_epi32(m, 1));
         }
-        /* round(s / 256) half away from zero on |s| <= INT32_MAX - 128 */
-        sg = _mm512_srai_epi32(s, 31);
-        q = _mm512_srli_epi32(_mm512_add_epi32(_mm512_sub_epi32(_mm512_xor_si512(s, sg), sg), r128), 8);
-        q = _mm512_sub_epi32(_mm512_xor_si512(q, sg), sg);
+        if (nonneg) {
+            q = _mm512_srai_epi32(_mm512_add_epi32(s, r128), 8);
+        } else {   /* round(s / 256) half away from zero on |s| <= INT32_MAX - 128 */
+            sg = _mm512_srai_epi32(s, 31);
+            q = _mm512_srli_epi32(_mm512_add_epi32(_mm512_sub_epi32(_mm512_xor_si512(s, sg), sg), r128), 8);
+            q = _mm512_sub_epi32(_mm512_xor_si512(q, sg), sg);
+        }
         q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
         _mm_storeu_si128((__m128i *)(void *)((uint8_t *)y + j),
                          p->out_type == OQCI_U8 ? _mm512_cvtusepi32_epi8(q) : _mm512_cvtsepi32_epi8(q));
     }
     return j;
+}
+
+T_AVX512 static int64_t add_avx512(const OqciAdd *p, const void *const *x, void *y,
+                                   const float *m2) {
+    return p->lo >= 0 ? add_avx512_body(p, x, y, m2, 1) : add_avx512_body(p, x, y, m2, 0);
 }
 #endif
 
