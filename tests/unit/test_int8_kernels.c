@@ -1017,6 +1017,53 @@ static void test_conv_requant_edges(void) {
 }
 
 
+/* Exact, every family: 3x3 depthwise convs on rows of 2 to 4 vectors (the AMX family's
+ * byte-plane kernel, four rows at a time with the int16 epilogue where every sum times
+ * 2 M stays within 2^30) at strides 1 and 2, heights leaving 1 to 4 rows in the last
+ * group of four, per-channel float multipliers from tiny to past that bound (3000: 2 M B
+ * above 2^30 with the largest sums, so that channel takes the float epilogue) and the
+ * edge values, both input and output types, clamps, data at the extremes. */
+static void test_conv_dw3q_rows(void) {
+    static const float fm[] = {0.5f, 0.25f, 1.0f / 3.0f, 3.0f, 0.0f, 1e-40f, 2e38f,
+                               3.40282347e38f, INFINITY, NAN, -0.5f, 3000.0f, 1e-3f, 0.02f};
+    const int K = (int)(sizeof fm / sizeof fm[0]);
+    rnd_seed(25);
+    int64_t bad = 0;
+    for (int t = 0; t < 32; t++) {
+        int s = 1 + t % 2, H = 9 + t / 2 % 4 * s, W = 28 + t / 8 * 12 * s;
+        OqciConv p;
+        conv_geo(&p, 1, K, K, K, H, W, 3, 3, s, s, 1, 1, 1, 1, 1, 1);
+        p.in_type = t / 4 % 2;
+        p.out_type = (int32_t)rnd_int(0, 1);
+        rnd_clamp(p.out_type, &p.lo, &p.hi);
+        uint8_t *x = rnd_q((int64_t)K * H * W, p.in_type);
+        for (int64_t i = 0; t % 3 == 0 && i < (int64_t)K * H * W; i++)   /* extremes */
+            x[i] = p.in_type == OQCI_U8 ? 255 : 127;
+        int8_t *Wt = malloc((size_t)(K * p.kdim));
+        for (int64_t i = 0; i < (int64_t)K * p.kdim; i++)
+            Wt[i] = t % 3 == 0 ? (int8_t)(i / p.kdim % 2 ? -128 : 127) : (int8_t)rnd_int(-128, 127);
+        int32_t *bias = malloc(sizeof(int32_t) * (size_t)K);
+        float *mult = malloc(sizeof(float) * (size_t)K);
+        for (int k = 0; k < K; k++) {
+            bias[k] = (int32_t)rnd_int(-5000, 5000);
+            mult[k] = fm[k];
+        }
+        p.bias = bias;
+        p.rq.mode = OQCI_REQ_FLOAT;
+        p.rq.per_index = 1;
+        p.rq.mult = mult;
+        int64_t b = conv_run(&p, x, Wt);
+        if (b)
+            printf("\n  dw3q rows: %dx%d stride %d in %d out %d", H, W, s, p.in_type, p.out_type);
+        bad += b;
+        free(x);
+        free(Wt);
+        free(bias);
+        free(mult);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
 /* conv_run of p with bias and float per-channel multipliers mult (taking x, W, bias and
  * mult, which it frees): the epilogue tests' cases. */
 static int64_t conv_run_rq(OqciConv *p, uint8_t *x, int8_t *W, int32_t *bias, float *mult) {
@@ -1331,6 +1378,7 @@ OQC_TEST_MAIN("int8-kernels", OQC_TEST(test_round_clamp), OQC_TEST(test_mul_shif
               OQC_TEST(test_conv_deep), OQC_TEST(test_conv_simd_paths),
               OQC_TEST(test_conv_s32_random), OQC_TEST(test_conv_s32_paths),
               OQC_TEST(test_conv_wpair16), OQC_TEST(test_conv_requant_edges),
+              OQC_TEST(test_conv_dw3q_rows),
               OQC_TEST(test_conv_i16_epilogue), OQC_TEST(test_conv_biased_epilogue),
               OQC_TEST(test_conv_isas), OQC_TEST(test_conv_scratch_size),
               OQC_TEST(test_conv_einval))
