@@ -115,7 +115,7 @@ static const char *const runtime_needs[][RUNTIME_NEEDS] = {
     {"oqcf_pooling.c", "oqcf_sgemm.c", "oqcf_serial.c"}, /* likewise */
     {"oqcf_sgemm.c", "oqcf_serial.c", NULL},
     {"oqci_conv.c", "oqci_conv_gemm.c", "oqci_conv_avx2.c", "oqci_conv_avx512.c",
-     "oqci_conv_dwx86.c", "oqci_conv_neon.c"},
+     "oqci_conv_dwx86.c", "oqci_conv_dwq.c", "oqci_conv_neon.c"},
 };
 
 /* The text of runtime file `name`: from $OQC_RUNTIME_DIR when set, else the copy

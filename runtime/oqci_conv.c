@@ -37,7 +37,8 @@
  *   oqci_conv_avx2.c      AVX2 (16-bit panels; vpmaddubsw for narrow weights), the x86
  *                         tile epilogue, few-pixel dot products;
  *   oqci_conv_avx512.c    AVX-512 VNNI, the AMX-INT8 tiles built on it, AVX-VNNI;
- *   oqci_conv_dwx86.c     x86 depthwise (float planes, AVX2 and AVX-512; AMX byte planes);
+ *   oqci_conv_dwx86.c     x86 depthwise on float planes (AVX2 and AVX-512);
+ *   oqci_conv_dwq.c       the AMX family's 3x3 depthwise on byte planes (VBMI, vpdpbusd);
  *   oqci_conv_neon.c      Arm dot product, and Arm depthwise on int16 planes;
  *   oqci_conv_int.h       internal header: configuration, sizes, scratch layout, shared
  *                         types and helpers, what each file exports (prefix oqcik_);
@@ -200,7 +201,7 @@ static void conv_portable(const OqciConv *p, const void *x, void *y, void *scrat
 /* conv_dw3q's zero-padded byte plane: the image at (p_t, p_l), rows of *bs bytes (64
  * bytes readable from every vector's first column), *rows rows (every output row's
  * three).  Its bytes, 0 unless a 3x3 kernel at stride 1 or 2.  (Here, called by the
- * kernel in oqci_conv_dwx86.c: inlined there, as a static inline of oqci_conv_int.h,
+ * kernel in oqci_conv_dwq.c: inlined there, as a static inline of oqci_conv_int.h,
  * it changed gcc 12's layout of the kernel's loops, 4-6% slower on small planes.) */
 int64_t oqcik_dw3q_geo(const OqciConv *p, int32_t *bs, int32_t *rows) {
     int64_t cols, r;
@@ -414,8 +415,8 @@ int oqci_conv_amx_build(void) {
  * the program even where the linker removes unused sections (-Wl,--gc-sections), at no
  * cost to a valid call. */
 static int cfg_check(void) {
-    return OQCIK_CFG(gemm) | OQCIK_CFG(avx2) | OQCIK_CFG(dwx86) | OQCIK_CFG(avx512) |
-           OQCIK_CFG(neon);
+    return OQCIK_CFG(gemm) | OQCIK_CFG(avx2) | OQCIK_CFG(dwx86) | OQCIK_CFG(dwq) |
+           OQCIK_CFG(avx512) | OQCIK_CFG(neon);
 }
 
 int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {

@@ -1,8 +1,8 @@
 /* oqci_conv_dwx86.c - the x86 depthwise kernels of the INT8 conv (one input channel per
  * group, oqci_conv chooses among them): float planes with AVX2 FMA or AVX-512 rows
- * (oqcik_conv_dwf__avx2), whole small planes with AVX-512 (oqcik_conv_dw3flat__avx512vnni
- * at stride 1, oqcik_conv_dw3s2flat__avx512vnni at stride 2) and, in the AMX family, byte
- * planes with vpermb and vpdpbusd (oqcik_conv_dw3q__avx512vbmi).  Integer-only builds
+ * (oqcik_conv_dwf__avx2) and whole small planes with AVX-512 (oqcik_conv_dw3flat__avx512vnni
+ * at stride 1, oqcik_conv_dw3s2flat__avx512vnni at stride 2); the AMX family's byte planes
+ * are oqci_conv_dwq.c's.  Integer-only builds
  * (OQCI_NO_FLOAT) have none: their depthwise convs go through the GEMM, as do those
  * with accumulator outputs (OQCI_S32) in every build: 8-bit outputs only here.
  *   - Depthwise (one input channel per group, any multiplier, at most DW_MAX_TAPS
@@ -29,12 +29,6 @@
 const char OQCIK_CFG(dwx86) = 0;   /* (build consistency, see oqci_conv_int.h) */
 
 #if HAVE_AVX2 && !defined(OQCI_NO_FLOAT)   /* (integer-only: depthwise through the GEMM) */
-/* A depthwise channel whose sums, bias included, stay below 2^24 in magnitude (|x w| <=
- * 255 * 128 per tap): float sums are exact, and start from the bias. */
-static inline int dw_bias_fits(int64_t bias, int32_t taps) {
-    return (bias < 0 ? -bias : bias) + (int64_t)taps * 32640 < 16777216;
-}
-
 /* ---- depthwise on float planes: q8dw_16x9f__avx2 (9 taps), q8dw_16xNf__avx2 -------------
  * Every product |x * w| <= 255 * 128 and a window holds at most DW_MAX_TAPS of them, so
  * every partial sum is an integer below 2^21: float multiply-adds, fused or not, are
@@ -452,31 +446,11 @@ T_AVX2 static void dw_store__avx2(const OqciConv *p, const int32_t *t, int32_t n
  * masked). */
 #define DWFLAT_MAX 16384   /* (the masks: 4 KB of stack) */
 
-/* The flat kernels' condition on the requantization: float, and every channel's sums
- * exact from its bias (conv_dwf's fused condition for all of them). */
-static int dw3_all_fused(const OqciConv *p) {
-    int32_t k;
-    if (p->rq.mode != OQCI_REQ_FLOAT)
-        return 0;
-    for (k = 0; k < p->out_c; k++)
-        if (!dw_bias_fits(p->bias ? p->bias[k] : 0, 9))
-            return 0;
-    return 1;
-}
-
 int oqcik_dw3flat_ok(const OqciConv *p) {
     return p->k_h == 3 && p->k_w == 3 && p->s_h == 1 && p->s_w == 1 && p->d_h == 1 &&
            p->d_w == 1 && p->p_t == 1 && p->p_l == 1 && p->out_h == p->in_h &&
            p->out_w == p->in_w && (int64_t)p->in_h * p->in_w >= 16 &&
            (int64_t)p->in_h * p->in_w <= DWFLAT_MAX && dw3_all_fused(p);
-}
-
-/* Channel k's float requantization constants (rqfz_make's, from p). */
-T_AVX512VNNI static inline __attribute__((always_inline)) void rqfz_channel(const OqciConv *p,
-                                                                              int32_t k, RqFZ *z) {
-    z->mult2 = _mm512_set1_ps(rq_mult2(p->rq.mult[p->rq.per_index ? k : 0]));
-    z->lo2 = _mm512_set1_ps(2.0f * (float)p->lo);
-    z->hi2 = _mm512_set1_ps(2.0f * (float)p->hi);
 }
 
 T_AVX512VNNI void oqcik_conv_dw3flat__avx512vnni(const OqciConv *p, const void *x, void *y,
@@ -784,218 +758,5 @@ T_AVX2F void oqcik_conv_dwf__avx2(const OqciConv *p, const void *x, void *y, voi
             }
         }
 }
-
-#if HAVE_AMX && !defined(OQCI_NO_FLOAT)
-/* ---- oqcik_conv_dw3q__avx512vbmi: 3x3 depthwise at stride 1 or 2 on bytes (AMX family) ----
- * Each input channel is copied once into a zero-padded byte plane (oqcik_dw3q_geo; s8 inputs
- * as x + 128 with padding 128, and -128 sum w joins the bias: the sums are those of
- * u8 x s8 pairs, exact).  Output row oh, columns ow .. ow + 15: per kernel row i one
- * 64-byte load of plane row oh s + i at column ow s, vpermb (AVX-512 VBMI, which every
- * AMX CPU has) gathers lane l's quad (columns (ow + l) s + j, j = 0 .. 2, and a zero),
- * and vpdpbusd adds its dot product with (w[i][0], w[i][1], w[i][2], 0): 3 loads, 3
- * vpermb and 3 vpdpbusd per 16 outputs instead of the float planes' 9 loads and 9 FMAs,
- * on a plane a quarter of their size.  Two output rows share the vpermb of the rows
- * they both read at stride 1 (4 input rows for 2 output rows).  The sums start from
- * bias + correction; the fused float requantization (rq16, as the GEMM's) on int32 sums
- * below 2^24 (dw3_all_fused) gives oqci_requant's bits.  The plane's padding is written
- * once per call, each channel its interior rows. */
-
-/* Whether channel k's sums (|sum| <= 9 x 255 x 128 + |bias| + 128 x 9 x 128: the dot
- * product, the bias, the s8 inputs' correction) meet the int16 epilogue's condition
- * (rq_mode's RQ_I16, oqci_conv_int.h): B |2 M| <= 2^30. */
-static int dw3q_i16_ok(const OqciConv *p, int32_t k) {
-    int64_t b = p->bias ? p->bias[k] : 0;
-    double m2 = rq_mult2(p->rq.mult[p->rq.per_index ? k : 0]);
-    double bound = 9.0 * 32640.0 + (double)(b < 0 ? -b : b) + 147456.0;
-    return bound * (m2 < 0 ? -m2 : m2) <= 1073741824.0;
-}
-
-/* Channel k of oqcik_conv_dw3q__avx512vbmi with its epilogue in int16 lanes (rq64, as
- * the GEMM's RQ_I16 mode: dw3q_i16_ok): four output rows at a time, 16 columns per step,
- * the four rows' sums requantized together (22 vector operations for 64 outputs where
- * four rq16 and narrow16 take 40), each row's 16 bytes stored from its 128-bit lane
- * (the last, partial vector of a row by a masked store).  Consecutive rows share the vpermb of the input rows they
- * both read (6 for 4 output rows at stride 1, 9 at stride 2); in the last group the rows
- * past out_h are computed from input rows clamped to the last one the plane has (not
- * stored).  S: the stride, a constant once inlined (so the row vectors stay in
- * registers). */
-T_VBMI static inline __attribute__((always_inline)) void
-dw3q_rows4(const OqciConv *p, const uint8_t *b, int32_t bs, int32_t S, int32_t nvec,
-           __mmask16 tmask, __m512i idx, const __m512i *wq, __m512i addv, int32_t k, int u8out,
-           uint8_t *yk) {
-    const __mmask64 qm = (__mmask64)0x7777777777777777ull;
-    const __m512 m2 = _mm512_set1_ps(rq_mult2(p->rq.mult[p->rq.per_index ? k : 0]));
-    const __m512 zf = _mm512_setzero_ps();
-    const __m512i lo2w = _mm512_set1_epi16((short)(2 * p->lo));
-    const __m512i hi2w = _mm512_set1_epi16((short)(2 * p->hi));
-    const int64_t last = (int64_t)(p->out_h - 1) * S + 2;   /* the plane's last row read */
-    int32_t oh, v, i;
-    for (oh = 0; oh < p->out_h; oh += 4) {
-        int32_t nr = p->out_h - oh < 4 ? p->out_h - oh : 4;
-        const uint8_t *in[9] = {0};
-        for (i = 0; i < 3 + 3 * S; i++)
-            in[i] = b + ((int64_t)oh * S + i < last ? (int64_t)oh * S + i : last) * bs;
-        for (v = 0; v < nvec; v++) {
-            int32_t c = 16 * v * S;
-            __m512i a0, a1, a2, a3, r;
-            uint8_t *yo = yk + (int64_t)oh * p->out_w + 16 * v;
-#define DWQ(i) _mm512_maskz_permutexvar_epi8(qm, idx, _mm512_loadu_si512((const void *)(in[i] + c)))
-#define DOT3(qa, qb, qc)                                                                 \
-    _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_dpbusd_epi32(addv, qa, wq[0]), qb, wq[1]), \
-                        qc, wq[2])
-            if (S == 1) {
-                __m512i q0 = DWQ(0), q1 = DWQ(1), q2 = DWQ(2), q3 = DWQ(3), q4 = DWQ(4),
-                        q5 = DWQ(5);
-                a0 = DOT3(q0, q1, q2);
-                a1 = DOT3(q1, q2, q3);
-                a2 = DOT3(q2, q3, q4);
-                a3 = DOT3(q3, q4, q5);
-            } else {
-                __m512i q0 = DWQ(0), q1 = DWQ(1), q2 = DWQ(2), q3 = DWQ(3), q4 = DWQ(4),
-                        q5 = DWQ(5), q6 = DWQ(6), q7 = DWQ(7), q8 = DWQ(8);
-                a0 = DOT3(q0, q1, q2);
-                a1 = DOT3(q2, q3, q4);
-                a2 = DOT3(q4, q5, q6);
-                a3 = DOT3(q6, q7, q8);
-            }
-#undef DOT3
-#undef DWQ
-            r = rq64(a0, a1, a2, a3, m2, m2, m2, m2, zf, zf, zf, zf, lo2w, hi2w, u8out, 0, 0);
-            if (v < nvec - 1) {
-                _mm_storeu_si128((__m128i *)(void *)yo, _mm512_castsi512_si128(r));
-                if (nr > 1)
-                    _mm_storeu_si128((__m128i *)(void *)(yo + p->out_w),
-                                     _mm512_extracti32x4_epi32(r, 1));
-                if (nr > 2)
-                    _mm_storeu_si128((__m128i *)(void *)(yo + 2 * p->out_w),
-                                     _mm512_extracti32x4_epi32(r, 2));
-                if (nr > 3)
-                    _mm_storeu_si128((__m128i *)(void *)(yo + 3 * p->out_w),
-                                     _mm512_extracti32x4_epi32(r, 3));
-            } else {   /* (the lanes' first tail bytes) */
-                _mm512_mask_storeu_epi8(yo, (__mmask64)tmask, r);
-                if (nr > 1)
-                    _mm512_mask_storeu_epi8(yo + p->out_w, (__mmask64)tmask,
-                                            _mm512_castsi128_si512(_mm512_extracti32x4_epi32(r, 1)));
-                if (nr > 2)
-                    _mm512_mask_storeu_epi8(yo + 2 * p->out_w, (__mmask64)tmask,
-                                            _mm512_castsi128_si512(_mm512_extracti32x4_epi32(r, 2)));
-                if (nr > 3)
-                    _mm512_mask_storeu_epi8(yo + 3 * p->out_w, (__mmask64)tmask,
-                                            _mm512_castsi128_si512(_mm512_extracti32x4_epi32(r, 3)));
-            }
-        }
-    }
-}
-
-/* (Rows narrower than 12 outputs leave most of each 16-lane vector idle: the flat float
- * kernels, which run a small plane as one array, are faster there.) */
-int oqcik_dw3q_ok(const OqciConv *p) {
-    int32_t bs, rows;
-    return p->out_w >= 12 && oqcik_dw3q_geo(p, &bs, &rows) > 0 && dw3_all_fused(p);
-}
-
-T_VBMI void oqcik_conv_dw3q__avx512vbmi(const OqciConv *p, const void *x, void *y,
-                                        void *scratch) {
-    int32_t bs, rows, r, v, s = p->s_w, kg = p->out_c / p->group;
-    const int64_t hw = (int64_t)p->in_h * p->in_w, opix = (int64_t)p->out_h * p->out_w;
-    const int u8in = p->in_type == OQCI_U8, u8out = p->out_type == OQCI_U8;
-    const int32_t nvec = (p->out_w + 15) / 16, tail = p->out_w - 16 * (nvec - 1);
-    const __mmask16 tmask = (__mmask16)((1u << tail) - 1);
-    const __mmask64 qm = (__mmask64)0x7777777777777777ull, inm = ((__mmask64)1 << (p->in_w % 64)) - 1;
-    const __m512i flip = _mm512_set1_epi8(u8in ? 0 : (char)0x80);
-    uint8_t *b = align_up(scratch);
-    uint8_t idxb[64];
-    __m512i idx;
-    int64_t n;
-    int32_t g;
-    oqcik_dw3q_geo(p, &bs, &rows);
-    for (v = 0; v < 64; v++)   /* lane l = v / 4, byte j = v % 4: column l s + j */
-        idxb[v] = (uint8_t)(v % 4 < 3 ? (v / 4) * s + v % 4 : 0);
-    idx = _mm512_loadu_si512((const void *)idxb);
-    memset(b, u8in ? 0 : 0x80, (size_t)bs * (size_t)rows);   /* the padding, once */
-    for (n = 0; n < p->batch; n++)
-        for (g = 0; g < p->group; g++) {
-            const uint8_t *xs = (const uint8_t *)x + (n * p->in_c + g) * hw;
-            int32_t kk;
-            for (r = 0; r < p->in_h; r++) {   /* the interior rows (x ^ 0x80 for s8) */
-                const uint8_t *src = xs + (int64_t)r * p->in_w;
-                uint8_t *dst = b + (int64_t)(r + p->p_t) * bs + p->p_l;
-                int32_t c = 0;
-                for (; c + 64 <= p->in_w; c += 64)
-                    _mm512_storeu_si512((void *)(dst + c),
-                                        _mm512_xor_si512(_mm512_loadu_si512((const void *)(src + c)), flip));
-                if (c < p->in_w)
-                    _mm512_mask_storeu_epi8(dst + c, inm,
-                                            _mm512_xor_si512(_mm512_maskz_loadu_epi8(inm, src + c), flip));
-            }
-            for (kk = 0; kk < kg; kk++) {
-                int32_t k = g * kg + kk, oh, i;
-                const int8_t *w = p->w + (size_t)k * (size_t)p->kpad;
-                uint8_t *yk = (uint8_t *)y + (n * p->out_ctotal + p->out_coff + k) * opix;
-                __m512i wq[3], addv;
-                RqFZ z;
-                int64_t add = p->bias ? p->bias[k] : 0, sw = 0;
-                for (i = 0; i < 3; i++) {
-                    wq[i] = _mm512_set1_epi32((int32_t)((uint32_t)(uint8_t)w[3 * i] |
-                                                        (uint32_t)(uint8_t)w[3 * i + 1] << 8 |
-                                                        (uint32_t)(uint8_t)w[3 * i + 2] << 16));
-                    sw += w[3 * i] + w[3 * i + 1] + w[3 * i + 2];
-                }
-                addv = _mm512_set1_epi32((int32_t)(add - (u8in ? 0 : 128 * sw)));
-                rqfz_channel(p, k, &z);
-#define DWQ_ROW(rp, c) _mm512_maskz_permutexvar_epi8(qm, idx, _mm512_loadu_si512((const void *)((rp) + (c))))
-#define DWQ_STORE(dst, acc, last)                                                       \
-    {                                                                                   \
-        __m512i q_ = rqf16(_mm512_cvtepi32_ps(acc), &z);                                \
-        if (last)                                                                       \
-            _mm512_mask_storeu_epi8(dst, (__mmask64)tmask, _mm512_castsi128_si512(narrow16(q_, u8out))); \
-        else                                                                            \
-            _mm_storeu_si128((__m128i *)(void *)(dst), narrow16(q_, u8out));            \
-    }
-                /* rows in fours with the int16 epilogue: where a row has more than one
-                 * vector (14-wide rows ran 10% slower, the groups' set-up and the rows
-                 * past out_h counting for more) */
-                if (nvec > 1 && dw3q_i16_ok(p, k)) {
-                    if (s == 1)
-                        dw3q_rows4(p, b, bs, 1, nvec, tmask, idx, wq, addv, k, u8out, yk);
-                    else
-                        dw3q_rows4(p, b, bs, 2, nvec, tmask, idx, wq, addv, k, u8out, yk);
-                    continue;
-                }
-                for (oh = 0; oh < p->out_h; oh++) {
-                    const uint8_t *r0 = b + (int64_t)oh * s * bs;
-                    uint8_t *yo = yk + (int64_t)oh * p->out_w;
-                    if (s == 1 && oh + 1 < p->out_h) {   /* two output rows, four input rows */
-                        for (v = 0; v < nvec; v++) {
-                            int32_t c = 16 * v;
-                            __m512i q0 = DWQ_ROW(r0, c), q1 = DWQ_ROW(r0 + bs, c);
-                            __m512i q2 = DWQ_ROW(r0 + 2 * bs, c), q3 = DWQ_ROW(r0 + 3 * bs, c);
-                            __m512i a = _mm512_dpbusd_epi32(addv, q0, wq[0]);
-                            __m512i e = _mm512_dpbusd_epi32(addv, q1, wq[0]);
-                            a = _mm512_dpbusd_epi32(a, q1, wq[1]);
-                            e = _mm512_dpbusd_epi32(e, q2, wq[1]);
-                            a = _mm512_dpbusd_epi32(a, q2, wq[2]);
-                            e = _mm512_dpbusd_epi32(e, q3, wq[2]);
-                            DWQ_STORE(yo + c, a, v == nvec - 1)
-                            DWQ_STORE(yo + p->out_w + c, e, v == nvec - 1)
-                        }
-                        oh++;
-                        continue;
-                    }
-                    for (v = 0; v < nvec; v++) {
-                        int32_t c = 16 * v * s;
-                        __m512i a = _mm512_dpbusd_epi32(addv, DWQ_ROW(r0, c), wq[0]);
-                        a = _mm512_dpbusd_epi32(a, DWQ_ROW(r0 + bs, c), wq[1]);
-                        a = _mm512_dpbusd_epi32(a, DWQ_ROW(r0 + 2 * bs, c), wq[2]);
-                        DWQ_STORE(yo + 16 * v, a, v == nvec - 1)
-                    }
-                }
-#undef DWQ_STORE
-#undef DWQ_ROW
-            }
-        }
-}
-#endif
 
 #endif /* HAVE_AVX2 && !OQCI_NO_FLOAT */

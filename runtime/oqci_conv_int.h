@@ -14,8 +14,9 @@
  *                        oqcik_tr4_u8_u8__avx2, oqcik_gather__avx2, oqcik_store_tile__avx2,
  *                        oqcik_wsum__avx2
  *   oqci_conv_dwx86.c    oqcik_conv_dwf__avx2, oqcik_conv_dw3flat__avx512vnni,
- *                        oqcik_conv_dw3s2flat__avx512vnni, oqcik_conv_dw3q__avx512vbmi and
- *                        their conditions oqcik_dw3flat_ok, oqcik_dw3s2flat_ok, oqcik_dw3q_ok
+ *                        oqcik_conv_dw3s2flat__avx512vnni and their conditions
+ *                        oqcik_dw3flat_ok, oqcik_dw3s2flat_ok
+ *   oqci_conv_dwq.c      oqcik_conv_dw3q__avx512vbmi and its condition oqcik_dw3q_ok
  *   oqci_conv_avx512.c   oqcik_family_avx512vnni, oqcik_family_avx512vbmi,
  *                        oqcik_family_avxvnni, oqcik_conv_amx,
  *                        oqcik_amx_permit
@@ -698,8 +699,8 @@ static inline const int8_t **gemm_wtab(const OqciConv *p, void *scratch, size_t 
 #define OQCIK_CFG(file)                                                                     \
     OQCIK_CFG_X(file, OQCIK_CFG_AVX2, OQCIK_CFG_AVXVNNI, OQCIK_CFG_AVX512VNNI, OQCIK_CFG_AMX,  \
                 OQCIK_CFG_NEONDOT, OQCIK_CFG_EMU, OQCIK_CFG_NOFLOAT)
-extern const char OQCIK_CFG(gemm), OQCIK_CFG(avx2), OQCIK_CFG(dwx86), OQCIK_CFG(avx512),
-    OQCIK_CFG(neon);
+extern const char OQCIK_CFG(gemm), OQCIK_CFG(avx2), OQCIK_CFG(dwx86), OQCIK_CFG(dwq),
+    OQCIK_CFG(avx512), OQCIK_CFG(neon);
 
 /* ---- oqci_conv.c ------------------------------------------------------------------- */
 
@@ -748,10 +749,13 @@ int oqcik_dw3s2flat_ok(const OqciConv *p);
 void oqcik_conv_dw3s2flat__avx512vnni(const OqciConv *p, const void *x, void *y,
                                       void *scratch);
 #endif
-#if HAVE_AMX
+#endif
+
+#if HAVE_AMX && !defined(OQCI_NO_FLOAT)
+/* ---- oqci_conv_dwq.c --------------------------------------------------------------- */
+
 int oqcik_dw3q_ok(const OqciConv *p);
 void oqcik_conv_dw3q__avx512vbmi(const OqciConv *p, const void *x, void *y, void *scratch);
-#endif
 #endif
 
 /* ---- oqci_conv_avx512.c ------------------------------------------------------------ */

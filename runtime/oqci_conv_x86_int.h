@@ -147,6 +147,26 @@ T_AVX2 static NOINLINE __m256i rq32(const OqciConv *p, const int32_t *t, const R
                   rq8(LDU256(t + 16), v), rq8(LDU256(t + 24), v));
 }
 
+/* ---- depthwise (oqci_conv_dwx86.c, oqci_conv_dwq.c) ---------------------------------- */
+
+/* A depthwise channel whose sums, bias included, stay below 2^24 in magnitude (|x w| <=
+ * 255 * 128 per tap): float sums are exact, and start from the bias. */
+static inline int dw_bias_fits(int64_t bias, int32_t taps) {
+    return (bias < 0 ? -bias : bias) + (int64_t)taps * 32640 < 16777216;
+}
+
+/* The 3x3 kernels' condition on the requantization: float, and every channel's sums
+ * exact from its bias (conv_dwf's fused condition for all of them). */
+static inline int dw3_all_fused(const OqciConv *p) {
+    int32_t k;
+    if (p->rq.mode != OQCI_REQ_FLOAT)
+        return 0;
+    for (k = 0; k < p->out_c; k++)
+        if (!dw_bias_fits(p->bias ? p->bias[k] : 0, 9))
+            return 0;
+    return 1;
+}
+
 /* ---- AVX-512 float requantization (depthwise kernels, AVX-512 epilogue) ------------- */
 
 #if HAVE_DWZ
@@ -161,6 +181,14 @@ T_AVX512VNNI static inline __attribute__((always_inline)) __m512i rqf16(__m512 s
     m = _mm512_mask_add_epi32(m, _mm512_cmpgt_epi32_mask(m, _mm512_set1_epi32(-1)), m,
                               _mm512_set1_epi32(1));
     return _mm512_srai_epi32(m, 1);
+}
+
+/* Channel k's float requantization constants (rqfz_make's, from p). */
+T_AVX512VNNI static inline __attribute__((always_inline)) void rqfz_channel(const OqciConv *p,
+                                                                              int32_t k, RqFZ *z) {
+    z->mult2 = _mm512_set1_ps(rq_mult2(p->rq.mult[p->rq.per_index ? k : 0]));
+    z->lo2 = _mm512_set1_ps(2.0f * (float)p->lo);
+    z->hi2 = _mm512_set1_ps(2.0f * (float)p->hi);
 }
 
 /* 16 int32 results inside the output type as its bytes (nothing saturates). */
