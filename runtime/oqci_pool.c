@@ -528,6 +528,56 @@ T_AVX512 static void maxpool_s2z(const OqciPool *p, const void *x, void *y) {
         k3 ? MPZ(0, 1, 0) : MPZ(0, 0, 0);
 #undef MPZ
 }
+
+/* ---- AVX-512: 3x3 / stride 1 / pad 1 max pools on rows of at most 64 --------------------
+ * (maxpool_same3_ok with in_w <= 64: GoogLeNet's branch pools, 28, 14 and 7 wide.)  One
+ * vector per row: per output row, the three input rows loaded with a byte mask that keeps
+ * the row's columns (the others, and the rows above and below the image, get the type's
+ * smallest value: padding never wins), reduced by byte max; then each output's left and
+ * right neighbours, the vector moved by one byte across its 128-bit lanes (valignq, then
+ * vpalignr: the byte shifted in is the smallest value at column 0, and the masked one
+ * past the row at column w - 1), and one masked store. */
+T_AVX512 static inline __attribute__((always_inline)) void
+mps3r_body(const OqciPool *p, const void *x, void *y, int s8, int clamp) {
+    const int32_t w = p->in_w, h = p->in_h;
+    const int64_t hw = (int64_t)h * w;
+    const __mmask64 m = w == 64 ? ~(__mmask64)0 : ((__mmask64)1 << w) - 1;
+    const __m512i fill = _mm512_set1_epi8(s8 ? (char)-128 : 0);
+    const __m512i lo = _mm512_set1_epi8((char)p->lo), hi = _mm512_set1_epi8((char)p->hi);
+    int64_t n;
+    int32_t c, r;
+#define MPS3_MAX(a, b) (s8 ? _mm512_max_epi8(a, b) : _mm512_max_epu8(a, b))
+    for (n = 0; n < p->batch; n++)
+        for (c = 0; c < p->channels; c++) {
+            const uint8_t *xc = (const uint8_t *)x + (n * p->channels + c) * hw;
+            uint8_t *yc = (uint8_t *)y + (n * p->out_ctotal + p->out_coff + c) * hw;
+            __m512i above = fill, cur = _mm512_mask_loadu_epi8(fill, m, xc);
+            for (r = 0; r < h; r++) {
+                __m512i below = r + 1 < h ? _mm512_mask_loadu_epi8(fill, m, xc + (int64_t)(r + 1) * w)
+                                          : fill;
+                __m512i v = MPS3_MAX(MPS3_MAX(above, cur), below), l, rr;
+                l = _mm512_alignr_epi8(v, _mm512_alignr_epi64(v, fill, 6), 15);
+                rr = _mm512_alignr_epi8(_mm512_alignr_epi64(fill, v, 2), v, 1);
+                v = MPS3_MAX(MPS3_MAX(v, l), rr);
+                if (clamp)
+                    v = s8 ? _mm512_min_epi8(_mm512_max_epi8(v, lo), hi)
+                           : _mm512_min_epu8(_mm512_max_epu8(v, lo), hi);
+                _mm512_mask_storeu_epi8(yc + (int64_t)r * w, m, v);
+                above = cur;
+                cur = below;
+            }
+        }
+#undef MPS3_MAX
+}
+
+T_AVX512 static void maxpool_same3r(const OqciPool *p, const void *x, void *y) {
+    const int s8 = p->in_type == OQCI_S8;
+    const int clamp = s8 ? p->lo > -128 || p->hi < 127 : p->lo > 0 || p->hi < 255;
+    if (clamp)
+        s8 ? mps3r_body(p, x, y, 1, 1) : mps3r_body(p, x, y, 0, 1);
+    else
+        s8 ? mps3r_body(p, x, y, 1, 0) : mps3r_body(p, x, y, 0, 0);
+}
 #endif
 
 int oqci_maxpool(const OqciPool *p, const void *x, void *y) {
@@ -537,6 +587,10 @@ int oqci_maxpool(const OqciPool *p, const void *x, void *y) {
 #if HAVE_AVX512
     if (maxpool_s2z_ok(p) && oqci_use_avx512()) {
         maxpool_s2z(p, x, y);
+        return OQCI_OK;
+    }
+    if (maxpool_same3_ok(p) && p->in_w <= 64 && oqci_use_avx512()) {
+        maxpool_same3r(p, x, y);
         return OQCI_OK;
     }
 #endif

@@ -711,7 +711,8 @@ static void test_maxpool_same3_isas(void) {
     rnd_seed(53);
     int64_t bad = 0;
     static const int32_t dims[][2] = {{7, 7}, {14, 14}, {28, 28}, {4, 8}, {1, 32}, {32, 1},
-                                      {5, 6}, {64, 64}, {65, 63}, {2, 300}, {3, 11}, {13, 300}};
+                                      {5, 6}, {64, 64}, {65, 63}, {2, 300}, {3, 11}, {13, 300},
+                                      {9, 64}};
     for (int t = 0; t < 240; t++) {
         OqciPool p;
         memset(&p, 0, sizeof p);
