@@ -274,10 +274,10 @@ store_quads(__m512i lo, __m512i hi, int32_t len, uint8_t *d, int flip) {
     }
 }
 
-/* Four rows of len <= 32 bytes as len panel pixels of 4 bytes, the top bit flipped
- * (flip: s8 inputs + 128) or not: masked loads (nothing read past len), byte then word
- * interleaves inside 128-bit lanes (lane 0: pixels 0-15, lane 1: 16-31), the lanes put
- * in pixel order, masked stores of exactly 4 len bytes. */
+/* Four rows a, b, c, e of len <= 32 bytes as len panel pixels of 4 bytes, the top bit
+ * flipped (flip: s8 inputs + 128) or not: byte then word interleaves inside 128-bit lanes
+ * (lane 0: pixels 0-15, lane 1: 16-31), the lanes put in pixel order, masked stores of
+ * exactly 4 len bytes (store_quads). */
 T_AVX512VNNI static inline __attribute__((always_inline)) void
 tr4_v32z(__m512i a, __m512i b, __m512i c, __m512i e, int32_t len, uint8_t *d, int flip) {
     __m512i ab0 = _mm512_unpacklo_epi8(a, b), ab1 = _mm512_unpackhi_epi8(a, b);
@@ -290,27 +290,27 @@ tr4_v32z(__m512i a, __m512i b, __m512i c, __m512i e, int32_t len, uint8_t *d, in
     store_quads(lo, hi, len, d, flip);
 }
 
-T_AVX512VNNI static inline __attribute__((always_inline)) void
-tr4_b32z(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3,
-         int32_t len, uint8_t *d, int flip) {
-    __mmask64 m = len >= 32 ? (__mmask64)0xFFFFFFFFu : ((__mmask64)1 << len) - 1;
-    tr4_v32z(_mm512_maskz_loadu_epi8(m, r0), _mm512_maskz_loadu_epi8(m, r1),
-             _mm512_maskz_loadu_epi8(m, r2), _mm512_maskz_loadu_epi8(m, r3), len, d, flip);
-}
-
 /* A family's Family.tr4 pair (u8 panels of s8 inputs, flipped; of u8 inputs) and
- * Family.band_pack pair (pack_band_body with them inlined), from its four-row transpose
- * B32 (rows, len, d, flip), with target attributes T. */
-#define TR4_SET(ISA, T, B32)                                                            \
+ * Family.band_pack pair (pack_band_body with them inlined), with target attributes T:
+ * four rows of len <= 32 bytes loaded with a byte mask (nothing read past len) and
+ * transposed by V32 (the four vectors, len, d, flip). */
+#define TR4_SET(ISA, T, V32)                                                            \
+    T static inline __attribute__((always_inline)) void B32_##ISA(                       \
+        const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3,      \
+        int32_t len, uint8_t *d, int flip) {                                            \
+        __mmask64 m = len >= 32 ? (__mmask64)0xFFFFFFFFu : ((__mmask64)1 << len) - 1;   \
+        V32(_mm512_maskz_loadu_epi8(m, r0), _mm512_maskz_loadu_epi8(m, r1),             \
+            _mm512_maskz_loadu_epi8(m, r2), _mm512_maskz_loadu_epi8(m, r3), len, d, flip); \
+    }                                                                                   \
     T static inline __attribute__((always_inline)) void tr4_u8_s8__##ISA(               \
         const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3,      \
         int32_t len, void *dst) {                                                       \
-        B32(r0, r1, r2, r3, len, (uint8_t *)dst, 1);                                    \
+        B32_##ISA(r0, r1, r2, r3, len, (uint8_t *)dst, 1);                              \
     }                                                                                   \
     T static inline __attribute__((always_inline)) void tr4_u8_u8__##ISA(               \
         const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3,      \
         int32_t len, void *dst) {                                                       \
-        B32(r0, r1, r2, r3, len, (uint8_t *)dst, 0);                                    \
+        B32_##ISA(r0, r1, r2, r3, len, (uint8_t *)dst, 0);                              \
     }                                                                                   \
     T static void pack_band_s8__##ISA(const OqciConv *p, const Band *b, int64_t r0,     \
                                       const Seg *segs, int nseg, int32_t q0, int32_t nq, \
@@ -322,7 +322,7 @@ tr4_b32z(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t 
                                       uint8_t *panel) {                                 \
         pack_band_body(p, b, r0, segs, nseg, q0, nq, panel, 32, 1, tr4_u8_u8__##ISA);   \
     }
-TR4_SET(avx512vnni, T_AVX512VNNI, tr4_b32z)
+TR4_SET(avx512vnni, T_AVX512VNNI, tr4_v32z)
 
 /* Family.runs: the nk rows of q (stride TILE_NR, the fused epilogue's buffer) stored
  * through the panel's runs.  Each row is read once, 32 bytes as the epilogue stored them
@@ -614,8 +614,8 @@ general:
     store_runs__avx512vnni(p, q, k, nk, segs, nseg, y);
 }
 
-/* vpermt2b indices for the VBMI transposes (tr4_b32v, pack_s2__amx): from two rows a
- * (table bytes 0-63) and b (64-127), with pixel px at byte step * px (step 1: a row of
+/* vpermt2b indices for the VBMI transposes (the avx512vbmi tr4, pack_s2__amx): from two
+ * rows a (table bytes 0-63) and b (64-127), with pixel px at byte step * px (step 1: a row of
  * the band; 2: an input row read at stride 2), the pairs (a[step px], b[step px]) as
  * 16-bit words, placed so that unpacking the words of two such vectors gives the quads
  * in pixel order: in 128-bit lane L, words 0-3 hold pixels 4 L .. 4 L + 3 (vpunpcklwd:
@@ -645,16 +645,11 @@ tr4_v32v(__m512i a, __m512i b, __m512i c, __m512i e, __m512i idx, int32_t len, u
     store_quads(lo, hi, len, d, flip);
 }
 
-/* Family.tr4 with VBMI: tr4_b32z's masked loads, tr4_v32v's 4 shuffles for its 12. */
-T_VBMI static inline __attribute__((always_inline)) void
-tr4_b32v(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3,
-         int32_t len, uint8_t *d, int flip) {
-    __mmask64 m = len >= 32 ? (__mmask64)0xFFFFFFFFu : ((__mmask64)1 << len) - 1;
-    tr4_v32v(_mm512_maskz_loadu_epi8(m, r0), _mm512_maskz_loadu_epi8(m, r1),
-             _mm512_maskz_loadu_epi8(m, r2), _mm512_maskz_loadu_epi8(m, r3),
-             _mm512_loadu_si512((const void *)pair_idx[0]), len, d, flip);
-}
-TR4_SET(avx512vbmi, T_VBMI, tr4_b32v)
+/* Family.tr4 with VBMI: tr4_v32v on rows read at stride 1, 4 shuffles for tr4_v32z's 12. */
+#define TR4_V32V1(a, b, c, e, len, d, flip)                                              \
+    tr4_v32v(a, b, c, e, _mm512_loadu_si512((const void *)pair_idx[0]), len, d, flip)
+TR4_SET(avx512vbmi, T_VBMI, TR4_V32V1)
+#undef TR4_V32V1
 #undef TR4_SET
 
 /* Family.pack_s2 for AMX (u8 panels as they are): per run and quad, four masked loads
