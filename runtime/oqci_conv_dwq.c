@@ -23,20 +23,19 @@ const char OQCIK_CFG(dwq) = 0;   /* (build consistency, see oqci_conv_int.h) */
 
 /* Whether channel k's sums (|sum| <= 9 x 255 x 128 + |bias| + 128 x 9 x 128: the dot
  * product, the bias, the s8 inputs' correction) meet the int16 epilogue's condition
- * (rq_mode's RQ_I16, oqci_conv_int.h): B |2 M| <= 2^30. */
+ * (rq_i16_chan, rq_mode's RQ_I16). */
 static int dw3q_i16_ok(const OqciConv *p, int32_t k) {
     int64_t b = p->bias ? p->bias[k] : 0;
-    double m2 = rq_mult2(p->rq.mult[p->rq.per_index ? k : 0]);
-    double bound = 9.0 * 32640.0 + (double)(b < 0 ? -b : b) + 147456.0;
-    return bound * (m2 < 0 ? -m2 : m2) <= 1073741824.0;
+    return rq_i16_chan(9.0 * 32640.0 + (double)(b < 0 ? -b : b) + 147456.0,
+                       rq_mult2(p->rq.mult[p->rq.per_index ? k : 0]));
 }
 
 /* Channel k of oqcik_conv_dw3q__avx512vbmi with its epilogue in int16 lanes (rq64, as
  * the GEMM's RQ_I16 mode: dw3q_i16_ok): four output rows at a time, 16 columns per step,
  * the four rows' sums requantized together (22 vector operations for 64 outputs where
  * four rq16 and narrow16 take 40), each row's 16 bytes stored from its 128-bit lane
- * (the last, partial vector of a row by a masked store).  Consecutive rows share the vpermb of the input rows they
- * both read (6 for 4 output rows at stride 1, 9 at stride 2); in the last group the rows
+ * (the last, partial vector of a row by a masked store).  Consecutive rows share the
+ * vpermb of the input rows they both read (6 for 4 output rows at stride 1, 9 at stride 2); in the last group the rows
  * past out_h are computed from input rows clamped to the last one the plane has (not
  * stored).  S: the stride, a constant once inlined (so the row vectors stay in
  * registers). */
@@ -82,29 +81,21 @@ dw3q_rows4(const OqciConv *p, const uint8_t *b, int32_t bs, int32_t S, int32_t n
 #undef DOT3
 #undef DWQ
             r = rq64(a0, a1, a2, a3, m2, m2, m2, m2, zf, zf, zf, zf, lo2w, hi2w, u8out, 0, 0);
-            if (v < nvec - 1) {
-                _mm_storeu_si128((__m128i *)(void *)yo, _mm512_castsi512_si128(r));
-                if (nr > 1)
-                    _mm_storeu_si128((__m128i *)(void *)(yo + p->out_w),
-                                     _mm512_extracti32x4_epi32(r, 1));
-                if (nr > 2)
-                    _mm_storeu_si128((__m128i *)(void *)(yo + 2 * p->out_w),
-                                     _mm512_extracti32x4_epi32(r, 2));
-                if (nr > 3)
-                    _mm_storeu_si128((__m128i *)(void *)(yo + 3 * p->out_w),
-                                     _mm512_extracti32x4_epi32(r, 3));
-            } else {   /* (the lanes' first tail bytes) */
-                _mm512_mask_storeu_epi8(yo, (__mmask64)tmask, r);
-                if (nr > 1)
-                    _mm512_mask_storeu_epi8(yo + p->out_w, (__mmask64)tmask,
-                                            _mm512_castsi128_si512(_mm512_extracti32x4_epi32(r, 1)));
-                if (nr > 2)
-                    _mm512_mask_storeu_epi8(yo + 2 * p->out_w, (__mmask64)tmask,
-                                            _mm512_castsi128_si512(_mm512_extracti32x4_epi32(r, 2)));
-                if (nr > 3)
-                    _mm512_mask_storeu_epi8(yo + 3 * p->out_w, (__mmask64)tmask,
-                                            _mm512_castsi128_si512(_mm512_extracti32x4_epi32(r, 3)));
-            }
+            /* row oh + j's 16 bytes from lane j (the last vector: its tail bytes) */
+#define DWQ_LANE(j)                                                                     \
+    if (j < nr) {                                                                       \
+        __m128i l_ = _mm512_extracti32x4_epi32(r, j);                                   \
+        if (v < nvec - 1)                                                               \
+            _mm_storeu_si128((__m128i *)(void *)(yo + j * p->out_w), l_);               \
+        else                                                                            \
+            _mm512_mask_storeu_epi8(yo + j * p->out_w, (__mmask64)tmask,                \
+                                    _mm512_castsi128_si512(l_));                        \
+    }
+            DWQ_LANE(0)
+            DWQ_LANE(1)
+            DWQ_LANE(2)
+            DWQ_LANE(3)
+#undef DWQ_LANE
         }
     }
 }

@@ -543,6 +543,14 @@ enum { RQ_F32 = 0, RQ_I16 = 1, RQ_I16B = 2, RQ_I16BN = 3 };
  * rounding step (vpavgw) at most 32767, and the byte pack (vpackuswb) saturates at 255
  * exactly where the clamp at 2 hi = 510 would have (rounding is monotone and sends 510
  * to 255): no clamp at hi. */
+#ifndef OQCI_NO_FLOAT
+/* The RQ_I16 condition of one channel whose sums are bounded by bound (exact in double),
+ * with multiplier 2 M = m2 (see rq_mode). */
+static inline int rq_i16_chan(double bound, double m2) {
+    return bound * (m2 < 0 ? -m2 : m2) <= 1073741824.0;
+}
+#endif
+
 static inline int rq_mode(const OqciConv *p, const RqPre *pre, int biased) {
 #ifndef OQCI_NO_FLOAT
     int32_t k;
@@ -551,7 +559,7 @@ static inline int rq_mode(const OqciConv *p, const RqPre *pre, int biased) {
     for (k = 0; k < p->out_c; k++) {   /* (no branch: every channel is looked at) */
         int64_t b = p->bias ? p->bias[k] : 0;
         double m2 = pre[k].m2, bound = base + (double)(b < 0 ? -b : b);
-        i16 &= bound * (m2 < 0 ? -m2 : m2) <= 1073741824.0;
+        i16 &= rq_i16_chan(bound, m2);
         b8 &= (m2 >= 0.0) & (bound < 8388608.0);
         nomin &= bound * m2 < 32767.0;
     }

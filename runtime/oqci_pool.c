@@ -437,6 +437,12 @@ static int maxpool_s2z_ok(const OqciPool *p) {
            (int64_t)(p->out_w - 1) * 2 - p->p_l < p->in_w;
 }
 
+/* Whether a max pool's clamp does something: [lo, hi] leaves out a value of the input
+ * type (the AVX-512 pools skip it otherwise). */
+static int mp_clamps(const OqciPool *p) {
+    return p->in_type == OQCI_S8 ? p->lo > -128 || p->hi < 127 : p->lo > 0 || p->hi < 255;
+}
+
 /* Columns [c0, c0 + 64) of a row: the bits of those inside [0, in_w). */
 static __mmask64 mpz_mask(int64_t c0, int32_t in_w) {
     int64_t a = c0 < 0 ? -c0 : 0, b = in_w - c0;   /* bits [a, b) */
@@ -509,8 +515,7 @@ mpz_body(const OqciPool *p, const void *x, void *y, const __mmask64 *m0, const _
 T_AVX512 static void maxpool_s2z(const OqciPool *p, const void *x, void *y) {
     const int s8 = p->in_type == OQCI_S8, k3 = p->k_w == 3, nout = MPZ_OUT(k3);
     const int32_t nch = (p->out_w + nout - 1) / nout;
-    /* the clamp does something: [lo, hi] leaves out a value of the input type */
-    const int clamp = s8 ? p->lo > -128 || p->hi < 127 : p->lo > 0 || p->hi < 255;
+    const int clamp = mp_clamps(p);
     __mmask64 m0[MPZ_CHUNKS], ms[MPZ_CHUNKS];
     int32_t ch;
     for (ch = 0; ch < nch; ch++) {   /* chunk ch: outputs nout ch .., columns from c0 */
@@ -572,7 +577,7 @@ mps3r_body(const OqciPool *p, const void *x, void *y, int s8, int clamp) {
 
 T_AVX512 static void maxpool_same3r(const OqciPool *p, const void *x, void *y) {
     const int s8 = p->in_type == OQCI_S8;
-    const int clamp = s8 ? p->lo > -128 || p->hi < 127 : p->lo > 0 || p->hi < 255;
+    const int clamp = mp_clamps(p);
     if (clamp)
         s8 ? mps3r_body(p, x, y, 1, 1) : mps3r_body(p, x, y, 0, 1);
     else
