@@ -39,6 +39,7 @@
  *   oqci_conv_avx512.c    AVX-512 VNNI, the AMX-INT8 tiles built on it, AVX-VNNI;
  *   oqci_conv_dwx86.c     x86 depthwise on float planes (AVX2 and AVX-512);
  *   oqci_conv_dwq.c       the AMX family's 3x3 depthwise on byte planes (VBMI, vpdpbusd);
+ *   oqci_conv_amxt.c      the AMX family's thin 1x1 convs (reductions up to 64);
  *   oqci_conv_neon.c      Arm dot product, and Arm depthwise on int16 planes;
  *   oqci_conv_int.h       internal header: configuration, sizes, scratch layout, shared
  *                         types and helpers, what each file exports (prefix oqcik_);
@@ -390,6 +391,8 @@ static size_t conv_scratch(const OqciConv *p, int amx) {
     }
     if (a > s)
         s = a;
+    if (amx && amxt_fits(p) && amxt_scratch(p) > s)
+        s = amxt_scratch(p);
     if ((size_t)p->kpad > s)   /* few-pixel path: one im2col row */
         s = (size_t)p->kpad;
     if (is_dw(p) && dw_scratch(p) > s)
@@ -416,7 +419,7 @@ int oqci_conv_amx_build(void) {
  * cost to a valid call. */
 static int cfg_check(void) {
     return OQCIK_CFG(gemm) | OQCIK_CFG(avx2) | OQCIK_CFG(dwx86) | OQCIK_CFG(dwq) |
-           OQCIK_CFG(avx512) | OQCIK_CFG(neon);
+           OQCIK_CFG(amxt) | OQCIK_CFG(avx512) | OQCIK_CFG(neon);
 }
 
 int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {
@@ -464,6 +467,10 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {
 #if HAVE_AVX512VNNI
         if (z)
             f = &oqcik_family_avx512vnni;
+#endif
+#if HAVE_AMX && HAVE_DWZ
+        if (isa == OQCI_ISA_AMX && amxt_fits(p) && oqcik_conv_amxt(p, x, y, scratch))
+            return OQCI_OK;
 #endif
 #if HAVE_AMX
         if (isa == OQCI_ISA_AMX && amx_fits(p)) {

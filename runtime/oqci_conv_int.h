@@ -17,6 +17,7 @@
  *                        oqcik_conv_dw3s2flat__avx512vnni and their conditions
  *                        oqcik_dw3flat_ok, oqcik_dw3s2flat_ok
  *   oqci_conv_dwq.c      oqcik_conv_dw3q__avx512vbmi and its condition oqcik_dw3q_ok
+ *   oqci_conv_amxt.c     oqcik_conv_amxt (its condition amxt_fits, below)
  *   oqci_conv_avx512.c   oqcik_family_avx512vnni, oqcik_family_avx512vbmi,
  *                        oqcik_family_avxvnni, oqcik_conv_amx,
  *                        oqcik_amx_permit
@@ -297,6 +298,30 @@ static inline int amx_fits(const OqciConv *p) {
     return p->out_c / p->group >= AMX_MIN_KG && p->kpad > 32 && p->kpad <= OQCI_KCHUNK;
 }
 
+/* A fused epilogue's per-channel constants, worked out once per oqcik_conv_gemm call: the
+ * correction plus the bias (mod 2^32: the fused condition excludes overflow; plus
+ * RQ_BIAS in modes RQ_I16B, RQ_I16BN), 2 M and (those modes) -2^23 * 2 M. */
+typedef struct RqPre {
+    int32_t add;
+    float m2;
+    float c2;
+} RqPre;
+
+/* oqcik_conv_amxt (oqci_conv_amxt.c): 1x1 convs (is_flat) of at most AMXT_MAXK reduction
+ * elements, 16 channels or more per group, 8-bit outputs, float requantization.  Its
+ * scratch: two panels (kpad / 4 quads of 32 pixels), two slots of step sums (32 x 32
+ * int32), then per channel a row of 16 copies of its sums' start and its RqPre. */
+#define AMXT_MAXK 64
+#define AMXT_PANEL (AMXT_MAXK / 4 * 128)
+#define AMXT_SLOT (32 * TILE_NR * 4)
+static inline int amxt_fits(const OqciConv *p) {
+    return is_flat(p) && p->kpad > 16 && p->kpad <= AMXT_MAXK && p->out_c / p->group >= 16 &&
+           p->out_type != OQCI_S32 && p->rq.mode == OQCI_REQ_FLOAT;
+}
+static inline size_t amxt_scratch(const OqciConv *p) {
+    return ALIGN + 2 * AMXT_PANEL + 2 * AMXT_SLOT + (size_t)p->out_c * (64 + sizeof(RqPre));
+}
+
 /* Bytes of one AMX panel (the whole reduction, rows of 32 pixels) and how many panels
  * oqcik_conv_gemm packs before it runs the tiles over them: the tile unit of Sapphire Rapids
  * runs a short burst several times slower after the core has spent a microsecond or so
@@ -500,15 +525,6 @@ static inline float rq_mult2(float mult) {
 #endif
 }
 
-/* A fused epilogue's per-channel constants, worked out once per oqcik_conv_gemm call: the
- * correction plus the bias (mod 2^32: the fused condition excludes overflow; plus
- * RQ_BIAS in modes RQ_I16B, RQ_I16BN), 2 M and (those modes) -2^23 * 2 M. */
-typedef struct RqPre {
-    int32_t add;
-    float m2;
-    float c2;
-} RqPre;
-
 /* The fused epilogue's modes (the i16 argument of the Family members): float steps in
  * 32-bit lanes (RQ_F32), the clamp and rounding in int16 lanes (RQ_I16), and
  * RQ_I16 on sums that start from RQ_BIAS (RQ_I16B, RQ_I16BN; rq_mode picks one; families
@@ -707,7 +723,7 @@ static inline const int8_t **gemm_wtab(const OqciConv *p, void *scratch, size_t 
 #define OQCIK_CFG(file)                                                                     \
     OQCIK_CFG_X(file, OQCIK_CFG_AVX2, OQCIK_CFG_AVXVNNI, OQCIK_CFG_AVX512VNNI, OQCIK_CFG_AMX,  \
                 OQCIK_CFG_NEONDOT, OQCIK_CFG_EMU, OQCIK_CFG_NOFLOAT)
-extern const char OQCIK_CFG(gemm), OQCIK_CFG(avx2), OQCIK_CFG(dwx86), OQCIK_CFG(dwq),
+extern const char OQCIK_CFG(gemm), OQCIK_CFG(avx2), OQCIK_CFG(dwx86), OQCIK_CFG(dwq), OQCIK_CFG(amxt),
     OQCIK_CFG(avx512), OQCIK_CFG(neon);
 
 /* ---- oqci_conv.c ------------------------------------------------------------------- */
@@ -764,6 +780,12 @@ void oqcik_conv_dw3s2flat__avx512vnni(const OqciConv *p, const void *x, void *y,
 
 int oqcik_dw3q_ok(const OqciConv *p);
 void oqcik_conv_dw3q__avx512vbmi(const OqciConv *p, const void *x, void *y, void *scratch);
+#endif
+
+#if HAVE_AMX && HAVE_DWZ
+/* ---- oqci_conv_amxt.c -------------------------------------------------------------- */
+
+int oqcik_conv_amxt(const OqciConv *p, const void *x, void *y, void *scratch);
 #endif
 
 /* ---- oqci_conv_avx512.c ------------------------------------------------------------ */

@@ -806,6 +806,15 @@ static const int simd_shapes[][16] = {
     {1, 64, 64, 1, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    /* AMX: 2 x 32 channels */
     {2, 12, 40, 2, 15, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    /* AMX: batches across images, 2 groups */
     {1, 16, 48, 1, 20, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    /* AMX: batches of 8 and 5 panels */
+    {3, 20, 16, 1, 5, 7, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},      /* amxt: K 20, one unit, 35 = 32 + 3
+                                                             * pixels, images */
+    {1, 64, 33, 1, 9, 9, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},      /* amxt: K 64 (its largest), units
+                                                             * 16 + 16 + shifted 1: a lone unit */
+    {1, 17, 24, 1, 32, 33, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* amxt: 17 channels (zero rows in
+                                                             * the last quad), 33 panels */
+    {2, 96, 64, 2, 6, 11, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     /* amxt: 2 groups of 48 -> 32 */
+    {1, 42, 34, 2, 7, 9, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},      /* amxt: groups of 21 -> 17 */
+    {1, 68, 16, 1, 8, 8, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},      /* K 68: past amxt, AMX tiles */
 };
 
 /* Exact, every family: shapes aimed at each SIMD path (simd_shapes), each with u8 and s8
@@ -1080,8 +1089,9 @@ static int64_t conv_run_rq(OqciConv *p, uint8_t *x, int8_t *W, int32_t *bias, fl
 }
 /* Exact, every family: the AVX-512 fused epilogue's int16 clamp (rq64, taken when
  * rq_mode allows RQ_I16: (kpad * 32640 + |bias|) * 2 M <= 2^30 for every channel) and its
- * fallback, the float clamp.  1x1 convs (C 16 and 24: the VNNI microkernel; C 48: AMX
- * tiles) over 7x7 pixels (panels of 32 and 17) and 4x4 (16: the 16-pixel bodies), K odd
+ * fallback, the float clamp.  1x1 convs (C 16: the VNNI microkernel; C 24 and 48: the AMX
+ * family's thin kernel, oqci_conv_amxt.c; C 80: AMX tiles) over 7x7 pixels (panels of 32
+ * and 17) and 4x4 (16: the 16-pixel bodies), K odd
  * (row pairs and fours cut short), two thirds of the inputs at the top of their range
  * against all +127 or all -127 weights per channel, so sums reach +-kpad * 32640;
  * multipliers: odd channels at 0.9 of the bound (u = acc * 2 M nears 2^30, outputs
@@ -1091,13 +1101,13 @@ static int64_t conv_run_rq(OqciConv *p, uint8_t *x, int8_t *W, int32_t *bias, fl
  * must fall back.  u8 and s8 outputs; clamps full, ReLU-like, ReLU6-like (hi < 255)
  * and lo = hi. */
 static void test_conv_i16_epilogue(void) {
-    static const int chans[] = {16, 24, 48}, sides[] = {7, 4};
+    static const int chans[] = {16, 24, 48, 80}, sides[] = {7, 4};
     static const int32_t clamps[][2][2] = {   /* [kind][u8, s8] {lo, hi} */
         {{0, 255}, {-128, 127}}, {{0, 255}, {0, 127}}, {{0, 150}, {-20, 90}},
         {{37, 37}, {-5, -5}}};
     rnd_seed(25);
     int64_t bad = 0;
-    for (int ci = 0; ci < 3; ci++)
+    for (int ci = 0; ci < 4; ci++)
         for (int si = 0; si < 2; si++)
             for (int over = 0; over < 2; over++)
                 for (int ot = 0; ot < 2; ot++)
@@ -1148,12 +1158,13 @@ static void test_conv_i16_epilogue(void) {
  * largest sums).  Inputs are full range, weights of both signs, biases up to +-10^5:
  * sums of both signs, so the negative half (where the biased float holds acc / 2) is
  * reached.  260 input channels put the bound past 2^23
- * (RQ_I16); 16 and 24 run the AVX-512 VNNI microkernel, 48 the AMX tiles' epilogue. */
+ * (RQ_I16); 16 runs the AVX-512 VNNI microkernel, 24 and 48 the AMX family's thin kernel
+ * (oqci_conv_amxt.c), 80 and 260 the AMX tiles' epilogue. */
 static void test_conv_biased_epilogue(void) {
-    static const int chans[] = {16, 24, 48, 260}, sides[] = {7, 8}, outs[] = {19, 40};
+    static const int chans[] = {16, 24, 48, 80, 260}, sides[] = {7, 8}, outs[] = {19, 40};
     rnd_seed(26);
     int64_t bad = 0;
-    for (int ci = 0; ci < 4; ci++)
+    for (int ci = 0; ci < 5; ci++)
         for (int si = 0; si < 2; si++)
             for (int oi = 0; oi < 2; oi++)
                 for (int kind = 0; kind < 6; kind++) {

@@ -1,0 +1,240 @@
+/* oqci_conv_amxt.c - the AMX family's kernel for thin 1x1 convs, oqcik_conv_amxt: AMX-INT8
+ * tiles over reductions of at most 64 (the expand convs of MobileNet-v2 and SqueezeNet,
+ * 16 to 48 input channels), with the fused int16 epilogue.  There the AVX-512 VNNI
+ * kernels spend as many operations on the epilogue as on the dot products (at K = 16, 16
+ * vpdpbusd and 14 epilogue operations per 64 outputs, both on the same two ports), and
+ * oqcik_conv_amx's tiles, built for deep reductions (64-byte chunks, sums added to the
+ * bias in the epilogue, the generic panel and store machinery), were slower still.
+ *
+ * Here the tiles take the reduction as it is: A tiles (16 channels' weight rows, as
+ * oqci.h lays them out) of kpad bytes per row, B tiles of kpad / 4 quad rows (16 pixels,
+ * the 1x1 conv's input planes transposed four channels at a time), so one tdpbssd /
+ * tdpbsud per 16 x 16 outputs whatever kpad.  The C tiles start from the bias rather
+ * than zero (a tile load of 16 rows of 16 copies of each channel's constant, which holds
+ * RQ_BIAS in modes RQ_I16B and RQ_I16BN: rq_mode), so the sums leave the tiles ready for
+ * rq64, 14 operations per 64 outputs (RQ_I16BN), and nothing else runs on the vector
+ * ports.  A step is 32 channels x 32 pixels (tiles 0-3 its sums, 4-5 the weights, 6-7 the
+ * panel); its sums go to one of two slots of scratch, and its epilogue runs after the
+ * next step's tile work was issued, so the tile unit works while the core requantizes.
+ * Exact: the tile sums are int32 sums of at most 64 products plus the bias (no overflow:
+ * bias_may_overflow is checked for every channel), the same integers as every other
+ * path's, and rq64 is oqci_requant's bits under rq_mode's conditions.  Where they fail
+ * (RQ_F32, a bias that may overflow) the kernel returns 0 before it writes anything and
+ * the conv takes the general AMX path. */
+#include "oqci_conv_x86_int.h"
+
+const char OQCIK_CFG(amxt) = 0;   /* (build consistency, see oqci_conv_int.h) */
+
+#if HAVE_AMX && HAVE_DWZ
+
+/* Keeps the compiler from moving memory accesses across the tile loads and stores (asm
+ * statements that do not say which memory they touch). */
+#define AMXT_FENCE() __asm__ volatile("" : : : "memory")
+
+/* ldtilecfg: tiles 0-3 16 rows of 64 bytes (sums), 4-5 16 rows of kpad bytes (weights),
+ * 6-7 kpad / 4 rows of 64 bytes (the panel's quads of 16 pixels). */
+T_AMX static void amxt_begin(int32_t kpad) {
+    unsigned char c[64];
+    int i;
+    memset(c, 0, sizeof c);
+    c[0] = 1;
+    for (i = 0; i < 8; i++) {
+        c[16 + 2 * i] = (unsigned char)(i == 4 || i == 5 ? kpad : 64);   /* (uint16 LE) */
+        c[48 + i] = (unsigned char)(i >= 6 ? kpad / 4 : 16);
+    }
+    __asm__ volatile("ldtilecfg %0" : : "m"(c) : "memory");
+}
+
+T_AMX static void amxt_end(void) {
+    __asm__ volatile("tilerelease" : : : "memory");
+}
+
+/* The panel's two B tiles (pixels 0-15 and 16-31, rows of 128 bytes). */
+T_AMX static inline __attribute__((always_inline)) void amxt_panel(const uint8_t *panel) {
+    AMXT_FENCE();
+    _tile_loadd(6, panel, 128);
+    _tile_loadd(7, panel + 64, 128);
+}
+
+/* One step's tile work: units a0 (and, two, a1) of 16 weight rows (stride kpad) from
+ * their constants' rows b0, b1 (16 int32 each) against the panel into tiles 0-3.  s8:
+ * s8 inputs. */
+T_AMX static inline __attribute__((always_inline)) void
+amxt_dp(const int32_t *b0, const int32_t *b1, const int8_t *a0, const int8_t *a1,
+        int64_t kpad, int two, int s8) {
+    AMXT_FENCE();
+    _tile_loadd(0, b0, 64);
+    _tile_loadd(1, b0, 64);
+    _tile_loadd(4, a0, kpad);
+    if (s8) {
+        _tile_dpbssd(0, 4, 6);
+        _tile_dpbssd(1, 4, 7);
+    } else {
+        _tile_dpbsud(0, 4, 6);
+        _tile_dpbsud(1, 4, 7);
+    }
+    if (two) {
+        _tile_loadd(2, b1, 64);
+        _tile_loadd(3, b1, 64);
+        _tile_loadd(5, a1, kpad);
+        if (s8) {
+            _tile_dpbssd(2, 5, 6);
+            _tile_dpbssd(3, 5, 7);
+        } else {
+            _tile_dpbsud(2, 5, 6);
+            _tile_dpbsud(3, 5, 7);
+        }
+    }
+    AMXT_FENCE();
+}
+
+/* The step's sums to slot (32 rows of 32 int32: unit 0's channels in rows 0-15, unit 1's
+ * in 16-31). */
+T_AMX static inline __attribute__((always_inline)) void amxt_store(int two, int32_t *slot) {
+    AMXT_FENCE();
+    _tile_stored(0, slot, 4 * TILE_NR);
+    _tile_stored(1, slot + 16, 4 * TILE_NR);
+    if (two) {
+        _tile_stored(2, slot + 16 * TILE_NR, 4 * TILE_NR);
+        _tile_stored(3, slot + 16 * TILE_NR + 16, 4 * TILE_NR);
+    }
+    AMXT_FENCE();
+}
+
+/* A step whose tile work was issued: its sums, its units' first channels, where its
+ * outputs go (channel k's at y + k pix), and its pixels. */
+typedef struct AmxtStep {
+    const int32_t *slot;
+    const RqPre *pre;   /* (the group's first channel's) */
+    int32_t s[2], na, np;
+    uint8_t *y;
+} AmxtStep;
+
+/* A step's epilogue: each unit's 16 rows in pairs, rq64 (mode: u8, biased, nomin) on a
+ * pair's 2 x 32 sums, each row's 32 bytes stored (np < 32: masked).  A unit that overlaps
+ * the one before it (the group's last) stores the shared channels again, the same bytes. */
+T_AMX static inline __attribute__((always_inline)) void
+amxt_epilogue(const AmxtStep *st, int64_t pix, __m512i lo2w, __m512i hi2w, int u8, int biased,
+              int nomin) {
+    __mmask64 m = ((__mmask64)1 << st->np) - 1;   /* (np < 32) */
+    int32_t j, r;
+    for (j = 0; j < st->na; j++)
+        for (r = 0; r < 16; r += 2) {
+            const int32_t *t = st->slot + (size_t)(16 * j + r) * TILE_NR;
+            const RqPre *c = st->pre + st->s[j] + r;
+            __m512 m0 = _mm512_set1_ps(c[0].m2), m1 = _mm512_set1_ps(c[1].m2);
+            __m512 c0 = biased ? _mm512_set1_ps(c[0].c2) : _mm512_setzero_ps();
+            __m512 c1 = biased ? _mm512_set1_ps(c[1].c2) : _mm512_setzero_ps();
+            __m512i b = rq64(_mm512_loadu_si512((const void *)t),
+                             _mm512_loadu_si512((const void *)(t + 16)),
+                             _mm512_loadu_si512((const void *)(t + TILE_NR)),
+                             _mm512_loadu_si512((const void *)(t + TILE_NR + 16)), m0, m0, m1,
+                             m1, c0, c0, c1, c1, lo2w, hi2w, u8, biased, nomin);
+            uint8_t *d = st->y + (st->s[j] + r) * pix;
+            if (st->np >= 32) {
+                STU256(d, _mm512_castsi512_si256(b));
+                STU256(d + pix, _mm512_extracti64x4_epi64(b, 1));
+            } else {
+                _mm512_mask_storeu_epi8(d, m, b);
+                _mm512_mask_storeu_epi8(d + pix, m,
+                                        _mm512_castsi256_si512(_mm512_extracti64x4_epi64(b, 1)));
+            }
+        }
+}
+
+/* The kernel's loops for one epilogue mode: per image, group and panel of 32 pixels, the
+ * panel packed (one tr4 per quad, channels past the group's as zero rows; a last, partial
+ * panel's columns past np keep what the buffer held: their sums are never stored) into
+ * one of two buffers, then per pair of 16-channel
+ * units one step, whose epilogue waits for the next step's tile work. */
+T_AMX static inline __attribute__((always_inline)) void
+amxt_run(const OqciConv *p, const uint8_t *x, uint8_t *y, uint8_t *work, const RqPre *pre,
+         const int32_t *brow, int u8, int biased, int nomin) {
+    const Tr4Fn tr4 = oqcik_family_avx512vbmi.tr4[1];   /* (no flip: the tiles take s8) */
+    const __m512i lo2w = _mm512_set1_epi16((short)(2 * p->lo));
+    const __m512i hi2w = _mm512_set1_epi16((short)(2 * p->hi));
+    int64_t pix = (int64_t)p->out_h * p->out_w, n, px0;
+    int32_t kg = p->out_c / p->group, cg = p->in_c / p->group, nq = p->kpad / 4;
+    int32_t nu = (kg + 15) / 16, g, u, q, e;
+    int s8 = p->in_type == OQCI_S8, pb = 0, sb = 0, pending = 0;
+    AmxtStep st = {0}, prev = {0};
+    for (n = 0; n < p->batch; n++)
+        for (g = 0; g < p->group; g++) {
+            const uint8_t *xg = x + (n * p->in_c + (int64_t)g * cg) * pix;
+            uint8_t *yg = y + (n * p->out_ctotal + p->out_coff + (int64_t)g * kg) * pix;
+            for (px0 = 0; px0 < pix; px0 += 32) {
+                int32_t np = pix - px0 < 32 ? (int32_t)(pix - px0) : 32;
+                uint8_t *panel = work + (size_t)pb * AMXT_PANEL;
+                pb ^= 1;
+                for (q = 0; q < nq; q++) {
+                    const uint8_t *r[4];
+                    for (e = 0; e < 4; e++)
+                        r[e] = 4 * q + e < cg ? xg + (4 * q + e) * pix + px0 : zero_row;
+                    tr4(r[0], r[1], r[2], r[3], np, panel + (size_t)q * 128);
+                }
+                amxt_panel(panel);
+                for (u = 0; u < nu; u += 2) {
+                    st.na = u + 1 < nu ? 2 : 1;
+                    st.s[0] = 16 * u < kg - 16 ? 16 * u : kg - 16;
+                    st.s[1] = 16 * (u + 1) < kg - 16 ? 16 * (u + 1) : kg - 16;
+                    st.np = np;
+                    st.y = yg + px0;
+                    st.pre = pre + (size_t)g * kg;
+                    st.slot = (const int32_t *)(const void *)(work + 2 * AMXT_PANEL +
+                                                              (size_t)sb * AMXT_SLOT);
+                    sb ^= 1;
+                    amxt_dp(brow + (size_t)(g * kg + st.s[0]) * 16,
+                            brow + (size_t)(g * kg + st.s[1]) * 16,
+                            p->w + (size_t)(g * kg + st.s[0]) * (size_t)p->kpad,
+                            p->w + (size_t)(g * kg + st.s[1]) * (size_t)p->kpad, p->kpad,
+                            st.na == 2, s8);
+                    if (pending)
+                        amxt_epilogue(&prev, pix, lo2w, hi2w, u8, biased, nomin);
+                    amxt_store(st.na == 2, (int32_t *)(uintptr_t)st.slot);
+                    prev = st;
+                    pending = 1;
+                }
+            }
+        }
+    if (pending)
+        amxt_epilogue(&prev, pix, lo2w, hi2w, u8, biased, nomin);
+}
+
+T_AMX int oqcik_conv_amxt(const OqciConv *p, const void *x, void *y, void *scratch) {
+    uint8_t *work = align_up(scratch);
+    int32_t *brow = (int32_t *)(void *)(work + 2 * AMXT_PANEL + 2 * AMXT_SLOT);
+    RqPre *pre = (RqPre *)(void *)(brow + (size_t)p->out_c * 16);
+    int u8 = p->out_type == OQCI_U8, mode;
+    int32_t k;
+    for (k = 0; k < p->out_c; k++) {
+        int32_t b = p->bias ? p->bias[k] : 0;
+        if (bias_may_overflow(p, b))
+            return 0;
+        pre[k].add = b;
+        pre[k].m2 = rq_mult2(p->rq.mult[p->rq.per_index ? k : 0]);
+        pre[k].c2 = 0.0f;
+    }
+    mode = rq_mode(p, pre, 1);
+    if (mode == RQ_F32)
+        return 0;
+    for (k = 0; k < p->out_c; k++) {
+        if (mode == RQ_I16B || mode == RQ_I16BN) {   /* (see rq_mode) */
+            pre[k].add = (int32_t)((uint32_t)pre[k].add + RQ_BIAS);
+            pre[k].c2 = -8388608.0f * pre[k].m2;
+        }
+        _mm512_storeu_si512((void *)(brow + (size_t)k * 16), _mm512_set1_epi32(pre[k].add));
+    }
+    amxt_begin(p->kpad);
+    if (u8 && mode == RQ_I16BN)
+        amxt_run(p, (const uint8_t *)x, (uint8_t *)y, work, pre, brow, 1, 1, 1);
+    else if (u8 && mode == RQ_I16B)
+        amxt_run(p, (const uint8_t *)x, (uint8_t *)y, work, pre, brow, 1, 1, 0);
+    else if (u8)
+        amxt_run(p, (const uint8_t *)x, (uint8_t *)y, work, pre, brow, 1, 0, 0);
+    else
+        amxt_run(p, (const uint8_t *)x, (uint8_t *)y, work, pre, brow, 0, 0, 0);
+    amxt_end();
+    return 1;
+}
+
+#endif /* HAVE_AMX && HAVE_DWZ */
