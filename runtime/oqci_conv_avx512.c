@@ -387,19 +387,22 @@ const Family oqcik_family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, KBLOCK_Z 
  * the int32 sums of at most OQCI_KCHUNK products (amx_fits). */
 
 /* ldtilecfg's 64 bytes: palette 1, then per tile its bytes per row and rows: every tile
- * 16 rows of 64 bytes. */
+ * 16 rows of 64 bytes, but for reductions of at most 64 (one chunk, "thin") the weight
+ * tiles 4-5, 16 rows of kpad bytes, and the panel tiles 6-7, kpad / 4 rows: the A tiles
+ * then read the weights as they are (no zero-padded tail) and the B tiles no panel rows
+ * past the reduction. */
 typedef struct AmxCfg {
     unsigned char b[64];
 } AmxCfg;
 
-T_AMX static void amx_begin(void) {
+T_AMX static void amx_begin(int32_t kpad) {
     AmxCfg c;
-    int i;
+    int i, thin = kpad <= 64;
     memset(&c, 0, sizeof c);
     c.b[0] = 1;
     for (i = 0; i < 8; i++) {
-        c.b[16 + 2 * i] = 64;   /* (a little-endian uint16) */
-        c.b[48 + i] = 16;
+        c.b[16 + 2 * i] = (unsigned char)(thin && (i == 4 || i == 5) ? kpad : 64);   /* (LE) */
+        c.b[48 + i] = (unsigned char)(thin && i >= 6 ? kpad / 4 : 16);
     }
     __asm__ volatile("ldtilecfg %0" : : "m"(c) : "memory");
 }
@@ -437,14 +440,13 @@ int oqcik_amx_permit(void) {
     }
 /* NA 16-channel units (weights a0, a1 at the first quad; the last chunk's at t0, t1,
  * stride 64) x NB 16-pixel halves of the panel b: nfull whole chunks of 16 quads and
- * (tail) one more, into c (rows of TILE_NR int32: unit 0's channels in rows 0-15, unit
- * 1's in 16-31; pixel half h at column 16 h).  Not inlined: the tile loads and stores
- * are asm statements that do not tell the compiler which memory they touch, so the
- * panel is written and the sums read across a call. */
+ * (tail) one more, into tiles 0-3 (unit u, pixel half h: tile 2 u + h).  Not inlined:
+ * the tile loads are asm statements that do not tell the compiler which memory they
+ * touch, so the panel is written across a call. */
 #define AMX_KERNEL(NAME, DP, NA, NB)                                                    \
     T_AMX __attribute__((noinline)) static void NAME(                                   \
         int32_t nfull, int tail, const int8_t *a0, const int8_t *a1, int64_t lda,       \
-        const int8_t *t0, const int8_t *t1, const uint8_t *b, int32_t *c) {             \
+        const int8_t *t0, const int8_t *t1, const uint8_t *b) {                         \
         int32_t q;                                                                      \
         _tile_zero(0);                                                                  \
         if (NB > 1)                                                                     \
@@ -457,15 +459,20 @@ int oqcik_amx_permit(void) {
             AMX_STEP(DP, NA, NB, a0 + 64 * q, a1 + 64 * q, lda, b)                      \
         if (tail)                                                                       \
             AMX_STEP(DP, NA, NB, t0, t1, 64, b)                                         \
-        _tile_stored(0, c, 4 * TILE_NR);                                                \
-        if (NB > 1)                                                                     \
-            _tile_stored(1, c + 16, 4 * TILE_NR);                                       \
-        if (NA > 1)                                                                     \
-            _tile_stored(2, c + 16 * TILE_NR, 4 * TILE_NR);                             \
-        if (NA > 1 && NB > 1)                                                           \
-            _tile_stored(3, c + 16 * TILE_NR + 16, 4 * TILE_NR);                        \
-        __asm__ volatile("" : : : "memory");                                            \
     }
+/* Tiles 0-3 of na units and nb pixel halves to c (rows of TILE_NR int32: unit 0's
+ * channels in rows 0-15, unit 1's in 16-31; pixel half h at column 16 h).  Not inlined
+ * (the sums are read across the call). */
+T_AMX __attribute__((noinline)) static void amx_store(int na, int nb, int32_t *c) {
+    _tile_stored(0, c, 4 * TILE_NR);
+    if (nb > 1)
+        _tile_stored(1, c + 16, 4 * TILE_NR);
+    if (na > 1)
+        _tile_stored(2, c + 16 * TILE_NR, 4 * TILE_NR);
+    if (na > 1 && nb > 1)
+        _tile_stored(3, c + 16 * TILE_NR + 16, 4 * TILE_NR);
+    __asm__ volatile("" : : : "memory");
+}
 #define AMX_SS(c, a, b) _tile_dpbssd(c, a, b)
 #define AMX_SU(c, a, b) _tile_dpbsud(c, a, b)
 AMX_KERNEL(q8conv_16x16c64_ss__amx, AMX_SS, 1, 1)
@@ -485,8 +492,7 @@ static size_t amx_tail_off(const OqciConv *p) {
 }
 
 typedef void (*AmxKernel)(int32_t nfull, int tail, const int8_t *a0, const int8_t *a1,
-                          int64_t lda, const int8_t *t0, const int8_t *t1, const uint8_t *b,
-                          int32_t *c);
+                          int64_t lda, const int8_t *t0, const int8_t *t1, const uint8_t *b);
 /* [u8 inputs][units - 1][pixel halves - 1] */
 static const AmxKernel amx_kernels[2][2][2] = {
     {{q8conv_16x16c64_ss__amx, q8conv_16x32c64_ss__amx},
@@ -495,9 +501,12 @@ static const AmxKernel amx_kernels[2][2][2] = {
      {q8conv_32x16c64_su__amx, q8conv_32x32c64_su__amx}}};
 
 /* Family.tiles of family_amx: per pair of 16-channel units, the tile work of each panel
- * of the batch, each panel's epilogue running after the next panel's tile work was
- * issued (so the tile unit works while the core requantizes; the sums alternate between
- * AMX_SUMS_SLOTS slots of AMX_SUMS_BYTES at work). */
+ * of the batch, each panel's epilogue running after the next panel's dot products were
+ * issued and before their tile stores (so the tile unit works while the core
+ * requantizes; loads issued after a tile store wait for it, so the stores come after
+ * the epilogue; the sums alternate between AMX_SUMS_SLOTS slots of AMX_SUMS_BYTES at
+ * work).  Thin reductions (at most 64, amx_begin's shapes) read the weight rows as they
+ * are: one chunk, no tail. */
 T_AMX static void tiles__amx(const OqciConv *p, const Family *f, const Geo *ge,
                              uint8_t *const *panel, const int64_t *P0, const int32_t *np,
                              int nb, int32_t nq, int32_t g, const RqPre *pre, int i16,
@@ -505,48 +514,53 @@ T_AMX static void tiles__amx(const OqciConv *p, const Family *f, const Geo *ge,
     int32_t kg = p->out_c / p->group, nu = (kg + 15) / 16, j;
     const int8_t *wtail = (const int8_t *)(work + amx_tail_off(p));
     int32_t nsteps = (nu + 1) / 2 * nb, q;
+    int thin = p->kpad <= 64;
     Seg segs[AMX_BATCH_MAX][TILE_NR];   /* (each panel's runs, for every unit pair) */
     int nseg[AMX_BATCH_MAX], i0;
     for (i0 = 0; i0 < nb; i0++)
         nseg[i0] = oqcik_make_segs(ge, P0[i0], np[i0], segs[i0]);
     for (q = 0; q <= nsteps; q++) {   /* step q: tiles of item q, epilogue of item q - 1 */
-        int32_t e, u, i, na, s[2];
-        for (e = 0; e < 2; e++) {
-            if (e == 0 ? q == nsteps : q == 0)
-                continue;
-            u = 2 * ((q - e) / nb);   /* item q - e: unit pair u, panel i */
-            i = (q - e) % nb;
+        int32_t u, i, na, s[2];
+        if (q < nsteps) {
+            u = 2 * (q / nb);   /* item q: unit pair u, panel i */
+            i = q % nb;
             na = u + 1 < nu ? 2 : 1;
             for (j = 0; j < 2; j++) {   /* the units' first channels (the last one shifted) */
                 int32_t c0 = 16 * (u + (j < na ? j : 0));
                 s[j] = c0 < kg - 16 ? c0 : kg - 16;
             }
-            if (e == 0) {
-                amx_kernels[p->in_type == OQCI_U8][na - 1][np[i] > 16](
-                    nq / 16, nq % 16 != 0, p->w + (size_t)(g * kg + s[0]) * (size_t)p->kpad,
-                    p->w + (size_t)(g * kg + s[1]) * (size_t)p->kpad, p->kpad,
-                    wtail + (size_t)(g * kg + s[0]) * 64, wtail + (size_t)(g * kg + s[1]) * 64,
-                    panel[i],
-                    (int32_t *)(void *)(work + (size_t)(q % AMX_SUMS_SLOTS) * AMX_SUMS_BYTES));
-            } else {
-                const int32_t *c = (const int32_t *)(const void *)(
-                    work + (size_t)((q - 1) % AMX_SUMS_SLOTS) * AMX_SUMS_BYTES);
-                for (j = 0; j < na; j++) {
-                    /* unit j's new channels c0 .. c0 + n - 1, at rows r0 .. of c */
-                    int32_t c0 = 16 * (u + j), n = kg - c0 < 16 ? kg - c0 : 16;
-                    const int32_t *t = c + (size_t)(16 * j + c0 - s[j]) * TILE_NR;
-                    int32_t r;
-                    if (!pre) {
-                        f->store(p, t, TILE_NR, g * kg + c0, n, NULL, 0, segs[i], nseg[i], y);
-                        continue;
-                    }
-                    for (r = 0; r < n; r += TILE_MR)   /* (no quads: the sums are all in t) */
-                        oqcik_fused_rq(p, f, 0, panel[i], NULL, t + (size_t)r * TILE_NR,
-                                 g * kg + c0 + r, n - r < TILE_MR ? n - r : TILE_MR, pre,
-                                 i16, segs[i], nseg[i], np[i], y);
+            amx_kernels[p->in_type == OQCI_U8][na - 1][np[i] > 16](
+                thin ? 1 : nq / 16, !thin && nq % 16 != 0,
+                p->w + (size_t)(g * kg + s[0]) * (size_t)p->kpad,
+                p->w + (size_t)(g * kg + s[1]) * (size_t)p->kpad, p->kpad,
+                wtail + (size_t)(g * kg + s[0]) * 64, wtail + (size_t)(g * kg + s[1]) * 64,
+                panel[i]);
+        }
+        if (q > 0) {   /* the epilogue of item q - 1 */
+            const int32_t *c = (const int32_t *)(const void *)(
+                work + (size_t)((q - 1) % AMX_SUMS_SLOTS) * AMX_SUMS_BYTES);
+            u = 2 * ((q - 1) / nb);
+            i = (q - 1) % nb;
+            na = u + 1 < nu ? 2 : 1;
+            for (j = 0; j < na; j++) {
+                /* unit j's new channels c0 .. c0 + n - 1, at rows r0 .. of c */
+                int32_t c0 = 16 * (u + j), n = kg - c0 < 16 ? kg - c0 : 16, s0, r;
+                const int32_t *t;
+                s0 = c0 < kg - 16 ? c0 : kg - 16;
+                t = c + (size_t)(16 * j + c0 - s0) * TILE_NR;
+                if (!pre) {
+                    f->store(p, t, TILE_NR, g * kg + c0, n, NULL, 0, segs[i], nseg[i], y);
+                    continue;
                 }
+                for (r = 0; r < n; r += TILE_MR)   /* (no quads: the sums are all in t) */
+                    oqcik_fused_rq(p, f, 0, panel[i], NULL, t + (size_t)r * TILE_NR,
+                                   g * kg + c0 + r, n - r < TILE_MR ? n - r : TILE_MR, pre,
+                                   i16, segs[i], nseg[i], np[i], y);
             }
         }
+        if (q < nsteps)
+            amx_store(2 * (q / nb) + 1 < nu ? 2 : 1, np[q % nb] > 16 ? 2 : 1,
+                      (int32_t *)(void *)(work + (size_t)(q % AMX_SUMS_SLOTS) * AMX_SUMS_BYTES));
     }
 }
 
@@ -703,7 +717,7 @@ static uint8_t *amx_work(const OqciConv *p, void *scratch) {
  * copied, the tiles configured for the call and released after it. */
 void oqcik_conv_amx(const OqciConv *p, const void *x, void *y, void *scratch) {
     int32_t r = p->kpad % 64, k;
-    if (r) {
+    if (r && p->kpad > 64) {   /* (thin: no tails, see amx_begin) */
         int8_t *wt = (int8_t *)(void *)(amx_work(p, scratch) + amx_tail_off(p));
         /* (zeros first, then the weights over them: 64 bytes of zeros are a few vector
          * stores, while 64 - r bytes, r unknown here since this file was split from
@@ -714,7 +728,7 @@ void oqcik_conv_amx(const OqciConv *p, const void *x, void *y, void *scratch) {
                    (size_t)r);
         }
     }
-    amx_begin();
+    amx_begin(p->kpad);
     oqcik_conv_gemm(p, &family_amx, x, y, scratch);
     amx_end();
 }
