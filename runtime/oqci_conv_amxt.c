@@ -1,26 +1,31 @@
-/* oqci_conv_amxt.c - the AMX family's kernel for thin 1x1 convs, oqcik_conv_amxt: AMX-INT8
- * tiles over reductions of at most 64 (the expand convs of MobileNet-v2 and SqueezeNet,
- * 16 to 48 input channels), with the fused int16 epilogue.  There the AVX-512 VNNI
- * kernels spend as many operations on the epilogue as on the dot products (at K = 16, 16
- * vpdpbusd and 14 epilogue operations per 64 outputs, both on the same two ports), and
- * oqcik_conv_amx's tiles, built for deep reductions (64-byte chunks, sums added to the
- * bias in the epilogue, the generic panel and store machinery), were slower still.
+/* oqci_conv_amxt.c - the AMX family's kernel for thin convs, oqcik_conv_amxt: AMX-INT8
+ * tiles over reductions of 20 to 64 (amxt_fits in oqci_conv_int.h: the expand convs of
+ * MobileNet-v2 and SqueezeNet, 20 to 48 input channels; the 1x1 / 2 downsample of
+ * ResNet's first stage; SqueezeNet's stem, 3 channels x 3 x 3 at stride 2), with the
+ * fused int16 epilogue.  There the AVX-512 VNNI kernels spend as many operations on the
+ * epilogue as on the dot products (at K = 32, 32 vpdpbusd and 14 epilogue operations per
+ * 64 outputs, both on the same two ports), and oqcik_conv_amx's tiles, built for deep
+ * reductions (the generic panel, epilogue and store machinery), were slower still.
  *
  * Here the tiles take the reduction as it is: A tiles (16 channels' weight rows, as
- * oqci.h lays them out) of kpad bytes per row, B tiles of kpad / 4 quad rows (16 pixels,
- * the 1x1 conv's input planes transposed four channels at a time), so one tdpbssd /
- * tdpbsud per 16 x 16 outputs whatever kpad.  The C tiles start from the bias rather
- * than zero (a tile load of 16 rows of 16 copies of each channel's constant, which holds
- * RQ_BIAS in modes RQ_I16B and RQ_I16BN: rq_mode), so the sums leave the tiles ready for
- * rq64, 14 operations per 64 outputs (RQ_I16BN), and nothing else runs on the vector
- * ports.  A step is 32 channels x 32 pixels (tiles 0-3 its sums, 4-5 the weights, 6-7 the
- * panel); its sums go to one of two slots of scratch, and its epilogue runs after the
- * next step's tile work was issued, so the tile unit works while the core requantizes.
+ * oqci.h lays them out) of kpad bytes per row, B tiles of kpad / 4 quad rows (16 output
+ * positions), so one tdpbssd / tdpbsud per 16 x 16 outputs whatever kpad.  The panels
+ * are packed straight from the input (amxt_pack: 1x1 convs' planes, or the taps of
+ * unpadded convs at column stride 1 or 2; no band, no copy).  The C tiles start from the
+ * bias rather than zero (a tile load of 16 rows of 16 copies of each channel's constant,
+ * which holds RQ_BIAS in modes RQ_I16B and RQ_I16BN: rq_mode), so the sums leave the
+ * tiles ready for rq64, 14 operations per 64 outputs (RQ_I16BN).  A step is 32 channels
+ * x 32 output positions (tiles 0-3 its sums, 4-5 the weights, 6-7 the panel); its sums go
+ * to one of two slots of scratch, and its epilogue runs after the next step's dot
+ * products were issued and before their tile stores (loads issued after a tile store
+ * wait for it).  On this project's Xeon the tile unit and the vector epilogue overlap
+ * little (a standalone loop at K = 16: 90 TSC ticks per step for the tiles, 84 for the
+ * epilogue, 160 for both), which is why reductions of 16 stay with AVX-512 VNNI.
  * Exact: the tile sums are int32 sums of at most 64 products plus the bias (no overflow:
  * bias_may_overflow is checked for every channel), the same integers as every other
  * path's, and rq64 is oqci_requant's bits under rq_mode's conditions.  Where they fail
  * (RQ_F32, a bias that may overflow) the kernel returns 0 before it writes anything and
- * the conv takes the general AMX path. */
+ * the conv takes the general path. */
 #include "oqci_conv_x86_int.h"
 
 const char OQCIK_CFG(amxt) = 0;   /* (build consistency, see oqci_conv_int.h) */
@@ -142,36 +147,87 @@ amxt_epilogue(const AmxtStep *st, int64_t pix, __m512i lo2w, __m512i hi2w, int u
         }
 }
 
-/* The kernel's loops for one epilogue mode: per image, group and panel of 32 pixels, the
- * panel packed (one tr4 per quad, channels past the group's as zero rows; a last, partial
- * panel's columns past np keep what the buffer held: their sums are never stored) into
- * one of two buffers, then per pair of 16-channel
+/* Packs the panel of the np (<= 32) output positions from P0 (an index into the output
+ * plane, rows of ow_n positions): per run of them inside one output row, per quad, the
+ * four reduction elements' input rows (element k at koff[k] from the run's first input
+ * at row stride rs and column stride s_w; elements past kdim load nothing: zeros) by
+ * masked loads of the bytes the run spans, transposed by tr4_v32v (idx: pair_idx[s_w -
+ * 1]).  A partial panel's columns past np keep what the buffer held: their sums are
+ * never stored. */
+T_VBMI __attribute__((noinline)) static void amxt_pack(const OqciConv *p, const uint8_t *xg,
+                                                       const int64_t *koff, int64_t ow_n,
+                                                       int64_t rs, int64_t P0, int32_t np,
+                                                       uint8_t *panel) {
+    const int32_t sw = p->s_w, kdim = p->kdim, nq = p->kpad / 4;   /* (locals: the
+                                                                     * byte stores alias p) */
+    const __m512i idx = _mm512_loadu_si512((const void *)pair_idx[sw - 1]);
+    int64_t oh = P0 / ow_n, ow = P0 % ow_n;
+    int32_t off = 0, len, q;
+    while (off < np) {
+        const uint8_t *b;
+        __mmask64 m;
+        len = ow_n - ow < np - off ? (int32_t)(ow_n - ow) : np - off;
+        b = xg + oh * rs + ow * sw;
+        m = ((__mmask64)1 << ((len - 1) * sw + 1)) - 1;   /* (at most 63 bytes) */
+        for (q = 0; q < kdim / 4; q++)   /* (whole quads) */
+            tr4_v32v(_mm512_maskz_loadu_epi8(m, b + koff[4 * q]),
+                     _mm512_maskz_loadu_epi8(m, b + koff[4 * q + 1]),
+                     _mm512_maskz_loadu_epi8(m, b + koff[4 * q + 2]),
+                     _mm512_maskz_loadu_epi8(m, b + koff[4 * q + 3]), idx, len,
+                     panel + (size_t)q * 128 + (size_t)off * 4, 0);
+#define AMXT_ROW(e)                                                                     \
+    _mm512_maskz_loadu_epi8(4 * q + (e) < kdim ? m : 0, b + koff[4 * q + (e) < kdim ? 4 * q + (e) : 0])
+        if (q < nq)   /* (the last quad, part past kdim) */
+            tr4_v32v(AMXT_ROW(0), AMXT_ROW(1), AMXT_ROW(2), AMXT_ROW(3), idx, len,
+                     panel + (size_t)q * 128 + (size_t)off * 4, 0);
+#undef AMXT_ROW
+        off += len;
+        ow += len;
+        if (ow == ow_n) {
+            ow = 0;
+            oh++;
+        }
+    }
+}
+
+/* The kernel's loops for one epilogue mode: per image, group and panel of 32 output
+ * positions, the panel packed (amxt_pack) into one of two buffers, then per pair of 16-channel
  * units one step, whose epilogue waits for the next step's tile work. */
 T_AMX static inline __attribute__((always_inline)) void
 amxt_run(const OqciConv *p, const uint8_t *x, uint8_t *y, uint8_t *work, const RqPre *pre,
          const int32_t *brow, int u8, int biased, int nomin) {
-    const Tr4Fn tr4 = oqcik_family_avx512vbmi.tr4[1];   /* (no flip: the tiles take s8) */
     const __m512i lo2w = _mm512_set1_epi16((short)(2 * p->lo));
     const __m512i hi2w = _mm512_set1_epi16((short)(2 * p->hi));
-    int64_t pix = (int64_t)p->out_h * p->out_w, n, px0;
-    int32_t kg = p->out_c / p->group, cg = p->in_c / p->group, nq = p->kpad / 4;
-    int32_t nu = (kg + 15) / 16, g, u, q, e;
-    int s8 = p->in_type == OQCI_S8, pb = 0, sb = 0, pending = 0;
+    int64_t pix = (int64_t)p->out_h * p->out_w, plane = (int64_t)p->in_h * p->in_w, n, px0;
+    int32_t kg = p->out_c / p->group, cg = p->in_c / p->group;
+    int32_t nu = (kg + 15) / 16, g, u, k;
+    int s8 = p->in_type == OQCI_S8, pb = 0, sb = 0, pending = 0, flat = is_flat(p);
+    /* element k = (c, i, j) of the reduction: input channel c's row i d_h, column j d_w
+     * from the output's first input; flat convs as one row of pix positions */
+    int64_t koff[AMXT_MAXK], ow_n = flat ? pix : p->out_w, rs = (int64_t)p->s_h * p->in_w;
     AmxtStep st = {0}, prev = {0};
+    {   /* (counters, not divisions: a call of a small layer is a few microseconds) */
+        int32_t c = 0, i = 0, j = 0;
+        for (k = 0; k < p->kdim; k++) {
+            koff[k] = c * plane + (int64_t)i * p->d_h * p->in_w + (int64_t)j * p->d_w;
+            if (++j == p->k_w) {
+                j = 0;
+                if (++i == p->k_h) {
+                    i = 0;
+                    c++;
+                }
+            }
+        }
+    }
     for (n = 0; n < p->batch; n++)
         for (g = 0; g < p->group; g++) {
-            const uint8_t *xg = x + (n * p->in_c + (int64_t)g * cg) * pix;
+            const uint8_t *xg = x + (n * p->in_c + (int64_t)g * cg) * plane;
             uint8_t *yg = y + (n * p->out_ctotal + p->out_coff + (int64_t)g * kg) * pix;
             for (px0 = 0; px0 < pix; px0 += 32) {
                 int32_t np = pix - px0 < 32 ? (int32_t)(pix - px0) : 32;
                 uint8_t *panel = work + (size_t)pb * AMXT_PANEL;
                 pb ^= 1;
-                for (q = 0; q < nq; q++) {
-                    const uint8_t *r[4];
-                    for (e = 0; e < 4; e++)
-                        r[e] = 4 * q + e < cg ? xg + (4 * q + e) * pix + px0 : zero_row;
-                    tr4(r[0], r[1], r[2], r[3], np, panel + (size_t)q * 128);
-                }
+                amxt_pack(p, xg, koff, ow_n, rs, px0, np, panel);
                 amxt_panel(panel);
                 for (u = 0; u < nu; u += 2) {
                     st.na = u + 1 < nu ? 2 : 1;

@@ -256,6 +256,65 @@ rq64(__m512i v0, __m512i v1, __m512i v2, __m512i v3, __m512 m0, __m512 m1, __m51
 }
 #endif /* HAVE_DWZ */
 
+/* ---- AVX-512 panel packing pieces (oqci_conv_avx512.c, oqci_conv_amxt.c) ----------- */
+
+#if HAVE_AVX512VNNI && !OQCI_EMU_VNNI
+/* The quads of pixels 0-15 (lo) and 16-31 (hi) of a run of len <= 32 pixels, their top
+ * bits flipped (flip: s8 inputs + 128) or not: exactly its 4 len bytes stored at d. */
+T_AVX512VNNI static inline __attribute__((always_inline)) void
+store_quads(__m512i lo, __m512i hi, int32_t len, uint8_t *d, int flip) {
+    if (flip) {
+        lo = _mm512_xor_si512(lo, _mm512_set1_epi8((char)0x80));
+        hi = _mm512_xor_si512(hi, _mm512_set1_epi8((char)0x80));
+    }
+    if (len >= 32) {
+        _mm512_storeu_si512((void *)d, lo);
+        _mm512_storeu_si512((void *)(d + 64), hi);
+    } else if (len >= 16) {
+        _mm512_storeu_si512((void *)d, lo);
+        _mm512_mask_storeu_epi8(d + 64, ((__mmask64)1 << (4 * (len - 16))) - 1, hi);
+    } else {
+        _mm512_mask_storeu_epi8(d, ((__mmask64)1 << (4 * len)) - 1, lo);
+    }
+}
+
+#endif
+
+#if HAVE_AMX
+/* vpermt2b indices for the VBMI transposes (the avx512vbmi tr4, pack_s2__amx in
+ * oqci_conv_avx512.c, the thin kernel's packing in oqci_conv_amxt.c): from two
+ * rows a (table bytes 0-63) and b (64-127), with pixel px at byte step * px (step 1: a row of
+ * the band; 2: an input row read at stride 2), the pairs (a[step px], b[step px]) as
+ * 16-bit words, placed so that unpacking the words of two such vectors gives the quads
+ * in pixel order: in 128-bit lane L, words 0-3 hold pixels 4 L .. 4 L + 3 (vpunpcklwd:
+ * pixels 0-15), words 4-7 pixels 16 + 4 L .. 16 + 4 L + 3 (vpunpckhwd: pixels 16-31). */
+#define PAIR_PX(j) ((j) % 16 / 2 < 4 ? 4 * ((j) / 16) + (j) % 16 / 2 : 12 + 4 * ((j) / 16) + (j) % 16 / 2)
+#define PAIR_I(st, j) (unsigned char)(64 * ((j) % 2) + (st) * PAIR_PX(j))
+#define PAIR_I8(st, j)                                                                  \
+    PAIR_I(st, j), PAIR_I(st, j + 1), PAIR_I(st, j + 2), PAIR_I(st, j + 3),            \
+        PAIR_I(st, j + 4), PAIR_I(st, j + 5), PAIR_I(st, j + 6), PAIR_I(st, j + 7)
+#define PAIR_ROW(st)                                                                    \
+    {PAIR_I8(st, 0), PAIR_I8(st, 8), PAIR_I8(st, 16), PAIR_I8(st, 24), PAIR_I8(st, 32),  \
+     PAIR_I8(st, 40), PAIR_I8(st, 48), PAIR_I8(st, 56)}
+static const unsigned char pair_idx[2][64] __attribute__((unused)) = {PAIR_ROW(1), PAIR_ROW(2)};
+#undef PAIR_ROW
+#undef PAIR_I8
+#undef PAIR_I
+#undef PAIR_PX
+
+/* Quads of 32 pixels from four rows a, b, c, e (pixel px at byte step * px; idx:
+ * pair_idx[step - 1]): two vpermt2b and two word unpacks, flipped (s8 inputs + 128) or
+ * not, stored as store_quads stores them. */
+T_VBMI static inline __attribute__((always_inline)) void
+tr4_v32v(__m512i a, __m512i b, __m512i c, __m512i e, __m512i idx, int32_t len, uint8_t *d,
+         int flip) {
+    __m512i ab = _mm512_permutex2var_epi8(a, idx, b), ce = _mm512_permutex2var_epi8(c, idx, e);
+    __m512i lo = _mm512_unpacklo_epi16(ab, ce), hi = _mm512_unpackhi_epi16(ab, ce);
+    store_quads(lo, hi, len, d, flip);
+}
+
+#endif
+
 #endif /* HAVE_AVX2 */
 
 #endif /* OQCI_CONV_X86_INT_H */

@@ -815,6 +815,13 @@ static const int simd_shapes[][16] = {
     {2, 96, 64, 2, 6, 11, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     /* amxt: 2 groups of 48 -> 32 */
     {1, 42, 34, 2, 7, 9, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},      /* amxt: groups of 21 -> 17 */
     {1, 68, 16, 1, 8, 8, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},      /* K 68: past amxt, AMX tiles */
+    {1, 3, 64, 1, 23, 25, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0},     /* amxt from x: a 3-channel stem,
+                                                             * panels over rows of 12 */
+    {2, 5, 20, 1, 9, 40, 3, 3, 1, 1, 1, 2, 0, 0, 0, 0},      /* ... stride 1, column dilation 2 */
+    {1, 64, 32, 1, 15, 16, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0},    /* ... 1x1/2, K 64 */
+    {1, 6, 17, 1, 12, 70, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0},     /* ... rows of 34: runs 32 + 2 */
+    {1, 8, 32, 2, 10, 10, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0},     /* ... 2 groups */
+    {1, 4, 16, 1, 13, 13, 3, 3, 3, 2, 2, 1, 0, 0, 0, 0},     /* ... row stride 3, dilation 2 */
 };
 
 /* Exact, every family: shapes aimed at each SIMD path (simd_shapes), each with u8 and s8
