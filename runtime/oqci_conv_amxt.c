@@ -61,37 +61,35 @@ T_AMX static inline __attribute__((always_inline)) void amxt_panel(const uint8_t
     _tile_loadd(7, panel + 64, 128);
 }
 
-/* One step's tile work: units a0 (and, two, a1) of 16 weight rows (stride kpad) from
- * their constants' rows b0, b1 (16 int32 each) against the panel into tiles 0-3.  s8:
- * s8 inputs. */
+/* One unit's tile work: sums tiles C0, C1 from the constants' rows b, weight tile A from
+ * the rows a (stride kpad), against the panel's tiles 6 and 7 (tile numbers: literals, the
+ * intrinsics spell them into the instruction). */
+#define AMXT_UNIT(C0, C1, A, b, a)                                                      \
+    {                                                                                   \
+        _tile_loadd(C0, b, 64);                                                         \
+        _tile_loadd(C1, b, 64);                                                         \
+        _tile_loadd(A, a, kpad);                                                        \
+        if (s8) {                                                                       \
+            _tile_dpbssd(C0, A, 6);                                                     \
+            _tile_dpbssd(C1, A, 7);                                                     \
+        } else {                                                                        \
+            _tile_dpbsud(C0, A, 6);                                                     \
+            _tile_dpbsud(C1, A, 7);                                                     \
+        }                                                                               \
+    }
+
+/* One step's tile work: units a0 (and, two, a1) of 16 weight rows from their constants'
+ * rows b0, b1 (16 int32 each) into tiles 0-3.  s8: s8 inputs. */
 T_AMX static inline __attribute__((always_inline)) void
 amxt_dp(const int32_t *b0, const int32_t *b1, const int8_t *a0, const int8_t *a1,
         int64_t kpad, int two, int s8) {
     AMXT_FENCE();
-    _tile_loadd(0, b0, 64);
-    _tile_loadd(1, b0, 64);
-    _tile_loadd(4, a0, kpad);
-    if (s8) {
-        _tile_dpbssd(0, 4, 6);
-        _tile_dpbssd(1, 4, 7);
-    } else {
-        _tile_dpbsud(0, 4, 6);
-        _tile_dpbsud(1, 4, 7);
-    }
-    if (two) {
-        _tile_loadd(2, b1, 64);
-        _tile_loadd(3, b1, 64);
-        _tile_loadd(5, a1, kpad);
-        if (s8) {
-            _tile_dpbssd(2, 5, 6);
-            _tile_dpbssd(3, 5, 7);
-        } else {
-            _tile_dpbsud(2, 5, 6);
-            _tile_dpbsud(3, 5, 7);
-        }
-    }
+    AMXT_UNIT(0, 1, 4, b0, a0)
+    if (two)
+        AMXT_UNIT(2, 3, 5, b1, a1)
     AMXT_FENCE();
 }
+#undef AMXT_UNIT
 
 /* The step's sums to slot (32 rows of 32 int32: unit 0's channels in rows 0-15, unit 1's
  * in 16-31). */
