@@ -1,8 +1,7 @@
-/* oqci_conv_amxt.c - the AMX family's kernel for thin convs, oqcik_conv_amxt: AMX-INT8
+/* oqci_conv_amxt.c - the AMX family's kernel for thin 1x1 convs, oqcik_conv_amxt: AMX-INT8
  * tiles over reductions of 20 to 64 (amxt_fits in oqci_conv_int.h: the expand convs of
  * MobileNet-v2 and SqueezeNet, 20 to 48 input channels; the 1x1 / 2 downsample of
- * ResNet's first stage; SqueezeNet's stem, 3 channels x 3 x 3 at stride 2), with the
- * fused int16 epilogue.  There the AVX-512 VNNI kernels spend as many operations on the
+ * ResNet's first stage), with the fused int16 epilogue.  There the AVX-512 VNNI kernels spend as many operations on the
  * epilogue as on the dot products (at K = 32, 32 vpdpbusd and 14 epilogue operations per
  * 64 outputs, both on the same two ports), and oqcik_conv_amx's tiles, built for deep
  * reductions (the generic panel, epilogue and store machinery), were slower still.
@@ -10,8 +9,8 @@
  * Here the tiles take the reduction as it is: A tiles (16 channels' weight rows, as
  * oqci.h lays them out) of kpad bytes per row, B tiles of kpad / 4 quad rows (16 output
  * positions), so one tdpbssd / tdpbsud per 16 x 16 outputs whatever kpad.  The panels
- * are packed straight from the input (amxt_pack: 1x1 convs' planes, or the taps of
- * unpadded convs at column stride 1 or 2; no band, no copy).  The C tiles start from the
+ * are packed straight from the input planes (amxt_pack: at column stride 1 or 2; no
+ * band, no copy).  The C tiles start from the
  * bias rather than zero (a tile load of 16 rows of 16 copies of each channel's constant,
  * which holds RQ_BIAS in modes RQ_I16B and RQ_I16BN: rq_mode), so the sums leave the
  * tiles ready for rq64, 14 operations per 64 outputs (RQ_I16BN).  A step is 32 channels
@@ -147,15 +146,14 @@ amxt_epilogue(const AmxtStep *st, int64_t pix, __m512i lo2w, __m512i hi2w, int u
 
 /* Packs the panel of the np (<= 32) output positions from P0 (an index into the output
  * plane, rows of ow_n positions): per run of them inside one output row, per quad, the
- * four reduction elements' input rows (element k at koff[k] from the run's first input
- * at row stride rs and column stride s_w; elements past kdim load nothing: zeros) by
+ * four input channels' rows (channel k's plane at k plane from the run's first input, at
+ * row stride rs and column stride s_w; channels past the group's load nothing: zeros) by
  * masked loads of the bytes the run spans, transposed by tr4_v32v (idx: pair_idx[s_w -
  * 1]).  A partial panel's columns past np keep what the buffer held: their sums are
  * never stored. */
 T_VBMI __attribute__((noinline)) static void amxt_pack(const OqciConv *p, const uint8_t *xg,
-                                                       const int64_t *koff, int64_t ow_n,
-                                                       int64_t rs, int64_t P0, int32_t np,
-                                                       uint8_t *panel) {
+                                                       int64_t plane, int64_t ow_n, int64_t rs,
+                                                       int64_t P0, int32_t np, uint8_t *panel) {
     const int32_t sw = p->s_w, kdim = p->kdim, nq = p->kpad / 4;   /* (locals: the
                                                                      * byte stores alias p) */
     const __m512i idx = _mm512_loadu_si512((const void *)pair_idx[sw - 1]);
@@ -168,13 +166,13 @@ T_VBMI __attribute__((noinline)) static void amxt_pack(const OqciConv *p, const 
         b = xg + oh * rs + ow * sw;
         m = ((__mmask64)1 << ((len - 1) * sw + 1)) - 1;   /* (at most 63 bytes) */
         for (q = 0; q < kdim / 4; q++)   /* (whole quads) */
-            tr4_v32v(_mm512_maskz_loadu_epi8(m, b + koff[4 * q]),
-                     _mm512_maskz_loadu_epi8(m, b + koff[4 * q + 1]),
-                     _mm512_maskz_loadu_epi8(m, b + koff[4 * q + 2]),
-                     _mm512_maskz_loadu_epi8(m, b + koff[4 * q + 3]), idx, len,
+            tr4_v32v(_mm512_maskz_loadu_epi8(m, b + 4 * q * plane),
+                     _mm512_maskz_loadu_epi8(m, b + (4 * q + 1) * plane),
+                     _mm512_maskz_loadu_epi8(m, b + (4 * q + 2) * plane),
+                     _mm512_maskz_loadu_epi8(m, b + (4 * q + 3) * plane), idx, len,
                      panel + (size_t)q * 128 + (size_t)off * 4, 0);
 #define AMXT_ROW(e)                                                                     \
-    _mm512_maskz_loadu_epi8(4 * q + (e) < kdim ? m : 0, b + koff[4 * q + (e) < kdim ? 4 * q + (e) : 0])
+    _mm512_maskz_loadu_epi8(4 * q + (e) < kdim ? m : 0, b + (4 * q + (e) < kdim ? 4 * q + (e) : 0) * plane)
         if (q < nq)   /* (the last quad, part past kdim) */
             tr4_v32v(AMXT_ROW(0), AMXT_ROW(1), AMXT_ROW(2), AMXT_ROW(3), idx, len,
                      panel + (size_t)q * 128 + (size_t)off * 4, 0);
@@ -198,25 +196,11 @@ amxt_run(const OqciConv *p, const uint8_t *x, uint8_t *y, uint8_t *work, const R
     const __m512i hi2w = _mm512_set1_epi16((short)(2 * p->hi));
     int64_t pix = (int64_t)p->out_h * p->out_w, plane = (int64_t)p->in_h * p->in_w, n, px0;
     int32_t kg = p->out_c / p->group, cg = p->in_c / p->group;
-    int32_t nu = (kg + 15) / 16, g, u, k;
+    int32_t nu = (kg + 15) / 16, g, u;
     int s8 = p->in_type == OQCI_S8, pb = 0, sb = 0, pending = 0, flat = is_flat(p);
-    /* element k = (c, i, j) of the reduction: input channel c's row i d_h, column j d_w
-     * from the output's first input; flat convs as one row of pix positions */
-    int64_t koff[AMXT_MAXK], ow_n = flat ? pix : p->out_w, rs = (int64_t)p->s_h * p->in_w;
+    /* output positions in rows of ow_n (flat: one row of pix), input rows rs bytes apart */
+    int64_t ow_n = flat ? pix : p->out_w, rs = (int64_t)p->s_h * p->in_w;
     AmxtStep st = {0}, prev = {0};
-    {   /* (counters, not divisions: a call of a small layer is a few microseconds) */
-        int32_t c = 0, i = 0, j = 0;
-        for (k = 0; k < p->kdim; k++) {
-            koff[k] = c * plane + (int64_t)i * p->d_h * p->in_w + (int64_t)j * p->d_w;
-            if (++j == p->k_w) {
-                j = 0;
-                if (++i == p->k_h) {
-                    i = 0;
-                    c++;
-                }
-            }
-        }
-    }
     for (n = 0; n < p->batch; n++)
         for (g = 0; g < p->group; g++) {
             const uint8_t *xg = x + (n * p->in_c + (int64_t)g * cg) * plane;
@@ -225,7 +209,7 @@ amxt_run(const OqciConv *p, const uint8_t *x, uint8_t *y, uint8_t *work, const R
                 int32_t np = pix - px0 < 32 ? (int32_t)(pix - px0) : 32;
                 uint8_t *panel = work + (size_t)pb * AMXT_PANEL;
                 pb ^= 1;
-                amxt_pack(p, xg, koff, ow_n, rs, px0, np, panel);
+                amxt_pack(p, xg, plane, ow_n, rs, px0, np, panel);
                 amxt_panel(panel);
                 for (u = 0; u < nu; u += 2) {
                     st.na = u + 1 < nu ? 2 : 1;

@@ -307,19 +307,22 @@ typedef struct RqPre {
     float c2;
 } RqPre;
 
-/* oqcik_conv_amxt (oqci_conv_amxt.c): reductions of 20 to AMXT_MAXK elements (at 16 the
- * AVX-512 VNNI kernels are as fast), 16 channels or more per group, 8-bit outputs, float
- * requantization; 1x1 convs (is_flat), or convs whose every tap lies inside the input
- * (no padding) at column stride 1 or 2 (the stems of 3-channel images).  Its scratch: two
- * panels (kpad / 4 quads of 32 pixels), two slots of step sums (32 x 32 int32), then per
- * channel a row of 16 copies of its sums' start and its RqPre. */
+/* oqcik_conv_amxt (oqci_conv_amxt.c): 1x1 convs with reductions of 20 to AMXT_MAXK
+ * elements (at 16 the AVX-512 VNNI kernels are as fast), 16 channels or more per group,
+ * 8-bit outputs, float requantization; unpadded, column stride 1 or 2 (is_flat, or
+ * strided like ResNet's first downsample).  Not convs with taps: SqueezeNet's stem (3 x
+ * 3 x 3, stride 2) ran 1.5x faster on it alone (193 -> 290 GMAC/s), but the network's
+ * median 7% slower, every later layer (pools included) about 12% slower, as if the core's
+ * clock had dropped; on AVX-512 VNNI it does not.  Its scratch: two panels (kpad / 4
+ * quads of 32 pixels), two slots of step sums (32 x 32 int32), then per channel a row of
+ * 16 copies of its sums' start and its RqPre. */
 #define AMXT_MAXK 64
 #define AMXT_PANEL (AMXT_MAXK / 4 * 128)
 #define AMXT_SLOT (32 * TILE_NR * 4)
 static inline int amxt_fits(const OqciConv *p) {
-    int inside = (p->s_w == 1 || p->s_w == 2) && p->p_t == 0 && p->p_l == 0 &&
-                 (int64_t)(p->out_h - 1) * p->s_h + (int64_t)(p->k_h - 1) * p->d_h < p->in_h &&
-                 (int64_t)(p->out_w - 1) * p->s_w + (int64_t)(p->k_w - 1) * p->d_w < p->in_w;
+    int inside = p->k_h == 1 && p->k_w == 1 && (p->s_w == 1 || p->s_w == 2) && p->p_t == 0 &&
+                 p->p_l == 0 && (int64_t)(p->out_h - 1) * p->s_h < p->in_h &&
+                 (int64_t)(p->out_w - 1) * p->s_w < p->in_w;
     return (is_flat(p) || inside) && p->kpad > 16 && p->kpad <= AMXT_MAXK &&
            p->out_c / p->group >= 16 && p->out_type != OQCI_S32 &&
            p->rq.mode == OQCI_REQ_FLOAT;
