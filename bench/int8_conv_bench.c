@@ -11,6 +11,7 @@
  *     build/int8_conv_bench [--min-ms N] [--isa NAME] [--layer SUBSTRING] [--no-fp32]
  *                           [--weight-bits N] [--s32]
  *     build/int8_conv_bench --peak
+ *     build/int8_conv_bench --amx-overlap
  *
  * --s32 times accumulator outputs (out_type OQCI_S32, no clamp: what a network's last
  * layer stores) instead of u8 outputs with a fused ReLU.
@@ -21,6 +22,11 @@
  * saturating sequence), and vpdpbusd_ymm / vpdpbusd_zmm where the CPU has AVX-VNNI /
  * AVX512-VNNI.
  *
+ * --amx-overlap times the step of the thin AMX kernel (oqci_conv_amxt.c) at reductions
+ * 16-64: its tile work alone, its vector epilogue alone and both interleaved (the reason
+ * reductions of 16 stay with AVX-512 VNNI: on this project's Xeon both take about their
+ * sum).
+ *
  * A benchmark, not a test: it prints numbers and fails only when a kernel returns an
  * error.  Numbers are noisy on a loaded machine (see the load average it prints).
  * GMAC/s counts batch * out_c * out_h * out_w * kdim multiply-adds per call. */
@@ -30,6 +36,9 @@
 #include "oqci.h"
 #include "oqcf_nn.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,6 +277,101 @@ __attribute__((target("amx-tile,amx-int8"))) static double peak_amx(long iters) 
     return (double)iters * 4 * 16384 / t / 1e9;
 }
 
+/* --amx-overlap: whether the tile unit and the vector epilogue run at the same time, per
+ * step of oqci_conv_amxt.c's kernel (32 channels x 32 pixels, reduction K: C tiles loaded
+ * from a row table, four tdpbusd, four tile stores) and of its epilogue (16 rq64-like
+ * sequences of 14 vector operations on a 4 KB slot, 32-byte stores), each alone and
+ * interleaved as the kernel does (dot products, the previous step's epilogue, tile
+ * stores).  ns per step, and the GMAC/s K makes of the interleaved time. */
+#define OV_F() __asm__ volatile("" : : : "memory")
+__attribute__((target("avx512f,avx512bw,amx-tile,amx-int8"), noinline)) static void
+ov_epi(const int32_t *s, uint8_t *y) {
+    const __m512i ord = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    const __m512 m = _mm512_set1_ps(0.01f), c = _mm512_set1_ps(-83886.08f);
+    for (int r = 0; r < 32; r += 2) {
+        const int32_t *t = s + r * 32;
+        __m512i t0 = _mm512_cvttps_epi32(_mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_loadu_si512(t)), m, c));
+        __m512i t1 = _mm512_cvttps_epi32(_mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_loadu_si512(t + 16)), m, c));
+        __m512i t2 = _mm512_cvttps_epi32(_mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_loadu_si512(t + 32)), m, c));
+        __m512i t3 = _mm512_cvttps_epi32(_mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_loadu_si512(t + 48)), m, c));
+        __m512i w01 = _mm512_avg_epu16(_mm512_packus_epi32(t0, t1), _mm512_setzero_si512());
+        __m512i w23 = _mm512_avg_epu16(_mm512_packus_epi32(t2, t3), _mm512_setzero_si512());
+        __m512i b = _mm512_permutexvar_epi32(ord, _mm512_packus_epi16(w01, w23));
+        _mm256_storeu_si256((__m256i *)(void *)(y + r * 128), _mm512_castsi512_si256(b));
+        _mm256_storeu_si256((__m256i *)(void *)(y + r * 128 + 128), _mm512_extracti64x4_epi64(b, 1));
+    }
+}
+__attribute__((target("avx512f,avx512bw,amx-tile,amx-int8"))) static double
+ov_run(int k, int mode, long n) {   /* mode: 1 tiles, 2 epilogue, 3 both */
+    static int8_t a[32 * 64] __attribute__((aligned(64)));
+    static uint8_t b[16 * 128] __attribute__((aligned(64))), y[32 * 128];
+    static int32_t rows[32 * 16] __attribute__((aligned(64))), slot[2][32 * 32] __attribute__((aligned(64)));
+    unsigned char cfg[64] = {1};
+    double t;
+    for (int i = 0; i < 8; i++) {
+        cfg[16 + 2 * i] = (unsigned char)(i == 4 || i == 5 ? k : 64);
+        cfg[48 + i] = (unsigned char)(i >= 6 ? k / 4 : 16);
+    }
+    for (int i = 0; i < 32 * 16; i++)
+        rows[i] = 0x4B000000;
+    __asm__ volatile("ldtilecfg %0" : : "m"(cfg) : "memory");
+    _tile_loadd(6, b, 128);
+    _tile_loadd(7, b + 64, 128);
+    t = now();
+    for (long i = 0; i < n; i++) {
+        if (mode & 1) {
+            OV_F();
+            _tile_loadd(0, rows, 64);
+            _tile_loadd(1, rows, 64);
+            _tile_loadd(4, a, k);
+            _tile_dpbusd(0, 4, 6);
+            _tile_dpbusd(1, 4, 7);
+            _tile_loadd(2, rows + 256, 64);
+            _tile_loadd(3, rows + 256, 64);
+            _tile_loadd(5, a + 16 * k, k);
+            _tile_dpbusd(2, 5, 6);
+            _tile_dpbusd(3, 5, 7);
+            OV_F();
+        }
+        if (mode & 2)
+            ov_epi(slot[(i & 1) ^ 1], y);
+        if (mode & 1) {
+            OV_F();
+            _tile_stored(0, slot[i & 1], 128);
+            _tile_stored(1, slot[i & 1] + 16, 128);
+            _tile_stored(2, slot[i & 1] + 512, 128);
+            _tile_stored(3, slot[i & 1] + 528, 128);
+            OV_F();
+        }
+    }
+    t = now() - t;
+    __asm__ volatile("tilerelease" : : : "memory");
+    return t / (double)n * 1e9;
+}
+static void amx_overlap(void) {
+    long r;
+    __builtin_cpu_init();
+    __asm__ volatile("syscall" : "=a"(r) : "0"(158L), "D"(0x1023L), "S"(18L) : "rcx", "r11", "memory");
+    if (!__builtin_cpu_supports("avx512vnni") || r != 0) {
+        printf("AMX none\n");
+        return;
+    }
+    for (int k = 16; k <= 64; k += 16)   /* (warm-up: the clock rises over the first ms) */
+        ov_run(k, 3, 200000);
+    printf("per 32x32 step, ns (best of 3): tiles alone, epilogue alone, both; GMAC/s of both\n");
+    for (int k = 16; k <= 64; k += 16) {
+        double v[4] = {0, 1e9, 1e9, 1e9};
+        for (int mode = 1; mode <= 3; mode++)
+            for (int rep = 0; rep < 3; rep++) {
+                double ns = ov_run(k, mode, 200000);
+                v[mode] = ns < v[mode] ? ns : v[mode];
+            }
+        printf("AMX_OVERLAP K=%d tiles=%.1f epilogue=%.1f both=%.1f gmacs=%.0f\n", k, v[1], v[2],
+               v[3], 1024.0 * k / v[3]);
+    }
+}
+#undef OV_F
+
 /* Best of 3 of fn(iters). */
 static double best3(double (*fn)(long), long iters) {
     double b = 0;
@@ -314,7 +418,14 @@ int main(int argc, char **argv) {
             fp32 = 0;
         else if (!strcmp(argv[i], "--s32"))
             s32 = 1;
-        else if (!strcmp(argv[i], "--peak")) {
+        else if (!strcmp(argv[i], "--amx-overlap")) {
+#if defined(__x86_64__) && defined(__GNUC__)
+            amx_overlap();
+#else
+            printf("AMX none (x86-64 only)\n");
+#endif
+            return 0;
+        } else if (!strcmp(argv[i], "--peak")) {
 #if defined(__x86_64__) && defined(__GNUC__)
             print_peaks();
 #else
@@ -323,7 +434,7 @@ int main(int argc, char **argv) {
             return 0;
         } else {
             fprintf(stderr, "usage: %s [--min-ms N] [--isa NAME] [--layer SUBSTRING] [--no-fp32]"
-                            " [--weight-bits N] [--s32] | --peak\n", argv[0]);
+                            " [--weight-bits N] [--s32] | --peak | --amx-overlap\n", argv[0]);
             return 2;
         }
     }
