@@ -312,8 +312,10 @@ typedef struct RqPre {
  * 8-bit outputs, float requantization; unpadded, column stride 1 or 2 (is_flat, or
  * strided like ResNet's first downsample).  Not convs with taps: SqueezeNet's stem (3 x
  * 3 x 3, stride 2) ran 1.5x faster on it alone (193 -> 290 GMAC/s), but the network's
- * median 7% slower, every later layer (pools included) about 12% slower, as if the core's
- * clock had dropped; on AVX-512 VNNI it does not.  Its scratch: two panels (kpad / 4
+ * median 7% slower, every later layer (pools included) about 12% slower: the core's clock
+ * dropped for the rest of the run (a chain of dependent adds timed between layers took
+ * 0.79-0.81 TSC ticks per add against 0.70-0.72 with the stem on AVX-512 VNNI, 0.69-0.70
+ * with no AMX at all).  Its scratch: two panels (kpad / 4
  * quads of 32 pixels), two slots of step sums (32 x 32 int32), then per channel a row of
  * 16 copies of its sums' start and its RqPre. */
 #define AMXT_MAXK 64
