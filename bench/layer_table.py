@@ -7,7 +7,8 @@ code's OQC_LAYER_BEGIN/END hooks), joined by node name with the shapes of
     layer_table.py MODEL_NAME INT8.log FP32.log DUMP.txt PEAK_GMACS PEAK_NAME
 
 Prints a summary (time in Conv/Gemm layers, GMAC/s, how many layers with >= 64 output
-channels reach 50% of the peak, depthwise INT8 vs FP32) and the slowest INT8 layers.
+channels reach 50% of the peak, which do not, how many of those with >= 64 input channels
+as well do, depthwise INT8 vs FP32) and the slowest INT8 layers.
 A benchmark report: it never fails on numbers."""
 import re
 import sys
@@ -77,6 +78,13 @@ def main():
           f"of the peak ({peak:.1f} GMAC/s, {peak_name}); median layer "
           + (f"{sorted(mac8[n]['macs'] / mac8[n]['med'] / 1e6 for n in big)[len(big) // 2]:.1f} GMAC/s."
              if big else "-"))
+    slow = [n for n in big if n not in fast]
+    print("  - under 50%: " + (", ".join(
+        f"`{n}` ({shp[n]['cg'] * shp[n]['group']} -> {shp[n]['k']} channels, "
+        f"{mac8[n]['macs'] / mac8[n]['med'] / 1e6:.1f} GMAC/s)" for n in slow) if slow else "none"))
+    both = [n for n in big if shp[n]["cg"] >= 64]
+    print(f"  - those with >= 64 input channels per group too: "
+          f"{len([n for n in both if n in fast])} of {len(both)} at >= 50% of the peak")
     dw = [n for n in mac8 if n in shp and shp[n]["cg"] == 1 and shp[n]["group"] > 1 and n in f32]
     if dw:
         d8 = sum(mac8[n]["med"] for n in dw)
