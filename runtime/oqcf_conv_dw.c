@@ -199,21 +199,6 @@ static void dw_rows__c(const Geo *g, const DwPad *d, const float *xpad, const fl
 }
 
 #if OQCF_CONV_X86
-AVX2 static inline __m256 dw_act8(__m256 v, const OqcfAct *a) {
-    switch (a->kind) {
-    case OQCF_ACT_RELU:   /* maxps returns its second operand for NaN: NaN stays NaN */
-        return _mm256_max_ps(_mm256_setzero_ps(), v);
-    case OQCF_ACT_CLIP:
-        return _mm256_min_ps(_mm256_set1_ps(a->p1), _mm256_max_ps(_mm256_set1_ps(a->p0), v));
-    case OQCF_ACT_LEAKY: {
-        __m256 ge = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_GE_OQ);
-        return _mm256_blendv_ps(_mm256_mul_ps(v, _mm256_set1_ps(a->p0)), v, ge);
-    }
-    default:
-        return v;
-    }
-}
-
 /* Eight outputs at column ow of the row whose base is given, for any tap count (two
  * accumulator chains). */
 AVX2 static inline __m256 dw_chunk__avx2(const float *base, const int64_t *off,
@@ -239,10 +224,10 @@ AVX2 static void dw_row__avx2(const float *base, const int64_t *off, const float
                               __m256 bias, const OqcfAct *act, float *yr, int64_t OW) {
     int64_t ow = 0;
     for (; ow + 8 <= OW; ow += 8)
-        _mm256_storeu_ps(yr + ow, dw_act8(dw_chunk__avx2(base, off, wc, T, bias, ow), act));
+        _mm256_storeu_ps(yr + ow, act8(dw_chunk__avx2(base, off, wc, T, bias, ow), act));
     if (ow < OW)
         _mm256_storeu_ps(yr + OW - 8,
-                         dw_act8(dw_chunk__avx2(base, off, wc, T, bias, OW - 8), act));
+                         act8(dw_chunk__avx2(base, off, wc, T, bias, OW - 8), act));
 }
 
 /* Lanes [0, n) of a store mask (n < 8: rows shorter than one chunk). */
@@ -264,7 +249,7 @@ AVX2 static inline __m256 dw_sum9(const float *const *p, const __m256 *w, __m256
     r0 = _mm256_fmadd_ps(w[2], _mm256_loadu_ps(p[2] + o), r0);
     r1 = _mm256_fmadd_ps(w[5], _mm256_loadu_ps(p[5] + o), r1);
     r2 = _mm256_fmadd_ps(w[8], _mm256_loadu_ps(p[8] + o), r2);
-    return dw_act8(_mm256_add_ps(_mm256_add_ps(r0, r1), r2), act);
+    return act8(_mm256_add_ps(_mm256_add_ps(r0, r1), r2), act);
 }
 
 /* A whole plane of a 3x3 kernel, any stride and dilation, row by row. */
@@ -319,10 +304,10 @@ AVX2 static void dw_plane3x3__avx2(const Geo *g, const DwPad *d, const float *xp
         const float *x_ = base + (o);                                                    \
         __m256 a0 = bias, a1 = bias, a2 = bias, a3 = bias, v;                            \
         DW_QROW(0) DW_QROW(1) DW_QROW(2) DW_QROW(3) DW_QROW(4) DW_QROW(5)                \
-        q[0] = dw_act8(a0, &av);                                                         \
-        q[1] = dw_act8(a1, &av);                                                         \
-        q[2] = dw_act8(a2, &av);                                                         \
-        q[3] = dw_act8(a3, &av);                                                         \
+        q[0] = act8(a0, &av);                                                            \
+        q[1] = act8(a1, &av);                                                            \
+        q[2] = act8(a2, &av);                                                            \
+        q[3] = act8(a3, &av);                                                            \
     }
 
 AVX2 static void dw_plane3x3s1__avx2(const Geo *g, const DwPad *d, const float *xpad,
@@ -380,7 +365,7 @@ AVX2 static void dw_rows__avx2(const Geo *g, const DwPad *d, const float *xpad,
         if (OW < 8)
             _mm256_maskstore_ps(
                 yr, dw_mask(OW),
-                dw_act8(dw_chunk__avx2(base, d->off, wc, d->ntaps, bias, 0), act));
+                act8(dw_chunk__avx2(base, d->off, wc, d->ntaps, bias, 0), act));
         else
             dw_row__avx2(base, d->off, wc, d->ntaps, bias, act, yr, OW);
     }

@@ -7,11 +7,10 @@
 #include <string.h>
 
 #include "oqcf_nn.h"
+#include "oqcf_x86_int.h"   /* (AVX2, act8) */
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define OQCF_CONV_X86 1
-#include <immintrin.h>
-#define AVX2 __attribute__((target("avx2,fma")))
 #else
 #define OQCF_CONV_X86 0
 #endif

@@ -48,6 +48,7 @@
  * op(B) comes from a packer callback (OqcfSgemmB) so Conv can pack straight from the
  * image, or as rows; oqcf_sgemm() wraps a dense matrix in the packer pack_dense_b(). */
 #include "oqcf_nn.h"
+#include "oqcf_x86_int.h"   /* (AVX2, act8) */
 
 #include <string.h>
 
@@ -147,7 +148,6 @@ typedef struct EpiFull {
 } EpiFull;
 
 #if OQCF_SGEMM_X86
-#define AVX2 __attribute__((target("avx2,fma")))
 #define AVX512 __attribute__((target("avx512f,fma")))
 
 /* beta * c + v rounded once, as the vector epilogues' fmadd. */
@@ -218,21 +218,6 @@ static void ukr_4x16__c(int64_t kc, const float *restrict a, int64_t rsa, int64_
 
 /* ---- x86 microkernels ----------------------------------------------------------- */
 #if OQCF_SGEMM_X86
-
-AVX2 static inline __m256 act8(__m256 v, const OqcfAct *a) {
-    switch (a->kind) {
-    case OQCF_ACT_RELU:   /* maxps returns its second operand for NaN: NaN stays NaN */
-        return _mm256_max_ps(_mm256_setzero_ps(), v);
-    case OQCF_ACT_CLIP:   /* NaN passes through, as in oqcf_act_apply */
-        return _mm256_min_ps(_mm256_set1_ps(a->p1), _mm256_max_ps(_mm256_set1_ps(a->p0), v));
-    case OQCF_ACT_LEAKY: {
-        __m256 ge = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_GE_OQ);
-        return _mm256_blendv_ps(_mm256_mul_ps(v, _mm256_set1_ps(a->p0)), v, ge);
-    }
-    default:
-        return v;
-    }
-}
 
 /* Stores row i (16 floats) of a tile through the epilogue. */
 AVX2 static inline void row16__avx2(float *c, __m256 v0, __m256 v1, int i, const Ukp *e) {
