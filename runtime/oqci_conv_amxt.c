@@ -1,10 +1,11 @@
 /* oqci_conv_amxt.c - the AMX family's kernel for thin 1x1 convs, oqcik_conv_amxt: AMX-INT8
  * tiles over reductions of 20 to 64 (amxt_fits in oqci_conv_int.h: the expand convs of
  * MobileNet-v2 and SqueezeNet, 20 to 48 input channels; the 1x1 / 2 downsample of
- * ResNet's first stage), with the fused int16 epilogue.  There the AVX-512 VNNI kernels spend as many operations on the
- * epilogue as on the dot products (at K = 32, 32 vpdpbusd and 14 epilogue operations per
- * 64 outputs, both on the same two ports), and oqcik_conv_amx's tiles, built for deep
- * reductions (the generic panel, epilogue and store machinery), were slower still.
+ * ResNet's first stage), with the fused int16 epilogue.  There the AVX-512 VNNI kernels
+ * spend as many operations on the epilogue as on the dot products (at K = 32, 32
+ * vpdpbusd and 14 epilogue operations per 64 outputs, both on the same two ports), and
+ * oqcik_conv_amx's tiles, built for deep reductions (the generic panel, epilogue and
+ * store machinery), were slower still.
  *
  * Here the tiles take the reduction as it is: A tiles (16 channels' weight rows, as
  * oqci.h lays them out) of kpad bytes per row, B tiles of kpad / 4 quad rows (16 output
@@ -21,7 +22,7 @@
  * little (a standalone loop at K = 16: 90 TSC ticks per step for the tiles, 84 for the
  * epilogue, 160 for both), which is why reductions of 16 stay with AVX-512 VNNI.
  * Exact: the tile sums are int32 sums of at most 64 products plus the bias (no overflow:
- * bias_may_overflow is checked for every channel), the same integers as every other
+ * rq_pre checks bias_may_overflow for every channel), the same integers as every other
  * path's, and rq64 is oqci_requant's bits under rq_mode's conditions.  Where they fail
  * (RQ_F32, a bias that may overflow) the kernel returns 0 before it writes anything and
  * the conv takes the general path. */
@@ -172,7 +173,8 @@ T_VBMI __attribute__((noinline)) static void amxt_pack(const OqciConv *p, const 
                      _mm512_maskz_loadu_epi8(m, b + (4 * q + 3) * plane), idx, len,
                      panel + (size_t)q * 128 + (size_t)off * 4, 0);
 #define AMXT_ROW(e)                                                                     \
-    _mm512_maskz_loadu_epi8(4 * q + (e) < kdim ? m : 0, b + (4 * q + (e) < kdim ? 4 * q + (e) : 0) * plane)
+    _mm512_maskz_loadu_epi8(4 * q + (e) < kdim ? m : 0,                                  \
+                            b + (4 * q + (e) < kdim ? 4 * q + (e) : 0) * plane)
         if (q < nq)   /* (the last quad, part past kdim) */
             tr4_v32v(AMXT_ROW(0), AMXT_ROW(1), AMXT_ROW(2), AMXT_ROW(3), idx, len,
                      panel + (size_t)q * 128 + (size_t)off * 4, 0);
@@ -213,8 +215,8 @@ amxt_run(const OqciConv *p, const uint8_t *x, uint8_t *y, uint8_t *work, const R
                 amxt_panel(panel);
                 for (u = 0; u < nu; u += 2) {
                     st.na = u + 1 < nu ? 2 : 1;
-                    st.s[0] = 16 * u < kg - 16 ? 16 * u : kg - 16;
-                    st.s[1] = 16 * (u + 1) < kg - 16 ? 16 * (u + 1) : kg - 16;
+                    st.s[0] = amx_unit0(16 * u, kg);
+                    st.s[1] = amx_unit0(16 * (u + 1), kg);
                     st.np = np;
                     st.y = yg + px0;
                     st.pre = pre + (size_t)g * kg;
@@ -242,26 +244,12 @@ T_AMX int oqcik_conv_amxt(const OqciConv *p, const void *x, void *y, void *scrat
     uint8_t *work = align_up(scratch);
     int32_t *brow = (int32_t *)(void *)(work + 2 * AMXT_PANEL + 2 * AMXT_SLOT);
     RqPre *pre = (RqPre *)(void *)(brow + (size_t)p->out_c * 16);
-    int u8 = p->out_type == OQCI_U8, mode;
+    int u8 = p->out_type == OQCI_U8, mode = rq_pre(p, NULL, 1, pre);   /* (no correction) */
     int32_t k;
-    for (k = 0; k < p->out_c; k++) {
-        int32_t b = p->bias ? p->bias[k] : 0;
-        if (bias_may_overflow(p, b))
-            return 0;
-        pre[k].add = b;
-        pre[k].m2 = rq_mult2(p->rq.mult[p->rq.per_index ? k : 0]);
-        pre[k].c2 = 0.0f;
-    }
-    mode = rq_mode(p, pre, 1);
-    if (mode == RQ_F32)
+    if (mode < 0 || mode == RQ_F32)
         return 0;
-    for (k = 0; k < p->out_c; k++) {
-        if (mode == RQ_I16B || mode == RQ_I16BN) {   /* (see rq_mode) */
-            pre[k].add = (int32_t)((uint32_t)pre[k].add + RQ_BIAS);
-            pre[k].c2 = -8388608.0f * pre[k].m2;
-        }
+    for (k = 0; k < p->out_c; k++)
         _mm512_storeu_si512((void *)(brow + (size_t)k * 16), _mm512_set1_epi32(pre[k].add));
-    }
     amxt_begin(p->kpad);
     if (u8 && mode == RQ_I16BN)
         amxt_run(p, (const uint8_t *)x, (uint8_t *)y, work, pre, brow, 1, 1, 1);

@@ -501,46 +501,36 @@ T_AMX static void tiles__amx(const OqciConv *p, const Family *f, const Geo *ge,
     for (i0 = 0; i0 < nb; i0++)
         nseg[i0] = oqcik_make_segs(ge, P0[i0], np[i0], segs[i0]);
     for (q = 0; q <= nsteps; q++) {   /* step q: tiles of item q, epilogue of item q - 1 */
-        int32_t u, i, na, s[2];
-        if (q < nsteps) {
-            u = 2 * (q / nb);   /* item q: unit pair u, panel i */
-            i = q % nb;
-            na = u + 1 < nu ? 2 : 1;
-            for (j = 0; j < 2; j++) {   /* the units' first channels (the last one shifted) */
-                int32_t c0 = 16 * (u + (j < na ? j : 0));
-                s[j] = c0 < kg - 16 ? c0 : kg - 16;
-            }
+        /* item q: unit pair u, panel i, na units */
+        int32_t u = 2 * (q / nb), i = q % nb, na = u + 1 < nu ? 2 : 1;
+        if (q < nsteps) {   /* its units' first channels (a lone unit: twice the same) */
+            size_t s0 = (size_t)(g * kg + amx_unit0(16 * u, kg));
+            size_t s1 = (size_t)(g * kg + amx_unit0(16 * (u + na - 1), kg));
             amx_kernels[p->in_type == OQCI_U8][na - 1][np[i] > 16](
-                thin ? 1 : nq / 16, !thin && nq % 16 != 0,
-                p->w + (size_t)(g * kg + s[0]) * (size_t)p->kpad,
-                p->w + (size_t)(g * kg + s[1]) * (size_t)p->kpad, p->kpad,
-                wtail + (size_t)(g * kg + s[0]) * 64, wtail + (size_t)(g * kg + s[1]) * 64,
+                thin ? 1 : nq / 16, !thin && nq % 16 != 0, p->w + s0 * (size_t)p->kpad,
+                p->w + s1 * (size_t)p->kpad, p->kpad, wtail + s0 * 64, wtail + s1 * 64,
                 panel[i]);
         }
         if (q > 0) {   /* the epilogue of item q - 1 */
             const int32_t *c = (const int32_t *)(const void *)(
                 work + (size_t)((q - 1) % AMX_SUMS_SLOTS) * AMX_SUMS_BYTES);
-            u = 2 * ((q - 1) / nb);
-            i = (q - 1) % nb;
-            na = u + 1 < nu ? 2 : 1;
-            for (j = 0; j < na; j++) {
+            int32_t up = 2 * ((q - 1) / nb), ip = (q - 1) % nb, nap = up + 1 < nu ? 2 : 1;
+            for (j = 0; j < nap; j++) {
                 /* unit j's new channels c0 .. c0 + n - 1, at rows r0 .. of c */
-                int32_t c0 = 16 * (u + j), n = kg - c0 < 16 ? kg - c0 : 16, s0, r;
-                const int32_t *t;
-                s0 = c0 < kg - 16 ? c0 : kg - 16;
-                t = c + (size_t)(16 * j + c0 - s0) * TILE_NR;
+                int32_t c0 = 16 * (up + j), n = kg - c0 < 16 ? kg - c0 : 16, r;
+                const int32_t *t = c + (size_t)(16 * j + c0 - amx_unit0(c0, kg)) * TILE_NR;
                 if (!pre) {
-                    f->store(p, t, TILE_NR, g * kg + c0, n, NULL, 0, segs[i], nseg[i], y);
+                    f->store(p, t, TILE_NR, g * kg + c0, n, NULL, 0, segs[ip], nseg[ip], y);
                     continue;
                 }
                 for (r = 0; r < n; r += TILE_MR)   /* (no quads: the sums are all in t) */
-                    oqcik_fused_rq(p, f, 0, panel[i], NULL, t + (size_t)r * TILE_NR,
+                    oqcik_fused_rq(p, f, 0, panel[ip], NULL, t + (size_t)r * TILE_NR,
                                    g * kg + c0 + r, n - r < TILE_MR ? n - r : TILE_MR, pre,
-                                   i16, segs[i], nseg[i], np[i], y);
+                                   i16, segs[ip], nseg[ip], np[ip], y);
             }
         }
         if (q < nsteps)
-            amx_store(2 * (q / nb) + 1 < nu ? 2 : 1, np[q % nb] > 16 ? 2 : 1,
+            amx_store(na, np[i] > 16 ? 2 : 1,
                       (int32_t *)(void *)(work + (size_t)(q % AMX_SUMS_SLOTS) * AMX_SUMS_BYTES));
     }
 }

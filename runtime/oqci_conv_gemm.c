@@ -408,28 +408,18 @@ void oqcik_conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
     }
     /* the epilogue in the microkernel: 8-bit outputs (accumulator outputs, whose rq is
      * not read, go through f->store), float requantization, no bias whose addition may
-     * overflow (bias_may_overflow: checked here for all channels), and one block or
+     * overflow (rq_pre checks every channel), and one block or
      * (ukr_rq_acc) the last of several whose int32 sums are exact */
     if (f->ukr_rq && (nblk == 1 || (f->ukr_rq_acc && !deep)) && p->out_type != OQCI_S32 &&
         p->rq.mode == OQCI_REQ_FLOAT) {
         pre = (RqPre *)(void *)(panel + panel_bytes + cbuf_bytes + band_bytes +
                                 (size_t)p->out_c * 4);
-        for (k = 0, fused = 1; k < p->out_c && fused; k++) {   /* (the constants as it goes) */
-            int32_t b = p->bias ? p->bias[k] : 0;
-            fused = !bias_may_overflow(p, b);
-            pre[k].add = (int32_t)((uint32_t)(corr ? corr[k] : 0) + (uint32_t)b);
-            pre[k].m2 = rq_mult2(p->rq.mult[p->rq.per_index ? k : 0]);
-        }
+        i16 = rq_pre(p, corr, f->rq_biased, pre);
+        fused = i16 >= 0;
     }
-    if (!fused)
+    if (!fused) {
         pre = NULL;
-    else {
-        i16 = rq_mode(p, pre, f->rq_biased);
-        if (i16 == RQ_I16B || i16 == RQ_I16BN)
-            for (k = 0; k < p->out_c; k++) {   /* (the sums start from RQ_BIAS) */
-                pre[k].add = (int32_t)((uint32_t)pre[k].add + RQ_BIAS);
-                pre[k].c2 = -8388608.0f * pre[k].m2;
-            }
+        i16 = RQ_F32;
     }
     /* row k of the group's weights at the block's first quad, rows past kg repeating
      * the last (a tile's rows past nk): built per group, or per block with several */

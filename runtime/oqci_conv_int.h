@@ -297,6 +297,12 @@ static inline int flat_table(const OqciConv *p) {
 static inline int amx_fits(const OqciConv *p) {
     return p->out_c / p->group >= AMX_MIN_KG && p->kpad > 32 && p->kpad <= OQCI_KCHUNK;
 }
+/* The first channel of the AMX tile unit that starts at channel c0 of a group of kg (>=
+ * 16): the last unit is shifted to end at the group's last channel, so every tile row is
+ * a real channel (the overlap is computed twice and gives the same bytes). */
+static inline int32_t amx_unit0(int32_t c0, int32_t kg) {
+    return c0 < kg - 16 ? c0 : kg - 16;
+}
 
 /* A fused epilogue's per-channel constants, worked out once per oqcik_conv_gemm call: the
  * correction plus the bias (mod 2^32: the fused condition excludes overflow; plus
@@ -315,9 +321,9 @@ typedef struct RqPre {
  * median 7% slower, every later layer (pools included) about 12% slower: the core's clock
  * dropped for the rest of the run (a chain of dependent adds timed between layers took
  * 0.79-0.81 TSC ticks per add against 0.70-0.72 with the stem on AVX-512 VNNI, 0.69-0.70
- * with no AMX at all).  Its scratch: two panels (kpad / 4
- * quads of 32 pixels), two slots of step sums (32 x 32 int32), then per channel a row of
- * 16 copies of its sums' start and its RqPre. */
+ * with no AMX at all).  Its scratch: two panels (kpad / 4 quads of 32 pixels), two slots
+ * of step sums (32 x 32 int32), then per channel a row of 16 copies of its sums' start
+ * and its RqPre. */
 #define AMXT_MAXK 64
 #define AMXT_PANEL (AMXT_MAXK / 4 * 128)
 #define AMXT_SLOT (32 * TILE_NR * 4)
@@ -599,6 +605,31 @@ static inline int rq_mode(const OqciConv *p, const RqPre *pre, int biased) {
 #endif
 }
 
+/* The fused epilogue's constants of every channel into pre (corr: each channel's
+ * correction mod 2^32, or NULL for none; biased: as rq_mode's) and its mode (rq_mode;
+ * in modes RQ_I16B, RQ_I16BN the sums start from RQ_BIAS and c2 is -2^23 * 2 M), or -1
+ * where a bias may overflow (bias_may_overflow: no fused epilogue).  Once per call:
+ * oqcik_conv_gemm, oqcik_conv_amxt. */
+static inline int rq_pre(const OqciConv *p, const int32_t *corr, int biased, RqPre *pre) {
+    int32_t k;
+    int mode;
+    for (k = 0; k < p->out_c; k++) {
+        int32_t b = p->bias ? p->bias[k] : 0;
+        if (bias_may_overflow(p, b))
+            return -1;
+        pre[k].add = (int32_t)((uint32_t)(corr ? corr[k] : 0) + (uint32_t)b);
+        pre[k].m2 = rq_mult2(p->rq.mult[p->rq.per_index ? k : 0]);
+        pre[k].c2 = 0.0f;
+    }
+    mode = rq_mode(p, pre, biased);
+    if (mode == RQ_I16B || mode == RQ_I16BN)
+        for (k = 0; k < p->out_c; k++) {
+            pre[k].add = (int32_t)((uint32_t)pre[k].add + RQ_BIAS);
+            pre[k].c2 = -8388608.0f * pre[k].m2;
+        }
+    return mode;
+}
+
 /* Computes sums over nq quads of an nr-pixel panel for mr weight rows (w[r] at the
  * block's first reduction element; rows beyond the group's channels repeat a valid one)
  * into rows of t (stride TILE_NR), or adds them to t (acc: the next K block).  Only the
@@ -734,8 +765,8 @@ static inline const int8_t **gemm_wtab(const OqciConv *p, void *scratch, size_t 
 #define OQCIK_CFG(file)                                                                     \
     OQCIK_CFG_X(file, OQCIK_CFG_AVX2, OQCIK_CFG_AVXVNNI, OQCIK_CFG_AVX512VNNI, OQCIK_CFG_AMX,  \
                 OQCIK_CFG_NEONDOT, OQCIK_CFG_EMU, OQCIK_CFG_NOFLOAT)
-extern const char OQCIK_CFG(gemm), OQCIK_CFG(avx2), OQCIK_CFG(dwx86), OQCIK_CFG(dwq), OQCIK_CFG(amxt),
-    OQCIK_CFG(avx512), OQCIK_CFG(neon);
+extern const char OQCIK_CFG(gemm), OQCIK_CFG(avx2), OQCIK_CFG(dwx86), OQCIK_CFG(dwq),
+    OQCIK_CFG(amxt), OQCIK_CFG(avx512), OQCIK_CFG(neon);
 
 /* ---- oqci_conv.c ------------------------------------------------------------------- */
 
