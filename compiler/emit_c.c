@@ -113,7 +113,7 @@ static const char *const runtime_needs[][RUNTIME_NEEDS] = {
     {"oqcf_gemm.c", "oqcf_sgemm.c", "oqcf_serial.c"},
     {"oqcf_norm.c", "oqcf_sgemm.c", "oqcf_serial.c"},    /* oqcf_sgemm_isa() picks paths */
     {"oqcf_pooling.c", "oqcf_sgemm.c", "oqcf_serial.c"}, /* likewise */
-    {"oqcf_sgemm.c", "oqcf_serial.c", NULL},
+    {"oqcf_sgemm.c", "oqcf_sgemm_x86.c", "oqcf_serial.c"},
     {"oqci_conv.c", "oqci_conv_gemm.c", "oqci_conv_avx2.c", "oqci_conv_avx512.c",
      "oqci_conv_dwx86.c", "oqci_conv_dwq.c", "oqci_conv_amxt.c", "oqci_conv_neon.c"},
 };

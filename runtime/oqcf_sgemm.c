@@ -34,8 +34,8 @@
  * store (`edge__avx2`: masked vectors; the scalar epilogue_scalar for the other
  * families and for activations indexed per column).
  *
- * Microkernels: `ukr_4x16__c` (portable, left to the compiler's vectoriser),
- * `ukr_6x16__avx2` (AVX2 + FMA: 12 ymm accumulators, edge `ukr_6x8__avx2`) and
+ * Microkernels: `ukr_4x16__c` (portable, left to the compiler's vectoriser) here, and in
+ * oqcf_sgemm_x86.c `ukr_6x16__avx2` (AVX2 + FMA: 12 ymm accumulators, edge `ukr_6x8__avx2`) and
  * `ukr_12x32__avx512` (AVX-512F: 24 zmm accumulators, edge `ukr_12x16__avx512`).  The
  * x86 ones use target attributes, so the file needs no -m flags, and are chosen at run
  * time with __builtin_cpu_supports; oqcf_sgemm_force_isa() overrides the choice in
@@ -48,7 +48,7 @@
  * op(B) comes from a packer callback (OqcfSgemmB) so Conv can pack straight from the
  * image, or as rows; oqcf_sgemm() wraps a dense matrix in the packer pack_dense_b(). */
 #include "oqcf_nn.h"
-#include "oqcf_x86_int.h"   /* (AVX2, act8) */
+#include "oqcf_sgemm_int.h"   /* (Ukp, Kernel, the x86 families) */
 
 #include <string.h>
 
@@ -60,12 +60,6 @@
 #include <stdatomic.h>
 #endif
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#define OQCF_SGEMM_X86 1
-#include <immintrin.h>
-#else
-#define OQCF_SGEMM_X86 0
-#endif
 
 #define MR_MAX 12    /* largest microkernel tile, for tile buffers */
 #define NR_MAX 32
@@ -84,60 +78,7 @@
 #define OQCF_ALIGNED(n)
 #endif
 
-/* Epilogue of one microkernel call; bias and act are already offset to the tile. */
-typedef struct Ukp {
-    float alpha;          /* product scale */
-    float beta;           /* scale of the old C (0: C not read) */
-    OqcfPer bias_per;     /* NONE, ALL, ROW (bias[i]) or COL (bias[j]) */
-    const float *bias;    /* bias at the tile origin */
-    OqcfPer act_per;      /* NONE, ALL or ROW only (COL goes through the tile buffer) */
-    const OqcfAct *act;   /* activations at the tile origin */
-} Ukp;
-
-/* One microkernel: c[MR x NR] = epilogue(sum over kc of a panel x b panel).  Element
- * (i, k) of the A panel is a[i * rsa + k * csa]: a packed panel has rsa 1, csa MR; a
- * row-major A read in place has rsa lda, csa 1. */
-typedef void (*UkrFn)(int64_t kc, const float *a, int64_t rsa, int64_t csa, const float *b,
-                      float *c, int64_t ldc, const Ukp *e);
-
-/* Edge microkernel for a last B panel with at most NR/2 valid columns: writes the raw
- * MR x NR/2 sums (no epilogue) to tile, row stride NR; b is still an NR-wide panel. */
-typedef void (*UkrHalfFn)(int64_t kc, const float *a, int64_t rsa, int64_t csa,
-                          const float *b, float *tile);
-
-/* A microkernel reading op(B) in place: row k of the NR-column panel is at b + koff[k]
- * (rows mode of OqcfSgemmB); otherwise as UkrFn. */
-typedef void (*UkrRowsFn)(int64_t kc, const float *a, int64_t rsa, int64_t csa,
-                          const float *b, const int64_t *koff, float *c, int64_t ldc,
-                          const Ukp *e);
-
-/* Stores an m x n tile (raw sums, row stride ldt) to C through the epilogue e (bias and
- * act at the tile origin, act not per column): the edge tiles of a vector family. */
-typedef void (*EdgeFn)(const float *tile, int64_t ldt, float *c, int64_t ldc, int64_t m,
-                       int64_t n, const Ukp *e);
-
-/* A microkernel family with its blocking. */
-typedef struct Kernel {
-    OqcfIsa isa;      /* family */
-    int mr, nr;       /* register tile */
-    int64_t mc;       /* rows of an A block (multiple of mr) */
-    int64_t kc;       /* depth of a block */
-    int64_t nc;       /* columns of a B block (multiple of nr) */
-    UkrFn ukr;        /* the microkernel */
-    UkrHalfFn half;   /* half-width edge kernel, or NULL */
-    EdgeFn edge;      /* vector edge-tile store, or NULL (scalar epilogue) */
-    UkrRowsFn rows;   /* in-place op(B) kernel, or NULL (rows are packed) */
-} Kernel;
-
 /* ---- scalar epilogue (edges, per-column activations, portable kernel) ---------- */
-
-static const OqcfAct *ukp_act(const Ukp *e, int64_t i) {
-    if (e->act_per == OQCF_PER_ALL)
-        return e->act;
-    if (e->act_per == OQCF_PER_ROW)
-        return e->act + i;
-    return NULL;
-}
 
 /* Full epilogue indexing, for the scalar path: offsets of the tile inside C. */
 typedef struct EpiFull {
@@ -148,7 +89,6 @@ typedef struct EpiFull {
 } EpiFull;
 
 #if OQCF_SGEMM_X86
-#define AVX512 __attribute__((target("avx512f,fma")))
 
 /* beta * c + v rounded once, as the vector epilogues' fmadd. */
 AVX2 static float fused_beta(float beta, float c, float v) {
@@ -215,238 +155,12 @@ static void ukr_4x16__c(int64_t kc, const float *restrict a, int64_t rsa, int64_
         }
     }
 }
-
-/* ---- x86 microkernels ----------------------------------------------------------- */
-#if OQCF_SGEMM_X86
-
-/* Stores row i (16 floats) of a tile through the epilogue. */
-AVX2 static inline void row16__avx2(float *c, __m256 v0, __m256 v1, int i, const Ukp *e) {
-    __m256 al = _mm256_set1_ps(e->alpha);
-    v0 = _mm256_mul_ps(v0, al);
-    v1 = _mm256_mul_ps(v1, al);
-    if (e->beta != 0.0f) {
-        __m256 be = _mm256_set1_ps(e->beta);
-        v0 = _mm256_fmadd_ps(be, _mm256_loadu_ps(c), v0);
-        v1 = _mm256_fmadd_ps(be, _mm256_loadu_ps(c + 8), v1);
-    }
-    if (e->bias_per == OQCF_PER_COL) {
-        v0 = _mm256_add_ps(v0, _mm256_loadu_ps(e->bias));
-        v1 = _mm256_add_ps(v1, _mm256_loadu_ps(e->bias + 8));
-    } else if (e->bias_per != OQCF_PER_NONE) {
-        __m256 bb = _mm256_set1_ps(e->bias[e->bias_per == OQCF_PER_ROW ? i : 0]);
-        v0 = _mm256_add_ps(v0, bb);
-        v1 = _mm256_add_ps(v1, bb);
-    }
-    const OqcfAct *act = ukp_act(e, i);
-    if (act) {
-        v0 = act8(v0, act);
-        v1 = act8(v1, act);
-    }
-    _mm256_storeu_ps(c, v0);
-    _mm256_storeu_ps(c + 8, v1);
-}
-
-#define ROWS6(X) X(0) X(1) X(2) X(3) X(4) X(5)
-#define DECL6(i) __m256 c##i##a = _mm256_setzero_ps(), c##i##b = _mm256_setzero_ps();
-#define AROW(i) const float *a##i = a + (i) * rsa;
-#define STEP6(i)                                        \
-    {                                                   \
-        __m256 ai = _mm256_broadcast_ss(a##i + o);      \
-        c##i##a = _mm256_fmadd_ps(ai, b0, c##i##a);     \
-        c##i##b = _mm256_fmadd_ps(ai, b1, c##i##b);     \
-    }
-#define STORE6(i) row16__avx2(c + (i) * ldc, c##i##a, c##i##b, i, e);
-
-AVX2 static void ukr_6x16__avx2(int64_t kc, const float *restrict a, int64_t rsa, int64_t csa,
-                                const float *restrict b, float *restrict c, int64_t ldc,
-                                const Ukp *e) {
-    ROWS6(DECL6)
-    ROWS6(AROW)
-    int64_t o = 0, k = 0;
-    for (; k + 2 <= kc; k += 2) {   /* unrolled twice: ~2% on conv shapes */
-        __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
-        ROWS6(STEP6)
-        o += csa;
-        b0 = _mm256_load_ps(b + 16);
-        b1 = _mm256_load_ps(b + 24);
-        ROWS6(STEP6)
-        o += csa;
-        b += 32;
-    }
-    for (; k < kc; k++, o += csa, b += 16) {
-        __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
-        ROWS6(STEP6)
-    }
-    ROWS6(STORE6)
-}
-
-/* ukr_6x16__avx2 with op(B) read in place: row k of the panel at b + koff[k]. */
-AVX2 static void ukr_6x16r__avx2(int64_t kc, const float *restrict a, int64_t rsa,
-                                 int64_t csa, const float *restrict b, const int64_t *koff,
-                                 float *restrict c, int64_t ldc, const Ukp *e) {
-    ROWS6(DECL6)
-    ROWS6(AROW)
-    int64_t o = 0, k = 0;
-    for (; k + 2 <= kc; k += 2) {
-        const float *r0 = b + koff[k], *r1 = b + koff[k + 1];
-        __m256 b0 = _mm256_loadu_ps(r0), b1 = _mm256_loadu_ps(r0 + 8);
-        ROWS6(STEP6)
-        o += csa;
-        b0 = _mm256_loadu_ps(r1);
-        b1 = _mm256_loadu_ps(r1 + 8);
-        ROWS6(STEP6)
-        o += csa;
-    }
-    for (; k < kc; k++, o += csa) {
-        const float *r0 = b + koff[k];
-        __m256 b0 = _mm256_loadu_ps(r0), b1 = _mm256_loadu_ps(r0 + 8);
-        ROWS6(STEP6)
-    }
-    ROWS6(STORE6)
-}
-
-#define DECL6H(i) __m256 c##i##a = _mm256_setzero_ps();
-#define STEP6H(i) c##i##a = _mm256_fmadd_ps(_mm256_broadcast_ss(a##i + o), b0, c##i##a);
-#define STORE6H(i) _mm256_storeu_ps(tile + (i) * 16, c##i##a);
-
-AVX2 static void ukr_6x8__avx2(int64_t kc, const float *restrict a, int64_t rsa, int64_t csa,
-                               const float *restrict b, float *restrict tile) {
-    ROWS6(DECL6H)
-    ROWS6(AROW)
-    int64_t o = 0;
-    for (int64_t k = 0; k < kc; k++, o += csa, b += 16) {
-        __m256 b0 = _mm256_load_ps(b);
-        ROWS6(STEP6H)
-    }
-    ROWS6(STORE6H)
-}
-
-/* Edge tiles (cut by the edge of C, or half-width): each row in 8-wide pieces, the last
- * partial piece with masked loads and stores. */
-AVX2 static void edge__avx2(const float *tile, int64_t ldt, float *c, int64_t ldc, int64_t m,
-                            int64_t n, const Ukp *e) {
-    const __m256 al = _mm256_set1_ps(e->alpha), be = _mm256_set1_ps(e->beta);
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    for (int64_t i = 0; i < m; i++) {
-        const OqcfAct *act = ukp_act(e, i);
-        float *ci = c + i * ldc;
-        for (int64_t j = 0; j < n; j += 8) {
-            __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - j)), lane);
-            int full = n - j >= 8;
-            __m256 v = _mm256_mul_ps(_mm256_loadu_ps(tile + i * ldt + j), al);
-            if (e->beta != 0.0f)
-                v = _mm256_fmadd_ps(be, full ? _mm256_loadu_ps(ci + j)
-                                             : _mm256_maskload_ps(ci + j, mask), v);
-            if (e->bias_per == OQCF_PER_COL)
-                v = _mm256_add_ps(v, full ? _mm256_loadu_ps(e->bias + j)
-                                          : _mm256_maskload_ps(e->bias + j, mask));
-            else if (e->bias_per != OQCF_PER_NONE)
-                v = _mm256_add_ps(
-                    v, _mm256_set1_ps(e->bias[e->bias_per == OQCF_PER_ROW ? i : 0]));
-            if (act)
-                v = act8(v, act);
-            if (full)
-                _mm256_storeu_ps(ci + j, v);
-            else
-                _mm256_maskstore_ps(ci + j, mask, v);
-        }
-    }
-}
-
-AVX512 static inline __m512 act16(__m512 v, const OqcfAct *a) {
-    switch (a->kind) {
-    case OQCF_ACT_RELU:   /* NaN stays NaN, as in oqcf_act_apply */
-        return _mm512_max_ps(_mm512_setzero_ps(), v);
-    case OQCF_ACT_CLIP:
-        return _mm512_min_ps(_mm512_set1_ps(a->p1), _mm512_max_ps(_mm512_set1_ps(a->p0), v));
-    case OQCF_ACT_LEAKY: {
-        __mmask16 lt = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
-        return _mm512_mask_mul_ps(v, lt, v, _mm512_set1_ps(a->p0));
-    }
-    default:
-        return v;
-    }
-}
-
-/* Stores row i (32 floats) of a tile through the epilogue. */
-AVX512 static inline void row32__avx512(float *c, __m512 v0, __m512 v1, int i, const Ukp *e) {
-    __m512 al = _mm512_set1_ps(e->alpha);
-    v0 = _mm512_mul_ps(v0, al);
-    v1 = _mm512_mul_ps(v1, al);
-    if (e->beta != 0.0f) {
-        __m512 be = _mm512_set1_ps(e->beta);
-        v0 = _mm512_fmadd_ps(be, _mm512_loadu_ps(c), v0);
-        v1 = _mm512_fmadd_ps(be, _mm512_loadu_ps(c + 16), v1);
-    }
-    if (e->bias_per == OQCF_PER_COL) {
-        v0 = _mm512_add_ps(v0, _mm512_loadu_ps(e->bias));
-        v1 = _mm512_add_ps(v1, _mm512_loadu_ps(e->bias + 16));
-    } else if (e->bias_per != OQCF_PER_NONE) {
-        __m512 bb = _mm512_set1_ps(e->bias[e->bias_per == OQCF_PER_ROW ? i : 0]);
-        v0 = _mm512_add_ps(v0, bb);
-        v1 = _mm512_add_ps(v1, bb);
-    }
-    const OqcfAct *act = ukp_act(e, i);
-    if (act) {
-        v0 = act16(v0, act);
-        v1 = act16(v1, act);
-    }
-    _mm512_storeu_ps(c, v0);
-    _mm512_storeu_ps(c + 16, v1);
-}
-
-#define ROWS12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
-#define DECL12(i) __m512 c##i##a = _mm512_setzero_ps(), c##i##b = _mm512_setzero_ps();
-#define STEP12(i)                                       \
-    {                                                   \
-        __m512 ai = _mm512_set1_ps(a##i[o]);            \
-        c##i##a = _mm512_fmadd_ps(ai, b0, c##i##a);     \
-        c##i##b = _mm512_fmadd_ps(ai, b1, c##i##b);     \
-    }
-#define STORE12(i) row32__avx512(c + (i) * ldc, c##i##a, c##i##b, i, e);
-
-AVX512 static void ukr_12x32__avx512(int64_t kc, const float *restrict a, int64_t rsa,
-                                     int64_t csa, const float *restrict b, float *restrict c,
-                                     int64_t ldc, const Ukp *e) {
-    ROWS12(DECL12)
-    ROWS12(AROW)
-    int64_t o = 0;
-    for (int64_t k = 0; k < kc; k++, o += csa, b += 32) {
-        __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
-        ROWS12(STEP12)
-    }
-    ROWS12(STORE12)
-}
-
-#define DECL12H(i) __m512 c##i##a = _mm512_setzero_ps();
-#define STEP12H(i) c##i##a = _mm512_fmadd_ps(_mm512_set1_ps(a##i[o]), b0, c##i##a);
-#define STORE12H(i) _mm512_storeu_ps(tile + (i) * 32, c##i##a);
-
-AVX512 static void ukr_12x16__avx512(int64_t kc, const float *restrict a, int64_t rsa,
-                                     int64_t csa, const float *restrict b,
-                                     float *restrict tile) {
-    ROWS12(DECL12H)
-    ROWS12(AROW)
-    int64_t o = 0;
-    for (int64_t k = 0; k < kc; k++, o += csa, b += 32) {
-        __m512 b0 = _mm512_load_ps(b);
-        ROWS12(STEP12H)
-    }
-    ROWS12(STORE12H)
-}
-
-#endif /* OQCF_SGEMM_X86 */
-
 /* ---- kernel table and selection -------------------------------------------------- */
 
 static const Kernel kernel_c = {OQCF_ISA_PORTABLE, 4, 16, 128, 256, 2048, ukr_4x16__c, NULL,
                                 NULL, NULL};
 #if OQCF_SGEMM_X86
-static const Kernel kernel_avx2 = {OQCF_ISA_AVX2, 6, 16, 144, 256, 2048, ukr_6x16__avx2,
-                                   ukr_6x8__avx2, edge__avx2, ukr_6x16r__avx2};
-static const Kernel kernel_avx512 = {OQCF_ISA_AVX512, 12, 32, 144, 384, 2048,
-                                     ukr_12x32__avx512, ukr_12x16__avx512, NULL, NULL};
-static const Kernel *const all_kernels[] = {&kernel_c, &kernel_avx2, &kernel_avx512};
+static const Kernel *const all_kernels[] = {&kernel_c, &oqcfk_sgemm_avx2, &oqcfk_sgemm_avx512};
 #else
 static const Kernel *const all_kernels[] = {&kernel_c};
 #endif
