@@ -55,9 +55,11 @@ LDLIBS_ALL := -lprotobuf-c $(XML_LIBS) -lm -pthread $(LDLIBS)
 LDFLAGS_ALL := $(SANFLAGS) $(LDFLAGS)
 
 # runtime/oqcf_serial.c is oqcf_pool.c's single-threaded stand-in for emitted code (same
-# functions): never part of liboqc; nor are the CLI driver and its help texts (main.c,
-# usage.c), which only build/oqc links.
-LIB_SRCS := $(filter-out compiler/main.c compiler/usage.c,$(wildcard compiler/*.c)) \
+# functions): never part of liboqc; nor is the CLI driver (main.c, its help texts usage.c
+# and its other files compiler/cli_*.c), which only build/oqc links.
+CLI_SRCS := compiler/main.c compiler/usage.c $(wildcard compiler/cli_*.c)
+CLI_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRCS))
+LIB_SRCS := $(filter-out $(CLI_SRCS),$(wildcard compiler/*.c)) \
             $(wildcard passes/*.c) \
             $(filter-out runtime/oqcf_serial.c,$(wildcard runtime/*.c))
 LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/proto/onnx.pb-c.o
@@ -127,7 +129,7 @@ $(BUILD)/liboqc.a: $(LIB_OBJS)
 	@$(if $(V),,echo "  AR      $@")
 	$(Q)ar rcs $@ $^
 
-$(BUILD)/oqc: $(BUILD)/obj/compiler/main.o $(BUILD)/obj/compiler/usage.o $(BUILD)/liboqc.a
+$(BUILD)/oqc: $(CLI_OBJS) $(BUILD)/liboqc.a
 	@$(if $(V),,echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS_ALL) $^ $(LDLIBS_ALL) -o $@
 

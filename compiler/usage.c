@@ -1,6 +1,6 @@
 /* usage.c - the text of `oqc help` and `oqc help COMMAND` / `oqc COMMAND --help` (the CLI
- * driver's, main.c; not part of liboqc).  docs/cli.md describes the same options at
- * length. */
+ * driver's, main.c and cli_opts.c; not part of liboqc).  docs/cli.md describes the same
+ * options at length. */
 #include "usage.h"
 
 #include <string.h>

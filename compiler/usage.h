@@ -1,4 +1,4 @@
-/* usage.h - oqc's help texts (usage.c), for the CLI driver main.c. */
+/* usage.h - oqc's help texts (usage.c), for the CLI driver (main.c, cli_opts.c). */
 #ifndef OQC_USAGE_H
 #define OQC_USAGE_H
 

@@ -1,0 +1,72 @@
+/* cli_int.h - internal to the oqc command-line driver (build/oqc only, not liboqc),
+ * which is three files sharing the parsed options (Opts) and a few helpers (prefix
+ * oqc_cli_):
+ *   - main.c: the command table, main(), and the commands that lower a model to INT8
+ *     (calibrate, eval, compile, export-qdq), so the pipeline reads top to bottom;
+ *   - cli_opts.c: parsing a command's arguments into an Opts and the settings the
+ *     options select (which passes run, how many threads);
+ *   - cli_fp32.c: the commands on the float graph (dump, check, run). */
+#ifndef OQC_CLI_INT_H
+#define OQC_CLI_INT_H
+
+#include "ir.h"
+
+/* Options shared by the commands. */
+typedef struct Opts {
+    const char *model;            /* MODEL argument */
+    const char *out;              /* -o FILE (NULL: stdout) */
+    const char *format;           /* --format */
+    OqcInputShape shapes[16];     /* --input-shape, in order */
+    int nshapes;                  /* number of --input-shape */
+    int verbose;                  /* -v count */
+    int quiet;                    /* -q */
+    const char *inputs[16];       /* --input [NAME=]FILE, in order */
+    int ninputs;                  /* number of --input */
+    int threads;                  /* --threads (0: default) */
+    const char *labels;           /* --labels FILE (.npy of int64/int32 class ids) */
+    const char *after;            /* dump --after PASS|all */
+    const char *passes;           /* --passes LIST */
+    const char *disable;          /* --disable-pass LIST (repeatable: joined) */
+    int no_opt;                   /* --no-opt */
+    const char *data[64];         /* calibrate --data PATH (repeatable) */
+    int ndata;                    /* number of --data */
+    const char *method;           /* calibrate --method */
+    int bins;                     /* calibrate --bins */
+    const char *report;           /* calibrate --report FILE.html */
+    const char *table;            /* --table FILE (imported thresholds) */
+    int batch;                    /* calibrate --batch N */
+    const char *calib[64];        /* compile/eval --calib PATH (repeatable) */
+    int ncalib;                   /* number of --calib */
+    const char *requant;          /* --requant float|fixed */
+    int weight_bits;              /* --weight-bits N (2..8; 0: not given, 8) */
+    const char *fp32_nodes;       /* --fp32-nodes NAME,... */
+    const char *target;           /* compile --target FAMILY */
+    const char *save_int8;        /* eval --save-int8 FILE.npy */
+    const char *save_fp32;        /* eval --save-fp32 FILE.npy */
+    long long limit;              /* eval --limit N (0: every sample) */
+    const char *precision;        /* compile --precision int8|fp32 */
+    const char *name;             /* compile --name NAME */
+    char disable_buf[512];        /* storage for joined --disable-pass values */
+} Opts;
+
+/* cli_opts.c: parses argv (argc words after the command word) for command cmd, which
+ * accepts the options listed in allowed (NULL-terminated); 0, or -1 with an error. */
+int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const *allowed,
+                       Opts *o, OqcDiag *d);
+/* cli_opts.c: frees what oqc_cli_parse_opts allocated (the --input-shape names). */
+void oqc_cli_free_opts(Opts *o);
+/* cli_opts.c: runs the pass pipeline on g as --passes, --disable-pass, --after and
+ * --no-opt say. */
+int oqc_cli_optimize(OqcGraph *g, const Opts *o, OqcDiag *d);
+/* cli_opts.c: the thread count when --threads is not given (the online CPUs, 1 to 8). */
+int oqc_cli_default_threads(void);
+
+/* cli_fp32.c: the commands, each given the words after its command word and returning
+ * 0, or -1 with the errors in d.  `oqc dump`: the IR as text, XML or Graphviz. */
+int oqc_cli_dump(int argc, char **argv, OqcDiag *d);
+/* `oqc check`: whether oqc can execute and compile the model. */
+int oqc_cli_check(int argc, char **argv, OqcDiag *d);
+/* `oqc run`: the model in FP32 over input files, outputs printed or written. */
+int oqc_cli_run(int argc, char **argv, OqcDiag *d);
+
+#endif

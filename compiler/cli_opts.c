@@ -1,0 +1,220 @@
+/* cli_opts.c - the oqc driver's command-line options: parsing a command's arguments
+ * into an Opts (cli_int.h) and the settings the options select for every command: the
+ * passes that run (--passes, --disable-pass, --after, --no-opt) and the default thread
+ * count.  Separate from main.c so that main.c shows what the commands do, not how
+ * their arguments are read.  Part of build/oqc only (it prints oqc_usage, usage.c). */
+#include "cli_int.h"
+#include "passes.h"
+#include "usage.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Parses the options a command accepts (allowed: string of option letters/names). */
+int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const *allowed,
+                       Opts *o, OqcDiag *d) {
+    memset(o, 0, sizeof *o);
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = NULL;
+        if (a[0] != '-' || !a[1]) {
+            if (o->model)
+                return oqc_err(d, "oqc %s: unexpected argument '%s' (the model is already "
+                                  "'%s')", cmd, a, o->model);
+            o->model = a;
+            continue;
+        }
+        char name[64];
+        const char *eq = strchr(a, '=');
+        if (!strncmp(a, "--", 2) && eq && (size_t)(eq - a) < sizeof name) {
+            memcpy(name, a, (size_t)(eq - a));
+            name[eq - a] = 0;
+            val = eq + 1;
+        } else {
+            snprintf(name, sizeof name, "%s", a);
+        }
+        int ok = 0;
+        for (const char *const *p = allowed; *p; p++)
+            ok |= !strcmp(*p, name);
+        if (!ok)
+            return oqc_err(d, "oqc %s: unknown option '%s' (see `oqc help %s`)", cmd, name,
+                           cmd);
+        if (!strcmp(name, "-v")) {
+            o->verbose++;
+            continue;
+        }
+        if (!strcmp(name, "-q")) {
+            o->quiet = 1;
+            continue;
+        }
+        if (!strcmp(name, "--no-opt")) {
+            o->no_opt = 1;
+            continue;
+        }
+        if (!val) {
+            if (i + 1 >= argc)
+                return oqc_err(d, "oqc %s: option '%s' needs a value", cmd, name);
+            val = argv[++i];
+        }
+        if (!strcmp(name, "-o")) {
+            o->out = val;
+        } else if (!strcmp(name, "--format")) {
+            o->format = val;
+        } else if (!strcmp(name, "--data")) {
+            if (o->ndata == (int)(sizeof o->data / sizeof o->data[0]))
+                return oqc_err(d, "oqc %s: too many --data options", cmd);
+            o->data[o->ndata++] = val;
+        } else if (!strcmp(name, "--method")) {
+            o->method = val;
+        } else if (!strcmp(name, "--bins")) {
+            char *end;
+            long b = strtol(val, &end, 10);
+            if (*end || b < 128 || b > (1 << 20))
+                return oqc_err(d, "oqc %s: --bins '%s' must be a number from 128 to 1048576",
+                               cmd, val);
+            o->bins = (int)b;
+        } else if (!strcmp(name, "--batch")) {
+            char *end;
+            long b = strtol(val, &end, 10);
+            if (*end || b < 1 || b > 4096)
+                return oqc_err(d, "oqc %s: --batch '%s' must be a number from 1 to 4096", cmd,
+                               val);
+            o->batch = (int)b;
+        } else if (!strcmp(name, "--report")) {
+            o->report = val;
+        } else if (!strcmp(name, "--calib")) {
+            if (o->ncalib == (int)(sizeof o->calib / sizeof o->calib[0]))
+                return oqc_err(d, "oqc %s: too many --calib options", cmd);
+            o->calib[o->ncalib++] = val;
+        } else if (!strcmp(name, "--requant")) {
+            if (strcmp(val, "float") && strcmp(val, "fixed"))
+                return oqc_err(d, "oqc %s: --requant '%s': expected float or fixed", cmd, val);
+            o->requant = val;
+        } else if (!strcmp(name, "--weight-bits")) {
+            char *end;
+            long b = strtol(val, &end, 10);
+            if (*end || end == val || b < 2 || b > 8)
+                return oqc_err(d, "oqc %s: --weight-bits '%s' must be a number from 2 to 8",
+                               cmd, val);
+            o->weight_bits = (int)b;
+        } else if (!strcmp(name, "--precision")) {
+            o->precision = val;
+        } else if (!strcmp(name, "--name")) {
+            o->name = val;
+        } else if (!strcmp(name, "--target")) {
+            if (!oqc_target_flags(val))
+                return oqc_err(d, "oqc %s: unknown --target '%s' (native, portable, avx2, "
+                                  "avxvnni, avx512vnni, amx, neondot or dispatch)", cmd, val);
+            o->target = val;
+        } else if (!strcmp(name, "--fp32-nodes")) {
+            o->fp32_nodes = val;
+        } else if (!strcmp(name, "--save-int8")) {
+            o->save_int8 = val;
+        } else if (!strcmp(name, "--save-fp32")) {
+            o->save_fp32 = val;
+        } else if (!strcmp(name, "--limit")) {
+            char *end;
+            long long v = strtoll(val, &end, 10);
+            if (*end || v < 1)
+                return oqc_err(d, "oqc %s: --limit '%s' must be a positive number", cmd, val);
+            o->limit = v;
+        } else if (!strcmp(name, "--table")) {
+            o->table = val;
+        } else if (!strcmp(name, "--after")) {
+            o->after = val;
+        } else if (!strcmp(name, "--passes")) {
+            o->passes = val;
+        } else if (!strcmp(name, "--disable-pass")) {
+            size_t used = strlen(o->disable_buf);
+            if (used + strlen(val) + 2 > sizeof o->disable_buf)
+                return oqc_err(d, "oqc %s: --disable-pass lists are too long", cmd);
+            snprintf(o->disable_buf + used, sizeof o->disable_buf - used, "%s%s",
+                     used ? "," : "", val);
+            o->disable = o->disable_buf;
+        } else if (!strcmp(name, "--labels")) {
+            o->labels = val;
+        } else if (!strcmp(name, "--input")) {
+            if (o->ninputs == (int)(sizeof o->inputs / sizeof o->inputs[0]))
+                return oqc_err(d, "oqc %s: too many --input options", cmd);
+            o->inputs[o->ninputs++] = val;
+        } else if (!strcmp(name, "--threads")) {
+            char *end;
+            long t = strtol(val, &end, 10);
+            if (*end || t < 1 || t > 64)
+                return oqc_err(d, "oqc %s: --threads '%s' must be a number from 1 to 64", cmd,
+                               val);
+            o->threads = (int)t;
+        } else if (!strcmp(name, "--input-shape")) {
+            if (o->nshapes == (int)(sizeof o->shapes / sizeof o->shapes[0]))
+                return oqc_err(d, "oqc %s: too many --input-shape options", cmd);
+            if (oqc_parse_input_shape(val, &o->shapes[o->nshapes], d) < 0)
+                return -1;
+            o->nshapes++;
+        }
+    }
+    if (!o->model)
+        return oqc_err(d, "oqc %s: missing MODEL argument\n%s", cmd, oqc_usage(cmd));
+    return 0;
+}
+
+void oqc_cli_free_opts(Opts *o) {
+    for (int i = 0; i < o->nshapes; i++)
+        free((void *)o->shapes[i].name);
+}
+
+/* Runs the pass pipeline as the options say: everything (or --passes) minus
+ * --disable-pass, stopping after --after PASS when given; nothing with --no-opt. */
+int oqc_cli_optimize(OqcGraph *g, const Opts *o, OqcDiag *d) {
+    if (o->no_opt)
+        return 0;
+    d->verbose = o->verbose;
+    const char *only = o->passes;
+    char prefix[512] = "";
+    if (o->after && strcmp(o->after, "all") != 0) {
+        const OqcPass *stop = oqc_pass_find(o->after);
+        int n;
+        const OqcPass *list = oqc_pipeline(&n);
+        if (!stop) {
+            char names[256] = "";
+            for (int i = 0; i < n; i++) {
+                strncat(names, i ? ", " : "", sizeof names - strlen(names) - 1);
+                strncat(names, list[i].name, sizeof names - strlen(names) - 1);
+            }
+            return oqc_err(d, "--after: unknown pass '%s' (passes: %s, or all)", o->after, names);
+        }
+        for (const char *p = o->passes; p && *p;) { /* --passes names must exist */
+            const char *comma = strchr(p, ',');
+            char one[64];
+            snprintf(one, sizeof one, "%.*s", comma ? (int)(comma - p) : (int)strlen(p), p);
+            if (!oqc_pass_find(one))
+                return oqc_err(d, "--passes: unknown pass '%s'", one);
+            p = comma ? comma + 1 : NULL;
+        }
+        for (int i = 0; i < n; i++) {
+            int selected = !o->passes;
+            for (const char *p = o->passes; p && *p && !selected;) {
+                const char *comma = strchr(p, ',');
+                size_t len = comma ? (size_t)(comma - p) : strlen(p);
+                selected = len == strlen(list[i].name) && !strncmp(p, list[i].name, len);
+                p = comma ? comma + 1 : NULL;
+            }
+            if (selected) {
+                strncat(prefix, prefix[0] ? "," : "", sizeof prefix - strlen(prefix) - 1);
+                strncat(prefix, list[i].name, sizeof prefix - strlen(prefix) - 1);
+            }
+            if (&list[i] == stop)
+                break;
+        }
+        if (!prefix[0])
+            return oqc_err(d, "--after %s: that pass is not selected by --passes %s", o->after,
+                           o->passes);
+        only = prefix;
+    }
+    return oqc_run_passes(g, only, o->disable, NULL, NULL, d);
+}
+
+int oqc_cli_default_threads(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 8 ? 8 : (int)n;
+}
