@@ -21,8 +21,8 @@
  * Per INT8 Conv/Gemm/MatMul:
  *   weights int8, per output channel, scale max|W[k]|/127 (1 for an all-zero channel;
  *   max|W[k]|/(2^(b-1) - 1) with --weight-bits b),
- *   rounded half away from zero, exactly as passes/quantize.c build_conv, behind a
- *   DequantizeLinear with axis = the output-channel axis and int8 zero points 0;
+ *   rounded half away from zero, exactly as oqc_quant_build_conv (passes/quantize_params.c),
+ *   behind a DequantizeLinear with axis = the output-channel axis and int8 zero points 0;
  *   bias int32 = round(b[k] / (s_in * s_w[k])) (the very integers oqc adds to its
  *   accumulators) behind a DequantizeLinear at scale s_in * s_w[k]: ONNX Runtime fuses
  *   DQ -> Conv -> Q into QLinearConv only when every input of the Conv, the bias
@@ -331,7 +331,7 @@ static void emit_qdq(X *x, int t) {
     x->st->nact_zp0 += q->is_unsigned;
 }
 
-/* round half away from zero, as passes/quantize.c */
+/* round half away from zero, as passes/quantize_params.c */
 static double round_ha(double v) { return v < 0 ? -floor(-v + 0.5) : floor(v + 0.5); }
 
 /* The float constant of input k of node n, or NULL. */
@@ -415,7 +415,7 @@ static int emit_weights(X *x, int node, const char **in, int *folded) {
         oqc_panic(__FILE__, __LINE__, "out of memory");
     int rc = 0;
     for (int64_t k = 0; k < K && rc == 0; k++) {
-        /* the row as oqc quantizes it: alpha * W[k][c] in float (quantize.c build_conv) */
+        /* the row as oqc quantizes it: alpha * W[k][c] in float (oqc_quant_build_conv) */
         for (int64_t c = 0; c < C; c++)
             row[c] = n->op == OQC_OP_Gemm ? alpha * (tb ? W[k * C + c] : W[c * K + k])
                                           : (tb ? W[k * C + c] : W[c * K + k]);
