@@ -371,7 +371,7 @@ T_AVX2 static void q8conv_2x28c4_rq__avx2(int32_t nq, const void *panel, const i
 const Family oqcik_family_avx2 = {OQCI_ISA_AVX2, 2, AVX2_NR, 2, KBQ(AVX2_NR, 2), -1,
                                   q8conv_2x28c4__avx2, {tr4_s16_s8__avx2, tr4_s16_u8__avx2},
                                   oqcik_gather__avx2, oqcik_store_tile__avx2, UKR_RQ_AVX2,
-                                  {NULL, NULL}, NULL, NULL, NULL, NULL, NULL, 0};
+                                  {NULL, NULL}, NULL, NULL, NULL, NULL, NULL, NULL, 0};
 
 /* ---- q8conv_3x24c4n__avx2: 3 channels x 24 pixels, u8 panel, narrow weights --------
  * For weights whose pairs fit (p->wpair16, see oqci_conv_wpair16): vpmaddubsw's int16
@@ -487,7 +487,7 @@ const Family oqcik_family_avx2n = {OQCI_ISA_AVX2, 3, N_NR, 1, KBQ(N_NR, 1), OQCI
                                    q8conv_3x24c4n__avx2,
                                    {oqcik_tr4_u8_s8__avx2, oqcik_tr4_u8_u8__avx2},
                                    oqcik_gather__avx2, oqcik_store_tile__avx2, UKR_RQ_AVX2N,
-                                   {NULL, NULL}, NULL, NULL, NULL, NULL, NULL, 0};
+                                   {NULL, NULL}, NULL, NULL, NULL, NULL, NULL, NULL, 0};
 
 /* ---- q8gemv_4x16__avx2: few pixels, dot products on 16-bit copies ------------------ */
 

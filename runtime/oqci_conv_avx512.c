@@ -36,7 +36,7 @@ const Family oqcik_family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, KBLOCK_Z 
                                         q8conv_8x32c4__emu,
                                         {oqcik_tr4_u8_s8__avx2, oqcik_tr4_u8_u8__avx2},
                                         oqcik_gather__avx2, oqcik_store_tile__avx2, NULL,
-                                        {NULL, NULL}, NULL, NULL, NULL, NULL, NULL, 0};
+                                        {NULL, NULL}, NULL, NULL, NULL, NULL, NULL, NULL, 0};
 #elif HAVE_AVX512VNNI
 /* ---- q8conv_8x32c4__avx512vnni: 8 channels x 32 pixels, u8 panel -------------------
  * Two zmm of 16 pixels per channel; a panel whose pixels fill only the first 16 (the
@@ -341,7 +341,7 @@ const Family oqcik_family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, KBLOCK_Z 
                                         UKR_RQ_AVX512VNNI,
                                         {pack_band_s8__avx512vnni, pack_band_u8__avx512vnni},
                                         UKR_RQ_ACC_AVX512VNNI, NULL, store_runs__avx512vnni,
-                                        NULL, UKR_RQ_WIDE_AVX512VNNI, 1};
+                                        NULL, NULL, UKR_RQ_WIDE_AVX512VNNI, 1};
 #endif
 
 #if HAVE_AMX
@@ -630,20 +630,80 @@ T_VBMI static void pack_s2__amx(const OqciConv *p, const Geo *ge, const uint8_t 
     }
 }
 
+/* Family.pack_taps (AMX and the VBMI VNNI family; Taps): per run, 16 outputs at a time
+ * (columns ow .. ow + 15 of output row oh: input columns from col = ow s_w - p_l), per
+ * quad the 64-byte windows at col of its rows A and B (masked loads: columns outside
+ * the input and rows outside it, padding, load as zeros, and nothing outside the input
+ * is read), one vpermt2b (elements past kdim zeroed), the flip, one masked store of the
+ * run's 4 bytes per output.  Addresses are formed as integers: the window of a padded
+ * column or row starts before the image, and only masked loads ever use it.  Where
+ * every kernel row of the output row lies inside the input (inside), no row is
+ * checked.  (32 outputs per pass over the quads, sharing their table reads, measured
+ * no faster.) */
+T_VBMI static inline __attribute__((always_inline)) void
+taps_quads(const OqciConv *p, const Taps *t, int32_t q0, int32_t nq, uintptr_t base,
+           int64_t ih0, __mmask64 m, __mmask64 sm, __m512i jv, __m512i fl, uint8_t *d,
+           int inside) {
+    int32_t q;
+    for (q = q0; q < q0 + nq; q++, d += 128) {
+        __mmask64 ma = m, mb = m;
+        if (!inside) {
+            int64_t ra = ih0 + t->dh[q][0], rb = ih0 + t->dh[q][1];
+            ma = ra >= 0 && ra < p->in_h ? m : 0;
+            mb = rb >= 0 && rb < p->in_h ? m : 0;
+        }
+        __m512i a = _mm512_maskz_loadu_epi8(ma, (const void *)(base + (uintptr_t)t->off[q][0]));
+        __m512i b = _mm512_maskz_loadu_epi8(mb, (const void *)(base + (uintptr_t)t->off[q][1]));
+        __m512i idx = _mm512_add_epi8(jv, _mm512_set1_epi32((int)t->pat[q]));
+        __m512i v = _mm512_maskz_permutex2var_epi8(t->live[q], a, idx, b);
+        _mm512_mask_storeu_epi8(d, sm, _mm512_xor_si512(v, fl));
+    }
+}
+
+T_VBMI static void pack_taps__avx512vbmi(const OqciConv *p, const Geo *ge, const Taps *t,
+                                         const uint8_t *x, int32_t g, const Seg *segs,
+                                         int nseg, int32_t q0, int32_t nq, uint8_t *panel) {
+    const __m512i jv = _mm512_loadu_si512((const void *)t->j);
+    const __m512i fl = _mm512_set1_epi8(t->flip ? (char)0x80 : 0);
+    int si;
+    for (si = 0; si < nseg; si++) {
+        const Seg *s = &segs[si];
+        int64_t ih0 = (int64_t)s->oh * p->s_h - p->p_t;
+        int inside = ih0 >= 0 && ih0 + (int64_t)(p->k_h - 1) * p->d_h < p->in_h;
+        uintptr_t img = (uintptr_t)(x + (s->n * p->in_c + (int64_t)g * ge->cg) * ge->plane);
+        int32_t j0;
+        for (j0 = 0; j0 < s->len; j0 += 16) {
+            int32_t cnt = s->len - j0 < 16 ? s->len - j0 : 16;
+            int64_t col = (int64_t)(s->ow + j0) * p->s_w - p->p_l;
+            int64_t lo = col < 0 ? -col : 0, hi = p->in_w - col;
+            __mmask64 m = hi >= 64 ? ~(__mmask64)0 : hi > 0 ? ((__mmask64)1 << hi) - 1 : 0;
+            __mmask64 sm = cnt == 16 ? ~(__mmask64)0 : ((__mmask64)1 << (4 * cnt)) - 1;
+            uintptr_t base = img + (uintptr_t)(ih0 * p->in_w + col);
+            uint8_t *d = panel + (size_t)(s->off + j0) * 4;
+            m = lo >= 64 ? 0 : m & ~(((__mmask64)1 << lo) - 1);
+            if (inside)
+                taps_quads(p, t, q0, nq, base, ih0, m, sm, jv, fl, d, 1);
+            else
+                taps_quads(p, t, q0, nq, base, ih0, m, sm, jv, fl, d, 0);
+        }
+    }
+}
+
 /* The AVX-512 VNNI family with the AMX CPUs' VBMI gather and runs: the layers the AMX
  * family does not take (amx_fits), on a CPU with AMX. */
 const Family oqcik_family_avx512vbmi = {
     OQCI_ISA_AVX512VNNI, 8, 32, 1, KBLOCK_Z / 4, OQCI_S8, q8conv_8x32c4__avx512vnni,
     {tr4_u8_s8__avx512vbmi, tr4_u8_u8__avx512vbmi}, gather__avx512vbmi, oqcik_store_tile__avx2,
     UKR_RQ_AVX512VNNI, {pack_band_s8__avx512vbmi, pack_band_u8__avx512vbmi},
-    UKR_RQ_ACC_AVX512VNNI, NULL, store_runs__avx512vbmi, NULL, UKR_RQ_WIDE_AVX512VNNI, 1};
+    UKR_RQ_ACC_AVX512VNNI, NULL, store_runs__avx512vbmi, NULL, pack_taps__avx512vbmi,
+    UKR_RQ_WIDE_AVX512VNNI, 1};
 
 static const Family family_amx = {OQCI_ISA_AMX, 32, 32, 1, 1 << 20, -1, NULL /* (tiles) */,
                                   {tr4_u8_u8__avx512vbmi, tr4_u8_u8__avx512vbmi},
                                   gather__avx512vbmi, oqcik_store_tile__avx2, UKR_RQ_AVX512VNNI,
                                   {pack_band_u8__avx512vbmi, pack_band_u8__avx512vbmi},
                                   UKR_RQ_ACC_AVX512VNNI, tiles__amx, store_runs__avx512vbmi,
-                                  pack_s2__amx, NULL /* (tiles) */, 1};
+                                  pack_s2__amx, pack_taps__avx512vbmi, NULL /* (tiles) */, 1};
 
 /* Where oqcik_conv_amx's region starts: after wtab's kg + TILE_MR pointers. */
 static uint8_t *amx_work(const OqciConv *p, void *scratch) {
@@ -729,5 +789,5 @@ const Family oqcik_family_avxvnni = {OQCI_ISA_AVXVNNI, 4, 24, 1, KBQ(24, 1), OQC
                                      q8conv_4x24c4__avxvnni,
                                      {oqcik_tr4_u8_s8__avx2, oqcik_tr4_u8_u8__avx2},
                                      oqcik_gather__avx2, oqcik_store_tile__avx2, NULL,
-                                     {NULL, NULL}, NULL, NULL, NULL, NULL, NULL, 0};
+                                     {NULL, NULL}, NULL, NULL, NULL, NULL, NULL, NULL, 0};
 #endif

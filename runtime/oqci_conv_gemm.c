@@ -23,7 +23,9 @@
  * pixels' inputs lie inside one input row at stride 1, else a copy (the part inside
  * gathered, zeros around it), and every four rows are transposed into one quad.  A
  * 1x1 / stride 1 / unpadded conv is "flat": its panels are plain 4-channel transposes
- * of the input planes, no im2col. */
+ * of the input planes, no im2col.  Families with VBMI pack some convs straight from x
+ * instead: 1x1 / stride 2 (Family.pack_s2), and stems and other narrow-reduction convs
+ * quad by quad from windows of input rows (Family.pack_taps, see Taps). */
 #include "oqci_conv_int.h"
 
 const char OQCIK_CFG(gemm) = 0;   /* (build consistency, see oqci_conv_int.h) */
@@ -296,6 +298,42 @@ static int s2_direct(const OqciConv *p) {
            2 * (int64_t)(p->out_w - 1) < p->in_w && (int64_t)(p->out_h - 1) * p->s_h < p->in_h;
 }
 
+/* Taps packing (Family.pack_taps, see Taps): kernels at least 3 wide (so a quad's four
+ * elements lie in at most two kernel rows), 16 outputs' inputs inside a 64-byte window
+ * of a row, reductions up to TAPS_MAXQ quads, not flat, not grid panels. */
+static int taps_direct(const OqciConv *p, const Geo *ge) {
+    return p->k_w >= 3 && 15 * (int64_t)p->s_w + (int64_t)(p->k_w - 1) * p->d_w < 64 &&
+           p->kpad / 4 <= TAPS_MAXQ && !ge->grid && !is_flat(p);
+}
+
+/* t for p (taps_direct): element k = (c k_h + i) k_w + j of the reduction is channel c's
+ * input row i d_h, column j d_w of the window. */
+static void taps_setup(const OqciConv *p, const Geo *ge, int flip, Taps *t) {
+    int32_t q, e, r;
+    for (e = 0; e < 64; e++)
+        t->j[e] = (uint8_t)((e / 4) * p->s_w);
+    t->flip = flip;
+    for (q = 0; q < p->kpad / 4; q++) {
+        int32_t ra = (4 * q < p->kdim ? 4 * q : p->kdim - 1) / p->k_w;   /* (a real row) */
+        t->pat[q] = 0;
+        t->live[q] = 0;
+        for (e = 0; e < 4; e++) {
+            int32_t k = 4 * q + e;
+            if (k >= p->kdim)
+                continue;
+            t->pat[q] |= (uint32_t)((k / p->k_w > ra ? 64 : 0) + (k % p->k_w) * p->d_w)
+                         << (8 * e);
+            t->live[q] |= 0x1111111111111111ull << e;
+        }
+        for (r = 0; r < 2; r++) {   /* (row B past the reduction: A's) */
+            int32_t rr = r && (ra + 1) * p->k_w < p->kdim ? ra + 1 : ra;
+            int32_t c = rr / p->k_h, i = rr % p->k_h;
+            t->dh[q][r] = i * p->d_h;
+            t->off[q][r] = c * ge->plane + (int64_t)i * p->d_h * p->in_w;
+        }
+    }
+}
+
 /* The exact correction of channel k's sums for flipped inputs: -128 sum w for s8 inputs
  * packed as x + 128 (VNNI), +128 sum w for u8 inputs packed as x - 128 (sdot).  (Once
  * per call and channel: a pass over the weights, vectorized on x86, where every family
@@ -373,6 +411,8 @@ void oqcik_conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
     int32_t nblk = (nq + f->kbq - 1) / f->kbq, bsize;
     int deep = p->kpad > OQCI_KCHUNK, fused = 0, flat = 0, i16 = 0;
     int s2 = f->pack_s2 && s2_direct(p);   /* packed from x: no band to set up or fill */
+    int taps = 0, direct = s2;
+    Taps tt;
     int64_t total, P0;
     int32_t tile[TILE_MR * TILE_NR];
     uint8_t *bpanel[AMX_BATCH_MAX];   /* f->tiles: the batch's panels, */
@@ -382,11 +422,15 @@ void oqcik_conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
     Tr4Fn tr4 = f->tr4[p->in_type == OQCI_U8];
     BandPackFn band_pack = f->band_pack[p->in_type == OQCI_U8];
     make_geo(p, &ge);
+    if (!s2 && f->pack_taps && taps_direct(p, &ge)) {
+        taps = direct = 1;
+        taps_setup(p, &ge, p->in_type == f->flip, &tt);
+    }
     gemm_scratch(p, HAVE_AMX, &panel_bytes, &cbuf_bytes, &band_bytes);
     c32 = (int32_t *)(void *)(panel + panel_bytes);
     c64 = (int64_t *)(void *)c32;
     band.buf = panel + panel_bytes + cbuf_bytes;
-    if (band_bytes && !s2) {
+    if (band_bytes && !direct) {
         size_t bb = band_dims(p, &band.rows, &band.cols);
         band.koff = (int32_t *)(void *)(band.buf + bb);
         band.data = band.buf;
@@ -442,7 +486,7 @@ void oqcik_conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
             nseg = oqcik_make_segs(&ge, P0, np, segs);
             npk = nseg;
             /* the band: the input rows of the panel (one image), kept while they serve */
-            int use_band = band_bytes && !s2 && segs[0].n == segs[nseg - 1].n;
+            int use_band = band_bytes && !direct && segs[0].n == segs[nseg - 1].n;
             if (use_band && flat)
                 band.data = (const uint8_t *)x +
                             (segs[0].n * p->in_c + (int64_t)g * ge.cg) * ge.plane;
@@ -482,6 +526,8 @@ void oqcik_conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
                 uint8_t *pd = f->tiles ? bpanel[nb] : panel;
                 if (s2)
                     f->pack_s2(p, &ge, (const uint8_t *)x, g, segs, nseg, q0, bq, pd);
+                else if (taps)
+                    f->pack_taps(p, &ge, &tt, (const uint8_t *)x, g, segs, nseg, q0, bq, pd);
                 else if (use_band && band_pack)
                     band_pack(p, &band, band_r0, ps, npk, q0, bq, pd);
                 else if (use_band)

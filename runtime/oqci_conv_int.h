@@ -450,6 +450,26 @@ typedef struct Geo {
     int grid;                    /* grid panels (use_grid) */
 } Geo;
 
+/* Panels packed straight from the input, quad by quad ("taps", Family.pack_taps): for
+ * convs whose reduction quads each read at most two kernel rows (k_w >= 3) and whose 16
+ * consecutive outputs of a row read one 64-byte window of an input row (taps_direct,
+ * oqci_conv_gemm.c).  Quad q's 16 pixels are then one two-source byte permutation of
+ * the windows of its kernel rows A and B = A + 1 (kernel row c k_h + i: channel c's
+ * input row i d_h below the output row's first): byte 4 j + e = window byte s_w j +
+ * pat_e, from A for pat_e < 64, from B (pat_e - 64) above.  No band, no transposes. */
+#define TAPS_MAXQ 64   /* quads described: reductions up to 256 */
+typedef struct Taps {
+    uint8_t j[64];                 /* byte 4 j + e: s_w j, the pixel's window offset */
+    uint32_t pat[TAPS_MAXQ];       /* byte e: element 4 q + e's window byte (+64: row B) */
+    uint64_t live[TAPS_MAXQ];      /* bits 4 j + e: element 4 q + e is real (k < kdim),
+                                    * else zeroed */
+    int64_t off[TAPS_MAXQ][2];     /* rows A and B: offset from the output row's first
+                                    * input row of the group's first channel (a quad
+                                    * with no row B: A's again) */
+    int32_t dh[TAPS_MAXQ][2];      /* rows A and B: input rows below that first row */
+    int flip;                      /* pack s8 inputs as x ^ 0x80 (Family.flip) */
+} Taps;
+
 /* Transposes four rows of len input bytes into len panel pixels of 4 elements. */
 typedef void (*Tr4Fn)(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
                       const uint8_t *r3, int32_t len, void *dst);
@@ -680,6 +700,11 @@ typedef struct Family {
      * for a 1x1 conv of column stride 2 without padding (s2_direct), no band */
     void (*pack_s2)(const OqciConv *p, const Geo *ge, const uint8_t *x, int32_t g,
                     const Seg *segs, int nseg, int32_t q0, int32_t nq, uint8_t *panel);
+    /* or NULL: packs quads q0 .. q0 + nq - 1 of segs (group g) straight from the input x
+     * with the table t (taps_direct: see Taps), no band */
+    void (*pack_taps)(const OqciConv *p, const Geo *ge, const Taps *t, const uint8_t *x,
+                      int32_t g, const Seg *segs, int nseg, int32_t q0, int32_t nq,
+                      uint8_t *panel);
     /* or NULL: ukr_rq_acc (t may be NULL) for any nk, its tiles of at most TILE_MR rows
      * in turn (w, t, pre and out advancing), which oqcik_conv_gemm calls with all of a
      * group's channels for outputs stored straight to y when nq is at most

@@ -821,6 +821,21 @@ static const int simd_shapes[][16] = {
     {2, 36, 20, 1, 9, 40, 1, 1, 1, 2, 1, 1, 0, 0, 0, 0},     /* ... row stride 1, images */
     {1, 40, 32, 2, 13, 13, 1, 1, 3, 2, 1, 1, 0, 0, 0, 0},    /* ... row stride 3, 2 groups */
     {1, 21, 16, 1, 11, 11, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0},    /* ... 21 channels: a part quad */
+    {1, 3, 32, 1, 23, 25, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},     /* taps: padded 3x3/2 stem, runs
+                                                             * across rows */
+    {2, 6, 8, 2, 12, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},      /* taps: 2 groups (K 27), images */
+    {1, 4, 6, 1, 5, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},       /* taps: stride 1, rows too wide
+                                                             * for grid panels */
+    {1, 2, 8, 1, 9, 70, 7, 7, 1, 3, 1, 3, 2, 3, 2, 3},       /* taps: the widest window, 15 x 3
+                                                             * + 6 x 3 + 1 = 64 bytes */
+    {1, 2, 8, 1, 9, 70, 3, 8, 1, 1, 1, 7, 1, 0, 1, 0},       /* 15 + 7 x 7 + 1 = 65 bytes: past
+                                                             * taps, the band */
+    {1, 28, 20, 1, 9, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},     /* taps: K 252, 63 quads */
+    {1, 29, 20, 1, 9, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},     /* K 261: past taps, the band */
+    {1, 3, 8, 1, 17, 30, 5, 3, 2, 2, 2, 1, 2, 1, 2, 1},      /* taps: 5x3, row dilation 2 */
+    {1, 3, 8, 1, 12, 30, 3, 3, 2, 2, 1, 1, 0, 0, -3, -4},    /* taps: rows and columns unread */
+    {1, 5, 40, 1, 6, 200, 3, 3, 1, 2, 1, 1, 4, 5, 4, 5},     /* taps: padding wider than the
+                                                             * kernel (windows of zeros) */
 };
 
 /* Exact, every family: shapes aimed at each SIMD path (simd_shapes), each with u8 and s8
