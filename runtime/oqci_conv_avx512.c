@@ -275,7 +275,7 @@ tr4_v32z(__m512i a, __m512i b, __m512i c, __m512i e, int32_t len, uint8_t *d, in
  * Family.band_pack pair (pack_band_body with them inlined), with target attributes T:
  * four rows of len <= 32 bytes loaded with a byte mask (nothing read past len) and
  * transposed by V32 (the four vectors, len, d, flip). */
-#define TR4_SET(ISA, T, V32)                                                            \
+#define TR4_SET(ISA, T, V32, BAND)                                                      \
     T static inline __attribute__((always_inline)) void B32_##ISA(                       \
         const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3,      \
         int32_t len, uint8_t *d, int flip) {                                            \
@@ -296,14 +296,18 @@ tr4_v32z(__m512i a, __m512i b, __m512i c, __m512i e, int32_t len, uint8_t *d, in
     T static void pack_band_s8__##ISA(const OqciConv *p, const Band *b, int64_t r0,     \
                                       const Seg *segs, int nseg, int32_t q0, int32_t nq, \
                                       uint8_t *panel) {                                 \
+        BAND(1)                                                                         \
         pack_band_body(p, b, r0, segs, nseg, q0, nq, panel, 32, 1, tr4_u8_s8__##ISA);   \
     }                                                                                   \
     T static void pack_band_u8__##ISA(const OqciConv *p, const Band *b, int64_t r0,     \
                                       const Seg *segs, int nseg, int32_t q0, int32_t nq, \
                                       uint8_t *panel) {                                 \
+        BAND(0)                                                                         \
         pack_band_body(p, b, r0, segs, nseg, q0, nq, panel, 32, 1, tr4_u8_u8__##ISA);   \
     }
-TR4_SET(avx512vnni, T_AVX512VNNI, tr4_v32z)
+#define BAND_NONE(flip)
+TR4_SET(avx512vnni, T_AVX512VNNI, tr4_v32z, BAND_NONE)
+#undef BAND_NONE
 
 /* Family.runs: the nk rows of q (stride TILE_NR, the fused epilogue's buffer) stored
  * through the panel's runs.  Each row is read once, 32 bytes as the epilogue stored them
@@ -599,10 +603,79 @@ general:
     store_runs__avx512vnni(p, q, k, nk, segs, nseg, y);
 }
 
+/* Band panels of column stride 1 with VBMI (band_taps_ok: kernels at least 3 wide, their
+ * taps inside 33 bytes, reductions up to 4 TAPS_MAXQ: deeper ones measured 1% slower,
+ * their bands out of L1): the taps of Family.pack_taps on the band, where a run's 32
+ * outputs read one window of each kernel row (its bytes from the row's first tap on:
+ * the run's length plus (k_w - 1) d_w, loaded with a byte mask).  Quad q's four elements
+ * lie in kernel rows A = 4 q / k_w and A + 1 at row columns j0 = 4 q - A k_w, j0 + 1, ...
+ * (past k_w: row B's columns from 0), so one pattern per j0 (k_w of them) places its
+ * bytes and two vpermt2b of A's and B's windows make its 32 outputs (16 each), where
+ * tr4_v32v takes four loads and four shuffles.  The elements past kdim are zeroed;
+ * flip: s8 inputs packed as x ^ 0x80 (every byte, as tr4's flip does). */
+static int band_taps_ok(const OqciConv *p) {
+    return p->s_w == 1 && p->k_w >= 3 && (int64_t)(p->k_w - 1) * p->d_w <= 32 &&
+           p->kpad <= 4 * TAPS_MAXQ && !is_flat(p);
+}
+
+T_VBMI static void pack_band_taps(const OqciConv *p, const Band *b, int64_t r0,
+                                  const Seg *segs, int nseg, int32_t q0, int32_t nq,
+                                  uint8_t *panel, int flip) {
+    const int32_t kw = p->k_w, span = (kw - 1) * p->d_w;
+    const __m512i fl = _mm512_set1_epi8(flip ? (char)0x80 : 0);
+    const __m512i sixteen = _mm512_set1_epi8(16);
+    const __m512i jv = _mm512_setr_epi32(0, 0x01010101, 0x02020202, 0x03030303, 0x04040404,
+                                         0x05050505, 0x06060606, 0x07070707, 0x08080808,
+                                         0x09090909, 0x0A0A0A0A, 0x0B0B0B0B, 0x0C0C0C0C,
+                                         0x0D0D0D0D, 0x0E0E0E0E, 0x0F0F0F0F);
+    uint32_t pat[BAND_MAX_KW];
+    int32_t j0, e, si;
+    for (j0 = 0; j0 < kw; j0++) {   /* element j0 + e: row A's column, else B's (+64) */
+        pat[j0] = 0;
+        for (e = 0; e < 4; e++)
+            pat[j0] |= (uint32_t)(j0 + e < kw ? (j0 + e) * p->d_w : 64 + (j0 + e - kw) * p->d_w)
+                       << (8 * e);
+    }
+    for (si = 0; si < nseg; si++) {
+        const Seg *s = &segs[si];
+        const uint8_t *base = b->data + ((int64_t)s->oh * p->s_h - p->p_t - r0) * b->cols + s->ow;
+        int32_t len = s->len, q = q0, ra = 4 * q0 / kw;
+        __mmask64 lm = len + span >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (len + span)) - 1;
+        __mmask64 s0 = len >= 16 ? ~(__mmask64)0 : ((__mmask64)1 << (4 * len)) - 1;
+        __mmask64 s1 = len <= 16 ? 0 : len >= 32 ? ~(__mmask64)0 : ((__mmask64)1 << (4 * (len - 16))) - 1;
+        uint8_t *d = panel + (size_t)s->off * 4;
+        j0 = 4 * q0 - ra * kw;
+        for (; q < q0 + nq; q++, d += 128) {
+            int32_t rb = (ra + 1) * kw < p->kdim ? ra + 1 : ra;
+            __mmask64 live = 4 * q + 4 <= p->kdim ? ~(__mmask64)0
+                             : 0x1111111111111111ull * (((__mmask64)1 << (p->kdim - 4 * q)) - 1);
+            __m512i wa = _mm512_maskz_loadu_epi8(lm, base + b->koff[ra * kw]);
+            __m512i wb = _mm512_maskz_loadu_epi8(lm, base + b->koff[rb * kw]);
+            __m512i idx = _mm512_add_epi8(jv, _mm512_set1_epi32((int)pat[j0]));
+            _mm512_mask_storeu_epi8(d, s0, _mm512_xor_si512(
+                                               _mm512_maskz_permutex2var_epi8(live, wa, idx, wb), fl));
+            if (s1)
+                _mm512_mask_storeu_epi8(
+                    d + 64, s1,
+                    _mm512_xor_si512(_mm512_maskz_permutex2var_epi8(
+                                         live, wa, _mm512_add_epi8(idx, sixteen), wb),
+                                     fl));
+            for (j0 += 4; j0 >= kw; j0 -= kw)
+                ra++;
+        }
+    }
+}
+
 /* Family.tr4 with VBMI: tr4_v32v on rows read at stride 1, 4 shuffles for tr4_v32z's 12. */
 #define TR4_V32V1(a, b, c, e, len, d, flip)                                              \
     tr4_v32v(a, b, c, e, _mm512_loadu_si512((const void *)pair_idx[0]), len, d, flip)
-TR4_SET(avx512vbmi, T_VBMI, TR4_V32V1)
+#define BAND_TAPS(flip)                                                                 \
+    if (band_taps_ok(p)) {                                                              \
+        pack_band_taps(p, b, r0, segs, nseg, q0, nq, panel, flip);                      \
+        return;                                                                         \
+    }
+TR4_SET(avx512vbmi, T_VBMI, TR4_V32V1, BAND_TAPS)
+#undef BAND_TAPS
 #undef TR4_V32V1
 #undef TR4_SET
 
