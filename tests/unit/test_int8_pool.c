@@ -703,6 +703,44 @@ static void test_maxpool_isas(void) {
     CU_ASSERT_EQUAL(bad, 0);
 }
 
+/* Exact, every family: stride-2 max pools of width 2 and 3 on narrow rows, 1 to 17
+ * outputs (AVX-512's 256-bit path takes up to 15 at width 3, 16 at width 2; the next
+ * widths go back to the 512-bit one), with the padding columns at either end or none,
+ * windows through the top and bottom padding (heights 1 to 3, strides and dilations 1
+ * and 2), both input types, the 8-bit clamps (s8 outputs always clamp to [-127, 127];
+ * u8 ones to [0, 255] or a ReLU6's), views. */
+static void test_maxpool_narrow_isas(void) {
+    static const int32_t outs[] = {1, 2, 7, 14, 15, 16, 17};
+    rnd_seed(57);
+    int64_t bad = 0;
+    for (int t = 0; t < 280; t++) {
+        OqciPool p;
+        memset(&p, 0, sizeof p);
+        p.batch = (int32_t)rnd_int(1, 2);
+        p.channels = (int32_t)rnd_int(1, 5);
+        p.k_w = 2 + t % 2;
+        p.s_w = 2;
+        p.d_w = 1;
+        p.out_w = outs[(t / 2) % 7];
+        p.p_l = (int32_t)rnd_int(0, p.k_w - 1);
+        /* the last window: its first column inside, its others maybe past the row */
+        p.in_w = (p.out_w - 1) * 2 - p.p_l + (int32_t)rnd_int(1, p.k_w);
+        if (p.in_w < 1)
+            p.in_w = 1;
+        p.k_h = (int32_t)rnd_int(1, 3);
+        p.s_h = (int32_t)rnd_int(1, 2);
+        p.d_h = t % 5 == 4 ? 2 : 1;
+        rnd_axis(p.k_h, p.s_h, p.d_h, p.k_h - 1, 6, &p.in_h, &p.p_t, &p.out_h);
+        p.out_coff = rnd_int(0, 1) ? (int32_t)rnd_int(0, 2) : 0;
+        p.out_ctotal = p.out_coff + p.channels + (int32_t)rnd_int(0, 2);
+        p.in_type = (int32_t)rnd_int(0, 1);
+        p.out_type = p.in_type == OQCI_S8 && t % 4 == 3 ? OQCI_U8 : p.in_type;
+        rnd_clamp(p.out_type, &p.lo, &p.hi);
+        bad += maxpool_case(&p, t, 1.0, 0);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
 /* Exact, every family: 3x3 / stride 1 / pad 1 max pools (the whole-plane AVX2 path:
  * no requant, one type, 32 to 4096 elements per plane), planes around those bounds and
  * rows from 1 to 300 wide, clamps, views, extreme data; a few with requant or two types
@@ -945,6 +983,7 @@ OQC_TEST_MAIN("int8-pool", OQC_TEST(test_maxpool_random), OQC_TEST(test_avgpool_
               OQC_TEST(test_pool_examples), OQC_TEST(test_pool_einval),
               OQC_TEST(test_add_random), OQC_TEST(test_add_examples), OQC_TEST(test_clamp),
               OQC_TEST(test_quantize), OQC_TEST(test_maxpool_isas),
-              OQC_TEST(test_maxpool_same3_isas), OQC_TEST(test_avgpool_isas),
+              OQC_TEST(test_maxpool_narrow_isas), OQC_TEST(test_maxpool_same3_isas),
+              OQC_TEST(test_avgpool_isas),
               OQC_TEST(test_avgpool_s32_isas), OQC_TEST(test_add_isas),
               OQC_TEST(test_quantize_isas))
