@@ -307,9 +307,12 @@ static int shape_split(Ctx *c) {
     if (ns != nout)
         return ERR("%d split sizes for %d outputs", ns, nout);
     int64_t total = 0;
-    for (int i = 0; i < ns; i++) {
+    for (int i = 0; i < ns; i++) {   /* (each compared before it is added: no overflow) */
         if (sizes[i] < 0)
             return ERR("negative split size %" PRId64, sizes[i]);
+        if (sizes[i] > dim - total)
+            return ERR("split sizes add up to more than axis %d's size %" PRId64 " (split %d: %" PRId64
+                       ")", axis, dim, i, sizes[i]);
         total += sizes[i];
     }
     if (total != dim)
