@@ -366,12 +366,20 @@ static void pool_row(const PoolJob *J, const float *xp, int64_t d0, Win wd, int6
                      Win wh, const Win *wt, float *yr) {
     const PGeo *g = J->g;
     const int64_t H = g->in[1], W = g->in[2], OW = g->out[2], sw = g->str[2];
+    /* the taps some output of the row reads inside the row: kw dil - pb in
+     * [-(OW - 1) sw, W - 1] (the others give empty ranges; a window may be millions of
+     * taps wide: a fuzzed AveragePool's kernel 35 x 4194303 took seconds when every
+     * tap was visited) */
+    const int64_t dw = g->dil[2], pb = g->pb[2];
+    int64_t kw0 = floor_div(pb - (OW - 1) * sw + dw - 1, dw), kw1 = floor_div(pb + W - 1, dw) + 1;
+    kw0 = kw0 < 0 ? 0 : kw0;
+    kw1 = kw1 > g->ker[2] ? g->ker[2] : kw1;
     for (int64_t ow = 0; ow < OW; ow++)
         yr[ow] = J->is_max ? -FLT_MAX : 0.0f;
     for (int64_t kd = wd.lo; kd < wd.hi; kd++)
         for (int64_t kh = wh.lo; kh < wh.hi; kh++) {
             const float *xr = xp + ((d0 + kd * g->dil[0]) * H + h0 + kh * g->dil[1]) * W;
-            for (int64_t kw = 0; kw < g->ker[2]; kw++) {
+            for (int64_t kw = kw0; kw < kw1; kw++) {
                 int64_t off = kw * g->dil[2] - g->pb[2], lo, hi;
                 valid_range(off, sw, W, OW, &lo, &hi);
                 if (J->is_max && sw == 1)

@@ -55,22 +55,34 @@ static int32_t avg_out(const OqciPool *p, int32_t sum, int32_t count) {
                  : (p->lo > 0 ? p->lo : p->hi < 0 ? p->hi : 0);
 }
 
+/* The taps t in [0, k) of a window starting at input position start (dilation d) that
+ * land inside [0, n): [*t0, *t1), empty when none does.  Computed, not searched: a
+ * window may be millions of taps wide (a fuzzed AveragePool of kernel 35 x 4194303 took
+ * seconds per output when every tap was visited). */
+static void tap_range(int64_t start, int32_t d, int32_t n, int32_t k, int32_t *t0, int32_t *t1) {
+    int64_t lo = start < 0 ? (-start + d - 1) / d : 0;   /* first tap at or past 0 */
+    int64_t hi = n - 1 - start < 0 ? 0 : (n - 1 - start) / d + 1;   /* past the last < n */
+    lo = lo > k ? k : lo;
+    hi = hi > k ? k : hi;
+    *t0 = (int32_t)lo;
+    *t1 = (int32_t)(hi < lo ? lo : hi);
+}
+
 /* Output (oh, ow) of plane xoff (the two pools share it; avg selects the reduction). */
 static int32_t pool_one(const OqciPool *p, const void *x, int64_t xoff, int32_t oh, int32_t ow,
                         int avg) {
     int64_t ih0 = (int64_t)oh * p->s_h - p->p_t;
     int64_t iw0 = (int64_t)ow * p->s_w - p->p_l;
     int32_t best = INT32_MIN, sum = 0, count = 0, i, j;   /* count: avg only */
+    int32_t i0, i1, j0, j1;   /* the taps inside the input: [i0, i1) x [j0, j1) */
     int found = 0;                                        /* max: any input */
-    for (i = 0; i < p->k_h; i++) {
+    tap_range(ih0, p->d_h, p->in_h, p->k_h, &i0, &i1);
+    tap_range(iw0, p->d_w, p->in_w, p->k_w, &j0, &j1);
+    for (i = i0; i < i1; i++) {
         int64_t ih = ih0 + (int64_t)i * p->d_h;
-        if (ih < 0 || ih >= p->in_h)
-            continue;
-        for (j = 0; j < p->k_w; j++) {
+        for (j = j0; j < j1; j++) {
             int64_t iw = iw0 + (int64_t)j * p->d_w;
             int32_t v;
-            if (iw < 0 || iw >= p->in_w)
-                continue;
             v = oqci_load_q(x, p->in_type, xoff + ih * p->in_w + iw);
             if (avg) {   /* bounded: oqci_avgpool checked the window */
                 sum += v;
