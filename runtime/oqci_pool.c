@@ -448,11 +448,12 @@ static int mp_rows_hold_input(const OqciPool *p) {
     if ((int64_t)(p->out_h - 1) * p->s_h - p->p_t >= p->in_h)
         return 0;
     for (oh = 0; oh < p->out_h; oh++) {
-        int64_t ih0 = (int64_t)oh * p->s_h - p->p_t, i0;
+        int64_t ih0 = (int64_t)oh * p->s_h - p->p_t;
+        int32_t i0, i1;
         if (ih0 >= 0)
             break;
-        i0 = (-ih0 + p->d_h - 1) / p->d_h;   /* its first row at or below 0 */
-        if (i0 >= p->k_h || ih0 + i0 * p->d_h >= p->in_h)
+        tap_range(ih0, p->d_h, p->in_h, p->k_h, &i0, &i1);
+        if (i0 == i1)
             return 0;
     }
     return 1;
@@ -554,7 +555,7 @@ T_AVX512VL static inline __attribute__((always_inline)) void
 mpz_narrow_body(const OqciPool *p, const void *x, void *y, __mmask32 m0, __mmask16 ms, int s8,
                 int k3, int clamp) {
     const int64_t plane = (int64_t)p->in_h * p->in_w, opix = (int64_t)p->out_h * p->out_w;
-    const int64_t in_w = p->in_w, rstep = (int64_t)p->d_h * p->in_w, d_h = p->d_h;
+    const int64_t in_w = p->in_w, rstep = (int64_t)p->d_h * p->in_w;
     const int64_t span = (int64_t)(p->k_h - 1) * p->d_h;
     const int32_t in_h = p->in_h, out_h = p->out_h, out_w = p->out_w, k_h = p->k_h;
     const int32_t channels = p->channels, s_h = p->s_h, p_t = p->p_t, p_l = p->p_l;
@@ -573,13 +574,10 @@ mpz_narrow_body(const OqciPool *p, const void *x, void *y, __mmask32 m0, __mmask
                 int32_t nr = k_h;
                 const uint8_t *rc = xc + ih0 * in_w - p_l;
                 __m256i v, e, m;
-                if (ih0 < 0 || ih0 + span >= in_h) {   /* the rows inside: i0 .. */
-                    int32_t i0 = 0;
-                    while (ih0 + i0 * d_h < 0)
-                        i0++;
-                    for (nr = i0; nr < k_h && ih0 + nr * d_h < in_h; nr++)
-                        ;
-                    nr -= i0;
+                if (ih0 < 0 || ih0 + span >= in_h) {   /* the rows inside: i0 .. i1 - 1 */
+                    int32_t i0, i1;
+                    tap_range(ih0, p->d_h, in_h, k_h, &i0, &i1);
+                    nr = i1 - i0;
                     rc += i0 * rstep;
                 }
                 v = _mm256_mask_loadu_epi8(fill, m0, rc);
