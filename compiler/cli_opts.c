@@ -105,7 +105,8 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
         } else if (!strcmp(name, "--target")) {
             if (!oqc_target_flags(val))
                 return oqc_err(d, "oqc %s: unknown --target '%s' (native, portable, avx2, "
-                                  "avxvnni, avx512vnni, amx, neondot or dispatch)", cmd, val);
+                                  "avxvnni, avx512vnni, avx512vbmi, amx, neondot or "
+                                  "dispatch)", cmd, val);
             o->target = val;
         } else if (!strcmp(name, "--fp32-nodes")) {
             o->fp32_nodes = val;

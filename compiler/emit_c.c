@@ -617,6 +617,7 @@ static const char *const targets[][2] = {
     {"avx2", "-mavx2 -mfma"},
     {"avxvnni", "-mavx2 -mfma -mavxvnni"},
     {"avx512vnni", "-mavx512f -mavx512bw -mavx512vnni -mfma"},
+    {"avx512vbmi", "-mavx512f -mavx512bw -mavx512vnni -mavx512vbmi -mfma"},
     {"amx", "-mavx512f -mavx512bw -mavx512vnni -mavx512vbmi -mfma -mamx-tile -mamx-int8"},
     {"neondot", "-march=armv8.2-a+dotprod"},
     {"dispatch", "-DOQCI_DISPATCH"},

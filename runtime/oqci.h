@@ -252,13 +252,17 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch);
 #define OQCI_ISA_AVX512VNNI 4   /* x86 AVX-512 VNNI: vpdpbusd zmm */
 #define OQCI_ISA_NEONDOT 5      /* Arm NEON dot product: sdot */
 #define OQCI_ISA_AMX 6          /* x86 AMX-INT8 tiles (tdpbssd/tdpbsud; Linux), with AVX-512
-                                   VNNI for everything else */
-#define OQCI_ISA_COUNT 7
+                                   VNNI and VBMI for everything else */
+#define OQCI_ISA_AVX512VBMI 7   /* x86 AVX-512 VNNI with VBMI's byte permutes (vpermb,
+                                   vpermt2b) packing the panels and for 3x3 depthwise (Ice
+                                   Lake, Zen 4 and later) */
+#define OQCI_ISA_COUNT 8
 /* 1 when this build has family isa and this CPU can run it (AUTO and PORTABLE: 1). */
 int oqci_isa_available(int isa);
 /* The family oqci_conv uses now (never OQCI_ISA_AUTO). */
 int oqci_conv_isa(void);
-/* "portable", "avx2", "avxvnni", "avx512vnni", "neondot", "amx"; "auto"; "?" otherwise. */
+/* "portable", "avx2", "avxvnni", "avx512vnni", "neondot", "amx", "avx512vbmi"; "auto"; "?"
+ * otherwise. */
 const char *oqci_isa_name(int isa);
 #ifdef OQCI_TEST_HOOKS
 /* Tests and benchmarks only (builds defining OQCI_TEST_HOOKS; oqc's library does, the
@@ -366,7 +370,7 @@ static int oqci_use_avx2(void) {
 #if defined(OQCI_TEST_HOOKS)
     int isa = oqci_conv_isa();
     return isa == OQCI_ISA_AVX2 || isa == OQCI_ISA_AVXVNNI || isa == OQCI_ISA_AVX512VNNI ||
-           isa == OQCI_ISA_AMX;
+           isa == OQCI_ISA_AMX || isa == OQCI_ISA_AVX512VBMI;
 #elif defined(__AVX2__)
     return 1;
 #else
@@ -378,7 +382,7 @@ static int oqci_use_avx2(void) {
 #define HAVE_AVX2 0
 #endif
 /* The same for AVX-512 (BW) kernels: HAVE_AVX512, T_AVX512, oqci_use_avx512() (with
- * OQCI_TEST_HOOKS: when oqci_conv's family is AVX-512 VNNI or AMX). */
+ * OQCI_TEST_HOOKS: when oqci_conv's family is AVX-512 VNNI, VBMI or AMX). */
 #if HAVE_AVX2 && (defined(__AVX512BW__) ||                                                 \
                   (defined(OQCI_DISPATCH) && (defined(__clang__) || __GNUC__ >= 8)))
 #define HAVE_AVX512 1
@@ -390,7 +394,7 @@ static int oqci_use_avx2(void) {
 static inline int oqci_use_avx512(void) {
 #if defined(OQCI_TEST_HOOKS)
     int isa = oqci_conv_isa();
-    return isa == OQCI_ISA_AVX512VNNI || isa == OQCI_ISA_AMX;
+    return isa == OQCI_ISA_AVX512VNNI || isa == OQCI_ISA_AMX || isa == OQCI_ISA_AVX512VBMI;
 #elif defined(__AVX512BW__)
     return 1;
 #else

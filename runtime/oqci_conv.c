@@ -282,8 +282,17 @@ static int cpu_has(int isa) {
                __builtin_cpu_supports("avx512vnni");
 #endif
 #endif
+#if HAVE_VBMI
+    case OQCI_ISA_AVX512VBMI:
+#if defined(__AVX512VBMI__) && defined(__AVX512VNNI__) && defined(__AVX512BW__)
+        return 1;
+#else
+        __builtin_cpu_init();
+        return cpu_has(OQCI_ISA_AVX512VNNI) && __builtin_cpu_supports("avx512vbmi");
+#endif
+#endif
 #if HAVE_AMX
-    case OQCI_ISA_AMX:   /* (the kernel's grant says the CPU has the tiles) */
+    case OQCI_ISA_AMX:   /* (the kernel's grant says the CPU has the tiles; all have VBMI) */
         return cpu_has(OQCI_ISA_AVX512VNNI) && oqcik_amx_permit();
 #endif
 #if HAVE_NEONDOT
@@ -300,8 +309,9 @@ int oqci_isa_available(int isa) {
 }
 
 /* Preference order, best first. */
-static const int isa_order[] = {OQCI_ISA_AMX, OQCI_ISA_AVX512VNNI, OQCI_ISA_AVXVNNI, OQCI_ISA_AVX2,
-                                OQCI_ISA_NEONDOT, OQCI_ISA_PORTABLE};
+static const int isa_order[] = {OQCI_ISA_AMX,     OQCI_ISA_AVX512VBMI, OQCI_ISA_AVX512VNNI,
+                                OQCI_ISA_AVXVNNI, OQCI_ISA_AVX2,       OQCI_ISA_NEONDOT,
+                                OQCI_ISA_PORTABLE};
 
 int oqci_conv_isa(void) {
     size_t i;
@@ -326,9 +336,9 @@ int oqci_force_isa(int isa) {
 #endif
 
 const char *oqci_isa_name(int isa) {
-    static const char *const names[OQCI_ISA_COUNT] = {"auto",       "portable", "avx2",
-                                                      "avxvnni",    "avx512vnni", "neondot",
-                                                      "amx"};
+    static const char *const names[OQCI_ISA_COUNT] = {"auto",    "portable",  "avx2",
+                                                      "avxvnni", "avx512vnni", "neondot",
+                                                      "amx",     "avx512vbmi"};
     return isa >= 0 && isa < OQCI_ISA_COUNT ? names[isa] : "?";
 }
 
@@ -430,14 +440,16 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {
     (void)isa;
 #if HAVE_AVX2
     if (isa == OQCI_ISA_AVX2 || isa == OQCI_ISA_AVXVNNI || isa == OQCI_ISA_AVX512VNNI ||
-        isa == OQCI_ISA_AMX) {
+        isa == OQCI_ISA_AVX512VBMI || isa == OQCI_ISA_AMX) {
         int64_t npix = (int64_t)p->batch * p->out_h * p->out_w;
-        int z = isa == OQCI_ISA_AVX512VNNI || isa == OQCI_ISA_AMX;   /* AVX-512 kernels */
+        /* AVX-512 kernels; with VBMI (the AMX CPUs have it) */
+        int z = isa == OQCI_ISA_AVX512VNNI || isa == OQCI_ISA_AVX512VBMI || isa == OQCI_ISA_AMX;
+        int vb = isa == OQCI_ISA_AVX512VBMI || isa == OQCI_ISA_AMX;
         const Family *f = p->wpair16 ? &oqcik_family_avx2n : &oqcik_family_avx2;
 #ifndef OQCI_NO_FLOAT   /* (integer-only builds: depthwise goes through the GEMM) */
         if (is_dw(p)) {
-#if HAVE_AMX
-            if (isa == OQCI_ISA_AMX && oqcik_dw3q_ok(p)) {
+#if HAVE_VBMI
+            if (vb && oqcik_dw3q_ok(p)) {
                 oqcik_conv_dw3q__avx512vbmi(p, x, y, scratch);
                 return OQCI_OK;
             }
@@ -477,10 +489,13 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {
             oqcik_conv_amx(p, x, y, scratch);
             return OQCI_OK;
         }
-        if (isa == OQCI_ISA_AMX)   /* (the layers AMX does not take: VNNI, VBMI's pieces) */
+#endif
+#if HAVE_VBMI
+        if (vb)   /* (and the layers AMX does not take) */
             f = &oqcik_family_avx512vbmi;
 #endif
         (void)z;
+        (void)vb;
         oqcik_conv_gemm(p, f, x, y, scratch);
         return OQCI_OK;
     }

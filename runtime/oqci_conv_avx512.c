@@ -538,7 +538,9 @@ T_AMX static void tiles__amx(const OqciConv *p, const Family *f, const Geo *ge,
                       (int32_t *)(void *)(work + (size_t)(q % AMX_SUMS_SLOTS) * AMX_SUMS_BYTES));
     }
 }
+#endif /* HAVE_AMX */
 
+#if HAVE_VBMI
 /* vpermb indices of the even bytes of a vector pair, in order: byte i = 2 i (0 .. 126). */
 T_VBMI static inline __m512i even_idx(void) {
     return _mm512_set_epi8(126, 124, 122, 120, 118, 116, 114, 112, 110, 108, 106, 104, 102,
@@ -679,6 +681,7 @@ TR4_SET(avx512vbmi, T_VBMI, TR4_V32V1, BAND_TAPS)
 #undef TR4_V32V1
 #undef TR4_SET
 
+#if HAVE_AMX
 /* Family.pack_s2 for AMX (u8 panels as they are): per run and quad, four masked loads
  * of the 2 len - 1 bytes the run spans in its channels' rows (none past the run; channels
  * past kdim load nothing: zeros), then tr4_v32v on the even bytes (pair_idx[1]): 4
@@ -702,6 +705,7 @@ T_VBMI static void pack_s2__amx(const OqciConv *p, const Geo *ge, const uint8_t 
 #undef S2_ROW
     }
 }
+#endif /* HAVE_AMX */
 
 /* Family.pack_taps (AMX and the VBMI VNNI family; Taps): per run, 16 outputs at a time
  * (columns ow .. ow + 15 of output row oh: input columns from col = ow s_w - p_l), per
@@ -762,15 +766,18 @@ T_VBMI static void pack_taps__avx512vbmi(const OqciConv *p, const Geo *ge, const
     }
 }
 
-/* The AVX-512 VNNI family with the AMX CPUs' VBMI gather and runs: the layers the AMX
- * family does not take (amx_fits), on a CPU with AMX. */
+/* The AVX-512 VNNI family with VBMI's gather, runs, band packing and taps (vpermb,
+ * vpermt2b): OQCI_ISA_AVX512VBMI, and the layers the AMX family does not take (amx_fits)
+ * on a CPU with AMX. */
 const Family oqcik_family_avx512vbmi = {
-    OQCI_ISA_AVX512VNNI, 8, 32, 1, KBLOCK_Z / 4, OQCI_S8, q8conv_8x32c4__avx512vnni,
+    OQCI_ISA_AVX512VBMI, 8, 32, 1, KBLOCK_Z / 4, OQCI_S8, q8conv_8x32c4__avx512vnni,
     {tr4_u8_s8__avx512vbmi, tr4_u8_u8__avx512vbmi}, gather__avx512vbmi, oqcik_store_tile__avx2,
     UKR_RQ_AVX512VNNI, {pack_band_s8__avx512vbmi, pack_band_u8__avx512vbmi},
     UKR_RQ_ACC_AVX512VNNI, NULL, store_runs__avx512vbmi, NULL, pack_taps__avx512vbmi,
     UKR_RQ_WIDE_AVX512VNNI, 1};
+#endif /* HAVE_VBMI */
 
+#if HAVE_AMX
 static const Family family_amx = {OQCI_ISA_AMX, 32, 32, 1, 1 << 20, -1, NULL /* (tiles) */,
                                   {tr4_u8_u8__avx512vbmi, tr4_u8_u8__avx512vbmi},
                                   gather__avx512vbmi, oqcik_store_tile__avx2, UKR_RQ_AVX512VNNI,

@@ -1,4 +1,4 @@
-/* oqci_conv_dwq.c - the AMX family's depthwise kernel of the INT8 conv,
+/* oqci_conv_dwq.c - the avx512vbmi and AMX families' depthwise kernel of the INT8 conv,
  * oqcik_conv_dw3q__avx512vbmi: 3x3 depthwise at stride 1 or 2 on byte planes with vpermb
  * (AVX-512 VBMI, which every AMX CPU has) and vpdpbusd.  The other x86 depthwise kernels,
  * on float planes, are oqci_conv_dwx86.c's; integer-only builds (OQCI_NO_FLOAT) have
@@ -7,7 +7,7 @@
 
 const char OQCIK_CFG(dwq) = 0;   /* (build consistency, see oqci_conv_int.h) */
 
-#if HAVE_AMX && !defined(OQCI_NO_FLOAT)
+#if HAVE_VBMI && !defined(OQCI_NO_FLOAT)
 /* Each input channel is copied once into a zero-padded byte plane (oqcik_dw3q_geo; s8
  * inputs as x + 128 with padding 128, and -128 sum w joins the bias: the sums are those of
  * u8 x s8 pairs, exact).  Output row oh, columns ow .. ow + 15: per kernel row i one

@@ -118,6 +118,16 @@
 #else
 #define OQCI_EMU_VNNI 0
 #endif
+/* AVX-512 VBMI (vpermb, vpermt2b) on top of AVX-512 VNNI: the avx512vbmi family's
+ * packers and 3x3 depthwise kernel (OQCI_ISA_AVX512VBMI), which the AMX family uses
+ * too (every AMX CPU has VBMI): from the flags (gcc and clang say __AVX512VBMI__), with
+ * AMX, or OQCI_DISPATCH. */
+#if HAVE_AVX512VNNI && !OQCI_EMU_VNNI &&                                                   \
+    (defined(__AVX512VBMI__) || HAVE_AMX || OQCI_X86_DISPATCH)
+#define HAVE_VBMI 1
+#else
+#define HAVE_VBMI 0
+#endif
 
 /* The portable family needs no header beyond oqci.h's (a freestanding Cortex-M0 build
  * has no <string.h>); the SIMD ones are built for hosted targets. */
@@ -153,7 +163,8 @@
 #define T_AMX __attribute__((target("avx2,avx512f,avx512bw,avx512vnni,amx-tile,amx-int8")))
 #endif
 
-/* AVX-512 VBMI (vpermb), which every AMX CPU has: kernels only the AMX family uses. */
+/* AVX-512 VBMI (vpermb, vpermt2b; every AMX CPU has it): the avx512vbmi and AMX families'
+ * kernels (HAVE_VBMI). */
 #if defined(__AVX512VBMI__) && defined(__AVX512VNNI__) && defined(__AVX512BW__)
 #define T_VBMI
 #else
@@ -768,6 +779,11 @@ static inline const int8_t **gemm_wtab(const OqciConv *p, void *scratch, size_t 
 #else
 #define OQCIK_CFG_AMX 0
 #endif
+#if HAVE_VBMI
+#define OQCIK_CFG_VBMI 1
+#else
+#define OQCIK_CFG_VBMI 0
+#endif
 #if HAVE_NEONDOT
 #define OQCIK_CFG_NEONDOT 1
 #else
@@ -783,13 +799,13 @@ static inline const int8_t **gemm_wtab(const OqciConv *p, void *scratch, size_t 
 #else
 #define OQCIK_CFG_NOFLOAT 0
 #endif
-#define OQCIK_CFG_NAME(file, a, v, z, m, n, e, f)                                           \
-    oqcik_cfg_##file##__avx2_##a##_avxvnni_##v##_avx512vnni_##z##_amx_##m##_neondot_##n##     \
-        _emu_##e##_nofloat_##f
-#define OQCIK_CFG_X(file, a, v, z, m, n, e, f) OQCIK_CFG_NAME(file, a, v, z, m, n, e, f)
+#define OQCIK_CFG_NAME(file, a, v, z, m, b, n, e, f)                                        \
+    oqcik_cfg_##file##__avx2_##a##_avxvnni_##v##_avx512vnni_##z##_amx_##m##_vbmi_##b##        \
+        _neondot_##n##_emu_##e##_nofloat_##f
+#define OQCIK_CFG_X(file, a, v, z, m, b, n, e, f) OQCIK_CFG_NAME(file, a, v, z, m, b, n, e, f)
 #define OQCIK_CFG(file)                                                                     \
     OQCIK_CFG_X(file, OQCIK_CFG_AVX2, OQCIK_CFG_AVXVNNI, OQCIK_CFG_AVX512VNNI, OQCIK_CFG_AMX,  \
-                OQCIK_CFG_NEONDOT, OQCIK_CFG_EMU, OQCIK_CFG_NOFLOAT)
+                OQCIK_CFG_VBMI, OQCIK_CFG_NEONDOT, OQCIK_CFG_EMU, OQCIK_CFG_NOFLOAT)
 extern const char OQCIK_CFG(gemm), OQCIK_CFG(avx2), OQCIK_CFG(dwx86), OQCIK_CFG(dwq),
     OQCIK_CFG(amxt), OQCIK_CFG(avx512), OQCIK_CFG(neon);
 
@@ -842,7 +858,7 @@ void oqcik_conv_dw3s2flat__avx512vnni(const OqciConv *p, const void *x, void *y,
 #endif
 #endif
 
-#if HAVE_AMX && !defined(OQCI_NO_FLOAT)
+#if HAVE_VBMI && !defined(OQCI_NO_FLOAT)
 /* ---- oqci_conv_dwq.c --------------------------------------------------------------- */
 
 int oqcik_dw3q_ok(const OqciConv *p);
@@ -860,8 +876,10 @@ int oqcik_conv_amxt(const OqciConv *p, const void *x, void *y, void *scratch);
 #if HAVE_AVX512VNNI
 extern const Family oqcik_family_avx512vnni;
 #endif
-#if HAVE_AMX
+#if HAVE_VBMI
 extern const Family oqcik_family_avx512vbmi;
+#endif
+#if HAVE_AMX
 int oqcik_amx_permit(void);
 void oqcik_conv_amx(const OqciConv *p, const void *x, void *y, void *scratch);
 #endif

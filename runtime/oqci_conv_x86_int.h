@@ -280,7 +280,7 @@ store_quads(__m512i lo, __m512i hi, int32_t len, uint8_t *d, int flip) {
 
 #endif
 
-#if HAVE_AMX
+#if HAVE_VBMI
 /* vpermt2b indices for the VBMI transposes (the avx512vbmi tr4, pack_s2__amx in
  * oqci_conv_avx512.c, the thin kernel's packing in oqci_conv_amxt.c): from two
  * rows a (table bytes 0-63) and b (64-127), with pixel px at byte step * px (step 1: a row of

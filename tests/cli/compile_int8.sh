@@ -58,9 +58,12 @@ done
 cmp -s "$TMP/eval_float.npy" "$TMP/eval_fixed.npy" && echo "(float and fixed happen to agree)"
 
 # --target: NAME.mk's flags select the kernel family (native: the build machine's best);
-# the bits are the same as the portable build's and oqc eval's.  amx where the CPU has it.
+# the bits are the same as the portable build's and oqc eval's.  avx512vbmi and amx where
+# the CPU has them.
 tgs=""
 [ $FULL = 1 ] && tgs="native avx2 portable dispatch"
+[ $FULL = 1 ] && grep -qw avx512vbmi /proc/cpuinfo 2>/dev/null &&
+    grep -qw avx512_vnni /proc/cpuinfo 2>/dev/null && tgs="$tgs avx512vbmi"
 [ $FULL = 1 ] && grep -qw amx_int8 /proc/cpuinfo 2>/dev/null && tgs="$tgs amx"
 for t in $tgs; do
     "$OQC" compile "$M" -o "$TMP/tg_$t" --name fashion --calib $D/calib_500.npy --requant fixed \

@@ -163,6 +163,23 @@ if [ "$X86" = 1 ]; then
     else
         echo "skip: no AVX-512 VNNI on this CPU (compile-checked only)"
     fi
+    # AVX-512 VBMI from the flags (Ice Lake, Zen 4): the avx512vbmi family chosen at
+    # compile time, its byte permutes in the objects, run where the CPU has it
+    VBMI="-mavx512f -mavx512bw -mavx512vnni -mavx512vbmi"
+    for cc in gcc clang; do
+        command -v "$cc" >/dev/null 2>&1 || continue
+        if conv_objs "vbmi.$cc" $cc $C99 $VBMI -DOQCI_TEST_HOOKS; then
+            has_insn "$cc $VBMI: VBMI packers (vpermt2b)" objdump "$objs" 'vpermt2b.*zmm'
+        else
+            fail "$cc $VBMI: $(head -n 5 "$TMP/err")"
+        fi
+    done
+    if grep -qw avx512vbmi /proc/cpuinfo && grep -qw avx512_vnni /proc/cpuinfo &&
+        gcc $C99 $VBMI $HOOKS $SRC -o "$TMP/vbmi" 2>/dev/null; then
+        check_run "gcc AVX-512 VBMI (and VNNI), bit-exact with portable" avx512vbmi 600 "$TMP/vbmi"
+    else
+        echo "skip: no AVX-512 VBMI on this CPU (compile-checked only)"
+    fi
     # AMX: compiled (gcc and clang, strict C99) with its flags, and run where the CPU has it
     AMX="-mavx512f -mavx512bw -mavx512vnni -mavx512vbmi -mamx-tile -mamx-int8"
     for cc in gcc clang; do

@@ -1238,6 +1238,7 @@ static void test_conv_isas(void) {
     CU_ASSERT_STRING_EQUAL(oqci_isa_name(OQCI_ISA_PORTABLE), "portable");
     CU_ASSERT_STRING_EQUAL(oqci_isa_name(OQCI_ISA_AVX2), "avx2");
     CU_ASSERT_STRING_EQUAL(oqci_isa_name(OQCI_ISA_NEONDOT), "neondot");
+    CU_ASSERT_STRING_EQUAL(oqci_isa_name(OQCI_ISA_AVX512VBMI), "avx512vbmi");
     CU_ASSERT_STRING_EQUAL(oqci_isa_name(OQCI_ISA_COUNT), "?");
     CU_ASSERT(oqci_isa_available(OQCI_ISA_AUTO) && oqci_isa_available(OQCI_ISA_PORTABLE));
     CU_ASSERT(!oqci_isa_available(-1) && !oqci_isa_available(OQCI_ISA_COUNT));
