@@ -179,7 +179,9 @@ endif
 demo: $(BUILD)/oqc
 	@BUILD=$(BUILD) CC=$(CC) sh scripts/demo.sh
 
+# (the photo patches that calibrate the torchvision models: numpy, PIL, Debian's photos)
 bench: $(BUILD)/oqc
+	sh scripts/install-deps.sh python3-numpy python3-pil python3-sklearn python3-matplotlib
 	BUILD=$(BUILD) CC=$(CC) sh bench/run.sh
 
 # make fuzz [FUZZ_SECONDS=N]: a libFuzzer campaign (clang, ASan + UBSan) on the fuzz

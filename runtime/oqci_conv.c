@@ -469,7 +469,7 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {
         }
 #endif
         if (npix < GEMV_MAX_PIX) {
-            oqcik_conv_gemv_avx2(p, x, y, scratch);
+            oqcik_conv_gemv_avx2(p, x, y, scratch, z);
             return OQCI_OK;
         }
 #if HAVE_AVXVNNI

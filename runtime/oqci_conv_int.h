@@ -842,7 +842,7 @@ void oqcik_store_tile__avx2(const OqciConv *p, const int32_t *t, int32_t ldt, in
                             int32_t nk, const int32_t *corr, int bias_done, const Seg *segs,
                             int nseg, void *y);
 extern const Family oqcik_family_avx2, oqcik_family_avx2n;
-void oqcik_conv_gemv_avx2(const OqciConv *p, const void *x, void *y, void *scratch);
+void oqcik_conv_gemv_avx2(const OqciConv *p, const void *x, void *y, void *scratch, int z);
 #endif
 
 #if HAVE_AVX2 && !defined(OQCI_NO_FLOAT)
@@ -875,6 +875,10 @@ int oqcik_conv_amxt(const OqciConv *p, const void *x, void *y, void *scratch);
 
 #if HAVE_AVX512VNNI
 extern const Family oqcik_family_avx512vnni;
+#endif
+#if HAVE_AVX512VNNI && !OQCI_EMU_VNNI
+void oqcik_gemv4__avx512vnni(const uint8_t *a, int u8, const int8_t *const *w, int32_t len,
+                             int32_t acc[4]);
 #endif
 #if HAVE_VBMI
 extern const Family oqcik_family_avx512vbmi;
