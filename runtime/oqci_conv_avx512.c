@@ -81,11 +81,66 @@ ZBODY(q8conv_8x16c4__avx512vnni, ZV1)
 ZBODY(q8conv_8x32c4_full__avx512vnni, ZV2)
 #undef ZBODY
 
+/* Panels of at most 8 pixels, or of 17 to 24 (LEAD 1: pixels 0-15 as ZV1 does, then 8
+ * more): the 8 pixels HJ .. HJ + 7 of two rows share a vector, row 2 i in lanes 0-7 and
+ * row 2 i + 1 in lanes 8-15 (hI: rows 2 I and 2 I + 1), the quad's 32 bytes of those
+ * pixels loaded into both halves and the two rows' broadcast weights blended: 4
+ * vpdpbusd per quad where a 16-pixel vector per row takes 8.  A 7x7 plane's 49 pixels
+ * cost 32 + 24 instead of 64, a 14x14 one's 196 cost 192 + 8 instead of 208. */
+#define HJ(LEAD) ((LEAD) ? 16 : 0)
+#define LEAD_0(...)
+#define LEAD_1(...) __VA_ARGS__
+#define HPAIRS(F, A) F(0, 0, 1, A) F(1, 2, 3, A) F(2, 4, 5, A) F(3, 6, 7, A)
+#define HSTEP(i, r0, r1, LEAD)                                                          \
+    {                                                                                   \
+        __m512i w0_ = _mm512_set1_epi32(load32(w[r0] + 4 * q));                         \
+        __m512i w1_ = _mm512_set1_epi32(load32(w[r1] + 4 * q));                         \
+        LEAD_##LEAD(a##r0##0 = _mm512_dpbusd_epi32(a##r0##0, p0, w0_);                  \
+                    a##r1##0 = _mm512_dpbusd_epi32(a##r1##0, p0, w1_);)                 \
+        h##i = _mm512_dpbusd_epi32(h##i, ph, _mm512_mask_blend_epi32(0xFF00, w0_, w1_)); \
+    }
+#define HSUMS(LEAD)                                                                     \
+    const uint8_t *pp = (const uint8_t *)panel;                                         \
+    int32_t q;                                                                          \
+    for (q = 0; q < nq; q++, pp += 128) {                                               \
+        LEAD_##LEAD(__m512i p0 = _mm512_loadu_si512((const void *)pp);)                 \
+        __m512i ph = _mm512_broadcast_i64x4(LDU256(pp + 4 * HJ(LEAD)));                 \
+        HPAIRS(HSTEP, LEAD)                                                             \
+    }
+#define HDECL0(i, r0, r1, LEAD) __m512i h##i = _mm512_setzero_si512();
+#define HST1(r, v, LEAD)                                                                \
+    if (r < nk) {                                                                       \
+        int32_t *d_ = t + r * TILE_NR + HJ(LEAD);                                       \
+        STU256(d_, acc ? _mm256_add_epi32(LDU256(d_), v) : v);                          \
+    }
+#define HST(i, r0, r1, LEAD)                                                            \
+    HST1(r0, _mm512_castsi512_si256(h##i), LEAD)                                        \
+    HST1(r1, _mm512_extracti64x4_epi64(h##i, 1), LEAD)
+#define HBODY(NAME, LEAD)                                                               \
+    T_AVX512VNNI static void NAME(int32_t nq, const void *panel, const int8_t *const *w, \
+                                  int32_t *t, int acc, int32_t nk) {                    \
+        LEAD_##LEAD(ZROWS(ZDECLR, ZV1))                                                 \
+        HPAIRS(HDECL0, LEAD)                                                            \
+        HSUMS(LEAD)                                                                     \
+        LEAD_##LEAD(ZROWS(ZSTR, ZV1))                                                   \
+        HPAIRS(HST, LEAD)                                                               \
+    }
+HBODY(q8conv_8x8c4__avx512vnni, 0)
+HBODY(q8conv_8x24c4__avx512vnni, 1)
+#undef HBODY
+#undef HST
+#undef HST1
+#undef HDECL0
+
 T_AVX512VNNI static void q8conv_8x32c4__avx512vnni(int32_t nq, const void *panel,
                                                    const int8_t *const *w, int32_t *t, int acc,
                                                    int32_t np, int32_t nk) {
-    if (np <= 16)
+    if (np <= 8)
+        q8conv_8x8c4__avx512vnni(nq, panel, w, t, acc, nk);
+    else if (np <= 16)
         q8conv_8x16c4__avx512vnni(nq, panel, w, t, acc, nk);
+    else if (np <= 24)
+        q8conv_8x24c4__avx512vnni(nq, panel, w, t, acc, nk);
     else
         q8conv_8x32c4_full__avx512vnni(nq, panel, w, t, acc, nk);
 }
@@ -166,6 +221,85 @@ ZBODY(q8conv_8x16c4_rq_u8__avx512vnni, ZV1, 1)
 ZBODY(q8conv_8x32c4_rq_s8__avx512vnni, ZV2, 0)
 ZBODY(q8conv_8x32c4_rq_u8__avx512vnni, ZV2, 1)
 #undef ZBODY
+/* The paired bodies (HSUMS) with the epilogue: hI's lanes 0-7 are row 2 I's, 8-15 row
+ * 2 I + 1's, so their multipliers and offsets are blended the same way; each row's 8
+ * bytes are stored from its half of a 128-bit lane (rq64's order: v0's 16, v1's, ...). */
+#define HADD(r0, r1) _mm512_mask_blend_epi32(0xFF00, ZADD(r0), ZADD(r1))
+#define HT(r0, r1, LEAD)                                                                \
+    _mm512_inserti64x4(_mm512_castsi256_si512(LDU256(t + r0 * TILE_NR + HJ(LEAD))),     \
+                       LDU256(t + r1 * TILE_NR + HJ(LEAD)), 1)
+#define HDECLR(i, r0, r1, LEAD)                                                         \
+    __m512i h##i = t ? _mm512_add_epi32(HT(r0, r1, LEAD), HADD(r0, r1)) : HADD(r0, r1);
+#define HM(r0, r1) _mm512_mask_blend_ps(0xFF00, ZM(r0), ZM(r1))
+#define HC(r0, r1) _mm512_mask_blend_ps(0xFF00, ZC(r0), ZC(r1))
+#define HSTQ(x, r, LEAD)                                                                \
+    if (r < nk)                                                                         \
+        _mm_storel_epi64((__m128i *)(void *)(out + r * ostride + HJ(LEAD)), x);
+#define HPUT(r0, r1, X, LEAD)                                                           \
+    {                                                                                   \
+        __m128i x_ = X;                                                                 \
+        HSTQ(x_, r0, LEAD)                                                              \
+        HSTQ(_mm_unpackhi_epi64(x_, x_), r1, LEAD)                                      \
+    }
+#define H64(LEAD)                                                                       \
+    {                                                                                   \
+        __m512i b_ = rq64(h0, h1, h2, h3, HM(0, 1), HM(2, 3), HM(4, 5), HM(6, 7), HC(0, 1), \
+                          HC(2, 3), HC(4, 5), HC(6, 7), lo2w, hi2w, U8_, B_, N_);       \
+        HPUT(0, 1, _mm512_castsi512_si128(b_), LEAD)                                    \
+        HPUT(2, 3, _mm512_extracti32x4_epi32(b_, 1), LEAD)                              \
+        HPUT(4, 5, _mm512_extracti32x4_epi32(b_, 2), LEAD)                              \
+        HPUT(6, 7, _mm512_extracti32x4_epi32(b_, 3), LEAD)                              \
+    }
+#define HRQ(i, r0, r1, LEAD)                                                            \
+    if (r0 < nk) {                                                                      \
+        const RqFZ z_ = {_mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(pre[r0].m2),        \
+                                              _mm512_set1_ps(pre[r1 < nk ? r1 : r0].m2)), \
+                         lo2, hi2};                                                     \
+        HPUT(r0, r1, rq16(h##i, &z_, U8_), LEAD)                                        \
+    }
+#define HBODY(NAME, LEAD, U8)                                                           \
+    T_AVX512VNNI static inline __attribute__((always_inline)) void NAME(                \
+        int32_t nq, const void *panel, const int8_t *const *w, const int32_t *t,        \
+        int32_t nk, const RqPre *pre, uint8_t *out, int64_t ostride, __m512 lo2,         \
+        __m512 hi2, int i16, __m512i lo2w, __m512i hi2w) {                              \
+        enum { U8_ = U8 };                                                              \
+        LEAD_##LEAD(ZROWS(ZDECLR, ZV1))                                                 \
+        HPAIRS(HDECLR, LEAD)                                                            \
+        HSUMS(LEAD)                                                                     \
+        if (U8_ && i16 == RQ_I16BN) {   /* (as ZBODY's modes) */                        \
+            enum { B_ = 1, N_ = 1 };                                                    \
+            LEAD_##LEAD(Z64_ZV1) H64(LEAD)                                              \
+        } else if (U8_ && i16 == RQ_I16B) {                                             \
+            enum { B_ = 1, N_ = 0 };                                                    \
+            LEAD_##LEAD(Z64_ZV1) H64(LEAD)                                              \
+        } else if (i16) {                                                               \
+            enum { B_ = 0, N_ = 0 };                                                    \
+            LEAD_##LEAD(Z64_ZV1) H64(LEAD)                                              \
+        } else {                                                                        \
+            LEAD_##LEAD(ZROWS(ZRQ, ZV1))                                                \
+            HPAIRS(HRQ, LEAD)                                                           \
+        }                                                                               \
+    }
+HBODY(q8conv_8x8c4_rq_s8__avx512vnni, 0, 0)
+HBODY(q8conv_8x8c4_rq_u8__avx512vnni, 0, 1)
+HBODY(q8conv_8x24c4_rq_s8__avx512vnni, 1, 0)
+HBODY(q8conv_8x24c4_rq_u8__avx512vnni, 1, 1)
+#undef HBODY
+#undef HRQ
+#undef H64
+#undef HPUT
+#undef HSTQ
+#undef HC
+#undef HM
+#undef HDECLR
+#undef HT
+#undef HADD
+#undef HSUMS
+#undef HSTEP
+#undef HPAIRS
+#undef LEAD_1
+#undef LEAD_0
+#undef HJ
 #undef ZDECL
 #define ZDECL(r, v) __m512i a##r##v = _mm512_setzero_si512();
 #undef Z64_ZV2
@@ -191,10 +325,18 @@ T_AVX512VNNI static void q8conv_8x32c4_rqt__avx512vnni(int32_t nq, const void *p
     const __m512i hi2w = _mm512_set1_epi16((short)(2 * p->hi));
     int u8 = p->out_type == OQCI_U8;
 #define ZPICK(CALL)                                                                     \
-    if (np <= 16 && u8)                                                                 \
+    if (np <= 8 && u8)                                                                  \
+        CALL(q8conv_8x8c4_rq_u8__avx512vnni)                                            \
+    else if (np <= 8)                                                                   \
+        CALL(q8conv_8x8c4_rq_s8__avx512vnni)                                            \
+    else if (np <= 16 && u8)                                                            \
         CALL(q8conv_8x16c4_rq_u8__avx512vnni)                                           \
     else if (np <= 16)                                                                  \
         CALL(q8conv_8x16c4_rq_s8__avx512vnni)                                           \
+    else if (np <= 24 && u8)                                                            \
+        CALL(q8conv_8x24c4_rq_u8__avx512vnni)                                           \
+    else if (np <= 24)                                                                  \
+        CALL(q8conv_8x24c4_rq_s8__avx512vnni)                                           \
     else if (u8)                                                                        \
         CALL(q8conv_8x32c4_rq_u8__avx512vnni)                                           \
     else                                                                                \

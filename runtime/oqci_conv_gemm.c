@@ -36,13 +36,44 @@ const char OQCIK_CFG(gemm) = 0;   /* (build consistency, see oqci_conv_int.h) */
  * SIMD families: shared pieces (plain C).
  * ==================================================================================== */
 
-/* Grid panels for this conv: grid_ok and a band. */
-static int use_grid(const OqciConv *p) {
-    int64_t rows, cols;
-    return grid_ok(p) && band_dims(p, &rows, &cols) != 0;
+/* Convs whose panels of outputs taps packing can make (Family.pack_taps, see Taps):
+ * kernels at least 3 wide (so a quad's four elements lie in at most two kernel rows),
+ * 16 outputs' inputs inside a 64-byte window of a row, reductions up to TAPS_MAXQ quads,
+ * not flat. */
+static int taps_fit(const OqciConv *p) {
+    return p->k_w >= 3 && 15 * (int64_t)p->s_w + (int64_t)(p->k_w - 1) * p->d_w < 64 &&
+           p->kpad / 4 <= TAPS_MAXQ && !is_flat(p);
 }
 
-static void make_geo(const OqciConv *p, Geo *g) {
+/* Pixels the AVX-512 VNNI kernels compute for n positions in panels: 32 per whole
+ * panel, and 8, 16, 24 or 32 for the last (their paired tails). */
+static int64_t z_computed(int64_t n) {
+    int64_t r = n % 32;
+    return n - r + (r == 0 ? 0 : r <= 8 ? 8 : r <= 16 ? 16 : r <= 24 ? 24 : 32);
+}
+
+/* Grid panels for this conv (family f): grid_ok and a band.  The AVX-512 VNNI kernels,
+ * whose paired tails compute a part panel in steps of 8 pixels, take panels of outputs
+ * instead where those compute at least 10% less (the grid's dropped positions and
+ * tails: a 7x7 plane's 49 outputs cost 56 against the grid's 64, a 14x14 one's 200
+ * against 224; 28x28 and wider keep the grid) and their packing costs little beside
+ * the work: taps packing (f->pack_taps), or at least 256 channels per group.  Measured
+ * on a Zen 4 core (int8_conv_bench): 512x7x7 3x3 +9%, 256x14x14 +11%, GoogLeNet's
+ * 16x14x14 -> 48 (taps) +9%; but a band's per-row runs made 32x14x14 -> 32 and
+ * 48x7x7 -> 64 10% slower, and 32x7x7 -> 128 gained 1%. */
+static int use_grid(const OqciConv *p, const Family *f) {
+    int64_t rows, cols, gpix;
+    if (!grid_ok(p) || band_dims(p, &rows, &cols) == 0)
+        return 0;
+    if ((f->isa != OQCI_ISA_AVX512VNNI && f->isa != OQCI_ISA_AVX512VBMI) ||
+        (p->out_c / p->group < 256 && !(f->pack_taps && taps_fit(p))))
+        return 1;
+    gpix = (int64_t)(p->out_h - 1) * (p->out_w + (p->k_w - 1) * p->d_w) + p->out_w;
+    return 10 * z_computed((int64_t)p->batch * p->out_h * p->out_w) >
+           9 * (int64_t)p->batch * z_computed(gpix);
+}
+
+static void make_geo(const OqciConv *p, const Family *f, Geo *g) {
     int flat = is_flat(p);
     g->plane = (int64_t)p->in_h * p->in_w;
     g->pix = (int64_t)p->out_h * p->out_w;
@@ -50,7 +81,7 @@ static void make_geo(const OqciConv *p, Geo *g) {
     g->in_h = flat ? 1 : p->in_h;
     g->in_w = flat ? (int32_t)g->plane : p->in_w;
     g->out_w = flat ? (int32_t)g->pix : p->out_w;
-    g->grid = use_grid(p);
+    g->grid = use_grid(p, f);
     g->gcols = g->grid ? p->out_w + (p->k_w - 1) * p->d_w : g->out_w;
     g->gpix = g->grid ? (int64_t)(p->out_h - 1) * g->gcols + p->out_w : g->pix;
 }
@@ -298,12 +329,9 @@ static int s2_direct(const OqciConv *p) {
            2 * (int64_t)(p->out_w - 1) < p->in_w && (int64_t)(p->out_h - 1) * p->s_h < p->in_h;
 }
 
-/* Taps packing (Family.pack_taps, see Taps): kernels at least 3 wide (so a quad's four
- * elements lie in at most two kernel rows), 16 outputs' inputs inside a 64-byte window
- * of a row, reductions up to TAPS_MAXQ quads, not flat, not grid panels. */
+/* Taps packing (Family.pack_taps, see Taps): taps_fit, not grid panels. */
 static int taps_direct(const OqciConv *p, const Geo *ge) {
-    return p->k_w >= 3 && 15 * (int64_t)p->s_w + (int64_t)(p->k_w - 1) * p->d_w < 64 &&
-           p->kpad / 4 <= TAPS_MAXQ && !ge->grid && !is_flat(p);
+    return taps_fit(p) && !ge->grid;
 }
 
 /* t for p (taps_direct): element k = (c k_h + i) k_w + j of the reduction is channel c's
@@ -421,7 +449,7 @@ void oqcik_conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
     int nbatch = 1, nb = 0;
     Tr4Fn tr4 = f->tr4[p->in_type == OQCI_U8];
     BandPackFn band_pack = f->band_pack[p->in_type == OQCI_U8];
-    make_geo(p, &ge);
+    make_geo(p, f, &ge);
     if (!s2 && f->pack_taps && taps_direct(p, &ge)) {
         taps = direct = 1;
         taps_setup(p, &ge, p->in_type == f->flip, &tt);
