@@ -107,7 +107,7 @@ const char *oqc_c_name_from_path(OqcArena *a, const char *path) {
  * The thread pool API is runtime/oqcf_serial.c in emitted code; the INT8 conv is one file
  * per kernel family, all of them needed (oqci_conv.c chooses among them and refers to
  * each one's configuration object, see runtime/oqci_conv_int.h). */
-#define RUNTIME_NEEDS 8
+#define RUNTIME_NEEDS 9
 static const char *const runtime_needs[][RUNTIME_NEEDS] = {
     {"oqcf_conv.c", "oqcf_conv_dw.c", "oqcf_sgemm.c", "oqcf_serial.c"},
     {"oqcf_gemm.c", "oqcf_sgemm.c", "oqcf_serial.c"},
@@ -115,7 +115,7 @@ static const char *const runtime_needs[][RUNTIME_NEEDS] = {
     {"oqcf_pooling.c", "oqcf_sgemm.c", "oqcf_serial.c"}, /* likewise */
     {"oqcf_sgemm.c", "oqcf_sgemm_x86.c", "oqcf_serial.c"},
     {"oqci_conv.c", "oqci_conv_gemm.c", "oqci_conv_avx2.c", "oqci_conv_avx512.c",
-     "oqci_conv_dwx86.c", "oqci_conv_dwq.c", "oqci_conv_amxt.c", "oqci_conv_neon.c"},
+     "oqci_conv_avx512_ukr.c", "oqci_conv_dwx86.c", "oqci_conv_dwq.c", "oqci_conv_amxt.c", "oqci_conv_neon.c"},
 };
 
 /* The text of runtime file `name`: from $OQC_RUNTIME_DIR when set, else the copy

@@ -36,9 +36,12 @@
  *   oqci_conv_gemm.c      the SIMD families' GEMM over packed pixel panels (plain C);
  *   oqci_conv_avx2.c      AVX2 (16-bit panels; vpmaddubsw for narrow weights), the x86
  *                         tile epilogue, few-pixel dot products;
- *   oqci_conv_avx512.c    AVX-512 VNNI, the AMX-INT8 tiles built on it, AVX-VNNI;
+ *   oqci_conv_avx512.c    AVX-512 VNNI (with or without VBMI), the AMX-INT8 tiles built
+ *                         on it, AVX-VNNI;
+ *   oqci_conv_avx512_ukr.c  the AVX-512 VNNI microkernels and their fused epilogues;
  *   oqci_conv_dwx86.c     x86 depthwise on float planes (AVX2 and AVX-512);
- *   oqci_conv_dwq.c       the AMX family's 3x3 depthwise on byte planes (VBMI, vpdpbusd);
+ *   oqci_conv_dwq.c       the VBMI and AMX families' 3x3 depthwise on byte planes (vpermb,
+ *                         vpdpbusd);
  *   oqci_conv_amxt.c      the AMX family's thin 1x1 convs (reductions up to 64);
  *   oqci_conv_neon.c      Arm dot product, and Arm depthwise on int16 planes;
  *   oqci_conv_int.h       internal header: configuration, sizes, scratch layout, shared
@@ -429,7 +432,7 @@ int oqci_conv_amx_build(void) {
  * cost to a valid call. */
 static int cfg_check(void) {
     return OQCIK_CFG(gemm) | OQCIK_CFG(avx2) | OQCIK_CFG(dwx86) | OQCIK_CFG(dwq) |
-           OQCIK_CFG(amxt) | OQCIK_CFG(avx512) | OQCIK_CFG(neon);
+           OQCIK_CFG(amxt) | OQCIK_CFG(avx512) | OQCIK_CFG(avx512_ukr) | OQCIK_CFG(neon);
 }
 
 int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {

@@ -20,7 +20,9 @@
  *   oqci_conv_amxt.c     oqcik_conv_amxt (its condition amxt_fits, below)
  *   oqci_conv_avx512.c   oqcik_family_avx512vnni, oqcik_family_avx512vbmi,
  *                        oqcik_family_avxvnni, oqcik_conv_amx,
- *                        oqcik_amx_permit
+ *                        oqcik_amx_permit, oqcik_gemv4__avx512vnni
+ *   oqci_conv_avx512_ukr.c  oqcik_q8conv_8x32c4__avx512vnni and its fused epilogues
+ *                        (_rq, _rqt, _rqw)
  *   oqci_conv_neon.c     oqcik_family_neondot, oqcik_conv_dw__neondot
  * and each conv file but oqci_conv.c its configuration object OQCIK_CFG(file) (see
  * "build consistency" below: every conv file must be compiled with the same flags).
@@ -809,7 +811,7 @@ static inline const int8_t **gemm_wtab(const OqciConv *p, void *scratch, size_t 
     OQCIK_CFG_X(file, OQCIK_CFG_AVX2, OQCIK_CFG_AVXVNNI, OQCIK_CFG_AVX512VNNI, OQCIK_CFG_AMX,  \
                 OQCIK_CFG_VBMI, OQCIK_CFG_NEONDOT, OQCIK_CFG_EMU, OQCIK_CFG_NOFLOAT)
 extern const char OQCIK_CFG(gemm), OQCIK_CFG(avx2), OQCIK_CFG(dwx86), OQCIK_CFG(dwq),
-    OQCIK_CFG(amxt), OQCIK_CFG(avx512), OQCIK_CFG(neon);
+    OQCIK_CFG(amxt), OQCIK_CFG(avx512), OQCIK_CFG(avx512_ukr), OQCIK_CFG(neon);
 
 /* ---- oqci_conv.c ------------------------------------------------------------------- */
 
@@ -871,6 +873,33 @@ void oqcik_conv_dw3q__avx512vbmi(const OqciConv *p, const void *x, void *y, void
 /* ---- oqci_conv_amxt.c -------------------------------------------------------------- */
 
 int oqcik_conv_amxt(const OqciConv *p, const void *x, void *y, void *scratch);
+#endif
+
+/* ---- oqci_conv_avx512_ukr.c -------------------------------------------------------- */
+
+#if HAVE_AVX512VNNI && !OQCI_EMU_VNNI
+void oqcik_q8conv_8x32c4__avx512vnni(int32_t nq, const void *panel, const int8_t *const *w,
+                                     int32_t *t, int acc, int32_t np, int32_t nk);
+#ifndef OQCI_NO_FLOAT
+void oqcik_q8conv_8x32c4_rq__avx512vnni(int32_t nq, const void *panel, const int8_t *const *w,
+                                        const OqciConv *p, int32_t nk, const RqPre *pre,
+                                        uint8_t *out, int64_t ostride, int32_t np, int i16);
+void oqcik_q8conv_8x32c4_rqt__avx512vnni(int32_t nq, const void *panel,
+                                         const int8_t *const *w, const int32_t *t,
+                                         const OqciConv *p, int32_t nk, const RqPre *pre,
+                                         uint8_t *out, int64_t ostride, int32_t np, int i16);
+void oqcik_q8conv_8x32c4_rqw__avx512vnni(int32_t nq, const void *panel,
+                                         const int8_t *const *w, const int32_t *t,
+                                         const OqciConv *p, int32_t nk, const RqPre *pre,
+                                         uint8_t *out, int64_t ostride, int32_t np, int i16);
+#define UKR_RQ_AVX512VNNI oqcik_q8conv_8x32c4_rq__avx512vnni
+#define UKR_RQ_ACC_AVX512VNNI oqcik_q8conv_8x32c4_rqt__avx512vnni
+#define UKR_RQ_WIDE_AVX512VNNI oqcik_q8conv_8x32c4_rqw__avx512vnni
+#else
+#define UKR_RQ_AVX512VNNI NULL
+#define UKR_RQ_ACC_AVX512VNNI NULL
+#define UKR_RQ_WIDE_AVX512VNNI NULL
+#endif
 #endif
 
 /* ---- oqci_conv_avx512.c ------------------------------------------------------------ */
