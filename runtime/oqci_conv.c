@@ -497,7 +497,6 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {
         if (vb)   /* (and the layers AMX does not take) */
             f = &oqcik_family_avx512vbmi;
 #endif
-        (void)z;
         (void)vb;
         oqcik_conv_gemm(p, f, x, y, scratch);
         return OQCI_OK;

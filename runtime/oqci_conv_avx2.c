@@ -524,11 +524,17 @@ T_AVX2 static void q8gemv_4x16__avx2(const uint8_t *a, int u8, const int8_t *con
 }
 
 /* Each output pixel's im2col row (scratch) against 4 weight rows at a time (z: with
- * AVX-512 VNNI's dot products, q8gemv_4x64__avx512vnni). */
+ * AVX-512 VNNI's dot products, oqcik_gemv4__avx512vnni). */
 void oqcik_conv_gemv_avx2(const OqciConv *p, const void *x, void *y, void *scratch, int z) {
     int64_t pix = (int64_t)p->out_h * p->out_w, plane = (int64_t)p->in_h * p->in_w, n, q;
     int32_t cg = p->in_c / p->group, kg = p->out_c / p->group, g;
     uint8_t *row = (uint8_t *)scratch;
+    void (*dot)(const uint8_t *, int, const int8_t *const *, int32_t, int32_t *) =
+        q8gemv_4x16__avx2;
+#if HAVE_AVX512VNNI && !OQCI_EMU_VNNI
+    if (z)
+        dot = oqcik_gemv4__avx512vnni;
+#endif
     (void)z;   /* (builds without AVX-512 VNNI) */
     for (n = 0; n < p->batch; n++)
         for (g = 0; g < p->group; g++) {
@@ -547,12 +553,7 @@ void oqcik_conv_gemv_avx2(const OqciConv *p, const void *x, void *y, void *scrat
                         for (r = 0; r < 4; r++)
                             w[r] = p->w + (size_t)(k + (r < nk ? r : nk - 1)) * (size_t)p->kpad +
                                    off;
-#if HAVE_AVX512VNNI && !OQCI_EMU_VNNI
-                        if (z)
-                            oqcik_gemv4__avx512vnni(row + off, p->in_type == OQCI_U8, w, len, s);
-                        else
-#endif
-                            q8gemv_4x16__avx2(row + off, p->in_type == OQCI_U8, w, len, s);
+                        dot(row + off, p->in_type == OQCI_U8, w, len, s);
                         for (r = 0; r < 4; r++)
                             acc[r] += s[r];
                     }

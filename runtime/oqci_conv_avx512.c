@@ -123,7 +123,7 @@ T_AVX512VNNI static void store_runs__avx512vnni(const OqciConv *p, const uint8_t
     }
 }
 
-/* ---- q8gemv_4x64__avx512vnni: oqcik_conv_gemv_avx2's dot products (few pixels) -------
+/* ---- oqcik_gemv4__avx512vnni: oqcik_conv_gemv_avx2's dot products (few pixels) -------
  * The fully connected layers are bound by reading their weights once: 64 weight bytes
  * per row per vpdpbusd (the AVX2 kernel's 16-bit copies take 4 operations per 16), the
  * last partial 64 by masked loads (zero weights: nothing added).  s8 inputs go in as
@@ -151,10 +151,11 @@ gemv4_body(const uint8_t *a, int u8, const int8_t *const *w, int32_t len, int32_
         G(0) G(1) G(2) G(3)
 #undef G
     }
-    acc[0] = (int32_t)((int64_t)_mm512_reduce_add_epi32(s0) - 128 * (int64_t)_mm512_reduce_add_epi32(c0));
-    acc[1] = (int32_t)((int64_t)_mm512_reduce_add_epi32(s1) - 128 * (int64_t)_mm512_reduce_add_epi32(c1));
-    acc[2] = (int32_t)((int64_t)_mm512_reduce_add_epi32(s2) - 128 * (int64_t)_mm512_reduce_add_epi32(c2));
-    acc[3] = (int32_t)((int64_t)_mm512_reduce_add_epi32(s3) - 128 * (int64_t)_mm512_reduce_add_epi32(c3));
+#define ACC(r)                                                                          \
+    acc[r] = (int32_t)((int64_t)_mm512_reduce_add_epi32(s##r) -                         \
+                       128 * (int64_t)_mm512_reduce_add_epi32(c##r));
+    ACC(0) ACC(1) ACC(2) ACC(3)
+#undef ACC
 }
 
 T_AVX512VNNI void oqcik_gemv4__avx512vnni(const uint8_t *a, int u8, const int8_t *const *w,

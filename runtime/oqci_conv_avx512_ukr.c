@@ -285,16 +285,20 @@ HBODY(q8conv_8x24c4_rq_u8__avx512vnni, 1, 1)
 #undef ZADD
 #undef ZT
 
+/* The epilogue's clamp bounds (float, and int16 for rq64) and output type, from p. */
+#define ZCONSTS                                                                         \
+    const __m512 lo2 = _mm512_set1_ps(2.0f * (float)p->lo);                             \
+    const __m512 hi2 = _mm512_set1_ps(2.0f * (float)p->hi);                             \
+    const __m512i lo2w = _mm512_set1_epi16((short)(2 * p->lo));                         \
+    const __m512i hi2w = _mm512_set1_epi16((short)(2 * p->hi));                         \
+    int u8 = p->out_type == OQCI_U8;
+
 T_AVX512VNNI void oqcik_q8conv_8x32c4_rqt__avx512vnni(int32_t nq, const void *panel,
                                                       const int8_t *const *w, const int32_t *t,
                                                       const OqciConv *p, int32_t nk,
                                                       const RqPre *pre, uint8_t *out,
                                                       int64_t ostride, int32_t np, int i16) {
-    const __m512 lo2 = _mm512_set1_ps(2.0f * (float)p->lo);
-    const __m512 hi2 = _mm512_set1_ps(2.0f * (float)p->hi);
-    const __m512i lo2w = _mm512_set1_epi16((short)(2 * p->lo));
-    const __m512i hi2w = _mm512_set1_epi16((short)(2 * p->hi));
-    int u8 = p->out_type == OQCI_U8;
+    ZCONSTS
 #define ZPICK(CALL)                                                                     \
     if (np <= 8 && u8)                                                                  \
         CALL(q8conv_8x8c4_rq_u8__avx512vnni)                                            \
@@ -326,11 +330,7 @@ T_AVX512VNNI void oqcik_q8conv_8x32c4_rqw__avx512vnni(int32_t nq, const void *pa
                                                       const OqciConv *p, int32_t nk,
                                                       const RqPre *pre, uint8_t *out,
                                                       int64_t ostride, int32_t np, int i16) {
-    const __m512 lo2 = _mm512_set1_ps(2.0f * (float)p->lo);
-    const __m512 hi2 = _mm512_set1_ps(2.0f * (float)p->hi);
-    const __m512i lo2w = _mm512_set1_epi16((short)(2 * p->lo));
-    const __m512i hi2w = _mm512_set1_epi16((short)(2 * p->hi));
-    int u8 = p->out_type == OQCI_U8;
+    ZCONSTS
     int32_t kk;
 #define ZLOOP(KERN)                                                                     \
     for (kk = 0; kk < nk; kk += 8)                                                      \
@@ -341,6 +341,7 @@ T_AVX512VNNI void oqcik_q8conv_8x32c4_rqw__avx512vnni(int32_t nq, const void *pa
 #undef ZLOOP
 }
 #undef ZPICK
+#undef ZCONSTS
 
 T_AVX512VNNI void oqcik_q8conv_8x32c4_rq__avx512vnni(int32_t nq, const void *panel,
                                                      const int8_t *const *w, const OqciConv *p,

@@ -45,6 +45,11 @@ static int taps_fit(const OqciConv *p) {
            p->kpad / 4 <= TAPS_MAXQ && !is_flat(p);
 }
 
+/* Columns of a grid panel's rows (grid_ok): the output row and the kernel's extent past it. */
+static int64_t grid_cols(const OqciConv *p) {
+    return (int64_t)p->out_w + (int64_t)(p->k_w - 1) * p->d_w;
+}
+
 /* Pixels the AVX-512 VNNI kernels compute for n positions in panels: 32 per whole
  * panel, and 8, 16, 24 or 32 for the last (their paired tails). */
 static int64_t z_computed(int64_t n) {
@@ -62,15 +67,14 @@ static int64_t z_computed(int64_t n) {
  * 16x14x14 -> 48 (taps) +9%; but a band's per-row runs made 32x14x14 -> 32 and
  * 48x7x7 -> 64 10% slower, and 32x7x7 -> 128 gained 1%. */
 static int use_grid(const OqciConv *p, const Family *f) {
-    int64_t rows, cols, gpix;
+    int64_t rows, cols;
     if (!grid_ok(p) || band_dims(p, &rows, &cols) == 0)
         return 0;
     if ((f->isa != OQCI_ISA_AVX512VNNI && f->isa != OQCI_ISA_AVX512VBMI) ||
         (p->out_c / p->group < 256 && !(f->pack_taps && taps_fit(p))))
         return 1;
-    gpix = (int64_t)(p->out_h - 1) * (p->out_w + (p->k_w - 1) * p->d_w) + p->out_w;
     return 10 * z_computed((int64_t)p->batch * p->out_h * p->out_w) >
-           9 * (int64_t)p->batch * z_computed(gpix);
+           9 * (int64_t)p->batch * z_computed((p->out_h - 1) * grid_cols(p) + p->out_w);
 }
 
 static void make_geo(const OqciConv *p, const Family *f, Geo *g) {
@@ -82,7 +86,7 @@ static void make_geo(const OqciConv *p, const Family *f, Geo *g) {
     g->in_w = flat ? (int32_t)g->plane : p->in_w;
     g->out_w = flat ? (int32_t)g->pix : p->out_w;
     g->grid = use_grid(p, f);
-    g->gcols = g->grid ? p->out_w + (p->k_w - 1) * p->d_w : g->out_w;
+    g->gcols = g->grid ? (int32_t)grid_cols(p) : g->out_w;
     g->gpix = g->grid ? (int64_t)(p->out_h - 1) * g->gcols + p->out_w : g->pix;
 }
 
