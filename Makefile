@@ -89,6 +89,11 @@ $(DEPS_STAMP): scripts/install-deps.sh
 	@scripts/install-deps.sh
 	@mkdir -p $(dir $@) && touch $@
 
+# The .proto comes with the packages: on a fresh machine it appears only once they are
+# installed, so it waits for them (without this rule `make` stops at once with "No rule
+# to make target .../onnx.proto", before install-deps.sh has run).
+$(ONNX_PROTO): | $(DEPS_STAMP)
+
 # protobuf-c code is generated from the ONNX .proto Debian's libonnx-dev installs;
 # generated files live only in the build directory.  One rule making both files (&:,
 # GNU make 4.3): with two plain targets, make -j ran protoc-c twice at once in a fresh
