@@ -49,7 +49,7 @@ T_AVX2 int64_t oqcik_wsum__avx2(const int8_t *w, int32_t n) {
 }
 
 /* u8 / s8 bytes widened to int16 and transposed, 8 pixels per step. */
-T_AVX2 static void tr4_s16(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
+T_AVX2 static inline __attribute__((always_inline)) void tr4_s16(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
                            const uint8_t *r3, int32_t len, int16_t *d, int u8) {
     int32_t t = 0;
     for (; t + 8 <= len; t += 8) {
@@ -84,17 +84,17 @@ T_AVX2 static void tr4_s16(const uint8_t *r0, const uint8_t *r1, const uint8_t *
     }
 }
 
-T_AVX2 static void tr4_s16_u8__avx2(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
+T_AVX2 static inline __attribute__((always_inline)) void tr4_s16_u8__avx2(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
                                     const uint8_t *r3, int32_t len, void *dst) {
     tr4_s16(r0, r1, r2, r3, len, (int16_t *)dst, 1);
 }
-T_AVX2 static void tr4_s16_s8__avx2(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
+T_AVX2 static inline __attribute__((always_inline)) void tr4_s16_s8__avx2(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
                                     const uint8_t *r3, int32_t len, void *dst) {
     tr4_s16(r0, r1, r2, r3, len, (int16_t *)dst, 0);
 }
 
 /* Bytes transposed, optionally with the top bit flipped (VNNI and pair16 panels). */
-T_AVX2 static void tr4_b(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
+T_AVX2 static inline __attribute__((always_inline)) void tr4_b(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
                          const uint8_t *r3, int32_t len, uint8_t *d, uint8_t flip) {
     __m128i fv = _mm_set1_epi8((char)flip);
     int32_t t = 0;
@@ -124,6 +124,16 @@ T_AVX2 static void tr4_b(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2
     }
 }
 
+T_AVX2 static inline __attribute__((always_inline)) void tr4_bs8__avx2(
+    const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3, int32_t len,
+    void *dst) {
+    tr4_b(r0, r1, r2, r3, len, (uint8_t *)dst, 0x80);
+}
+T_AVX2 static inline __attribute__((always_inline)) void tr4_bu8__avx2(
+    const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3, int32_t len,
+    void *dst) {
+    tr4_b(r0, r1, r2, r3, len, (uint8_t *)dst, 0);
+}
 /* u8 inputs as they are, s8 inputs + 128: the u8 operand of vpdpbusd. */
 T_AVX2 void oqcik_tr4_u8_u8__avx2(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
                                   const uint8_t *r3, int32_t len, void *dst) {
@@ -331,35 +341,58 @@ T_AVX2 static inline __attribute__((always_inline)) void rqv_float(const OqciCon
 
 /* q8conv_2x28c4__avx2 with its epilogue: the raw sums leave the registers as in
  * q8conv_2x28c4__avx2 (so gcc keeps the loop's accumulators in registers), then the
- * pair sums are added up (hsum_pairs) and requantized (rq8), 28 bytes per channel into
- * out, without the int32 tile and the separate store pass. */
+ * pair sums are added up (hsum_pairs), plus when t the sums of the earlier K blocks (rows
+ * of t, stride TILE_NR), and requantized (rq8), 28 bytes per channel into out, without
+ * the int32 tile and the separate store pass. */
+T_AVX2 static inline __attribute__((always_inline)) void
+q8conv_2x28c4_rqt_body(int32_t nq, const void *panel, const int8_t *const *w, const int32_t *t,
+                       const OqciConv *p, int32_t nk, const RqPre *pre, uint8_t *out,
+                       int64_t ostride) {
+    int32_t raw[14 * 8];
+    Q8CONV_2X28_SUMS
+    ACC7(STORE)
+    {
+        const __m256i z = _mm256_setzero_si256();
+        int u8 = p->out_type == OQCI_U8, r, v;
+        for (r = 0; r < nk; r++) {
+            const int32_t *s = raw + 56 * r;
+            __m256i sum[4];
+            RqV rv;
+            for (v = 0; v < 4; v++) {
+                sum[v] = hsum_pairs(LDU256(s + 16 * v), v < 3 ? LDU256(s + 16 * v + 8) : z);
+                if (t)   /* (lanes 28-31 of the last: t's padding, never stored) */
+                    sum[v] = _mm256_add_epi32(sum[v], LDU256(t + r * TILE_NR + 8 * v));
+            }
+            rqv_float(p, pre + r, &rv);
+            store_bytes(out + r * ostride,
+                        pack32(u8, rq8(sum[0], &rv), rq8(sum[1], &rv), rq8(sum[2], &rv),
+                               rq8(sum[3], &rv)),
+                        AVX2_NR);
+        }
+    }
+}
 T_AVX2 static void q8conv_2x28c4_rq__avx2(int32_t nq, const void *panel, const int8_t *const *w,
                                           const OqciConv *p, int32_t nk,
                                           const RqPre *pre, uint8_t *out, int64_t ostride,
                                           int32_t np, int i16) {
     (void)np;   /* (computes whole panels) */
     (void)i16;  /* (an 8-lane epilogue: no int16 variant) */
-    int32_t raw[14 * 8];
-    Q8CONV_2X28_SUMS
-    ACC7(STORE)
-    {
-        int u8 = p->out_type == OQCI_U8, r;
-        for (r = 0; r < nk; r++) {
-            const int32_t *s = raw + 56 * r;
-            RqV v;
-            rqv_float(p, pre + r, &v);
-            store_bytes(out + r * ostride,
-                        pack32(u8, rq8(hsum_pairs(LDU256(s), LDU256(s + 8)), &v),
-                               rq8(hsum_pairs(LDU256(s + 16), LDU256(s + 24)), &v),
-                               rq8(hsum_pairs(LDU256(s + 32), LDU256(s + 40)), &v),
-                               rq8(hsum_pairs(LDU256(s + 48), _mm256_setzero_si256()), &v)),
-                        AVX2_NR);
-        }
-    }
+    q8conv_2x28c4_rqt_body(nq, panel, w, NULL, p, nk, pre, out, ostride);
+}
+/* Family.ukr_rq_acc: the last of several K blocks (see q8conv_2x28c4_rqt_body). */
+T_AVX2 static void q8conv_2x28c4_rqt__avx2(int32_t nq, const void *panel, const int8_t *const *w,
+                                           const int32_t *t, const OqciConv *p, int32_t nk,
+                                           const RqPre *pre, uint8_t *out, int64_t ostride,
+                                           int32_t np, int i16) {
+    (void)np;
+    (void)i16;
+    q8conv_2x28c4_rqt_body(nq, panel, w, t, p, nk, pre, out, ostride);
 }
 #define UKR_RQ_AVX2 q8conv_2x28c4_rq__avx2
+#define UKR_RQ_ACC_AVX2 q8conv_2x28c4_rqt__avx2
 #else
 #define UKR_RQ_AVX2 NULL   /* (integer-only builds: fixed requantization only) */
+#define UKR_RQ_ACC_AVX2 NULL
 #endif
 #undef STORE
 #undef STEP0
@@ -368,10 +401,23 @@ T_AVX2 static void q8conv_2x28c4_rq__avx2(int32_t nq, const void *panel, const i
 #undef DECL
 #undef Q8CONV_2X28_SUMS
 
+/* Family.band_pack: pack_band_body with the int16 transposes inlined (through
+ * Family.tr4, every quad of every panel was a call). */
+T_AVX2 static void pack_band_s8__avx2(const OqciConv *p, const Band *b, int64_t r0,
+                                      const Seg *segs, int nseg, int32_t q0, int32_t nq,
+                                      uint8_t *panel) {
+    pack_band_body(p, b, r0, segs, nseg, q0, nq, panel, AVX2_NR, 2, tr4_s16_s8__avx2);
+}
+T_AVX2 static void pack_band_u8__avx2(const OqciConv *p, const Band *b, int64_t r0,
+                                      const Seg *segs, int nseg, int32_t q0, int32_t nq,
+                                      uint8_t *panel) {
+    pack_band_body(p, b, r0, segs, nseg, q0, nq, panel, AVX2_NR, 2, tr4_s16_u8__avx2);
+}
 const Family oqcik_family_avx2 = {OQCI_ISA_AVX2, 2, AVX2_NR, 2, KBQ(AVX2_NR, 2), -1,
                                   q8conv_2x28c4__avx2, {tr4_s16_s8__avx2, tr4_s16_u8__avx2},
                                   oqcik_gather__avx2, oqcik_store_tile__avx2, UKR_RQ_AVX2,
-                                  {NULL, NULL}, NULL, NULL, NULL, NULL, NULL, NULL, 0};
+                                  {pack_band_s8__avx2, pack_band_u8__avx2}, UKR_RQ_ACC_AVX2,
+                                  NULL, NULL, NULL, NULL, NULL, 0};
 
 /* ---- q8conv_3x24c4n__avx2: 3 channels x 24 pixels, u8 panel, narrow weights --------
  * For weights whose pairs fit (p->wpair16, see oqci_conv_wpair16): vpmaddubsw's int16
@@ -426,7 +472,8 @@ T_AVX2 static void q8conv_3x24c4n__avx2(int32_t nq, const void *panel, const int
 }
 
 #ifndef OQCI_NO_FLOAT
-/* The same with the epilogue in registers (np bytes per channel are meaningful). */
+/* The same with the epilogue in registers (np bytes per channel are meaningful), the
+ * sums of the earlier K blocks (rows of t, stride TILE_NR) added first when t. */
 #define NRQ1(r) pack32(u8, rq8(a##r##0, &v), z, z, z)
 #define NRQ2(r) pack32(u8, rq8(a##r##0, &v), rq8(a##r##1, &v), z, z)
 #define NRQ3(r) pack32(u8, rq8(a##r##0, &v), rq8(a##r##1, &v), rq8(a##r##2, &v), z)
@@ -436,39 +483,55 @@ T_AVX2 static void q8conv_3x24c4n__avx2(int32_t nq, const void *panel, const int
         rqv_float(p, pre + r, &v);                                                      \
         store_bytes(out + r * ostride, PACK(r), nbytes);                                \
     }
+#define NADDT(r, v) a##r##v = _mm256_add_epi32(a##r##v, LDU256(t + r * TILE_NR + 8 * v));
+#define NADDTR(r, V) V(NADDT, r)
 #define NBODY(NAME, V, PACK, NBYTES)                                                    \
     T_AVX2 static void NAME(int32_t nq, const void *panel, const int8_t *const *w,      \
-                            const OqciConv *p, int32_t nk, const RqPre *pre,            \
-                            uint8_t *out, int64_t ostride) {                            \
+                            const int32_t *t, const OqciConv *p, int32_t nk,            \
+                            const RqPre *pre, uint8_t *out, int64_t ostride) {          \
         const int u8 = p->out_type == OQCI_U8, nbytes = NBYTES;                         \
         const __m256i z = _mm256_setzero_si256();                                       \
         NSUMS(V)                                                                        \
+        if (t) {                                                                        \
+            NROWS(NADDTR, V)                                                            \
+        }                                                                               \
         NROWS(NRQ, PACK)                                                                \
     }
 NBODY(q8conv_3x8c4n_rq__avx2, NV1, NRQ1, 8)
 NBODY(q8conv_3x16c4n_rq__avx2, NV2, NRQ2, 16)
 NBODY(q8conv_3x24c4n_rq_full__avx2, NV3, NRQ3, 24)
 #undef NBODY
+#undef NADDTR
+#undef NADDT
 #undef NRQ
 #undef NRQ1
 #undef NRQ2
 #undef NRQ3
 
+/* Family.ukr_rq_acc (t: the earlier blocks' sums) and, with t NULL, Family.ukr_rq. */
+T_AVX2 static void q8conv_3x24c4n_rqt__avx2(int32_t nq, const void *panel, const int8_t *const *w,
+                                            const int32_t *t, const OqciConv *p, int32_t nk,
+                                            const RqPre *pre, uint8_t *out, int64_t ostride,
+                                            int32_t np, int i16) {
+    (void)i16;   /* (an 8-lane epilogue: no int16 variant) */
+    if (np <= 8)
+        q8conv_3x8c4n_rq__avx2(nq, panel, w, t, p, nk, pre, out, ostride);
+    else if (np <= 16)
+        q8conv_3x16c4n_rq__avx2(nq, panel, w, t, p, nk, pre, out, ostride);
+    else
+        q8conv_3x24c4n_rq_full__avx2(nq, panel, w, t, p, nk, pre, out, ostride);
+}
 T_AVX2 static void q8conv_3x24c4n_rq__avx2(int32_t nq, const void *panel, const int8_t *const *w,
                                            const OqciConv *p, int32_t nk,
                                            const RqPre *pre, uint8_t *out, int64_t ostride,
                                            int32_t np, int i16) {
-    (void)i16;   /* (an 8-lane epilogue: no int16 variant) */
-    if (np <= 8)
-        q8conv_3x8c4n_rq__avx2(nq, panel, w, p, nk, pre, out, ostride);
-    else if (np <= 16)
-        q8conv_3x16c4n_rq__avx2(nq, panel, w, p, nk, pre, out, ostride);
-    else
-        q8conv_3x24c4n_rq_full__avx2(nq, panel, w, p, nk, pre, out, ostride);
+    q8conv_3x24c4n_rqt__avx2(nq, panel, w, NULL, p, nk, pre, out, ostride, np, i16);
 }
 #define UKR_RQ_AVX2N q8conv_3x24c4n_rq__avx2
+#define UKR_RQ_ACC_AVX2N q8conv_3x24c4n_rqt__avx2
 #else
 #define UKR_RQ_AVX2N NULL
+#define UKR_RQ_ACC_AVX2N NULL
 #endif
 #undef NSTR
 #undef NST
@@ -483,11 +546,24 @@ T_AVX2 static void q8conv_3x24c4n_rq__avx2(int32_t nq, const void *panel, const 
 #undef NV1
 #undef NROWS
 
+/* Family.band_pack: pack_band_body with the byte transposes inlined. */
+T_AVX2 static void pack_band_s8__avx2n(const OqciConv *p, const Band *b, int64_t r0,
+                                       const Seg *segs, int nseg, int32_t q0, int32_t nq,
+                                       uint8_t *panel) {
+    pack_band_body(p, b, r0, segs, nseg, q0, nq, panel, N_NR, 1, tr4_bs8__avx2);
+}
+T_AVX2 static void pack_band_u8__avx2n(const OqciConv *p, const Band *b, int64_t r0,
+                                       const Seg *segs, int nseg, int32_t q0, int32_t nq,
+                                       uint8_t *panel) {
+    pack_band_body(p, b, r0, segs, nseg, q0, nq, panel, N_NR, 1, tr4_bu8__avx2);
+}
+
 const Family oqcik_family_avx2n = {OQCI_ISA_AVX2, 3, N_NR, 1, KBQ(N_NR, 1), OQCI_S8,
                                    q8conv_3x24c4n__avx2,
                                    {oqcik_tr4_u8_s8__avx2, oqcik_tr4_u8_u8__avx2},
                                    oqcik_gather__avx2, oqcik_store_tile__avx2, UKR_RQ_AVX2N,
-                                   {NULL, NULL}, NULL, NULL, NULL, NULL, NULL, NULL, 0};
+                                   {pack_band_s8__avx2n, pack_band_u8__avx2n}, UKR_RQ_ACC_AVX2N,
+                                   NULL, NULL, NULL, NULL, NULL, 0};
 
 /* ---- q8gemv_4x16__avx2: few pixels, dot products on 16-bit copies ------------------ */
 
