@@ -388,11 +388,25 @@ T_AVX2 static void q8conv_2x28c4_rqt__avx2(int32_t nq, const void *panel, const 
     (void)i16;
     q8conv_2x28c4_rqt_body(nq, panel, w, t, p, nk, pre, out, ostride);
 }
+/* Family.ukr_rq_wide: all nk channels, two at a time. */
+T_AVX2 static void q8conv_2x28c4_rqw__avx2(int32_t nq, const void *panel, const int8_t *const *w,
+                                           const int32_t *t, const OqciConv *p, int32_t nk,
+                                           const RqPre *pre, uint8_t *out, int64_t ostride,
+                                           int32_t np, int i16) {
+    int32_t kk;
+    (void)np;
+    (void)i16;
+    for (kk = 0; kk < nk; kk += 2)
+        q8conv_2x28c4_rqt_body(nq, panel, w + kk, t ? t + (size_t)kk * TILE_NR : NULL, p,
+                               nk - kk < 2 ? nk - kk : 2, pre + kk, out + kk * ostride, ostride);
+}
 #define UKR_RQ_AVX2 q8conv_2x28c4_rq__avx2
 #define UKR_RQ_ACC_AVX2 q8conv_2x28c4_rqt__avx2
+#define UKR_RQ_WIDE_AVX2 q8conv_2x28c4_rqw__avx2
 #else
 #define UKR_RQ_AVX2 NULL   /* (integer-only builds: fixed requantization only) */
 #define UKR_RQ_ACC_AVX2 NULL
+#define UKR_RQ_WIDE_AVX2 NULL
 #endif
 #undef STORE
 #undef STEP0
@@ -417,7 +431,7 @@ const Family oqcik_family_avx2 = {OQCI_ISA_AVX2, 2, AVX2_NR, 2, KBQ(AVX2_NR, 2),
                                   q8conv_2x28c4__avx2, {tr4_s16_s8__avx2, tr4_s16_u8__avx2},
                                   oqcik_gather__avx2, oqcik_store_tile__avx2, UKR_RQ_AVX2,
                                   {pack_band_s8__avx2, pack_band_u8__avx2}, UKR_RQ_ACC_AVX2,
-                                  NULL, NULL, NULL, NULL, NULL, 0};
+                                  NULL, NULL, NULL, NULL, UKR_RQ_WIDE_AVX2, 0};
 
 /* ---- q8conv_3x24c4n__avx2: 3 channels x 24 pixels, u8 panel, narrow weights --------
  * For weights whose pairs fit (p->wpair16, see oqci_conv_wpair16): vpmaddubsw's int16
@@ -484,9 +498,10 @@ T_AVX2 static void q8conv_3x24c4n__avx2(int32_t nq, const void *panel, const int
         store_bytes(out + r * ostride, PACK(r), nbytes);                                \
     }
 #define NADDT(r, v) a##r##v = _mm256_add_epi32(a##r##v, LDU256(t + r * TILE_NR + 8 * v));
-#define NADDTR(r, V) V(NADDT, r)
+#define NADDTR(r, V) if (r < nk) { V(NADDT, r) }
 #define NBODY(NAME, V, PACK, NBYTES)                                                    \
-    T_AVX2 static void NAME(int32_t nq, const void *panel, const int8_t *const *w,      \
+    T_AVX2 static inline __attribute__((always_inline)) void NAME(                      \
+                            int32_t nq, const void *panel, const int8_t *const *w,      \
                             const int32_t *t, const OqciConv *p, int32_t nk,            \
                             const RqPre *pre, uint8_t *out, int64_t ostride) {          \
         const int u8 = p->out_type == OQCI_U8, nbytes = NBYTES;                         \
@@ -521,6 +536,25 @@ T_AVX2 static void q8conv_3x24c4n_rqt__avx2(int32_t nq, const void *panel, const
     else
         q8conv_3x24c4n_rq_full__avx2(nq, panel, w, t, p, nk, pre, out, ostride);
 }
+/* Family.ukr_rq_wide: all nk channels, three at a time (the body picked once). */
+T_AVX2 static void q8conv_3x24c4n_rqw__avx2(int32_t nq, const void *panel, const int8_t *const *w,
+                                            const int32_t *t, const OqciConv *p, int32_t nk,
+                                            const RqPre *pre, uint8_t *out, int64_t ostride,
+                                            int32_t np, int i16) {
+    int32_t kk;
+    (void)i16;
+#define NLOOP(BODY)                                                                     \
+    for (kk = 0; kk < nk; kk += 3)                                                      \
+        BODY(nq, panel, w + kk, t ? t + (size_t)kk * TILE_NR : NULL, p,                 \
+             nk - kk < 3 ? nk - kk : 3, pre + kk, out + kk * ostride, ostride);
+    if (np <= 8)
+        NLOOP(q8conv_3x8c4n_rq__avx2)
+    else if (np <= 16)
+        NLOOP(q8conv_3x16c4n_rq__avx2)
+    else
+        NLOOP(q8conv_3x24c4n_rq_full__avx2)
+#undef NLOOP
+}
 T_AVX2 static void q8conv_3x24c4n_rq__avx2(int32_t nq, const void *panel, const int8_t *const *w,
                                            const OqciConv *p, int32_t nk,
                                            const RqPre *pre, uint8_t *out, int64_t ostride,
@@ -529,9 +563,11 @@ T_AVX2 static void q8conv_3x24c4n_rq__avx2(int32_t nq, const void *panel, const 
 }
 #define UKR_RQ_AVX2N q8conv_3x24c4n_rq__avx2
 #define UKR_RQ_ACC_AVX2N q8conv_3x24c4n_rqt__avx2
+#define UKR_RQ_WIDE_AVX2N q8conv_3x24c4n_rqw__avx2
 #else
 #define UKR_RQ_AVX2N NULL
 #define UKR_RQ_ACC_AVX2N NULL
+#define UKR_RQ_WIDE_AVX2N NULL
 #endif
 #undef NSTR
 #undef NST
@@ -563,7 +599,7 @@ const Family oqcik_family_avx2n = {OQCI_ISA_AVX2, 3, N_NR, 1, KBQ(N_NR, 1), OQCI
                                    {oqcik_tr4_u8_s8__avx2, oqcik_tr4_u8_u8__avx2},
                                    oqcik_gather__avx2, oqcik_store_tile__avx2, UKR_RQ_AVX2N,
                                    {pack_band_s8__avx2n, pack_band_u8__avx2n}, UKR_RQ_ACC_AVX2N,
-                                   NULL, NULL, NULL, NULL, NULL, 0};
+                                   NULL, NULL, NULL, NULL, UKR_RQ_WIDE_AVX2N, 0};
 
 /* ---- q8gemv_4x16__avx2: few pixels, dot products on 16-bit copies ------------------ */
 
