@@ -50,19 +50,23 @@ static int64_t grid_cols(const OqciConv *p) {
     return (int64_t)p->out_w + (int64_t)(p->k_w - 1) * p->d_w;
 }
 
-/* Pixels the AVX-512 VNNI kernels compute for n positions in panels: 32 per whole
- * panel, and 8, 16, 24 or 32 for the last (their paired tails). */
-static int64_t z_computed(int64_t n) {
-    int64_t r = n % 32;
-    return n - r + (r == 0 ? 0 : r <= 8 ? 8 : r <= 16 ? 16 : r <= 24 ? 24 : 32);
+/* Pixels family f's kernels compute for n positions in panels: the AVX-512 VNNI ones 32
+ * per whole panel, and 8, 16, 24 or 32 for the last (their paired tails); the AVX2
+ * vpmaddubsw kernel's last panel in steps of 8 (its 8- and 16-pixel bodies); the AVX2
+ * vpmaddwd kernel whole panels of 28. */
+static int64_t computed(const Family *f, int64_t n) {
+    int64_t r = n % f->nr;
+    if (f->isa == OQCI_ISA_AVX2 && f->esize == 2)
+        return n - r + (r ? f->nr : 0);
+    return n - r + (r + 7) / 8 * 8;
 }
 
-/* Grid panels for this conv (family f): grid_ok and a band.  The AVX-512 VNNI kernels,
- * whose paired tails compute a part panel in steps of 8 pixels, take panels of outputs
- * instead where those compute at least 10% less (the grid's dropped positions and
- * tails: a 7x7 plane's 49 outputs cost 56 against the grid's 64, a 14x14 one's 200
- * against 224; 28x28 and wider keep the grid) and their packing costs little beside
- * the work: taps packing (f->pack_taps), or at least 256 channels per group.  Measured
+/* Grid panels for this conv (family f): grid_ok and a band.  The AVX-512 VNNI and AVX2
+ * families take panels of outputs instead where those compute at least 10% less (the
+ * grid's dropped positions and tails: on AVX-512 a 7x7 plane's 49 outputs cost 56
+ * against the grid's 64, a 14x14 one's 200 against 224; 28x28 and wider keep the grid;
+ * with AVX2's 28-pixel panels a 7x7 plane costs 56 against 84) and their packing costs
+ * little beside the work: taps packing, or at least 256 channels per group.  Measured
  * on a Zen 4 core (int8_conv_bench): 512x7x7 3x3 +9%, 256x14x14 +11%, GoogLeNet's
  * 16x14x14 -> 48 (taps) +9%; but a band's per-row runs made 32x14x14 -> 32 and
  * 48x7x7 -> 64 10% slower, and 32x7x7 -> 128 gained 1%. */
@@ -70,11 +74,12 @@ static int use_grid(const OqciConv *p, const Family *f) {
     int64_t rows, cols;
     if (!grid_ok(p) || band_dims(p, &rows, &cols) == 0)
         return 0;
-    if ((f->isa != OQCI_ISA_AVX512VNNI && f->isa != OQCI_ISA_AVX512VBMI) ||
+    if ((f->isa != OQCI_ISA_AVX512VNNI && f->isa != OQCI_ISA_AVX512VBMI &&
+         f->isa != OQCI_ISA_AVX2) ||
         (p->out_c / p->group < 256 && !(f->pack_taps && taps_fit(p))))
         return 1;
-    return 10 * z_computed((int64_t)p->batch * p->out_h * p->out_w) >
-           9 * (int64_t)p->batch * z_computed((p->out_h - 1) * grid_cols(p) + p->out_w);
+    return 10 * computed(f, (int64_t)p->batch * p->out_h * p->out_w) >
+           9 * (int64_t)p->batch * computed(f, (p->out_h - 1) * grid_cols(p) + p->out_w);
 }
 
 static void make_geo(const OqciConv *p, const Family *f, Geo *g) {
