@@ -65,17 +65,23 @@ static int64_t computed(const Family *f, int64_t n) {
  * families take panels of outputs instead where those compute at least 10% less (the
  * grid's dropped positions and tails: on AVX-512 a 7x7 plane's 49 outputs cost 56
  * against the grid's 64, a 14x14 one's 200 against 224; 28x28 and wider keep the grid;
- * with AVX2's 28-pixel panels a 7x7 plane costs 56 against 84) and their packing costs
- * little beside the work: taps packing, or at least 256 channels per group.  Measured
- * on a Zen 4 core (int8_conv_bench): 512x7x7 3x3 +9%, 256x14x14 +11%, GoogLeNet's
- * 16x14x14 -> 48 (taps) +9%; but a band's per-row runs made 32x14x14 -> 32 and
- * 48x7x7 -> 64 10% slower, and 32x7x7 -> 128 gained 1%. */
+ * with AVX2's 28-pixel panels a 7x7 plane costs 56 against 84).  On AVX-512 only where
+ * their packing costs little beside the work, too: taps packing, or at least 256
+ * channels per group.  Measured on a Zen 4 core (int8_conv_bench): 512x7x7 3x3 +9%,
+ * 256x14x14 +11%, GoogLeNet's 16x14x14 -> 48 (taps) +9%; but a band's per-row runs
+ * made 32x14x14 -> 32 and 48x7x7 -> 64 10% slower, and 32x7x7 -> 128 gained 1%.  On a
+ * Zen 3 core the AVX2 families gain without that condition (8-bit weights: 512x7x7
+ * 3x3 +50%, 256x14x14 +16%, 32x14x14 -> 32 +15%, 48x7x7 -> 64 +30%, GoogLeNet's
+ * 32x7x7 -> 128 +45% and 16x14x14 -> 48 +30%; 7-bit: +7% to +22%), where the 16-bit
+ * panel's arithmetic dwarfs the packing. */
 static int use_grid(const OqciConv *p, const Family *f) {
     int64_t rows, cols;
     if (!grid_ok(p) || band_dims(p, &rows, &cols) == 0)
         return 0;
-    if ((f->isa != OQCI_ISA_AVX512VNNI && f->isa != OQCI_ISA_AVX512VBMI &&
-         f->isa != OQCI_ISA_AVX2) ||
+    if (f->isa == OQCI_ISA_AVX2)   /* (no packing condition: see above) */
+        return 10 * computed(f, (int64_t)p->batch * p->out_h * p->out_w) >
+               9 * (int64_t)p->batch * computed(f, (p->out_h - 1) * grid_cols(p) + p->out_w);
+    if ((f->isa != OQCI_ISA_AVX512VNNI && f->isa != OQCI_ISA_AVX512VBMI) ||
         (p->out_c / p->group < 256 && !(f->pack_taps && taps_fit(p))))
         return 1;
     return 10 * computed(f, (int64_t)p->batch * p->out_h * p->out_w) >
