@@ -347,12 +347,14 @@ T_AVX2 static inline __attribute__((always_inline)) void rqv_float(const OqciCon
 T_AVX2 static inline __attribute__((always_inline)) void
 q8conv_2x28c4_rqt_body(int32_t nq, const void *panel, const int8_t *const *w, const int32_t *t,
                        const OqciConv *p, int32_t nk, const RqPre *pre, uint8_t *out,
-                       int64_t ostride) {
+                       int64_t ostride, int i16) {
     int32_t raw[14 * 8];
     Q8CONV_2X28_SUMS
     ACC7(STORE)
     {
         const __m256i z = _mm256_setzero_si256();
+        const __m256i lo2w = _mm256_set1_epi16((short)(2 * p->lo));
+        const __m256i hi2w = _mm256_set1_epi16((short)(2 * p->hi));
         int u8 = p->out_type == OQCI_U8, r, v;
         for (r = 0; r < nk; r++) {
             const int32_t *s = raw + 56 * r;
@@ -365,8 +367,9 @@ q8conv_2x28c4_rqt_body(int32_t nq, const void *panel, const int8_t *const *w, co
             }
             rqv_float(p, pre + r, &rv);
             store_bytes(out + r * ostride,
-                        pack32(u8, rq8(sum[0], &rv), rq8(sum[1], &rv), rq8(sum[2], &rv),
-                               rq8(sum[3], &rv)),
+                        i16 ? rq32_i16(u8, sum[0], sum[1], sum[2], sum[3], &rv, lo2w, hi2w)
+                            : pack32(u8, rq8(sum[0], &rv), rq8(sum[1], &rv), rq8(sum[2], &rv),
+                                     rq8(sum[3], &rv)),
                         AVX2_NR);
         }
     }
@@ -376,8 +379,7 @@ T_AVX2 static void q8conv_2x28c4_rq__avx2(int32_t nq, const void *panel, const i
                                           const RqPre *pre, uint8_t *out, int64_t ostride,
                                           int32_t np, int i16) {
     (void)np;   /* (computes whole panels) */
-    (void)i16;  /* (an 8-lane epilogue: no int16 variant) */
-    q8conv_2x28c4_rqt_body(nq, panel, w, NULL, p, nk, pre, out, ostride);
+    q8conv_2x28c4_rqt_body(nq, panel, w, NULL, p, nk, pre, out, ostride, i16 == RQ_I16);
 }
 /* Family.ukr_rq_acc: the last of several K blocks (see q8conv_2x28c4_rqt_body). */
 T_AVX2 static void q8conv_2x28c4_rqt__avx2(int32_t nq, const void *panel, const int8_t *const *w,
@@ -385,8 +387,7 @@ T_AVX2 static void q8conv_2x28c4_rqt__avx2(int32_t nq, const void *panel, const 
                                            const RqPre *pre, uint8_t *out, int64_t ostride,
                                            int32_t np, int i16) {
     (void)np;
-    (void)i16;
-    q8conv_2x28c4_rqt_body(nq, panel, w, t, p, nk, pre, out, ostride);
+    q8conv_2x28c4_rqt_body(nq, panel, w, t, p, nk, pre, out, ostride, i16 == RQ_I16);
 }
 /* Family.ukr_rq_wide: all nk channels, two at a time. */
 T_AVX2 static void q8conv_2x28c4_rqw__avx2(int32_t nq, const void *panel, const int8_t *const *w,
@@ -395,10 +396,10 @@ T_AVX2 static void q8conv_2x28c4_rqw__avx2(int32_t nq, const void *panel, const 
                                            int32_t np, int i16) {
     int32_t kk;
     (void)np;
-    (void)i16;
     for (kk = 0; kk < nk; kk += 2)
         q8conv_2x28c4_rqt_body(nq, panel, w + kk, t ? t + (size_t)kk * TILE_NR : NULL, p,
-                               nk - kk < 2 ? nk - kk : 2, pre + kk, out + kk * ostride, ostride);
+                               nk - kk < 2 ? nk - kk : 2, pre + kk, out + kk * ostride, ostride,
+                               i16 == RQ_I16);
 }
 #define UKR_RQ_AVX2 q8conv_2x28c4_rq__avx2
 #define UKR_RQ_ACC_AVX2 q8conv_2x28c4_rqt__avx2
@@ -488,9 +489,12 @@ T_AVX2 static void q8conv_3x24c4n__avx2(int32_t nq, const void *panel, const int
 #ifndef OQCI_NO_FLOAT
 /* The same with the epilogue in registers (np bytes per channel are meaningful), the
  * sums of the earlier K blocks (rows of t, stride TILE_NR) added first when t. */
-#define NRQ1(r) pack32(u8, rq8(a##r##0, &v), z, z, z)
-#define NRQ2(r) pack32(u8, rq8(a##r##0, &v), rq8(a##r##1, &v), z, z)
-#define NRQ3(r) pack32(u8, rq8(a##r##0, &v), rq8(a##r##1, &v), rq8(a##r##2, &v), z)
+#define NRQ1(r) i16 ? rq32_i16(u8, a##r##0, z, z, z, &v, lo2w, hi2w)                \
+                    : pack32(u8, rq8(a##r##0, &v), z, z, z)
+#define NRQ2(r) i16 ? rq32_i16(u8, a##r##0, a##r##1, z, z, &v, lo2w, hi2w)          \
+                    : pack32(u8, rq8(a##r##0, &v), rq8(a##r##1, &v), z, z)
+#define NRQ3(r) i16 ? rq32_i16(u8, a##r##0, a##r##1, a##r##2, z, &v, lo2w, hi2w)    \
+                    : pack32(u8, rq8(a##r##0, &v), rq8(a##r##1, &v), rq8(a##r##2, &v), z)
 #define NRQ(r, PACK)                                                                    \
     if (r < nk) {                                                                       \
         RqV v;                                                                          \
@@ -503,9 +507,11 @@ T_AVX2 static void q8conv_3x24c4n__avx2(int32_t nq, const void *panel, const int
     T_AVX2 static inline __attribute__((always_inline)) void NAME(                      \
                             int32_t nq, const void *panel, const int8_t *const *w,      \
                             const int32_t *t, const OqciConv *p, int32_t nk,            \
-                            const RqPre *pre, uint8_t *out, int64_t ostride) {          \
+                            const RqPre *pre, uint8_t *out, int64_t ostride, int i16) { \
         const int u8 = p->out_type == OQCI_U8, nbytes = NBYTES;                         \
         const __m256i z = _mm256_setzero_si256();                                       \
+        const __m256i lo2w = _mm256_set1_epi16((short)(2 * p->lo));                     \
+        const __m256i hi2w = _mm256_set1_epi16((short)(2 * p->hi));                     \
         NSUMS(V)                                                                        \
         if (t) {                                                                        \
             NROWS(NADDTR, V)                                                            \
@@ -528,13 +534,13 @@ T_AVX2 static void q8conv_3x24c4n_rqt__avx2(int32_t nq, const void *panel, const
                                             const int32_t *t, const OqciConv *p, int32_t nk,
                                             const RqPre *pre, uint8_t *out, int64_t ostride,
                                             int32_t np, int i16) {
-    (void)i16;   /* (an 8-lane epilogue: no int16 variant) */
+    i16 = i16 == RQ_I16;
     if (np <= 8)
-        q8conv_3x8c4n_rq__avx2(nq, panel, w, t, p, nk, pre, out, ostride);
+        q8conv_3x8c4n_rq__avx2(nq, panel, w, t, p, nk, pre, out, ostride, i16);
     else if (np <= 16)
-        q8conv_3x16c4n_rq__avx2(nq, panel, w, t, p, nk, pre, out, ostride);
+        q8conv_3x16c4n_rq__avx2(nq, panel, w, t, p, nk, pre, out, ostride, i16);
     else
-        q8conv_3x24c4n_rq_full__avx2(nq, panel, w, t, p, nk, pre, out, ostride);
+        q8conv_3x24c4n_rq_full__avx2(nq, panel, w, t, p, nk, pre, out, ostride, i16);
 }
 /* Family.ukr_rq_wide: all nk channels, three at a time (the body picked once). */
 T_AVX2 static void q8conv_3x24c4n_rqw__avx2(int32_t nq, const void *panel, const int8_t *const *w,
@@ -542,11 +548,11 @@ T_AVX2 static void q8conv_3x24c4n_rqw__avx2(int32_t nq, const void *panel, const
                                             const RqPre *pre, uint8_t *out, int64_t ostride,
                                             int32_t np, int i16) {
     int32_t kk;
-    (void)i16;
+    i16 = i16 == RQ_I16;
 #define NLOOP(BODY)                                                                     \
     for (kk = 0; kk < nk; kk += 3)                                                      \
         BODY(nq, panel, w + kk, t ? t + (size_t)kk * TILE_NR : NULL, p,                 \
-             nk - kk < 3 ? nk - kk : 3, pre + kk, out + kk * ostride, ostride);
+             nk - kk < 3 ? nk - kk : 3, pre + kk, out + kk * ostride, ostride, i16);
     if (np <= 8)
         NLOOP(q8conv_3x8c4n_rq__avx2)
     else if (np <= 16)
