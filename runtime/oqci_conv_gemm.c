@@ -69,11 +69,11 @@ static int64_t computed(const Family *f, int64_t n) {
  * their packing costs little beside the work, too: taps packing, or at least 256
  * channels per group.  Measured on a Zen 4 core (int8_conv_bench): 512x7x7 3x3 +9%,
  * 256x14x14 +11%, GoogLeNet's 16x14x14 -> 48 (taps) +9%; but a band's per-row runs
- * made 32x14x14 -> 32 and 48x7x7 -> 64 10% slower, and 32x7x7 -> 128 gained 1%.  On a
- * Zen 3 core the AVX2 families gain without that condition (8-bit weights: 512x7x7
- * 3x3 +50%, 256x14x14 +16%, 32x14x14 -> 32 +15%, 48x7x7 -> 64 +30%, GoogLeNet's
- * 32x7x7 -> 128 +45% and 16x14x14 -> 48 +30%; 7-bit: +7% to +22%), where the 16-bit
- * panel's arithmetic dwarfs the packing. */
+ * made 32x14x14 -> 32 and 48x7x7 -> 64 10% slower, and 32x7x7 -> 128 gained 1%.  The
+ * AVX2 families gain on a Zen 3 core with many channels or few (8-bit weights: 512x7x7
+ * 3x3 +50%, 256x14x14 +16%; 48x7x7 -> 64 +30%, GoogLeNet's 32x7x7 -> 128 +45% and
+ * 16x14x14 -> 48 +30%, 32x14x14 -> 32 level within the noise; 7-bit +7% to +22%), so
+ * they take panels of outputs by the computed pixels alone. */
 static int use_grid(const OqciConv *p, const Family *f) {
     int64_t rows, cols;
     if (!grid_ok(p) || band_dims(p, &rows, &cols) == 0)
