@@ -124,6 +124,7 @@ T_AVX2 static inline __attribute__((always_inline)) void tr4_b(const uint8_t *r0
     }
 }
 
+/* The VNNI and pair16 panels' transposes: s8 inputs + 128, u8 inputs as they are. */
 T_AVX2 static inline __attribute__((always_inline)) void tr4_bs8__avx2(
     const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3, int32_t len,
     void *dst) {
@@ -134,14 +135,30 @@ T_AVX2 static inline __attribute__((always_inline)) void tr4_bu8__avx2(
     void *dst) {
     tr4_b(r0, r1, r2, r3, len, (uint8_t *)dst, 0);
 }
+
+/* A family's Family.band_pack pair, pack_band_s8__SUF and pack_band_u8__SUF:
+ * pack_band_body for panels of NR pixels of ESIZE-byte elements with the transposes
+ * TS8 (s8 inputs) and TU8 (u8 inputs) inlined. */
+#define BAND_PACKERS(SUF, NR, ESIZE, TS8, TU8)                                          \
+    T_AVX2 static void pack_band_s8__##SUF(const OqciConv *p, const Band *b, int64_t r0, \
+                                           const Seg *segs, int nseg, int32_t q0,       \
+                                           int32_t nq, uint8_t *panel) {                \
+        pack_band_body(p, b, r0, segs, nseg, q0, nq, panel, NR, ESIZE, TS8);            \
+    }                                                                                   \
+    T_AVX2 static void pack_band_u8__##SUF(const OqciConv *p, const Band *b, int64_t r0, \
+                                           const Seg *segs, int nseg, int32_t q0,       \
+                                           int32_t nq, uint8_t *panel) {                \
+        pack_band_body(p, b, r0, segs, nseg, q0, nq, panel, NR, ESIZE, TU8);            \
+    }
+
 /* u8 inputs as they are, s8 inputs + 128: the u8 operand of vpdpbusd. */
 T_AVX2 void oqcik_tr4_u8_u8__avx2(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
                                   const uint8_t *r3, int32_t len, void *dst) {
-    tr4_b(r0, r1, r2, r3, len, (uint8_t *)dst, 0);
+    tr4_bu8__avx2(r0, r1, r2, r3, len, dst);
 }
 T_AVX2 void oqcik_tr4_u8_s8__avx2(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
                                   const uint8_t *r3, int32_t len, void *dst) {
-    tr4_b(r0, r1, r2, r3, len, (uint8_t *)dst, 0x80);
+    tr4_bs8__avx2(r0, r1, r2, r3, len, dst);
 }
 
 /* Strided copy of an input run: stride 1 is a copy; stride 2 takes the even bytes of
@@ -418,16 +435,7 @@ T_AVX2 static void q8conv_2x28c4_rqw__avx2(int32_t nq, const void *panel, const 
 
 /* Family.band_pack: pack_band_body with the int16 transposes inlined (through
  * Family.tr4, every quad of every panel was a call). */
-T_AVX2 static void pack_band_s8__avx2(const OqciConv *p, const Band *b, int64_t r0,
-                                      const Seg *segs, int nseg, int32_t q0, int32_t nq,
-                                      uint8_t *panel) {
-    pack_band_body(p, b, r0, segs, nseg, q0, nq, panel, AVX2_NR, 2, tr4_s16_s8__avx2);
-}
-T_AVX2 static void pack_band_u8__avx2(const OqciConv *p, const Band *b, int64_t r0,
-                                      const Seg *segs, int nseg, int32_t q0, int32_t nq,
-                                      uint8_t *panel) {
-    pack_band_body(p, b, r0, segs, nseg, q0, nq, panel, AVX2_NR, 2, tr4_s16_u8__avx2);
-}
+BAND_PACKERS(avx2, AVX2_NR, 2, tr4_s16_s8__avx2, tr4_s16_u8__avx2)
 const Family oqcik_family_avx2 = {OQCI_ISA_AVX2, 2, AVX2_NR, 2, KBQ(AVX2_NR, 2), -1,
                                   q8conv_2x28c4__avx2, {tr4_s16_s8__avx2, tr4_s16_u8__avx2},
                                   oqcik_gather__avx2, oqcik_store_tile__avx2, UKR_RQ_AVX2,
@@ -589,16 +597,7 @@ T_AVX2 static void q8conv_3x24c4n_rq__avx2(int32_t nq, const void *panel, const 
 #undef NROWS
 
 /* Family.band_pack: pack_band_body with the byte transposes inlined. */
-T_AVX2 static void pack_band_s8__avx2n(const OqciConv *p, const Band *b, int64_t r0,
-                                       const Seg *segs, int nseg, int32_t q0, int32_t nq,
-                                       uint8_t *panel) {
-    pack_band_body(p, b, r0, segs, nseg, q0, nq, panel, N_NR, 1, tr4_bs8__avx2);
-}
-T_AVX2 static void pack_band_u8__avx2n(const OqciConv *p, const Band *b, int64_t r0,
-                                       const Seg *segs, int nseg, int32_t q0, int32_t nq,
-                                       uint8_t *panel) {
-    pack_band_body(p, b, r0, segs, nseg, q0, nq, panel, N_NR, 1, tr4_bu8__avx2);
-}
+BAND_PACKERS(avx2n, N_NR, 1, tr4_bs8__avx2, tr4_bu8__avx2)
 
 const Family oqcik_family_avx2n = {OQCI_ISA_AVX2, 3, N_NR, 1, KBQ(N_NR, 1), OQCI_S8,
                                    q8conv_3x24c4n__avx2,
