@@ -20,7 +20,12 @@
  *     the bias addition can overflow, the multiplier), then the AVX2 requantization
  *     (rq8) reproduces oqci_requant's float and fixed-point results exactly, 8 lanes at
  *     a time, and packs 32 outputs into bytes.  Accumulator outputs (OQCI_S32): the
- *     corrected sums plus the bias, saturated and clamped, stored as int32.
+ *     corrected sums plus the bias, saturated and clamped, stored as int32.  With float
+ *     requantization both families' microkernels requantize in registers (Family.ukr_rq,
+ *     for the last of several K blocks too: ukr_rq_acc, and all of a thin layer's
+ *     channels in one call: ukr_rq_wide), in int16 lanes where rq_mode allows (rq32_i16).
+ *   - Packing from the band of input rows: pack_band_body with each family's transposes
+ *     inlined (BAND_PACKERS).
  *   - Few output pixels (Gemm or MatMul with a handful of rows: npix < GEMV_MAX_PIX): a
  *     panel would be mostly empty, so each pixel row is dotted with the weight rows
  *     (q8gemv_4x16__avx2: vpmaddwd on 16-bit copies, horizontal sums at the end). */
@@ -49,8 +54,9 @@ T_AVX2 int64_t oqcik_wsum__avx2(const int8_t *w, int32_t n) {
 }
 
 /* u8 / s8 bytes widened to int16 and transposed, 8 pixels per step. */
-T_AVX2 static inline __attribute__((always_inline)) void tr4_s16(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
-                           const uint8_t *r3, int32_t len, int16_t *d, int u8) {
+T_AVX2 static inline __attribute__((always_inline)) void
+tr4_s16(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3, int32_t len,
+        int16_t *d, int u8) {
     int32_t t = 0;
     for (; t + 8 <= len; t += 8) {
         __m128i a = _mm_loadl_epi64((const __m128i *)(const void *)(r0 + t));
@@ -84,18 +90,21 @@ T_AVX2 static inline __attribute__((always_inline)) void tr4_s16(const uint8_t *
     }
 }
 
-T_AVX2 static inline __attribute__((always_inline)) void tr4_s16_u8__avx2(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
-                                    const uint8_t *r3, int32_t len, void *dst) {
+T_AVX2 static inline __attribute__((always_inline)) void
+tr4_s16_u8__avx2(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3,
+                 int32_t len, void *dst) {
     tr4_s16(r0, r1, r2, r3, len, (int16_t *)dst, 1);
 }
-T_AVX2 static inline __attribute__((always_inline)) void tr4_s16_s8__avx2(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
-                                    const uint8_t *r3, int32_t len, void *dst) {
+T_AVX2 static inline __attribute__((always_inline)) void
+tr4_s16_s8__avx2(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3,
+                 int32_t len, void *dst) {
     tr4_s16(r0, r1, r2, r3, len, (int16_t *)dst, 0);
 }
 
 /* Bytes transposed, optionally with the top bit flipped (VNNI and pair16 panels). */
-T_AVX2 static inline __attribute__((always_inline)) void tr4_b(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2,
-                         const uint8_t *r3, int32_t len, uint8_t *d, uint8_t flip) {
+T_AVX2 static inline __attribute__((always_inline)) void
+tr4_b(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3, int32_t len,
+      uint8_t *d, uint8_t flip) {
     __m128i fv = _mm_set1_epi8((char)flip);
     int32_t t = 0;
     for (; t + 8 <= len; t += 8) {
@@ -359,8 +368,8 @@ T_AVX2 static inline __attribute__((always_inline)) void rqv_float(const OqciCon
 /* q8conv_2x28c4__avx2 with its epilogue: the raw sums leave the registers as in
  * q8conv_2x28c4__avx2 (so gcc keeps the loop's accumulators in registers), then the
  * pair sums are added up (hsum_pairs), plus when t the sums of the earlier K blocks (rows
- * of t, stride TILE_NR), and requantized (rq8), 28 bytes per channel into out, without
- * the int32 tile and the separate store pass. */
+ * of t, stride TILE_NR), and requantized (rq8, or with i16 rq32_i16: mode RQ_I16), 28
+ * bytes per channel into out, without the int32 tile and the separate store pass. */
 T_AVX2 static inline __attribute__((always_inline)) void
 q8conv_2x28c4_rqt_body(int32_t nq, const void *panel, const int8_t *const *w, const int32_t *t,
                        const OqciConv *p, int32_t nk, const RqPre *pre, uint8_t *out,
