@@ -400,20 +400,20 @@ q8conv_2x28c4_rqt_body(int32_t nq, const void *panel, const int8_t *const *w, co
         }
     }
 }
-T_AVX2 static void q8conv_2x28c4_rq__avx2(int32_t nq, const void *panel, const int8_t *const *w,
-                                          const OqciConv *p, int32_t nk,
-                                          const RqPre *pre, uint8_t *out, int64_t ostride,
-                                          int32_t np, int i16) {
-    (void)np;   /* (computes whole panels) */
-    q8conv_2x28c4_rqt_body(nq, panel, w, NULL, p, nk, pre, out, ostride, i16 == RQ_I16);
-}
-/* Family.ukr_rq_acc: the last of several K blocks (see q8conv_2x28c4_rqt_body). */
+/* Family.ukr_rq_acc: the last of several K blocks (see q8conv_2x28c4_rqt_body); with t
+ * NULL, Family.ukr_rq. */
 T_AVX2 static void q8conv_2x28c4_rqt__avx2(int32_t nq, const void *panel, const int8_t *const *w,
                                            const int32_t *t, const OqciConv *p, int32_t nk,
                                            const RqPre *pre, uint8_t *out, int64_t ostride,
                                            int32_t np, int i16) {
-    (void)np;
+    (void)np;   /* (computes whole panels) */
     q8conv_2x28c4_rqt_body(nq, panel, w, t, p, nk, pre, out, ostride, i16 == RQ_I16);
+}
+T_AVX2 static void q8conv_2x28c4_rq__avx2(int32_t nq, const void *panel, const int8_t *const *w,
+                                          const OqciConv *p, int32_t nk,
+                                          const RqPre *pre, uint8_t *out, int64_t ostride,
+                                          int32_t np, int i16) {
+    q8conv_2x28c4_rqt__avx2(nq, panel, w, NULL, p, nk, pre, out, ostride, np, i16);
 }
 /* Family.ukr_rq_wide: all nk channels, two at a time. */
 T_AVX2 static void q8conv_2x28c4_rqw__avx2(int32_t nq, const void *panel, const int8_t *const *w,

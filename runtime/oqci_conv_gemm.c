@@ -78,11 +78,9 @@ static int use_grid(const OqciConv *p, const Family *f) {
     int64_t rows, cols;
     if (!grid_ok(p) || band_dims(p, &rows, &cols) == 0)
         return 0;
-    if (f->isa == OQCI_ISA_AVX2)   /* (no packing condition: see above) */
-        return 10 * computed(f, (int64_t)p->batch * p->out_h * p->out_w) >
-               9 * (int64_t)p->batch * computed(f, (p->out_h - 1) * grid_cols(p) + p->out_w);
-    if ((f->isa != OQCI_ISA_AVX512VNNI && f->isa != OQCI_ISA_AVX512VBMI) ||
-        (p->out_c / p->group < 256 && !(f->pack_taps && taps_fit(p))))
+    if (f->isa != OQCI_ISA_AVX2 &&   /* (AVX2: no packing condition, see above) */
+        ((f->isa != OQCI_ISA_AVX512VNNI && f->isa != OQCI_ISA_AVX512VBMI) ||
+         (p->out_c / p->group < 256 && !(f->pack_taps && taps_fit(p)))))
         return 1;
     return 10 * computed(f, (int64_t)p->batch * p->out_h * p->out_w) >
            9 * (int64_t)p->batch * computed(f, (p->out_h - 1) * grid_cols(p) + p->out_w);
