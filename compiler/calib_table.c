@@ -349,6 +349,11 @@ static char *xml_escape(const char *s) {
 
 int oqc_table_write_xml(const char *path, const OqcCalibEntry *e, int n, int64_t samples,
                         OqcDiag *d) {
+    return oqc_table_write_xml_ex(path, e, n, samples, NULL, d);
+}
+
+int oqc_table_write_xml_ex(const char *path, const OqcCalibEntry *e, int n, int64_t samples,
+                           const char *float_layers, OqcDiag *d) {
     if (check_entries(path, e, n, 1, d) < 0)
         return -1;
     if (samples < 0)
@@ -390,6 +395,22 @@ int oqc_table_write_xml(const char *path, const OqcCalibEntry *e, int n, int64_t
         free(name);
         free(method);
     }
+    /* The layers mixed precision keeps float: one <float-layer> per name of the list. */
+    for (const char *p = float_layers; p && *p && !bad;) {
+        size_t len = strcspn(p, ",");
+        char *one = malloc(len + 1), *name = NULL;
+        if (!one)
+            oqc_panic(__FILE__, __LINE__, "out of memory");
+        memcpy(one, p, len);
+        one[len] = 0;
+        name = xml_escape(one);
+        bad |= xmlTextWriterStartElement(w, BAD_CAST "float-layer") < 0 ||
+               xmlTextWriterWriteAttribute(w, BAD_CAST "name", BAD_CAST name) < 0 ||
+               xmlTextWriterEndElement(w) < 0;
+        free(name);
+        free(one);
+        p += len + (p[len] == ',');
+    }
     bad |= xmlTextWriterEndElement(w) < 0 || xmlTextWriterEndDocument(w) < 0;
     xmlFreeTextWriter(w); /* flushes and frees ob; leaves the file open */
     if (bad)
@@ -418,11 +439,21 @@ static int xerr(XReader *R, xmlNodePtr n, const char *fmt, ...) {
 
 /* Rejects attributes of n other than the space-separated list allowed, and children
  * other than elements named child (NULL: none) or white space and comments. */
+/* Whether name is one of the space-separated words of list. */
+static int x_word(const char *list, const char *name) {
+    size_t l = strlen(name);
+    for (const char *p = list; p && (p = strstr(p, name)); p += l)
+        if ((p == list || p[-1] == ' ') && (!p[l] || p[l] == ' '))
+            return 1;
+    return 0;
+}
+
+/* Checks n's attributes against allowed and its children against child (both lists of
+ * space-separated names; child NULL: no element children). */
 static int x_check(XReader *R, xmlNodePtr n, const char *allowed, const char *child) {
     for (xmlAttrPtr at = n->properties; at; at = at->next) {
-        const char *nm = (const char *)at->name, *p = strstr(allowed, nm);
-        size_t l = strlen(nm);
-        if (at->ns || !p || (p != allowed && p[-1] != ' ') || (p[l] && p[l] != ' '))
+        const char *nm = (const char *)at->name;
+        if (at->ns || !x_word(allowed, nm))
             return xerr(R, n, "unknown attribute '%s' (allowed: %s)", nm, allowed);
     }
     for (xmlNodePtr c = n->children; c; c = c->next) {
@@ -431,7 +462,7 @@ static int x_check(XReader *R, xmlNodePtr n, const char *allowed, const char *ch
             (c->type == XML_TEXT_NODE && t && strspn(t, " \t\r\n") == strlen(t)))
             continue;
         if (c->type != XML_ELEMENT_NODE || !child || c->ns ||
-            !xmlStrEqual(c->name, BAD_CAST child))
+            !x_word(child, (const char *)c->name))
             return xerr(R, c->type == XML_ELEMENT_NODE ? c : n,
                         "unexpected %s inside <%s>%s%s%s",
                         c->type == XML_ELEMENT_NODE ? "element" : "text or node",
@@ -514,7 +545,22 @@ static int x_tensor(XReader *R, xmlNodePtr n, OqcCalibEntry *e) {
     return 0;
 }
 
-static int x_root(XReader *R, xmlDocPtr doc, OqcCalibEntry **e, int *n, int64_t *samples) {
+/* A <float-layer name="..."/>: appended to the comma list *layers (arena). */
+static int x_float_layer(XReader *R, xmlNodePtr n, const char **layers) {
+    const char *v;
+    if (x_check(R, n, "name", NULL) < 0 || x_attr(R, n, "name", &v) < 0)
+        return -1;
+    char *name = oqc_arena_strdup(R->a, v);
+    if (x_unescape(R, n, "name", name) < 0)
+        return -1;
+    if (!*name || strchr(name, ','))
+        return xerr(R, n, "a layer name must be non-empty and hold no comma");
+    *layers = *layers ? oqc_arena_printf(R->a, "%s,%s", *layers, name) : name;
+    return 0;
+}
+
+static int x_root(XReader *R, xmlDocPtr doc, OqcCalibEntry **e, int *n, int64_t *samples,
+                  const char **layers) {
     xmlNodePtr root = xmlDocGetRootElement(doc);
     const char *ver, *smp;
     char *end, nb[256];
@@ -524,7 +570,7 @@ static int x_root(XReader *R, xmlDocPtr doc, OqcCalibEntry **e, int *n, int64_t 
         return oqc_err(R->d, "%s:%ld: the root element is <%s>, not <oqc-calib>: not an oqc "
                              "calibration table", R->path, root ? xmlGetLineNo(root) : 0L,
                        root ? (const char *)root->name : "");
-    if (x_check(R, root, "version samples", "tensor") < 0 ||
+    if (x_check(R, root, "version samples", "tensor float-layer") < 0 ||
         x_attr(R, root, "version", &ver) < 0)
         return -1;
     if (strcmp(ver, "1") != 0)
@@ -541,6 +587,14 @@ static int x_root(XReader *R, xmlDocPtr doc, OqcCalibEntry **e, int *n, int64_t 
     for (xmlNodePtr c = root->children; c && rc == 0; c = c->next) {
         if (c->type != XML_ELEMENT_NODE)
             continue;
+        if (xmlStrEqual(c->name, BAD_CAST "float-layer")) {
+            rc = x_float_layer(R, c, layers);
+            continue;
+        }
+        if (!xmlStrEqual(c->name, BAD_CAST "tensor")) {
+            rc = xerr(R, c, "unexpected element (<tensor> or <float-layer> expected)");
+            continue;
+        }
         OqcCalibEntry *x = push_entry(R->a, e, n);
         if (x_tensor(R, c, x) < 0) {
             rc = -1;
@@ -557,6 +611,14 @@ static int x_root(XReader *R, xmlDocPtr doc, OqcCalibEntry **e, int *n, int64_t 
 
 int oqc_table_read_xml(const char *path, OqcArena *a, OqcCalibEntry **e, int *n,
                        int64_t *samples, OqcDiag *d) {
+    return oqc_table_read_xml_ex(path, a, e, n, samples, NULL, d);
+}
+
+int oqc_table_read_xml_ex(const char *path, OqcArena *a, OqcCalibEntry **e, int *n,
+                          int64_t *samples, const char **float_layers, OqcDiag *d) {
+    const char *layers = NULL;
+    if (float_layers)
+        *float_layers = NULL;
     *e = NULL;
     *n = 0;
     *samples = 0;
@@ -584,7 +646,7 @@ int oqc_table_read_xml(const char *path, OqcArena *a, OqcCalibEntry **e, int *n,
     XReader R = {.path = path, .a = a, .d = d};
     OqcCalibEntry *es = NULL;
     int ne = 0;
-    int rc = x_root(&R, doc, &es, &ne, samples);
+    int rc = x_root(&R, doc, &es, &ne, samples, &layers);
     xmlFreeDoc(doc);
     if (rc < 0) {
         *samples = 0;
@@ -592,5 +654,7 @@ int oqc_table_read_xml(const char *path, OqcArena *a, OqcCalibEntry **e, int *n,
     }
     *e = es;
     *n = ne;
+    if (float_layers)
+        *float_layers = layers;
     return 0;
 }

@@ -46,6 +46,12 @@ typedef struct Opts {
     long long limit;              /* eval --limit N (0: every sample) */
     const char *precision;        /* compile --precision int8|fp32 */
     const char *name;             /* compile --name NAME */
+    int sensitivity;              /* eval --sensitivity */
+    double min_sqnr;              /* --min-sqnr DB (NaN: not given) */
+    double max_drop;              /* --max-drop POINTS (NaN: not given) */
+    const char *val;              /* --val X.npy (mixed-precision validation inputs) */
+    const char *val_labels;       /* --val-labels Y.npy */
+    const char *save_table;       /* --save-table FILE.xml (thresholds + float layers) */
     char disable_buf[512];        /* storage for joined --disable-pass values */
 } Opts;
 

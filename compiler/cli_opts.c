@@ -7,6 +7,7 @@
 #include "passes.h"
 #include "usage.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const *allowed,
                        Opts *o, OqcDiag *d) {
     memset(o, 0, sizeof *o);
+    o->min_sqnr = o->max_drop = NAN;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *val = NULL;
@@ -46,6 +48,10 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
         }
         if (!strcmp(name, "-q")) {
             o->quiet = 1;
+            continue;
+        }
+        if (!strcmp(name, "--sensitivity")) {
+            o->sensitivity = 1;
             continue;
         }
         if (!strcmp(name, "--no-opt")) {
@@ -110,6 +116,19 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
             o->target = val;
         } else if (!strcmp(name, "--fp32-nodes")) {
             o->fp32_nodes = val;
+        } else if (!strcmp(name, "--min-sqnr") || !strcmp(name, "--max-drop")) {
+            char *end;
+            double v = strtod(val, &end);
+            if (*end || end == val || !(v >= 0) || v > 1000)
+                return oqc_err(d, "oqc %s: %s '%s' must be a number from 0 to 1000", cmd, name,
+                               val);
+            *(!strcmp(name, "--min-sqnr") ? &o->min_sqnr : &o->max_drop) = v;
+        } else if (!strcmp(name, "--val")) {
+            o->val = val;
+        } else if (!strcmp(name, "--val-labels")) {
+            o->val_labels = val;
+        } else if (!strcmp(name, "--save-table")) {
+            o->save_table = val;
         } else if (!strcmp(name, "--save-int8")) {
             o->save_int8 = val;
         } else if (!strcmp(name, "--save-fp32")) {

@@ -92,6 +92,61 @@ static int mirror(const OqcGraph *gf, const char *name) {
     return t;
 }
 
+int oqc_labels_i64(const OqcValue *v, const char *path, OqcArena *a, const int64_t **lab,
+                   int64_t *n, OqcDiag *d) {
+    *n = oqc_shape_numel(&v->shape);
+    if (v->dtype == OQCF_INT64) {
+        *lab = v->data;
+        return 0;
+    }
+    if (v->dtype != OQCF_INT32)
+        return oqc_err(d, "%s: labels must be int64 or int32, not %s", path,
+                       oqc_dtype_name(v->dtype));
+    int64_t *l = oqc_arena_alloc(a, (size_t)*n * sizeof *l + 1);
+    for (int64_t i = 0; i < *n; i++)
+        l[i] = ((const int32_t *)v->data)[i];
+    *lab = l;
+    return 0;
+}
+
+void oqc_metrics(const float *yf, const float *yq, int64_t S, int64_t n, int64_t cls,
+                 const int64_t *lab, OqcMetrics *m) {
+    memset(m, 0, sizeof *m);
+    m->agree = m->top1_f = m->top1_q = NAN;
+    if (cls >= 2 && n % cls == 0) {
+        int64_t cf = 0, cq = 0;
+        m->rows = S * (n / cls);
+        for (int64_t r = 0; r < m->rows; r++) {
+            int64_t af = argmax(yf + r * cls, cls), aq = argmax(yq + r * cls, cls);
+            m->nagree += af == aq;
+            if (lab) {
+                cf += af == lab[r];
+                cq += aq == lab[r];
+            }
+        }
+        m->agree = (double)m->nagree / (double)m->rows;
+        if (lab) {
+            m->top1_f = (double)cf / (double)m->rows;
+            m->top1_q = (double)cq / (double)m->rows;
+        }
+    }
+    double sig = 0, err = 0, rsig = 0;
+    for (int64_t j = 0; j < n; j++) {
+        double mean = 0;
+        for (int64_t s = 0; s < S; s++)
+            mean += yf[s * n + j];
+        mean /= (double)S;
+        for (int64_t s = 0; s < S; s++) {
+            double f = yf[s * n + j], q = yq[s * n + j];
+            sig += (f - mean) * (f - mean);
+            rsig += f * f;
+            err += (q - f) * (q - f);
+        }
+    }
+    m->sqnr = sqnr_db(sig, err);
+    m->sqnr_raw = sqnr_db(rsig, err);
+}
+
 int oqc_eval(OqcGraph *gf, OqcGraph *gq, const OqcEvalOptions *o, OqcDiag *d) {
     OqcArena *a = gq->arena;
     if (gf->ninputs != 1 || gq->ninputs != 1)
@@ -165,24 +220,10 @@ int oqc_eval(OqcGraph *gf, OqcGraph *gq, const OqcEvalOptions *o, OqcDiag *d) {
     oqc_exec_free(eq);
     if (rc < 0)
         return -1;
-    /* Labels. */
     const int64_t *lab = NULL;
     int64_t nlab = 0;
-    int64_t *lab64 = NULL;
-    if (o->labels) {
-        nlab = oqc_shape_numel(&o->labels->shape);
-        if (o->labels->dtype == OQCF_INT64) {
-            lab = o->labels->data;
-        } else if (o->labels->dtype == OQCF_INT32) {
-            lab64 = oqc_arena_alloc(a, (size_t)nlab * sizeof *lab64 + 1);
-            for (int64_t i = 0; i < nlab; i++)
-                lab64[i] = ((const int32_t *)o->labels->data)[i];
-            lab = lab64;
-        } else {
-            return oqc_err(d, "%s: labels must be int64 or int32, not %s", o->labels_path,
-                           oqc_dtype_name(o->labels->dtype));
-        }
-    }
+    if (o->labels && oqc_labels_i64(o->labels, o->labels_path, a, &lab, &nlab, d) < 0)
+        return -1;
     /* Top-1 (first output, classes on its last axis). */
     const OqcShape *ys = &gf->tensors[gf->outputs[0]].shape;
     int64_t cls = ys->rank > 0 ? ys->d[ys->rank - 1] : 1;
@@ -193,41 +234,20 @@ int oqc_eval(OqcGraph *gf, OqcGraph *gq, const OqcEvalOptions *o, OqcDiag *d) {
     FILE *out = o->out ? o->out : stdout;
     fprintf(out, "samples: %lld   INT8 requantization: %s   weights: %d bits\n", (long long)S,
              o->requant_name ? o->requant_name : "float", oqc_weight_bits(gq->qcfg));
-    if (cls >= 2) {
-        int64_t agree = 0, cf = 0, cq = 0, total = S * rows;
-        for (int64_t r = 0; r < total; r++) {
-            int64_t af = argmax(yf[0] + r * cls, cls), aq = argmax(yq[0] + r * cls, cls);
-            agree += af == aq;
-            if (lab) {
-                cf += af == lab[r];
-                cq += aq == lab[r];
-            }
-        }
-        fprintf(out, "top-1 agreement FP32 vs INT8: %.4f (%lld of %lld)\n",
-                (double)agree / (double)total, (long long)agree, (long long)total);
-        if (lab)
-            fprintf(out, "top-1 accuracy: FP32 %.4f, INT8 %.4f (%+.2f points)\n",
-                    (double)cf / (double)total, (double)cq / (double)total,
-                    100.0 * (double)(cq - cf) / (double)total);
-    }
     for (int k = 0; k < no; k++) {
-        double sig = 0, err = 0, rsig = 0;
-        for (int64_t j = 0; j < osz[k]; j++) {
-            double m = 0;
-            for (int64_t s = 0; s < S; s++)
-                m += yf[k][s * osz[k] + j];
-            m /= (double)S;
-            for (int64_t s = 0; s < S; s++) {
-                double f = yf[k][s * osz[k] + j], q = yq[k][s * osz[k] + j];
-                sig += (f - m) * (f - m);
-                rsig += f * f;
-                err += (q - f) * (q - f);
-            }
+        OqcMetrics m;
+        oqc_metrics(yf[k], yq[k], S, osz[k], k == 0 ? cls : 1, k == 0 ? lab : NULL, &m);
+        if (k == 0 && m.rows) {
+            fprintf(out, "top-1 agreement FP32 vs INT8: %.4f (%lld of %lld)\n", m.agree,
+                    (long long)m.nagree, (long long)m.rows);
+            if (lab)
+                fprintf(out, "top-1 accuracy: FP32 %.4f, INT8 %.4f (%+.2f points)\n",
+                        m.top1_f, m.top1_q, 100.0 * (m.top1_q - m.top1_f));
         }
         fprintf(out, "output '%s': SQNR %.2f dB centered (%.2f dB uncentered)\n",
-                gf->tensors[gf->outputs[k]].name, sqnr_db(sig, err), sqnr_db(rsig, err));
+                gf->tensors[gf->outputs[k]].name, m.sqnr, m.sqnr_raw);
         if (o->sqnr)
-            o->sqnr[k] = sqnr_db(sig, err);
+            o->sqnr[k] = m.sqnr;
     }
     if (o->per_layer) {
         fprintf(out, "\nper-layer SQNR (INT8 tensor vs FP32, all samples):\n");

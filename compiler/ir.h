@@ -539,6 +539,13 @@ int oqc_table_write_xml(const char *path, const OqcCalibEntry *e, int n, int64_t
                         OqcDiag *d);
 int oqc_table_read_xml(const char *path, OqcArena *a, OqcCalibEntry **e, int *n,
                        int64_t *samples, OqcDiag *d);
+/* The same with the layers mixed precision keeps float (<float-layer> elements, see
+ * docs/calibration.md): float_layers is a comma list, NULL/"" for none; on reading,
+ * *float_layers receives it (NULL when the table has none; arena a). */
+int oqc_table_write_xml_ex(const char *path, const OqcCalibEntry *e, int n, int64_t samples,
+                           const char *float_layers, OqcDiag *d);
+int oqc_table_read_xml_ex(const char *path, OqcArena *a, OqcCalibEntry **e, int *n,
+                          int64_t *samples, const char **float_layers, OqcDiag *d);
 
 /* ================================================================= calibrate.c */
 
@@ -654,10 +661,59 @@ typedef struct OqcEvalOptions {
     int64_t limit;               /* evaluate the first `limit` samples only (0: all) */
 } OqcEvalOptions;
 
+/* How close INT8 outputs are to float ones: S samples of n elements each (the first
+ * output), classes on the last axis (cls; < 2: no top-1). */
+typedef struct OqcMetrics {
+    int64_t rows, nagree;  /* rows compared by top-1, and how many agree */
+    double agree;          /* nagree / rows (NaN without classes) */
+    double top1_f, top1_q; /* accuracy against labels (NaN without labels) */
+    double sqnr;           /* centered output SQNR, dB (see eval.c) */
+    double sqnr_raw;       /* uncentered, dB */
+} OqcMetrics;
+void oqc_metrics(const float *yf, const float *yq, int64_t S, int64_t n, int64_t cls,
+                 const int64_t *lab, OqcMetrics *m);
+/* Labels v (int64 or int32) as int64 (a copy in a when converted); error naming path. */
+int oqc_labels_i64(const OqcValue *v, const char *path, OqcArena *a, const int64_t **lab,
+                   int64_t *n, OqcDiag *d);
+
 /* Runs float graph gf and its INT8 lowering gq (same model, same optimisations) over
  * o->data and prints top-1 agreement, accuracies, output SQNR (centered) and per-layer
  * SQNR. */
 int oqc_eval(OqcGraph *gf, OqcGraph *gq, const OqcEvalOptions *o, OqcDiag *d);
+
+/* ================================================================= mixprec.c */
+
+/* Builds the INT8 lowering of the model with the layers named in fp32_nodes (a comma
+ * list; NULL or "" for none) kept float, always from the same thresholds; NULL with an
+ * error. */
+typedef OqcGraph *(*OqcInt8Builder)(void *ctx, const char *fp32_nodes, OqcDiag *d);
+
+/* Sensitivity analysis and the mixed-precision search (docs/calibration.md). */
+typedef struct OqcMixOptions {
+    const OqcValue *data;        /* validation inputs (float32, samples on axis 0) */
+    const char *data_path;       /* for messages */
+    const OqcValue *labels;      /* int64/int32 labels of data, or NULL */
+    const char *labels_path;     /* for messages */
+    const char *fp32_nodes;      /* layers the user keeps float anyway, or NULL */
+    double min_sqnr;             /* target: centered output SQNR >= this (dB), or NaN */
+    double max_drop;             /* target: top-1 drop <= this (points), or NaN */
+    int64_t limit;               /* use the first `limit` samples (0: all) */
+    int threads;                 /* executor threads */
+    int progress;                /* count layers on stderr */
+    int quiet;                   /* the search prints nothing */
+    FILE *out;                   /* report stream (stdout when NULL) */
+} OqcMixOptions;
+
+/* Prints, per INT8 layer and sorted most harmful first, the output SQNR, agreement
+ * (and top-1 change with labels) when only that layer is INT8 and when only it stays
+ * float. */
+int oqc_sensitivity(OqcGraph *gf, OqcInt8Builder build, void *ctx, const OqcMixOptions *o,
+                    OqcDiag *d);
+/* Finds the fewest layers to keep float (most harmful first) for the target of o on
+ * the validation data; *fp32_nodes receives them, with o->fp32_nodes, as a malloc'd
+ * comma list ("" when every layer may stay INT8).  Prints the choice and why. */
+int oqc_mixprec_search(OqcGraph *gf, OqcInt8Builder build, void *ctx, const OqcMixOptions *o,
+                       char **fp32_nodes, OqcDiag *d);
 
 /* ================================================================== model.c */
 

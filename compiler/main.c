@@ -19,6 +19,7 @@
 #include "passes.h"
 #include "usage.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -27,19 +28,94 @@
 #define OQC_VERSION "0.1.0" /* keep equal to oqc_version() in api.c */
 
 
-/* Reads a table by extension: .xml is the XML form, anything else a TRT cache. */
-static int read_table(const char *path, OqcArena *a, OqcCalibEntry **e, int *n, OqcDiag *d) {
+/* Reads a table by extension: .xml is the XML form, anything else a TRT cache.
+ * float_layers (may be NULL) receives the layers an XML table keeps float. */
+static int read_table(const char *path, OqcArena *a, OqcCalibEntry **e, int *n,
+                      const char **float_layers, OqcDiag *d) {
     size_t len = strlen(path);
     int64_t samples;
+    if (float_layers)
+        *float_layers = NULL;
     if (len > 4 && !strcmp(path + len - 4, ".xml"))
-        return oqc_table_read_xml(path, a, e, n, &samples, d);
+        return oqc_table_read_xml_ex(path, a, e, n, &samples, float_layers, d);
     return oqc_table_read_trt(path, a, e, n, d);
+}
+
+/* a and b joined with a comma (either may be NULL or empty), in arena ar. */
+static const char *join_list(OqcArena *ar, const char *a, const char *b) {
+    if (!a || !*a)
+        return b && *b ? b : NULL;
+    if (!b || !*b)
+        return a;
+    return oqc_arena_printf(ar, "%s,%s", a, b);
+}
+
+/* Whether the options ask for automatic mixed precision. */
+static int wants_mixprec(const Opts *o) {
+    return !isnan(o->min_sqnr) || !isnan(o->max_drop);
+}
+
+/* What every mixed-precision measurement lowers from: the same options and thresholds,
+ * only the float layers differ (OqcInt8Builder). */
+typedef struct Builder {
+    const Opts *o;
+    const OqcQuantConfig *cfg;   /* requantization and weight bits */
+    const OqcCalibEntry *es;     /* thresholds */
+    int n;
+} Builder;
+
+static OqcGraph *build_from_entries(void *ctx, const char *fp32_nodes, OqcDiag *d) {
+    const Builder *b = ctx;
+    OqcGraph *g = oqc_prepare(b->o->model, b->o->shapes, b->o->nshapes, 1, d);
+    if (!g || oqc_cli_optimize(g, b->o, d) < 0) {
+        oqc_graph_free(g);
+        return NULL;
+    }
+    OqcQuantConfig *cfg = oqc_arena_alloc(g->arena, sizeof *cfg);
+    *cfg = *b->cfg;
+    cfg->fp32_nodes = fp32_nodes && *fp32_nodes ? oqc_arena_strdup(g->arena, fp32_nodes) : NULL;
+    OqcCalibOptions co = {.table = b->es, .ntable = b->n};
+    if (oqc_lower_int8(g, NULL, 0, &co, cfg, NULL, NULL, d) < 0) {
+        oqc_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+/* Reads --val and --val-labels (or, for `eval --sensitivity`, data/labels) into mo. */
+static int mix_options(const Opts *o, const char *data, const char *labels, OqcArena *a,
+                       OqcValue *xv, OqcValue *yv, const char *fp32_nodes, OqcMixOptions *mo,
+                       OqcDiag *d) {
+    memset(mo, 0, sizeof *mo);
+    mo->min_sqnr = o->min_sqnr;
+    mo->max_drop = o->max_drop;
+    mo->fp32_nodes = fp32_nodes;
+    mo->limit = data == o->val ? 0 : o->limit;   /* eval --limit applies to --data */
+    mo->threads = o->threads ? o->threads : oqc_cli_default_threads();
+    mo->progress = !o->quiet && isatty(2);
+    mo->quiet = o->quiet;
+    mo->data_path = data;
+    mo->labels_path = labels;
+    if (!data)
+        return oqc_err(d, "oqc: --min-sqnr and --max-drop search on validation data: give it "
+                          "with --val X.npy (and --val-labels Y.npy for --max-drop)");
+    if (oqc_npy_read(data, a, xv, d) < 0)
+        return -1;
+    mo->data = xv;
+    if (labels) {
+        if (oqc_npy_read(labels, a, yv, d) < 0)
+            return -1;
+        mo->labels = yv;
+    }
+    return 0;
 }
 
 static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"--data", "--method", "--bins", "-o", "--format",
                                           "--report", "--table", "--input-shape", "--threads",
-                                          "--batch",
+                                          "--batch", "--min-sqnr", "--max-drop", "--val",
+                                          "--val-labels", "--fp32-nodes", "--requant",
+                                          "--weight-bits",
                                           "--passes", "--disable-pass", "--no-opt", "-v",
                                           "-q", NULL};
     Opts o;
@@ -84,17 +160,40 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
     OqcCalibEntry *table = NULL, *es = NULL;
     int ntable = 0, n = 0;
     int64_t samples = 0;
-    if (o.table && read_table(o.table, g->arena, &table, &ntable, d) < 0)
+    const char *float_layers = NULL;
+    if (o.table && read_table(o.table, g->arena, &table, &ntable, &float_layers, d) < 0)
         rc = -1;
     co.table = table;
     co.ntable = ntable;
+    if (rc == 0 && (wants_mixprec(&o) || float_layers) && !xml)
+        rc = oqc_err(d, "oqc calibrate: the layers mixed precision keeps float are stored in "
+                        "the XML table only: add --format xml");
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (rc == 0)
         rc = oqc_calibrate(g, gb, o.batch, &co, &es, &n, &samples, d);
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    float_layers = join_list(g->arena, o.fp32_nodes, float_layers);
+    if (rc == 0 && wants_mixprec(&o)) {
+        OqcQuantConfig cfg = {.requant = o.requant && !strcmp(o.requant, "fixed")
+                                             ? OQCI_REQ_FIXED : OQCI_REQ_FLOAT,
+                              .weight_bits = o.weight_bits};
+        Builder b = {&o, &cfg, es, n};
+        OqcValue xv, yv;
+        OqcMixOptions mo;
+        char *chosen = NULL;
+        OqcGraph *gf = oqc_prepare(o.model, o.shapes, o.nshapes, 1, d);
+        if (!gf || oqc_cli_optimize(gf, &o, d) < 0 ||
+            mix_options(&o, o.val, o.val_labels, gf->arena, &xv, &yv, float_layers, &mo, d) < 0 ||
+            oqc_mixprec_search(gf, build_from_entries, &b, &mo, &chosen, d) < 0)
+            rc = -1;
+        if (rc == 0)
+            float_layers = *chosen ? oqc_arena_strdup(g->arena, chosen) : NULL;
+        free(chosen);
+        oqc_graph_free(gf);
+    }
     if (rc == 0)
-        rc = xml ? oqc_table_write_xml(o.out, es, n, samples, d)
+        rc = xml ? oqc_table_write_xml_ex(o.out, es, n, samples, float_layers, d)
                  : oqc_table_write_trt(o.out, co.method == OQC_CALIB_MAX ? "MinMax" : "Entropy",
                                        es, n, d);
     if (rc == 0 && o.report)
@@ -113,7 +212,8 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
 /* The INT8 lowering of o->model: optimised, calibrated over --calib data and/or a
  * --table, quantized with --requant/--fp32-nodes (see lower.c).  cfg must outlive
  * the graph. */
-static OqcGraph *build_int8(const char *cmd, const Opts *o, OqcQuantConfig *cfg, OqcDiag *d) {
+static OqcGraph *build_int8(const char *cmd, const Opts *o, OqcQuantConfig *cfg,
+                            Builder *keep, OqcDiag *d) {
     if (o->ncalib == 0 && !o->table) {
         oqc_err(d, "oqc %s: INT8 needs thresholds: give calibration data with --calib PATH "
                    "or a table with --table FILE", cmd);
@@ -151,12 +251,48 @@ static OqcGraph *build_int8(const char *cmd, const Opts *o, OqcQuantConfig *cfg,
         co.bins = o->bins;
     co.threads = o->threads ? o->threads : oqc_cli_default_threads();
     co.progress = !o->quiet && isatty(2);
-    OqcCalibEntry *table = NULL;
-    int ntable = 0, rc = 0;
-    if (o->table && read_table(o->table, g->arena, &table, &ntable, d) < 0)
+    OqcCalibEntry *table = NULL, *es = NULL;
+    const char *table_float = NULL;
+    int ntable = 0, n = 0, rc = 0;
+    if (o->table && read_table(o->table, g->arena, &table, &ntable, &table_float, d) < 0)
         rc = -1;
     co.table = table;
     co.ntable = ntable;
+    /* Layers kept float: --fp32-nodes and those a table's mixed precision chose. */
+    cfg->fp32_nodes = join_list(g->arena, o->fp32_nodes, table_float);
+    if (rc == 0 && (wants_mixprec(o) || o->save_table || keep)) {
+        /* Thresholds first; the search then lowers from them as often as it needs. */
+        int64_t samples = 0;
+        if (co.ndata > 0)
+            rc = oqc_calibrate(g, gb, o->batch, &co, &es, &n, &samples, d);
+        else {
+            es = table;
+            n = ntable;
+        }
+        Builder b = {o, cfg, es, n};
+        if (rc == 0 && wants_mixprec(o)) {
+            OqcValue xv, yv;
+            OqcMixOptions mo;
+            char *chosen = NULL;
+            OqcGraph *gf = oqc_prepare(o->model, o->shapes, o->nshapes, 1, d);
+            if (!gf || oqc_cli_optimize(gf, o, d) < 0 ||
+                mix_options(o, o->val, o->val_labels, gf->arena, &xv, &yv, cfg->fp32_nodes,
+                            &mo, d) < 0 ||
+                oqc_mixprec_search(gf, build_from_entries, &b, &mo, &chosen, d) < 0)
+                rc = -1;
+            if (rc == 0)
+                cfg->fp32_nodes = *chosen ? oqc_arena_strdup(g->arena, chosen) : NULL;
+            free(chosen);
+            oqc_graph_free(gf);
+        }
+        if (rc == 0 && o->save_table)
+            rc = oqc_table_write_xml_ex(o->save_table, es, n, samples, cfg->fp32_nodes, d);
+        co.table = es;
+        co.ntable = n;
+        co.ndata = 0;
+        if (keep)
+            *keep = b;
+    }
     if (rc == 0)
         rc = oqc_lower_int8(g, gb, o->batch, &co, cfg, NULL, NULL, d);
     oqc_graph_free(gb);
@@ -170,6 +306,8 @@ static OqcGraph *build_int8(const char *cmd, const Opts *o, OqcQuantConfig *cfg,
 static int cmd_eval(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"--data", "--labels", "--calib", "--table",
                                           "--method", "--bins", "--batch", "--requant",
+                                          "--sensitivity", "--min-sqnr", "--max-drop", "--val",
+                                          "--val-labels", "--save-table",
                                           "--weight-bits", "--fp32-nodes", "--save-int8", "--save-fp32",
                                           "--limit", "--input-shape", "--threads", "--passes",
                                           "--disable-pass", "--no-opt", "-v", "-q", NULL};
@@ -180,7 +318,8 @@ static int cmd_eval(int argc, char **argv, OqcDiag *d) {
     if (rc == 0 && o.ndata != 1)
         rc = oqc_err(d, "oqc eval: give the evaluation inputs with one --data X.npy");
     OqcQuantConfig cfg;
-    OqcGraph *gq = rc == 0 ? build_int8("eval", &o, &cfg, d) : NULL;
+    Builder keep;
+    OqcGraph *gq = rc == 0 ? build_int8("eval", &o, &cfg, o.sensitivity ? &keep : NULL, d) : NULL;
     OqcGraph *gf = gq ? oqc_prepare(o.model, o.shapes, o.nshapes, 1, d) : NULL;
     if (gf && oqc_cli_optimize(gf, &o, d) < 0) {
         oqc_graph_free(gf);
@@ -200,6 +339,14 @@ static int cmd_eval(int argc, char **argv, OqcDiag *d) {
                              NULL, stdout, o.limit};
         rc = oqc_eval(gf, gq, &eo, d);
     }
+    if (rc == 0 && o.sensitivity) {
+        OqcMixOptions mo;
+        OqcValue xv, yv;
+        keep.cfg = &cfg;
+        rc = mix_options(&o, o.data[0], o.labels, gf->arena, &xv, &yv, cfg.fp32_nodes, &mo, d);
+        if (rc == 0)
+            rc = oqc_sensitivity(gf, build_from_entries, &keep, &mo, d);
+    }
     oqc_graph_free(gf);
     oqc_graph_free(gq);
     oqc_cli_free_opts(&o);
@@ -212,7 +359,8 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
                                           "--target",
                                           "--method", "--bins", "--batch", "--requant",
                                           "--weight-bits", "--fp32-nodes", "--input-shape",
-                                          "--threads",
+                                          "--min-sqnr", "--max-drop", "--val", "--val-labels",
+                                          "--save-table", "--threads",
                                           "--passes", "--disable-pass", "--no-opt", "-v",
                                           "-q", NULL};
     Opts o;
@@ -234,7 +382,7 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
     OqcQuantConfig cfg;
     OqcGraph *g = NULL;
     if (rc == 0 && int8) {
-        g = build_int8("compile", &o, &cfg, d);
+        g = build_int8("compile", &o, &cfg, NULL, d);
     } else if (rc == 0) {
         g = oqc_prepare(o.model, o.shapes, o.nshapes, 1, d);
         if (g && oqc_cli_optimize(g, &o, d) < 0) {
@@ -283,7 +431,8 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
 static int cmd_export_qdq(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"-o", "--calib", "--table", "--method", "--bins",
                                           "--batch", "--weight-bits", "--fp32-nodes",
-                                          "--input-shape",
+                                          "--min-sqnr", "--max-drop", "--val", "--val-labels",
+                                          "--save-table", "--input-shape",
                                           "--threads", "-v", "-q", NULL};
     /* --weight-type is this command's own option: taken out before parse_opts */
     OqcQdqOptions xo = {NULL, 0};
@@ -321,7 +470,7 @@ static int cmd_export_qdq(int argc, char **argv, OqcDiag *d) {
         rc = oqc_err(d, "oqc export-qdq: give the output model with -o OUT.onnx");
     xo.path = o.out;
     OqcQuantConfig cfg;
-    OqcGraph *gq = rc == 0 ? build_int8("export-qdq", &o, &cfg, d) : NULL;
+    OqcGraph *gq = rc == 0 ? build_int8("export-qdq", &o, &cfg, NULL, d) : NULL;
     OqcGraph *g = gq ? oqc_prepare(o.model, o.shapes, o.nshapes, 1, d) : NULL;
     int verbose = d->verbose;
     d->verbose = 0; /* the pipeline's statistics were shown for gq already */

@@ -54,7 +54,9 @@ const char *oqc_usage(const char *cmd) {
                "  writes a threshold per activation tensor: a TensorRT calibration cache (trt)\n"
                "  or XML. --table imports thresholds that override calibration for the\n"
                "  tensors it names. --report writes an HTML report with histograms. --batch N\n"
-               "  runs N samples at a time (the table does not depend on it).\n";
+               "  runs N samples at a time (the table does not depend on it).\n"
+               "  --min-sqnr DB | --max-drop POINTS with --val X.npy [--val-labels Y.npy]:\n"
+               "  keep the fewest layers float for that target (XML tables only; see below).\n";
     if (!strcmp(cmd, "compile"))
         return "usage: oqc compile MODEL -o OUTDIR [--name NAME] [--precision int8|fp32]\n"
                "                   [--calib PATH...] [--table FILE] [--method M] [--requant float|fixed]\n"
@@ -93,7 +95,11 @@ const char *oqc_usage(const char *cmd) {
                "  bits) over the samples of X.npy and prints top-1 agreement, accuracy of both\n"
                "  against the labels, output SQNR on centered outputs and a per-layer SQNR\n"
                "  table (docs/int8.md). --save-int8/--save-fp32 write the first output of every\n"
-               "  sample as float32 [S, elements].\n";
+               "  sample as float32 [S, elements]. --sensitivity adds, per INT8 layer and most\n"
+               "  harmful first, the output SQNR when only it is INT8 and when only it is float.\n"
+               "  --min-sqnr DB | --max-drop POINTS --val X.npy [--val-labels Y.npy]\n"
+               "  [--save-table FILE.xml] (also on compile and export-qdq): keep the fewest\n"
+               "  layers float for that target on the validation data (docs/calibration.md).\n";
     if (!strcmp(cmd, "run"))
         return "usage: oqc run MODEL --input [NAME=]FILE... [-o OUT] [--input-shape NAME=DIMS]...\n"
                "               [--threads N] [--labels Y.npy]\n"
