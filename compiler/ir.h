@@ -502,6 +502,10 @@ typedef struct OqcCalibEntry {
     OqcShape shape;        /* tensor shape */
 } OqcCalibEntry;
 
+/* The default method: percentile:99.99, chosen on the real networks of the development
+ * set (docs/calibration.md, "The default method"). */
+#define OQC_CALIB_DEFAULT "percentile:99.99"
+#define OQC_CALIB_DEFAULT_PERCENTILE 99.99
 /* Parses "entropy", "max", "percentile:P" (0 < P <= 100) or "mse". */
 int oqc_calib_method_parse(const char *s, OqcCalibMethod *m, double *param, OqcDiag *d);
 /* Adds n values' |x| to h (amax and nbins already set; |x| > amax is an error of the

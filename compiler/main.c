@@ -120,7 +120,8 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
                                           "-q", NULL};
     Opts o;
     int rc = oqc_cli_parse_opts(argc, argv, "calibrate", allowed, &o, d);
-    OqcCalibOptions co = {.method = OQC_CALIB_ENTROPY, .method_name = "entropy", .bins = 2048};
+    OqcCalibOptions co = {.method = OQC_CALIB_PERCENTILE, .param = OQC_CALIB_DEFAULT_PERCENTILE,
+                          .method_name = OQC_CALIB_DEFAULT, .bins = 2048};
     int xml = 0;
     if (rc == 0 && o.ndata == 0)
         rc = oqc_err(d, "oqc calibrate: give the calibration data with --data PATH");
@@ -219,7 +220,8 @@ static OqcGraph *build_int8(const char *cmd, const Opts *o, OqcQuantConfig *cfg,
                    "or a table with --table FILE", cmd);
         return NULL;
     }
-    OqcCalibOptions co = {.method = OQC_CALIB_ENTROPY, .method_name = "entropy", .bins = 2048};
+    OqcCalibOptions co = {.method = OQC_CALIB_PERCENTILE, .param = OQC_CALIB_DEFAULT_PERCENTILE,
+                          .method_name = OQC_CALIB_DEFAULT, .bins = 2048};
     if (o->method) {
         if (oqc_calib_method_parse(o->method, &co.method, &co.param, d) < 0)
             return NULL;

@@ -14,7 +14,7 @@ OUT=$BUILD/demo
 rm -rf "$OUT"
 mkdir -p "$OUT"
 
-echo "== oqc compile (INT8, entropy calibration on $D/calib_500.npy)"
+echo "== oqc compile (INT8, percentile calibration on $D/calib_500.npy)"
 "$OQC" compile $D/fashion_cnn.onnx -o "$OUT/int8" --name fashion --calib $D/calib_500.npy |
     tee "$OUT/int8.log"
 echo "== oqc compile --precision fp32"
