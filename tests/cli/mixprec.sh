@@ -69,6 +69,21 @@ sed '/<float-layer /d' "$TMP/mp.xml" >"$TMP/plain.xml"
 diff -r "$TMP/c1" "$TMP/c2" >/dev/null && ok "compile --table of the saved choice: identical C" ||
     fail "compile from the saved table differs"
 
+# The emitted C of the mixed-precision model (float layers between INT8 ones) gives
+# the bits of `oqc eval` with the same table, in both requantization modes.
+for r in float fixed; do
+    "$OQC" compile $M -o "$TMP/e_$r" --name fmix --table "$TMP/mp.xml" --requant $r -q &&
+    "$OQC" eval $M --data "$TMP/val.npy" --table "$TMP/mp.xml" --requant $r \
+        --save-int8 "$TMP/ev_$r.npy" -q >/dev/null &&
+    cc -std=c99 -O2 -Wall -Wextra -Werror -pedantic -ffp-contract=off -I "$TMP/e_$r" \
+        -DOQC_MODEL_HEADER='"fmix.h"' -DOQC_MODEL_PREFIX=fmix tests/emit/emitted_main.c \
+        "$TMP/e_$r"/*.c -lm -o "$TMP/run_$r" 2>"$TMP/cc.log" &&
+    "$TMP/run_$r" "$TMP/val.npy" "$TMP/out_$r.npy" >/dev/null &&
+    same_data "$TMP/out_$r.npy" "$TMP/ev_$r.npy" &&
+        ok "emitted C with float layers ($r requantization) = oqc eval, bit for bit" ||
+        fail "emitted C with float layers ($r): $(head -n 3 "$TMP/cc.log")"
+done
+
 # 3. A target every layer INT8 meets keeps everything INT8.
 "$OQC" eval $M --data "$TMP/val.npy" --calib $D/calib_500.npy --min-sqnr 1 $VAL \
     >"$TMP/easy.txt" 2>&1; st=$?
