@@ -638,8 +638,46 @@ static void put_section(FILE *f, const OqcCalibEntry *e, int i) {
     fputs("<p class=\"top\"><a href=\"#summary\">\xe2\x86\x91 summary</a></p></section>\n", f);
 }
 
+/* One sensitivity figure cell: SQNR dB, agreement %, top-1 change. */
+static void put_sens_cells(FILE *f, const OqcMetrics *m, int labels) {
+    char b[32];
+    putf(f, "<td class=\"num\">%s</td>", isinf(m->sqnr) ? "inf" : fmt_g(b, sizeof b, m->sqnr, 4));
+    putf(f, "<td class=\"num\">%.2f</td>", 100.0 * m->agree);
+    if (labels)
+        putf(f, "<td class=\"num\">%+.2f</td>", 100.0 * (m->top1_q - m->top1_f));
+}
+
+/* The "Sensitivity" section: every INT8 layer, most harmful first (mixprec.c). */
+static void put_sensitivity(FILE *f, const OqcSensitivity *s) {
+    int lab = s->labels;
+    putf(f, "<section id=\"sensitivity\"><h2>Sensitivity</h2>\n<p class=\"hint\">Each INT8 "
+            "layer measured over %lld validation samples against the float model: "
+            "<b>only INT8</b> quantizes that layer alone (the rest float), <b>only FP32</b> "
+            "keeps that layer alone float (the rest INT8). Most harmful first. Every layer "
+            "INT8: output SQNR %.2f dB, top-1 agreement %.2f%%. Keep the first rows float "
+            "with <code>--fp32-nodes</code>, or let <code>--min-sqnr</code> / "
+            "<code>--max-drop</code> choose (docs/calibration.md).</p>\n",
+         (long long)s->samples, s->all.sqnr, 100.0 * s->all.agree);
+    fputs("<table><thead><tr><th class=\"num\">#</th><th>layer</th><th>op</th>", f);
+    for (int k = 0; k < 2; k++)
+        putf(f, "<th class=\"num\">%s SQNR dB</th><th class=\"num\">agreement %%</th>%s",
+             k ? "only FP32:" : "only INT8:", lab ? "<th class=\"num\">top-1 change</th>" : "");
+    fputs("</tr></thead>\n<tbody>\n", f);
+    for (int r = 0; r < s->nrows; r++) {
+        putf(f, "<tr><td class=\"num\">%d</td><td class=\"name\">", r + 1);
+        put_esc(f, s->rows[r].layer, "-");
+        fputs("</td><td>", f);
+        put_esc(f, s->rows[r].op, "-");
+        fputs("</td>", f);
+        put_sens_cells(f, &s->rows[r].only_q, lab);
+        put_sens_cells(f, &s->rows[r].only_f, lab);
+        fputs("</tr>\n", f);
+    }
+    fputs("</tbody></table></section>\n", f);
+}
+
 static void put_report(FILE *f, const char *model, const OqcCalibEntry *e, int n,
-                       int64_t samples) {
+                       int64_t samples, const OqcSensitivity *sens) {
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/>\n"
           "<meta name=\"generator\" content=\"oqc compiler/calib_report.c\"/>\n<title>",
           f);
@@ -681,6 +719,8 @@ static void put_report(FILE *f, const char *model, const OqcCalibEntry *e, int n
     fputs("</tbody></table>\n", f);
     if (n == 0)
         fputs("<p class=\"note\">No tensors were calibrated.</p>\n", f);
+    if (sens)
+        put_sensitivity(f, sens);
     for (int i = 0; i < n; i++)
         put_section(f, &e[i], i);
     fputs("</body></html>\n", f);
@@ -688,11 +728,16 @@ static void put_report(FILE *f, const char *model, const OqcCalibEntry *e, int n
 
 int oqc_calib_report(const char *path, const char *model, const OqcCalibEntry *e, int n,
                      int64_t samples, OqcDiag *d) {
+    return oqc_calib_report_ex(path, model, e, n, samples, NULL, d);
+}
+
+int oqc_calib_report_ex(const char *path, const char *model, const OqcCalibEntry *e, int n,
+                        int64_t samples, const OqcSensitivity *sens, OqcDiag *d) {
     OQC_ASSERT(path && n >= 0 && (n == 0 || e));
     OqcOutFile of;
     if (oqc_out_open(&of, path, d) < 0)
         return -1;
-    put_report(of.f, model, e, n, samples);
+    put_report(of.f, model, e, n, samples, sens);
     int ok = !ferror(of.f);
     if (!ok)
         oqc_err(d, "%s: error writing the calibration report: %s", path, strerror(errno));

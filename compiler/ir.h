@@ -595,6 +595,10 @@ int oqc_lower_int8(OqcGraph *g, OqcGraph *gb, int64_t b, const OqcCalibOptions *
  * divergence curve. */
 int oqc_calib_report(const char *path, const char *model, const OqcCalibEntry *e, int n,
                      int64_t samples, OqcDiag *d);
+/* The same with a section "Sensitivity" (sens may be NULL: none). */
+struct OqcSensitivity;
+int oqc_calib_report_ex(const char *path, const char *model, const OqcCalibEntry *e, int n,
+                        int64_t samples, const struct OqcSensitivity *sens, OqcDiag *d);
 
 /* ================================================================ quantize.c */
 
@@ -708,11 +712,26 @@ typedef struct OqcMixOptions {
     FILE *out;                   /* report stream (stdout when NULL) */
 } OqcMixOptions;
 
-/* Prints, per INT8 layer and sorted most harmful first, the output SQNR, agreement
- * (and top-1 change with labels) when only that layer is INT8 and when only it stays
- * float. */
+/* One layer's sensitivity: the output figures when only it is INT8 (only_q) and when
+ * only it stays float (only_f). */
+typedef struct OqcSensRow {
+    char *layer;           /* node name (as --fp32-nodes takes it) */
+    char *op;              /* its op type */
+    OqcMetrics only_q, only_f;
+} OqcSensRow;
+typedef struct OqcSensitivity {
+    int64_t samples;       /* validation samples used */
+    int labels;            /* top-1 figures are meaningful */
+    OqcMetrics all;        /* every layer INT8 */
+    int nrows;
+    OqcSensRow *rows;      /* most harmful first (lowest only_q SQNR) */
+} OqcSensitivity;
+/* Measures every INT8 layer of the lowering into *s (free with oqc_sensitivity_free). */
 int oqc_sensitivity(OqcGraph *gf, OqcInt8Builder build, void *ctx, const OqcMixOptions *o,
-                    OqcDiag *d);
+                    OqcSensitivity *s, OqcDiag *d);
+/* The table `oqc eval --sensitivity` prints. */
+void oqc_sensitivity_print(FILE *out, const OqcSensitivity *s);
+void oqc_sensitivity_free(OqcSensitivity *s);
 /* Finds the fewest layers to keep float (most harmful first) for the target of o on
  * the validation data; *fp32_nodes receives them, with o->fp32_nodes, as a malloc'd
  * comma list ("" when every layer may stay INT8).  Prints the choice and why. */

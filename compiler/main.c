@@ -115,7 +115,7 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
                                           "--report", "--table", "--input-shape", "--threads",
                                           "--batch", "--min-sqnr", "--max-drop", "--val",
                                           "--val-labels", "--fp32-nodes", "--requant",
-                                          "--weight-bits",
+                                          "--weight-bits", "--sensitivity",
                                           "--passes", "--disable-pass", "--no-opt", "-v",
                                           "-q", NULL};
     Opts o;
@@ -166,6 +166,9 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
         rc = -1;
     co.table = table;
     co.ntable = ntable;
+    if (rc == 0 && o.sensitivity && !o.report)
+        rc = oqc_err(d, "oqc calibrate: --sensitivity adds a section to the --report FILE.html: "
+                        "give --report (and the validation data with --val X.npy)");
     if (rc == 0 && (wants_mixprec(&o) || float_layers) && !xml)
         rc = oqc_err(d, "oqc calibrate: the layers mixed precision keeps float are stored in "
                         "the XML table only: add --format xml");
@@ -197,8 +200,25 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
         rc = xml ? oqc_table_write_xml_ex(o.out, es, n, samples, float_layers, d)
                  : oqc_table_write_trt(o.out, co.method == OQC_CALIB_MAX ? "MinMax" : "Entropy",
                                        es, n, d);
+    OqcSensitivity sens = {0};
+    if (rc == 0 && o.sensitivity) {   /* the report's "Sensitivity" section */
+        OqcQuantConfig cfg = {.requant = o.requant && !strcmp(o.requant, "fixed")
+                                             ? OQCI_REQ_FIXED : OQCI_REQ_FLOAT,
+                              .weight_bits = o.weight_bits, .fp32_nodes = float_layers};
+        Builder b = {&o, &cfg, es, n};
+        OqcValue xv, yv;
+        OqcMixOptions mo;
+        OqcGraph *gf = oqc_prepare(o.model, o.shapes, o.nshapes, 1, d);
+        if (!gf || oqc_cli_optimize(gf, &o, d) < 0 ||
+            mix_options(&o, o.val, o.val_labels, gf->arena, &xv, &yv, float_layers, &mo, d) < 0 ||
+            oqc_sensitivity(gf, build_from_entries, &b, &mo, &sens, d) < 0)
+            rc = -1;
+        oqc_graph_free(gf);
+    }
     if (rc == 0 && o.report)
-        rc = oqc_calib_report(o.report, o.model, es, n, samples, d);
+        rc = oqc_calib_report_ex(o.report, o.model, es, n, samples, o.sensitivity ? &sens : NULL,
+                                 d);
+    oqc_sensitivity_free(&sens);
     if (rc == 0 && !o.quiet)
         printf("calibrated %d tensors over %lld samples (%s) in %.2f s; table: %s%s%s\n", n,
                (long long)samples, co.method_name,
@@ -346,8 +366,13 @@ static int cmd_eval(int argc, char **argv, OqcDiag *d) {
         OqcValue xv, yv;
         keep.cfg = &cfg;
         rc = mix_options(&o, o.data[0], o.labels, gf->arena, &xv, &yv, cfg.fp32_nodes, &mo, d);
+        OqcSensitivity sens;
         if (rc == 0)
-            rc = oqc_sensitivity(gf, build_from_entries, &keep, &mo, d);
+            rc = oqc_sensitivity(gf, build_from_entries, &keep, &mo, &sens, d);
+        if (rc == 0) {
+            oqc_sensitivity_print(stdout, &sens);
+            oqc_sensitivity_free(&sens);
+        }
     }
     oqc_graph_free(gf);
     oqc_graph_free(gq);

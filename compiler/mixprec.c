@@ -254,14 +254,44 @@ static void print_metrics(FILE *out, const OqcMetrics *r, int labels) {
         fprintf(out, " %+8.2f", 100.0 * (r->top1_q - r->top1_f));
 }
 
+void oqc_sensitivity_print(FILE *out, const OqcSensitivity *s) {
+    int lab = s->labels;
+    fprintf(out, "\nsensitivity over %lld samples (%d INT8 layers); every layer INT8: "
+                 "SQNR %.2f dB, agreement %.2f%%", (long long)s->samples, s->nrows, s->all.sqnr,
+            100.0 * s->all.agree);
+    if (lab)
+        fprintf(out, ", top-1 %+.2f points", 100.0 * (s->all.top1_q - s->all.top1_f));
+    fprintf(out, "\n  most harmful first: 'only INT8' = this layer alone in INT8, the "
+                 "rest float;\n  'only FP32' = this layer alone kept float, the rest "
+                 "INT8 (SQNR dB, agreement %%%s)\n", lab ? ", top-1 change in points" : "");
+    fprintf(out, "  %-32s %-18s %8s %8s%s %8s %8s%s\n", "layer", "op", "onlyINT8", "agree",
+            lab ? "    top-1" : "", "onlyFP32", "agree", lab ? "    top-1" : "");
+    for (int r = 0; r < s->nrows; r++) {
+        fprintf(out, "  %-32s %-18s", s->rows[r].layer, s->rows[r].op);
+        print_metrics(out, &s->rows[r].only_q, lab);
+        print_metrics(out, &s->rows[r].only_f, lab);
+        fprintf(out, "\n");
+    }
+}
+
+void oqc_sensitivity_free(OqcSensitivity *s) {
+    for (int r = 0; s->rows && r < s->nrows; r++) {
+        free(s->rows[r].layer);
+        free(s->rows[r].op);
+    }
+    free(s->rows);
+    memset(s, 0, sizeof *s);
+}
+
 int oqc_sensitivity(OqcGraph *gf, OqcInt8Builder build, void *ctx, const OqcMixOptions *o,
-                    OqcDiag *d) {
+                    OqcSensitivity *res, OqcDiag *d) {
+    memset(res, 0, sizeof *res);
     Mix m;
     int rc = mix_init(&m, gf, build, ctx, o, d);
-    OqcMetrics all, *only_q = NULL, *only_f = NULL;
+    OqcMetrics *only_q = NULL, *only_f = NULL;
     int *ord = NULL;
     if (rc == 0)
-        rc = measure(&m, o->fp32_nodes, m.S, &all, d);
+        rc = measure(&m, o->fp32_nodes, m.S, &res->all, d);
     if (rc == 0) {
         only_q = calloc((size_t)m.nlayers + 1, sizeof *only_q);
         only_f = calloc((size_t)m.nlayers + 1, sizeof *only_f);
@@ -270,27 +300,22 @@ int oqc_sensitivity(OqcGraph *gf, OqcInt8Builder build, void *ctx, const OqcMixO
     }
     if (rc == 0 && !(ord = rank_layers(&m, only_q)))
         rc = oqc_err(d, "out of memory");
-    if (rc == 0) {
-        FILE *out = o->out ? o->out : stdout;
-        int lab = m.lab != NULL;
-        fprintf(out, "\nsensitivity over %lld samples (%d INT8 layers); every layer INT8: "
-                     "SQNR %.2f dB, agreement %.2f%%", (long long)m.S, m.nlayers, all.sqnr,
-                100.0 * all.agree);
-        if (lab)
-            fprintf(out, ", top-1 %+.2f points", 100.0 * (all.top1_q - all.top1_f));
-        fprintf(out, "\n  most harmful first: 'only INT8' = this layer alone in INT8, the "
-                     "rest float;\n  'only FP32' = this layer alone kept float, the rest "
-                     "INT8 (SQNR dB, agreement %%%s)\n", lab ? ", top-1 change in points" : "");
-        fprintf(out, "  %-32s %-18s %8s %8s%s %8s %8s%s\n", "layer", "op", "onlyINT8", "agree",
-                lab ? "    top-1" : "", "onlyFP32", "agree", lab ? "    top-1" : "");
-        for (int r = 0; r < m.nlayers; r++) {
-            int i = ord[r];
-            fprintf(out, "  %-32s %-18s", m.names[i], m.ops[i]);
-            print_metrics(out, &only_q[i], lab);
-            print_metrics(out, &only_f[i], lab);
-            fprintf(out, "\n");
-        }
+    if (rc == 0 && !(res->rows = calloc((size_t)m.nlayers + 1, sizeof *res->rows)))
+        rc = oqc_err(d, "out of memory");
+    for (int r = 0; rc == 0 && r < m.nlayers; r++) {
+        OqcSensRow *w = &res->rows[r];
+        w->layer = strdup(m.names[ord[r]]);
+        w->op = strdup(m.ops[ord[r]]);
+        w->only_q = only_q[ord[r]];
+        w->only_f = only_f[ord[r]];
+        res->nrows++;
+        if (!w->layer || !w->op)
+            rc = oqc_err(d, "out of memory");
     }
+    res->samples = m.S;
+    res->labels = m.lab != NULL;
+    if (rc < 0)
+        oqc_sensitivity_free(res);
     free(ord);
     free(only_q);
     free(only_f);

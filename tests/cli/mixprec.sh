@@ -39,6 +39,17 @@ first_f=$(awk 'NR == 1 { print $6 }' "$TMP/rows.txt")
 ge "$first_f" "$all" && ok "sensitivity: keeping the worst layer float helps ($all -> $first_f dB)" ||
     fail "sensitivity: worst layer float gives $first_f dB, all INT8 $all dB"
 
+# The same table in the calibration report (calibrate --report --sensitivity --val).
+"$OQC" calibrate $M --data $D/calib_500.npy -o "$TMP/r.trt" --report "$TMP/r.html" --sensitivity \
+    $VAL -q >"$TMP/rep.txt" 2>&1 || fail "calibrate --report --sensitivity: $(tail -n 3 "$TMP/rep.txt")"
+rows=$(sed -n '/<section id="sensitivity">/,/<\/section>/p' "$TMP/r.html" | grep -c '^<tr><td class="num">')
+[ "$rows" = 12 ] && ok "report: Sensitivity section with 12 layers" || fail "report sensitivity rows: $rows"
+first_r=$(sed -n '/<section id="sensitivity">/,/<\/section>/p' "$TMP/r.html" |
+    sed -n 's/^<tr><td class="num">1<\/td><td class="name">\([^<]*\)<.*/\1/p')
+first_e=$(awk 'NR == 1 { print $1 }' "$TMP/rows.txt")
+[ -n "$first_r" ] && [ "$first_r" = "$first_e" ] && ok "report and eval agree on the most harmful layer ($first_r)" ||
+    fail "report first layer '$first_r', eval '$first_e'"
+
 # 2. Search with a target every layer INT8 misses: all INT8 + 3 dB.
 target=$(awk -v a="$all" 'BEGIN { printf "%.2f", a + 3 }')
 "$OQC" calibrate $M --data $D/calib_500.npy --format xml -o "$TMP/mp.xml" --min-sqnr "$target" \
@@ -108,6 +119,8 @@ err "--max-drop without labels" "needs labels" calibrate $M --data $D/calib_500.
     -o "$TMP/x.xml" --max-drop 1 --val "$TMP/val.npy"
 err "target with a TensorRT table" "XML table only" calibrate $M --data $D/calib_500.npy \
     -o "$TMP/x.trt" --min-sqnr 30 $VAL
+err "--sensitivity without --report" "give --report" calibrate $M --data $D/calib_500.npy \
+    -o "$TMP/x.trt" --sensitivity $VAL
 err "bad --min-sqnr" "must be a number" eval $M --data "$TMP/val.npy" --calib $D/calib_500.npy --min-sqnr abc $VAL
 err "--min-sqnr without --val" "validation" compile $M -o "$TMP/c3" --calib $D/calib_500.npy --min-sqnr 30
 [ ! -e "$TMP/x.xml" ] && [ ! -e "$TMP/x.trt" ] && [ ! -e "$TMP/c3" ] && ok "errors wrote nothing" ||
