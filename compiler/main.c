@@ -110,6 +110,39 @@ static int mix_options(const Opts *o, const char *data, const char *labels, OqcA
     return 0;
 }
 
+/* The requantization and weight settings of the options (no float layers). */
+static OqcQuantConfig quant_config(const Opts *o) {
+    OqcQuantConfig cfg = {.requant = o->requant && !strcmp(o->requant, "fixed") ? OQCI_REQ_FIXED
+                                                                                : OQCI_REQ_FLOAT,
+                          .weight_bits = o->weight_bits};
+    return cfg;
+}
+
+/* On the validation inputs `data` (labels may be NULL), against the float model loaded
+ * here: the mixed-precision search when chosen is given (*chosen: the layers to keep
+ * float, in arena a, NULL for none), else the sensitivity analysis into *sens.  The
+ * layers b->cfg keeps float stay float in every measurement. */
+static int on_validation(const Opts *o, Builder *b, const char *data, const char *labels,
+                         OqcArena *a, const char **chosen, OqcSensitivity *sens, OqcDiag *d) {
+    OqcValue xv, yv;
+    OqcMixOptions mo;
+    char *list = NULL;
+    int rc = 0;
+    OqcGraph *gf = oqc_prepare(o->model, o->shapes, o->nshapes, 1, d);
+    if (!gf || oqc_cli_optimize(gf, o, d) < 0 ||
+        mix_options(o, data, labels, gf->arena, &xv, &yv, b->cfg->fp32_nodes, &mo, d) < 0)
+        rc = -1;
+    else if (chosen)
+        rc = oqc_mixprec_search(gf, build_from_entries, b, &mo, &list, d);
+    else
+        rc = oqc_sensitivity(gf, build_from_entries, b, &mo, sens, d);
+    if (rc == 0 && chosen)
+        *chosen = *list ? oqc_arena_strdup(a, list) : NULL;
+    free(list);
+    oqc_graph_free(gf);
+    return rc;
+}
+
 static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"--data", "--method", "--bins", "-o", "--format",
                                           "--report", "--table", "--input-shape", "--threads",
@@ -178,43 +211,21 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
         rc = oqc_calibrate(g, gb, o.batch, &co, &es, &n, &samples, d);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     float_layers = join_list(g->arena, o.fp32_nodes, float_layers);
-    if (rc == 0 && wants_mixprec(&o)) {
-        OqcQuantConfig cfg = {.requant = o.requant && !strcmp(o.requant, "fixed")
-                                             ? OQCI_REQ_FIXED : OQCI_REQ_FLOAT,
-                              .weight_bits = o.weight_bits};
-        Builder b = {&o, &cfg, es, n};
-        OqcValue xv, yv;
-        OqcMixOptions mo;
-        char *chosen = NULL;
-        OqcGraph *gf = oqc_prepare(o.model, o.shapes, o.nshapes, 1, d);
-        if (!gf || oqc_cli_optimize(gf, &o, d) < 0 ||
-            mix_options(&o, o.val, o.val_labels, gf->arena, &xv, &yv, float_layers, &mo, d) < 0 ||
-            oqc_mixprec_search(gf, build_from_entries, &b, &mo, &chosen, d) < 0)
-            rc = -1;
-        if (rc == 0)
-            float_layers = *chosen ? oqc_arena_strdup(g->arena, chosen) : NULL;
-        free(chosen);
-        oqc_graph_free(gf);
-    }
+    OqcQuantConfig cfg = quant_config(&o);
+    cfg.fp32_nodes = float_layers;
+    Builder b = {&o, &cfg, es, n};
+    if (rc == 0 && wants_mixprec(&o) &&
+        on_validation(&o, &b, o.val, o.val_labels, g->arena, &float_layers, NULL, d) < 0)
+        rc = -1;
+    cfg.fp32_nodes = float_layers;
     if (rc == 0)
         rc = xml ? oqc_table_write_xml_ex(o.out, es, n, samples, float_layers, d)
                  : oqc_table_write_trt(o.out, co.method == OQC_CALIB_MAX ? "MinMax" : "Entropy",
                                        es, n, d);
     OqcSensitivity sens = {0};
-    if (rc == 0 && o.sensitivity) {   /* the report's "Sensitivity" section */
-        OqcQuantConfig cfg = {.requant = o.requant && !strcmp(o.requant, "fixed")
-                                             ? OQCI_REQ_FIXED : OQCI_REQ_FLOAT,
-                              .weight_bits = o.weight_bits, .fp32_nodes = float_layers};
-        Builder b = {&o, &cfg, es, n};
-        OqcValue xv, yv;
-        OqcMixOptions mo;
-        OqcGraph *gf = oqc_prepare(o.model, o.shapes, o.nshapes, 1, d);
-        if (!gf || oqc_cli_optimize(gf, &o, d) < 0 ||
-            mix_options(&o, o.val, o.val_labels, gf->arena, &xv, &yv, float_layers, &mo, d) < 0 ||
-            oqc_sensitivity(gf, build_from_entries, &b, &mo, &sens, d) < 0)
-            rc = -1;
-        oqc_graph_free(gf);
-    }
+    if (rc == 0 && o.sensitivity &&   /* the report's "Sensitivity" section */
+        on_validation(&o, &b, o.val, o.val_labels, g->arena, NULL, &sens, d) < 0)
+        rc = -1;
     if (rc == 0 && o.report)
         rc = oqc_calib_report_ex(o.report, o.model, es, n, samples, o.sensitivity ? &sens : NULL,
                                  d);
@@ -247,10 +258,8 @@ static OqcGraph *build_int8(const char *cmd, const Opts *o, OqcQuantConfig *cfg,
             return NULL;
         co.method_name = o->method;
     }
-    cfg->requant = o->requant && !strcmp(o->requant, "fixed") ? OQCI_REQ_FIXED
-                                                              : OQCI_REQ_FLOAT;
+    *cfg = quant_config(o);
     cfg->fp32_nodes = o->fp32_nodes;
-    cfg->weight_bits = o->weight_bits;   /* (0: 8, oqc_weight_bits) */
     OqcGraph *g = oqc_prepare(o->model, o->shapes, o->nshapes, 1, d);
     if (g && oqc_cli_optimize(g, o, d) < 0) {
         oqc_graph_free(g);
@@ -292,21 +301,9 @@ static OqcGraph *build_int8(const char *cmd, const Opts *o, OqcQuantConfig *cfg,
             n = ntable;
         }
         Builder b = {o, cfg, es, n};
-        if (rc == 0 && wants_mixprec(o)) {
-            OqcValue xv, yv;
-            OqcMixOptions mo;
-            char *chosen = NULL;
-            OqcGraph *gf = oqc_prepare(o->model, o->shapes, o->nshapes, 1, d);
-            if (!gf || oqc_cli_optimize(gf, o, d) < 0 ||
-                mix_options(o, o->val, o->val_labels, gf->arena, &xv, &yv, cfg->fp32_nodes,
-                            &mo, d) < 0 ||
-                oqc_mixprec_search(gf, build_from_entries, &b, &mo, &chosen, d) < 0)
-                rc = -1;
-            if (rc == 0)
-                cfg->fp32_nodes = *chosen ? oqc_arena_strdup(g->arena, chosen) : NULL;
-            free(chosen);
-            oqc_graph_free(gf);
-        }
+        if (rc == 0 && wants_mixprec(o) &&
+            on_validation(o, &b, o->val, o->val_labels, g->arena, &cfg->fp32_nodes, NULL, d) < 0)
+            rc = -1;
         if (rc == 0 && o->save_table)
             rc = oqc_table_write_xml_ex(o->save_table, es, n, samples, cfg->fp32_nodes, d);
         co.table = es;
@@ -362,13 +359,9 @@ static int cmd_eval(int argc, char **argv, OqcDiag *d) {
         rc = oqc_eval(gf, gq, &eo, d);
     }
     if (rc == 0 && o.sensitivity) {
-        OqcMixOptions mo;
-        OqcValue xv, yv;
-        keep.cfg = &cfg;
-        rc = mix_options(&o, o.data[0], o.labels, gf->arena, &xv, &yv, cfg.fp32_nodes, &mo, d);
         OqcSensitivity sens;
-        if (rc == 0)
-            rc = oqc_sensitivity(gf, build_from_entries, &keep, &mo, &sens, d);
+        keep.cfg = &cfg;
+        rc = on_validation(&o, &keep, o.data[0], o.labels, gf->arena, NULL, &sens, d);
         if (rc == 0) {
             oqc_sensitivity_print(stdout, &sens);
             oqc_sensitivity_free(&sens);

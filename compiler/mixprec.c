@@ -8,7 +8,8 @@
  * those --fp32-nodes takes.  Every measurement builds the INT8 lowering with some
  * layers kept float (the caller's builder: the same thresholds each time, so only the
  * float set differs) and runs it over the validation samples against the float graph's
- * outputs, computed once.
+ * outputs, computed once.  A target counts as met when it holds on all validation
+ * samples and on each half of them (meets_split).
  *
  * The search ranks layers by the harm each does alone (output SQNR when only that
  * layer is INT8), then finds the smallest k such that keeping the k most harmful
@@ -200,6 +201,24 @@ static int meets(const OqcMixOptions *o, const OqcMetrics *r) {
     return 1;
 }
 
+/* Whether the last measurement (m->yq over S samples, whole figures r) meets the
+ * target on all S samples and on each half of them: a choice that meets it on two
+ * independent halves is far less likely to have met it by the luck of these samples,
+ * so it holds on other data of the same kind (the search's generalization margin). */
+static int meets_split(const Mix *m, int64_t S, const OqcMetrics *r) {
+    if (!meets(m->o, r))
+        return 0;
+    int64_t h = S / 2;
+    if (h < 1)
+        return 1;
+    int64_t rows = m->cls >= 2 ? m->osz / m->cls : 0;
+    OqcMetrics a, b;
+    oqc_metrics(m->yf, m->yq, h, m->osz, m->cls, m->lab, &a);
+    oqc_metrics(m->yf + h * m->osz, m->yq + h * m->osz, S - h, m->osz, m->cls,
+                m->lab ? m->lab + h * rows : NULL, &b);
+    return meets(m->o, &a) && meets(m->o, &b);
+}
+
 /* One measurement per layer: only it INT8 (isolated harm) and, when both is set, only it
  * float.  only_q/only_f receive nlayers results each. */
 static int per_layer(Mix *m, int64_t S, OqcMetrics *only_q, OqcMetrics *only_f, OqcDiag *d) {
@@ -338,7 +357,7 @@ int oqc_mixprec_search(OqcGraph *gf, OqcInt8Builder build, void *ctx, const OqcM
     unsigned char *pick = NULL;
     if (rc == 0)
         rc = measure(&m, o->fp32_nodes, m.S, &all, d);
-    if (rc == 0 && meets(o, &all)) {
+    if (rc == 0 && meets_split(&m, m.S, &all)) {
         if (out)
             fprintf(out, "mixed precision: every layer INT8 meets the target on %lld validation "
                      "samples (SQNR %.2f dB)\n", (long long)m.S, all.sqnr);
@@ -371,7 +390,7 @@ int oqc_mixprec_search(OqcGraph *gf, OqcInt8Builder build, void *ctx, const OqcM
         OqcMetrics r;
         rc = list ? measure(&m, list, m.S, &r, d) : oqc_err(d, "out of memory");
         free(list);
-        if (rc == 0 && meets(o, &r)) {
+        if (rc == 0 && meets_split(&m, m.S, &r)) {
             hi = mid;
             best = r;
         } else {
