@@ -13,43 +13,8 @@
 // onnxruntime-node is taken from ORT_NODE_MODULES/onnxruntime-node.
 'use strict';
 
-const fs = require('fs');
 const path = require('path');
-
-function readNpy(file) {
-  const buf = fs.readFileSync(file);
-  if (buf.toString('latin1', 1, 6) !== 'NUMPY') throw new Error(`${file}: not a .npy file`);
-  const major = buf[6];
-  const hl = major === 1 ? buf.readUInt16LE(8) : buf.readUInt32LE(8);
-  const off = major === 1 ? 10 : 12;
-  const header = buf.toString('latin1', off, off + hl);
-  if (!/'descr':\s*'<f4'/.test(header) || /'fortran_order':\s*True/.test(header)) {
-    throw new Error(`${file}: expected little-endian float32 in C order`);
-  }
-  const m = header.match(/'shape':\s*\(([^)]*)\)/);
-  const shape = m[1].split(',').map((s) => s.trim()).filter((s) => s).map(Number);
-  const n = shape.reduce((a, b) => a * b, 1);
-  const start = off + hl;
-  if (buf.length < start + 4 * n) throw new Error(`${file}: truncated`);
-  // Copy into a fresh (aligned) buffer: the header length need not be a multiple of 4.
-  const data = new Float32Array(n);
-  new Uint8Array(data.buffer).set(buf.subarray(start, start + 4 * n));
-  return { shape, data };
-}
-
-function writeNpy(file, rows, cols, data) {
-  let header = `{'descr': '<f4', 'fortran_order': False, 'shape': (${rows}, ${cols}), }`;
-  const pad = 64 - ((10 + header.length + 1) % 64);
-  header += ' '.repeat(pad % 64) + '\n';
-  const head = Buffer.alloc(10);
-  head.write('\x93NUMPY', 0, 'latin1');
-  head[6] = 1;
-  head[7] = 0;
-  head.writeUInt16LE(header.length, 8);
-  const body = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  fs.writeFileSync(file + '.tmp', Buffer.concat([head, Buffer.from(header, 'latin1'), body]));
-  fs.renameSync(file + '.tmp', file);
-}
+const { readNpy, writeNpy } = require('../npy.js');
 
 async function main() {
   const [model, xfile, outfile] = process.argv.slice(2);
@@ -87,7 +52,7 @@ async function main() {
     }
     out.set(y.subarray(0, n * per), s * per);
   }
-  writeNpy(outfile, samples, per, out);
+  writeNpy(outfile, [samples, per], out);
   console.log(`ort_run: ${path.basename(model)}: ${samples} samples -> ${outfile} [${samples}, ${per}]`);
 }
 
