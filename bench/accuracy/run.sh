@@ -96,7 +96,7 @@ ort() {
         echo "$ORT_WHY" >"$4/$1.err"
         return
     fi
-    if [ -f "$o" ] && [ ! "$2" -nt "$o" ] && [ ! "$3" -nt "$o" ]; then
+    if [ -f "$o" ] && [ -z "$(find "$2" "$3" -newer "$o")" ]; then
         return
     fi
     note "  ONNX Runtime: $(basename "$2")"
@@ -108,7 +108,7 @@ ort() {
 
 # ---------------------------------------------------------------- oqc variants
 TAB=$(printf '\t')
-while IFS="$TAB" read -r net model calib eval labels ortmodel what; do
+while IFS="$TAB" read -r net model calib eval _labels ortmodel what; do
     if [ -n "${ACCURACY_NETS:-}" ]; then
         case " $ACCURACY_NETS " in *" $net "*) ;; *) continue ;; esac
     fi
