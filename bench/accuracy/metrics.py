@@ -193,13 +193,13 @@ def plot(results, path):
                                           ("sqnr_db", "output SQNR dB"))):
             ax = axes[i][j]
             x = np.arange(len(labels))
-            for k, (rq, colour) in enumerate((("float", "tab:blue"), ("fixed", "tab:orange"))):
+            for rq, colour, mark in (("float", "tab:blue", "o"), ("fixed", "tab:orange", "x")):
                 vals = []
                 for lab in labels:
                     row = next((w for w in r["rows"] if w["variant"] == lab and w["requant"] == rq), None)
                     v = row.get(key) if row and "error" not in row else None
                     vals.append(np.nan if v is None or not np.isfinite(v) else v)
-                ax.bar(x + (k - 0.5) * 0.38, vals, 0.38, color=colour, label=f"oqc {rq}")
+                ax.plot(x, vals, mark, color=colour, ms=7, label=f"oqc {rq}")
             if ort is not None and np.isfinite(ort[key]):
                 ax.axhline(ort[key], color="tab:red", ls="--", label="ONNX Runtime INT8")
             finite = [w[key] for w in r["rows"] if "error" not in w and np.isfinite(w[key])]
@@ -207,6 +207,8 @@ def plot(results, path):
                 lo, hi = min(finite), max(finite)
                 pad = max(0.5, 0.15 * (hi - lo))
                 ax.set_ylim(lo - pad, (min(100.0, hi + pad) if key == "agreement" else hi + pad))
+            ax.set_xlim(-0.5, len(labels) - 0.5)
+            ax.grid(axis="y", alpha=0.3)
             ax.set_xticks(x)
             ax.set_xticklabels(labels, rotation=45, ha="right", fontsize=7)
             ax.tick_params(axis="y", labelsize=7)
