@@ -155,7 +155,14 @@ def markdown(results):
         lines += [", ".join(extra) + ".", ""]
         lines.append("| variant | requant | top-1 % | delta (points) | agreement % | SQNR dB | s |")
         lines.append("|---|---|---:|---:|---:|---:|---:|")
-        for row in r["rows"]:
+        rows = r["rows"]
+        oqc_rows = [w for w in rows if w["requant"] != "-"]
+        errs = {w.get("error") for w in oqc_rows}
+        if len(oqc_rows) > 1 and len(errs) == 1 and None not in errs:
+            # oqc refused the model: one row for all variants, not one per variant.
+            rows = [{"variant": f"all {len(oqc_rows)} runs", "options": "", "requant": "both",
+                     "error": oqc_rows[0]["error"]}] + [w for w in rows if w["requant"] == "-"]
+        for row in rows:
             name = row["variant"] if not row["options"] or row["variant"].startswith("ONNX") \
                 else f"{row['variant']} (`{row['options']}`)"
             secs = f"{row['seconds']:.0f}" if "seconds" in row else "-"
