@@ -77,7 +77,7 @@ TEST_SUPPORT_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_SUPPORT))
 
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all check check-one clean deps models bench demo fuzz sqnr
+.PHONY: all check check-one clean deps models bench demo fuzz sqnr accuracy
 # Keep intermediate objects (tests link them); V=1 shows full commands.
 .SECONDARY:
 Q := $(if $(V),,@)
@@ -188,6 +188,13 @@ demo: $(BUILD)/oqc
 bench: $(BUILD)/oqc
 	sh scripts/install-deps.sh python3-numpy python3-pil python3-sklearn python3-matplotlib
 	BUILD=$(BUILD) CC=$(CC) sh bench/run.sh
+
+# INT8 accuracy on real trained networks (../shared/devset when present, and the Fashion
+# model) per calibration variant of bench/accuracy/variants.txt; docs/accuracy.md.
+accuracy: $(BUILD)/oqc
+	sh scripts/install-deps.sh python3-numpy python3-pil python3-matplotlib python3-sklearn \
+	    python3-skimage dataset-fashion-mnist
+	BUILD=$(BUILD) sh bench/accuracy/run.sh
 
 # make fuzz [FUZZ_SECONDS=N]: a libFuzzer campaign (clang, ASan + UBSan) on the fuzz
 # target tests/fuzz/fuzz_model.c for FUZZ_SECONDS (default 600); see tests/fuzz/run.sh.

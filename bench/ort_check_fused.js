@@ -26,6 +26,7 @@
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
+const { readNpy } = require('./npy.js');
 
 function loadOrt() {
   const dirs = [];
@@ -108,26 +109,6 @@ function countOps(file) {
     });
   });
   return counts;
-}
-
-// ---- .npy (float32, little-endian, C order) reading.
-function readNpy(file) {
-  const buf = fs.readFileSync(file);
-  if (buf.toString('latin1', 1, 6) !== 'NUMPY') throw new Error(`${file}: not a .npy file`);
-  const major = buf[6];
-  const hl = major === 1 ? buf.readUInt16LE(8) : buf.readUInt32LE(8);
-  const off = major === 1 ? 10 : 12;
-  const header = buf.toString('latin1', off, off + hl);
-  if (!/'descr':\s*'<f4'/.test(header) || /'fortran_order':\s*True/.test(header)) {
-    throw new Error(`${file}: expected little-endian float32 in C order`);
-  }
-  const m = header.match(/'shape':\s*\(([^)]*)\)/);
-  const shape = m[1].split(',').map((s) => s.trim()).filter((s) => s).map(Number);
-  const start = off + hl;
-  const n = shape.reduce((a, b) => a * b, 1);
-  const data = new Float32Array(n);
-  for (let i = 0; i < n; i++) data[i] = buf.readFloatLE(start + 4 * i);
-  return { shape, data };
 }
 
 const INT8_OPS = /^(com\.microsoft:)?(QLinear\w+|QGemm|MatMulInteger\w*|ConvInteger|DynamicQuantize\w*)$/;
