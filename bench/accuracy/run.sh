@@ -119,6 +119,11 @@ while IFS="$TAB" read -r net model calib eval _labels ortmodel what; do
     [ "$ortmodel" = - ] || ort ort_int8 "$ortmodel" "$eval" "$d"
     : >"$d/runs.tsv"
     rm -f "$d/oqc_fp32.npy" "$d"/v_*.npy
+    # Labels of the calibration data, for variants that validate on it (@CALIB_LABELS@):
+    # the file beside it named STEM_labels.npy (the devset's cifar_calib_labels.npy).
+    stem=${calib%.npy}
+    clabels=${stem%_norm}_labels.npy
+    [ -f "$clabels" ] || clabels=
     first=1
     # The variant list on fd 3, so oqc cannot read it from standard input.
     while IFS= read -r line <&3; do
@@ -127,6 +132,16 @@ while IFS="$TAB" read -r net model calib eval _labels ortmodel what; do
         opts=
         case $line in *"$TAB"*) opts=${line#*"$TAB"} ;; esac
         file=$(printf '%s' "$label" | tr -c 'A-Za-z0-9._+-' '_')
+        case $opts in *@CALIB_LABELS@*)
+            if [ -z "$clabels" ]; then
+                for rq in $REQUANT; do
+                    printf '%s\t%s\tfailed\t0\tn/a: the calibration data has no labels\n' \
+                        "$label" "$rq" >>"$d/runs.tsv"
+                done
+                continue
+            fi ;;
+        esac
+        opts=$(printf '%s' "$opts" | sed "s|@CALIB_LABELS@|$clabels|g; s|@CALIB@|$calib|g")
         for rq in $REQUANT; do
             o=$d/v_$file.$rq.npy
             log=$d/v_$file.$rq.log
