@@ -4,12 +4,17 @@
 #   make check        build and run every test (unit tests, CLI tests, ONNX node tests)
 #   make check SAN=1  the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make CC=clang     build with clang (objects go to build/clang/)
+#   make install      install oqc, liboqc (static and shared), oqc.h, oqc.pc, oqc(1) and
+#                     the docs under PREFIX (/usr/local), staged under DESTDIR; make uninstall
 #   make models       regenerate the torchvision models (needs Debian python3-torch)
 #   make clean
 #
 # Sources are found by wildcard: a new compiler/, passes/ or runtime/ file, or a new
 # tests/unit/test_*.c, is picked up without editing this file.
 
+# The release: `oqc --version`, oqc_version(), oqc.pc and the shared library's name.
+VERSION   := 0.2.0
+SOVERSION := 0
 CC      ?= cc
 SAN     ?=
 PYTHON  ?= /usr/bin/python3
@@ -42,6 +47,8 @@ RUNTIME_CFLAGS := -ffp-contract=off
 # force each microkernel family); the copies of runtime/ emitted next to a model are
 # built without it and so have no mutable global.
 CFLAGS_runtime_oqcf_sgemm := -DOQCF_TEST_HOOKS
+CFLAGS_compiler_api := -DOQC_VERSION='"$(VERSION)"'
+CFLAGS_compiler_main := -DOQC_VERSION='"$(VERSION)"'
 # The INT8 conv: every x86 kernel family compiled (target attributes) and chosen at run
 # time, plus oqci_force_isa() for tests and benchmarks (the emitted copies have neither).
 # The same flags for every file of it (runtime/oqci_conv*.c: one file per kernel family,
@@ -77,7 +84,7 @@ TEST_SUPPORT_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_SUPPORT))
 
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all check check-one clean deps models bench demo fuzz sqnr accuracy
+.PHONY: all check check-one clean deps models bench demo fuzz sqnr install uninstall shared accuracy
 # Keep intermediate objects (tests link them); V=1 shows full commands.
 .SECONDARY:
 Q := $(if $(V),,@)
@@ -106,7 +113,7 @@ $(BUILD)/proto/onnx.pb-c.c $(BUILD)/proto/onnx.pb-c.h &: $(ONNX_PROTO) | $(DEPS_
 # Generated code is not ours: compile it without -Werror.
 $(BUILD)/obj/proto/onnx.pb-c.o: $(BUILD)/proto/onnx.pb-c.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CSTD) $(OPT) $(SANFLAGS) -w -I$(BUILD)/proto -c $< -o $@
+	$(CC) $(CSTD) $(OPT) $(SANFLAGS) $(CFLAGS) -w -I$(BUILD)/proto -c $< -o $@
 
 # The runtime sources as byte arrays (od: no quoting to get wrong): oqc_runtime_files[].
 $(BUILD)/gen/oqc_runtime_src.c: $(RUNTIME_TEXT)
@@ -218,6 +225,54 @@ models:
 	sh scripts/install-deps.sh python3-torch python3-torchvision python3-onnx python3-numpy \
 	    libblas3 dataset-fashion-mnist
 	$(PYTHON) models/tv/make_torchvision.py --out models/tv
+
+# ---------------------------------------------------------------- install
+# make install [PREFIX=/usr/local] [DESTDIR=stage]: the files below; make uninstall
+# removes exactly them.  The shared library is built from position-independent objects
+# in $(BUILD)/pic (a second build of liboqc's sources with -fPIC).
+PREFIX  ?= /usr/local
+BINDIR  := $(PREFIX)/bin
+LIBDIR  := $(PREFIX)/lib
+INCDIR  := $(PREFIX)/include
+MANDIR  := $(PREFIX)/share/man/man1
+DOCDIR  := $(PREFIX)/share/doc/oqc
+PCDIR   := $(LIBDIR)/pkgconfig
+SONAME  := liboqc.so.$(SOVERSION)
+DOCS    := README.md $(wildcard docs/*.md docs/*.rng)
+INSTALLED := $(BINDIR)/oqc $(LIBDIR)/liboqc.a $(LIBDIR)/liboqc.so.$(VERSION) \
+             $(LIBDIR)/$(SONAME) $(LIBDIR)/liboqc.so $(INCDIR)/oqc.h $(PCDIR)/oqc.pc \
+             $(MANDIR)/oqc.1 $(addprefix $(DOCDIR)/,$(notdir $(DOCS)))
+
+shared: $(BUILD)/liboqc.so.$(VERSION)
+$(BUILD)/liboqc.so.$(VERSION): $(LIB_SRCS) | $(DEPS_STAMP)
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/pic CFLAGS="-fPIC $(CFLAGS)" $(BUILD)/pic/liboqc.a
+	@$(if $(V),,echo "  LD      $@")
+	$(Q)$(CC) -shared -Wl,-soname,$(SONAME) $(LDFLAGS_ALL) -o $@ \
+	    -Wl,--whole-archive $(BUILD)/pic/liboqc.a -Wl,--no-whole-archive $(LDLIBS_ALL)
+
+$(BUILD)/oqc.pc: Makefile
+	@mkdir -p $(dir $@)
+	@printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' '' \
+	    'Name: oqc' 'Description: ONNX quantization compiler library (load, run, compile ONNX models)' \
+	    'Version: $(VERSION)' 'Requires.private: libprotobuf-c libxml-2.0' \
+	    'Libs: -L$${libdir} -loqc' 'Libs.private: -lm -pthread' 'Cflags: -I$${includedir}' >$@
+
+install: $(BUILD)/oqc $(BUILD)/liboqc.a $(BUILD)/liboqc.so.$(VERSION) $(BUILD)/oqc.pc
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(MANDIR) \
+	    $(DESTDIR)$(DOCDIR) $(DESTDIR)$(PCDIR)
+	install -m 755 $(BUILD)/oqc $(DESTDIR)$(BINDIR)/oqc
+	install -m 644 $(BUILD)/liboqc.a $(DESTDIR)$(LIBDIR)/liboqc.a
+	install -m 755 $(BUILD)/liboqc.so.$(VERSION) $(DESTDIR)$(LIBDIR)/liboqc.so.$(VERSION)
+	ln -sf liboqc.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/liboqc.so
+	install -m 644 compiler/oqc.h $(DESTDIR)$(INCDIR)/oqc.h
+	install -m 644 $(BUILD)/oqc.pc $(DESTDIR)$(PCDIR)/oqc.pc
+	install -m 644 docs/oqc.1 $(DESTDIR)$(MANDIR)/oqc.1
+	install -m 644 $(DOCS) $(DESTDIR)$(DOCDIR)/
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
 
 clean:
 	rm -rf build

@@ -132,4 +132,4 @@ int oqc_model_run(OqcModel *m, const void *const *inputs, void *const *outputs, 
     return 0;
 }
 
-const char *oqc_version(void) { return "0.1.0"; }
+const char *oqc_version(void) { return OQC_VERSION; }

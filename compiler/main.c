@@ -25,7 +25,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define OQC_VERSION "0.1.0" /* keep equal to oqc_version() in api.c */
 
 
 /* Reads a table by extension: .xml is the XML form, anything else a TRT cache.
