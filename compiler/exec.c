@@ -202,8 +202,9 @@ int oqc_exec_run(OqcExec *e, const void *const *inputs, void *const *outputs, Oq
     }
     for (int i = 0; i < g->noutputs; i++) {
         const OqcTensor *tt = &g->tensors[g->outputs[i]];
-        memcpy(outputs[i], e->ptr[g->outputs[i]],
-               (size_t)oqc_shape_numel(&tt->shape) * esize_of(tt));
+        size_t nb = (size_t)oqc_shape_numel(&tt->shape) * esize_of(tt);
+        if (nb) /* an empty output's pointers may be NULL */
+            memcpy(outputs[i], e->ptr[g->outputs[i]], nb);
     }
     return 0;
 }
