@@ -427,7 +427,7 @@ static int emit_weights(X *x, int node, const char **in, int *folded) {
                               (long long)k);
             break;
         }
-        sw[k] = m > 0 ? m / (float)wmax : 1.0f;
+        sw[k] = m > 0 ? m / (float)wmax : OQC_ZERO_RANGE_SCALE;
         for (int64_t c = 0; c < C; c++)
             wq[tb ? k * C + c : c * K + k] = (int8_t)oqci_round_clamp(row[c] / sw[k], -wmax, wmax);
     }

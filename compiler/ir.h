@@ -136,6 +136,12 @@ typedef struct OqcQuant {
     const char *method;  /* calibration method that chose T, or "table" */
 } OqcQuant;
 
+/* The scale of a tensor with no range to quantize to: an activation whose threshold is
+ * 0 (zero on every calibration sample) or whose scale would be 0 or denormal, and an
+ * all-zero weight channel.  0 stays exact and requantization multipliers stay finite
+ * (docs/calibration.md, "Zero thresholds"). */
+#define OQC_ZERO_RANGE_SCALE 1.0f
+
 /* An accumulator tensor (int32: the raw sums of an INT8 Conv/Gemm/MatMul or average
  * pool whose output leaves the INT8 domain, see passes/quantize.c): its float value
  * and the s8/u8 value the integer API gives.  Element i belongs to channel
