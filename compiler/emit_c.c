@@ -124,10 +124,9 @@ static const char *runtime_text(OqcArena *a, const char *name, OqcDiag *d) {
     const char *dir = getenv("OQC_RUNTIME_DIR");
     if (dir && *dir) {
         const char *path = oqc_arena_printf(a, "%s/%s", dir, name);
-        FILE *f = fopen(path, "rb");
+        FILE *f = oqc_in_fopen(path, d);
         if (!f) {
-            oqc_err(d, "%s: cannot read runtime file (OQC_RUNTIME_DIR): %s", path,
-                    strerror(errno));
+            oqc_err(d, "%s: cannot read runtime file (OQC_RUNTIME_DIR)", path);
             return NULL;
         }
         size_t cap = 1 << 16, len = 0;
@@ -224,8 +223,12 @@ static FILE *out_file(OutSet *o, OqcArena *a, const char *name, OqcDiag *d) {
     OQC_ASSERT(o->n < 80);
     const char *final = oqc_arena_printf(a, "%s/%s", o->dir, name);
     const char *tmp = oqc_arena_printf(a, "%s/.%s.tmp%ld", o->dir, name, (long)getpid());
+    if (oqc_out_refuse_input(final, d) < 0)
+        return NULL;
+    oqc_tmp_add(tmp);
     FILE *f = fopen(tmp, "wb");
     if (!f) {
+        oqc_tmp_forget(tmp);
         oqc_err(d, "%s: cannot write: %s", final, strerror(errno));
         return NULL;
     }
@@ -251,8 +254,10 @@ static int make_dirs(OqcArena *a, const char *dir, const char **made, int *nmade
         char c = *s;
         *s = 0;
         if (mkdir(p, 0777) == 0) {
-            if (*nmade < 16)
+            if (*nmade < 16) {
+                oqc_tmp_add_dir(p);
                 made[(*nmade)++] = oqc_arena_strdup(a, p);
+            }
         } else if (errno != EEXIST) {
             oqc_err(d, "%s: cannot create directory: %s", p, strerror(errno));
             return -1;
@@ -823,6 +828,10 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
         if (rename(o.tmp[renamed], o.final[renamed]) != 0)
             rc = oqc_err(d, "%s: cannot rename the finished file into place: %s",
                          o.final[renamed], strerror(errno));
+    for (int i = 0; i < o.n; i++)
+        oqc_tmp_forget(o.tmp[i]);
+    for (int i = nmade - 1; i >= 0; i--)
+        oqc_tmp_forget(made[i]);
     if (rc < 0) {
         for (int i = 0; i < o.n; i++)
             remove(i < renamed - 1 ? o.final[i] : o.tmp[i]);

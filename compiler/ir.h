@@ -441,6 +441,24 @@ size_t oqc_exec_total_bytes(const OqcExec *e);
 /* The largest sum of activation sizes live at one step: no plan can use less. */
 size_t oqc_exec_peak_live(const OqcExec *e);
 
+/* ==================================================================== infile.c */
+
+struct stat;
+/* Opens path for reading (a descriptor, O_CLOEXEC): only a regular file; a FIFO,
+ * device, socket or directory is refused without blocking, with an error naming it
+ * (what: e.g. "external data file" for messages, or NULL).  The file is remembered as
+ * an input of this process (see oqc_in_was_read); st (or NULL) receives its stat. */
+int oqc_in_open(const char *path, const char *what, struct stat *st, OqcDiag *d);
+/* The same as a stdio stream, or NULL with an error. */
+FILE *oqc_in_fopen(const char *path, OqcDiag *d);
+/* oqc_in_open for a file a model names (file = dir/name): its real path (symbolic
+ * links resolved) must be inside dir's real path, else an error. */
+int oqc_in_open_inside(const char *dir, const char *file, const char *what, struct stat *st,
+                       OqcDiag *d);
+/* The name an input of this process was read by when path is the same file (device
+ * and inode: also through links or other names), else NULL. */
+const char *oqc_in_was_read(const char *path);
+
 /* =================================================================== outfile.c */
 
 /* An output file written completely or not at all: a temporary renamed into place when
@@ -456,6 +474,16 @@ int oqc_out_open(OqcOutFile *o, const char *path, OqcDiag *d);
 /* Closes the file; when ok and everything was written, puts it in place (0), else
  * removes the temporary (-1, with an error when the writing itself failed). */
 int oqc_out_commit(OqcOutFile *o, int ok, OqcDiag *d);
+/* -1 with an error when path is a file this process read as an input (infile.c). */
+int oqc_out_refuse_input(const char *path, OqcDiag *d);
+/* Registers a temporary file (or a directory a command created) to be removed if a
+ * signal interrupts the command; oqc_tmp_forget when it is renamed or removed. */
+void oqc_tmp_add(const char *path);
+void oqc_tmp_add_dir(const char *path);
+void oqc_tmp_forget(const char *path);
+/* Installs handlers for SIGINT, SIGTERM, SIGHUP and SIGQUIT that remove the registered
+ * temporaries and directories, then die of the signal (the CLI calls it). */
+void oqc_tmp_remove_on_signals(void);
 
 /* ================================================================= tensor_io.c */
 

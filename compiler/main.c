@@ -19,8 +19,10 @@
 #include "passes.h"
 #include "usage.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,6 +36,52 @@ static int read_table(const char *path, OqcArena *a, OqcCalibEntry **e, int *n, 
     if (len > 4 && !strcmp(path + len - 4, ".xml"))
         return oqc_table_read_xml(path, a, e, n, &samples, d);
     return oqc_table_read_trt(path, a, e, n, d);
+}
+
+/* calibrate's outputs (the table and the report) are written to temporaries beside
+ * them and renamed into place together, only when both were written: a failed command
+ * leaves neither, and never overwrites the previous table.  A device or pipe that
+ * exists (e.g. /dev/null) is written directly. */
+typedef struct Staged {
+    const char *path;    /* the final name, NULL when the output is not asked for */
+    char *tmp;           /* the name it is written to (malloc'd), or NULL: path itself */
+} Staged;
+
+static const char *stage(Staged *s, const char *path, OqcDiag *d, int *rc) {
+    struct stat st;
+    s->path = path;
+    s->tmp = NULL;
+    if (!path || *rc < 0)
+        return path;
+    if (oqc_out_refuse_input(path, d) < 0) {
+        *rc = -1;
+        return path;
+    }
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return path;
+    size_t n = strlen(path) + 32;
+    if (!(s->tmp = malloc(n)))
+        oqc_panic(__FILE__, __LINE__, "out of memory");
+    snprintf(s->tmp, n, "%s.part%ld", path, (long)getpid());
+    oqc_tmp_add(s->tmp);
+    return s->tmp;
+}
+
+/* Renames the staged outputs into place when rc is 0, else removes them; rc or -1. */
+static int unstage(Staged *s, int n, int rc, OqcDiag *d) {
+    for (int i = 0; i < n; i++) {
+        if (!s[i].tmp)
+            continue;
+        if (rc == 0 && rename(s[i].tmp, s[i].path) != 0)
+            rc = oqc_err(d, "%s: cannot rename the finished file into place: %s", s[i].path,
+                         strerror(errno));
+        if (rc < 0)
+            remove(s[i].tmp);
+        oqc_tmp_forget(s[i].tmp);
+        free(s[i].tmp);
+        s[i].tmp = NULL;
+    }
+    return rc;
 }
 
 static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
@@ -93,12 +141,16 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
     if (rc == 0)
         rc = oqc_calibrate(g, gb, o.batch, &co, &es, &n, &samples, d);
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    Staged st[2];
+    const char *out = stage(&st[0], o.out, d, &rc);
+    const char *report = stage(&st[1], o.report, d, &rc);
     if (rc == 0)
-        rc = xml ? oqc_table_write_xml(o.out, es, n, samples, d)
-                 : oqc_table_write_trt(o.out, co.method == OQC_CALIB_MAX ? "MinMax" : "Entropy",
+        rc = xml ? oqc_table_write_xml(out, es, n, samples, d)
+                 : oqc_table_write_trt(out, co.method == OQC_CALIB_MAX ? "MinMax" : "Entropy",
                                        es, n, d);
     if (rc == 0 && o.report)
-        rc = oqc_calib_report(o.report, o.model, es, n, samples, d);
+        rc = oqc_calib_report(report, o.model, es, n, samples, d);
+    rc = unstage(st, 2, rc, d);
     if (rc == 0 && !o.quiet)
         printf("calibrated %d tensors over %lld samples (%s) in %.2f s; table: %s%s%s\n", n,
                (long long)samples, co.method_name,
@@ -385,6 +437,7 @@ int main(int argc, char **argv) {
             }
         OqcDiag d;
         oqc_diag_init(&d);
+        oqc_tmp_remove_on_signals(); /* an interrupted command leaves no temporaries */
         int rc = commands[i].fn(argc - 2, argv + 2, &d);
         if (rc < 0 || d.nerrors) {
             fflush(stdout);

@@ -27,9 +27,9 @@ static int npy_bad(OqcDiag *d, const char *path, const char *why) {
 
 int oqc_npy_read(const char *path, OqcArena *a, OqcValue *v, OqcDiag *d) {
     memset(v, 0, sizeof *v);
-    FILE *f = fopen(path, "rb");
+    FILE *f = oqc_in_fopen(path, d);
     if (!f)
-        return oqc_err(d, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
     unsigned char pre[12];
     int rc = 0;
     char *hdr = NULL;
@@ -193,9 +193,9 @@ int oqc_tensor_read(const char *path, const OqcShape *raw_shape, OqcArena *a, Oq
     if (!raw_shape || !oqc_shape_known(raw_shape))
         return oqc_err(d, "%s: raw input needs a known input shape (use --input-shape or a "
                           ".npy / .pb file)", path);
-    FILE *f = fopen(path, "rb");
+    FILE *f = oqc_in_fopen(path, d);
     if (!f)
-        return oqc_err(d, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
     int rc = 0;
     if (fseek(f, 0, SEEK_END) != 0) {
         fclose(f);
