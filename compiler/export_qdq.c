@@ -734,7 +734,8 @@ int oqc_export_qdq(OqcGraph *g, const OqcGraph *gq, const OqcQdqOptions *opt,
         }
     Onnx__TensorProto **inits = oqc_arena_alloc(x.a, (norig + x.ninits + 1) * sizeof *inits);
     memcpy(inits, orig, norig * sizeof *inits);
-    memcpy(inits + norig, x.inits, x.ninits * sizeof *inits);
+    if (x.ninits) /* x.inits is NULL for a model without weights */
+        memcpy(inits + norig, x.inits, x.ninits * sizeof *inits);
     /* The graph and the model. */
     Onnx__GraphProto *gp = oqc_arena_alloc(x.a, sizeof *gp);
     onnx__graph_proto__init(gp);

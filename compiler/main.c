@@ -241,6 +241,11 @@ static int cmd_eval(int argc, char **argv, OqcDiag *d) {
     OqcValue data, labels;
     if (gf && oqc_npy_read(o.data[0], gf->arena, &data, d) < 0)
         rc = -1;
+    /* the bytes are read as the input's element type: they must be that type */
+    if (gf && rc == 0 && gf->ninputs > 0 && data.dtype != gf->tensors[gf->inputs[0]].dtype)
+        rc = oqc_err(d, "%s: holds %s data but input '%s' is %s", o.data[0],
+                     oqc_dtype_name(data.dtype), gf->tensors[gf->inputs[0]].name,
+                     oqc_dtype_name(gf->tensors[gf->inputs[0]].dtype));
     if (gf && rc == 0 && o.labels && oqc_npy_read(o.labels, gf->arena, &labels, d) < 0)
         rc = -1;
     if (!gf)

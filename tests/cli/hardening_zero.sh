@@ -133,6 +133,26 @@ xm_begin z_gather_noidx; xm_input x f32 3x4; xm_const i i64 0 zeros 0; xm_node G
 ok_case z_gather_noidx "3, 4"
 xm_begin z_gather_empty; xm_input x f32 0x4; xm_const i i64 1 i64s 0; xm_node Gather x,i y; xm_end y
 err_case z_gather_empty "out of range\|has no elements"
+# Models that cannot run on any input are refused by check (item 4): out-of-range
+# constant Gather indices, QuantizeLinear with a scale of 0, NaN or infinity
+for idx in "3" "-4" "0 7" "-100"; do
+    xm_begin g_oob; xm_input x f32 3x4; xm_const i i64 "$(echo $idx | wc -w)" i64s $idx; xm_node Gather x,i y; xm_end y
+    err_case g_oob "is out of range for axis 0"
+done
+xm_begin g_in; xm_input x f32 3x4; xm_const i i64 4 i64s -3 -1 0 2; xm_node Gather x,i y; xm_end y
+ok_case g_in "3, 4"
+for v in 0 nan inf; do
+    xm_begin "q_$v"; xm_input x f32 1x4; xm_const s f32 scalar f32s "$v"; xm_node QuantizeLinear x,s y; xm_end y
+    err_case "q_$v" "a scale must be finite and not 0"
+done
+for v in nan inf; do
+    xm_begin "dq_$v"; xm_input x f32 1x4; xm_const s f32 scalar f32s 1; xm_const s2 f32 scalar f32s "$v"
+    xm_node QuantizeLinear x,s q; xm_node DequantizeLinear q,s2 y; xm_end y
+    err_case "dq_$v" "a scale must be finite"
+done
+xm_begin q_ok; xm_input x f32 1x4; xm_const s f32 scalar f32s 2; xm_node QuantizeLinear x,s q; xm_node DequantizeLinear q,s y; xm_end y
+ok_case q_ok "1, 4"
+
 # a chain: an empty tensor flows through several nodes to the output
 xm_begin z_chain; xm_input x f32 1x3x8x8; xm_const W f32 0x3x3x3 zeros 0
 xm_node Conv x,W c; xm_node Relu c r; xm_node MaxPool r y '<attr name="kernel_shape" type="INTS" value="2 2"/>'; xm_end y
