@@ -428,6 +428,10 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         const char *u = argc > 2 ? oqc_usage(argv[2]) : NULL;
+        if (argc > 2 && !u) {
+            fprintf(stderr, "oqc help: unknown command '%s'\n\n%s", argv[2], oqc_usage_text);
+            return 1;
+        }
         fputs(u ? u : oqc_usage_text, stdout);
         return 0;
     }

@@ -1,0 +1,69 @@
+#!/bin/sh
+# hardening_misc.sh - small hardening items of issue 31:
+#   10. export-qdq of models without weights (UBSan: memcpy from NULL), every one of
+#       the bundled weightless tiny models (this script runs in the san configuration too)
+#   12. error messages show control characters from names (ESC, BEL, CR) as \xHH
+#   13. run --input DIR, a .npy 'fortran_order' that is neither True nor False, and
+#       unknown pass names or help topics are errors (exit 1)
+. tests/cli/lib.sh
+. tests/cli/xmlmodel.inc
+
+# 10
+for m in relu_basic sigmoid_basic tanh_basic maxpool_basic globalavgpool_basic transpose_perm \
+         softmax_2d; do
+    f=models/tiny/$m.onnx
+    "$OQC" dump "$f" | grep -q "const" && { fail "$m has constants: not a weightless model"; continue; }
+    shape=$("$OQC" dump "$f" | sed -n 's/^input .*\[\(.*\)\].*/\1/p' | head -1)
+    npy_f32 "$(echo "$shape" | sed 's/x/, /g')" "$TMP/$m.npy"
+    out=$("$OQC" export-qdq "$f" --calib "$TMP/$m.npy" -o "$TMP/$m.q.onnx" -q 2>&1); st=$?
+    [ $st = 0 ] && [ -s "$TMP/$m.q.onnx" ] && ok "export-qdq $m" || fail "export-qdq $m: exit $st: $out"
+done
+
+# 12: a hostile tensor name in an error from the XML loader, shape inference and a table
+name='a\x1b[31m\x07\x0dz'
+xm_begin ctl; xm_input "$name" f32 3x4; xm_const i i64 1 i64s 5; xm_node Gather "$name",i y; xm_end y
+out=$("$OQC" check "$TMP/ctl.xml" 2>&1)
+st=$?
+raw=$(printf '%s' "$out" | tr -d '\033\007\015')
+[ $st = 1 ] && [ "$raw" = "$out" ] && echo "$out" | grep -q 'a\\x1b\[31m\\x07\\x0dz' &&
+    ok "control characters escaped in a shape error: $out" || fail "shape error: $st: $(printf '%s' "$out" | od -c | head -3)"
+printf 'TRT-8601-EntropyCalibration\nbad\033]0;title\007name: 7fc00000\n' >"$TMP/ctl.cache"
+out=$("$OQC" compile models/tiny/relu_basic.onnx --table "$TMP/ctl.cache" -o "$TMP/o" 2>&1)
+raw=$(printf '%s' "$out" | tr -d '\033\007')
+[ "$raw" = "$out" ] && echo "$out" | grep -q 'bad\\x1b' && ok "control characters escaped in a table error" ||
+    fail "table error: $(printf '%s' "$out" | od -c | head -3)"
+out=$("$OQC" check "$TMP/$(printf 'x\033[2J')" 2>&1)
+raw=$(printf '%s' "$out" | tr -d '\033')
+[ "$raw" = "$out" ] && ok "control characters escaped in a file name" || fail "file name: $out"
+
+# 13
+mkdir -p "$TMP/dir"
+out=$("$OQC" run models/tiny/relu_basic.onnx --input "$TMP/dir" 2>&1)
+[ $? = 1 ] && echo "$out" | grep -q "is a directory" && ! echo "$out" | grep -q 9223372036854775807 &&
+    ok "run --input DIR: $out" || fail "run --input DIR: $out"
+for fo in Maybe 0 "'False'" Falsey; do
+    h="{'descr': '<f4', 'fortran_order': $fo, 'shape': (1, 4), }"
+    { printf '\223NUMPY\001\000v\000%s' "$h"; printf '%*s\n' $((118 - ${#h} - 1)) ""; zeros 16; } >"$TMP/fo.npy"
+    out=$("$OQC" run models/tiny/relu_basic.onnx --input "$TMP/fo.npy" 2>&1)
+    [ $? = 1 ] && echo "$out" | grep -q "'fortran_order' must be True or False" &&
+        ok "fortran_order $fo: $out" || fail "fortran_order $fo: $out"
+done
+h="{'descr': '<f4', 'fortran_order': True, 'shape': (1, 4), }"
+{ printf '\223NUMPY\001\000v\000%s' "$h"; printf '%*s\n' $((118 - ${#h} - 1)) ""; zeros 16; } >"$TMP/fo.npy"
+out=$("$OQC" run models/tiny/relu_basic.onnx --input "$TMP/fo.npy" 2>&1)
+[ $? = 1 ] && echo "$out" | grep -q "Fortran order is not supported" && ok "fortran_order True: $out" ||
+    fail "fortran_order True: $out"
+for args in "dump models/tiny/relu_basic.onnx --disable-pass bogus" \
+            "dump models/tiny/relu_basic.onnx --passes cleanup,bogus" \
+            "check models/tiny/relu_basic.onnx --no-opt --disable-pass bogus" \
+            "run models/tiny/relu_basic.onnx --input $TMP/fo.npy --disable-pass fold_bn"; do
+    out=$("$OQC" $args 2>&1)
+    [ $? = 1 ] && echo "$out" | grep -q "unknown pass" && ok "$args: $out" || fail "$args: $out"
+done
+out=$("$OQC" check models/tiny/relu_basic.onnx --disable-pass fold-bn,fuse-cbr -q 2>&1)
+check "known pass names accepted ($out)" [ $? = 0 ]
+out=$("$OQC" help bogus 2>&1)
+[ $? = 1 ] && echo "$out" | grep -q "unknown command 'bogus'" && ok "help bogus exits 1" || fail "help bogus: $out"
+"$OQC" help run >/dev/null
+check "help run exits 0" [ $? = 0 ]
+finish
