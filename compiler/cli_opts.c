@@ -82,8 +82,9 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
         } else if (!strcmp(name, "--bins")) {
             char *end;
             long b = strtol(val, &end, 10);
-            if (*end || b < 128 || b > (1 << 20))
-                return oqc_err(d, "oqc %s: --bins '%s' must be a number from 128 to 1048576",
+            /* at most 65536: the entropy search grows with the square of the bins */
+            if (*end || end == val || b < 128 || b > 65536)
+                return oqc_err(d, "oqc %s: --bins '%s' must be a number from 128 to 65536",
                                cmd, val);
             o->bins = (int)b;
         } else if (!strcmp(name, "--batch")) {

@@ -29,9 +29,14 @@ typedef struct InFile {
 
 static InFile *inputs;
 static size_t ninputs, capinputs;
+static int remembering; /* off in the library; the CLI turns it on (one command per process) */
 static pthread_mutex_t inputs_lock = PTHREAD_MUTEX_INITIALIZER;
 
+void oqc_in_remember(int on) { remembering = on; }
+
 static void remember(const struct stat *st, const char *path) {
+    if (!remembering)
+        return;
     pthread_mutex_lock(&inputs_lock);
     size_t i;
     for (i = 0; i < ninputs; i++)

@@ -456,8 +456,11 @@ FILE *oqc_in_fopen(const char *path, OqcDiag *d);
 int oqc_in_open_inside(const char *dir, const char *file, const char *what, struct stat *st,
                        OqcDiag *d);
 /* The name an input of this process was read by when path is the same file (device
- * and inode: also through links or other names), else NULL. */
+ * and inode: also through links or other names), else NULL.  Inputs are remembered
+ * only after oqc_in_remember(1): the oqc command line runs one command per process and
+ * turns it on; a program using the library may read and rewrite a file on purpose. */
 const char *oqc_in_was_read(const char *path);
+void oqc_in_remember(int on);
 
 /* =================================================================== outfile.c */
 

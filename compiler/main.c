@@ -447,6 +447,7 @@ int main(int argc, char **argv) {
         OqcDiag d;
         oqc_diag_init(&d);
         oqc_tmp_remove_on_signals(); /* an interrupted command leaves no temporaries */
+        oqc_in_remember(1);          /* and never writes over one of its inputs */
         int rc = commands[i].fn(argc - 2, argv + 2, &d);
         if (rc < 0 || d.nerrors) {
             fflush(stdout);
