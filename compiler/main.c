@@ -38,6 +38,26 @@ static int read_table(const char *path, OqcArena *a, OqcCalibEntry **e, int *n, 
     return oqc_table_read_trt(path, a, e, n, d);
 }
 
+/* Runs the passes on g as o says, with -v statistics only when shown is 0 (a second
+ * copy of the model: the float reference of eval, the re-batched calibration graph;
+ * its statistics were shown for the first) and without pass quantize when no_quantize
+ * (the INT8 lowering runs it after calibration: before, it could only say that the
+ * graph stays float). */
+static int optimize(OqcGraph *g, const Opts *o, int shown, int no_quantize, OqcDiag *d) {
+    Opts q = *o;   /* (shallow: nothing of it is freed) */
+    q.verbose = shown ? 0 : o->verbose;
+    if (no_quantize) {
+        snprintf(q.disable_buf, sizeof q.disable_buf, "%s%squantize",
+                 o->disable ? o->disable : "", o->disable ? "," : "");
+        q.disable = q.disable_buf;
+    } else if (o->disable == o->disable_buf) {
+        q.disable = q.disable_buf;
+    }
+    int rc = oqc_cli_optimize(g, &q, d);
+    d->verbose = o->verbose;
+    return rc;
+}
+
 /* calibrate's outputs (the table and the report) are written to temporaries beside
  * them and renamed into place together, only when both were written: a failed command
  * leaves neither, and never overwrites the previous table.  A device or pipe that
@@ -113,7 +133,7 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
     OqcGraph *gb = NULL; /* the same model re-batched for --batch N */
     if (g && o.batch > 1) {
         gb = oqc_prepare(o.model, o.shapes, o.nshapes, 1, d);
-        if (!gb || oqc_rebatch(gb, o.batch, d) < 0 || oqc_cli_optimize(gb, &o, d) < 0) {
+        if (!gb || oqc_rebatch(gb, o.batch, d) < 0 || optimize(gb, &o, 1, 0, d) < 0) {
             oqc_graph_free(gb);
             oqc_graph_free(g);
             g = NULL;
@@ -182,14 +202,14 @@ static OqcGraph *build_int8(const char *cmd, const Opts *o, OqcQuantConfig *cfg,
     cfg->fp32_nodes = o->fp32_nodes;
     cfg->weight_bits = o->weight_bits;   /* (0: 8, oqc_weight_bits) */
     OqcGraph *g = oqc_prepare(o->model, o->shapes, o->nshapes, 1, d);
-    if (g && oqc_cli_optimize(g, o, d) < 0) {
+    if (g && optimize(g, o, 0, 1, d) < 0) {
         oqc_graph_free(g);
         return NULL;
     }
     OqcGraph *gb = NULL;
     if (g && o->batch > 1 && o->ncalib > 0) {
         gb = oqc_prepare(o->model, o->shapes, o->nshapes, 1, d);
-        if (!gb || oqc_rebatch(gb, o->batch, d) < 0 || oqc_cli_optimize(gb, o, d) < 0) {
+        if (!gb || oqc_rebatch(gb, o->batch, d) < 0 || optimize(gb, o, 1, 1, d) < 0) {
             oqc_graph_free(gb);
             oqc_graph_free(g);
             return NULL;
@@ -234,7 +254,7 @@ static int cmd_eval(int argc, char **argv, OqcDiag *d) {
     OqcQuantConfig cfg;
     OqcGraph *gq = rc == 0 ? build_int8("eval", &o, &cfg, d) : NULL;
     OqcGraph *gf = gq ? oqc_prepare(o.model, o.shapes, o.nshapes, 1, d) : NULL;
-    if (gf && oqc_cli_optimize(gf, &o, d) < 0) {
+    if (gf && optimize(gf, &o, 1, 0, d) < 0) {
         oqc_graph_free(gf);
         gf = NULL;
     }

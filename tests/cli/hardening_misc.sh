@@ -5,6 +5,10 @@
 #   12. error messages show control characters from names (ESC, BEL, CR) as \xHH
 #   13. run --input DIR, a .npy 'fortran_order' that is neither True nor False, and
 #       unknown pass names or help topics are errors (exit 1)
+#   16. eval/compile/calibrate -v show each pass's statistics once, and never the
+#       "no calibration given" of a quantize pass run before calibration
+#   17. the README.md emitted with a model names the runtime files it comes with; the
+#       Makefile's demo comment and the node-test summary name what they refer to
 . tests/cli/lib.sh
 . tests/cli/xmlmodel.inc
 
@@ -66,4 +70,49 @@ out=$("$OQC" help bogus 2>&1)
 [ $? = 1 ] && echo "$out" | grep -q "unknown command 'bogus'" && ok "help bogus exits 1" || fail "help bogus: $out"
 "$OQC" help run >/dev/null
 check "help run exits 0" [ $? = 0 ]
+
+# 16
+f=models/fashion/fashion_cnn.onnx
+"$OQC" calibrate "$f" --data models/fashion/calib_500.npy -o "$TMP/f.xml" --format xml -q
+for args in "eval $f --data models/fashion/test_1000.npy --table $TMP/f.xml --limit 4" \
+            "eval $f --data models/fashion/test_1000.npy --calib $TMP/x.npy --batch 2 --limit 4" \
+            "compile $f --table $TMP/f.xml -o $TMP/fc" \
+            "export-qdq $f --table $TMP/f.xml -o $TMP/fq.onnx" \
+            "calibrate $f --data $TMP/x.npy --batch 2 -o $TMP/f2.cache"; do
+    case $args in *x.npy*) [ -f "$TMP/x.npy" ] || {
+        h="{'descr': '<f4', 'fortran_order': False, 'shape': (4, 1, 28, 28), }"
+        { printf '\223NUMPY\001\000v\000%s' "$h"; printf '%*s\n' $((118 - ${#h} - 1)) ""
+          tail -c +129 models/fashion/calib_500.npy | head -c 12544; } >"$TMP/x.npy"; } ;; esac
+    out=$("$OQC" $args -v 2>&1); st=$?
+    bad=
+    for p in cleanup fold-bn fuse-cbr concat-elim; do
+        [ "$(echo "$out" | grep -c "^$p: ")" = 1 ] || bad="$bad $p x$(echo "$out" | grep -c "^$p: ")"
+    done
+    case $args in calibrate*) ;; *) echo "$out" | grep -q "no calibration given" && bad="$bad no-calibration-line" ;; esac
+    [ $st = 0 ] && [ -z "$bad" ] && ok "${args%% *} -v: each pass once" || fail "$args -v: exit $st,$bad"
+done
+
+# 17
+for p in int8 fp32; do
+    if [ $p = int8 ]; then
+        npy_f32 "2, 3, 8, 8" "$TMP/cb.npy"
+        "$OQC" compile models/tiny/conv_basic.onnx --calib "$TMP/cb.npy" -o "$TMP/r8" -q
+        d=$TMP/r8
+    else
+        "$OQC" compile models/tiny/conv_basic.onnx --precision fp32 -o "$TMP/r32" -q
+        d=$TMP/r32
+    fi
+    bad=
+    for fam in oqcf oqci; do
+        named=0; present=0
+        grep -q "\`${fam}_\*\`" "$d/README.md" && named=1
+        ls "$d" | grep -q "^${fam}_" && present=1
+        [ $named = $present ] || bad="$bad $fam(named $named, present $present)"
+    done
+    [ -z "$bad" ] && ok "$p README names its runtime files" || fail "$p README:$bad: $(grep copies "$d/README.md")"
+done
+grep -B3 '^demo:' Makefile | grep -q 'scripts/demo.sh' && ok "Makefile demo comment names scripts/demo.sh" ||
+    fail "Makefile demo comment: $(grep -B3 '^demo:' Makefile)"
+grep "skipped tests" tests/run.sh | grep -q 'tests/tools/onnx_node_tests' &&
+    ok "node-test summary names the tool" || fail "node-test summary: $(grep 'skipped tests' tests/run.sh)"
 finish
