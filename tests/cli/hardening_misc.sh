@@ -5,6 +5,8 @@
 #   12. error messages show control characters from names (ESC, BEL, CR) as \xHH
 #   13. run --input DIR, a .npy 'fortran_order' that is neither True nor False, and
 #       unknown pass names or help topics are errors (exit 1)
+#   15. the calibration table and report show what INT8 runs for a MaxPool reading an
+#       eliminated Concat's buffer (u8 at the buffer's scale), and the buffer's op
 #   16. eval/compile/calibrate -v show each pass's statistics once, and never the
 #       "no calibration given" of a quantize pass run before calibration
 #   17. the README.md emitted with a model names the runtime files it comes with; the
@@ -91,6 +93,23 @@ for args in "eval $f --data models/fashion/test_1000.npy --table $TMP/f.xml --li
     case $args in calibrate*) ;; *) echo "$out" | grep -q "no calibration given" && bad="$bad no-calibration-line" ;; esac
     [ $st = 0 ] && [ -z "$bad" ] && ok "${args%% *} -v: each pass once" || fail "$args -v: exit $st,$bad"
 done
+
+# 15
+"$OQC" calibrate "$f" --data models/fashion/calib_500.npy -o "$TMP/f15.xml" --format xml \
+    --report "$TMP/f15.html" -q
+attrs() { sed -n "s/.*name=\"$1\" method=\"[^\"]*\" \(unsigned=.*\)\/>/\1/p" "$TMP/f15.xml" | sed 's/amax="[^"]*" //'; }
+a=$(attrs '\/pool2\/MaxPool_output_0'); b=$(attrs '\/incep\/Concat_output_0')
+[ -n "$a" ] && [ "$a" = "$b" ] && ok "pool2 has the concat buffer's quantization: $a" ||
+    fail "pool2: '$a', concat buffer: '$b'"
+echo "$a" | grep -q 'unsigned="1"' && ok "pool2 is unsigned" || fail "pool2 signed: $a"
+row=$(grep -o '/incep/Concat_output_0</a></td><td>[^<]*' "$TMP/f15.html" | head -1)
+case "$row" in *"Concat (in place)") ok "report: the buffer's op ($row)" ;;
+               *) fail "report: the buffer's op: $row" ;; esac
+out=$("$OQC" eval "$f" --data models/fashion/test_1000.npy --table "$TMP/f15.xml" --limit 4 2>&1)
+sc=$(echo "$out" | awk '$1 == "/pool2/MaxPool_output_0" {print $3, $4}')
+want=$(echo "$a" | sed 's/.*scale="\([^"]*\)".*/\1/')
+echo "$sc" | awk -v w="$want" '{exit !($1 == "u8" && ($2 - w) * ($2 - w) < 1e-12)}' &&
+    ok "eval runs pool2 as the table says ($sc, table $want)" || fail "eval pool2: '$sc', table $want"
 
 # 17
 for p in int8 fp32; do
