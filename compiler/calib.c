@@ -124,7 +124,16 @@ typedef struct Entropy {
     uint64_t *cum;        /* cum[k]: sum of b[0..k-1] */
     int *nzc;             /* nzc[k]: number of non-zero bins among b[0..k-1] */
     uint64_t *minnz;      /* minnz[k]: smallest non-zero count in b[0..k-1] (or max) */
-    double *qv;           /* scratch, one per level: Q's value in the group, -1 if zero */
+    int *nzi;             /* the non-zero bins in order: those in [lo, hi) are
+                             nzi[nzc[lo] .. nzc[hi] - 1] */
+    double *qv;           /* scratch, one per visited group: Q's value, -1 if zero */
+    int *gj;              /* scratch: the groups a candidate visits, in order */
+    /* Q's value s / nz of group j and its log as last computed, with that s and nz
+     * (s = UINT64_MAX: none yet): consecutive candidates share most groups, so most of
+     * their divisions and logs are looked up (the same operands, the same bits) */
+    uint64_t *logs_s;
+    int *logs_nz;
+    double *qvs, *logs;
 } Entropy;
 
 /* log(v - e) for the smoothed value v - e of a bin (v > e >= 0), given logv = log(v).
@@ -148,6 +157,22 @@ static double group_sum(const Entropy *E, int lo, int hi, double e, double c) {
     const double *bd = E->bd, *lb = E->lb, *ib = E->ib, *nzm = E->nzm;
     double a[4] = {0, 0, 0, 0};
     int k = lo;
+    if (E->nzc[hi] - E->nzc[lo] < (hi - lo) / 4) {
+        /* Sparse (a small tensor fills few bins): only the non-zero bins, each added to
+         * the partial sum the dense loops below would add it to (an empty bin adds
+         * exactly 0 there), so the result is the same bits in O(non-zero bins). */
+        int full = lo + (hi - lo) / 4 * 4;
+        for (int p = E->nzc[lo]; p < E->nzc[hi]; p++) {
+            k = E->nzi[p];
+            double lp = lb[k];
+            if (e != 0) {
+                double x = e * ib[k];
+                lp = lb[k] - x * (1 + x * (0.5 + x * (1.0 / 3 + x * 0.25)));
+            }
+            a[k < full ? (k - lo) % 4 : 0] += (e != 0 ? bd[k] - e * nzm[k] : bd[k]) * (lp + c);
+        }
+        return (a[0] + a[1]) + (a[2] + a[3]);
+    }
     if (e == 0) { /* log_smoothed(b, lb, 0) == lb */
         for (; k + 4 <= hi; k += 4)
             for (int u = 0; u < 4; u++)
@@ -197,21 +222,36 @@ static double entropy_divergence(const Entropy *E, int i, int L) {
     uint64_t minp = E->minnz[i - 1] < last || !last ? E->minnz[i - 1] : last;
     if (zp && (double)minp - e1p <= 0)
         return NAN;
-    /* Q per group: total over the group's bins spread over those non-zero in P. */
-    int g = i / L, zq = zp;
+    /* Q per group: total over the group's bins spread over those non-zero in P.  Only
+     * the groups holding a non-zero bin and the last one (the outliers) are visited:
+     * any other has s = nz = 0 and adds nothing below, so a candidate costs time in
+     * the number of non-zero bins, not in the levels (a small tensor is cheap). */
+    int g = i / L, zq = zp, ng = 0;
     double minq = INFINITY;
-    for (int j = 0; j < L; j++) {
+    for (int j = -1; j < L - 1;) {
+        /* the next group holding a non-zero bin below i, else the last group */
+        int p = E->nzc[(j + 1) * g];
+        int k = p < E->nzc[i] ? E->nzi[p] : i;
+        j = k / g < L - 1 ? k / g : L - 1;
         int lo = j * g, hi = j == L - 1 ? i : lo + g;
         uint64_t s = E->cum[hi] - E->cum[lo];
         int nz = E->nzc[hi] - E->nzc[lo];
         if (j == L - 1)
             nz += (last != 0) - (b[i - 1] != 0);
+        E->gj[ng] = j;
         if (s == 0) {
-            E->qv[j] = -1;
+            E->qv[ng++] = -1;
             zq += nz; /* non-zero in P, zero in Q */
         } else {
-            E->qv[j] = (double)s / nz;
-            minq = E->qv[j] < minq ? E->qv[j] : minq;
+            if (E->logs_s[j] != s || E->logs_nz[j] != nz) {
+                E->logs_s[j] = s;
+                E->logs_nz[j] = nz;
+                E->qvs[j] = (double)s / nz;
+                E->logs[j] = log(E->qvs[j]);
+            }
+            E->qv[ng] = E->qvs[j];
+            minq = E->qv[ng] < minq ? E->qv[ng] : minq;
+            ng++;
         }
     }
     double e1q = zq ? ENTROPY_EPS * zq / (i - zq) : 0;
@@ -220,16 +260,18 @@ static double entropy_divergence(const Entropy *E, int i, int L) {
     double lr = log((double)Sq / (double)C);
     double acc = zp * ENTROPY_EPS * lr;
     int series = e1p * (1 / (double)minp) <= 1e-3; /* for every bin of P below i - 1 */
-    for (int j = 0; j < L; j++) {
+    for (int w = 0; w < ng; w++) {
+        int j = E->gj[w];
         int lo = j * g, hi = j == L - 1 ? i - 1 : lo + g; /* bin i - 1 comes last */
-        double qv = E->qv[j];
-        double c = lr - (qv > 0 ? log_smoothed(qv, log(qv), e1q) : log(ENTROPY_EPS));
+        double qv = E->qv[w];
+        double c = lr - (qv > 0 ? log_smoothed(qv, E->logs[j], e1q) : log(ENTROPY_EPS));
         if (series) {
             acc += group_sum(E, lo, hi, e1p, c);
         } else { /* smoothing takes a sizeable part of small counts: exact logs */
-            for (int k = lo; k < hi; k++)
-                if (b[k])
-                    acc += (E->bd[k] - e1p) * (log_smoothed(E->bd[k], E->lb[k], e1p) + c);
+            for (int p = E->nzc[lo]; p < E->nzc[hi]; p++) {
+                int k = E->nzi[p];
+                acc += (E->bd[k] - e1p) * (log_smoothed(E->bd[k], E->lb[k], e1p) + c);
+            }
         }
         if (j == L - 1 && last) {
             double v = (double)last;
@@ -251,9 +293,18 @@ static int entropy_search(const OqcHist *h, int L, double *div) {
     E.cum = malloc((size_t)(n + 1) * sizeof *E.cum);
     E.nzc = malloc((size_t)(n + 1) * sizeof *E.nzc);
     E.minnz = malloc((size_t)(n + 1) * sizeof *E.minnz);
+    E.nzi = malloc((size_t)(n + 1) * sizeof *E.nzi);
     E.qv = malloc((size_t)L * sizeof *E.qv);
-    if (!E.bd || !E.lb || !E.ib || !E.nzm || !E.cum || !E.nzc || !E.minnz || !E.qv)
+    E.gj = malloc((size_t)L * sizeof *E.gj);
+    E.qvs = malloc((size_t)L * sizeof *E.qvs);
+    E.logs_s = malloc((size_t)L * sizeof *E.logs_s);
+    E.logs_nz = malloc((size_t)L * sizeof *E.logs_nz);
+    E.logs = malloc((size_t)L * sizeof *E.logs);
+    if (!E.bd || !E.lb || !E.ib || !E.nzm || !E.cum || !E.nzc || !E.minnz || !E.nzi || !E.qv ||
+        !E.gj || !E.qvs || !E.logs_s || !E.logs_nz || !E.logs)
         oqc_panic(__FILE__, __LINE__, "out of memory in the entropy calibration");
+    for (int j = 0; j < L; j++)
+        E.logs_s[j] = UINT64_MAX;
     E.cum[0] = 0;
     E.nzc[0] = 0;
     E.minnz[0] = UINT64_MAX;
@@ -266,6 +317,8 @@ static int entropy_search(const OqcHist *h, int L, double *div) {
         E.cum[k + 1] = E.cum[k] + v;
         E.nzc[k + 1] = E.nzc[k] + (v != 0);
         E.minnz[k + 1] = v && v < E.minnz[k] ? v : E.minnz[k];
+        if (v)
+            E.nzi[E.nzc[k]] = k;
     }
     int m = -1;
     for (int i = L; i < n; i++) {
@@ -280,7 +333,13 @@ static int entropy_search(const OqcHist *h, int L, double *div) {
     free(E.cum);
     free(E.nzc);
     free(E.minnz);
+    free(E.nzi);
     free(E.qv);
+    free(E.gj);
+    free(E.qvs);
+    free(E.logs_s);
+    free(E.logs_nz);
+    free(E.logs);
     return m;
 }
 

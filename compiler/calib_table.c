@@ -265,9 +265,9 @@ static int trt_line(const char *path, long ln, char *line, size_t len, OqcArena 
 int oqc_table_read_trt(const char *path, OqcArena *a, OqcCalibEntry **e, int *n, OqcDiag *d) {
     *e = NULL;
     *n = 0;
-    FILE *f = fopen(path, "rb");
+    FILE *f = oqc_in_fopen(path, d);
     if (!f)
-        return oqc_err(d, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
     char *line = NULL, nb[256];
     size_t cap = 0;
     ssize_t got;
@@ -622,18 +622,20 @@ int oqc_table_read_xml_ex(const char *path, OqcArena *a, OqcCalibEntry **e, int 
     *e = NULL;
     *n = 0;
     *samples = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return oqc_err(d, "%s: cannot open: %s", path, strerror(errno));
-    fclose(f);
+    int fd = oqc_in_open(path, NULL, NULL, d);
+    if (fd < 0)
+        return -1;
     xmlInitParser();
     xmlParserCtxtPtr ctxt = xmlNewParserCtxt();
-    if (!ctxt)
+    if (!ctxt) {
+        close(fd);
         return oqc_err(d, "%s: cannot create an XML parser", path);
+    }
     /* No network, no DTD (a DOCTYPE is rejected below), big line numbers. */
-    xmlDocPtr doc = xmlCtxtReadFile(ctxt, path, NULL,
-                                    XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING |
-                                        XML_PARSE_BIG_LINES);
+    xmlDocPtr doc = xmlCtxtReadFd(ctxt, fd, path, NULL,
+                                  XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING |
+                                      XML_PARSE_BIG_LINES);
+    close(fd);
     if (!doc) {
         const xmlError *err = xmlCtxtGetLastError(ctxt);
         const char *m = err && err->message ? err->message : "unknown error";

@@ -146,16 +146,25 @@ void oqc_find_unsigned(const OqcGraph *g, unsigned char *nonneg) {
             nonneg[n->out[k]] = (unsigned char)v;
         }
     }
-    /* A concat buffer written through views is non-negative when all its views are. */
+    /* A concat buffer written through views is non-negative when all its views are
+     * (marked 3 when it already was, 2 when it was not yet). */
+    int again = 0;
     for (int t = 0; t < g->ntensors; t++)
         if (g->tensors[t].view_base >= 0 && g->tensors[t].producer >= 0)
-            nonneg[g->tensors[t].view_base] = 2;
+            nonneg[g->tensors[t].view_base] = nonneg[g->tensors[t].view_base] & 1 ? 3 : 2;
     for (int t = 0; t < g->ntensors; t++)
         if (g->tensors[t].view_base >= 0 && !nonneg[t])
             nonneg[g->tensors[t].view_base] = 0;
     for (int t = 0; t < g->ntensors; t++)
-        if (nonneg[t] == 2)
+        if (nonneg[t] >= 2) {
+            again |= nonneg[t] == 2; /* newly non-negative */
             nonneg[t] = 1;
+        }
+    /* The nodes reading a buffer (a MaxPool after an eliminated Concat) were visited
+     * before it was known: walk again until no buffer changes (buffers only turn
+     * non-negative, so this ends). */
+    if (again)
+        oqc_find_unsigned(g, nonneg);
 }
 
 /* ------------------------------------------------------------------- data */
@@ -490,13 +499,26 @@ int oqc_calibrate(OqcGraph *g, OqcGraph *gb, int64_t b, const OqcCalibOptions *o
             continue;
         const OqcTensor *tt = &g->tensors[t];
         int root = tt->view_base >= 0 ? tt->view_base : t;
+        /* A MaxPool that writes its own tensor runs at its input's scale (pass quantize):
+         * its entry is its input's, so the table and report show what INT8 runs. */
+        for (;;) {
+            int p = g->tensors[root].producer;
+            int in = p >= 0 && g->nodes[p].op == OQC_OP_MaxPool &&
+                             g->tensors[root].view_base < 0 ? g->nodes[p].in[0] : -1;
+            int inr = in >= 0 && g->tensors[in].view_base >= 0 ? g->tensors[in].view_base : in;
+            if (inr < 0 || slot[inr] < 0)
+                break;
+            root = inr;
+        }
         int s = slot[root];
         if (s < 0)
             continue;
         OqcCalibEntry *en = &es[ne++];
         en->name = tt->name;
         en->shape = tt->shape;
-        en->op = tt->producer >= 0 ? g->nodes[tt->producer].op_type : "input";
+        en->op = tt->producer >= 0 ? g->nodes[tt->producer].op_type
+               : is_base[t]        ? "Concat (in place)"   /* an eliminated Concat's buffer */
+                                   : "input";
         en->is_unsigned = nonneg[root];
         en->hist = &cp->hists[s];
         int imported = -1;

@@ -12,6 +12,18 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The names of the pipeline's passes, comma-separated, into buf. */
+static const char *pass_names(char *buf, size_t size) {
+    int n;
+    const OqcPass *list = oqc_pipeline(&n);
+    buf[0] = 0;
+    for (int i = 0; i < n; i++) {
+        strncat(buf, i ? ", " : "", size - strlen(buf) - 1);
+        strncat(buf, list[i].name, size - strlen(buf) - 1);
+    }
+    return buf;
+}
+
 /* Parses the options a command accepts (allowed: string of option letters/names). */
 int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const *allowed,
                        Opts *o, OqcDiag *d) {
@@ -76,8 +88,9 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
         } else if (!strcmp(name, "--bins")) {
             char *end;
             long b = strtol(val, &end, 10);
-            if (*end || b < 128 || b > (1 << 20))
-                return oqc_err(d, "oqc %s: --bins '%s' must be a number from 128 to 1048576",
+            /* at most 65536: the entropy search grows with the square of the bins */
+            if (*end || end == val || b < 128 || b > 65536)
+                return oqc_err(d, "oqc %s: --bins '%s' must be a number from 128 to 65536",
                                cmd, val);
             o->bins = (int)b;
         } else if (!strcmp(name, "--batch")) {
@@ -175,6 +188,20 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
     }
     if (!o->model)
         return oqc_err(d, "oqc %s: missing MODEL argument\n%s", cmd, oqc_usage(cmd));
+    /* pass names are checked whether or not the passes run (dump without --after,
+     * --no-opt): a misspelt name is an error, never silently ignored */
+    const char *lists[2][2] = {{o->passes, "--passes"}, {o->disable, "--disable-pass"}};
+    for (int k = 0; k < 2; k++)
+        for (const char *p = lists[k][0]; p && *p;) {
+            const char *comma = strchr(p, ',');
+            char one[64];
+            snprintf(one, sizeof one, "%.*s", comma ? (int)(comma - p) : (int)strlen(p), p);
+            char names[256];
+            if (!oqc_pass_find(one))
+                return oqc_err(d, "oqc %s: %s: unknown pass '%s' (passes: %s)", cmd,
+                               lists[k][1], one, pass_names(names, sizeof names));
+            p = comma ? comma + 1 : NULL;
+        }
     return 0;
 }
 
@@ -196,12 +223,9 @@ int oqc_cli_optimize(OqcGraph *g, const Opts *o, OqcDiag *d) {
         int n;
         const OqcPass *list = oqc_pipeline(&n);
         if (!stop) {
-            char names[256] = "";
-            for (int i = 0; i < n; i++) {
-                strncat(names, i ? ", " : "", sizeof names - strlen(names) - 1);
-                strncat(names, list[i].name, sizeof names - strlen(names) - 1);
-            }
-            return oqc_err(d, "--after: unknown pass '%s' (passes: %s, or all)", o->after, names);
+            char names[256];
+            return oqc_err(d, "--after: unknown pass '%s' (passes: %s, or all)", o->after,
+                           pass_names(names, sizeof names));
         }
         for (const char *p = o->passes; p && *p;) { /* --passes names must exist */
             const char *comma = strchr(p, ',');

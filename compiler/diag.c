@@ -31,24 +31,44 @@ static void diag_append(OqcDiag *d, const char *s, size_t n) {
     d->buf[d->len] = 0;
 }
 
-int oqc_verr(OqcDiag *d, const char *fmt, va_list ap) {
-    char tmp[1024];
+/* Appends message text with the control characters that names from a model or file
+ * may carry (ESC, BEL, CR, ...) written as \xHH, so an error message cannot drive the
+ * terminal; newlines and tabs (the messages' own layout) stay. */
+static void diag_append_text(OqcDiag *d, const char *s, size_t n) {
+    size_t start = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if ((c >= 0x20 && c != 0x7f) || c == '\n' || c == '\t')
+            continue;
+        char esc[5];
+        diag_append(d, s + start, i - start);
+        snprintf(esc, sizeof esc, "\\x%02x", c);
+        diag_append(d, esc, 4);
+        start = i + 1;
+    }
+    diag_append(d, s + start, n - start);
+}
+
+/* Formats into a malloc'd string (*s); its length. */
+static int vasprintf_like(char **s, const char *fmt, va_list ap) {
     va_list ap2;
     va_copy(ap2, ap);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
     if (n < 0)
         n = 0;
-    if ((size_t)n < sizeof tmp) {
-        diag_append(d, tmp, (size_t)n);
-    } else {
-        char *big = malloc((size_t)n + 1);
-        if (!big)
-            oqc_panic(__FILE__, __LINE__, "out of memory recording an error");
-        vsnprintf(big, (size_t)n + 1, fmt, ap2);
-        diag_append(d, big, (size_t)n);
-        free(big);
-    }
+    *s = malloc((size_t)n + 1);
+    if (!*s)
+        oqc_panic(__FILE__, __LINE__, "out of memory recording a message");
+    vsnprintf(*s, (size_t)n + 1, fmt, ap2);
     va_end(ap2);
+    return n;
+}
+
+int oqc_verr(OqcDiag *d, const char *fmt, va_list ap) {
+    char *s;
+    int n = vasprintf_like(&s, fmt, ap);
+    diag_append_text(d, s, (size_t)n);
+    free(s);
     if (d->len == 0 || d->buf[d->len - 1] != '\n')
         diag_append(d, "\n", 1);
     d->nerrors++;
@@ -68,7 +88,7 @@ int oqc_err_node(OqcDiag *d, const OqcGraph *g, int node, const char *fmt, ...) 
     char prefix[512];
     snprintf(prefix, sizeof prefix, "%s: node '%s' (%s%s%s): ", g->path, n->name,
              n->domain[0] ? n->domain : "", n->domain[0] ? "." : "", n->op_type);
-    diag_append(d, prefix, strlen(prefix));
+    diag_append_text(d, prefix, strlen(prefix));
     d->nerrors--; /* oqc_verr counts this message once */
     va_list ap;
     va_start(ap, fmt);
@@ -83,8 +103,17 @@ void oqc_info(OqcDiag *d, const char *fmt, ...) {
     FILE *f = d->log ? d->log : stderr;
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(f, fmt, ap);
+    char *s = NULL;
+    int n = vasprintf_like(&s, fmt, ap);
     va_end(ap);
+    for (int i = 0; i < n; i++) { /* control characters as in error messages */
+        unsigned char c = (unsigned char)s[i];
+        if ((c >= 0x20 && c != 0x7f) || c == '\n' || c == '\t')
+            fputc(c, f);
+        else
+            fprintf(f, "\\x%02x", c);
+    }
+    free(s);
     fputc('\n', f);
 }
 

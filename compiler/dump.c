@@ -8,6 +8,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "oqcf_tensor.h"
@@ -287,8 +288,41 @@ static void dot_str(FILE *f, const char *s) {
     }
 }
 
+/* The edges into node `to` (a DOT id, e.g. "n3") from the writers of tensor t: its
+ * producer, or for a buffer written in place (an eliminated Concat's output, which no
+ * node produces) the producers of its channel views, or the graph input it is. */
+static void dot_edges_from(const OqcGraph *g, FILE *out, int t, const char *to,
+                           const int *first_view, const int *next_view) {
+    const OqcTensor *tt = &g->tensors[t];
+    if (tt->producer >= 0) {
+        fprintf(out, "  n%d -> %s;\n", tt->producer, to);
+        return;
+    }
+    if (tt->is_input) {
+        fprintf(out, "  t%d -> %s;\n", t, to);
+        return;
+    }
+    for (int v = first_view[t]; v >= 0; v = next_view[v])
+        if (g->tensors[v].producer >= 0)
+            fprintf(out, "  n%d -> %s [style=bold];\n", g->tensors[v].producer, to);
+}
+
 int oqc_dump_dot(const OqcGraph *g, FILE *out) {
-    char buf[128];
+    char buf[128], to[32];
+    /* the channel views of each buffer, as linked lists (first_view[base], next_view) */
+    int *first_view = malloc((size_t)(g->ntensors + 1) * sizeof *first_view);
+    int *next_view = malloc((size_t)(g->ntensors + 1) * sizeof *next_view);
+    if (!first_view || !next_view)
+        oqc_panic(__FILE__, __LINE__, "out of memory");
+    for (int t = 0; t < g->ntensors; t++)
+        first_view[t] = next_view[t] = -1;
+    for (int t = g->ntensors - 1; t >= 0; t--) {
+        int b = g->tensors[t].view_base;
+        if (b >= 0 && b < g->ntensors) {
+            next_view[t] = first_view[b];
+            first_view[b] = t;
+        }
+    }
     fprintf(out, "digraph \"");
     dot_str(out, g->name);
     fprintf(out, "\" {\n  rankdir=TB;\n  node [shape=box, fontname=\"Helvetica\"];\n");
@@ -305,14 +339,11 @@ int oqc_dump_dot(const OqcGraph *g, FILE *out) {
         dot_str(out, n->op_type);
         fprintf(out, "\\n%s\"%s];\n", y ? oqc_shape_str(&y->shape, buf, sizeof buf) : "",
                 n->op == OQC_OP_UNKNOWN ? ", style=dashed" : "");
+        snprintf(to, sizeof to, "n%d", i);
         for (int k = 0; k < n->nin; k++) {
             int t = n->in[k];
-            if (t < 0 || g->tensors[t].is_const)
-                continue;
-            if (g->tensors[t].producer >= 0)
-                fprintf(out, "  n%d -> n%d;\n", g->tensors[t].producer, i);
-            else if (g->tensors[t].is_input)
-                fprintf(out, "  t%d -> n%d;\n", t, i);
+            if (t >= 0 && !g->tensors[t].is_const)
+                dot_edges_from(g, out, t, to, first_view, next_view);
         }
     }
     for (int i = 0; i < g->noutputs; i++) {
@@ -320,11 +351,12 @@ int oqc_dump_dot(const OqcGraph *g, FILE *out) {
         fprintf(out, "  o%d [shape=ellipse, label=\"", i);
         dot_str(out, t->name);
         fprintf(out, "\\n%s\"];\n", oqc_shape_str(&t->shape, buf, sizeof buf));
-        if (t->producer >= 0)
-            fprintf(out, "  n%d -> o%d;\n", t->producer, i);
-        else if (t->is_input)
-            fprintf(out, "  t%d -> o%d;\n", g->outputs[i], i);
+        snprintf(to, sizeof to, "o%d", i);
+        if (!t->is_const)
+            dot_edges_from(g, out, g->outputs[i], to, first_view, next_view);
     }
+    free(first_view);
+    free(next_view);
     fprintf(out, "}\n");
     return ferror(out) ? -1 : 0;
 }

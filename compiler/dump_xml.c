@@ -68,6 +68,7 @@ typedef struct Writer {
     OqcDiag *d;               /* where errors go */
     xmlTextWriterPtr w;       /* libxml2 writer on the output FILE */
     FILE *data;               /* side data file, NULL when constants' bytes are not written */
+    OqcOutFile dataf;         /* the side data file being written (temporary, renamed) */
     const char *data_ref;     /* the side file's name as written in the XML */
     uint64_t data_off;        /* bytes written to the side file so far */
     char *buf;                /* scratch text: escaped strings, number lists, hex */
@@ -362,10 +363,9 @@ int oqc_dump_xml(OqcGraph *g, FILE *out, const char *data_path, const char *data
     if (data_path) {
         const char *slash = strrchr(data_path, '/');
         W.data_ref = data_ref ? data_ref : slash ? slash + 1 : data_path;
-        W.data = fopen(data_path, "wb");
-        if (!W.data)
-            return oqc_err(d, "%s: cannot create the XML side data file: %s", data_path,
-                           strerror(errno));
+        if (oqc_out_open(&W.dataf, data_path, d) < 0)
+            return oqc_err(d, "%s: cannot create the XML side data file", data_path);
+        W.data = W.dataf.f;
     }
     xmlInitParser();
     xmlOutputBufferPtr ob = xmlOutputBufferCreateFile(out, NULL);
@@ -374,7 +374,7 @@ int oqc_dump_xml(OqcGraph *g, FILE *out, const char *data_path, const char *data
         if (ob)
             xmlOutputBufferClose(ob);
         if (W.data)
-            fclose(W.data);
+            oqc_out_commit(&W.dataf, 0, d);
         return oqc_err(d, "%s: cannot start the XML writer", g->path);
     }
     W.failed = xmlTextWriterSetIndent(W.w, 1) < 0 ||
@@ -418,10 +418,7 @@ int oqc_dump_xml(OqcGraph *g, FILE *out, const char *data_path, const char *data
     int rc = W.bad;
     if (W.failed || fflush(out) != 0 || ferror(out))
         rc = oqc_err(d, "%s: error writing the XML dump", g->path);
-    if (W.data) {
-        int bad = fflush(W.data) != 0 || ferror(W.data);
-        if (fclose(W.data) != 0 || bad)
-            rc = oqc_err(d, "%s: error writing the XML side data file", data_path);
-    }
+    if (W.data && oqc_out_commit(&W.dataf, rc == 0, d) < 0 && rc == 0)
+        rc = oqc_err(d, "%s: error writing the XML side data file", data_path);
     return rc;
 }

@@ -136,11 +136,17 @@ OqcExec *oqc_exec_new(OqcGraph *g, int nthreads, OqcDiag *d) {
         which[nlive++] = t;
     }
     e->arena_bytes = oqc_memplan(live, nlive, 64);
-    for (int i = 0; i <= g->nnodes; i++) {   /* the largest live set, step by step */
-        size_t sum = 0;
-        for (int k = 0; k < nlive; k++)
-            if (live[k].first <= i && i <= live[k].last)
-                sum += live[k].size;
+    /* The largest live set, step by step: each buffer adds its size at its first step
+     * and takes it off after its last (a running sum, linear in the graph; the
+     * unsigned sums wrap in between but every prefix is the true total). */
+    size_t *delta = oqc_arena_alloc(a, (size_t)(g->nnodes + 2) * sizeof *delta);
+    for (int k = 0; k < nlive; k++) {
+        delta[live[k].first] += live[k].size;
+        delta[live[k].last + 1] -= live[k].size;
+    }
+    size_t sum = 0;
+    for (int i = 0; i <= g->nnodes; i++) {
+        sum += delta[i];
         if (sum > e->peak_live)
             e->peak_live = sum;
     }
@@ -202,8 +208,9 @@ int oqc_exec_run(OqcExec *e, const void *const *inputs, void *const *outputs, Oq
     }
     for (int i = 0; i < g->noutputs; i++) {
         const OqcTensor *tt = &g->tensors[g->outputs[i]];
-        memcpy(outputs[i], e->ptr[g->outputs[i]],
-               (size_t)oqc_shape_numel(&tt->shape) * esize_of(tt));
+        size_t nb = (size_t)oqc_shape_numel(&tt->shape) * esize_of(tt);
+        if (nb) /* an empty output's pointers may be NULL */
+            memcpy(outputs[i], e->ptr[g->outputs[i]], nb);
     }
     return 0;
 }

@@ -32,18 +32,24 @@ typedef struct ExecNode {
     ExecKind kind;             /* which run_* function run is (for the C emitter) */
     size_t scratch;            /* scratch bytes it needs */
     size_t scratch_noamx;      /* EXEC_Q: those of a runtime built without AMX (oqci.h) */
-    OqcfConvParams conv;       /* Conv (output 0 of a merged conv) */
     OqcfConvParams *convs;     /* merged Conv: parameters per output, NULL otherwise */
     int64_t *koff;             /* merged Conv: first weight row of each output */
-    OqcfPoolParams pool;       /* MaxPool / AveragePool */
-    OqcfGemmParams gemm;       /* Gemm */
     int64_t a, b, c;           /* op-specific sizes (outer/axis/inner, batch/ch/inner) */
     float f0, f1;              /* op-specific scalars (alpha, beta, eps, clip bounds) */
     int axis;                  /* op-specific axis */
-    int perm[OQC_MAX_RANK];    /* Transpose permutation */
-    int64_t pads[2 * OQC_MAX_RANK]; /* Pad */
-    OqcfSlice slice;           /* Slice */
-    OqcfPadMode pad_mode;      /* Pad */
+    /* The parameters of one kernel kind: a node uses one of them (its kind's), so they
+     * share storage; a graph of 100k nodes then needs a third of the memory. */
+    union {
+        OqcfConvParams conv;       /* Conv (output 0 of a merged conv) */
+        OqcfPoolParams pool;       /* MaxPool / AveragePool */
+        OqcfGemmParams gemm;       /* Gemm */
+        int perm[OQC_MAX_RANK];    /* Transpose permutation */
+        OqcfSlice slice;           /* Slice */
+        struct {
+            int64_t pads[2 * OQC_MAX_RANK]; /* Pad */
+            OqcfPadMode pad_mode;           /* Pad */
+        };
+    };
 } ExecNode;
 
 struct OqcExec {

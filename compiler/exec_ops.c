@@ -328,6 +328,19 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
     OqcGraph *g = e->g;
     const OqcNode *n = &g->nodes[node];
     ExecNode *x = &e->nodes[node];
+    /* A node whose outputs all have no elements computes nothing: no kernel is prepared
+     * (its geometry may divide by a zero extent) and none runs (EXEC_NONE, which the C
+     * emitter skips too).  Shape inference has refused the cases where empty inputs
+     * would have to make a non-empty output. */
+    int empty = n->nout > 0;
+    for (int k = 0; k < n->nout; k++)
+        if (n->out[k] >= 0 && oqc_shape_numel(&g->tensors[n->out[k]].shape) != 0)
+            empty = 0;
+    if (empty) {
+        x->run = NULL;
+        x->kind = EXEC_NONE;
+        return 0;
+    }
     if (n->q)   /* an INT8 node: exec_q.c */
         return oqc_exec_prepare_q(e, node, d);
     const OqcTensor *in0 = n->nin > 0 && n->in[0] >= 0 ? &g->tensors[n->in[0]] : NULL;

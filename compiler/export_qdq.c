@@ -427,7 +427,7 @@ static int emit_weights(X *x, int node, const char **in, int *folded) {
                               (long long)k);
             break;
         }
-        sw[k] = m > 0 ? m / (float)wmax : 1.0f;
+        sw[k] = m > 0 ? m / (float)wmax : OQC_ZERO_RANGE_SCALE;
         for (int64_t c = 0; c < C; c++)
             wq[tb ? k * C + c : c * K + k] = (int8_t)oqci_round_clamp(row[c] / sw[k], -wmax, wmax);
     }
@@ -734,7 +734,8 @@ int oqc_export_qdq(OqcGraph *g, const OqcGraph *gq, const OqcQdqOptions *opt,
         }
     Onnx__TensorProto **inits = oqc_arena_alloc(x.a, (norig + x.ninits + 1) * sizeof *inits);
     memcpy(inits, orig, norig * sizeof *inits);
-    memcpy(inits + norig, x.inits, x.ninits * sizeof *inits);
+    if (x.ninits) /* x.inits is NULL for a model without weights */
+        memcpy(inits + norig, x.inits, x.ninits * sizeof *inits);
     /* The graph and the model. */
     Onnx__GraphProto *gp = oqc_arena_alloc(x.a, sizeof *gp);
     onnx__graph_proto__init(gp);

@@ -257,13 +257,17 @@ int oqc_graph_toposort(OqcGraph *g, OqcDiag *d) {
         return 0;
     /* Kahn's algorithm; the ready set is a min-heap on the original index, so a graph
      * already in topological order keeps its order exactly. */
-    int *indeg = oqc_arena_alloc(g->arena, (size_t)n * sizeof *indeg);
-    int *heap = oqc_arena_alloc(g->arena, (size_t)n * sizeof *heap);
-    int *order = oqc_arena_alloc(g->arena, (size_t)n * sizeof *order);
+    /* (scratch arrays on the heap, not the graph's arena: the pipeline sorts the graph
+     * after every pass, and a large graph would keep every pass's copies) */
+    int *indeg = calloc((size_t)n, sizeof *indeg);
+    int *heap = malloc((size_t)n * sizeof *heap);
+    int *order = malloc((size_t)n * sizeof *order);
     int nheap = 0, norder = 0;
     /* A tensor written through views (a Concat replaced by in-place writes) depends on
      * the producers of its views: count them as writers of the base. */
-    int *view_writers = oqc_arena_alloc(g->arena, (size_t)(g->ntensors + 1) * sizeof *view_writers);
+    int *view_writers = calloc((size_t)g->ntensors + 1, sizeof *view_writers);
+    if (!indeg || !heap || !order || !view_writers)
+        oqc_panic(__FILE__, __LINE__, "out of memory sorting the graph");
     for (int t = 0; t < g->ntensors; t++) {
         const OqcTensor *tt = &g->tensors[t];
         if (tt->view_base >= 0 && tt->producer >= 0)
@@ -337,14 +341,30 @@ int oqc_graph_toposort(OqcGraph *g, OqcDiag *d) {
             len += (size_t)w;
             shown++;
         }
+        free(indeg);
+        free(heap);
+        free(order);
+        free(view_writers);
         return oqc_err(d, "%s: the graph has a cycle: %d node(s) depend on each other "
                           "(among them %s)", g->path, n - norder, list);
     }
-    OqcNode *sorted = oqc_arena_alloc(g->arena, (size_t)g->cap_nodes * sizeof *sorted);
-    for (int i = 0; i < n; i++)
-        sorted[i] = g->nodes[order[i]];
-    g->nodes = sorted;
-    return oqc_graph_link(g, d);
+    int moved = 0;
+    for (int i = 0; i < n && !moved; i++)
+        moved = order[i] != i;
+    if (moved) { /* reordered in place through a temporary copy */
+        OqcNode *sorted = malloc((size_t)n * sizeof *sorted);
+        if (!sorted)
+            oqc_panic(__FILE__, __LINE__, "out of memory sorting the graph");
+        for (int i = 0; i < n; i++)
+            sorted[i] = g->nodes[order[i]];
+        memcpy(g->nodes, sorted, (size_t)n * sizeof *sorted);
+        free(sorted);
+    }
+    free(indeg);
+    free(heap);
+    free(order);
+    free(view_writers);
+    return moved ? oqc_graph_link(g, d) : 0;
 }
 
 int oqc_bind_input(OqcGraph *g, int tensor, const OqcValue *v, OqcDiag *d) {

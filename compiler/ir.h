@@ -136,6 +136,12 @@ typedef struct OqcQuant {
     const char *method;  /* calibration method that chose T, or "table" */
 } OqcQuant;
 
+/* The scale of a tensor with no range to quantize to: an activation whose threshold is
+ * 0 (zero on every calibration sample) or whose scale would be 0 or denormal, and an
+ * all-zero weight channel.  0 stays exact and requantization multipliers stay finite
+ * (docs/calibration.md, "Zero thresholds"). */
+#define OQC_ZERO_RANGE_SCALE 1.0f
+
 /* An accumulator tensor (int32: the raw sums of an INT8 Conv/Gemm/MatMul or average
  * pool whose output leaves the INT8 domain, see passes/quantize.c): its float value
  * and the s8/u8 value the integer API gives.  Element i belongs to channel
@@ -435,6 +441,27 @@ size_t oqc_exec_total_bytes(const OqcExec *e);
 /* The largest sum of activation sizes live at one step: no plan can use less. */
 size_t oqc_exec_peak_live(const OqcExec *e);
 
+/* ==================================================================== infile.c */
+
+struct stat;
+/* Opens path for reading (a descriptor, O_CLOEXEC): only a regular file; a FIFO,
+ * device, socket or directory is refused without blocking, with an error naming it
+ * (what: e.g. "external data file" for messages, or NULL).  The file is remembered as
+ * an input of this process (see oqc_in_was_read); st (or NULL) receives its stat. */
+int oqc_in_open(const char *path, const char *what, struct stat *st, OqcDiag *d);
+/* The same as a stdio stream, or NULL with an error. */
+FILE *oqc_in_fopen(const char *path, OqcDiag *d);
+/* oqc_in_open for a file a model names (file = dir/name): its real path (symbolic
+ * links resolved) must be inside dir's real path, else an error. */
+int oqc_in_open_inside(const char *dir, const char *file, const char *what, struct stat *st,
+                       OqcDiag *d);
+/* The name an input of this process was read by when path is the same file (device
+ * and inode: also through links or other names), else NULL.  Inputs are remembered
+ * only after oqc_in_remember(1): the oqc command line runs one command per process and
+ * turns it on; a program using the library may read and rewrite a file on purpose. */
+const char *oqc_in_was_read(const char *path);
+void oqc_in_remember(int on);
+
 /* =================================================================== outfile.c */
 
 /* An output file written completely or not at all: a temporary renamed into place when
@@ -450,6 +477,16 @@ int oqc_out_open(OqcOutFile *o, const char *path, OqcDiag *d);
 /* Closes the file; when ok and everything was written, puts it in place (0), else
  * removes the temporary (-1, with an error when the writing itself failed). */
 int oqc_out_commit(OqcOutFile *o, int ok, OqcDiag *d);
+/* -1 with an error when path is a file this process read as an input (infile.c). */
+int oqc_out_refuse_input(const char *path, OqcDiag *d);
+/* Registers a temporary file (or a directory a command created) to be removed if a
+ * signal interrupts the command; oqc_tmp_forget when it is renamed or removed. */
+void oqc_tmp_add(const char *path);
+void oqc_tmp_add_dir(const char *path);
+void oqc_tmp_forget(const char *path);
+/* Installs handlers for SIGINT, SIGTERM, SIGHUP and SIGQUIT that remove the registered
+ * temporaries and directories, then die of the signal (the CLI calls it). */
+void oqc_tmp_remove_on_signals(void);
 
 /* ================================================================= tensor_io.c */
 

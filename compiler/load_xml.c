@@ -409,12 +409,10 @@ static int read_data(Reader *R, xmlNodePtr n, OqcTensor *t, const char *ref) {
                           "file's directory", ref);
     const char *file = oqc_arena_printf(R->g->arena, "%s/%s", R->dir, ref);
     struct stat st;
-    int fd = open(file, O_RDONLY | O_NONBLOCK), rc = 0; /* a FIFO must not block */
+    int fd = oqc_in_open_inside(R->dir, file, "side data file", &st, R->d), rc = 0;
     if (fd < 0)
-        return rerr(R, n, "cannot open side data file '%s': %s", file, strerror(errno));
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-        rc = rerr(R, n, "side data file '%s' is not a regular file", file);
-    else if ((uint64_t)off > (uint64_t)st.st_size ||
+        return rerr(R, n, "cannot use side data file '%s'", file);
+    if ((uint64_t)off > (uint64_t)st.st_size ||
              (uint64_t)nbytes > (uint64_t)st.st_size - (uint64_t)off)
         rc = rerr(R, n, "side data file '%s' is %lld bytes, too short for offset %" PRId64
                         " + nbytes %" PRId64, file, (long long)st.st_size, off, nbytes);
@@ -759,22 +757,21 @@ static int read_root(Reader *R, xmlDocPtr doc) {
 }
 
 OqcGraph *oqc_load_xml(const char *path, OqcDiag *d) {
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) {
-        oqc_err(d, "%s: cannot open: %s", path, strerror(errno));
+    int fd = oqc_in_open(path, NULL, NULL, d);
+    if (fd < 0)
         return NULL;
-    }
-    close(fd);
     xmlInitParser();
     xmlParserCtxtPtr ctxt = xmlNewParserCtxt();
     if (!ctxt) {
+        close(fd);
         oqc_err(d, "%s: cannot create an XML parser", path);
         return NULL;
     }
     /* No network, no DTD loading, no entity substitution (and any DOCTYPE is rejected
      * below, so only the predefined entities remain); big line numbers for messages. */
-    xmlDocPtr doc = xmlCtxtReadFile(ctxt, path, NULL, XML_PARSE_NONET | XML_PARSE_NOERROR |
-                                                          XML_PARSE_NOWARNING | XML_PARSE_BIG_LINES);
+    xmlDocPtr doc = xmlCtxtReadFd(ctxt, fd, path, NULL, XML_PARSE_NONET | XML_PARSE_NOERROR |
+                                                        XML_PARSE_NOWARNING | XML_PARSE_BIG_LINES);
+    close(fd);
     if (!doc) {
         xmlErrorPtr e = xmlCtxtGetLastError(ctxt);
         const char *m = e && e->message ? e->message : "unknown error";

@@ -19,9 +19,11 @@
 #include "passes.h"
 #include "usage.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,6 +41,8 @@ static int read_table(const char *path, OqcArena *a, OqcCalibEntry **e, int *n,
         return oqc_table_read_xml_ex(path, a, e, n, &samples, float_layers, d);
     return oqc_table_read_trt(path, a, e, n, d);
 }
+
+static int optimize(OqcGraph *g, const Opts *o, int shown, int no_quantize, OqcDiag *d);
 
 /* a and b joined with a comma (either may be NULL or empty), in arena ar. */
 static const char *join_list(OqcArena *ar, const char *a, const char *b) {
@@ -66,7 +70,7 @@ typedef struct Builder {
 static OqcGraph *build_from_entries(void *ctx, const char *fp32_nodes, OqcDiag *d) {
     const Builder *b = ctx;
     OqcGraph *g = oqc_prepare(b->o->model, b->o->shapes, b->o->nshapes, 1, d);
-    if (!g || oqc_cli_optimize(g, b->o, d) < 0) {
+    if (!g || optimize(g, b->o, 1, 1, d) < 0) {
         oqc_graph_free(g);
         return NULL;
     }
@@ -128,7 +132,7 @@ static int on_validation(const Opts *o, Builder *b, const char *data, const char
     char *list = NULL;
     int rc = 0;
     OqcGraph *gf = oqc_prepare(o->model, o->shapes, o->nshapes, 1, d);
-    if (!gf || oqc_cli_optimize(gf, o, d) < 0 ||
+    if (!gf || optimize(gf, o, 1, 0, d) < 0 ||
         mix_options(o, data, labels, gf->arena, &xv, &yv, b->cfg->fp32_nodes, &mo, d) < 0)
         rc = -1;
     else if (chosen)
@@ -139,6 +143,72 @@ static int on_validation(const Opts *o, Builder *b, const char *data, const char
         *chosen = *list ? oqc_arena_strdup(a, list) : NULL;
     free(list);
     oqc_graph_free(gf);
+    return rc;
+}
+
+/* Runs the passes on g as o says, with -v statistics only when shown is 0 (a second
+ * copy of the model: the float reference of eval, the re-batched calibration graph;
+ * its statistics were shown for the first) and without pass quantize when no_quantize
+ * (the INT8 lowering runs it after calibration: before, it could only say that the
+ * graph stays float). */
+static int optimize(OqcGraph *g, const Opts *o, int shown, int no_quantize, OqcDiag *d) {
+    Opts q = *o;   /* (shallow: nothing of it is freed) */
+    q.verbose = shown ? 0 : o->verbose;
+    if (no_quantize) {
+        snprintf(q.disable_buf, sizeof q.disable_buf, "%s%squantize",
+                 o->disable ? o->disable : "", o->disable ? "," : "");
+        q.disable = q.disable_buf;
+    } else if (o->disable == o->disable_buf) {
+        q.disable = q.disable_buf;
+    }
+    int rc = oqc_cli_optimize(g, &q, d);
+    d->verbose = o->verbose;
+    return rc;
+}
+
+/* calibrate's outputs (the table and the report) are written to temporaries beside
+ * them and renamed into place together, only when both were written: a failed command
+ * leaves neither, and never overwrites the previous table.  A device or pipe that
+ * exists (e.g. /dev/null) is written directly. */
+typedef struct Staged {
+    const char *path;    /* the final name, NULL when the output is not asked for */
+    char *tmp;           /* the name it is written to (malloc'd), or NULL: path itself */
+} Staged;
+
+static const char *stage(Staged *s, const char *path, OqcDiag *d, int *rc) {
+    struct stat st;
+    s->path = path;
+    s->tmp = NULL;
+    if (!path || *rc < 0)
+        return path;
+    if (oqc_out_refuse_input(path, d) < 0) {
+        *rc = -1;
+        return path;
+    }
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return path;
+    size_t n = strlen(path) + 32;
+    if (!(s->tmp = malloc(n)))
+        oqc_panic(__FILE__, __LINE__, "out of memory");
+    snprintf(s->tmp, n, "%s.part%ld", path, (long)getpid());
+    oqc_tmp_add(s->tmp);
+    return s->tmp;
+}
+
+/* Renames the staged outputs into place when rc is 0, else removes them; rc or -1. */
+static int unstage(Staged *s, int n, int rc, OqcDiag *d) {
+    for (int i = 0; i < n; i++) {
+        if (!s[i].tmp)
+            continue;
+        if (rc == 0 && rename(s[i].tmp, s[i].path) != 0)
+            rc = oqc_err(d, "%s: cannot rename the finished file into place: %s", s[i].path,
+                         strerror(errno));
+        if (rc < 0)
+            remove(s[i].tmp);
+        oqc_tmp_forget(s[i].tmp);
+        free(s[i].tmp);
+        s[i].tmp = NULL;
+    }
     return rc;
 }
 
@@ -174,7 +244,7 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
     OqcGraph *gb = NULL; /* the same model re-batched for --batch N */
     if (g && o.batch > 1) {
         gb = oqc_prepare(o.model, o.shapes, o.nshapes, 1, d);
-        if (!gb || oqc_rebatch(gb, o.batch, d) < 0 || oqc_cli_optimize(gb, &o, d) < 0) {
+        if (!gb || oqc_rebatch(gb, o.batch, d) < 0 || optimize(gb, &o, 1, 0, d) < 0) {
             oqc_graph_free(gb);
             oqc_graph_free(g);
             g = NULL;
@@ -217,18 +287,22 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
         on_validation(&o, &b, o.val, o.val_labels, g->arena, &float_layers, NULL, d) < 0)
         rc = -1;
     cfg.fp32_nodes = float_layers;
+    Staged st[2];
+    const char *out = stage(&st[0], o.out, d, &rc);
+    const char *report = stage(&st[1], o.report, d, &rc);
     if (rc == 0)
-        rc = xml ? oqc_table_write_xml_ex(o.out, es, n, samples, float_layers, d)
-                 : oqc_table_write_trt(o.out, co.method == OQC_CALIB_MAX ? "MinMax" : "Entropy",
+        rc = xml ? oqc_table_write_xml_ex(out, es, n, samples, float_layers, d)
+                 : oqc_table_write_trt(out, co.method == OQC_CALIB_MAX ? "MinMax" : "Entropy",
                                        es, n, d);
     OqcSensitivity sens = {0};
     if (rc == 0 && o.sensitivity &&   /* the report's "Sensitivity" section */
         on_validation(&o, &b, o.val, o.val_labels, g->arena, NULL, &sens, d) < 0)
         rc = -1;
     if (rc == 0 && o.report)
-        rc = oqc_calib_report_ex(o.report, o.model, es, n, samples, o.sensitivity ? &sens : NULL,
+        rc = oqc_calib_report_ex(report, o.model, es, n, samples, o.sensitivity ? &sens : NULL,
                                  d);
     oqc_sensitivity_free(&sens);
+    rc = unstage(st, 2, rc, d);
     if (rc == 0 && !o.quiet)
         printf("calibrated %d tensors over %lld samples (%s) in %.2f s; table: %s%s%s\n", n,
                (long long)samples, co.method_name,
@@ -260,14 +334,14 @@ static OqcGraph *build_int8(const char *cmd, const Opts *o, OqcQuantConfig *cfg,
     *cfg = quant_config(o);
     cfg->fp32_nodes = o->fp32_nodes;
     OqcGraph *g = oqc_prepare(o->model, o->shapes, o->nshapes, 1, d);
-    if (g && oqc_cli_optimize(g, o, d) < 0) {
+    if (g && optimize(g, o, 0, 1, d) < 0) {
         oqc_graph_free(g);
         return NULL;
     }
     OqcGraph *gb = NULL;
     if (g && o->batch > 1 && o->ncalib > 0) {
         gb = oqc_prepare(o->model, o->shapes, o->nshapes, 1, d);
-        if (!gb || oqc_rebatch(gb, o->batch, d) < 0 || oqc_cli_optimize(gb, o, d) < 0) {
+        if (!gb || oqc_rebatch(gb, o->batch, d) < 0 || optimize(gb, o, 1, 1, d) < 0) {
             oqc_graph_free(gb);
             oqc_graph_free(g);
             return NULL;
@@ -339,13 +413,18 @@ static int cmd_eval(int argc, char **argv, OqcDiag *d) {
     Builder keep;
     OqcGraph *gq = rc == 0 ? build_int8("eval", &o, &cfg, o.sensitivity ? &keep : NULL, d) : NULL;
     OqcGraph *gf = gq ? oqc_prepare(o.model, o.shapes, o.nshapes, 1, d) : NULL;
-    if (gf && oqc_cli_optimize(gf, &o, d) < 0) {
+    if (gf && optimize(gf, &o, 1, 0, d) < 0) {
         oqc_graph_free(gf);
         gf = NULL;
     }
     OqcValue data, labels;
     if (gf && oqc_npy_read(o.data[0], gf->arena, &data, d) < 0)
         rc = -1;
+    /* the bytes are read as the input's element type: they must be that type */
+    if (gf && rc == 0 && gf->ninputs > 0 && data.dtype != gf->tensors[gf->inputs[0]].dtype)
+        rc = oqc_err(d, "%s: holds %s data but input '%s' is %s", o.data[0],
+                     oqc_dtype_name(data.dtype), gf->tensors[gf->inputs[0]].name,
+                     oqc_dtype_name(gf->tensors[gf->inputs[0]].dtype));
     if (gf && rc == 0 && o.labels && oqc_npy_read(o.labels, gf->arena, &labels, d) < 0)
         rc = -1;
     if (!gf)
@@ -539,6 +618,10 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         const char *u = argc > 2 ? oqc_usage(argv[2]) : NULL;
+        if (argc > 2 && !u) {
+            fprintf(stderr, "oqc help: unknown command '%s'\n\n%s", argv[2], oqc_usage_text);
+            return 1;
+        }
         fputs(u ? u : oqc_usage_text, stdout);
         return 0;
     }
@@ -553,6 +636,8 @@ int main(int argc, char **argv) {
             }
         OqcDiag d;
         oqc_diag_init(&d);
+        oqc_tmp_remove_on_signals(); /* an interrupted command leaves no temporaries */
+        oqc_in_remember(1);          /* and never writes over one of its inputs */
         int rc = commands[i].fn(argc - 2, argv + 2, &d);
         if (rc < 0 || d.nerrors) {
             fflush(stdout);

@@ -10,11 +10,9 @@
 #include <string.h>
 
 OqcGraph *oqc_load_model(const char *path, OqcDiag *d) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        oqc_err(d, "%s: cannot open: %s", path, strerror(errno));
+    FILE *f = oqc_in_fopen(path, d);
+    if (!f)
         return NULL;
-    }
     char head[64] = {0};
     size_t n = fread(head, 1, sizeof head - 1, f);
     fclose(f);

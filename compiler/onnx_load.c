@@ -713,17 +713,10 @@ static char *dir_of(OqcArena *a, const char *path) {
 }
 
 OqcGraph *oqc_load_onnx(const char *path, OqcDiag *d) {
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) {
-        oqc_err(d, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
     struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        oqc_err(d, "%s: not a regular file", path);
-        close(fd);
+    int fd = oqc_in_open(path, NULL, &st, d);
+    if (fd < 0)
         return NULL;
-    }
     if (st.st_size == 0) {
         oqc_err(d, "%s: not a valid ONNX model: the file is empty", path);
         close(fd);
@@ -744,9 +737,9 @@ OqcGraph *oqc_load_onnx(const char *path, OqcDiag *d) {
 
 int oqc_load_tensor_pb(const char *path, OqcArena *a, OqcValue *out, const char **name,
                        OqcDiag *d) {
-    FILE *f = fopen(path, "rb");
+    FILE *f = oqc_in_fopen(path, d);
     if (!f)
-        return oqc_err(d, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
     unsigned char *buf = NULL;
     size_t n = 0, cap = 0, got;
     do {

@@ -83,13 +83,13 @@ static int read_external(const OqcOnnxCtx *c, const Onnx__TensorProto *tp, const
         return oqc_err(c->d, "%s: tensor '%s': external data length %" PRIu64
                              " but its shape needs %zu bytes", c->path, name, length, need);
     char *file = oqc_arena_printf(c->arena, "%s/%s", c->dir, location);
-    int fd = open(file, O_RDONLY);
-    if (fd < 0)
-        return oqc_err(c->d, "%s: tensor '%s': cannot open external data file '%s': %s",
-                       c->path, name, file, strerror(errno));
     struct stat st;
+    int fd = oqc_in_open_inside(c->dir, file, "external data file", &st, c->d);
+    if (fd < 0)
+        return oqc_err(c->d, "%s: tensor '%s': cannot use external data file '%s'", c->path,
+                       name, file);
     int rc = 0;
-    if (fstat(fd, &st) < 0 || offset > (uint64_t)st.st_size ||
+    if (offset > (uint64_t)st.st_size ||
         need > (uint64_t)st.st_size - offset) {
         rc = oqc_err(c->d, "%s: tensor '%s': external data file '%s' is %lld bytes, too "
                            "short for offset %" PRIu64 " + length %zu", c->path, name, file,

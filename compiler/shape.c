@@ -16,6 +16,7 @@
 #include "shape_int.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 #include "oqcf_tensor.h"
 
@@ -108,6 +109,38 @@ static void propagate_values(Ctx *c) {
     }
 }
 
+/* ------------------------------------------------------- zero-size tensors */
+
+/* A node whose data input (input 0) has no elements but whose output has some would
+ * have to make values out of nothing: a Conv or MatMul summing over 0 input channels,
+ * a pooling over a 0x0 window, an edge or reflect Pad of an empty axis, a Gather from
+ * an empty axis.  oqc refuses those here (the kernels would divide by zero or read
+ * nothing) rather than produce an executor whose every run fails.  The ops for which
+ * the output is well defined are kept: Concat (the other inputs), a constant Pad (the
+ * constant), Shape and ConstantOfShape (their input is a shape, not data).  A node
+ * whose outputs are empty too computes nothing and is fine (the executor skips it). */
+static int empty_to_nonempty(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    const OqcTensor *y = OUT(c, 0);
+    if (!x || !y || !oqc_shape_known(&x->shape) || !oqc_shape_known(&y->shape) ||
+        oqc_shape_numel(&x->shape) != 0 || oqc_shape_numel(&y->shape) == 0)
+        return 0;
+    switch (c->n->op) {
+    case OQC_OP_Concat: case OQC_OP_Shape: case OQC_OP_ConstantOfShape:
+        return 0;
+    case OQC_OP_Pad:
+        if (!strcmp(oqc_attr_string(c->n, "mode", "constant"), "constant"))
+            return 0;
+        break;
+    default:
+        break;
+    }
+    char bx[160], by[160];
+    return ERR("input '%s' has no elements (shape %s) but output '%s' would have %s: "
+               "nothing to compute it from", x->name, oqc_shape_str(&x->shape, bx, sizeof bx),
+               y->name, oqc_shape_str(&y->shape, by, sizeof by));
+}
+
 /* --------------------------------------------------------------- entry points */
 
 int oqc_infer_shapes(OqcGraph *g, int strict, OqcDiag *d) {
@@ -143,6 +176,10 @@ int oqc_infer_shapes(OqcGraph *g, int strict, OqcDiag *d) {
             continue;
         }
         if (fn(&c) < 0) {
+            rc = -1;
+            continue;
+        }
+        if (empty_to_nonempty(&c) < 0) {
             rc = -1;
             continue;
         }

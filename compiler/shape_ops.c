@@ -7,6 +7,7 @@
  * context both files share (Ctx, IN, OUT, int_list, ...) is shape_int.h. */
 #include "shape_int.h"
 
+#include <math.h>
 #include <inttypes.h>
 #include <string.h>
 
@@ -633,6 +634,17 @@ static int shape_gather(Ctx *c) {
     OqcShape s;
     if (oqcf_gather_shape(&x->shape, &ix->shape, axis, &s) != OQCF_OK)
         return ERR("output rank would exceed %d", OQC_MAX_RANK);
+    /* constant indices are checked now: the kernel would fail on every run */
+    const void *iv = known_values(ix);
+    int64_t dim = x->shape.d[axis], nidx = iv ? oqc_shape_numel(&ix->shape) : 0;
+    for (int64_t i = 0; i < nidx; i++) {
+        int64_t k = ix->dtype == OQCF_INT64 ? ((const int64_t *)iv)[i]
+                                             : ((const int32_t *)iv)[i];
+        if (k < -dim || k >= dim)
+            return ERR("index %" PRId64 " (element %" PRId64 " of '%s') is out of range for "
+                       "axis %d of '%s', which has %" PRId64 " entries", k, i, ix->name, axis,
+                       x->name, dim);
+    }
     set_out(c, 0, x->dtype, &s);
     return 0;
 }
@@ -668,13 +680,33 @@ static int shape_constant_of_shape(Ctx *c) {
     return 0;
 }
 
+/* A constant scale of QuantizeLinear (x / scale) or DequantizeLinear (q * scale) must
+ * be finite, and not 0 for QuantizeLinear: the kernel refuses anything else on every
+ * run, so the model is refused here, naming the value. */
+static int check_qdq_scale(Ctx *c, int nonzero) {
+    const OqcTensor *s = IN(c, 1);
+    if (!s)
+        return ERR("needs a scale input");
+    const float *v = s->dtype == OQCF_FLOAT ? known_values(s) : NULL;
+    int64_t n = v ? oqc_shape_numel(&s->shape) : 0;
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(v[i]) || (nonzero && v[i] == 0))
+            return ERR("scale '%s' element %" PRId64 " is %g: a scale must be finite%s",
+                       s->name, i, (double)v[i], nonzero ? " and not 0" : "");
+    return 0;
+}
+
 static int shape_quantize(Ctx *c) {
+    if (check_qdq_scale(c, 1) < 0)
+        return -1;
     const OqcTensor *zp = IN(c, 2);
     set_out(c, 0, zp ? zp->dtype : OQCF_UINT8, &IN(c, 0)->shape);
     return 0;
 }
 
 static int shape_dequantize(Ctx *c) {
+    if (check_qdq_scale(c, 0) < 0)
+        return -1;
     set_out(c, 0, OQCF_FLOAT, &IN(c, 0)->shape);
     return 0;
 }

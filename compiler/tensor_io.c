@@ -6,6 +6,7 @@
  * renamed into place, so a failed write never leaves a partial .npy behind. */
 #include "ir.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -27,9 +28,9 @@ static int npy_bad(OqcDiag *d, const char *path, const char *why) {
 
 int oqc_npy_read(const char *path, OqcArena *a, OqcValue *v, OqcDiag *d) {
     memset(v, 0, sizeof *v);
-    FILE *f = fopen(path, "rb");
+    FILE *f = oqc_in_fopen(path, d);
     if (!f)
-        return oqc_err(d, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
     unsigned char pre[12];
     int rc = 0;
     char *hdr = NULL;
@@ -87,7 +88,22 @@ int oqc_npy_read(const char *path, OqcArena *a, OqcValue *v, OqcDiag *d) {
         goto out;
     }
     p = strstr(hdr, "'fortran_order'");
-    if (!p || !strstr(p, "False")) {
+    int fortran = -1; /* its value: 1 True, 0 False, -1 missing or anything else */
+    if (p) {
+        p += strlen("'fortran_order'");
+        p += strspn(p, " ");
+        p += *p == ':';
+        p += strspn(p, " ");
+        if (!strncmp(p, "False", 5) && !isalnum((unsigned char)p[5]))
+            fortran = 0;
+        else if (!strncmp(p, "True", 4) && !isalnum((unsigned char)p[4]))
+            fortran = 1;
+    }
+    if (fortran < 0) {
+        rc = npy_bad(d, path, "the header's 'fortran_order' must be True or False");
+        goto out;
+    }
+    if (fortran) {
         rc = oqc_err(d, "%s: .npy in Fortran order is not supported; save it with "
                         "numpy.ascontiguousarray", path);
         goto out;
@@ -193,9 +209,9 @@ int oqc_tensor_read(const char *path, const OqcShape *raw_shape, OqcArena *a, Oq
     if (!raw_shape || !oqc_shape_known(raw_shape))
         return oqc_err(d, "%s: raw input needs a known input shape (use --input-shape or a "
                           ".npy / .pb file)", path);
-    FILE *f = fopen(path, "rb");
+    FILE *f = oqc_in_fopen(path, d);
     if (!f)
-        return oqc_err(d, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
     int rc = 0;
     if (fseek(f, 0, SEEK_END) != 0) {
         fclose(f);

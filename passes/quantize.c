@@ -28,6 +28,7 @@
  * (shared state: quantize_int.h). */
 #include "quantize_int.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -539,16 +540,10 @@ int oqc_quant_apply(OqcGraph *g, const OqcCalibEntry *e, int n, OqcDiag *d) {
                               "of %s (tables name tensors after the passes: see `oqc dump "
                               "--after all`)", e[i].name, g->path);
         OqcQuant *q = &g->tensors[t].quant;
-        if (e[i].threshold == 0) {
-            /* zero on every calibration sample (or empty): no range to quantize to, so
-             * the tensor stays float, as one missing from the table */
-            oqc_info(d, "calibration table: tensor '%s' has threshold 0 (all zero during "
-                        "calibration): it stays in float", e[i].name);
-            continue;
-        }
-        if (!(e[i].threshold > 0) || !isfinite(e[i].threshold))
+        if (!(e[i].threshold >= 0) || !isfinite(e[i].threshold))
             return oqc_err(d, "calibration table: tensor '%s' has threshold %g; thresholds "
-                              "must be positive and finite", e[i].name, (double)e[i].threshold);
+                              "must be finite and not negative", e[i].name,
+                           (double)e[i].threshold);
         q->valid = 1;
         q->is_unsigned = nonneg[t];
         q->amax = e[i].amax;
@@ -557,6 +552,17 @@ int oqc_quant_apply(OqcGraph *g, const OqcCalibEntry *e, int n, OqcDiag *d) {
         q->scale = q->is_unsigned == e[i].is_unsigned && e[i].scale > 0
                        ? e[i].scale
                        : e[i].threshold / (q->is_unsigned ? 255.0f : 127.0f);
+        if (!(q->scale >= FLT_MIN)) {
+            /* Threshold 0 (the tensor was 0 on every calibration sample, as a dead
+             * channel's ReLU output is) or so small its scale is 0 or denormal: no range
+             * to quantize to.  It gets the scale an all-zero weight channel gets: 0 stays
+             * exact and the requantization multipliers stay finite.
+             * docs/calibration.md, "Zero thresholds". */
+            oqc_info(d, "calibration table: tensor '%s' has threshold %g (zero during "
+                        "calibration): it gets scale %g", e[i].name,
+                     (double)e[i].threshold, (double)OQC_ZERO_RANGE_SCALE);
+            q->scale = OQC_ZERO_RANGE_SCALE;
+        }
         q->method = e[i].method;
     }
     return 0;

@@ -90,6 +90,11 @@ int oqc_quant_build_conv(Q *q, int i, OqcQNode *qn, char *why) {
     OqcArena *a = g->arena;
     const OqcNode *n = &g->nodes[i];
     const OqcQuant *qx = cal(q, n->in[0]);
+    if (!qx)
+        return FAIL("its input has no calibration");
+    for (int o = 0; o < n->nout; o++)
+        if (!cal(q, n->out[o]))
+            return FAIL("its output '%s' has no calibration", TT(q, n->out[o])->name);
     const OqcShape *xs = &TT(q, n->in[0])->shape;
     const float *W = const_f32(q, n->in[1]);
     const float *B = n->nin > 2 ? const_f32(q, n->in[2]) : NULL;
@@ -178,7 +183,7 @@ int oqc_quant_build_conv(Q *q, int i, OqcQNode *qn, char *why) {
             m = fmaxf(m, fabsf(row[j]));
         if (!isfinite(m))
             return FAIL("its weights are not finite");
-        sw[k] = m > 0 ? m / (float)wmax : 1.0f;
+        sw[k] = m > 0 ? m / (float)wmax : OQC_ZERO_RANGE_SCALE;
         for (int64_t j = 0; j < kdim; j++)
             wq[k * kpad + j] = (int8_t)oqci_round_clamp(row[j] / sw[k], -wmax, wmax);
         double sacc = (double)qx->scale * sw[k];

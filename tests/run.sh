@@ -50,7 +50,7 @@ if [ -x "$BUILD/tests/tools/onnx_node_tests" ]; then
         "$BUILD/tests/tools/onnx_node_tests" "$NODE_DATA/node" "$NODE_DATA/pytorch-converted" >"$log" 2>&1; st=$?
         echo "-- onnx_node_tests: $(($(date +%s) - t0)) s"
         grep -v '^skip ' "$log"
-        echo "(skipped tests and their reasons: $(grep -c '^skip ' "$log"); run the tool to list them)"
+        echo "(skipped tests: $(grep -c '^skip ' "$log"); their reasons: $BUILD/tests/tools/onnx_node_tests $NODE_DATA/node $NODE_DATA/pytorch-converted | grep '^skip ')"
         account onnx_node_tests "$st" ;;
     esac
 fi

@@ -12,7 +12,7 @@
  *   4. the FP32 executor planned and run once on zeros, if the model is small
  *      (at most FUZZ_MAX_ELEMS elements per tensor and FUZZ_MAX_MACS multiply-adds,
  *      so a mutated 10^9-element shape is a refusal to run, not a timeout);
- *   5. the INT8 lowering with one threshold (1, 1e-3 or 1e3) for every float activation
+ *   5. the INT8 lowering with one threshold (1, 1e-3, 1e3 or 0) for every float activation
  *      and float or fixed-point requantization (the input's last byte picks), its
  *      executor run the same way, and the emitted C written to a scratch directory.
  * Errors are the expected outcome for most inputs; the target only looks for crashes,
@@ -76,11 +76,12 @@ static void run_zeros(OqcGraph *g, OqcDiag *d) {
 
 /* INT8: one threshold for every float tensor that is not a constant, then the quantize
  * pass, the INT8 executor and the emitter.  The input's last byte picks the threshold
- * (1, 1e-3 or 1e3: multipliers far from 1 both ways), the requantization mode and the
+ * (1, 1e-3 or 1e3: multipliers far from 1 both ways; 0: a tensor that was zero during
+ * calibration, which gets the documented scale 1), the requantization mode and the
  * weight bits (8, or 7: the AVX2 vpmaddubsw family). */
 static void int8_path(OqcGraph *g, uint8_t knob, OqcDiag *d) {
-    static const float thresholds[3] = {1.0f, 1e-3f, 1e3f};
-    float th = thresholds[(knob >> 1) % 3];
+    static const float thresholds[4] = {1.0f, 1e-3f, 1e3f, 0.0f};
+    float th = thresholds[(knob >> 1) % 4];
     OqcCalibEntry *tab = calloc((size_t)g->ntensors + 1, sizeof *tab);
     int n = 0;
     for (int t = 0; t < g->ntensors; t++) {
