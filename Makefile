@@ -49,6 +49,7 @@ RUNTIME_CFLAGS := -ffp-contract=off
 CFLAGS_runtime_oqcf_sgemm := -DOQCF_TEST_HOOKS
 CFLAGS_compiler_api := -DOQC_VERSION='"$(VERSION)"'
 CFLAGS_compiler_main := -DOQC_VERSION='"$(VERSION)"'
+CFLAGS_tests_unit_test_api := -DOQC_VERSION='"$(VERSION)"'
 # The INT8 conv: every x86 kernel family compiled (target attributes) and chosen at run
 # time, plus oqci_force_isa() for tests and benchmarks (the emitted copies have neither).
 # The same flags for every file of it (runtime/oqci_conv*.c: one file per kernel family,
