@@ -746,6 +746,17 @@ void oqc_em_node(Em *m, int node) {
                 oqcf_dtype_size(in0->dtype), Y(0));
         break;
     }
+    case EXEC_REDUCE: {
+        static const char *const rops[] = {[OQCF_REDUCE_SUM] = "OQCF_REDUCE_SUM",
+                                           [OQCF_REDUCE_MEAN] = "OQCF_REDUCE_MEAN",
+                                           [OQCF_REDUCE_MAX] = "OQCF_REDUCE_MAX",
+                                           [OQCF_REDUCE_MIN] = "OQCF_REDUCE_MIN"};
+        use_kernel(m, "oqcf_reduce.c");
+        in_shapes(m, node, 1);
+        fprintf(b, "    TRY(oqcf_reduce(%s, %s, &s%d[0], %uu, %s));\n",
+                rops[oqc_reduce_op(n->op)], X(0), node, x->mask, Y(0));
+        break;
+    }
     case EXEC_CAST:
         use_kernel(m, "oqcf_cast.c");
         fprintf(b, "    TRY(oqcf_cast(%s, %s, %s, %s, %" PRId64 "));\n", X(0),

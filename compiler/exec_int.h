@@ -22,7 +22,7 @@ typedef enum ExecKind {
     EXEC_NONE = 0, EXEC_CONV, EXEC_MAXPOOL, EXEC_AVGPOOL, EXEC_GLOBAL_POOL, EXEC_BATCHNORM,
     EXEC_LRN, EXEC_GEMM, EXEC_MATMUL, EXEC_UNARY, EXEC_CLIP, EXEC_BINARY, EXEC_SUM,
     EXEC_SOFTMAX, EXEC_CONCAT, EXEC_SPLIT, EXEC_SLICE, EXEC_TRANSPOSE, EXEC_PAD, EXEC_GATHER,
-    EXEC_CAST, EXEC_SHAPE, EXEC_CONSTANT_OF_SHAPE, EXEC_DROPOUT, EXEC_QDQ,
+    EXEC_CAST, EXEC_SHAPE, EXEC_CONSTANT_OF_SHAPE, EXEC_DROPOUT, EXEC_QDQ, EXEC_REDUCE,
     EXEC_Q,   /* an INT8 node (exec_q.c): OqcNode.q says which oqci kernel */
 } ExecKind;
 
@@ -44,6 +44,7 @@ typedef struct ExecNode {
     int64_t pads[2 * OQC_MAX_RANK]; /* Pad */
     OqcfSlice slice;           /* Slice */
     OqcfPadMode pad_mode;      /* Pad */
+    unsigned mask;             /* Reduce*: the reduced axes (bit i: axis i) */
 } ExecNode;
 
 struct OqcExec {
@@ -92,6 +93,8 @@ static inline size_t esize_of(const OqcTensor *t) { return oqcf_dtype_size(t->dt
 int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d);
 /* exec_q.c: prepares an INT8 node (OqcNode.q set by passes/quantize.c). */
 int oqc_exec_prepare_q(OqcExec *e, int node, OqcDiag *d);
+/* exec_ops.c: the runtime reduction (oqcf_reduce) of ReduceSum/ReduceMean/ReduceMax/ReduceMin. */
+OqcfReduceOp oqc_reduce_op(OqcOp op);
 /* exec_ops.c: 1 for ops whose first output is a view of their first input. */
 int oqc_exec_is_view_op(const OqcNode *n);
 

@@ -249,6 +249,19 @@ static int run_dropout_mask(OqcExec *e, int node) {
     return 0;
 }
 
+/* The runtime's reduction of a Reduce* op. */
+OqcfReduceOp oqc_reduce_op(OqcOp op) {
+    return op == OQC_OP_ReduceSum ? OQCF_REDUCE_SUM
+         : op == OQC_OP_ReduceMean ? OQCF_REDUCE_MEAN
+         : op == OQC_OP_ReduceMin ? OQCF_REDUCE_MIN : OQCF_REDUCE_MAX;
+}
+
+static int run_reduce(OqcExec *e, int node) {
+    CHECK(oqcf_reduce(oqc_reduce_op(N(e, node)->op), XIN(e, node, 0), SH(e, node, 0),
+                      EN(e, node)->mask, YOUT(e, node, 0)));
+    return 0;
+}
+
 static int run_qdq(OqcExec *e, int node) {
     const OqcNode *n = N(e, node);
     ExecNode *x = EN(e, node);
@@ -529,6 +542,18 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
         }
         x->run = run_softmax;
         x->kind = EXEC_SOFTMAX;
+        return 0;
+    }
+    case OQC_OP_ReduceMax: case OQC_OP_ReduceMean: case OQC_OP_ReduceMin:
+    case OQC_OP_ReduceSum: {
+        int keep;
+        if (!is_float(in0))
+            return PERR("%s on %s tensors is not supported (f32 only)", n->op_type,
+                        oqc_dtype_name(in0->dtype));
+        if (oqc_reduce_axes(g, node, in0->shape.rank, &x->mask, &keep, d) < 0)
+            return -1;
+        x->run = run_reduce;
+        x->kind = EXEC_REDUCE;
         return 0;
     }
     case OQC_OP_Concat:

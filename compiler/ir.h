@@ -342,6 +342,11 @@ int oqc_conv_transpose_geometry(const OqcGraph *g, int node, const OqcShape *x,
 /* MaxPool/AveragePool: kernel_shape, strides, dilations, pads/auto_pad, ceil_mode. */
 int oqc_pool_geometry(const OqcGraph *g, int node, const OqcShape *x, OqcWindow *win,
                       OqcDiag *d);
+/* ReduceMean/ReduceMax/ReduceMin/ReduceSum node `node` on an input of rank `rank`: *mask gets bit
+ * i set for each reduced axis i (all axes when none are given, none when none are given
+ * and noop_with_empty_axes = 1), *keepdims the attribute; 0, or -1 with an error. */
+int oqc_reduce_axes(const OqcGraph *g, int node, int rank, unsigned *mask, int *keepdims,
+                    OqcDiag *d);
 
 /* ===================================================================== shape.c */
 

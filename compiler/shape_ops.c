@@ -538,6 +538,23 @@ static int shape_softmax(Ctx *c) {
     return shape_same(c);
 }
 
+/* ReduceMean/ReduceMax/ReduceMin/ReduceSum: reduced axes become 1 (keepdims) or disappear. */
+static int shape_reduce(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    unsigned mask;
+    int keep;
+    if (oqc_reduce_axes(c->g, c->node, x->shape.rank, &mask, &keep, c->d) < 0)
+        return -1;
+    OqcShape s = {.rank = 0};
+    for (int i = 0; i < x->shape.rank; i++)
+        if (!(mask & (1u << i)))
+            s.d[s.rank++] = x->shape.d[i];
+        else if (keep)
+            s.d[s.rank++] = 1;
+    set_out(c, 0, x->dtype, &s);
+    return 0;
+}
+
 static int shape_dropout(Ctx *c) {
     const OqcTensor *x = IN(c, 0);
     set_out(c, 0, x->dtype, &x->shape);
@@ -706,6 +723,10 @@ const ShapeFn oqc_shape_fns[OQC_OP_COUNT] = {
     [OQC_OP_Mul] = shape_broadcast,
     [OQC_OP_Pad] = shape_pad,
     [OQC_OP_QuantizeLinear] = shape_quantize,
+    [OQC_OP_ReduceMax] = shape_reduce,
+    [OQC_OP_ReduceMean] = shape_reduce,
+    [OQC_OP_ReduceMin] = shape_reduce,
+    [OQC_OP_ReduceSum] = shape_reduce,
     [OQC_OP_Relu] = shape_same,
     [OQC_OP_Reshape] = shape_reshape,
     [OQC_OP_Shape] = shape_shape,

@@ -154,6 +154,21 @@ static int can_compute(const Q *q, int i, char *why) {
     }
 }
 
+/* Why node i, which is no INT8 candidate of step 1, stays float (for -v). */
+static const char *float_reason(const Q *q, int i) {
+    const OqcGraph *g = q->g;
+    const OqcNode *n = &g->nodes[i];
+    if (n->op != OQC_OP_Relu && n->op != OQC_OP_Clip && !is_view_op(n->op))
+        return "the INT8 backend has no kernel for this op";
+    if (in_list(q->cfg->fp32_nodes, n->name))
+        return "named in --fp32-nodes";
+    if (n->in[0] < 0 || !q->qdom[n->in[0]])
+        return "its input is not INT8";
+    if (n->out[0] >= 0 && g->tensors[n->out[0]].view_base >= 0)
+        return "it writes into a concat buffer";
+    return "its bounds are not constants";
+}
+
 /* ------------------------------------------------------------------------ driver */
 
 /* Folds a Relu/Clip that is the only reader of INT8 Add/Sum node i's output into the
@@ -301,6 +316,7 @@ int pass_quantize(OqcGraph *g, OqcDiag *d) {
     char why[OQC_WHY_SIZE];
     /* Step 1: compute nodes that can run in INT8 on their own. */
     unsigned char *compute = oqc_arena_alloc(g->arena, (size_t)nn + 1);
+    unsigned char *told = oqc_arena_alloc(g->arena, (size_t)nn + 1);   /* -v said why */
     for (int i = 0; i < nn; i++) {
         const OqcNode *n = &g->nodes[i];
         int cand = 0;
@@ -315,6 +331,7 @@ int pass_quantize(OqcGraph *g, OqcDiag *d) {
         }
         if (!cand)
             continue;
+        told[i] = 1;   /* a float candidate says why here */
         if (in_list(q.cfg->fp32_nodes, n->name)) {
             oqc_info(d, "quantize: '%s' (%s) stays float: named in --fp32-nodes", n->name,
                      n->op_type);
@@ -418,6 +435,9 @@ int pass_quantize(OqcGraph *g, OqcDiag *d) {
             g->tensors[n->out[0]].quant = g->tensors[base_of(g, n->in[0])].quant;
         }
         if (!qn) {
+            if (!told[i] && n->op != OQC_OP_QuantizeLinear && n->op != OQC_OP_DequantizeLinear)
+                oqc_info(d, "quantize: '%s' (%s) stays float: %s", n->name, n->op_type,
+                         float_reason(&q, i));
             nfloat++;
             continue;
         }

@@ -8,7 +8,8 @@
  *   oqcf_layout.c   copy, Concat, Split, Slice (+ ONNX index resolution), Transpose,
  *                   Pad, Gather - moved by element size, so any dtype works;
  *   oqcf_cast.c     Cast between numeric dtypes, float16/bfloat16 scalar conversions,
- *                   QuantizeLinear, DequantizeLinear.
+ *                   QuantizeLinear, DequantizeLinear;
+ *   oqcf_reduce.c   ReduceSum, ReduceMean, ReduceMax, ReduceMin over any set of axes.
  *
  * Conventions (beyond oqcf.h's: no allocation, status return, dense row-major):
  *   - a `void *` buffer holds elements of the dtype or element size the call names and
@@ -78,6 +79,20 @@ OqcfStatus oqcf_sum(const float *const *x, const OqcfShape *shapes, int n, float
  * inner = prod(d[axis+1:])). y may equal x. */
 OqcfStatus oqcf_softmax(const float *x, float *y, int64_t outer, int64_t axis_len,
                         int64_t inner);
+
+/* ---- reductions (oqcf_reduce.c) ---- */
+
+typedef enum OqcfReduceOp {
+    OQCF_REDUCE_SUM, OQCF_REDUCE_MEAN, OQCF_REDUCE_MAX, OQCF_REDUCE_MIN,
+} OqcfReduceOp;
+
+/* Reduces float x of shape xs over the axes whose bit is set in mask (bit i: axis i).
+ * y holds the kept dims' elements in order (keepdims only changes the shape, not the
+ * layout). mask 0 copies x. An empty reduction gives 0 (sum), NaN (mean), -inf (max),
+ * +inf (min);
+ * NaN propagates. y must not alias x. */
+OqcfStatus oqcf_reduce(OqcfReduceOp op, const float *x, const OqcfShape *xs, unsigned mask,
+                       float *y);
 
 /* ---- data movement by element size (oqcf_layout.c); esize = oqcf_dtype_size ---- */
 

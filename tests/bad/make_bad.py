@@ -210,6 +210,18 @@ def _(out):
               [vi("a", [1, 3, 4]), vi("b", [2, 4, 38], TensorProto.INT16)], [vi("y", [2, 3, 38])])
 
 
+
+@case("reduce_axis_range.onnx", "ReduceMean axes=[4] on a rank-4 input (axes go from -4 to 3)")
+def _(out):
+    return mk([helper.make_node("ReduceMean", ["x"], ["y"], axes=[4])], [vi("x", [1, 3, 4, 4])],
+              [vi("y", [1, 3, 4, 4])])
+
+
+@case("reduce_axes_runtime.onnx", "ReduceSum (opset 13) whose axes input is a graph input, known only at run time")
+def _(out):
+    return mk([helper.make_node("ReduceSum", ["x", "axes"], ["y"])],
+              [vi("x", [1, 3, 4, 4]), vi("axes", [1], TensorProto.INT64)], [vi("y", [1, 3, 4, 4])])
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=HERE)
