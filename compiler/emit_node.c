@@ -261,7 +261,10 @@ static void in_shapes(Em *m, int node, int nin) {
     fprintf(decl(m), "static const OqcfShape s%d[%d] = {", node, nin);
     for (int k = 0; k < nin; k++) {
         fputs(k ? ",\n    " : "\n    ", decl(m));
-        put_shape(decl(m), &m->g->tensors[n->in[k]].shape);
+        OqcShape s = m->g->tensors[n->in[k]].shape;
+        if (n->op == OQC_OP_PRelu && k == 1)   /* as run_binary broadcasts it */
+            s = oqc_prelu_slope_shape(n, &m->g->tensors[n->in[0]].shape, &s);
+        put_shape(decl(m), &s);
     }
     fputs("};\n", decl(m));
 }
@@ -606,6 +609,25 @@ void oqc_em_node(Em *m, int node) {
     case EXEC_UNARY: {
         use_kernel(m, "oqcf_eltwise.c");
         int64_t cnt = numel_out(m->e, node, 0);
+        OqcfUnaryOp uop;
+        float alpha, beta;
+        if (oqc_unary_of(n, &uop, &alpha, &beta)) {
+            static const char *const names[] = {
+                [OQCF_UN_ABS] = "ABS", [OQCF_UN_NEG] = "NEG", [OQCF_UN_EXP] = "EXP",
+                [OQCF_UN_LOG] = "LOG", [OQCF_UN_SQRT] = "SQRT", [OQCF_UN_ERF] = "ERF",
+                [OQCF_UN_RECIPROCAL] = "RECIPROCAL", [OQCF_UN_FLOOR] = "FLOOR",
+                [OQCF_UN_CEIL] = "CEIL", [OQCF_UN_SIGN] = "SIGN", [OQCF_UN_SOFTSIGN] = "SOFTSIGN",
+                [OQCF_UN_SOFTPLUS] = "SOFTPLUS", [OQCF_UN_ELU] = "ELU", [OQCF_UN_CELU] = "CELU",
+                [OQCF_UN_SELU] = "SELU", [OQCF_UN_THRESHOLDED_RELU] = "THRESHOLDED_RELU",
+                [OQCF_UN_HARD_SWISH] = "HARD_SWISH"};
+            fprintf(b, "    TRY(oqcf_unary(OQCF_UN_%s, %s, %s, %" PRId64 ", ", names[x->uop],
+                    X(0), Y(0), cnt);
+            put_f(b, x->f0);
+            fputs(", ", b);
+            put_f(b, x->f1);
+            fputs("));\n", b);
+            break;
+        }
         const char *fn = n->op == OQC_OP_Relu ? "relu" : n->op == OQC_OP_Sigmoid ? "sigmoid"
                        : n->op == OQC_OP_Tanh ? "tanh" : n->op == OQC_OP_LeakyRelu ? "leaky_relu"
                        : n->op == OQC_OP_HardSigmoid ? "hard_sigmoid" : NULL;
@@ -646,11 +668,30 @@ void oqc_em_node(Em *m, int node) {
     case EXEC_BINARY: {
         use_kernel(m, "oqcf_eltwise.c");
         const char *op = n->op == OQC_OP_Add ? "OQCF_ADD" : n->op == OQC_OP_Sub ? "OQCF_SUB"
-                       : n->op == OQC_OP_Mul ? "OQCF_MUL" : n->op == OQC_OP_Div ? "OQCF_DIV" : NULL;
+                       : n->op == OQC_OP_Mul ? "OQCF_MUL" : n->op == OQC_OP_Div ? "OQCF_DIV"
+                       : n->op == OQC_OP_Pow ? "OQCF_POW" : n->op == OQC_OP_PRelu ? "OQCF_PRELU"
+                       : NULL;
         OQC_ASSERT(op);
         in_shapes(m, node, 2);
         fprintf(b, "    TRY(oqcf_binary(%s, %s, %s, &s%d[0], %s, &s%d[1], %s));\n", op,
                 dtype_enum(g->tensors[n->out[0]].dtype), X(0), node, X(1), node, Y(0));
+        break;
+    }
+    case EXEC_POW_CAST: {   /* run_pow_cast: through double in the scratch */
+        use_kernel(m, "oqcf_eltwise.c");
+        use_kernel(m, "oqcf_cast.c");
+        in_shapes(m, node, 2);
+        int64_t na = oqc_shape_numel(&in0->shape), nb = oqc_shape_numel(&g->tensors[n->in[1]].shape);
+        fprintf(b, "    TRY(oqcf_cast(%s, %s, SCRATCH, OQCF_DOUBLE, %" PRId64 "));\n", X(0),
+                dtype_enum(in0->dtype), na);
+        fprintf(b, "    TRY(oqcf_cast(%s, %s, (double *)SCRATCH + %" PRId64 ", OQCF_DOUBLE, %" PRId64
+                   "));\n", X(1), dtype_enum(g->tensors[n->in[1]].dtype), na, nb);
+        fprintf(b, "    TRY(oqcf_binary(OQCF_POW, OQCF_DOUBLE, SCRATCH, &s%d[0], (double *)SCRATCH + %"
+                   PRId64 ", &s%d[1], (double *)SCRATCH + %" PRId64 "));\n", node, na, node,
+                na + nb);
+        fprintf(b, "    TRY(oqcf_cast((double *)SCRATCH + %" PRId64 ", OQCF_DOUBLE, %s, %s, %" PRId64
+                   "));\n", na + nb, Y(0), dtype_enum(g->tensors[n->out[0]].dtype),
+                numel_out(m->e, node, 0));
         break;
     }
     case EXEC_SUM:

@@ -23,6 +23,7 @@ typedef enum ExecKind {
     EXEC_LRN, EXEC_GEMM, EXEC_MATMUL, EXEC_UNARY, EXEC_CLIP, EXEC_BINARY, EXEC_SUM,
     EXEC_SOFTMAX, EXEC_CONCAT, EXEC_SPLIT, EXEC_SLICE, EXEC_TRANSPOSE, EXEC_PAD, EXEC_GATHER,
     EXEC_CAST, EXEC_SHAPE, EXEC_CONSTANT_OF_SHAPE, EXEC_DROPOUT, EXEC_QDQ, EXEC_REDUCE,
+    EXEC_POW_CAST, /* Pow of other types than float^float, double^double: in double */
     EXEC_Q,   /* an INT8 node (exec_q.c): OqcNode.q says which oqci kernel */
 } ExecKind;
 
@@ -45,6 +46,8 @@ typedef struct ExecNode {
     OqcfSlice slice;           /* Slice */
     OqcfPadMode pad_mode;      /* Pad */
     unsigned mask;             /* Reduce*: the reduced axes (bit i: axis i) */
+    OqcfUnaryOp uop;           /* EXEC_UNARY through oqcf_unary: which op (f0, f1: its
+                                  alpha, beta); only when oqc_unary_of says so */
 } ExecNode;
 
 struct OqcExec {
@@ -95,6 +98,9 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d);
 int oqc_exec_prepare_q(OqcExec *e, int node, OqcDiag *d);
 /* exec_ops.c: the runtime reduction (oqcf_reduce) of ReduceSum/ReduceMean/ReduceMax/ReduceMin. */
 OqcfReduceOp oqc_reduce_op(OqcOp op);
+/* exec_ops.c: for the ops oqcf_unary runs, 1 with its op and attributes (alpha, beta);
+ * 0 for every other op (Relu, Sigmoid, ... have their own kernels). */
+int oqc_unary_of(const OqcNode *n, OqcfUnaryOp *op, float *alpha, float *beta);
 /* exec_ops.c: 1 for ops whose first output is a view of their first input. */
 int oqc_exec_is_view_op(const OqcNode *n);
 

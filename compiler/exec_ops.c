@@ -110,7 +110,31 @@ static int run_unary(OqcExec *e, int node) {
     case OQC_OP_Tanh: CHECK(oqcf_tanh(x, y, n)); break;
     case OQC_OP_LeakyRelu: CHECK(oqcf_leaky_relu(x, y, n, p->f0)); break;
     case OQC_OP_HardSigmoid: CHECK(oqcf_hard_sigmoid(x, y, n, p->f0, p->f1)); break;
-    default: OQC_ASSERT(0);
+    default: CHECK(oqcf_unary(p->uop, x, y, n, p->f0, p->f1)); break;
+    }
+    return 0;
+}
+
+int oqc_unary_of(const OqcNode *n, OqcfUnaryOp *op, float *alpha, float *beta) {
+    static const struct { OqcOp op; OqcfUnaryOp u; } map[] = {
+        {OQC_OP_Abs, OQCF_UN_ABS}, {OQC_OP_Neg, OQCF_UN_NEG}, {OQC_OP_Exp, OQCF_UN_EXP},
+        {OQC_OP_Log, OQCF_UN_LOG}, {OQC_OP_Sqrt, OQCF_UN_SQRT}, {OQC_OP_Erf, OQCF_UN_ERF},
+        {OQC_OP_Reciprocal, OQCF_UN_RECIPROCAL}, {OQC_OP_Floor, OQCF_UN_FLOOR},
+        {OQC_OP_Ceil, OQCF_UN_CEIL}, {OQC_OP_Sign, OQCF_UN_SIGN},
+        {OQC_OP_Softsign, OQCF_UN_SOFTSIGN}, {OQC_OP_Softplus, OQCF_UN_SOFTPLUS},
+        {OQC_OP_Elu, OQCF_UN_ELU}, {OQC_OP_Celu, OQCF_UN_CELU}, {OQC_OP_Selu, OQCF_UN_SELU},
+        {OQC_OP_ThresholdedRelu, OQCF_UN_THRESHOLDED_RELU},
+        {OQC_OP_HardSwish, OQCF_UN_HARD_SWISH}};
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+        if (map[i].op != n->op)
+            continue;
+        *op = map[i].u;
+        /* ONNX's defaults; Selu's are float32 roundings of its exact constants */
+        *alpha = oqc_attr_float(n, "alpha", n->op == OQC_OP_Selu ? 1.67326319217681884765625f
+                                                                 : 1.0f);
+        *beta = n->op == OQC_OP_Selu ? oqc_attr_float(n, "gamma", 1.05070102214813232421875f)
+                                     : 0.0f;
+        return 1;
     }
     return 0;
 }
@@ -134,9 +158,26 @@ static int run_clip(OqcExec *e, int node) {
 static int run_binary(OqcExec *e, int node) {
     static const OqcfBinaryOp ops[OQC_OP_COUNT] = {
         [OQC_OP_Add] = OQCF_ADD, [OQC_OP_Sub] = OQCF_SUB, [OQC_OP_Mul] = OQCF_MUL,
-        [OQC_OP_Div] = OQCF_DIV};
+        [OQC_OP_Div] = OQCF_DIV, [OQC_OP_Pow] = OQCF_POW, [OQC_OP_PRelu] = OQCF_PRELU};
+    OqcShape bs = *SH(e, node, 1);
+    if (N(e, node)->op == OQC_OP_PRelu)
+        bs = oqc_prelu_slope_shape(N(e, node), SH(e, node, 0), &bs);
     CHECK(oqcf_binary(ops[N(e, node)->op], T(e, N(e, node)->out[0])->dtype, XIN(e, node, 0),
-                      SH(e, node, 0), XIN(e, node, 1), SH(e, node, 1), YOUT(e, node, 0)));
+                      SH(e, node, 0), XIN(e, node, 1), &bs, YOUT(e, node, 0)));
+    return 0;
+}
+
+/* Pow of other types: both inputs cast to double (scratch), pow, the result cast to the
+ * base's type (float -> integer truncates toward zero, see oqcf_cast). */
+static int run_pow_cast(OqcExec *e, int node) {
+    const OqcNode *n = N(e, node);
+    int64_t na = oqc_shape_numel(SH(e, node, 0)), nb = oqc_shape_numel(SH(e, node, 1));
+    int64_t ny = numel_out(e, node, 0);
+    double *a = e->scratch, *b = a + na, *y = b + nb;
+    CHECK(oqcf_cast(XIN(e, node, 0), T(e, n->in[0])->dtype, a, OQCF_DOUBLE, na));
+    CHECK(oqcf_cast(XIN(e, node, 1), T(e, n->in[1])->dtype, b, OQCF_DOUBLE, nb));
+    CHECK(oqcf_binary(OQCF_POW, OQCF_DOUBLE, a, SH(e, node, 0), b, SH(e, node, 1), y));
+    CHECK(oqcf_cast(y, OQCF_DOUBLE, YOUT(e, node, 0), T(e, n->out[0])->dtype, ny));
     return 0;
 }
 
@@ -499,6 +540,17 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
         x->run = run_unary;
         x->kind = EXEC_UNARY;
         return 0;
+    case OQC_OP_Abs: case OQC_OP_Neg: case OQC_OP_Exp: case OQC_OP_Log: case OQC_OP_Sqrt:
+    case OQC_OP_Erf: case OQC_OP_Reciprocal: case OQC_OP_Floor: case OQC_OP_Ceil:
+    case OQC_OP_Sign: case OQC_OP_Softsign: case OQC_OP_Softplus: case OQC_OP_Elu:
+    case OQC_OP_Celu: case OQC_OP_Selu: case OQC_OP_ThresholdedRelu: case OQC_OP_HardSwish:
+        if (!is_float(in0))
+            return PERR("%s on %s tensors is not supported (f32 only)", n->op_type,
+                        oqc_dtype_name(in0->dtype));
+        OQC_ASSERT(oqc_unary_of(n, &x->uop, &x->f0, &x->f1));
+        x->run = run_unary;
+        x->kind = EXEC_UNARY;
+        return 0;
     case OQC_OP_Clip:
         if (n->opset < 11 && !is_float(in0))
             return PERR("only f32 is supported");
@@ -507,6 +559,29 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
         x->run = run_clip;
         x->kind = EXEC_CLIP;
         return 0;
+    case OQC_OP_PRelu:
+        if (in0->dtype != OQCF_FLOAT && in0->dtype != OQCF_DOUBLE)
+            return PERR("PRelu on %s tensors is not supported (f32, f64)",
+                        oqc_dtype_name(in0->dtype));
+        x->run = run_binary;
+        x->kind = EXEC_BINARY;
+        return 0;
+    case OQC_OP_Pow: {
+        OqcfDType t1 = g->tensors[n->in[1]].dtype;
+        if ((in0->dtype == OQCF_FLOAT || in0->dtype == OQCF_DOUBLE) && t1 == in0->dtype) {
+            x->run = run_binary;
+            x->kind = EXEC_BINARY;
+            return 0;
+        }
+        if (in0->dtype == OQCF_FLOAT16 || in0->dtype == OQCF_BFLOAT16 ||
+            t1 == OQCF_FLOAT16 || t1 == OQCF_BFLOAT16)
+            return PERR("Pow on 16-bit floats is not supported");
+        x->scratch = (size_t)(oqc_shape_numel(&in0->shape) + oqc_shape_numel(SH(e, node, 1)) +
+                              oqc_shape_numel(&out0->shape)) * sizeof(double);
+        x->run = run_pow_cast;
+        x->kind = EXEC_POW_CAST;
+        return 0;
+    }
     case OQC_OP_Add: case OQC_OP_Sub: case OQC_OP_Mul: case OQC_OP_Div:
         x->run = run_binary;
         x->kind = EXEC_BINARY;

@@ -204,6 +204,19 @@ int oqc_pool_geometry(const OqcGraph *g, int node, const OqcShape *x, OqcWindow 
     return window(g, node, x, ceil_mode != 0, w, d);
 }
 
+/* PRelu before opset 7 applies a 1-D slope of C entries per channel (axis 1, PyTorch's
+ * exports); from opset 7 on, slopes broadcast as in numpy. */
+OqcShape oqc_prelu_slope_shape(const OqcNode *n, const OqcShape *x, const OqcShape *slope) {
+    OqcShape s = *slope;
+    if (n->opset < 7 && slope->rank == 1 && x->rank >= 2 && slope->d[0] == x->d[1] &&
+        slope->d[0] != 1) {
+        s.rank = x->rank - 1;
+        for (int i = 1; i < s.rank; i++)
+            s.d[i] = 1;
+    }
+    return s;
+}
+
 /* Axes of ReduceMean/ReduceMax/ReduceMin/ReduceSum: the attribute 'axes' before the opset where
  * they became input 1 (13 for ReduceSum, 18 for the others), else that input, which
  * must be a constant (or values shape inference derived). */

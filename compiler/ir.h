@@ -342,6 +342,9 @@ int oqc_conv_transpose_geometry(const OqcGraph *g, int node, const OqcShape *x,
 /* MaxPool/AveragePool: kernel_shape, strides, dilations, pads/auto_pad, ceil_mode. */
 int oqc_pool_geometry(const OqcGraph *g, int node, const OqcShape *x, OqcWindow *win,
                       OqcDiag *d);
+/* The shape PRelu node n's slope broadcasts with against input shape x: the slope's own,
+ * or [C, 1, ...] for a per-channel slope before opset 7. */
+OqcShape oqc_prelu_slope_shape(const OqcNode *n, const OqcShape *x, const OqcShape *slope);
 /* ReduceMean/ReduceMax/ReduceMin/ReduceSum node `node` on an input of rank `rank`: *mask gets bit
  * i set for each reduced axis i (all axes when none are given, none when none are given
  * and noop_with_empty_axes = 1), *keepdims the attribute; 0, or -1 with an error. */

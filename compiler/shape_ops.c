@@ -76,6 +76,42 @@ static int shape_broadcast(Ctx *c) {
     return 0;
 }
 
+/* PRelu: the slope broadcasts to X (unidirectionally; per channel before opset 7); the
+ * output is X's shape. */
+static int shape_prelu(Ctx *c) {
+    const OqcTensor *x = IN(c, 0), *sl = IN(c, 1);
+    if (!sl)
+        return ERR("needs a slope input");
+    if (same_type(c, 2) < 0)
+        return -1;
+    OqcShape r, ss = oqc_prelu_slope_shape(c->n, &x->shape, &sl->shape);
+    if (oqcf_broadcast_shape(&x->shape, &ss, &r) != OQCF_OK ||
+        !oqc_shape_equal(&r, &x->shape))
+        return ERR("slope '%s' %s does not broadcast to the input's shape %s", sl->name,
+                   sstr(&sl->shape), sstr(&x->shape));
+    return shape_same(c);
+}
+
+/* Pow: numpy broadcasting; the exponent may have another numeric type (ONNX's T1), the
+ * output has the base's. */
+static int shape_pow(Ctx *c) {
+    const OqcTensor *x = IN(c, 0), *p = IN(c, 1);
+    if (!p || c->n->nin != 2)
+        return ERR("needs two inputs");
+    for (int k = 0; k < 2; k++) {
+        OqcfDType dt = IN(c, k)->dtype;
+        if (dt == OQCF_STRING || dt == OQCF_BOOL || oqcf_dtype_size(dt) == 0)
+            return ERR("input %d '%s' is %s, not a number", k, IN(c, k)->name,
+                       oqc_dtype_name(dt));
+    }
+    OqcShape s;
+    if (oqcf_broadcast_shape(&x->shape, &p->shape, &s) != OQCF_OK)
+        return ERR("shapes %s and %s ('%s') do not broadcast", sstr(&x->shape),
+                   sstr(&p->shape), p->name);
+    set_out(c, 0, x->dtype, &s);
+    return 0;
+}
+
 static int shape_clip(Ctx *c) {
     if (same_type(c, 3) < 0)
         return -1;
@@ -697,10 +733,13 @@ static int shape_dequantize(Ctx *c) {
 }
 
 const ShapeFn oqc_shape_fns[OQC_OP_COUNT] = {
+    [OQC_OP_Abs] = shape_same,
     [OQC_OP_Add] = shape_broadcast,
     [OQC_OP_AveragePool] = shape_pool,
     [OQC_OP_BatchNormalization] = shape_batchnorm,
     [OQC_OP_Cast] = shape_cast,
+    [OQC_OP_Ceil] = shape_same,
+    [OQC_OP_Celu] = shape_same,
     [OQC_OP_Clip] = shape_clip,
     [OQC_OP_Concat] = shape_concat,
     [OQC_OP_ConstantOfShape] = shape_constant_of_shape,
@@ -709,35 +748,51 @@ const ShapeFn oqc_shape_fns[OQC_OP_COUNT] = {
     [OQC_OP_DequantizeLinear] = shape_dequantize,
     [OQC_OP_Div] = shape_broadcast,
     [OQC_OP_Dropout] = shape_dropout,
+    [OQC_OP_Elu] = shape_same,
+    [OQC_OP_Erf] = shape_same,
+    [OQC_OP_Exp] = shape_same,
     [OQC_OP_Flatten] = shape_flatten,
+    [OQC_OP_Floor] = shape_same,
     [OQC_OP_Gather] = shape_gather,
     [OQC_OP_Gemm] = shape_gemm,
     [OQC_OP_GlobalAveragePool] = shape_global_pool,
     [OQC_OP_GlobalMaxPool] = shape_global_pool,
     [OQC_OP_HardSigmoid] = shape_same,
+    [OQC_OP_HardSwish] = shape_same,
     [OQC_OP_Identity] = shape_same,
     [OQC_OP_LRN] = shape_lrn,
     [OQC_OP_LeakyRelu] = shape_same,
+    [OQC_OP_Log] = shape_same,
     [OQC_OP_MatMul] = shape_matmul,
     [OQC_OP_MaxPool] = shape_pool,
     [OQC_OP_Mul] = shape_broadcast,
+    [OQC_OP_Neg] = shape_same,
+    [OQC_OP_PRelu] = shape_prelu,
     [OQC_OP_Pad] = shape_pad,
+    [OQC_OP_Pow] = shape_pow,
     [OQC_OP_QuantizeLinear] = shape_quantize,
+    [OQC_OP_Reciprocal] = shape_same,
     [OQC_OP_ReduceMax] = shape_reduce,
     [OQC_OP_ReduceMean] = shape_reduce,
     [OQC_OP_ReduceMin] = shape_reduce,
     [OQC_OP_ReduceSum] = shape_reduce,
     [OQC_OP_Relu] = shape_same,
     [OQC_OP_Reshape] = shape_reshape,
+    [OQC_OP_Selu] = shape_same,
     [OQC_OP_Shape] = shape_shape,
     [OQC_OP_Sigmoid] = shape_same,
+    [OQC_OP_Sign] = shape_same,
     [OQC_OP_Slice] = shape_slice,
     [OQC_OP_Softmax] = shape_softmax,
+    [OQC_OP_Softplus] = shape_same,
+    [OQC_OP_Softsign] = shape_same,
     [OQC_OP_Split] = shape_split,
+    [OQC_OP_Sqrt] = shape_same,
     [OQC_OP_Squeeze] = shape_squeeze,
     [OQC_OP_Sub] = shape_broadcast,
     [OQC_OP_Sum] = shape_broadcast,
     [OQC_OP_Tanh] = shape_same,
+    [OQC_OP_ThresholdedRelu] = shape_same,
     [OQC_OP_Transpose] = shape_transpose,
     [OQC_OP_Unsqueeze] = shape_unsqueeze,
 };

@@ -44,6 +44,23 @@ OqcfStatus oqcf_hard_sigmoid(const float *x, float *y, int64_t n, float alpha,
                              float beta);        /* max(0, min(1, alpha * x + beta)) */
 OqcfStatus oqcf_tanh(const float *x, float *y, int64_t n);
 
+/* The other unary float ops, by name: y = op(x), alpha and beta their attributes. */
+typedef enum OqcfUnaryOp {
+    OQCF_UN_ABS, OQCF_UN_NEG, OQCF_UN_EXP, OQCF_UN_LOG, OQCF_UN_SQRT, OQCF_UN_ERF,
+    OQCF_UN_RECIPROCAL,        /* 1 / x */
+    OQCF_UN_FLOOR, OQCF_UN_CEIL,
+    OQCF_UN_SIGN,              /* -1, 0 or 1 (0 and -0 kept) */
+    OQCF_UN_SOFTSIGN,          /* x / (1 + |x|) */
+    OQCF_UN_SOFTPLUS,          /* log(1 + e^x) */
+    OQCF_UN_ELU,               /* x < 0 ? alpha * (e^x - 1) : x */
+    OQCF_UN_CELU,              /* x < 0 ? alpha * (e^(x / alpha) - 1) : x */
+    OQCF_UN_SELU,              /* beta * (x <= 0 ? alpha * (e^x - 1) : x) (beta: gamma) */
+    OQCF_UN_THRESHOLDED_RELU,  /* x > alpha ? x : 0 */
+    OQCF_UN_HARD_SWISH,        /* x * max(0, min(1, x / 6 + 1 / 2)) */
+} OqcfUnaryOp;
+OqcfStatus oqcf_unary(OqcfUnaryOp op, const float *x, float *y, int64_t n, float alpha,
+                      float beta);
+
 /* Clip on float, double and every integer dtype (ONNX Clip-11+ on int tensors).
  * lo/hi point to one element of type t, NULL for "no bound". y may equal x.
  * OQCF_EDTYPE for float16, bfloat16, bool and non-numeric types. */
@@ -54,6 +71,8 @@ OqcfStatus oqcf_clip_typed(OqcfDType t, const void *x, void *y, int64_t n,
 
 typedef enum OqcfBinaryOp {
     OQCF_ADD, OQCF_SUB, OQCF_MUL, OQCF_DIV,
+    OQCF_POW,     /* a^b (powf / pow); float and double only */
+    OQCF_PRELU,   /* a < 0 ? a * b : a (b: the slope); float and double only */
 } OqcfBinaryOp;
 
 /* Numpy (multidirectional) broadcast of two shapes, aligned at the right: each pair
@@ -62,7 +81,8 @@ typedef enum OqcfBinaryOp {
 OqcfStatus oqcf_broadcast_shape(const OqcfShape *a, const OqcfShape *b, OqcfShape *out);
 
 /* y = a OP b with broadcasting; y has the shape oqcf_broadcast_shape(as, bs).
- * dt: FLOAT, DOUBLE, INT8/16/32/64, UINT8/16/32/64 (else OQCF_EDTYPE); integer
+ * dt: FLOAT, DOUBLE, INT8/16/32/64, UINT8/16/32/64 (Pow, PRelu: FLOAT, DOUBLE; else
+ * OQCF_EDTYPE); integer
  * semantics as at the top of this file, float ones IEEE. y may equal a (or b) when
  * that input already has the output shape. */
 OqcfStatus oqcf_binary(OqcfBinaryOp op, OqcfDType dt, const void *a, const OqcfShape *as,

@@ -249,6 +249,56 @@ model("hardsigmoid_alpha_beta")(lambda b: unary(b, "HardSigmoid", alpha=0.25, be
 model("tanh_basic")(lambda b: unary(b, "Tanh"))
 model("identity_basic")(lambda b: unary(b, "Identity"))
 
+@model("hardswish_basic")
+def _(b):
+    b.opset = 14   # HardSwish is new in opset 14
+    unary(b, "HardSwish")
+model("elu_alpha")(lambda b: unary(b, "Elu", alpha=0.7))
+
+
+@model("unary_chain_math")
+def _(b):
+    # Abs, Sqrt, Log, Exp, Neg, Erf, Reciprocal chained (each input in its domain)
+    b.inp("x", [1, 3, 4, 4])
+    t = "x"
+    for op in ["Abs", "Sqrt", "Log", "Exp", "Neg", "Erf", "Reciprocal"]:
+        t = b.node(op, [t], op.lower())
+    b.node("Identity", [t], "y")
+    b.out("y", [1, 3, 4, 4])
+
+
+@model("unary_chain_act")
+def _(b):
+    # Softplus, Softsign, Selu, Celu, ThresholdedRelu, and Floor + Ceil + Sign of x * 3
+    b.inp("x", [1, 3, 4, 4])
+    t = b.node("Softplus", ["x"], "sp")
+    t = b.node("Softsign", [t], "ss")
+    t = b.node("Selu", [t], "se")
+    t = b.node("Celu", [t], "ce", alpha=2.0)
+    t = b.node("ThresholdedRelu", [t], "tr", alpha=0.6)
+    x3 = b.node("Mul", ["x", b.f32("three", 3.0)], "x3")
+    fl = b.node("Floor", [x3], "fl")
+    ce = b.node("Ceil", [x3], "cl")
+    sg = b.node("Sign", ["x"], "sg")
+    a = b.node("Sum", [t, fl, ce, sg], "y")
+    b.out("y", [1, 3, 4, 4])
+
+
+@model("prelu_channel")
+def _(b):
+    b.inp("x", [1, 3, 4, 4])
+    b.node("PRelu", ["x", b.randw("slope", [3, 1, 1], 0.3)], "y")
+    b.out("y", [1, 3, 4, 4])
+
+
+@model("pow_square_cube")
+def _(b):
+    # x ^ 2.0 (LayerNorm's variance) plus x ^ int64 3 (another exponent type)
+    b.inp("x", [1, 3, 4, 4])
+    sq = b.node("Pow", ["x", b.f32("two", 2.0)], "sq")
+    cu = b.node("Pow", ["x", b.i64("three", 3)], "cu")
+    b.node("Add", [sq, cu], "y")
+    b.out("y", [1, 3, 4, 4])
 
 @model("clip_minmax")
 def _(b):
