@@ -798,6 +798,34 @@ void oqc_em_node(Em *m, int node) {
                 rops[oqc_reduce_op(n->op)], X(0), node, x->mask, Y(0));
         break;
     }
+    case EXEC_ARGMAX:
+        use_kernel(m, "oqcf_reduce.c");
+        fprintf(b, "    TRY(oqcf_argmax(%s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %d, %d, %s));\n",
+                X(0), x->a, x->b, x->c, n->op == OQC_OP_ArgMin, x->axis, Y(0));
+        break;
+    case EXEC_TILE: {
+        use_kernel(m, "oqcf_layout.c");
+        const OqcTensor *y = &g->tensors[n->out[0]];
+        in_shapes(m, node, 1);
+        fprintf(decl(m), "static const OqcfShape ys%d = ", node);
+        put_shape(decl(m), &y->shape);
+        fputs(";\n", decl(m));
+        fprintf(b, "    TRY(oqcf_tile(%s, &s%d[0], &ys%d, %zu, %s));\n", X(0), node, node,
+                oqcf_dtype_size(y->dtype), Y(0));
+        break;
+    }
+    case EXEC_SPACE_DEPTH:
+        use_kernel(m, "oqcf_layout.c");
+        fprintf(decl(m), "static const OqcfShape v%d = ", node);
+        put_shape(decl(m), &x->view);
+        fprintf(decl(m), "; /* the 6-D view of the input */\nstatic const int perm%d[%d] = {",
+                node, OQC_MAX_RANK);
+        for (int i = 0; i < OQC_MAX_RANK; i++)
+            fprintf(decl(m), "%s%d", i ? ", " : "", x->perm[i]);
+        fputs("};\n", decl(m));
+        fprintf(b, "    TRY(oqcf_transpose(%s, &v%d, perm%d, %zu, %s));\n", X(0), node, node,
+                oqcf_dtype_size(in0->dtype), Y(0));
+        break;
     case EXEC_CAST:
         use_kernel(m, "oqcf_cast.c");
         fprintf(b, "    TRY(oqcf_cast(%s, %s, %s, %s, %" PRId64 "));\n", X(0),

@@ -24,6 +24,8 @@ typedef enum ExecKind {
     EXEC_SOFTMAX, EXEC_CONCAT, EXEC_SPLIT, EXEC_SLICE, EXEC_TRANSPOSE, EXEC_PAD, EXEC_GATHER,
     EXEC_CAST, EXEC_SHAPE, EXEC_CONSTANT_OF_SHAPE, EXEC_DROPOUT, EXEC_QDQ, EXEC_REDUCE,
     EXEC_POW_CAST, /* Pow of other types than float^float, double^double: in double */
+    EXEC_ARGMAX, EXEC_TILE, /* Tile and Expand */
+    EXEC_SPACE_DEPTH,       /* DepthToSpace / SpaceToDepth: a transpose of a 6-D view */
     EXEC_Q,   /* an INT8 node (exec_q.c): OqcNode.q says which oqci kernel */
 } ExecKind;
 
@@ -46,6 +48,7 @@ typedef struct ExecNode {
     OqcfSlice slice;           /* Slice */
     OqcfPadMode pad_mode;      /* Pad */
     unsigned mask;             /* Reduce*: the reduced axes (bit i: axis i) */
+    OqcfShape view;            /* EXEC_SPACE_DEPTH: the 6-D shape perm transposes */
     OqcfUnaryOp uop;           /* EXEC_UNARY through oqcf_unary: which op (f0, f1: its
                                   alpha, beta); only when oqc_unary_of says so */
 } ExecNode;

@@ -303,6 +303,53 @@ static int run_reduce(OqcExec *e, int node) {
     return 0;
 }
 
+static int run_argmax(OqcExec *e, int node) {
+    ExecNode *x = EN(e, node);
+    CHECK(oqcf_argmax(XIN(e, node, 0), x->a, x->b, x->c, N(e, node)->op == OQC_OP_ArgMin,
+                      x->axis, YOUT(e, node, 0)));
+    return 0;
+}
+
+static int run_tile(OqcExec *e, int node) {
+    const OqcTensor *y = T(e, N(e, node)->out[0]);
+    CHECK(oqcf_tile(XIN(e, node, 0), SH(e, node, 0), &y->shape, esize_of(y), YOUT(e, node, 0)));
+    return 0;
+}
+
+static int run_space_depth(OqcExec *e, int node) {
+    ExecNode *x = EN(e, node);
+    CHECK(oqcf_transpose(XIN(e, node, 0), &x->view, x->perm, esize_of(T(e, N(e, node)->in[0])),
+                         YOUT(e, node, 0)));
+    return 0;
+}
+
+/* DepthToSpace / SpaceToDepth of NCHW x as a transpose of a 6-D view of x (ONNX's
+ * definitions): DCR [N, b, b, C', H, W] -> [N, C', H, b, W, b]; CRD [N, C', b, b, H, W]
+ * -> the same order; SpaceToDepth [N, C, H', b, W', b] -> [N, b, b, C, H', W']. */
+static void space_depth_view(const OqcNode *n, const OqcShape *xs, OqcShape *view, int *perm) {
+    int64_t b = oqc_attr_int(n, "blocksize", 1), N = xs->d[0], C = xs->d[1], H = xs->d[2],
+            W = xs->d[3];
+    static const int dcr[6] = {0, 3, 4, 1, 5, 2}, crd[6] = {0, 1, 4, 2, 5, 3},
+                     s2d[6] = {0, 3, 5, 1, 2, 4};
+    const int *p;
+    *view = (OqcShape){.rank = 6};
+    if (n->op == OQC_OP_SpaceToDepth) {
+        int64_t d[6] = {N, C, H / b, b, W / b, b};
+        memcpy(view->d, d, sizeof d);
+        p = s2d;
+    } else if (!strcmp(oqc_attr_string(n, "mode", "DCR"), "CRD")) {
+        int64_t d[6] = {N, C / (b * b), b, b, H, W};
+        memcpy(view->d, d, sizeof d);
+        p = crd;
+    } else {
+        int64_t d[6] = {N, b, b, C / (b * b), H, W};
+        memcpy(view->d, d, sizeof d);
+        p = dcr;
+    }
+    for (int i = 0; i < OQC_MAX_RANK; i++)
+        perm[i] = i < 6 ? p[i] : i;
+}
+
 static int run_qdq(OqcExec *e, int node) {
     const OqcNode *n = N(e, node);
     ExecNode *x = EN(e, node);
@@ -631,6 +678,31 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
         x->kind = EXEC_REDUCE;
         return 0;
     }
+    case OQC_OP_ArgMax: case OQC_OP_ArgMin: {
+        if (!is_float(in0))
+            return PERR("%s on %s tensors is not supported (f32 only)", n->op_type,
+                        oqc_dtype_name(in0->dtype));
+        int r = in0->shape.rank;
+        int64_t axis = oqc_attr_int(n, "axis", 0);
+        if (axis < 0)
+            axis += r;
+        x->a = prod(&in0->shape, 0, (int)axis);
+        x->b = in0->shape.d[axis];
+        x->c = prod(&in0->shape, (int)axis + 1, r);
+        x->axis = oqc_attr_int(n, "select_last_index", 0) != 0;
+        x->run = run_argmax;
+        x->kind = EXEC_ARGMAX;
+        return 0;
+    }
+    case OQC_OP_Tile: case OQC_OP_Expand:
+        x->run = run_tile;
+        x->kind = EXEC_TILE;
+        return 0;
+    case OQC_OP_DepthToSpace: case OQC_OP_SpaceToDepth:
+        space_depth_view(n, &in0->shape, &x->view, x->perm);
+        x->run = run_space_depth;
+        x->kind = EXEC_SPACE_DEPTH;
+        return 0;
     case OQC_OP_Concat:
         if (n->nin > 256)
             return PERR("more than 256 inputs");

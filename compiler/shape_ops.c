@@ -591,6 +591,103 @@ static int shape_reduce(Ctx *c) {
     return 0;
 }
 
+/* ArgMax/ArgMin: int64 indices; the axis becomes 1 (keepdims) or disappears. */
+static int shape_argmax(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    int r = x->shape.rank;
+    if (r == 0)
+        return ERR("needs an input of rank 1 or more");
+    int axis = norm_axis(c, oqc_attr_int(c->n, "axis", 0), r, "axis");
+    if (axis < 0)
+        return -1;
+    if (x->shape.d[axis] == 0)
+        return ERR("axis %d of %s is empty: no index to return", axis, sstr(&x->shape));
+    OqcShape s = x->shape;
+    if (oqc_attr_int(c->n, "keepdims", 1)) {
+        s.d[axis] = 1;
+    } else {
+        for (int i = axis; i + 1 < r; i++)
+            s.d[i] = s.d[i + 1];
+        s.rank--;
+    }
+    set_out(c, 0, OQCF_INT64, &s);
+    return 0;
+}
+
+/* Tile: each dim times its repeat (input 1, a constant of rank-many entries). */
+static int shape_tile(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    int64_t rep[OQC_MAX_RANK];
+    int n = IN(c, 1) ? int_list(c, 1, rep, OQC_MAX_RANK) : -1;
+    if (n < -1)
+        return -1;
+    if (n < 0)
+        return ERR("repeats must be a constant int64 input");
+    if (n != x->shape.rank)
+        return ERR("repeats has %d entries for an input of rank %d", n, x->shape.rank);
+    OqcShape s = x->shape;
+    for (int i = 0; i < n; i++) {
+        if (rep[i] < 0 || (rep[i] > 0 && s.d[i] > OQC_MAX_ELEMENTS / rep[i]))
+            return ERR("repeat %" PRId64 " of axis %d is negative or absurd", rep[i], i);
+        s.d[i] *= rep[i];
+    }
+    set_out(c, 0, x->dtype, &s);
+    return 0;
+}
+
+/* Expand: numpy broadcast of the input with the shape given as input 1 (a constant). */
+static int shape_expand(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    int64_t v[OQC_MAX_RANK];
+    int n = IN(c, 1) ? int_list(c, 1, v, OQC_MAX_RANK) : -1;
+    if (n < -1)
+        return -1;
+    if (n < 0)
+        return ERR("shape must be a constant int64 input");
+    OqcShape want = {.rank = n}, s;
+    for (int i = 0; i < n; i++) {
+        if (v[i] < 0 || v[i] > OQC_MAX_ELEMENTS)
+            return ERR("dimension %" PRId64 " is negative or absurd", v[i]);
+        want.d[i] = v[i];
+    }
+    if (oqcf_broadcast_shape(&x->shape, &want, &s) != OQCF_OK)
+        return ERR("shape %s does not broadcast with the input's %s", sstr(&want),
+                   sstr(&x->shape));
+    set_out(c, 0, x->dtype, &s);
+    return 0;
+}
+
+/* DepthToSpace / SpaceToDepth on NCHW: blocksize b moves C/(b*b) <-> H*b, W*b. */
+static int shape_space_depth(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    int64_t bs = oqc_attr_int(c->n, "blocksize", 0);
+    if (x->shape.rank != 4)
+        return ERR("needs a 4-D NCHW input, not %s", sstr(&x->shape));
+    if (bs < 1 || bs > 4096)
+        return ERR("blocksize %" PRId64 " must be in 1..4096", bs);
+    OqcShape s = x->shape;
+    if (c->n->op == OQC_OP_DepthToSpace) {
+        const char *mode = oqc_attr_string(c->n, "mode", "DCR");
+        if (strcmp(mode, "DCR") && strcmp(mode, "CRD"))
+            return ERR("mode '%s' is neither DCR nor CRD", mode);
+        if (s.d[1] % (bs * bs))
+            return ERR("%" PRId64 " channels are not a multiple of blocksize^2 = %" PRId64,
+                       s.d[1], bs * bs);
+        s.d[1] /= bs * bs;
+        s.d[2] *= bs;
+        s.d[3] *= bs;
+    } else {
+        if (s.d[2] % bs || s.d[3] % bs)
+            return ERR("height %" PRId64 " and width %" PRId64 " must be multiples of the "
+                       "blocksize %" PRId64, s.d[2], s.d[3], bs);
+        s.d[1] *= bs * bs;
+        s.d[2] /= bs;
+        s.d[3] /= bs;
+    }
+    set_out(c, 0, x->dtype, &s);
+    return 0;
+}
+
 static int shape_dropout(Ctx *c) {
     const OqcTensor *x = IN(c, 0);
     set_out(c, 0, x->dtype, &x->shape);
@@ -735,6 +832,8 @@ static int shape_dequantize(Ctx *c) {
 const ShapeFn oqc_shape_fns[OQC_OP_COUNT] = {
     [OQC_OP_Abs] = shape_same,
     [OQC_OP_Add] = shape_broadcast,
+    [OQC_OP_ArgMax] = shape_argmax,
+    [OQC_OP_ArgMin] = shape_argmax,
     [OQC_OP_AveragePool] = shape_pool,
     [OQC_OP_BatchNormalization] = shape_batchnorm,
     [OQC_OP_Cast] = shape_cast,
@@ -745,12 +844,14 @@ const ShapeFn oqc_shape_fns[OQC_OP_COUNT] = {
     [OQC_OP_ConstantOfShape] = shape_constant_of_shape,
     [OQC_OP_Conv] = shape_conv,
     [OQC_OP_ConvTranspose] = shape_conv_transpose,
+    [OQC_OP_DepthToSpace] = shape_space_depth,
     [OQC_OP_DequantizeLinear] = shape_dequantize,
     [OQC_OP_Div] = shape_broadcast,
     [OQC_OP_Dropout] = shape_dropout,
     [OQC_OP_Elu] = shape_same,
     [OQC_OP_Erf] = shape_same,
     [OQC_OP_Exp] = shape_same,
+    [OQC_OP_Expand] = shape_expand,
     [OQC_OP_Flatten] = shape_flatten,
     [OQC_OP_Floor] = shape_same,
     [OQC_OP_Gather] = shape_gather,
@@ -786,6 +887,7 @@ const ShapeFn oqc_shape_fns[OQC_OP_COUNT] = {
     [OQC_OP_Softmax] = shape_softmax,
     [OQC_OP_Softplus] = shape_same,
     [OQC_OP_Softsign] = shape_same,
+    [OQC_OP_SpaceToDepth] = shape_space_depth,
     [OQC_OP_Split] = shape_split,
     [OQC_OP_Sqrt] = shape_same,
     [OQC_OP_Squeeze] = shape_squeeze,
@@ -793,6 +895,7 @@ const ShapeFn oqc_shape_fns[OQC_OP_COUNT] = {
     [OQC_OP_Sum] = shape_broadcast,
     [OQC_OP_Tanh] = shape_same,
     [OQC_OP_ThresholdedRelu] = shape_same,
+    [OQC_OP_Tile] = shape_tile,
     [OQC_OP_Transpose] = shape_transpose,
     [OQC_OP_Unsqueeze] = shape_unsqueeze,
 };

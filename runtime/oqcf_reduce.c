@@ -1,5 +1,5 @@
-/* oqcf_reduce.c - ReduceSum, ReduceMean, ReduceMax and ReduceMin over any set of axes (see
- * oqcf_tensor.h).
+/* oqcf_reduce.c - ReduceSum, ReduceMean, ReduceMax and ReduceMin over any set of axes, and
+ * ArgMax/ArgMin (see oqcf_tensor.h).
  *
  * The input is walked once in memory order with an odometer over its dims; each
  * element lands in the output element that has the same index on every kept dim (a
@@ -100,5 +100,31 @@ OqcfStatus oqcf_reduce(OqcfReduceOp op, const float *x, const OqcfShape *xs, uns
     if (op == OQCF_REDUCE_MIN)
         for (int64_t i = 0; i < ny; i++)
             y[i] = -y[i];
+    return OQCF_OK;
+}
+
+OqcfStatus oqcf_argmax(const float *x, int64_t outer, int64_t len, int64_t inner, int is_min,
+                       int select_last, int64_t *y) {
+    if (outer < 0 || len < 1 || inner < 0)
+        return OQCF_EINVAL;
+    if (outer == 0 || inner == 0)
+        return OQCF_OK;
+    if (!x || !y)
+        return OQCF_EINVAL;
+    float sign = is_min ? -1.0f : 1.0f;   /* argmin: the argmax of -x */
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            const float *xp = x + o * len * inner + i;
+            float best = sign * xp[0];
+            int64_t at = 0;
+            for (int64_t j = 1; j < len; j++) {
+                float v = sign * xp[j * inner];
+                if (v > best || (select_last && v == best)) {
+                    best = v;
+                    at = j;
+                }
+            }
+            y[o * inner + i] = at;
+        }
     return OQCF_OK;
 }

@@ -6,10 +6,11 @@
  *   oqcf_eltwise.c  unary float ops, Clip on any numeric type, broadcasting binary
  *                   Add/Sub/Mul/Div, Sum of N inputs, Softmax;
  *   oqcf_layout.c   copy, Concat, Split, Slice (+ ONNX index resolution), Transpose,
- *                   Pad, Gather - moved by element size, so any dtype works;
+ *                   Pad, Gather, Tile/Expand - moved by element size, so any dtype works;
  *   oqcf_cast.c     Cast between numeric dtypes, float16/bfloat16 scalar conversions,
  *                   QuantizeLinear, DequantizeLinear;
- *   oqcf_reduce.c   ReduceSum, ReduceMean, ReduceMax, ReduceMin over any set of axes.
+ *   oqcf_reduce.c   ReduceSum, ReduceMean, ReduceMax, ReduceMin over any set of axes,
+ *                   ArgMax, ArgMin.
  *
  * Conventions (beyond oqcf.h's: no allocation, status return, dense row-major):
  *   - a `void *` buffer holds elements of the dtype or element size the call names and
@@ -114,6 +115,12 @@ typedef enum OqcfReduceOp {
 OqcfStatus oqcf_reduce(OqcfReduceOp op, const float *x, const OqcfShape *xs, unsigned mask,
                        float *y);
 
+/* ArgMax (is_min 0) / ArgMin (1) over the middle dim of an (outer, len, inner) view:
+ * y[o, i] is the index j of the largest (smallest) x[o, j, i], the first one on ties,
+ * the last with select_last. NaN never compares larger: it is chosen only at j = 0. */
+OqcfStatus oqcf_argmax(const float *x, int64_t outer, int64_t len, int64_t inner, int is_min,
+                       int select_last, int64_t *y);
+
 /* ---- data movement by element size (oqcf_layout.c); esize = oqcf_dtype_size ---- */
 
 /* y = x, n elements of esize bytes (memmove: any overlap is fine). */
@@ -183,6 +190,14 @@ OqcfStatus oqcf_gather_shape(const OqcfShape *xs, const OqcfShape *is, int axis,
  * written: one outside [-d, d) gives OQCF_EINVAL and leaves y untouched. */
 OqcfStatus oqcf_gather(const void *x, const OqcfShape *xs, int axis, const void *idx,
                        OqcfDType idx_type, int64_t n_idx, size_t esize, void *y);
+
+/* Tile and Expand: y (shape ys) holds x (shape xs, right-aligned with ys: missing
+ * leading dims count as 1) repeated along every dim, y[i] = x[i mod xs] per dim: Tile
+ * when ys is xs times the repeats, Expand when each x dim is 1 or ys's. OQCF_EINVAL
+ * when xs has more dims than ys or an empty x dim must fill a non-empty one. y must
+ * not alias x. */
+OqcfStatus oqcf_tile(const void *x, const OqcfShape *xs, const OqcfShape *ys, size_t esize,
+                     void *y);
 
 /* ---- cast and (de)quantization (oqcf_cast.c) ---- */
 

@@ -300,6 +300,37 @@ def _(b):
     b.node("Add", [sq, cu], "y")
     b.out("y", [1, 3, 4, 4])
 
+@model("tile_expand")
+def _(b):
+    # Tile by [2, 1, 1, 3] plus the channel means Expanded to the tiled shape
+    b.inp("x", [1, 3, 2, 2])
+    t = b.node("Tile", ["x", b.i64("reps", [2, 1, 1, 3])], "t")
+    g = b.node("GlobalAveragePool", ["x"], "g")
+    e = b.node("Expand", [g, b.i64("shape", [2, 1, 2, 6])], "e")
+    b.node("Add", [t, e], "y")
+    b.out("y", [2, 3, 2, 6])
+
+
+@model("argmax_channels")
+def _(b):
+    # the class map of a segmentation head: ArgMax over channels, as float
+    b.inp("x", [1, 5, 3, 4])
+    a = b.node("ArgMax", ["x"], "a", axis=1, keepdims=0)
+    b.node("Cast", [a], "y", to=TensorProto.FLOAT)
+    b.out("y", [1, 3, 4])
+
+
+@model("depth_space")
+def _(b):
+    # DepthToSpace DCR and CRD (super-resolution heads), and SpaceToDepth back
+    b.inp("x", [1, 8, 2, 3])
+    d = b.node("DepthToSpace", ["x"], "d", blocksize=2)
+    c = b.node("DepthToSpace", ["x"], "c", blocksize=2, mode="CRD")
+    s = b.node("SpaceToDepth", [c], "s", blocksize=2)
+    sd = b.node("SpaceToDepth", [d], "sd", blocksize=2)
+    b.node("Sub", [s, sd], "y")
+    b.out("y", [1, 8, 2, 3])
+
 @model("clip_minmax")
 def _(b):
     b.inp("x", [1, 3, 4, 4])
