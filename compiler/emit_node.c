@@ -283,6 +283,8 @@ static const char *q_array(Em *m, const char *suffix, const char *ctype, const v
         char b[48];
         if (!strcmp(ctype, "int8_t"))
             fprintf(m->qc, "%d", ((const int8_t *)v)[i]);
+        else if (!strcmp(ctype, "uint8_t"))
+            fprintf(m->qc, "%u", (unsigned)((const uint8_t *)v)[i]);
         else if (!strcmp(ctype, "int32_t"))
             fprintf(m->qc, ((const int32_t *)v)[i] == INT32_MIN ? "(-2147483647 - 1)" : "%" PRId32,
                     ((const int32_t *)v)[i]);
@@ -424,6 +426,11 @@ static void emit_q(Em *m, int node, FILE *b) {
         fprintf(b, "    TRY(oqci_clamp(%s, %s, %s, %s, %" PRId64 ", %d, %d));\n", X(0),
                 oqc_em_qtype_name(q->in_type), Y(0), oqc_em_qtype_name(q->out_type), q->count,
                 q->lo, q->hi);
+        break;
+    case OQC_Q_LUT:
+        use_kernel(m, "oqci_eltwise.c");
+        fprintf(b, "    TRY(oqci_lut(%s, %s, %" PRId64 ", %s));\n", X(0), Y(0), q->count,
+                q_array(m, "_lut", "uint8_t", q->table, 256, 1));
         break;
     case OQC_Q_QUANTIZE: {
         use_kernel(m, "oqci_eltwise.c");

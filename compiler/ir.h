@@ -618,6 +618,8 @@ typedef enum OqcQKind {
     OQC_Q_AVGPOOL,      /* AveragePool, GlobalAveragePool: oqci_avgpool */
     OQC_Q_ADD,          /* Add, Sum (with a fused Relu/Clip): oqci_add */
     OQC_Q_CLAMP,        /* Relu, Clip: oqci_clamp */
+    OQC_Q_LUT,          /* an element-wise function of one tensor (Sigmoid, SiLU, ...;
+                           the last node of the chain computing it): oqci_lut */
     OQC_Q_VIEW,         /* Flatten, Reshape, ...: nothing runs (a view of the input) */
     OQC_Q_QUANTIZE,     /* float -> s8/u8 at an FP32/INT8 boundary: oqci_quantize */
     OQC_Q_DEQUANTIZE,   /* s8/u8 -> float at an INT8/FP32 boundary: oqci_dequantize */
@@ -635,9 +637,11 @@ typedef struct OqcQNode {
     int32_t in_type;     /* CLAMP, DEQUANTIZE: OQCI_S8/OQCI_U8 (DEQUANTIZE: or OQCI_S32) */
     int32_t out_type;    /* CLAMP, QUANTIZE */
     int32_t lo, hi;      /* CLAMP */
-    int64_t count;       /* CLAMP, QUANTIZE, DEQUANTIZE: elements */
+    int64_t count;       /* CLAMP, LUT, QUANTIZE, DEQUANTIZE: elements */
     float scale;         /* QUANTIZE, DEQUANTIZE */
     const OqcAcc *acc;   /* DEQUANTIZE of an accumulator tensor (in_type OQCI_S32) */
+    uint8_t *table;      /* LUT: 256 output bytes, indexed by the input byte */
+    int nfused;          /* LUT: float nodes the table replaces (with this one) */
 } OqcQNode;
 
 /* Sets the quant of every tensor named in e (the calibration result or an imported

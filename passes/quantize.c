@@ -21,7 +21,9 @@
  *   4. inserts QuantizeLinear/DequantizeLinear nodes (with OqcNode.q set: oqc's own
  *      symmetric round-half-away kernels, not ONNX's) where INT8 and float meet, and at
  *      graph inputs and outputs: the model keeps its float interface.
- * A Relu/Clip that follows an INT8 Add is folded into the Add's clamp first.
+ * A Relu/Clip that follows an INT8 Add is folded into the Add's clamp first. Element-wise
+ * nodes computing a function of one tensor (Sigmoid, SiLU, HardSwish, Tanh, ...) become
+ * one 256-entry table (quantize_lut.c).
  *
  * This file decides and rewrites (steps 1, 2 and 4, and the walk of step 3); each INT8
  * node's kernel parameters, and the overflow rule they obey, are quantize_params.c
@@ -317,6 +319,7 @@ int pass_quantize(OqcGraph *g, OqcDiag *d) {
     /* Step 1: compute nodes that can run in INT8 on their own. */
     unsigned char *compute = oqc_arena_alloc(g->arena, (size_t)nn + 1);
     unsigned char *told = oqc_arena_alloc(g->arena, (size_t)nn + 1);   /* -v said why */
+    const char **reason = oqc_arena_alloc(g->arena, ((size_t)nn + 1) * sizeof *reason);
     for (int i = 0; i < nn; i++) {
         const OqcNode *n = &g->nodes[i];
         int cand = 0;
@@ -338,7 +341,9 @@ int pass_quantize(OqcGraph *g, OqcDiag *d) {
             continue;
         }
         if (!can_compute(&q, i, why)) {
-            oqc_info(d, "quantize: '%s' (%s) stays float: %s", n->name, n->op_type, why);
+            /* said in step 3 if the node is not part of a table (step 1b) either */
+            reason[i] = oqc_arena_strdup(g->arena, why);
+            told[i] = 0;
             continue;
         }
         compute[i] = 1;
@@ -372,14 +377,71 @@ int pass_quantize(OqcGraph *g, OqcDiag *d) {
     for (int i = 0; i < nn; i++)
         if (compute[i] && (g->nodes[i].op == OQC_OP_Add || g->nodes[i].op == OQC_OP_Sum))
             fold_add_act(&q, i, dead);
+    /* Step 1b: element-wise clusters computing a function of one tensor become tables
+     * (quantize_lut.c), each found from its last node, so from the graph's end back. */
+    int *lut_root = oqc_arena_alloc(g->arena, ((size_t)nn + 1) * sizeof *lut_root);
+    int **lut_mem = oqc_arena_alloc(g->arena, ((size_t)nn + 1) * sizeof *lut_mem);
+    int *lut_n = oqc_arena_alloc(g->arena, ((size_t)nn + 1) * sizeof *lut_n);
+    int *lut_src = oqc_arena_alloc(g->arena, ((size_t)nn + 1) * sizeof *lut_src);
+    unsigned char *taken = oqc_arena_alloc(g->arena, (size_t)nn + 1);
+    for (int i = 0; i < nn; i++) {
+        lut_root[i] = -1;
+        taken[i] = dead[i] || compute[i] || in_list(q.cfg->fp32_nodes, g->nodes[i].name);
+    }
+    for (int i = nn - 1; i >= 0; i--) {
+        int mem[OQC_LUT_MAX_NODES], nm, src;
+        if (taken[i])
+            continue;
+        int r = oqc_quant_lut_cluster(&q, i, taken, mem, &nm, &src, why);
+        if (r == -2)
+            continue;
+        if (r < 0) {
+            reason[i] = oqc_arena_printf(g->arena, "%s%sno table: %s",
+                                         reason[i] ? reason[i] : "", reason[i] ? "; " : "", why);
+            continue;
+        }
+        for (int k = 0; k < nm; k++) {
+            lut_root[mem[k]] = i;
+            taken[mem[k]] = 1;
+        }
+        lut_mem[i] = oqc_arena_dup(g->arena, mem, (size_t)nm * sizeof *mem);
+        lut_n[i] = nm;
+        lut_src[i] = src;
+    }
     /* Step 3, in topological order: INT8 domains, passthrough scales, parameters. */
-    int rc = 0, nint8 = 0, nfloat = 0;
+    int rc = 0, nint8 = 0, nfloat = 0, nlut = 0, nlut_nodes = 0;
     for (int i = 0; i < nn; i++) {
         OqcNode *n = &g->nodes[i];
-        if (dead[i])
-            continue;
+        if (dead[i] || (lut_root[i] >= 0 && lut_root[i] != i))
+            continue;   /* removed, or part of a table decided at its last node */
         OqcQNode *qn = NULL;
-        if (compute[i]) {
+        if (lut_root[i] == i) {
+            qn = oqc_arena_alloc(g->arena, sizeof *qn);
+            if (oqc_quant_build_lut(&q, i, lut_mem[i], lut_n[i], lut_src[i], qn, why) < 0) {
+                oqc_info(d, "quantize: '%s' (%s) stays float%s: %s", n->name, n->op_type,
+                         lut_n[i] > 1 ? oqc_arena_printf(g->arena, " with the %d element-wise "
+                                                         "nodes before it", lut_n[i] - 1) : "",
+                         why);
+                told[i] = 1;
+                nfloat += lut_n[i] - 1;
+                qn = NULL;
+            } else {
+                for (int k = 0; k < lut_n[i]; k++)
+                    if (lut_mem[i][k] != i)
+                        dead[lut_mem[i][k]] = 1;
+                n->in[0] = lut_src[i];
+                n->nin = 1;
+                /* the source's readers in the table are now the table (step 3b reads them) */
+                OqcTensor *st = &g->tensors[lut_src[i]];
+                for (int c = 0; c < st->nconsumers; c++)
+                    if (lut_root[st->consumers[c]] == i)
+                        st->consumers[c] = i;
+                nlut++;
+                nlut_nodes += lut_n[i];
+                oqc_info(d, "quantize: '%s' (%s): a 256-entry table of '%s' replaces %d node(s)",
+                         n->name, n->op_type, g->tensors[lut_src[i]].name, lut_n[i]);
+            }
+        } else if (compute[i]) {
             qn = oqc_arena_alloc(g->arena, sizeof *qn);
             int r;
             if (n->op == OQC_OP_Conv || n->op == OQC_OP_Gemm || n->op == OQC_OP_MatMul)
@@ -437,13 +499,13 @@ int pass_quantize(OqcGraph *g, OqcDiag *d) {
         if (!qn) {
             if (!told[i] && n->op != OQC_OP_QuantizeLinear && n->op != OQC_OP_DequantizeLinear)
                 oqc_info(d, "quantize: '%s' (%s) stays float: %s", n->name, n->op_type,
-                         float_reason(&q, i));
+                         reason[i] ? reason[i] : float_reason(&q, i));
             nfloat++;
             continue;
         }
         n->q = qn;
         q.int8[i] = 1;
-        q.nq[n->op]++;
+        q.nq[n->op] += qn->kind != OQC_Q_LUT;   /* tables are counted apart */
         nint8++;
         for (int k = 0; k < n->nout; k++)
             if (n->out[k] >= 0) {
@@ -539,10 +601,12 @@ int pass_quantize(OqcGraph *g, OqcDiag *d) {
         rc = -1;
     oqc_info(d, "quantize: %d nodes INT8 (Conv %d, Gemm %d, MatMul %d, MaxPool %d, "
              "AveragePool %d, GlobalAveragePool %d, Add %d, Sum %d, Relu %d, Clip %d, "
-             "views %d), %d float; %d Quantize and %d Dequantize inserted; requant %s",
+             "tables %d of %d nodes, views %d), %d float; %d Quantize and %d Dequantize "
+             "inserted; requant %s",
              nint8, q.nq[OQC_OP_Conv], q.nq[OQC_OP_Gemm], q.nq[OQC_OP_MatMul],
              q.nq[OQC_OP_MaxPool], q.nq[OQC_OP_AveragePool], q.nq[OQC_OP_GlobalAveragePool],
              q.nq[OQC_OP_Add], q.nq[OQC_OP_Sum], q.nq[OQC_OP_Relu], q.nq[OQC_OP_Clip],
+             nlut, nlut_nodes,
              q.nq[OQC_OP_Flatten] + q.nq[OQC_OP_Reshape] + q.nq[OQC_OP_Squeeze] +
                  q.nq[OQC_OP_Unsqueeze] + q.nq[OQC_OP_Identity],
              nfloat, nquant, ndequant, q.cfg->requant == OQCI_REQ_FIXED ? "fixed" : "float");

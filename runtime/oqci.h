@@ -322,6 +322,12 @@ int oqci_add(const OqciAdd *p, const void *const *x, void *y);
 int oqci_clamp(const void *x, int32_t in_type, void *y, int32_t out_type, int64_t count,
                int32_t lo, int32_t hi);
 
+/* Table lookup: y[j] = table[byte of x[j]]: an s8 code c is the byte (uint8_t)c, a u8
+ * code its own byte, and the table holds the output codes' bytes the same way.  Any
+ * element-wise function of one 8-bit tensor (Sigmoid, Tanh, HardSwish, SiLU, ...) runs
+ * this way; the compiler computes the 256 entries. y may equal x. */
+int oqci_lut(const void *x, void *y, int64_t count, const uint8_t *table);
+
 /* q = clamp(round(x / scale), lo, hi): float input to s8/u8 ([-127, 127] or [0, 255]). */
 int oqci_quantize(const float *x, void *y, int32_t out_type, int64_t count, float scale);
 /* x = q * scale. */

@@ -1,4 +1,4 @@
-/* oqci_eltwise.c - INT8 element-wise kernels (Add/Sum, Relu/Clip, quantize,
+/* oqci_eltwise.c - INT8 element-wise kernels (Add/Sum, Relu/Clip, table lookup, quantize,
  * dequantize, the conversions of accumulator outputs to float or to s8/u8) and the
  * compile-time fixed-point multiplier helper, portable C99; Add/Sum and quantize also
  * have AVX2 kernels giving the same bits (add_avx2, quantize__avx2), and AVX-512 ones
@@ -320,6 +320,17 @@ T_AVX512 static int64_t quantize__avx512(const float *x, void *y, int32_t out_ty
     return j;
 }
 #endif
+
+int oqci_lut(const void *x, void *y, int64_t count, const uint8_t *table) {
+    const uint8_t *xp = x;
+    uint8_t *yp = y;
+    int64_t j;
+    if (!x || !y || !table || count < 0)
+        return OQCI_EINVAL;
+    for (j = 0; j < count; j++)
+        yp[j] = table[xp[j]];
+    return OQCI_OK;
+}
 
 int oqci_quantize(const float *x, void *y, int32_t out_type, int64_t count, float scale) {
     int64_t j = 0;

@@ -258,10 +258,11 @@ model("elu_alpha")(lambda b: unary(b, "Elu", alpha=0.7))
 
 @model("unary_chain_math")
 def _(b):
-    # Abs, Sqrt, Log, Exp, Neg, Erf, Reciprocal chained (each input in its domain)
+    # Abs, Sqrt, Log, Exp, Neg, Erf, Reciprocal chained (each input in its domain, the
+    # result bounded: 1 / erf(-sqrt(|x| + 1)) lies in [-1.19, -1])
     b.inp("x", [1, 3, 4, 4])
-    t = "x"
-    for op in ["Abs", "Sqrt", "Log", "Exp", "Neg", "Erf", "Reciprocal"]:
+    t = b.node("Add", [b.node("Abs", ["x"], "abs"), b.f32("one", 1.0)], "abs1")
+    for op in ["Sqrt", "Log", "Exp", "Neg", "Erf", "Reciprocal"]:
         t = b.node(op, [t], op.lower())
     b.node("Identity", [t], "y")
     b.out("y", [1, 3, 4, 4])
@@ -1154,6 +1155,51 @@ def _(b):
     b.node("Gemm", [f, b.randw("fcW", [10, 8], 0.3), b.randw("fcB", [10], 0.1)], "logits", transB=1)
     b.out("logits", [1, 10])
 
+
+# ------------------------------------------------- INT8 tables of activations
+@model("lut_cnn")
+def _(b):
+    # Convs separated by the activations of modern networks, each in its exporters'
+    # form: SiLU as x * Sigmoid(x), HardSwish as the op and as x * HardSigmoid(x), GELU
+    # from Erf, Elu, Tanh, Sigmoid; then global pooling and a classifier. The HardSwish
+    # op and the last Sigmoid read a MaxPool (8 bits even when read by float nodes: no
+    # accumulator output), so their tables can be compared with float islands
+    b.opset = 14
+    b.inp("x", [1, 3, 8, 8])
+    n = [0]
+
+    def conv(t, cin):
+        n[0] += 1
+        return b.node("Conv", [t, b.randw(f"W{n[0]}", [8, cin, 3, 3], 0.15),
+                               b.randw(f"B{n[0]}", [8], 0.1)], f"c{n[0]}", pads=[1, 1, 1, 1])
+    c = conv("x", 3)
+    c = conv(b.node("Mul", [c, b.node("Sigmoid", [c], "sig1")], "silu"), 8)
+    mp = b.node("MaxPool", [c], "mp1", kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    c = conv(b.node("HardSwish", [mp], "hswish"), 8)
+    c = conv(b.node("Mul", [c, b.node("HardSigmoid", [c], "hsig", alpha=1.0 / 6)], "hswish2"), 8)
+    e = b.node("Erf", [b.node("Div", [c, b.f32("sqrt2", 1.4142135)], "gd")], "ge")
+    g = b.node("Mul", [b.node("Mul", [c, b.f32("half", 0.5)], "gh"),
+                       b.node("Add", [e, b.f32("one", 1.0)], "ga")], "gelu")
+    c = conv(g, 8)
+    c = conv(b.node("Elu", [c], "elu", alpha=0.5), 8)
+    c = conv(b.node("Tanh", [c], "tanh"), 8)
+    mp = b.node("MaxPool", [c], "mp2", kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    s = b.node("Sigmoid", [mp], "sig2")
+    p = b.node("Flatten", [b.node("GlobalAveragePool", [s], "gap")], "flat")
+    b.node("Gemm", [p, b.randw("fcW", [4, 8], 0.5), b.randw("fcB", [4], 0.1)], "y", transB=1)
+    b.out("y", [1, 4])
+
+
+@model("lut_unsound")
+def _(b):
+    # Sqrt of a conv output that is positive on data (bias 4) but signed in INT8: the
+    # negative codes have no square root, so the Sqrt stays float
+    b.inp("x", [1, 3, 6, 6])
+    c = b.node("Conv", ["x", b.randw("W", [4, 3, 3, 3], 0.2), b.f32("B", [4.0] * 4)], "c",
+               pads=[1, 1, 1, 1])
+    r = b.node("Sqrt", [c], "r")
+    b.node("Conv", [r, b.randw("W2", [4, 4, 1, 1], 0.5)], "y")
+    b.out("y", [1, 4, 6, 6])
 
 # -----------------------------------------------------------------------------
 # Models whose opset is newer than onnx 1.12's checker knows (shape inference still runs).
