@@ -427,6 +427,16 @@ static void emit_q(Em *m, int node, FILE *b) {
                 oqc_em_qtype_name(q->in_type), Y(0), oqc_em_qtype_name(q->out_type), q->count,
                 q->lo, q->hi);
         break;
+    case OQC_Q_MUL: {
+        use_kernel(m, "oqci_eltwise.c");
+        const OqciMul *p = &q->mul;
+        const char *rq = q_requant(m, "", &p->rq, 1);
+        fprintf(decl(m), "static const OqciMul q%d = {%" PRId64 ", %" PRId64 ", %s, %s, %s, %d, "
+                         "%d,\n    %s};\n", node, p->outer, p->inner, oqc_em_qtype_name(p->a_type),
+                oqc_em_qtype_name(p->b_type), oqc_em_qtype_name(p->out_type), p->lo, p->hi, rq);
+        fprintf(b, "    TRY(oqci_mul(&q%d, %s, %s, %s));\n", node, X(0), X(1), Y(0));
+        break;
+    }
     case OQC_Q_LUT:
         use_kernel(m, "oqci_eltwise.c");
         fprintf(b, "    TRY(oqci_lut(%s, %s, %" PRId64 ", %s));\n", X(0), Y(0), q->count,

@@ -617,6 +617,7 @@ typedef enum OqcQKind {
     OQC_Q_MAXPOOL,      /* MaxPool: oqci_maxpool */
     OQC_Q_AVGPOOL,      /* AveragePool, GlobalAveragePool: oqci_avgpool */
     OQC_Q_ADD,          /* Add, Sum (with a fused Relu/Clip): oqci_add */
+    OQC_Q_MUL,          /* Mul of two activations (one broadcast per block): oqci_mul */
     OQC_Q_CLAMP,        /* Relu, Clip: oqci_clamp */
     OQC_Q_LUT,          /* an element-wise function of one tensor (Sigmoid, SiLU, ...;
                            the last node of the chain computing it): oqci_lut */
@@ -634,6 +635,7 @@ typedef struct OqcQNode {
     float **w_scale;     /* CONV: per output, its channels' weight scales (reports) */
     OqciPool pool;       /* MAXPOOL, AVGPOOL */
     OqciAdd add;         /* ADD */
+    OqciMul mul;         /* MUL (input 0 is its a, input 1 its b) */
     int32_t in_type;     /* CLAMP, DEQUANTIZE: OQCI_S8/OQCI_U8 (DEQUANTIZE: or OQCI_S32) */
     int32_t out_type;    /* CLAMP, QUANTIZE */
     int32_t lo, hi;      /* CLAMP */

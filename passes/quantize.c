@@ -5,7 +5,8 @@
  * table (oqc_quant_apply); otherwise it changes nothing.  It
  *   1. decides per node INT8 or float: Conv (2-D, constant weights, fused Relu/Clip),
  *      Gemm/MatMul with constant weights, MaxPool, AveragePool, GlobalAveragePool,
- *      Add/Sum of same-shape inputs, Relu/Clip, and view ops (Flatten, Reshape, ...)
+ *      Add/Sum of same-shape inputs, Mul of two activations (one may be broadcast per
+ *      block, as a squeeze-excitation gate), Relu/Clip, and view ops (Flatten, Reshape, ...)
  *      whose input is INT8.  Everything else, nodes named in --fp32-nodes and nodes
  *      whose tensors lack a calibration stay float, with a -v line saying why;
  *   2. gives every INT8 tensor its storage type and scale: s8 (T/127) or u8 (T/255) as
@@ -151,6 +152,27 @@ static int can_compute(const Q *q, int i, char *why) {
         }
         return 1;
     }
+    case OQC_OP_Mul: {
+        /* a full activation times one that is the same or constant over its trailing
+         * dims (a squeeze-excitation gate): oqci_mul's (outer, inner) blocks */
+        const OqcShape *ys = &TT(q, n->out[0])->shape;
+        if (n->nin != 2 || n->in[1] < 0 || TT(q, n->in[0])->is_const ||
+            TT(q, n->in[1])->is_const || TT(q, n->in[1])->dtype != OQCF_FLOAT)
+            return WHY("INT8 Mul takes two activations (not a constant)");
+        if (TT(q, n->out[0])->view_base >= 0)
+            return WHY("it writes into a concat buffer");
+        int full = oqc_shape_equal(xs, ys) ? 0 : 1;
+        const OqcShape *bs = &TT(q, n->in[1 - full])->shape;
+        if (!oqc_shape_equal(&TT(q, n->in[full])->shape, ys))
+            return WHY("neither input has the output's shape");
+        int off = ys->rank - bs->rank, k = ys->rank;
+        while (k > 0 && (k - 1 < off || bs->d[k - 1 - off] == 1))
+            k--;   /* the trailing dims where the other input is 1 */
+        for (int j = 0; j < k; j++)
+            if (j < off || bs->d[j - off] != ys->d[j])
+                return WHY("its broadcast is not one value per block of trailing elements");
+        return 1;
+    }
     default:
         return WHY("%s has no INT8 kernel", n->op_type);
     }
@@ -160,10 +182,10 @@ static int can_compute(const Q *q, int i, char *why) {
 static const char *float_reason(const Q *q, int i) {
     const OqcGraph *g = q->g;
     const OqcNode *n = &g->nodes[i];
-    if (n->op != OQC_OP_Relu && n->op != OQC_OP_Clip && !is_view_op(n->op))
-        return "the INT8 backend has no kernel for this op";
     if (in_list(q->cfg->fp32_nodes, n->name))
         return "named in --fp32-nodes";
+    if (n->op != OQC_OP_Relu && n->op != OQC_OP_Clip && !is_view_op(n->op))
+        return "the INT8 backend has no kernel for this op";
     if (n->in[0] < 0 || !q->qdom[n->in[0]])
         return "its input is not INT8";
     if (n->out[0] >= 0 && g->tensors[n->out[0]].view_base >= 0)
@@ -408,6 +430,18 @@ int pass_quantize(OqcGraph *g, OqcDiag *d) {
         lut_n[i] = nm;
         lut_src[i] = src;
     }
+    /* Step 1c: Mul of two activations, unless it is part of a table (x * Sigmoid(x)). */
+    for (int i = 0; i < nn; i++) {
+        const OqcNode *n = &g->nodes[i];
+        if (n->op != OQC_OP_Mul || taken[i])
+            continue;
+        if (!can_compute(&q, i, why)) {
+            reason[i] = oqc_arena_printf(g->arena, "%s%s%s", reason[i] ? reason[i] : "",
+                                         reason[i] ? "; " : "", why);
+            continue;
+        }
+        compute[i] = 1;
+    }
     /* Step 3, in topological order: INT8 domains, passthrough scales, parameters. */
     int rc = 0, nint8 = 0, nfloat = 0, nlut = 0, nlut_nodes = 0;
     for (int i = 0; i < nn; i++) {
@@ -448,6 +482,8 @@ int pass_quantize(OqcGraph *g, OqcDiag *d) {
                 r = oqc_quant_build_conv(&q, i, qn, why);
             else if (n->op == OQC_OP_Add || n->op == OQC_OP_Sum)
                 r = oqc_quant_build_add(&q, i, qn, why);
+            else if (n->op == OQC_OP_Mul)
+                r = oqc_quant_build_mul(&q, i, qn, why);
             else {
                 /* max pooling keeps its input's scale unless it writes a concat buffer */
                 if (n->op == OQC_OP_MaxPool && g->tensors[n->out[0]].view_base < 0) {
@@ -600,12 +636,13 @@ int pass_quantize(OqcGraph *g, OqcDiag *d) {
     if (oqc_graph_toposort(g, d) < 0)
         rc = -1;
     oqc_info(d, "quantize: %d nodes INT8 (Conv %d, Gemm %d, MatMul %d, MaxPool %d, "
-             "AveragePool %d, GlobalAveragePool %d, Add %d, Sum %d, Relu %d, Clip %d, "
+             "AveragePool %d, GlobalAveragePool %d, Add %d, Sum %d, Mul %d, Relu %d, Clip %d, "
              "tables %d of %d nodes, views %d), %d float; %d Quantize and %d Dequantize "
              "inserted; requant %s",
              nint8, q.nq[OQC_OP_Conv], q.nq[OQC_OP_Gemm], q.nq[OQC_OP_MatMul],
              q.nq[OQC_OP_MaxPool], q.nq[OQC_OP_AveragePool], q.nq[OQC_OP_GlobalAveragePool],
-             q.nq[OQC_OP_Add], q.nq[OQC_OP_Sum], q.nq[OQC_OP_Relu], q.nq[OQC_OP_Clip],
+             q.nq[OQC_OP_Add], q.nq[OQC_OP_Sum], q.nq[OQC_OP_Mul], q.nq[OQC_OP_Relu],
+             q.nq[OQC_OP_Clip],
              nlut, nlut_nodes,
              q.nq[OQC_OP_Flatten] + q.nq[OQC_OP_Reshape] + q.nq[OQC_OP_Squeeze] +
                  q.nq[OQC_OP_Unsqueeze] + q.nq[OQC_OP_Identity],

@@ -61,6 +61,9 @@ int oqc_quant_build_conv(Q *q, int i, OqcQNode *qn, char *why);
 /* quantize_params.c: MaxPool/AveragePool/GlobalAveragePool node i's parameters into qn
  * (an OqciPool); 0, or -1 with the reason in why. */
 int oqc_quant_build_pool(Q *q, int i, OqcQNode *qn, char *why);
+/* quantize_params.c: Mul node i's parameters into qn (an OqciMul; the inputs are
+ * swapped when input 0 is the broadcast one); 0, or -1 with the reason in why. */
+int oqc_quant_build_mul(Q *q, int i, OqcQNode *qn, char *why);
 /* quantize_params.c: Add/Sum node i's parameters into qn (an OqciAdd, with its fused
  * Relu/Clip as the clamp); 0, or -1 with the reason in why. */
 int oqc_quant_build_add(Q *q, int i, OqcQNode *qn, char *why);

@@ -1190,6 +1190,27 @@ def _(b):
     b.out("y", [1, 4])
 
 
+@model("se_block")
+def _(b):
+    # squeeze-excitation (MobileNetV3): the features times a per-channel gate
+    # HardSigmoid(conv(relu(conv(mean)))), then a same-shape product of two branches
+    b.inp("x", [1, 3, 6, 6])
+    c = b.node("Relu", [b.node("Conv", ["x", b.randw("W1", [8, 3, 3, 3], 0.3), b.randw("B1", [8], 0.1)],
+                               "c1", pads=[1, 1, 1, 1])], "r1")
+    s = b.node("GlobalAveragePool", [c], "gap")
+    s = b.node("Relu", [b.node("Conv", [s, b.randw("Ws", [4, 8, 1, 1], 0.5), b.randw("Bs", [4], 0.1)],
+                               "sq")], "sqr")
+    s = b.node("Conv", [s, b.randw("We", [8, 4, 1, 1], 0.5), b.randw("Be", [8], 0.1)], "ex")
+    gate = b.node("HardSigmoid", [s], "gate", alpha=1.0 / 6)
+    m = b.node("Mul", [c, gate], "se")
+    c2 = b.node("Conv", [m, b.randw("W2", [8, 8, 3, 3], 0.2), b.randw("B2", [8], 0.1)], "c2",
+                pads=[1, 1, 1, 1])
+    c3 = b.node("Conv", [m, b.randw("W3", [8, 8, 1, 1], 0.3), b.randw("B3", [8], 0.1)], "c3")
+    p = b.node("Mul", [c2, c3], "prod")
+    b.node("Conv", [p, b.randw("W4", [4, 8, 1, 1], 0.3)], "y")
+    b.out("y", [1, 4, 6, 6])
+
+
 @model("lut_unsound")
 def _(b):
     # Sqrt of a conv output that is positive on data (bias 4) but signed in INT8: the
