@@ -599,6 +599,21 @@ void oqc_em_node(Em *m, int node) {
         put_f(b, oqc_attr_float(n, "bias", 1.0f));
         fprintf(b, ", %s));\n", Y(0));
         break;
+    case EXEC_LAYERNORM:
+        use_kernel(m, "oqcf_norm.c");
+        fprintf(b, "    TRY(oqcf_layernorm(%" PRId64 ", %" PRId64 ", %s, %s, %s, ", x->a, x->b, X(0),
+                X(1), n->nin > 2 && n->in[2] >= 0 ? X(2) : "NULL");
+        put_f(b, x->f0);
+        fprintf(b, ", %s, %s, %s));\n", Y(0), n->nout > 1 && n->out[1] >= 0 ? Y(1) : "NULL",
+                n->nout > 2 && n->out[2] >= 0 ? Y(2) : "NULL");
+        break;
+    case EXEC_INSTANCENORM:
+        use_kernel(m, "oqcf_norm.c");
+        fprintf(b, "    TRY(oqcf_instancenorm(%" PRId64 ", %" PRId64 ", %" PRId64 ", %s, %s, %s, ",
+                x->a, x->b, x->c, X(0), X(1), X(2));
+        put_f(b, x->f0);
+        fprintf(b, ", %s));\n", Y(0));
+        break;
     case EXEC_GEMM: {
         use_kernel(m, "oqcf_gemm.c");
         const OqcfGemmParams *p = &x->gemm;

@@ -26,6 +26,7 @@ typedef enum ExecKind {
     EXEC_POW_CAST, /* Pow of other types than float^float, double^double: in double */
     EXEC_ARGMAX, EXEC_TILE, /* Tile and Expand */
     EXEC_SPACE_DEPTH,       /* DepthToSpace / SpaceToDepth: a transpose of a 6-D view */
+    EXEC_LAYERNORM, EXEC_INSTANCENORM,
     EXEC_Q,   /* an INT8 node (exec_q.c): OqcNode.q says which oqci kernel */
 } ExecKind;
 

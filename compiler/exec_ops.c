@@ -86,6 +86,28 @@ static int run_lrn(OqcExec *e, int node) {
     return 0;
 }
 
+/* Optional input or output k of node, NULL when absent. */
+static void *opt_in(OqcExec *e, int node, int k) {
+    return N(e, node)->nin > k && N(e, node)->in[k] >= 0 ? (void *)XIN(e, node, k) : NULL;
+}
+static void *opt_out(OqcExec *e, int node, int k) {
+    return N(e, node)->nout > k && N(e, node)->out[k] >= 0 ? YOUT(e, node, k) : NULL;
+}
+
+static int run_layernorm(OqcExec *e, int node) {
+    ExecNode *x = EN(e, node);
+    CHECK(oqcf_layernorm(x->a, x->b, XIN(e, node, 0), XIN(e, node, 1), opt_in(e, node, 2),
+                         x->f0, YOUT(e, node, 0), opt_out(e, node, 1), opt_out(e, node, 2)));
+    return 0;
+}
+
+static int run_instancenorm(OqcExec *e, int node) {
+    ExecNode *x = EN(e, node);
+    CHECK(oqcf_instancenorm(x->a, x->b, x->c, XIN(e, node, 0), XIN(e, node, 1),
+                            XIN(e, node, 2), x->f0, YOUT(e, node, 0)));
+    return 0;
+}
+
 static int run_gemm(OqcExec *e, int node) {
     const float *c = EN(e, node)->gemm.has_c ? XIN(e, node, 2) : NULL;
     CHECK(oqcf_gemm(e->pool, &EN(e, node)->gemm, XIN(e, node, 0), XIN(e, node, 1), c,
@@ -547,6 +569,30 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
         x->c = prod(&in0->shape, 2, in0->shape.rank);
         x->run = run_lrn;
         x->kind = EXEC_LRN;
+        return 0;
+    case OQC_OP_LayerNormalization: {
+        if (!is_float(in0))
+            return PERR("only f32 is supported");
+        int r = in0->shape.rank;
+        int64_t axis = oqc_attr_int(n, "axis", -1);
+        if (axis < 0)
+            axis += r;
+        x->a = prod(&in0->shape, 0, (int)axis);
+        x->b = prod(&in0->shape, (int)axis, r);
+        x->f0 = oqc_attr_float(n, "epsilon", 1e-5f);
+        x->run = run_layernorm;
+        x->kind = EXEC_LAYERNORM;
+        return 0;
+    }
+    case OQC_OP_InstanceNormalization:
+        if (!is_float(in0))
+            return PERR("only f32 is supported");
+        x->a = in0->shape.d[0];
+        x->b = in0->shape.d[1];
+        x->c = prod(&in0->shape, 2, in0->shape.rank);
+        x->f0 = oqc_attr_float(n, "epsilon", 1e-5f);
+        x->run = run_instancenorm;
+        x->kind = EXEC_INSTANCENORM;
         return 0;
     case OQC_OP_Gemm: {
         OqcfGemmParams *p = &x->gemm;

@@ -221,6 +221,52 @@ static int shape_batchnorm(Ctx *c) {
     return 0;
 }
 
+/* LayerNormalization: Y like X; Mean and InvStdDev (optional outputs) keep the dims
+ * before axis and have 1 from axis on. Scale and bias hold one entry per normalised
+ * element. */
+static int shape_layernorm(Ctx *c) {
+    const OqcTensor *x = IN(c, 0), *w = IN(c, 1), *b = IN(c, 2);
+    int r = x->shape.rank;
+    int axis = norm_axis(c, oqc_attr_int(c->n, "axis", -1), r, "axis");
+    if (axis < 0)
+        return -1;
+    if (!w)
+        return ERR("needs a scale input");
+    if (same_type(c, 3) < 0)
+        return -1;
+    int64_t inner = 1;
+    for (int i = axis; i < r; i++)
+        inner *= x->shape.d[i];
+    for (int k = 1; k < 3; k++) {
+        const OqcTensor *t = k == 1 ? w : b;
+        if (t && oqc_shape_numel(&t->shape) != inner)
+            return ERR("%s '%s' %s must have the %" PRId64 " elements of the normalised dims",
+                       k == 1 ? "scale" : "bias", t->name, sstr(&t->shape), inner);
+    }
+    OqcShape s = x->shape;
+    for (int i = axis; i < r; i++)
+        s.d[i] = 1;
+    set_out(c, 0, x->dtype, &x->shape);
+    set_out(c, 1, OQCF_FLOAT, &s);
+    set_out(c, 2, OQCF_FLOAT, &s);
+    return 0;
+}
+
+/* InstanceNormalization: NCHW-like input, scale and bias of C entries. */
+static int shape_instancenorm(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    if (x->shape.rank < 3)
+        return ERR("needs an input of rank 3 or more, not %s", sstr(&x->shape));
+    if (same_type(c, 3) < 0)
+        return -1;
+    for (int k = 1; k < 3; k++) {
+        const OqcTensor *t = IN(c, k);
+        if (!t || t->shape.rank != 1 || t->shape.d[0] != x->shape.d[1])
+            return ERR("input %d must have shape [%" PRId64 "]", k, x->shape.d[1]);
+    }
+    return shape_same(c);
+}
+
 static int shape_lrn(Ctx *c) {
     if (IN(c, 0)->shape.rank < 3)
         return ERR("input has rank %d; LRN needs N x C x spatial...", IN(c, 0)->shape.rank);
@@ -861,7 +907,9 @@ const ShapeFn oqc_shape_fns[OQC_OP_COUNT] = {
     [OQC_OP_HardSigmoid] = shape_same,
     [OQC_OP_HardSwish] = shape_same,
     [OQC_OP_Identity] = shape_same,
+    [OQC_OP_InstanceNormalization] = shape_instancenorm,
     [OQC_OP_LRN] = shape_lrn,
+    [OQC_OP_LayerNormalization] = shape_layernorm,
     [OQC_OP_LeakyRelu] = shape_same,
     [OQC_OP_Log] = shape_same,
     [OQC_OP_MatMul] = shape_matmul,

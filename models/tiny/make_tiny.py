@@ -332,6 +332,16 @@ def _(b):
     b.node("Sub", [s, sd], "y")
     b.out("y", [1, 8, 2, 3])
 
+@model("norm_layer_instance")
+def _(b):
+    # InstanceNormalization, then LayerNormalization over the last axis (opset 17)
+    b.opset = 17
+    b.inp("x", [1, 4, 3, 5])
+    i = b.node("InstanceNormalization", ["x", b.randw("s", [4], 0.5), b.randw("ib", [4], 0.2)], "i",
+               epsilon=1e-3)
+    b.node("LayerNormalization", [i, b.randw("w", [5], 0.5), b.randw("lb", [5], 0.2)], "y", axis=-1)
+    b.out("y", [1, 4, 3, 5])
+
 @model("clip_minmax")
 def _(b):
     b.inp("x", [1, 3, 4, 4])
