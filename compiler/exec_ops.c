@@ -431,6 +431,13 @@ static int fill_window(const OqcWindow *w, int64_t *in, int64_t *out, int64_t *k
 
 static int is_float(const OqcTensor *t) { return t->dtype == OQCF_FLOAT; }
 
+/* The N x C x inner view of an NCHW-like shape (a, b, c) of per-plane kernels. */
+static void nc_inner(ExecNode *x, const OqcShape *s) {
+    x->a = s->d[0];
+    x->b = s->d[1];
+    x->c = prod(s, 2, s->rank);
+}
+
 /* When output tensor t is a view (a channel range of another tensor's buffer), sets
  * the kernel's output channel total and offset. */
 static int set_out_view(const OqcGraph *g, int t, int64_t *ctotal, int64_t *coff, OqcDiag *d,
@@ -538,9 +545,7 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
     case OQC_OP_GlobalMaxPool:
         if (!is_float(in0))
             return PERR("only f32 is supported");
-        x->a = in0->shape.d[0];
-        x->b = in0->shape.d[1];
-        x->c = prod(&in0->shape, 2, in0->shape.rank);
+        nc_inner(x, &in0->shape);
         x->run = run_global_pool;
         x->kind = EXEC_GLOBAL_POOL;
         return 0;
@@ -554,9 +559,7 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
                 return PERR("BatchNormalization with training outputs is not supported");
         if (!is_float(in0))
             return PERR("only f32 is supported");
-        x->a = in0->shape.d[0];
-        x->b = in0->shape.d[1];
-        x->c = prod(&in0->shape, 2, in0->shape.rank);
+        nc_inner(x, &in0->shape);
         x->f0 = oqc_attr_float(n, "epsilon", 1e-5f);
         x->run = run_batchnorm;
         x->kind = EXEC_BATCHNORM;
@@ -564,9 +567,7 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
     case OQC_OP_LRN:
         if (!is_float(in0))
             return PERR("only f32 is supported");
-        x->a = in0->shape.d[0];
-        x->b = in0->shape.d[1];
-        x->c = prod(&in0->shape, 2, in0->shape.rank);
+        nc_inner(x, &in0->shape);
         x->run = run_lrn;
         x->kind = EXEC_LRN;
         return 0;
@@ -587,9 +588,7 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
     case OQC_OP_InstanceNormalization:
         if (!is_float(in0))
             return PERR("only f32 is supported");
-        x->a = in0->shape.d[0];
-        x->b = in0->shape.d[1];
-        x->c = prod(&in0->shape, 2, in0->shape.rank);
+        nc_inner(x, &in0->shape);
         x->f0 = oqc_attr_float(n, "epsilon", 1e-5f);
         x->run = run_instancenorm;
         x->kind = EXEC_INSTANCENORM;

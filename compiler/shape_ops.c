@@ -660,15 +660,24 @@ static int shape_argmax(Ctx *c) {
     return 0;
 }
 
+/* Input 1 of Tile/Expand, a constant list of at most OQC_MAX_RANK integers, into v:
+ * its length, or -1 after an error naming it `what`. */
+static int const_list_1(Ctx *c, int64_t *v, const char *what) {
+    int n = IN(c, 1) ? int_list(c, 1, v, OQC_MAX_RANK) : -1;
+    if (n < -1)
+        return -1;
+    if (n < 0)
+        return ERR("%s must be a constant int64 input", what);
+    return n;
+}
+
 /* Tile: each dim times its repeat (input 1, a constant of rank-many entries). */
 static int shape_tile(Ctx *c) {
     const OqcTensor *x = IN(c, 0);
     int64_t rep[OQC_MAX_RANK];
-    int n = IN(c, 1) ? int_list(c, 1, rep, OQC_MAX_RANK) : -1;
-    if (n < -1)
-        return -1;
+    int n = const_list_1(c, rep, "repeats");
     if (n < 0)
-        return ERR("repeats must be a constant int64 input");
+        return -1;
     if (n != x->shape.rank)
         return ERR("repeats has %d entries for an input of rank %d", n, x->shape.rank);
     OqcShape s = x->shape;
@@ -685,11 +694,9 @@ static int shape_tile(Ctx *c) {
 static int shape_expand(Ctx *c) {
     const OqcTensor *x = IN(c, 0);
     int64_t v[OQC_MAX_RANK];
-    int n = IN(c, 1) ? int_list(c, 1, v, OQC_MAX_RANK) : -1;
-    if (n < -1)
-        return -1;
+    int n = const_list_1(c, v, "shape");
     if (n < 0)
-        return ERR("shape must be a constant int64 input");
+        return -1;
     OqcShape want = {.rank = n}, s;
     for (int i = 0; i < n; i++) {
         if (v[i] < 0 || v[i] > OQC_MAX_ELEMENTS)
