@@ -261,7 +261,10 @@ static void in_shapes(Em *m, int node, int nin) {
     fprintf(decl(m), "static const OqcfShape s%d[%d] = {", node, nin);
     for (int k = 0; k < nin; k++) {
         fputs(k ? ",\n    " : "\n    ", decl(m));
-        put_shape(decl(m), &m->g->tensors[n->in[k]].shape);
+        OqcShape s = m->g->tensors[n->in[k]].shape;
+        if (n->op == OQC_OP_PRelu && k == 1)   /* as run_binary broadcasts it */
+            s = oqc_prelu_slope_shape(n, &m->g->tensors[n->in[0]].shape, &s);
+        put_shape(decl(m), &s);
     }
     fputs("};\n", decl(m));
 }
@@ -280,6 +283,8 @@ static const char *q_array(Em *m, const char *suffix, const char *ctype, const v
         char b[48];
         if (!strcmp(ctype, "int8_t"))
             fprintf(m->qc, "%d", ((const int8_t *)v)[i]);
+        else if (!strcmp(ctype, "uint8_t"))
+            fprintf(m->qc, "%u", (unsigned)((const uint8_t *)v)[i]);
         else if (!strcmp(ctype, "int32_t"))
             fprintf(m->qc, ((const int32_t *)v)[i] == INT32_MIN ? "(-2147483647 - 1)" : "%" PRId32,
                     ((const int32_t *)v)[i]);
@@ -421,6 +426,21 @@ static void emit_q(Em *m, int node, FILE *b) {
         fprintf(b, "    TRY(oqci_clamp(%s, %s, %s, %s, %" PRId64 ", %d, %d));\n", X(0),
                 oqc_em_qtype_name(q->in_type), Y(0), oqc_em_qtype_name(q->out_type), q->count,
                 q->lo, q->hi);
+        break;
+    case OQC_Q_MUL: {
+        use_kernel(m, "oqci_eltwise.c");
+        const OqciMul *p = &q->mul;
+        const char *rq = q_requant(m, "", &p->rq, 1);
+        fprintf(decl(m), "static const OqciMul q%d = {%" PRId64 ", %" PRId64 ", %s, %s, %s, %d, "
+                         "%d,\n    %s};\n", node, p->outer, p->inner, oqc_em_qtype_name(p->a_type),
+                oqc_em_qtype_name(p->b_type), oqc_em_qtype_name(p->out_type), p->lo, p->hi, rq);
+        fprintf(b, "    TRY(oqci_mul(&q%d, %s, %s, %s));\n", node, X(0), X(1), Y(0));
+        break;
+    }
+    case OQC_Q_LUT:
+        use_kernel(m, "oqci_eltwise.c");
+        fprintf(b, "    TRY(oqci_lut(%s, %s, %" PRId64 ", %s));\n", X(0), Y(0), q->count,
+                q_array(m, "_lut", "uint8_t", q->table, 256, 1));
         break;
     case OQC_Q_QUANTIZE: {
         use_kernel(m, "oqci_eltwise.c");
@@ -579,6 +599,21 @@ void oqc_em_node(Em *m, int node) {
         put_f(b, oqc_attr_float(n, "bias", 1.0f));
         fprintf(b, ", %s));\n", Y(0));
         break;
+    case EXEC_LAYERNORM:
+        use_kernel(m, "oqcf_norm.c");
+        fprintf(b, "    TRY(oqcf_layernorm(%" PRId64 ", %" PRId64 ", %s, %s, %s, ", x->a, x->b, X(0),
+                X(1), n->nin > 2 && n->in[2] >= 0 ? X(2) : "NULL");
+        put_f(b, x->f0);
+        fprintf(b, ", %s, %s, %s));\n", Y(0), n->nout > 1 && n->out[1] >= 0 ? Y(1) : "NULL",
+                n->nout > 2 && n->out[2] >= 0 ? Y(2) : "NULL");
+        break;
+    case EXEC_INSTANCENORM:
+        use_kernel(m, "oqcf_norm.c");
+        fprintf(b, "    TRY(oqcf_instancenorm(%" PRId64 ", %" PRId64 ", %" PRId64 ", %s, %s, %s, ",
+                x->a, x->b, x->c, X(0), X(1), X(2));
+        put_f(b, x->f0);
+        fprintf(b, ", %s));\n", Y(0));
+        break;
     case EXEC_GEMM: {
         use_kernel(m, "oqcf_gemm.c");
         const OqcfGemmParams *p = &x->gemm;
@@ -606,6 +641,25 @@ void oqc_em_node(Em *m, int node) {
     case EXEC_UNARY: {
         use_kernel(m, "oqcf_eltwise.c");
         int64_t cnt = numel_out(m->e, node, 0);
+        OqcfUnaryOp uop;
+        float alpha, beta;
+        if (oqc_unary_of(n, &uop, &alpha, &beta)) {
+            static const char *const names[] = {
+                [OQCF_UN_ABS] = "ABS", [OQCF_UN_NEG] = "NEG", [OQCF_UN_EXP] = "EXP",
+                [OQCF_UN_LOG] = "LOG", [OQCF_UN_SQRT] = "SQRT", [OQCF_UN_ERF] = "ERF",
+                [OQCF_UN_RECIPROCAL] = "RECIPROCAL", [OQCF_UN_FLOOR] = "FLOOR",
+                [OQCF_UN_CEIL] = "CEIL", [OQCF_UN_SIGN] = "SIGN", [OQCF_UN_SOFTSIGN] = "SOFTSIGN",
+                [OQCF_UN_SOFTPLUS] = "SOFTPLUS", [OQCF_UN_ELU] = "ELU", [OQCF_UN_CELU] = "CELU",
+                [OQCF_UN_SELU] = "SELU", [OQCF_UN_THRESHOLDED_RELU] = "THRESHOLDED_RELU",
+                [OQCF_UN_HARD_SWISH] = "HARD_SWISH"};
+            fprintf(b, "    TRY(oqcf_unary(OQCF_UN_%s, %s, %s, %" PRId64 ", ", names[x->uop],
+                    X(0), Y(0), cnt);
+            put_f(b, x->f0);
+            fputs(", ", b);
+            put_f(b, x->f1);
+            fputs("));\n", b);
+            break;
+        }
         const char *fn = n->op == OQC_OP_Relu ? "relu" : n->op == OQC_OP_Sigmoid ? "sigmoid"
                        : n->op == OQC_OP_Tanh ? "tanh" : n->op == OQC_OP_LeakyRelu ? "leaky_relu"
                        : n->op == OQC_OP_HardSigmoid ? "hard_sigmoid" : NULL;
@@ -646,11 +700,30 @@ void oqc_em_node(Em *m, int node) {
     case EXEC_BINARY: {
         use_kernel(m, "oqcf_eltwise.c");
         const char *op = n->op == OQC_OP_Add ? "OQCF_ADD" : n->op == OQC_OP_Sub ? "OQCF_SUB"
-                       : n->op == OQC_OP_Mul ? "OQCF_MUL" : n->op == OQC_OP_Div ? "OQCF_DIV" : NULL;
+                       : n->op == OQC_OP_Mul ? "OQCF_MUL" : n->op == OQC_OP_Div ? "OQCF_DIV"
+                       : n->op == OQC_OP_Pow ? "OQCF_POW" : n->op == OQC_OP_PRelu ? "OQCF_PRELU"
+                       : NULL;
         OQC_ASSERT(op);
         in_shapes(m, node, 2);
         fprintf(b, "    TRY(oqcf_binary(%s, %s, %s, &s%d[0], %s, &s%d[1], %s));\n", op,
                 dtype_enum(g->tensors[n->out[0]].dtype), X(0), node, X(1), node, Y(0));
+        break;
+    }
+    case EXEC_POW_CAST: {   /* run_pow_cast: through double in the scratch */
+        use_kernel(m, "oqcf_eltwise.c");
+        use_kernel(m, "oqcf_cast.c");
+        in_shapes(m, node, 2);
+        int64_t na = oqc_shape_numel(&in0->shape), nb = oqc_shape_numel(&g->tensors[n->in[1]].shape);
+        fprintf(b, "    TRY(oqcf_cast(%s, %s, SCRATCH, OQCF_DOUBLE, %" PRId64 "));\n", X(0),
+                dtype_enum(in0->dtype), na);
+        fprintf(b, "    TRY(oqcf_cast(%s, %s, (double *)SCRATCH + %" PRId64 ", OQCF_DOUBLE, %" PRId64
+                   "));\n", X(1), dtype_enum(g->tensors[n->in[1]].dtype), na, nb);
+        fprintf(b, "    TRY(oqcf_binary(OQCF_POW, OQCF_DOUBLE, SCRATCH, &s%d[0], (double *)SCRATCH + %"
+                   PRId64 ", &s%d[1], (double *)SCRATCH + %" PRId64 "));\n", node, na, node,
+                na + nb);
+        fprintf(b, "    TRY(oqcf_cast((double *)SCRATCH + %" PRId64 ", OQCF_DOUBLE, %s, %s, %" PRId64
+                   "));\n", na + nb, Y(0), dtype_enum(g->tensors[n->out[0]].dtype),
+                numel_out(m->e, node, 0));
         break;
     }
     case EXEC_SUM:
@@ -746,6 +819,45 @@ void oqc_em_node(Em *m, int node) {
                 oqcf_dtype_size(in0->dtype), Y(0));
         break;
     }
+    case EXEC_REDUCE: {
+        static const char *const rops[] = {[OQCF_REDUCE_SUM] = "OQCF_REDUCE_SUM",
+                                           [OQCF_REDUCE_MEAN] = "OQCF_REDUCE_MEAN",
+                                           [OQCF_REDUCE_MAX] = "OQCF_REDUCE_MAX",
+                                           [OQCF_REDUCE_MIN] = "OQCF_REDUCE_MIN"};
+        use_kernel(m, "oqcf_reduce.c");
+        in_shapes(m, node, 1);
+        fprintf(b, "    TRY(oqcf_reduce(%s, %s, &s%d[0], %uu, %s));\n",
+                rops[oqc_reduce_op(n->op)], X(0), node, x->mask, Y(0));
+        break;
+    }
+    case EXEC_ARGMAX:
+        use_kernel(m, "oqcf_reduce.c");
+        fprintf(b, "    TRY(oqcf_argmax(%s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %d, %d, %s));\n",
+                X(0), x->a, x->b, x->c, n->op == OQC_OP_ArgMin, x->axis, Y(0));
+        break;
+    case EXEC_TILE: {
+        use_kernel(m, "oqcf_layout.c");
+        const OqcTensor *y = &g->tensors[n->out[0]];
+        in_shapes(m, node, 1);
+        fprintf(decl(m), "static const OqcfShape ys%d = ", node);
+        put_shape(decl(m), &y->shape);
+        fputs(";\n", decl(m));
+        fprintf(b, "    TRY(oqcf_tile(%s, &s%d[0], &ys%d, %zu, %s));\n", X(0), node, node,
+                oqcf_dtype_size(y->dtype), Y(0));
+        break;
+    }
+    case EXEC_SPACE_DEPTH:
+        use_kernel(m, "oqcf_layout.c");
+        fprintf(decl(m), "static const OqcfShape v%d = ", node);
+        put_shape(decl(m), &x->view);
+        fprintf(decl(m), "; /* the 6-D view of the input */\nstatic const int perm%d[%d] = {",
+                node, OQC_MAX_RANK);
+        for (int i = 0; i < OQC_MAX_RANK; i++)
+            fprintf(decl(m), "%s%d", i ? ", " : "", x->perm[i]);
+        fputs("};\n", decl(m));
+        fprintf(b, "    TRY(oqcf_transpose(%s, &v%d, perm%d, %zu, %s));\n", X(0), node, node,
+                oqcf_dtype_size(in0->dtype), Y(0));
+        break;
     case EXEC_CAST:
         use_kernel(m, "oqcf_cast.c");
         fprintf(b, "    TRY(oqcf_cast(%s, %s, %s, %s, %" PRId64 "));\n", X(0),

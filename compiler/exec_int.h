@@ -22,7 +22,11 @@ typedef enum ExecKind {
     EXEC_NONE = 0, EXEC_CONV, EXEC_MAXPOOL, EXEC_AVGPOOL, EXEC_GLOBAL_POOL, EXEC_BATCHNORM,
     EXEC_LRN, EXEC_GEMM, EXEC_MATMUL, EXEC_UNARY, EXEC_CLIP, EXEC_BINARY, EXEC_SUM,
     EXEC_SOFTMAX, EXEC_CONCAT, EXEC_SPLIT, EXEC_SLICE, EXEC_TRANSPOSE, EXEC_PAD, EXEC_GATHER,
-    EXEC_CAST, EXEC_SHAPE, EXEC_CONSTANT_OF_SHAPE, EXEC_DROPOUT, EXEC_QDQ,
+    EXEC_CAST, EXEC_SHAPE, EXEC_CONSTANT_OF_SHAPE, EXEC_DROPOUT, EXEC_QDQ, EXEC_REDUCE,
+    EXEC_POW_CAST, /* Pow of other types than float^float, double^double: in double */
+    EXEC_ARGMAX, EXEC_TILE, /* Tile and Expand */
+    EXEC_SPACE_DEPTH,       /* DepthToSpace / SpaceToDepth: a transpose of a 6-D view */
+    EXEC_LAYERNORM, EXEC_INSTANCENORM,
     EXEC_Q,   /* an INT8 node (exec_q.c): OqcNode.q says which oqci kernel */
 } ExecKind;
 
@@ -43,13 +47,20 @@ typedef struct ExecNode {
         OqcfConvParams conv;       /* Conv (output 0 of a merged conv) */
         OqcfPoolParams pool;       /* MaxPool / AveragePool */
         OqcfGemmParams gemm;       /* Gemm */
-        int perm[OQC_MAX_RANK];    /* Transpose permutation */
+        struct {
+            int perm[OQC_MAX_RANK];         /* Transpose, EXEC_SPACE_DEPTH: permutation */
+            OqcfShape view;                 /* EXEC_SPACE_DEPTH: the 6-D shape perm
+                                               transposes */
+        };
         OqcfSlice slice;           /* Slice */
         struct {
             int64_t pads[2 * OQC_MAX_RANK]; /* Pad */
             OqcfPadMode pad_mode;           /* Pad */
         };
     };
+    unsigned mask;             /* Reduce*: the reduced axes (bit i: axis i) */
+    OqcfUnaryOp uop;           /* EXEC_UNARY through oqcf_unary: which op (f0, f1: its
+                                  alpha, beta); only when oqc_unary_of says so */
 } ExecNode;
 
 struct OqcExec {
@@ -98,6 +109,11 @@ static inline size_t esize_of(const OqcTensor *t) { return oqcf_dtype_size(t->dt
 int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d);
 /* exec_q.c: prepares an INT8 node (OqcNode.q set by passes/quantize.c). */
 int oqc_exec_prepare_q(OqcExec *e, int node, OqcDiag *d);
+/* exec_ops.c: the runtime reduction (oqcf_reduce) of ReduceSum/ReduceMean/ReduceMax/ReduceMin. */
+OqcfReduceOp oqc_reduce_op(OqcOp op);
+/* exec_ops.c: for the ops oqcf_unary runs, 1 with its op and attributes (alpha, beta);
+ * 0 for every other op (Relu, Sigmoid, ... have their own kernels). */
+int oqc_unary_of(const OqcNode *n, OqcfUnaryOp *op, float *alpha, float *beta);
 /* exec_ops.c: 1 for ops whose first output is a view of their first input. */
 int oqc_exec_is_view_op(const OqcNode *n);
 

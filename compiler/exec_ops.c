@@ -86,6 +86,28 @@ static int run_lrn(OqcExec *e, int node) {
     return 0;
 }
 
+/* Optional input or output k of node, NULL when absent. */
+static void *opt_in(OqcExec *e, int node, int k) {
+    return N(e, node)->nin > k && N(e, node)->in[k] >= 0 ? (void *)XIN(e, node, k) : NULL;
+}
+static void *opt_out(OqcExec *e, int node, int k) {
+    return N(e, node)->nout > k && N(e, node)->out[k] >= 0 ? YOUT(e, node, k) : NULL;
+}
+
+static int run_layernorm(OqcExec *e, int node) {
+    ExecNode *x = EN(e, node);
+    CHECK(oqcf_layernorm(x->a, x->b, XIN(e, node, 0), XIN(e, node, 1), opt_in(e, node, 2),
+                         x->f0, YOUT(e, node, 0), opt_out(e, node, 1), opt_out(e, node, 2)));
+    return 0;
+}
+
+static int run_instancenorm(OqcExec *e, int node) {
+    ExecNode *x = EN(e, node);
+    CHECK(oqcf_instancenorm(x->a, x->b, x->c, XIN(e, node, 0), XIN(e, node, 1),
+                            XIN(e, node, 2), x->f0, YOUT(e, node, 0)));
+    return 0;
+}
+
 static int run_gemm(OqcExec *e, int node) {
     const float *c = EN(e, node)->gemm.has_c ? XIN(e, node, 2) : NULL;
     CHECK(oqcf_gemm(e->pool, &EN(e, node)->gemm, XIN(e, node, 0), XIN(e, node, 1), c,
@@ -110,7 +132,31 @@ static int run_unary(OqcExec *e, int node) {
     case OQC_OP_Tanh: CHECK(oqcf_tanh(x, y, n)); break;
     case OQC_OP_LeakyRelu: CHECK(oqcf_leaky_relu(x, y, n, p->f0)); break;
     case OQC_OP_HardSigmoid: CHECK(oqcf_hard_sigmoid(x, y, n, p->f0, p->f1)); break;
-    default: OQC_ASSERT(0);
+    default: CHECK(oqcf_unary(p->uop, x, y, n, p->f0, p->f1)); break;
+    }
+    return 0;
+}
+
+int oqc_unary_of(const OqcNode *n, OqcfUnaryOp *op, float *alpha, float *beta) {
+    static const struct { OqcOp op; OqcfUnaryOp u; } map[] = {
+        {OQC_OP_Abs, OQCF_UN_ABS}, {OQC_OP_Neg, OQCF_UN_NEG}, {OQC_OP_Exp, OQCF_UN_EXP},
+        {OQC_OP_Log, OQCF_UN_LOG}, {OQC_OP_Sqrt, OQCF_UN_SQRT}, {OQC_OP_Erf, OQCF_UN_ERF},
+        {OQC_OP_Reciprocal, OQCF_UN_RECIPROCAL}, {OQC_OP_Floor, OQCF_UN_FLOOR},
+        {OQC_OP_Ceil, OQCF_UN_CEIL}, {OQC_OP_Sign, OQCF_UN_SIGN},
+        {OQC_OP_Softsign, OQCF_UN_SOFTSIGN}, {OQC_OP_Softplus, OQCF_UN_SOFTPLUS},
+        {OQC_OP_Elu, OQCF_UN_ELU}, {OQC_OP_Celu, OQCF_UN_CELU}, {OQC_OP_Selu, OQCF_UN_SELU},
+        {OQC_OP_ThresholdedRelu, OQCF_UN_THRESHOLDED_RELU},
+        {OQC_OP_HardSwish, OQCF_UN_HARD_SWISH}};
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+        if (map[i].op != n->op)
+            continue;
+        *op = map[i].u;
+        /* ONNX's defaults; Selu's are float32 roundings of its exact constants */
+        *alpha = oqc_attr_float(n, "alpha", n->op == OQC_OP_Selu ? 1.67326319217681884765625f
+                                                                 : 1.0f);
+        *beta = n->op == OQC_OP_Selu ? oqc_attr_float(n, "gamma", 1.05070102214813232421875f)
+                                     : 0.0f;
+        return 1;
     }
     return 0;
 }
@@ -134,9 +180,26 @@ static int run_clip(OqcExec *e, int node) {
 static int run_binary(OqcExec *e, int node) {
     static const OqcfBinaryOp ops[OQC_OP_COUNT] = {
         [OQC_OP_Add] = OQCF_ADD, [OQC_OP_Sub] = OQCF_SUB, [OQC_OP_Mul] = OQCF_MUL,
-        [OQC_OP_Div] = OQCF_DIV};
+        [OQC_OP_Div] = OQCF_DIV, [OQC_OP_Pow] = OQCF_POW, [OQC_OP_PRelu] = OQCF_PRELU};
+    OqcShape bs = *SH(e, node, 1);
+    if (N(e, node)->op == OQC_OP_PRelu)
+        bs = oqc_prelu_slope_shape(N(e, node), SH(e, node, 0), &bs);
     CHECK(oqcf_binary(ops[N(e, node)->op], T(e, N(e, node)->out[0])->dtype, XIN(e, node, 0),
-                      SH(e, node, 0), XIN(e, node, 1), SH(e, node, 1), YOUT(e, node, 0)));
+                      SH(e, node, 0), XIN(e, node, 1), &bs, YOUT(e, node, 0)));
+    return 0;
+}
+
+/* Pow of other types: both inputs cast to double (scratch), pow, the result cast to the
+ * base's type (float -> integer truncates toward zero, see oqcf_cast). */
+static int run_pow_cast(OqcExec *e, int node) {
+    const OqcNode *n = N(e, node);
+    int64_t na = oqc_shape_numel(SH(e, node, 0)), nb = oqc_shape_numel(SH(e, node, 1));
+    int64_t ny = numel_out(e, node, 0);
+    double *a = e->scratch, *b = a + na, *y = b + nb;
+    CHECK(oqcf_cast(XIN(e, node, 0), T(e, n->in[0])->dtype, a, OQCF_DOUBLE, na));
+    CHECK(oqcf_cast(XIN(e, node, 1), T(e, n->in[1])->dtype, b, OQCF_DOUBLE, nb));
+    CHECK(oqcf_binary(OQCF_POW, OQCF_DOUBLE, a, SH(e, node, 0), b, SH(e, node, 1), y));
+    CHECK(oqcf_cast(y, OQCF_DOUBLE, YOUT(e, node, 0), T(e, n->out[0])->dtype, ny));
     return 0;
 }
 
@@ -249,6 +312,66 @@ static int run_dropout_mask(OqcExec *e, int node) {
     return 0;
 }
 
+/* The runtime's reduction of a Reduce* op. */
+OqcfReduceOp oqc_reduce_op(OqcOp op) {
+    return op == OQC_OP_ReduceSum ? OQCF_REDUCE_SUM
+         : op == OQC_OP_ReduceMean ? OQCF_REDUCE_MEAN
+         : op == OQC_OP_ReduceMin ? OQCF_REDUCE_MIN : OQCF_REDUCE_MAX;
+}
+
+static int run_reduce(OqcExec *e, int node) {
+    CHECK(oqcf_reduce(oqc_reduce_op(N(e, node)->op), XIN(e, node, 0), SH(e, node, 0),
+                      EN(e, node)->mask, YOUT(e, node, 0)));
+    return 0;
+}
+
+static int run_argmax(OqcExec *e, int node) {
+    ExecNode *x = EN(e, node);
+    CHECK(oqcf_argmax(XIN(e, node, 0), x->a, x->b, x->c, N(e, node)->op == OQC_OP_ArgMin,
+                      x->axis, YOUT(e, node, 0)));
+    return 0;
+}
+
+static int run_tile(OqcExec *e, int node) {
+    const OqcTensor *y = T(e, N(e, node)->out[0]);
+    CHECK(oqcf_tile(XIN(e, node, 0), SH(e, node, 0), &y->shape, esize_of(y), YOUT(e, node, 0)));
+    return 0;
+}
+
+static int run_space_depth(OqcExec *e, int node) {
+    ExecNode *x = EN(e, node);
+    CHECK(oqcf_transpose(XIN(e, node, 0), &x->view, x->perm, esize_of(T(e, N(e, node)->in[0])),
+                         YOUT(e, node, 0)));
+    return 0;
+}
+
+/* DepthToSpace / SpaceToDepth of NCHW x as a transpose of a 6-D view of x (ONNX's
+ * definitions): DCR [N, b, b, C', H, W] -> [N, C', H, b, W, b]; CRD [N, C', b, b, H, W]
+ * -> the same order; SpaceToDepth [N, C, H', b, W', b] -> [N, b, b, C, H', W']. */
+static void space_depth_view(const OqcNode *n, const OqcShape *xs, OqcShape *view, int *perm) {
+    int64_t b = oqc_attr_int(n, "blocksize", 1), N = xs->d[0], C = xs->d[1], H = xs->d[2],
+            W = xs->d[3];
+    static const int dcr[6] = {0, 3, 4, 1, 5, 2}, crd[6] = {0, 1, 4, 2, 5, 3},
+                     s2d[6] = {0, 3, 5, 1, 2, 4};
+    const int *p;
+    *view = (OqcShape){.rank = 6};
+    if (n->op == OQC_OP_SpaceToDepth) {
+        int64_t d[6] = {N, C, H / b, b, W / b, b};
+        memcpy(view->d, d, sizeof d);
+        p = s2d;
+    } else if (!strcmp(oqc_attr_string(n, "mode", "DCR"), "CRD")) {
+        int64_t d[6] = {N, C / (b * b), b, b, H, W};
+        memcpy(view->d, d, sizeof d);
+        p = crd;
+    } else {
+        int64_t d[6] = {N, b, b, C / (b * b), H, W};
+        memcpy(view->d, d, sizeof d);
+        p = dcr;
+    }
+    for (int i = 0; i < OQC_MAX_RANK; i++)
+        perm[i] = i < 6 ? p[i] : i;
+}
+
 static int run_qdq(OqcExec *e, int node) {
     const OqcNode *n = N(e, node);
     ExecNode *x = EN(e, node);
@@ -307,6 +430,13 @@ static int fill_window(const OqcWindow *w, int64_t *in, int64_t *out, int64_t *k
 }
 
 static int is_float(const OqcTensor *t) { return t->dtype == OQCF_FLOAT; }
+
+/* The N x C x inner view of an NCHW-like shape (a, b, c) of per-plane kernels. */
+static void nc_inner(ExecNode *x, const OqcShape *s) {
+    x->a = s->d[0];
+    x->b = s->d[1];
+    x->c = prod(s, 2, s->rank);
+}
 
 /* When output tensor t is a view (a channel range of another tensor's buffer), sets
  * the kernel's output channel total and offset. */
@@ -428,9 +558,7 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
     case OQC_OP_GlobalMaxPool:
         if (!is_float(in0))
             return PERR("only f32 is supported");
-        x->a = in0->shape.d[0];
-        x->b = in0->shape.d[1];
-        x->c = prod(&in0->shape, 2, in0->shape.rank);
+        nc_inner(x, &in0->shape);
         x->run = run_global_pool;
         x->kind = EXEC_GLOBAL_POOL;
         return 0;
@@ -444,9 +572,7 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
                 return PERR("BatchNormalization with training outputs is not supported");
         if (!is_float(in0))
             return PERR("only f32 is supported");
-        x->a = in0->shape.d[0];
-        x->b = in0->shape.d[1];
-        x->c = prod(&in0->shape, 2, in0->shape.rank);
+        nc_inner(x, &in0->shape);
         x->f0 = oqc_attr_float(n, "epsilon", 1e-5f);
         x->run = run_batchnorm;
         x->kind = EXEC_BATCHNORM;
@@ -454,11 +580,31 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
     case OQC_OP_LRN:
         if (!is_float(in0))
             return PERR("only f32 is supported");
-        x->a = in0->shape.d[0];
-        x->b = in0->shape.d[1];
-        x->c = prod(&in0->shape, 2, in0->shape.rank);
+        nc_inner(x, &in0->shape);
         x->run = run_lrn;
         x->kind = EXEC_LRN;
+        return 0;
+    case OQC_OP_LayerNormalization: {
+        if (!is_float(in0))
+            return PERR("only f32 is supported");
+        int r = in0->shape.rank;
+        int64_t axis = oqc_attr_int(n, "axis", -1);
+        if (axis < 0)
+            axis += r;
+        x->a = prod(&in0->shape, 0, (int)axis);
+        x->b = prod(&in0->shape, (int)axis, r);
+        x->f0 = oqc_attr_float(n, "epsilon", 1e-5f);
+        x->run = run_layernorm;
+        x->kind = EXEC_LAYERNORM;
+        return 0;
+    }
+    case OQC_OP_InstanceNormalization:
+        if (!is_float(in0))
+            return PERR("only f32 is supported");
+        nc_inner(x, &in0->shape);
+        x->f0 = oqc_attr_float(n, "epsilon", 1e-5f);
+        x->run = run_instancenorm;
+        x->kind = EXEC_INSTANCENORM;
         return 0;
     case OQC_OP_Gemm: {
         OqcfGemmParams *p = &x->gemm;
@@ -499,6 +645,17 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
         x->run = run_unary;
         x->kind = EXEC_UNARY;
         return 0;
+    case OQC_OP_Abs: case OQC_OP_Neg: case OQC_OP_Exp: case OQC_OP_Log: case OQC_OP_Sqrt:
+    case OQC_OP_Erf: case OQC_OP_Reciprocal: case OQC_OP_Floor: case OQC_OP_Ceil:
+    case OQC_OP_Sign: case OQC_OP_Softsign: case OQC_OP_Softplus: case OQC_OP_Elu:
+    case OQC_OP_Celu: case OQC_OP_Selu: case OQC_OP_ThresholdedRelu: case OQC_OP_HardSwish:
+        if (!is_float(in0))
+            return PERR("%s on %s tensors is not supported (f32 only)", n->op_type,
+                        oqc_dtype_name(in0->dtype));
+        OQC_ASSERT(oqc_unary_of(n, &x->uop, &x->f0, &x->f1));
+        x->run = run_unary;
+        x->kind = EXEC_UNARY;
+        return 0;
     case OQC_OP_Clip:
         if (n->opset < 11 && !is_float(in0))
             return PERR("only f32 is supported");
@@ -507,6 +664,29 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
         x->run = run_clip;
         x->kind = EXEC_CLIP;
         return 0;
+    case OQC_OP_PRelu:
+        if (in0->dtype != OQCF_FLOAT && in0->dtype != OQCF_DOUBLE)
+            return PERR("PRelu on %s tensors is not supported (f32, f64)",
+                        oqc_dtype_name(in0->dtype));
+        x->run = run_binary;
+        x->kind = EXEC_BINARY;
+        return 0;
+    case OQC_OP_Pow: {
+        OqcfDType t1 = g->tensors[n->in[1]].dtype;
+        if ((in0->dtype == OQCF_FLOAT || in0->dtype == OQCF_DOUBLE) && t1 == in0->dtype) {
+            x->run = run_binary;
+            x->kind = EXEC_BINARY;
+            return 0;
+        }
+        if (in0->dtype == OQCF_FLOAT16 || in0->dtype == OQCF_BFLOAT16 ||
+            t1 == OQCF_FLOAT16 || t1 == OQCF_BFLOAT16)
+            return PERR("Pow on 16-bit floats is not supported");
+        x->scratch = (size_t)(oqc_shape_numel(&in0->shape) + oqc_shape_numel(SH(e, node, 1)) +
+                              oqc_shape_numel(&out0->shape)) * sizeof(double);
+        x->run = run_pow_cast;
+        x->kind = EXEC_POW_CAST;
+        return 0;
+    }
     case OQC_OP_Add: case OQC_OP_Sub: case OQC_OP_Mul: case OQC_OP_Div:
         x->run = run_binary;
         x->kind = EXEC_BINARY;
@@ -544,6 +724,43 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
         x->kind = EXEC_SOFTMAX;
         return 0;
     }
+    case OQC_OP_ReduceMax: case OQC_OP_ReduceMean: case OQC_OP_ReduceMin:
+    case OQC_OP_ReduceSum: {
+        int keep;
+        if (!is_float(in0))
+            return PERR("%s on %s tensors is not supported (f32 only)", n->op_type,
+                        oqc_dtype_name(in0->dtype));
+        if (oqc_reduce_axes(g, node, in0->shape.rank, &x->mask, &keep, d) < 0)
+            return -1;
+        x->run = run_reduce;
+        x->kind = EXEC_REDUCE;
+        return 0;
+    }
+    case OQC_OP_ArgMax: case OQC_OP_ArgMin: {
+        if (!is_float(in0))
+            return PERR("%s on %s tensors is not supported (f32 only)", n->op_type,
+                        oqc_dtype_name(in0->dtype));
+        int r = in0->shape.rank;
+        int64_t axis = oqc_attr_int(n, "axis", 0);
+        if (axis < 0)
+            axis += r;
+        x->a = prod(&in0->shape, 0, (int)axis);
+        x->b = in0->shape.d[axis];
+        x->c = prod(&in0->shape, (int)axis + 1, r);
+        x->axis = oqc_attr_int(n, "select_last_index", 0) != 0;
+        x->run = run_argmax;
+        x->kind = EXEC_ARGMAX;
+        return 0;
+    }
+    case OQC_OP_Tile: case OQC_OP_Expand:
+        x->run = run_tile;
+        x->kind = EXEC_TILE;
+        return 0;
+    case OQC_OP_DepthToSpace: case OQC_OP_SpaceToDepth:
+        space_depth_view(n, &in0->shape, &x->view, x->perm);
+        x->run = run_space_depth;
+        x->kind = EXEC_SPACE_DEPTH;
+        return 0;
     case OQC_OP_Concat:
         if (n->nin > 256)
             return PERR("more than 256 inputs");

@@ -36,6 +36,12 @@ static int run_q(OqcExec *e, int node) {
         CHECK(oqci_clamp(XIN(e, node, 0), q->in_type, YOUT(e, node, 0), q->out_type, q->count,
                          q->lo, q->hi));
         return 0;
+    case OQC_Q_MUL:
+        CHECK(oqci_mul(&q->mul, XIN(e, node, 0), XIN(e, node, 1), YOUT(e, node, 0)));
+        return 0;
+    case OQC_Q_LUT:
+        CHECK(oqci_lut(XIN(e, node, 0), YOUT(e, node, 0), q->count, q->table));
+        return 0;
     case OQC_Q_QUANTIZE:
         CHECK(oqci_quantize(XIN(e, node, 0), YOUT(e, node, 0), q->out_type, q->count,
                             q->scale));

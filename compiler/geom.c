@@ -1,8 +1,10 @@
-/* geom.c - sliding-window geometry of Conv, ConvTranspose and pooling (see ir.h).
+/* geom.c - sliding-window geometry of Conv, ConvTranspose and pooling, and the axes of
+ * reductions (see ir.h).
  *
  * Resolves kernel, strides, dilations and padding (explicit or auto_pad) into explicit
- * per-axis numbers and the output extents, validating every attribute. Shape
- * inference and the executor call the same functions. */
+ * per-axis numbers and the output extents, validating every attribute; resolves a
+ * Reduce* node's axes (attribute or input) into a mask. Shape inference, the passes and
+ * the executor call the same functions. */
 #include "ir.h"
 
 #include <inttypes.h>
@@ -200,4 +202,68 @@ int oqc_pool_geometry(const OqcGraph *g, int node, const OqcShape *x, OqcWindow 
         return -1;
     int64_t ceil_mode = oqc_attr_int(n, "ceil_mode", 0);
     return window(g, node, x, ceil_mode != 0, w, d);
+}
+
+/* PRelu before opset 7 applies a 1-D slope of C entries per channel (axis 1, PyTorch's
+ * exports); from opset 7 on, slopes broadcast as in numpy. */
+OqcShape oqc_prelu_slope_shape(const OqcNode *n, const OqcShape *x, const OqcShape *slope) {
+    OqcShape s = *slope;
+    if (n->opset < 7 && slope->rank == 1 && x->rank >= 2 && slope->d[0] == x->d[1] &&
+        slope->d[0] != 1) {
+        s.rank = x->rank - 1;
+        for (int i = 1; i < s.rank; i++)
+            s.d[i] = 1;
+    }
+    return s;
+}
+
+/* Axes of ReduceMean/ReduceMax/ReduceMin/ReduceSum: the attribute 'axes' before the opset where
+ * they became input 1 (13 for ReduceSum, 18 for the others), else that input, which
+ * must be a constant (or values shape inference derived). */
+int oqc_reduce_axes(const OqcGraph *g, int node, int rank, unsigned *mask, int *keepdims,
+                    OqcDiag *d) {
+    const OqcNode *n = &g->nodes[node];
+    int64_t ax[OQC_MAX_RANK];
+    int na = -1;   /* -1: no axes given */
+    if (n->opset >= (n->op == OQC_OP_ReduceSum ? 13 : 18)) {
+        if (oqc_attr_find(n, "axes"))
+            return ERR("opset %" PRId64 " takes the axes as input 1, not as an attribute",
+                       n->opset);
+        if (n->nin > 1 && n->in[1] >= 0) {
+            const OqcTensor *t = &g->tensors[n->in[1]];
+            if (t->dtype != OQCF_INT64)
+                return ERR("axes '%s' must be int64, not %s", t->name,
+                           oqc_dtype_name(t->dtype));
+            if (!t->data || !(t->is_const || t->has_value) || t->shape.rank != 1)
+                return ERR("axes '%s' must be a 1-D constant", t->name);
+            if (t->shape.d[0] > rank)
+                return ERR("axes '%s' has %" PRId64 " entries for an input of rank %d",
+                           t->name, t->shape.d[0], rank);
+            na = (int)t->shape.d[0];
+            memcpy(ax, t->data, (size_t)na * sizeof *ax);
+        }
+    } else {
+        const int64_t *v;
+        na = oqc_attr_ints(n, "axes", &v);
+        if (na > rank)
+            return ERR("attribute 'axes' has %d entries for an input of rank %d", na, rank);
+        if (na > 0)
+            memcpy(ax, v, (size_t)na * sizeof *ax);
+    }
+    *keepdims = oqc_attr_int(n, "keepdims", 1) != 0;
+    *mask = 0;
+    if (na <= 0) {   /* none given: all axes, or none with noop_with_empty_axes */
+        if (!oqc_attr_int(n, "noop_with_empty_axes", 0))
+            *mask = rank ? (1u << rank) - 1 : 0;
+        return 0;
+    }
+    for (int i = 0; i < na; i++) {
+        int64_t a = ax[i] < 0 ? ax[i] + rank : ax[i];
+        if (a < 0 || a >= rank)
+            return ERR("axis %" PRId64 " is out of range for rank %d", ax[i], rank);
+        if (*mask & (1u << a))
+            return ERR("axis %" PRId64 " is repeated", ax[i]);
+        *mask |= 1u << a;
+    }
+    return 0;
 }

@@ -348,6 +348,14 @@ int oqc_conv_transpose_geometry(const OqcGraph *g, int node, const OqcShape *x,
 /* MaxPool/AveragePool: kernel_shape, strides, dilations, pads/auto_pad, ceil_mode. */
 int oqc_pool_geometry(const OqcGraph *g, int node, const OqcShape *x, OqcWindow *win,
                       OqcDiag *d);
+/* The shape PRelu node n's slope broadcasts with against input shape x: the slope's own,
+ * or [C, 1, ...] for a per-channel slope before opset 7. */
+OqcShape oqc_prelu_slope_shape(const OqcNode *n, const OqcShape *x, const OqcShape *slope);
+/* ReduceMean/ReduceMax/ReduceMin/ReduceSum node `node` on an input of rank `rank`: *mask gets bit
+ * i set for each reduced axis i (all axes when none are given, none when none are given
+ * and noop_with_empty_axes = 1), *keepdims the attribute; 0, or -1 with an error. */
+int oqc_reduce_axes(const OqcGraph *g, int node, int rank, unsigned *mask, int *keepdims,
+                    OqcDiag *d);
 
 /* ===================================================================== shape.c */
 
@@ -661,7 +669,10 @@ typedef enum OqcQKind {
     OQC_Q_MAXPOOL,      /* MaxPool: oqci_maxpool */
     OQC_Q_AVGPOOL,      /* AveragePool, GlobalAveragePool: oqci_avgpool */
     OQC_Q_ADD,          /* Add, Sum (with a fused Relu/Clip): oqci_add */
+    OQC_Q_MUL,          /* Mul of two activations (one broadcast per block): oqci_mul */
     OQC_Q_CLAMP,        /* Relu, Clip: oqci_clamp */
+    OQC_Q_LUT,          /* an element-wise function of one tensor (Sigmoid, SiLU, ...;
+                           the last node of the chain computing it): oqci_lut */
     OQC_Q_VIEW,         /* Flatten, Reshape, ...: nothing runs (a view of the input) */
     OQC_Q_QUANTIZE,     /* float -> s8/u8 at an FP32/INT8 boundary: oqci_quantize */
     OQC_Q_DEQUANTIZE,   /* s8/u8 -> float at an INT8/FP32 boundary: oqci_dequantize */
@@ -676,12 +687,15 @@ typedef struct OqcQNode {
     float **w_scale;     /* CONV: per output, its channels' weight scales (reports) */
     OqciPool pool;       /* MAXPOOL, AVGPOOL */
     OqciAdd add;         /* ADD */
+    OqciMul mul;         /* MUL (input 0 is its a, input 1 its b) */
     int32_t in_type;     /* CLAMP, DEQUANTIZE: OQCI_S8/OQCI_U8 (DEQUANTIZE: or OQCI_S32) */
     int32_t out_type;    /* CLAMP, QUANTIZE */
     int32_t lo, hi;      /* CLAMP */
-    int64_t count;       /* CLAMP, QUANTIZE, DEQUANTIZE: elements */
+    int64_t count;       /* CLAMP, LUT, QUANTIZE, DEQUANTIZE: elements */
     float scale;         /* QUANTIZE, DEQUANTIZE */
     const OqcAcc *acc;   /* DEQUANTIZE of an accumulator tensor (in_type OQCI_S32) */
+    uint8_t *table;      /* LUT: 256 output bytes, indexed by the input byte */
+    int nfused;          /* LUT: float nodes the table replaces (with this one) */
 } OqcQNode;
 
 /* Sets the quant of every tensor named in e (the calibration result or an imported

@@ -77,6 +77,42 @@ static int shape_broadcast(Ctx *c) {
     return 0;
 }
 
+/* PRelu: the slope broadcasts to X (unidirectionally; per channel before opset 7); the
+ * output is X's shape. */
+static int shape_prelu(Ctx *c) {
+    const OqcTensor *x = IN(c, 0), *sl = IN(c, 1);
+    if (!sl)
+        return ERR("needs a slope input");
+    if (same_type(c, 2) < 0)
+        return -1;
+    OqcShape r, ss = oqc_prelu_slope_shape(c->n, &x->shape, &sl->shape);
+    if (oqcf_broadcast_shape(&x->shape, &ss, &r) != OQCF_OK ||
+        !oqc_shape_equal(&r, &x->shape))
+        return ERR("slope '%s' %s does not broadcast to the input's shape %s", sl->name,
+                   sstr(&sl->shape), sstr(&x->shape));
+    return shape_same(c);
+}
+
+/* Pow: numpy broadcasting; the exponent may have another numeric type (ONNX's T1), the
+ * output has the base's. */
+static int shape_pow(Ctx *c) {
+    const OqcTensor *x = IN(c, 0), *p = IN(c, 1);
+    if (!p || c->n->nin != 2)
+        return ERR("needs two inputs");
+    for (int k = 0; k < 2; k++) {
+        OqcfDType dt = IN(c, k)->dtype;
+        if (dt == OQCF_STRING || dt == OQCF_BOOL || oqcf_dtype_size(dt) == 0)
+            return ERR("input %d '%s' is %s, not a number", k, IN(c, k)->name,
+                       oqc_dtype_name(dt));
+    }
+    OqcShape s;
+    if (oqcf_broadcast_shape(&x->shape, &p->shape, &s) != OQCF_OK)
+        return ERR("shapes %s and %s ('%s') do not broadcast", sstr(&x->shape),
+                   sstr(&p->shape), p->name);
+    set_out(c, 0, x->dtype, &s);
+    return 0;
+}
+
 static int shape_clip(Ctx *c) {
     if (same_type(c, 3) < 0)
         return -1;
@@ -184,6 +220,52 @@ static int shape_batchnorm(Ctx *c) {
     for (int k = 1; k < c->n->nout; k++)
         set_out(c, k, x->dtype, &cs);
     return 0;
+}
+
+/* LayerNormalization: Y like X; Mean and InvStdDev (optional outputs) keep the dims
+ * before axis and have 1 from axis on. Scale and bias hold one entry per normalised
+ * element. */
+static int shape_layernorm(Ctx *c) {
+    const OqcTensor *x = IN(c, 0), *w = IN(c, 1), *b = IN(c, 2);
+    int r = x->shape.rank;
+    int axis = norm_axis(c, oqc_attr_int(c->n, "axis", -1), r, "axis");
+    if (axis < 0)
+        return -1;
+    if (!w)
+        return ERR("needs a scale input");
+    if (same_type(c, 3) < 0)
+        return -1;
+    int64_t inner = 1;
+    for (int i = axis; i < r; i++)
+        inner *= x->shape.d[i];
+    for (int k = 1; k < 3; k++) {
+        const OqcTensor *t = k == 1 ? w : b;
+        if (t && oqc_shape_numel(&t->shape) != inner)
+            return ERR("%s '%s' %s must have the %" PRId64 " elements of the normalised dims",
+                       k == 1 ? "scale" : "bias", t->name, sstr(&t->shape), inner);
+    }
+    OqcShape s = x->shape;
+    for (int i = axis; i < r; i++)
+        s.d[i] = 1;
+    set_out(c, 0, x->dtype, &x->shape);
+    set_out(c, 1, OQCF_FLOAT, &s);
+    set_out(c, 2, OQCF_FLOAT, &s);
+    return 0;
+}
+
+/* InstanceNormalization: NCHW-like input, scale and bias of C entries. */
+static int shape_instancenorm(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    if (x->shape.rank < 3)
+        return ERR("needs an input of rank 3 or more, not %s", sstr(&x->shape));
+    if (same_type(c, 3) < 0)
+        return -1;
+    for (int k = 1; k < 3; k++) {
+        const OqcTensor *t = IN(c, k);
+        if (!t || t->shape.rank != 1 || t->shape.d[0] != x->shape.d[1])
+            return ERR("input %d must have shape [%" PRId64 "]", k, x->shape.d[1]);
+    }
+    return shape_same(c);
 }
 
 static int shape_lrn(Ctx *c) {
@@ -539,6 +621,127 @@ static int shape_softmax(Ctx *c) {
     return shape_same(c);
 }
 
+/* ReduceMean/ReduceMax/ReduceMin/ReduceSum: reduced axes become 1 (keepdims) or disappear. */
+static int shape_reduce(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    unsigned mask;
+    int keep;
+    if (oqc_reduce_axes(c->g, c->node, x->shape.rank, &mask, &keep, c->d) < 0)
+        return -1;
+    OqcShape s = {.rank = 0};
+    for (int i = 0; i < x->shape.rank; i++)
+        if (!(mask & (1u << i)))
+            s.d[s.rank++] = x->shape.d[i];
+        else if (keep)
+            s.d[s.rank++] = 1;
+    set_out(c, 0, x->dtype, &s);
+    return 0;
+}
+
+/* ArgMax/ArgMin: int64 indices; the axis becomes 1 (keepdims) or disappears. */
+static int shape_argmax(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    int r = x->shape.rank;
+    if (r == 0)
+        return ERR("needs an input of rank 1 or more");
+    int axis = norm_axis(c, oqc_attr_int(c->n, "axis", 0), r, "axis");
+    if (axis < 0)
+        return -1;
+    if (x->shape.d[axis] == 0)
+        return ERR("axis %d of %s is empty: no index to return", axis, sstr(&x->shape));
+    OqcShape s = x->shape;
+    if (oqc_attr_int(c->n, "keepdims", 1)) {
+        s.d[axis] = 1;
+    } else {
+        for (int i = axis; i + 1 < r; i++)
+            s.d[i] = s.d[i + 1];
+        s.rank--;
+    }
+    set_out(c, 0, OQCF_INT64, &s);
+    return 0;
+}
+
+/* Input 1 of Tile/Expand, a constant list of at most OQC_MAX_RANK integers, into v:
+ * its length, or -1 after an error naming it `what`. */
+static int const_list_1(Ctx *c, int64_t *v, const char *what) {
+    int n = IN(c, 1) ? int_list(c, 1, v, OQC_MAX_RANK) : -1;
+    if (n < -1)
+        return -1;
+    if (n < 0)
+        return ERR("%s must be a constant int64 input", what);
+    return n;
+}
+
+/* Tile: each dim times its repeat (input 1, a constant of rank-many entries). */
+static int shape_tile(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    int64_t rep[OQC_MAX_RANK];
+    int n = const_list_1(c, rep, "repeats");
+    if (n < 0)
+        return -1;
+    if (n != x->shape.rank)
+        return ERR("repeats has %d entries for an input of rank %d", n, x->shape.rank);
+    OqcShape s = x->shape;
+    for (int i = 0; i < n; i++) {
+        if (rep[i] < 0 || (rep[i] > 0 && s.d[i] > OQC_MAX_ELEMENTS / rep[i]))
+            return ERR("repeat %" PRId64 " of axis %d is negative or absurd", rep[i], i);
+        s.d[i] *= rep[i];
+    }
+    set_out(c, 0, x->dtype, &s);
+    return 0;
+}
+
+/* Expand: numpy broadcast of the input with the shape given as input 1 (a constant). */
+static int shape_expand(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    int64_t v[OQC_MAX_RANK];
+    int n = const_list_1(c, v, "shape");
+    if (n < 0)
+        return -1;
+    OqcShape want = {.rank = n}, s;
+    for (int i = 0; i < n; i++) {
+        if (v[i] < 0 || v[i] > OQC_MAX_ELEMENTS)
+            return ERR("dimension %" PRId64 " is negative or absurd", v[i]);
+        want.d[i] = v[i];
+    }
+    if (oqcf_broadcast_shape(&x->shape, &want, &s) != OQCF_OK)
+        return ERR("shape %s does not broadcast with the input's %s", sstr(&want),
+                   sstr(&x->shape));
+    set_out(c, 0, x->dtype, &s);
+    return 0;
+}
+
+/* DepthToSpace / SpaceToDepth on NCHW: blocksize b moves C/(b*b) <-> H*b, W*b. */
+static int shape_space_depth(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    int64_t bs = oqc_attr_int(c->n, "blocksize", 0);
+    if (x->shape.rank != 4)
+        return ERR("needs a 4-D NCHW input, not %s", sstr(&x->shape));
+    if (bs < 1 || bs > 4096)
+        return ERR("blocksize %" PRId64 " must be in 1..4096", bs);
+    OqcShape s = x->shape;
+    if (c->n->op == OQC_OP_DepthToSpace) {
+        const char *mode = oqc_attr_string(c->n, "mode", "DCR");
+        if (strcmp(mode, "DCR") && strcmp(mode, "CRD"))
+            return ERR("mode '%s' is neither DCR nor CRD", mode);
+        if (s.d[1] % (bs * bs))
+            return ERR("%" PRId64 " channels are not a multiple of blocksize^2 = %" PRId64,
+                       s.d[1], bs * bs);
+        s.d[1] /= bs * bs;
+        s.d[2] *= bs;
+        s.d[3] *= bs;
+    } else {
+        if (s.d[2] % bs || s.d[3] % bs)
+            return ERR("height %" PRId64 " and width %" PRId64 " must be multiples of the "
+                       "blocksize %" PRId64, s.d[2], s.d[3], bs);
+        s.d[1] *= bs * bs;
+        s.d[2] /= bs;
+        s.d[3] /= bs;
+    }
+    set_out(c, 0, x->dtype, &s);
+    return 0;
+}
+
 static int shape_dropout(Ctx *c) {
     const OqcTensor *x = IN(c, 0);
     set_out(c, 0, x->dtype, &x->shape);
@@ -712,43 +915,74 @@ static int shape_dequantize(Ctx *c) {
 }
 
 const ShapeFn oqc_shape_fns[OQC_OP_COUNT] = {
+    [OQC_OP_Abs] = shape_same,
     [OQC_OP_Add] = shape_broadcast,
+    [OQC_OP_ArgMax] = shape_argmax,
+    [OQC_OP_ArgMin] = shape_argmax,
     [OQC_OP_AveragePool] = shape_pool,
     [OQC_OP_BatchNormalization] = shape_batchnorm,
     [OQC_OP_Cast] = shape_cast,
+    [OQC_OP_Ceil] = shape_same,
+    [OQC_OP_Celu] = shape_same,
     [OQC_OP_Clip] = shape_clip,
     [OQC_OP_Concat] = shape_concat,
     [OQC_OP_ConstantOfShape] = shape_constant_of_shape,
     [OQC_OP_Conv] = shape_conv,
     [OQC_OP_ConvTranspose] = shape_conv_transpose,
+    [OQC_OP_DepthToSpace] = shape_space_depth,
     [OQC_OP_DequantizeLinear] = shape_dequantize,
     [OQC_OP_Div] = shape_broadcast,
     [OQC_OP_Dropout] = shape_dropout,
+    [OQC_OP_Elu] = shape_same,
+    [OQC_OP_Erf] = shape_same,
+    [OQC_OP_Exp] = shape_same,
+    [OQC_OP_Expand] = shape_expand,
     [OQC_OP_Flatten] = shape_flatten,
+    [OQC_OP_Floor] = shape_same,
     [OQC_OP_Gather] = shape_gather,
     [OQC_OP_Gemm] = shape_gemm,
     [OQC_OP_GlobalAveragePool] = shape_global_pool,
     [OQC_OP_GlobalMaxPool] = shape_global_pool,
     [OQC_OP_HardSigmoid] = shape_same,
+    [OQC_OP_HardSwish] = shape_same,
     [OQC_OP_Identity] = shape_same,
+    [OQC_OP_InstanceNormalization] = shape_instancenorm,
     [OQC_OP_LRN] = shape_lrn,
+    [OQC_OP_LayerNormalization] = shape_layernorm,
     [OQC_OP_LeakyRelu] = shape_same,
+    [OQC_OP_Log] = shape_same,
     [OQC_OP_MatMul] = shape_matmul,
     [OQC_OP_MaxPool] = shape_pool,
     [OQC_OP_Mul] = shape_broadcast,
+    [OQC_OP_Neg] = shape_same,
+    [OQC_OP_PRelu] = shape_prelu,
     [OQC_OP_Pad] = shape_pad,
+    [OQC_OP_Pow] = shape_pow,
     [OQC_OP_QuantizeLinear] = shape_quantize,
+    [OQC_OP_Reciprocal] = shape_same,
+    [OQC_OP_ReduceMax] = shape_reduce,
+    [OQC_OP_ReduceMean] = shape_reduce,
+    [OQC_OP_ReduceMin] = shape_reduce,
+    [OQC_OP_ReduceSum] = shape_reduce,
     [OQC_OP_Relu] = shape_same,
     [OQC_OP_Reshape] = shape_reshape,
+    [OQC_OP_Selu] = shape_same,
     [OQC_OP_Shape] = shape_shape,
     [OQC_OP_Sigmoid] = shape_same,
+    [OQC_OP_Sign] = shape_same,
     [OQC_OP_Slice] = shape_slice,
     [OQC_OP_Softmax] = shape_softmax,
+    [OQC_OP_Softplus] = shape_same,
+    [OQC_OP_Softsign] = shape_same,
+    [OQC_OP_SpaceToDepth] = shape_space_depth,
     [OQC_OP_Split] = shape_split,
+    [OQC_OP_Sqrt] = shape_same,
     [OQC_OP_Squeeze] = shape_squeeze,
     [OQC_OP_Sub] = shape_broadcast,
     [OQC_OP_Sum] = shape_broadcast,
     [OQC_OP_Tanh] = shape_same,
+    [OQC_OP_ThresholdedRelu] = shape_same,
+    [OQC_OP_Tile] = shape_tile,
     [OQC_OP_Transpose] = shape_transpose,
     [OQC_OP_Unsqueeze] = shape_unsqueeze,
 };

@@ -5,7 +5,8 @@
  * table (oqc_quant_apply); otherwise it changes nothing.  It
  *   1. decides per node INT8 or float: Conv (2-D, constant weights, fused Relu/Clip),
  *      Gemm/MatMul with constant weights, MaxPool, AveragePool, GlobalAveragePool,
- *      Add/Sum of same-shape inputs, Relu/Clip, and view ops (Flatten, Reshape, ...)
+ *      Add/Sum of same-shape inputs, Mul of two activations (one may be broadcast per
+ *      block, as a squeeze-excitation gate), Relu/Clip, and view ops (Flatten, Reshape, ...)
  *      whose input is INT8.  Everything else, nodes named in --fp32-nodes and nodes
  *      whose tensors lack a calibration stay float, with a -v line saying why;
  *   2. gives every INT8 tensor its storage type and scale: s8 (T/127) or u8 (T/255) as
@@ -21,7 +22,9 @@
  *   4. inserts QuantizeLinear/DequantizeLinear nodes (with OqcNode.q set: oqc's own
  *      symmetric round-half-away kernels, not ONNX's) where INT8 and float meet, and at
  *      graph inputs and outputs: the model keeps its float interface.
- * A Relu/Clip that follows an INT8 Add is folded into the Add's clamp first.
+ * A Relu/Clip that follows an INT8 Add is folded into the Add's clamp first. Element-wise
+ * nodes computing a function of one tensor (Sigmoid, SiLU, HardSwish, Tanh, ...) become
+ * one 256-entry table (quantize_lut.c).
  *
  * This file decides and rewrites (steps 1, 2 and 4, and the walk of step 3); each INT8
  * node's kernel parameters, and the overflow rule they obey, are quantize_params.c
@@ -150,9 +153,45 @@ static int can_compute(const Q *q, int i, char *why) {
         }
         return 1;
     }
+    case OQC_OP_Mul: {
+        /* a full activation times one that is the same or constant over its trailing
+         * dims (a squeeze-excitation gate): oqci_mul's (outer, inner) blocks */
+        const OqcShape *ys = &TT(q, n->out[0])->shape;
+        if (n->nin != 2 || n->in[1] < 0 || TT(q, n->in[0])->is_const ||
+            TT(q, n->in[1])->is_const || TT(q, n->in[1])->dtype != OQCF_FLOAT)
+            return WHY("INT8 Mul takes two activations (not a constant)");
+        if (TT(q, n->out[0])->view_base >= 0)
+            return WHY("it writes into a concat buffer");
+        int full = oqc_shape_equal(xs, ys) ? 0 : 1;
+        const OqcShape *bs = &TT(q, n->in[1 - full])->shape;
+        if (!oqc_shape_equal(&TT(q, n->in[full])->shape, ys))
+            return WHY("neither input has the output's shape");
+        int off = ys->rank - bs->rank, k = ys->rank;
+        while (k > 0 && (k - 1 < off || bs->d[k - 1 - off] == 1))
+            k--;   /* the trailing dims where the other input is 1 */
+        for (int j = 0; j < k; j++)
+            if (j < off || bs->d[j - off] != ys->d[j])
+                return WHY("its broadcast is not one value per block of trailing elements");
+        return 1;
+    }
     default:
         return WHY("%s has no INT8 kernel", n->op_type);
     }
+}
+
+/* Why node i, which is no INT8 candidate of step 1, stays float (for -v). */
+static const char *float_reason(const Q *q, int i) {
+    const OqcGraph *g = q->g;
+    const OqcNode *n = &g->nodes[i];
+    if (in_list(q->cfg->fp32_nodes, n->name))
+        return "named in --fp32-nodes";
+    if (n->op != OQC_OP_Relu && n->op != OQC_OP_Clip && !is_view_op(n->op))
+        return "the INT8 backend has no kernel for this op";
+    if (n->in[0] < 0 || !q->qdom[n->in[0]])
+        return "its input is not INT8";
+    if (n->out[0] >= 0 && g->tensors[n->out[0]].view_base >= 0)
+        return "it writes into a concat buffer";
+    return "its bounds are not constants";
 }
 
 /* ------------------------------------------------------------------------ driver */
@@ -302,6 +341,8 @@ int pass_quantize(OqcGraph *g, OqcDiag *d) {
     char why[OQC_WHY_SIZE];
     /* Step 1: compute nodes that can run in INT8 on their own. */
     unsigned char *compute = oqc_arena_alloc(g->arena, (size_t)nn + 1);
+    unsigned char *told = oqc_arena_alloc(g->arena, (size_t)nn + 1);   /* -v said why */
+    const char **reason = oqc_arena_alloc(g->arena, ((size_t)nn + 1) * sizeof *reason);
     for (int i = 0; i < nn; i++) {
         const OqcNode *n = &g->nodes[i];
         int cand = 0;
@@ -316,13 +357,16 @@ int pass_quantize(OqcGraph *g, OqcDiag *d) {
         }
         if (!cand)
             continue;
+        told[i] = 1;   /* a float candidate says why here */
         if (in_list(q.cfg->fp32_nodes, n->name)) {
             oqc_info(d, "quantize: '%s' (%s) stays float: named in --fp32-nodes", n->name,
                      n->op_type);
             continue;
         }
         if (!can_compute(&q, i, why)) {
-            oqc_info(d, "quantize: '%s' (%s) stays float: %s", n->name, n->op_type, why);
+            /* said in step 3 if the node is not part of a table (step 1b) either */
+            reason[i] = oqc_arena_strdup(g->arena, why);
+            told[i] = 0;
             continue;
         }
         compute[i] = 1;
@@ -356,20 +400,91 @@ int pass_quantize(OqcGraph *g, OqcDiag *d) {
     for (int i = 0; i < nn; i++)
         if (compute[i] && (g->nodes[i].op == OQC_OP_Add || g->nodes[i].op == OQC_OP_Sum))
             fold_add_act(&q, i, dead);
+    /* Step 1b: element-wise clusters computing a function of one tensor become tables
+     * (quantize_lut.c), each found from its last node, so from the graph's end back. */
+    int *lut_root = oqc_arena_alloc(g->arena, ((size_t)nn + 1) * sizeof *lut_root);
+    int **lut_mem = oqc_arena_alloc(g->arena, ((size_t)nn + 1) * sizeof *lut_mem);
+    int *lut_n = oqc_arena_alloc(g->arena, ((size_t)nn + 1) * sizeof *lut_n);
+    int *lut_src = oqc_arena_alloc(g->arena, ((size_t)nn + 1) * sizeof *lut_src);
+    unsigned char *taken = oqc_arena_alloc(g->arena, (size_t)nn + 1);
+    for (int i = 0; i < nn; i++) {
+        lut_root[i] = -1;
+        taken[i] = dead[i] || compute[i] || in_list(q.cfg->fp32_nodes, g->nodes[i].name);
+    }
+    for (int i = nn - 1; i >= 0; i--) {
+        int mem[OQC_LUT_MAX_NODES], nm, src;
+        if (taken[i])
+            continue;
+        int r = oqc_quant_lut_cluster(&q, i, taken, mem, &nm, &src, why);
+        if (r == -2)
+            continue;
+        if (r < 0) {
+            reason[i] = oqc_arena_printf(g->arena, "%s%sno table: %s",
+                                         reason[i] ? reason[i] : "", reason[i] ? "; " : "", why);
+            continue;
+        }
+        for (int k = 0; k < nm; k++) {
+            lut_root[mem[k]] = i;
+            taken[mem[k]] = 1;
+        }
+        lut_mem[i] = oqc_arena_dup(g->arena, mem, (size_t)nm * sizeof *mem);
+        lut_n[i] = nm;
+        lut_src[i] = src;
+    }
+    /* Step 1c: Mul of two activations, unless it is part of a table (x * Sigmoid(x)). */
+    for (int i = 0; i < nn; i++) {
+        const OqcNode *n = &g->nodes[i];
+        if (n->op != OQC_OP_Mul || taken[i])
+            continue;
+        if (!can_compute(&q, i, why)) {
+            reason[i] = oqc_arena_printf(g->arena, "%s%s%s", reason[i] ? reason[i] : "",
+                                         reason[i] ? "; " : "", why);
+            continue;
+        }
+        compute[i] = 1;
+    }
     /* Step 3, in topological order: INT8 domains, passthrough scales, parameters. */
-    int rc = 0, nint8 = 0, nfloat = 0;
+    int rc = 0, nint8 = 0, nfloat = 0, nlut = 0, nlut_nodes = 0;
     for (int i = 0; i < nn; i++) {
         OqcNode *n = &g->nodes[i];
-        if (dead[i])
-            continue;
+        if (dead[i] || (lut_root[i] >= 0 && lut_root[i] != i))
+            continue;   /* removed, or part of a table decided at its last node */
         OqcQNode *qn = NULL;
-        if (compute[i]) {
+        if (lut_root[i] == i) {
+            qn = oqc_arena_alloc(g->arena, sizeof *qn);
+            if (oqc_quant_build_lut(&q, i, lut_mem[i], lut_n[i], lut_src[i], qn, why) < 0) {
+                oqc_info(d, "quantize: '%s' (%s) stays float%s: %s", n->name, n->op_type,
+                         lut_n[i] > 1 ? oqc_arena_printf(g->arena, " with the %d element-wise "
+                                                         "nodes before it", lut_n[i] - 1) : "",
+                         why);
+                told[i] = 1;
+                nfloat += lut_n[i] - 1;
+                qn = NULL;
+            } else {
+                for (int k = 0; k < lut_n[i]; k++)
+                    if (lut_mem[i][k] != i)
+                        dead[lut_mem[i][k]] = 1;
+                n->in[0] = lut_src[i];
+                n->nin = 1;
+                /* the source's readers in the table are now the table (step 3b reads them) */
+                OqcTensor *st = &g->tensors[lut_src[i]];
+                for (int c = 0; c < st->nconsumers; c++)
+                    if (lut_root[st->consumers[c]] == i)
+                        st->consumers[c] = i;
+                nlut++;
+                nlut_nodes += lut_n[i];
+                oqc_info(d, "quantize: '%s' (%s): a 256-entry table of '%s' replaces %d node(s)",
+                         n->name, n->op_type, g->tensors[lut_src[i]].name, lut_n[i]);
+            }
+        } else if (compute[i]) {
             qn = oqc_arena_alloc(g->arena, sizeof *qn);
             int r;
             if (n->op == OQC_OP_Conv || n->op == OQC_OP_Gemm || n->op == OQC_OP_MatMul)
                 r = oqc_quant_build_conv(&q, i, qn, why);
             else if (n->op == OQC_OP_Add || n->op == OQC_OP_Sum)
                 r = oqc_quant_build_add(&q, i, qn, why);
+            else if (n->op == OQC_OP_Mul)
+                r = oqc_quant_build_mul(&q, i, qn, why);
             else {
                 /* max pooling keeps its input's scale unless it writes a concat buffer */
                 if (n->op == OQC_OP_MaxPool && g->tensors[n->out[0]].view_base < 0) {
@@ -419,12 +534,15 @@ int pass_quantize(OqcGraph *g, OqcDiag *d) {
             g->tensors[n->out[0]].quant = g->tensors[base_of(g, n->in[0])].quant;
         }
         if (!qn) {
+            if (!told[i] && n->op != OQC_OP_QuantizeLinear && n->op != OQC_OP_DequantizeLinear)
+                oqc_info(d, "quantize: '%s' (%s) stays float: %s", n->name, n->op_type,
+                         reason[i] ? reason[i] : float_reason(&q, i));
             nfloat++;
             continue;
         }
         n->q = qn;
         q.int8[i] = 1;
-        q.nq[n->op]++;
+        q.nq[n->op] += qn->kind != OQC_Q_LUT;   /* tables are counted apart */
         nint8++;
         for (int k = 0; k < n->nout; k++)
             if (n->out[k] >= 0) {
@@ -519,11 +637,14 @@ int pass_quantize(OqcGraph *g, OqcDiag *d) {
     if (oqc_graph_toposort(g, d) < 0)
         rc = -1;
     oqc_info(d, "quantize: %d nodes INT8 (Conv %d, Gemm %d, MatMul %d, MaxPool %d, "
-             "AveragePool %d, GlobalAveragePool %d, Add %d, Sum %d, Relu %d, Clip %d, "
-             "views %d), %d float; %d Quantize and %d Dequantize inserted; requant %s",
+             "AveragePool %d, GlobalAveragePool %d, Add %d, Sum %d, Mul %d, Relu %d, Clip %d, "
+             "tables %d of %d nodes, views %d), %d float; %d Quantize and %d Dequantize "
+             "inserted; requant %s",
              nint8, q.nq[OQC_OP_Conv], q.nq[OQC_OP_Gemm], q.nq[OQC_OP_MatMul],
              q.nq[OQC_OP_MaxPool], q.nq[OQC_OP_AveragePool], q.nq[OQC_OP_GlobalAveragePool],
-             q.nq[OQC_OP_Add], q.nq[OQC_OP_Sum], q.nq[OQC_OP_Relu], q.nq[OQC_OP_Clip],
+             q.nq[OQC_OP_Add], q.nq[OQC_OP_Sum], q.nq[OQC_OP_Mul], q.nq[OQC_OP_Relu],
+             q.nq[OQC_OP_Clip],
+             nlut, nlut_nodes,
              q.nq[OQC_OP_Flatten] + q.nq[OQC_OP_Reshape] + q.nq[OQC_OP_Squeeze] +
                  q.nq[OQC_OP_Unsqueeze] + q.nq[OQC_OP_Identity],
              nfloat, nquant, ndequant, q.cfg->requant == OQCI_REQ_FIXED ? "fixed" : "float");

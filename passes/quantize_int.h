@@ -61,8 +61,24 @@ int oqc_quant_build_conv(Q *q, int i, OqcQNode *qn, char *why);
 /* quantize_params.c: MaxPool/AveragePool/GlobalAveragePool node i's parameters into qn
  * (an OqciPool); 0, or -1 with the reason in why. */
 int oqc_quant_build_pool(Q *q, int i, OqcQNode *qn, char *why);
+/* quantize_params.c: Mul node i's parameters into qn (an OqciMul; the inputs are
+ * swapped when input 0 is the broadcast one); 0, or -1 with the reason in why. */
+int oqc_quant_build_mul(Q *q, int i, OqcQNode *qn, char *why);
 /* quantize_params.c: Add/Sum node i's parameters into qn (an OqciAdd, with its fused
  * Relu/Clip as the clamp); 0, or -1 with the reason in why. */
 int oqc_quant_build_add(Q *q, int i, OqcQNode *qn, char *why);
+
+/* quantize_lut.c: the cluster of float element-wise nodes ending at node `root` that
+ * computes a function of one tensor (see quantize_lut.c): its nodes (root included, at
+ * most OQC_LUT_MAX_NODES) into members, their count, the tensor it reads into *src; 0,
+ * -1 with the reason in why, or -2 when root starts no table (not an element-wise op,
+ * or Relu/Clip alone: a clamp). Nodes flagged in skip are not taken. */
+#define OQC_LUT_MAX_NODES 32
+int oqc_quant_lut_cluster(Q *q, int root, const unsigned char *skip, int *members, int *nmem,
+                          int *src, char *why);
+/* quantize_lut.c: the table of that cluster with the final scales of src and of root's
+ * output (an OQC_Q_LUT into qn); 0, or -1 with the reason in why (a NaN entry). */
+int oqc_quant_build_lut(Q *q, int root, const int *members, int nmem, int src, OqcQNode *qn,
+                        char *why);
 
 #endif

@@ -309,6 +309,30 @@ int oqc_quant_build_pool(Q *q, int i, OqcQNode *qn, char *why) {
     return make_requant(q, M, (int)window + 1, 1, &p->rq, why);
 }
 
+int oqc_quant_build_mul(Q *q, int i, OqcQNode *qn, char *why) {
+    OqcGraph *g = q->g;
+    OqcNode *n = &g->nodes[i];
+    const OqcTensor *y = TT(q, n->out[0]);
+    if (oqc_shape_numel(&TT(q, n->in[0])->shape) != oqc_shape_numel(&y->shape)) {
+        int t = n->in[0];   /* input 0 is the full one (kernel's a) */
+        n->in[0] = n->in[1];
+        n->in[1] = t;
+    }
+    const OqcQuant *qa = &TT(q, base_of(g, n->in[0]))->quant,
+                   *qb = &TT(q, base_of(g, n->in[1]))->quant, *qy = &TT(q, base_of(g, n->out[0]))->quant;
+    OqciMul *p = &qn->mul;
+    memset(p, 0, sizeof *p);
+    qn->kind = OQC_Q_MUL;
+    p->outer = oqc_shape_numel(&TT(q, n->in[1])->shape);
+    p->inner = p->outer ? oqc_shape_numel(&y->shape) / p->outer : 0;
+    p->a_type = qtype(qa);
+    p->b_type = qtype(qb);
+    p->out_type = qtype(qy);
+    oqc_quant_clamp_of(NULL, p->out_type, qy->scale, &p->lo, &p->hi);
+    double M = (double)qa->scale * qb->scale / qy->scale;
+    return make_requant(q, &M, 1, 0, &p->rq, why);
+}
+
 int oqc_quant_build_add(Q *q, int i, OqcQNode *qn, char *why) {
     OqcGraph *g = q->g;
     const OqcNode *n = &g->nodes[i];

@@ -146,6 +146,41 @@ OqcfStatus oqcf_tanh(const float *x, float *y, int64_t n) {
     return OQCF_OK;
 }
 
+/* One element of oqcf_unary's op (alpha, beta: the op's attributes, see oqcf_tensor.h).
+ * Every branch keeps NaN: it is computed by the libm function or passes through. */
+static inline float unary1(OqcfUnaryOp op, float v, float alpha, float beta) {
+    switch (op) {
+    case OQCF_UN_ABS: return fabsf(v);
+    case OQCF_UN_NEG: return -v;
+    case OQCF_UN_EXP: return expf(v);
+    case OQCF_UN_LOG: return logf(v);
+    case OQCF_UN_SQRT: return sqrtf(v);
+    case OQCF_UN_ERF: return erff(v);
+    case OQCF_UN_RECIPROCAL: return 1.0f / v;
+    case OQCF_UN_FLOOR: return floorf(v);
+    case OQCF_UN_CEIL: return ceilf(v);
+    case OQCF_UN_SIGN: return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : v;   /* 0, -0, NaN kept */
+    case OQCF_UN_SOFTSIGN: return v / (1.0f + fabsf(v));
+    /* log(1 + e^v) = max(v, 0) + log1p(e^-|v|): no overflow for large |v| */
+    case OQCF_UN_SOFTPLUS: return (v > 0.0f ? v : 0.0f) + log1pf(expf(-fabsf(v)));
+    case OQCF_UN_ELU: return v < 0.0f ? alpha * expm1f(v) : v;
+    case OQCF_UN_CELU: return v < 0.0f ? alpha * expm1f(v / alpha) : v;
+    case OQCF_UN_SELU: return v <= 0.0f ? beta * (alpha * expm1f(v)) : beta * v;
+    case OQCF_UN_THRESHOLDED_RELU: return v > alpha ? v : v != v ? v : 0.0f;
+    case OQCF_UN_HARD_SWISH: return v * clip1(v * (1.0f / 6.0f) + 0.5f, 0.0f, 1.0f);
+    }
+    return v;
+}
+
+OqcfStatus oqcf_unary(OqcfUnaryOp op, const float *x, float *y, int64_t n, float alpha,
+                      float beta) {
+    if (!unary_args_ok(x, y, n) || (unsigned)op > OQCF_UN_HARD_SWISH)
+        return OQCF_EINVAL;
+    for (int64_t i = 0; i < n; i++)
+        y[i] = unary1(op, x[i], alpha, beta);
+    return OQCF_OK;
+}
+
 /* Clip for one C type; bounds are read with memcpy (they may be unaligned attribute
  * bytes). Same order of comparisons as oqcf_clip, so lo > hi gives hi. */
 #define CLIP_LOOP(T, LO_DEFAULT, HI_DEFAULT)                                            \
@@ -267,12 +302,15 @@ typedef struct BinKernels {
         }                                                                                \
     }
 
-/* Float types: IEEE arithmetic (x / 0 gives +-inf or NaN). */
-#define BIN_FLOAT_TYPE(SUF, T)                                                          \
+/* Float types: IEEE arithmetic (x / 0 gives +-inf or NaN); Pow with the libm function
+ * POWFN, PRelu keeps NaN (the comparison is false). */
+#define BIN_FLOAT_TYPE(SUF, T, POWFN)                                                   \
     BIN_DEFINE(add_##SUF, T, u + v)                                                      \
     BIN_DEFINE(sub_##SUF, T, u - v)                                                      \
     BIN_DEFINE(mul_##SUF, T, u * v)                                                      \
-    BIN_DEFINE(div_##SUF, T, u / v)
+    BIN_DEFINE(div_##SUF, T, u / v)                                                      \
+    BIN_DEFINE(pow_##SUF, T, POWFN(u, v))                                                \
+    BIN_DEFINE(prelu_##SUF, T, u < 0 ? u * v : u)
 
 /* Integer types: +, -, * in uint64_t wrap modulo 2^64 and the low bits are the wrapped
  * result of any narrower type (uint16 * uint16 would otherwise overflow int). */
@@ -298,8 +336,8 @@ SDIV_DEFINE(i64, int64_t)
 /* Unsigned division: x / 0 = 0. */
 #define UDIV(u, v) ((v) == 0 ? 0 : (u) / (v))
 
-BIN_FLOAT_TYPE(f32, float)
-BIN_FLOAT_TYPE(f64, double)
+BIN_FLOAT_TYPE(f32, float, powf)
+BIN_FLOAT_TYPE(f64, double, pow)
 BIN_INT_TYPE(i8, int8_t, sdiv_i8)
 BIN_INT_TYPE(i16, int16_t, sdiv_i16)
 BIN_INT_TYPE(i32, int32_t, sdiv_i32)
@@ -327,6 +365,11 @@ BIN_TABLE(u8)
 BIN_TABLE(u16)
 BIN_TABLE(u32)
 BIN_TABLE(u64)
+/* The float-only ops, indexed by op - OQCF_POW (POW, PRELU). */
+static const BinKernels binf_f32[2] = {
+    { pow_f32_vv, pow_f32_sv, pow_f32_vs }, { prelu_f32_vv, prelu_f32_sv, prelu_f32_vs }};
+static const BinKernels binf_f64[2] = {
+    { pow_f64_vv, pow_f64_sv, pow_f64_vs }, { prelu_f64_vv, prelu_f64_sv, prelu_f64_vs }};
 
 /* Kernels of one dtype, NULL when it is not supported. */
 static const BinKernels *bin_kernels(OqcfDType dt) {
@@ -459,9 +502,13 @@ static OqcfStatus bin_exec(const BinKernels *k, size_t es, const void *a, const 
 
 OqcfStatus oqcf_binary(OqcfBinaryOp op, OqcfDType dt, const void *a, const OqcfShape *as,
                        const void *b, const OqcfShape *bs, void *y) {
-    if ((int)op < OQCF_ADD || op > OQCF_DIV)
+    if ((int)op < OQCF_ADD || op > OQCF_PRELU)
         return OQCF_EINVAL;
     const BinKernels *k = bin_kernels(dt);
+    if (op >= OQCF_POW) {   /* float types only */
+        k = dt == OQCF_FLOAT ? binf_f32 : dt == OQCF_DOUBLE ? binf_f64 : NULL;
+        op = (OqcfBinaryOp)(op - OQCF_POW);
+    }
     if (!k)
         return OQCF_EDTYPE;
     OqcfShape out;

@@ -1,5 +1,5 @@
 /* oqcf_layout.c - data-movement kernels: copy, Concat, Split, Slice (with ONNX index
- * resolution), Transpose, Pad and Gather (see oqcf_tensor.h).
+ * resolution), Transpose, Pad, Gather and Tile/Expand (see oqcf_tensor.h).
  *
  * Every kernel moves opaque elements of `esize` bytes, so one implementation serves all
  * dtypes.  Element copies go through copy_strided(), which switches once per row on
@@ -598,5 +598,54 @@ OqcfStatus oqcf_gather(const void *x, const OqcfShape *xs, int axis, const void 
             v = v < 0 ? v + len : v;
             memcpy(yp, xb + (size_t)(o * len + v) * bytes, bytes);
         }
+    return OQCF_OK;
+}
+
+/* ---- Tile / Expand ---- */
+
+OqcfStatus oqcf_tile(const void *x, const OqcfShape *xs, const OqcfShape *ys, size_t esize,
+                     void *y) {
+    if (!xs || !ys || xs->rank < 0 || ys->rank > OQCF_MAX_RANK || xs->rank > ys->rank ||
+        esize == 0)
+        return OQCF_EINVAL;
+    int r = ys->rank, off = r - xs->rank;
+    int64_t xd[OQCF_MAX_RANK], xst[OQCF_MAX_RANK];
+    for (int k = 0; k < r; k++) {
+        xd[k] = k >= off ? xs->d[k - off] : 1;
+        if (xd[k] < 0 || ys->d[k] < 0 || (xd[k] == 0 && ys->d[k] > 0))
+            return OQCF_EINVAL;
+    }
+    int64_t st = 1;
+    for (int k = r - 1; k >= 0; k--) {
+        xst[k] = st;
+        st *= xd[k];
+    }
+    int64_t ny = oqcf_numel(ys);
+    if (ny == 0)
+        return OQCF_OK;
+    if (!x || !y)
+        return OQCF_EINVAL;
+    const char *xp = x;
+    char *yp = y;
+    int64_t inner = r ? ys->d[r - 1] : 1, xin = r ? xd[r - 1] : 1;
+    int64_t idx[OQCF_MAX_RANK] = {0}, xo = 0;   /* xo: input offset of the row's start */
+    for (int64_t i = 0; i < ny; i += inner) {
+        /* one output row: the input row repeated (its one element when xin is 1) */
+        for (int64_t j = 0, jx = 0; j < inner; j++) {
+            memcpy(yp + (size_t)(i + j) * esize, xp + (size_t)(xo + jx) * esize, esize);
+            jx = jx + 1 == xin ? 0 : jx + 1;
+        }
+        for (int k = r - 2; k >= 0; k--) {
+            if (++idx[k] < ys->d[k]) {
+                if (idx[k] % xd[k] == 0)
+                    xo -= xst[k] * (xd[k] - 1);   /* wrapped around the input dim */
+                else
+                    xo += xst[k];
+                break;
+            }
+            xo -= xst[k] * ((ys->d[k] - 1) % xd[k]);
+            idx[k] = 0;
+        }
+    }
     return OQCF_OK;
 }

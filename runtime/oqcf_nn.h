@@ -260,6 +260,16 @@ int oqcf_batchnorm(OqcfPool *pool, int64_t batch, int64_t channels, int64_t inne
 /* ONNX LRN across channels; y must not overlap x. */
 int oqcf_lrn(OqcfPool *pool, int64_t batch, int64_t channels, int64_t inner,
              const float *x, int64_t size, float alpha, float beta, float bias, float *y);
+/* LayerNormalization of outer rows of inner elements: y = (x - mean) * invstd * scale +
+ * bias (scale, bias: inner entries; bias may be NULL), invstd = 1 / sqrt(var + eps),
+ * mean and variance in double. mean and invstd (outer entries each) may be NULL. y may
+ * equal x. */
+int oqcf_layernorm(int64_t outer, int64_t inner, const float *x, const float *scale,
+                   const float *bias, float eps, float *y, float *mean, float *invstd);
+/* InstanceNormalization: each (n, c) plane normalised as a LayerNormalization row, then
+ * times scale[c] plus bias[c]. y may equal x. */
+int oqcf_instancenorm(int64_t batch, int64_t channels, int64_t inner, const float *x,
+                      const float *scale, const float *bias, float eps, float *y);
 
 /* ------------------------------------------------------------------------------------
  * Gemm and MatMul (oqcf_gemm.c)

@@ -1,4 +1,5 @@
-/* oqcf_norm.c - inference BatchNormalization and LRN (see oqcf_nn.h).
+/* oqcf_norm.c - inference BatchNormalization, LRN, LayerNormalization and
+ * InstanceNormalization (see oqcf_nn.h).
  *
  * Design: both work on dense N x C x inner tensors (inner = product of the spatial
  * extents), parallel over (n, c) planes.
@@ -130,5 +131,52 @@ int oqcf_lrn(OqcfPool *pool, int64_t batch, int64_t channels, int64_t inner, con
                 bias};
     oqcf_parallel_for(oqcf_pool_for_work(pool, (double)batch * channels * inner * size),
                       batch * channels, lrn_fn, &J);
+    return OQCF_OK;
+}
+
+/* Mean and 1 / sqrt(variance + eps) of n floats, accumulated in double (two passes: the
+ * variance of the centred values, never E[x^2] - E[x]^2). */
+static void norm_stats(const float *x, int64_t n, float eps, float *mean, float *invstd) {
+    double s = 0, v = 0;
+    for (int64_t i = 0; i < n; i++)
+        s += x[i];
+    double m = n ? s / (double)n : 0;
+    for (int64_t i = 0; i < n; i++)
+        v += ((double)x[i] - m) * ((double)x[i] - m);
+    *mean = (float)m;
+    *invstd = (float)(1.0 / sqrt((n ? v / (double)n : 0) + (double)eps));
+}
+
+int oqcf_layernorm(int64_t outer, int64_t inner, const float *x, const float *scale,
+                   const float *bias, float eps, float *y, float *mean, float *invstd) {
+    if (outer < 0 || inner < 0 || (outer * inner > 0 && (!x || !scale || !y)))
+        return OQCF_EINVAL;
+    for (int64_t o = 0; o < outer; o++) {
+        const float *xr = x + o * inner;
+        float *yr = y + o * inner, m, r;
+        norm_stats(xr, inner, eps, &m, &r);
+        for (int64_t i = 0; i < inner; i++)
+            yr[i] = (xr[i] - m) * r * scale[i] + (bias ? bias[i] : 0.0f);
+        if (mean)
+            mean[o] = m;
+        if (invstd)
+            invstd[o] = r;
+    }
+    return OQCF_OK;
+}
+
+int oqcf_instancenorm(int64_t batch, int64_t channels, int64_t inner, const float *x,
+                      const float *scale, const float *bias, float eps, float *y) {
+    if (batch < 0 || channels < 0 || inner < 0 ||
+        (batch * channels * inner > 0 && (!x || !scale || !bias || !y)))
+        return OQCF_EINVAL;
+    for (int64_t n = 0; n < batch; n++)
+        for (int64_t c = 0; c < channels; c++) {
+            const float *xr = x + (n * channels + c) * inner;
+            float *yr = y + (n * channels + c) * inner, m, r;
+            norm_stats(xr, inner, eps, &m, &r);
+            for (int64_t i = 0; i < inner; i++)
+                yr[i] = (xr[i] - m) * r * scale[c] + bias[c];
+        }
     return OQCF_OK;
 }

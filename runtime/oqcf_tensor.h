@@ -6,9 +6,11 @@
  *   oqcf_eltwise.c  unary float ops, Clip on any numeric type, broadcasting binary
  *                   Add/Sub/Mul/Div, Sum of N inputs, Softmax;
  *   oqcf_layout.c   copy, Concat, Split, Slice (+ ONNX index resolution), Transpose,
- *                   Pad, Gather - moved by element size, so any dtype works;
+ *                   Pad, Gather, Tile/Expand - moved by element size, so any dtype works;
  *   oqcf_cast.c     Cast between numeric dtypes, float16/bfloat16 scalar conversions,
- *                   QuantizeLinear, DequantizeLinear.
+ *                   QuantizeLinear, DequantizeLinear;
+ *   oqcf_reduce.c   ReduceSum, ReduceMean, ReduceMax, ReduceMin over any set of axes,
+ *                   ArgMax, ArgMin.
  *
  * Conventions (beyond oqcf.h's: no allocation, status return, dense row-major):
  *   - a `void *` buffer holds elements of the dtype or element size the call names and
@@ -43,6 +45,23 @@ OqcfStatus oqcf_hard_sigmoid(const float *x, float *y, int64_t n, float alpha,
                              float beta);        /* max(0, min(1, alpha * x + beta)) */
 OqcfStatus oqcf_tanh(const float *x, float *y, int64_t n);
 
+/* The other unary float ops, by name: y = op(x), alpha and beta their attributes. */
+typedef enum OqcfUnaryOp {
+    OQCF_UN_ABS, OQCF_UN_NEG, OQCF_UN_EXP, OQCF_UN_LOG, OQCF_UN_SQRT, OQCF_UN_ERF,
+    OQCF_UN_RECIPROCAL,        /* 1 / x */
+    OQCF_UN_FLOOR, OQCF_UN_CEIL,
+    OQCF_UN_SIGN,              /* -1, 0 or 1 (0 and -0 kept) */
+    OQCF_UN_SOFTSIGN,          /* x / (1 + |x|) */
+    OQCF_UN_SOFTPLUS,          /* log(1 + e^x) */
+    OQCF_UN_ELU,               /* x < 0 ? alpha * (e^x - 1) : x */
+    OQCF_UN_CELU,              /* x < 0 ? alpha * (e^(x / alpha) - 1) : x */
+    OQCF_UN_SELU,              /* beta * (x <= 0 ? alpha * (e^x - 1) : x) (beta: gamma) */
+    OQCF_UN_THRESHOLDED_RELU,  /* x > alpha ? x : 0 */
+    OQCF_UN_HARD_SWISH,        /* x * max(0, min(1, x / 6 + 1 / 2)) */
+} OqcfUnaryOp;
+OqcfStatus oqcf_unary(OqcfUnaryOp op, const float *x, float *y, int64_t n, float alpha,
+                      float beta);
+
 /* Clip on float, double and every integer dtype (ONNX Clip-11+ on int tensors).
  * lo/hi point to one element of type t, NULL for "no bound". y may equal x.
  * OQCF_EDTYPE for float16, bfloat16, bool and non-numeric types. */
@@ -53,6 +72,8 @@ OqcfStatus oqcf_clip_typed(OqcfDType t, const void *x, void *y, int64_t n,
 
 typedef enum OqcfBinaryOp {
     OQCF_ADD, OQCF_SUB, OQCF_MUL, OQCF_DIV,
+    OQCF_POW,     /* a^b (powf / pow); float and double only */
+    OQCF_PRELU,   /* a < 0 ? a * b : a (b: the slope); float and double only */
 } OqcfBinaryOp;
 
 /* Numpy (multidirectional) broadcast of two shapes, aligned at the right: each pair
@@ -61,7 +82,8 @@ typedef enum OqcfBinaryOp {
 OqcfStatus oqcf_broadcast_shape(const OqcfShape *a, const OqcfShape *b, OqcfShape *out);
 
 /* y = a OP b with broadcasting; y has the shape oqcf_broadcast_shape(as, bs).
- * dt: FLOAT, DOUBLE, INT8/16/32/64, UINT8/16/32/64 (else OQCF_EDTYPE); integer
+ * dt: FLOAT, DOUBLE, INT8/16/32/64, UINT8/16/32/64 (Pow, PRelu: FLOAT, DOUBLE; else
+ * OQCF_EDTYPE); integer
  * semantics as at the top of this file, float ones IEEE. y may equal a (or b) when
  * that input already has the output shape. */
 OqcfStatus oqcf_binary(OqcfBinaryOp op, OqcfDType dt, const void *a, const OqcfShape *as,
@@ -78,6 +100,26 @@ OqcfStatus oqcf_sum(const float *const *x, const OqcfShape *shapes, int n, float
  * inner = prod(d[axis+1:])). y may equal x. */
 OqcfStatus oqcf_softmax(const float *x, float *y, int64_t outer, int64_t axis_len,
                         int64_t inner);
+
+/* ---- reductions (oqcf_reduce.c) ---- */
+
+typedef enum OqcfReduceOp {
+    OQCF_REDUCE_SUM, OQCF_REDUCE_MEAN, OQCF_REDUCE_MAX, OQCF_REDUCE_MIN,
+} OqcfReduceOp;
+
+/* Reduces float x of shape xs over the axes whose bit is set in mask (bit i: axis i).
+ * y holds the kept dims' elements in order (keepdims only changes the shape, not the
+ * layout). mask 0 copies x. An empty reduction gives 0 (sum), NaN (mean), -inf (max),
+ * +inf (min);
+ * NaN propagates. y must not alias x. */
+OqcfStatus oqcf_reduce(OqcfReduceOp op, const float *x, const OqcfShape *xs, unsigned mask,
+                       float *y);
+
+/* ArgMax (is_min 0) / ArgMin (1) over the middle dim of an (outer, len, inner) view:
+ * y[o, i] is the index j of the largest (smallest) x[o, j, i], the first one on ties,
+ * the last with select_last. NaN never compares larger: it is chosen only at j = 0. */
+OqcfStatus oqcf_argmax(const float *x, int64_t outer, int64_t len, int64_t inner, int is_min,
+                       int select_last, int64_t *y);
 
 /* ---- data movement by element size (oqcf_layout.c); esize = oqcf_dtype_size ---- */
 
@@ -148,6 +190,14 @@ OqcfStatus oqcf_gather_shape(const OqcfShape *xs, const OqcfShape *is, int axis,
  * written: one outside [-d, d) gives OQCF_EINVAL and leaves y untouched. */
 OqcfStatus oqcf_gather(const void *x, const OqcfShape *xs, int axis, const void *idx,
                        OqcfDType idx_type, int64_t n_idx, size_t esize, void *y);
+
+/* Tile and Expand: y (shape ys) holds x (shape xs, right-aligned with ys: missing
+ * leading dims count as 1) repeated along every dim, y[i] = x[i mod xs] per dim: Tile
+ * when ys is xs times the repeats, Expand when each x dim is 1 or ys's. OQCF_EINVAL
+ * when xs has more dims than ys or an empty x dim must fill a non-empty one. y must
+ * not alias x. */
+OqcfStatus oqcf_tile(const void *x, const OqcfShape *xs, const OqcfShape *ys, size_t esize,
+                     void *y);
 
 /* ---- cast and (de)quantization (oqcf_cast.c) ---- */
 

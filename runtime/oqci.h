@@ -318,9 +318,29 @@ typedef struct OqciAdd {
 } OqciAdd;
 int oqci_add(const OqciAdd *p, const void *const *x, void *y);
 
+/* Product of two 8-bit tensors, the second broadcast along the first's inner elements:
+ * a holds outer x inner elements, b outer (one per block of inner: a squeeze-excitation
+ * gate [N, C, 1, 1] against [N, C, H, W]; inner 1 for same-shape inputs), and
+ * y[o, i] = oqci_requant(a[o, i] * b[o], rq, 0, lo, hi) with M = s_a s_b / s_y: the
+ * integer product (|.| <= 255 * 255) requantized once. */
+typedef struct OqciMul {
+    int64_t outer, inner;       /* a: outer x inner; b: outer */
+    int32_t a_type, b_type;     /* OQCI_S8 / OQCI_U8 */
+    int32_t out_type;           /* output type */
+    int32_t lo, hi;             /* output clamp */
+    OqciRequant rq;             /* M = s_a s_b / s_y, one entry */
+} OqciMul;
+int oqci_mul(const OqciMul *p, const void *a, const void *b, void *y);
+
 /* y = clamp(x, lo, hi) at the same scale (Relu, Clip; also s8 -> u8 when lo >= 0). */
 int oqci_clamp(const void *x, int32_t in_type, void *y, int32_t out_type, int64_t count,
                int32_t lo, int32_t hi);
+
+/* Table lookup: y[j] = table[byte of x[j]]: an s8 code c is the byte (uint8_t)c, a u8
+ * code its own byte, and the table holds the output codes' bytes the same way.  Any
+ * element-wise function of one 8-bit tensor (Sigmoid, Tanh, HardSwish, SiLU, ...) runs
+ * this way; the compiler computes the 256 entries. y may equal x. */
+int oqci_lut(const void *x, void *y, int64_t count, const uint8_t *table);
 
 /* q = clamp(round(x / scale), lo, hi): float input to s8/u8 ([-127, 127] or [0, 255]). */
 int oqci_quantize(const float *x, void *y, int32_t out_type, int64_t count, float scale);

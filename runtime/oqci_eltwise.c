@@ -1,4 +1,4 @@
-/* oqci_eltwise.c - INT8 element-wise kernels (Add/Sum, Relu/Clip, quantize,
+/* oqci_eltwise.c - INT8 element-wise kernels (Add/Sum, Mul, Relu/Clip, table lookup, quantize,
  * dequantize, the conversions of accumulator outputs to float or to s8/u8) and the
  * compile-time fixed-point multiplier helper, portable C99; Add/Sum and quantize also
  * have AVX2 kernels giving the same bits (add_avx2, quantize__avx2), and AVX-512 ones
@@ -320,6 +320,35 @@ T_AVX512 static int64_t quantize__avx512(const float *x, void *y, int32_t out_ty
     return j;
 }
 #endif
+
+int oqci_mul(const OqciMul *p, const void *a, const void *b, void *y) {
+    int64_t o, i;
+    if (!p || !a || !b || !y || p->outer < 0 || p->inner < 0 ||
+        (p->a_type != OQCI_S8 && p->a_type != OQCI_U8) ||
+        (p->b_type != OQCI_S8 && p->b_type != OQCI_U8) || !oqci_range_ok(p->out_type, p->lo, p->hi) ||
+        !oqci_requant_ok(&p->rq, 0, 0))
+        return OQCI_EINVAL;
+    for (o = 0; o < p->outer; o++) {
+        int32_t g = oqci_load_q(b, p->b_type, o);
+        for (i = 0; i < p->inner; i++) {
+            int64_t j = o * p->inner + i;
+            oqci_store_q(y, p->out_type, j,
+                         oqci_requant(oqci_load_q(a, p->a_type, j) * g, &p->rq, 0, p->lo, p->hi));
+        }
+    }
+    return OQCI_OK;
+}
+
+int oqci_lut(const void *x, void *y, int64_t count, const uint8_t *table) {
+    const uint8_t *xp = x;
+    uint8_t *yp = y;
+    int64_t j;
+    if (!x || !y || !table || count < 0)
+        return OQCI_EINVAL;
+    for (j = 0; j < count; j++)
+        yp[j] = table[xp[j]];
+    return OQCI_OK;
+}
 
 int oqci_quantize(const float *x, void *y, int32_t out_type, int64_t count, float scale) {
     int64_t j = 0;

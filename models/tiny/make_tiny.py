@@ -249,6 +249,98 @@ model("hardsigmoid_alpha_beta")(lambda b: unary(b, "HardSigmoid", alpha=0.25, be
 model("tanh_basic")(lambda b: unary(b, "Tanh"))
 model("identity_basic")(lambda b: unary(b, "Identity"))
 
+@model("hardswish_basic")
+def _(b):
+    b.opset = 14   # HardSwish is new in opset 14
+    unary(b, "HardSwish")
+model("elu_alpha")(lambda b: unary(b, "Elu", alpha=0.7))
+
+
+@model("unary_chain_math")
+def _(b):
+    # Abs, Sqrt, Log, Exp, Neg, Erf, Reciprocal chained (each input in its domain, the
+    # result bounded: 1 / erf(-sqrt(|x| + 1)) lies in [-1.19, -1])
+    b.inp("x", [1, 3, 4, 4])
+    t = b.node("Add", [b.node("Abs", ["x"], "abs"), b.f32("one", 1.0)], "abs1")
+    for op in ["Sqrt", "Log", "Exp", "Neg", "Erf", "Reciprocal"]:
+        t = b.node(op, [t], op.lower())
+    b.node("Identity", [t], "y")
+    b.out("y", [1, 3, 4, 4])
+
+
+@model("unary_chain_act")
+def _(b):
+    # Softplus, Softsign, Selu, Celu, ThresholdedRelu, and Floor + Ceil + Sign of x * 3
+    b.inp("x", [1, 3, 4, 4])
+    t = b.node("Softplus", ["x"], "sp")
+    t = b.node("Softsign", [t], "ss")
+    t = b.node("Selu", [t], "se")
+    t = b.node("Celu", [t], "ce", alpha=2.0)
+    t = b.node("ThresholdedRelu", [t], "tr", alpha=0.6)
+    x3 = b.node("Mul", ["x", b.f32("three", 3.0)], "x3")
+    fl = b.node("Floor", [x3], "fl")
+    ce = b.node("Ceil", [x3], "cl")
+    sg = b.node("Sign", ["x"], "sg")
+    a = b.node("Sum", [t, fl, ce, sg], "y")
+    b.out("y", [1, 3, 4, 4])
+
+
+@model("prelu_channel")
+def _(b):
+    b.inp("x", [1, 3, 4, 4])
+    b.node("PRelu", ["x", b.randw("slope", [3, 1, 1], 0.3)], "y")
+    b.out("y", [1, 3, 4, 4])
+
+
+@model("pow_square_cube")
+def _(b):
+    # x ^ 2.0 (LayerNorm's variance) plus x ^ int64 3 (another exponent type)
+    b.inp("x", [1, 3, 4, 4])
+    sq = b.node("Pow", ["x", b.f32("two", 2.0)], "sq")
+    cu = b.node("Pow", ["x", b.i64("three", 3)], "cu")
+    b.node("Add", [sq, cu], "y")
+    b.out("y", [1, 3, 4, 4])
+
+@model("tile_expand")
+def _(b):
+    # Tile by [2, 1, 1, 3] plus the channel means Expanded to the tiled shape
+    b.inp("x", [1, 3, 2, 2])
+    t = b.node("Tile", ["x", b.i64("reps", [2, 1, 1, 3])], "t")
+    g = b.node("GlobalAveragePool", ["x"], "g")
+    e = b.node("Expand", [g, b.i64("shape", [2, 1, 2, 6])], "e")
+    b.node("Add", [t, e], "y")
+    b.out("y", [2, 3, 2, 6])
+
+
+@model("argmax_channels")
+def _(b):
+    # the class map of a segmentation head: ArgMax over channels, as float
+    b.inp("x", [1, 5, 3, 4])
+    a = b.node("ArgMax", ["x"], "a", axis=1, keepdims=0)
+    b.node("Cast", [a], "y", to=TensorProto.FLOAT)
+    b.out("y", [1, 3, 4])
+
+
+@model("depth_space")
+def _(b):
+    # DepthToSpace DCR and CRD (super-resolution heads), and SpaceToDepth back
+    b.inp("x", [1, 8, 2, 3])
+    d = b.node("DepthToSpace", ["x"], "d", blocksize=2)
+    c = b.node("DepthToSpace", ["x"], "c", blocksize=2, mode="CRD")
+    s = b.node("SpaceToDepth", [c], "s", blocksize=2)
+    sd = b.node("SpaceToDepth", [d], "sd", blocksize=2)
+    b.node("Sub", [s, sd], "y")
+    b.out("y", [1, 8, 2, 3])
+
+@model("norm_layer_instance")
+def _(b):
+    # InstanceNormalization, then LayerNormalization over the last axis (opset 17)
+    b.opset = 17
+    b.inp("x", [1, 4, 3, 5])
+    i = b.node("InstanceNormalization", ["x", b.randw("s", [4], 0.5), b.randw("ib", [4], 0.2)], "i",
+               epsilon=1e-3)
+    b.node("LayerNormalization", [i, b.randw("w", [5], 0.5), b.randw("lb", [5], 0.2)], "y", axis=-1)
+    b.out("y", [1, 4, 3, 5])
 
 @model("clip_minmax")
 def _(b):
@@ -409,6 +501,77 @@ def _(b):
 @model("globalmaxpool_basic")
 def _(b):
     pool_model(b, "GlobalMaxPool", [2, 3, 5, 7], [2, 3, 1, 1])
+
+
+# ------------------------------------------------------------ reductions
+@model("reduce_mean_spatial_keepdims")
+def _(b):
+    # x.mean((2, 3), keepdim=True): pass reduce-pool makes it a GlobalAveragePool
+    pool_model(b, "ReduceMean", [2, 3, 5, 7], [2, 3, 1, 1], axes=[2, 3])
+
+
+@model("reduce_mean_opset18")
+def _(b):
+    # the same mean with opset 18's axes input (onnx 1.12's checker predates opset 18:
+    # this model skips check_model, see UNCHECKED)
+    b.opset = 18
+    b.inp("x", [2, 3, 5, 7])
+    b.node("ReduceMean", ["x", b.i64("axes", [-2, -1])], "y")
+    b.out("y", [2, 3, 1, 1])
+
+
+@model("reduce_mean_chain")
+def _(b):
+    # the MLPerf Tiny ResNet-8's global mean: ReduceMean(axes=[-1], keepdims=0) twice
+    b.inp("x", [1, 4, 6, 5])
+    m = b.node("ReduceMean", ["x"], "m", axes=[-1], keepdims=0)
+    b.node("ReduceMean", [m], "y", axes=[-1], keepdims=0)
+    b.out("y", [1, 4])
+
+
+@model("reduce_mean_axis1")
+def _(b):
+    # a mean over channels: no pooling equivalent, stays a ReduceMean
+    pool_model(b, "ReduceMean", [1, 4, 3, 5], [1, 3, 5], axes=[1], keepdims=0)
+
+
+@model("reduce_max_neg_axes")
+def _(b):
+    pool_model(b, "ReduceMax", [2, 3, 4, 5], [2, 1, 4, 1], axes=[-1, 1])
+
+
+@model("reduce_min_all")
+def _(b):
+    pool_model(b, "ReduceMin", [2, 3, 4], [], keepdims=0)
+
+
+@model("reduce_sum_axes_input")
+def _(b):
+    b.inp("x", [2, 3, 4, 5])
+    b.node("ReduceSum", ["x", b.i64("axes", [0, 2])], "y", keepdims=1)
+    b.out("y", [1, 3, 1, 5])
+
+
+@model("reduce_sum_noop")
+def _(b):
+    b.inp("x", [2, 3, 4])
+    b.node("ReduceSum", ["x", b.i64("axes", np.zeros([0], np.int64))], "y",
+           noop_with_empty_axes=1)
+    b.out("y", [2, 3, 4])
+
+
+@model("reduce_cnn_tail")
+def _(b):
+    # Conv, Relu, then the ResNet-8 head: two ReduceMean(-1) and a MatMul + Add
+    b.inp("x", [1, 3, 8, 8])
+    c = b.node("Conv", ["x", b.randw("W", [6, 3, 3, 3], 0.3), b.randw("B", [6], 0.1)], "c",
+               pads=[1, 1, 1, 1])
+    r = b.node("Relu", [c], "r")
+    m = b.node("ReduceMean", [r], "m", axes=[-1], keepdims=0)
+    m2 = b.node("ReduceMean", [m], "m2", axes=[-1], keepdims=0)
+    mm = b.node("MatMul", [m2, b.randw("fcW", [6, 4], 0.5)], "mm")
+    b.node("Add", [mm, b.randw("fcB", [4], 0.1)], "y")
+    b.out("y", [1, 4])
 
 
 @model("lrn_basic")
@@ -1003,9 +1166,80 @@ def _(b):
     b.out("logits", [1, 10])
 
 
+# ------------------------------------------------- INT8 tables of activations
+@model("lut_cnn")
+def _(b):
+    # Convs separated by the activations of modern networks, each in its exporters'
+    # form: SiLU as x * Sigmoid(x), HardSwish as the op and as x * HardSigmoid(x), GELU
+    # from Erf, Elu, Tanh, Sigmoid; then global pooling and a classifier. The HardSwish
+    # op and the last Sigmoid read a MaxPool (8 bits even when read by float nodes: no
+    # accumulator output), so their tables can be compared with float islands
+    b.opset = 14
+    b.inp("x", [1, 3, 8, 8])
+    n = [0]
+
+    def conv(t, cin):
+        n[0] += 1
+        return b.node("Conv", [t, b.randw(f"W{n[0]}", [8, cin, 3, 3], 0.15),
+                               b.randw(f"B{n[0]}", [8], 0.1)], f"c{n[0]}", pads=[1, 1, 1, 1])
+    c = conv("x", 3)
+    c = conv(b.node("Mul", [c, b.node("Sigmoid", [c], "sig1")], "silu"), 8)
+    mp = b.node("MaxPool", [c], "mp1", kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    c = conv(b.node("HardSwish", [mp], "hswish"), 8)
+    c = conv(b.node("Mul", [c, b.node("HardSigmoid", [c], "hsig", alpha=1.0 / 6)], "hswish2"), 8)
+    e = b.node("Erf", [b.node("Div", [c, b.f32("sqrt2", 1.4142135)], "gd")], "ge")
+    g = b.node("Mul", [b.node("Mul", [c, b.f32("half", 0.5)], "gh"),
+                       b.node("Add", [e, b.f32("one", 1.0)], "ga")], "gelu")
+    c = conv(g, 8)
+    c = conv(b.node("Elu", [c], "elu", alpha=0.5), 8)
+    c = conv(b.node("Tanh", [c], "tanh"), 8)
+    mp = b.node("MaxPool", [c], "mp2", kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    s = b.node("Sigmoid", [mp], "sig2")
+    p = b.node("Flatten", [b.node("GlobalAveragePool", [s], "gap")], "flat")
+    b.node("Gemm", [p, b.randw("fcW", [4, 8], 0.5), b.randw("fcB", [4], 0.1)], "y", transB=1)
+    b.out("y", [1, 4])
+
+
+@model("se_block")
+def _(b):
+    # squeeze-excitation (MobileNetV3): the features times a per-channel gate
+    # HardSigmoid(conv(relu(conv(mean)))), then a same-shape product of two branches
+    b.inp("x", [1, 3, 6, 6])
+    c = b.node("Relu", [b.node("Conv", ["x", b.randw("W1", [8, 3, 3, 3], 0.3), b.randw("B1", [8], 0.1)],
+                               "c1", pads=[1, 1, 1, 1])], "r1")
+    s = b.node("GlobalAveragePool", [c], "gap")
+    s = b.node("Relu", [b.node("Conv", [s, b.randw("Ws", [4, 8, 1, 1], 0.5), b.randw("Bs", [4], 0.1)],
+                               "sq")], "sqr")
+    s = b.node("Conv", [s, b.randw("We", [8, 4, 1, 1], 0.5), b.randw("Be", [8], 0.1)], "ex")
+    gate = b.node("HardSigmoid", [s], "gate", alpha=1.0 / 6)
+    m = b.node("Mul", [c, gate], "se")
+    c2 = b.node("Conv", [m, b.randw("W2", [8, 8, 3, 3], 0.2), b.randw("B2", [8], 0.1)], "c2",
+                pads=[1, 1, 1, 1])
+    c3 = b.node("Conv", [m, b.randw("W3", [8, 8, 1, 1], 0.3), b.randw("B3", [8], 0.1)], "c3")
+    p = b.node("Mul", [c2, c3], "prod")
+    b.node("Conv", [p, b.randw("W4", [4, 8, 1, 1], 0.3)], "y")
+    b.out("y", [1, 4, 6, 6])
+
+
+@model("lut_unsound")
+def _(b):
+    # Sqrt of a conv output that is positive on data (bias 4) but signed in INT8: the
+    # negative codes have no square root, so the Sqrt stays float
+    b.inp("x", [1, 3, 6, 6])
+    c = b.node("Conv", ["x", b.randw("W", [4, 3, 3, 3], 0.2), b.f32("B", [4.0] * 4)], "c",
+               pads=[1, 1, 1, 1])
+    r = b.node("Sqrt", [c], "r")
+    b.node("Conv", [r, b.randw("W2", [4, 4, 1, 1], 0.5)], "y")
+    b.out("y", [1, 4, 6, 6])
+
 # -----------------------------------------------------------------------------
+# Models whose opset is newer than onnx 1.12's checker knows (shape inference still runs).
+UNCHECKED = {"reduce_mean_opset18"}
+
+
 def check(m, name):
-    onnx.checker.check_model(m)
+    if name not in UNCHECKED:
+        onnx.checker.check_model(m)
     onnx.shape_inference.infer_shapes(m, check_type=True, strict_mode=True)
 
 

@@ -178,9 +178,9 @@ def _(out):
 
 
 @case("unsupported_ops.onnx",
-      "valid model (passes the ONNX checker) using unsupported ops: Erf x2, Hardmax x1")
+      "valid model (passes the ONNX checker) using unsupported ops: Round x2, Hardmax x1")
 def _(out):
-    m = mk([helper.make_node("Erf", ["x"], ["e1"]), helper.make_node("Erf", ["e1"], ["e2"]),
+    m = mk([helper.make_node("Round", ["x"], ["e1"]), helper.make_node("Round", ["e1"], ["e2"]),
             helper.make_node("Hardmax", ["e2"], ["y"], axis=-1)], [vi("x", [1, 8])], [vi("y", [1, 8])])
     onnx.checker.check_model(m)
     return m
@@ -209,6 +209,18 @@ def _(out):
     return mk([helper.make_node("MatMul", ["a", "b"], ["y"])],
               [vi("a", [1, 3, 4]), vi("b", [2, 4, 38], TensorProto.INT16)], [vi("y", [2, 3, 38])])
 
+
+
+@case("reduce_axis_range.onnx", "ReduceMean axes=[4] on a rank-4 input (axes go from -4 to 3)")
+def _(out):
+    return mk([helper.make_node("ReduceMean", ["x"], ["y"], axes=[4])], [vi("x", [1, 3, 4, 4])],
+              [vi("y", [1, 3, 4, 4])])
+
+
+@case("reduce_axes_runtime.onnx", "ReduceSum (opset 13) whose axes input is a graph input, known only at run time")
+def _(out):
+    return mk([helper.make_node("ReduceSum", ["x", "axes"], ["y"])],
+              [vi("x", [1, 3, 4, 4]), vi("axes", [1], TensorProto.INT64)], [vi("y", [1, 3, 4, 4])])
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -146,7 +146,10 @@ for m in softmax_axis1_4d softmax_opset11_axis2 concat_axis0 merge_negative spli
          leakyrelu_alpha hardsigmoid_alpha_beta cleanup_identity_output globalmaxpool_basic \
          avgpool_pads_include maxpool_ceil_pads conv_depthwise conv_group gemm_transA \
          div_bcast_channel sub_bcast_row mixed_small_cnn qdq_int8 dropout_basic identity_basic \
-         cleanup_identity_const_output; do
+         cleanup_identity_const_output reduce_mean_axis1 reduce_max_neg_axes reduce_min_all \
+         reduce_sum_axes_input reduce_sum_noop reduce_mean_chain hardswish_basic elu_alpha \
+         unary_chain_math unary_chain_act prelu_channel pow_square_cube tile_expand \
+         argmax_channels depth_space norm_layer_instance; do
     "$OQC" compile models/tiny/$m.onnx --precision fp32 -o "$TMP/t_$m" -q 2> "$TMP/err" ||
         { fail "$m: compile: $(cat "$TMP/err")"; continue; }
     shape=$(sed -n "s/^\/\* input 0 '.*': f32\[\(.*\)\] \*\/$/\1/p" "$TMP/t_$m/$m.h" | sed 's/x/, /g')
