@@ -11,7 +11,9 @@
 #      integer kernels on oqc's own QDQ export of the same tables, float and fixed
 #      requantization;
 #   4. rounding ties of both signs: fixed-point requantization (oqci_mul_shift) gives the
-#      bits of float requantization where the multiplier is exactly 1/4.
+#      bits of float requantization where the multiplier is exactly 1/4;
+#   5. the committed real network with BatchNorm nodes (the Fashion CNN: both devset
+#      networks come with BatchNorm folded) after the passes vs PyTorch's logits.
 # Under the sanitizers (OQC_CONFIG=san, ~10x slower) 60 of the 300 images are used.
 . tests/cli/lib.sh
 D=models/devset
@@ -133,4 +135,15 @@ grep -q '^quantize: 2 nodes INT8 .*AveragePool 2' "$TMP/t_fixed.txt" &&
 r=$("$CMP" "$TMP/t_fixed.npy" "$TMP/t_float.npy" 2>&1)
 [ "$(field ndiff "$r")" = 0 ] && ok "ties: fixed requantization gives float's bits (8000 values)" ||
     fail "ties: fixed and float requantization differ: $r"
+
+# 5. Fashion CNN (9 BatchNormalization folded by fold-bn) after every pass vs PyTorch's
+#    logits (models/fashion/make_fashion.py).  Measured: max|diff| / max|ref| 4.8e-7
+#    (1000 images); bound 5e-6, 10x.  A fold that drops epsilon gives 1.2e-4.
+F=models/fashion
+"$OQC" run $F/fashion_cnn.onnx --input $F/test_1000.npy -o "$TMP/fashion.npy" >"$TMP/out" 2>&1 ||
+    fail "fashion run: $(tail -n 2 "$TMP/out")"
+r=$("$CMP" "$TMP/fashion.npy" $F/test_logits_1000.npy 2>&1)
+awk -v r="$(field rel "$r")" -v a="$(field agree "$r")" 'BEGIN { exit !(r != "" && r <= 5e-6 && a == 1000) }' &&
+    ok "fashion FP32 (all passes) vs PyTorch: rel $(field rel "$r") <= 5e-6, top-1 all the same" ||
+    fail "fashion FP32 (all passes) vs PyTorch (rel <= 5e-6): $r"
 finish

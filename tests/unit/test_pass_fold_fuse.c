@@ -294,7 +294,9 @@ static void test_models(void) {
                         c->muladd_left);
         CU_ASSERT_EQUAL_FATAL(run(g, &folded), 0);
         double fold_diff = rel_diff(&ref, &folded);
-        CU_ASSERT(fold_diff <= 1e-5);
+        /* Measured: at most 2.3e-7 (pass_gemm_bn; float products reassociated); the
+         * bound is 10x that.  Dropping epsilon moves batchnorm_after_conv by 7.5e-6. */
+        CU_ASSERT(fold_diff <= 2.5e-6);
 
         int fusions = stage(c, g, g2, "fuse-cbr", c->fusions, &text, &log);
         CU_ASSERT_EQUAL(acts_after_conv(g), c->act_left);
