@@ -43,7 +43,7 @@ for r in float fixed; do
     ccs=gcc
     [ $FULL = 1 ] && ccs="gcc clang"
     for cc in $ccs; do
-        command -v $cc >/dev/null || { echo "skip: no $cc"; continue; }
+        command -v $cc >/dev/null || { skip "no $cc"; continue; }
         if build $cc "$TMP/run_$cc" "$O" fashion; then
             ok "$cc builds the $r model (-std=c99 -pedantic -Werror)"
         else
@@ -222,7 +222,7 @@ if command -v arm-none-eabi-gcc >/dev/null; then
                fail "M0: soft-float called from $bad" ;;
     esac
 else
-    echo "skip: arm-none-eabi-gcc not installed (scripts/install-deps.sh installs it)"
+    skip "arm-none-eabi-gcc not installed (scripts/install-deps.sh installs it)"
 fi
 fi # FULL
 
