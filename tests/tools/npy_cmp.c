@@ -5,9 +5,9 @@
  *   npy_cmp A.npy B.npy [--labels Y.npy] [--limit N]
  *
  * A and B hold S samples each (axis 0) of n float32 values (the product of the other
- * axes; the shapes may differ otherwise, e.g. [S, 10] and [S, 1, 10]).  When A's
- * samples are not B's but both hold the same number of values, A is read with B's
- * (oqc run stacks the outputs [10] of a model without batch axis as [S * 10]).  With --limit N
+ * axes; the shapes may differ otherwise, e.g. [S, 10] and [S, 1, 10]).  A 1-D A whose
+ * length is a multiple of B's values per sample is read as samples of B's size (oqc run
+ * stacks the outputs [10] of a model without batch axis as [S * 10]).  With --limit N
  * only the first N samples of each are compared (both must have at least N); without
  * it both must hold the same number of samples.  B is the reference.  Prints one line
  *
@@ -134,55 +134,40 @@ static int64_t label_of(const Npy *y, int64_t s) {
     return !strcmp(y->descr, "<i8") ? ((const int64_t *)y->data)[s] : ((const int32_t *)y->data)[s];
 }
 
-int main(int argc, char **argv) {
-    const char *fa = NULL, *fb = NULL, *fy = NULL;
-    long long limit = -1;
-    Npy a, b, y = {{0}, 0, 0, NULL};
+/* Compares A (fa) with the reference B (fb), labels fy (or NULL), the first `limit`
+ * samples (-1: all); prints the line.  The arrays are read into a, b, y (the caller
+ * frees their data whatever happens).  Returns the exit status. */
+static int compare(const char *fa, const char *fb, const char *fy, long long limit, Npy *a,
+                   Npy *b, Npy *y) {
     int64_t s, i, S, ndiff = 0, agree = 0, top_a = 0, top_b = 0;
     double max_abs = 0, max_ref = 0, sig = 0, noise = 0;
-    for (int k = 1; k < argc; k++) {
-        if (!strcmp(argv[k], "--labels") && k + 1 < argc)
-            fy = argv[++k];
-        else if (!strcmp(argv[k], "--limit") && k + 1 < argc)
-            limit = atoll(argv[++k]);
-        else if (!fa)
-            fa = argv[k];
-        else if (!fb)
-            fb = argv[k];
-        else
-            fa = NULL, fb = NULL, k = argc;
-    }
-    if (!fa || !fb || limit == 0 || limit < -1) {
-        fprintf(stderr, "usage: npy_cmp A.npy B.npy [--labels Y.npy] [--limit N]\n");
+    if (!npy_read(fa, a) || !npy_read(fb, b) || (fy && !npy_read(fy, y)))
         return 2;
+    if (strcmp(a->descr, "<f4") || strcmp(b->descr, "<f4"))
+        return npy_fail(strcmp(a->descr, "<f4") ? fa : fb, "expected float32 outputs"), 2;
+    if (a->per == 1 && b->per > 1 && a->samples % b->per == 0) {
+        a->samples /= b->per;   /* oqc run's [S * 10] of a model whose output is [10] */
+        a->per = b->per;
     }
-    if (!npy_read(fa, &a) || !npy_read(fb, &b) || (fy && !npy_read(fy, &y)))
-        return 2;
-    if (strcmp(a.descr, "<f4") || strcmp(b.descr, "<f4"))
-        return npy_fail(strcmp(a.descr, "<f4") ? fa : fb, "expected float32 outputs"), 2;
-    if (a.per != b.per && a.samples * a.per == b.samples * b.per) {
-        a.samples = b.samples;   /* e.g. oqc run's [S*10] of a model whose output is [10] */
-        a.per = b.per;
-    }
-    if (a.per != b.per) {
+    if (a->per != b->per) {
         fprintf(stderr, "npy_cmp: %s has %lld values per sample, %s %lld\n", fa,
-                (long long)a.per, fb, (long long)b.per);
+                (long long)a->per, fb, (long long)b->per);
         return 2;
     }
-    S = limit > 0 ? limit : a.samples;
-    if (a.samples < S || b.samples < S || (limit < 0 && a.samples != b.samples)) {
+    S = limit > 0 ? limit : a->samples;
+    if (a->samples < S || b->samples < S || (limit < 0 && a->samples != b->samples)) {
         fprintf(stderr, "npy_cmp: %s has %lld samples, %s %lld (compared: %lld)\n", fa,
-                (long long)a.samples, fb, (long long)b.samples, (long long)S);
+                (long long)a->samples, fb, (long long)b->samples, (long long)S);
         return 2;
     }
-    if (fy && (y.per != 1 || !strcmp(y.descr, "<f4") || y.samples < S)) {
+    if (fy && (y->per != 1 || !strcmp(y->descr, "<f4") || y->samples < S)) {
         fprintf(stderr, "npy_cmp: %s: expected at least %lld int64/int32 labels\n", fy, (long long)S);
         return 2;
     }
     for (s = 0; s < S; s++) {
-        const float *pa = (const float *)a.data + s * a.per, *pb = (const float *)b.data + s * b.per;
-        int64_t ia = argmax(pa, a.per), ib = argmax(pb, b.per);
-        for (i = 0; i < a.per; i++) {
+        const float *pa = (const float *)a->data + s * a->per, *pb = (const float *)b->data + s * b->per;
+        int64_t ia = argmax(pa, a->per), ib = argmax(pb, b->per);
+        for (i = 0; i < a->per; i++) {
             double d = fabs((double)pa[i] - (double)pb[i]);
             if (!(d <= max_abs))   /* NaN counts as the largest difference */
                 max_abs = isnan(d) ? INFINITY : d;
@@ -194,18 +179,43 @@ int main(int argc, char **argv) {
         }
         agree += ia == ib;
         if (fy) {
-            top_a += ia == label_of(&y, s);
-            top_b += ib == label_of(&y, s);
+            top_a += ia == label_of(y, s);
+            top_b += ib == label_of(y, s);
         }
     }
     printf("samples=%lld n=%lld max_abs=%.6g max_ref=%.6g rel=%.6g sqnr=%.2f ndiff=%lld agree=%lld",
-           (long long)S, (long long)a.per, max_abs, max_ref, max_ref > 0 ? max_abs / max_ref : max_abs,
+           (long long)S, (long long)a->per, max_abs, max_ref, max_ref > 0 ? max_abs / max_ref : max_abs,
            noise > 0 ? 10 * log10(sig / noise) : INFINITY, (long long)ndiff, (long long)agree);
     if (fy)
         printf(" top1_a=%lld top1_b=%lld", (long long)top_a, (long long)top_b);
     printf("\n");
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    const char *fa = NULL, *fb = NULL, *fy = NULL;
+    long long limit = -1;
+    Npy a = {{0}, 0, 0, NULL}, b = a, y = a;
+    int rc, extra = 0;
+    for (int k = 1; k < argc; k++) {
+        if (!strcmp(argv[k], "--labels") && k + 1 < argc)
+            fy = argv[++k];
+        else if (!strcmp(argv[k], "--limit") && k + 1 < argc)
+            limit = atoll(argv[++k]);
+        else if (!fa)
+            fa = argv[k];
+        else if (!fb)
+            fb = argv[k];
+        else
+            extra = 1;
+    }
+    if (!fa || !fb || extra || limit == 0 || limit < -1) {
+        fprintf(stderr, "usage: npy_cmp A.npy B.npy [--labels Y.npy] [--limit N]\n");
+        return 2;
+    }
+    rc = compare(fa, fb, fy, limit, &a, &b, &y);
     free(a.data);
     free(b.data);
     free(y.data);
-    return 0;
+    return rc;
 }
