@@ -121,15 +121,6 @@ out:
     return ok;
 }
 
-/* Index of the first largest of n floats. */
-static int64_t argmax(const float *x, int64_t n) {
-    int64_t best = 0;
-    for (int64_t i = 1; i < n; i++)
-        if (x[i] > x[best])
-            best = i;
-    return best;
-}
-
 static int64_t label_of(const Npy *y, int64_t s) {
     return !strcmp(y->descr, "<i8") ? ((const int64_t *)y->data)[s] : ((const int32_t *)y->data)[s];
 }
@@ -166,8 +157,10 @@ static int compare(const char *fa, const char *fb, const char *fy, long long lim
     }
     for (s = 0; s < S; s++) {
         const float *pa = (const float *)a->data + s * a->per, *pb = (const float *)b->data + s * b->per;
-        int64_t ia = argmax(pa, a->per), ib = argmax(pb, b->per);
+        int64_t ia = 0, ib = 0;   /* the argmaxes: first largest value */
         for (i = 0; i < a->per; i++) {
+            ia = pa[i] > pa[ia] ? i : ia;
+            ib = pb[i] > pb[ib] ? i : ib;
             double d = fabs((double)pa[i] - (double)pb[i]);
             if (!(d <= max_abs))   /* NaN counts as the largest difference */
                 max_abs = isnan(d) ? INFINITY : d;
