@@ -175,8 +175,9 @@ CHECK_CONFIGS := check-gcc check-clang check-san
 check: | $(DEPS_STAMP)
 	@mkdir -p build && rm -f $(TOTALS) build/check-failed
 	@$(MAKE) --no-print-directory -j3 -Otarget $(CHECK_CONFIGS)
-	@sort $(TOTALS) | awk '{p += $$2; f += $$3; print "  " $$1 ": " $$2 " passed, " $$3 " failed"} \
-	     END {print "check: " p " passed, " f " failed"}'
+	@sort $(TOTALS) | awk '{p += $$2; f += $$3; k += $$4; \
+	       print "  " $$1 ": " $$2 " passed, " $$3 " failed, " $$4 + 0 " skipped"} \
+	     END {print "check: " p " passed, " f " failed, " k + 0 " skipped"}'
 	@if [ -e build/check-failed ]; then rm -f build/check-failed; exit 1; fi
 check-gcc:
 	@$(MAKE) --no-print-directory check-one TOTALS=$(TOTALS) || touch build/check-failed

@@ -25,7 +25,7 @@ SANF="-std=c99 -O0 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fn
 DRIVER=tests/emit/emitted_main.c
 DATA=models/tv/squeezenet1_1_in4.npy
 CLANG=clang
-command -v clang >/dev/null || { echo "skip: no clang (scripts/install-deps.sh installs it)"; CLANG=""; }
+command -v clang >/dev/null || { skip "no clang (scripts/install-deps.sh installs it)"; CLANG=""; }
 
 # The runtime, once per build flavour (oqcf_pool.c is the threaded executor's: the
 # emitted code gets oqcf_serial.c's functions instead).

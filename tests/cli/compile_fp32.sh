@@ -172,7 +172,13 @@ done
 
 # ---- the torchvision models of `make models`, when present and asked for.
 for m in resnet18 mobilenet_v2 googlenet; do
-    [ -e models/tv/$m.onnx ] && [ -n "${OQC_TEST_BIG:-}" ] || continue
+    if [ ! -e models/tv/$m.onnx ]; then
+        skip "models/tv/$m.onnx missing (made by \`make models\`)"
+        continue
+    elif [ -z "${OQC_TEST_BIG:-}" ]; then
+        skip "$m: compiled only when OQC_TEST_BIG is set (made by \`make models\`)"
+        continue
+    fi
     "$OQC" run models/tv/$m.onnx --input models/tv/${m}_in1.npy -o "$TMP/${m}_ref.npy" --threads 1 -q
     "$OQC" compile models/tv/$m.onnx --precision fp32 -o "$TMP/$m" -q &&
         build $CC $CC "$TMP/$m" $m "$TMP/$m.exe" $FLAGS &&

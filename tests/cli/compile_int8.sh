@@ -43,7 +43,7 @@ for r in float fixed; do
     ccs=gcc
     [ $FULL = 1 ] && ccs="gcc clang"
     for cc in $ccs; do
-        command -v $cc >/dev/null || { echo "skip: no $cc"; continue; }
+        command -v $cc >/dev/null || { skip "no $cc"; continue; }
         if build $cc "$TMP/run_$cc" "$O" fashion; then
             ok "$cc builds the $r model (-std=c99 -pedantic -Werror)"
         else
@@ -222,7 +222,7 @@ if command -v arm-none-eabi-gcc >/dev/null; then
                fail "M0: soft-float called from $bad" ;;
     esac
 else
-    echo "skip: arm-none-eabi-gcc not installed (scripts/install-deps.sh installs it)"
+    skip "arm-none-eabi-gcc not installed (scripts/install-deps.sh installs it)"
 fi
 fi # FULL
 
@@ -309,6 +309,7 @@ if [ "${OQC_CONFIG:-default}" = default ]; then
         gcc $FLAGS -Iruntime -c "$c" -o "$TMP/rt/$(basename "$c" .c).o" || fail "runtime $c"
     done
     nt=0
+    nm=0
     for m in conv_basic conv_depthwise conv_depthwise_mult2 conv_dilations conv_group \
              conv_pads_asym conv_rect_kernel conv_strides conv_1x1 conv_nobias \
              conv_autopad_same_upper avgpool_pads_exclude avgpool_pads_include avgpool_ceil \
@@ -318,6 +319,7 @@ if [ "${OQC_CONFIG:-default}" = default ]; then
              pass_gemm_bn mixed_small_cnn pass_leaky pass_relu6_opset12 add_bcast_channel \
              pass_caffe2_muladd; do
         mf=models/tiny/$m.onnx
+        nm=$((nm + 1))
         "$OQC" compile $mf --precision fp32 -o "$TMP/shape_$m" --name t -q 2>/dev/null || {
             fail "$m: fp32 compile (for the shape)"; continue; }
         sh=$(sed -n "s/^\/\* input 0 '.*': f32\[\(.*\)\] \*\/$/\1/p" "$TMP/shape_$m/t.h" | sed 's/x/, /g')
@@ -334,7 +336,8 @@ if [ "${OQC_CONFIG:-default}" = default ]; then
             same_data "$TMP/out_$m.npy" "$TMP/ev_$m.npy" && nt=$((nt + 1)) ||
             fail "$m: INT8 emitted != oqc eval: $(head -n 3 "$TMP/err" "$TMP/cc.log")"
     done
-    ok "$nt tiny models: emitted INT8 bit-identical with oqc eval"
+    [ "$nt" = "$nm" ] && ok "$nt of $nm tiny models: emitted INT8 bit-identical with oqc eval" ||
+        fail "only $nt of $nm tiny models: emitted INT8 bit-identical with oqc eval"
 fi
 
 # Bad usage: nothing written.

@@ -229,7 +229,7 @@ EOF
 
 for cc in gcc clang; do
     if ! command -v "$cc" >/dev/null 2>&1; then
-        echo "skip $cc: not installed"
+        skip "$cc: not installed"
         continue
     fi
     d="$TMP/$cc"

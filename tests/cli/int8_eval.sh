@@ -13,8 +13,8 @@ EV="--data $D/test_1000.npy --labels $D/test_labels_1000.npy $LIMIT"
 
 # delta FILE: the "(+0.50 points)" figure of an eval report
 delta() { sed -n 's/.*INT8 [0-9.]* (\([-+0-9.]*\) points).*/\1/p' "$1"; }
-# within D BOUND: |D| <= BOUND
-within() { awk -v d="$1" -v b="$2" 'BEGIN { exit !(d != "" && d >= -b && d <= b) }'; }
+# at_least D BOUND: D >= -BOUND (a loss of at most BOUND points; any gain passes)
+at_least() { awk -v d="$1" -v b="$2" 'BEGIN { exit !(d != "" && d >= -b) }'; }
 
 # 1. entropy (default), float requantization, -v: the pass's decisions.  Every node of
 #    the optimised graph runs in INT8 (Flatten as a view) and only the model's float
@@ -30,9 +30,9 @@ grep -q '^per-layer SQNR' "$TMP/e_float.txt" && grep -q '^  logits.q8 *Gemm *s32
 # 2. Accuracy against the float model on the 1000 test images (FP32: 0.9240).  The
 #    issue asks for INT8 within 0.3 points.  Measured (the Gemm keeping its accumulators
 #    since the logits leave the INT8 domain): entropy 0.9290 (+0.5: 16 of 1000
-#    predictions flip, net +5 right), max 0.9260 (+0.2).  Bounds: |delta| <= 0.6 for
-#    entropy (it is better than FP32 by more than 0.3 today: see the closing note) and
-#    <= 0.3 for max; a real loss of accuracy fails either.
+#    predictions flip, net +5 right), max 0.9260 (+0.2).  Bound, one-sided: INT8 at
+#    most 0.3 points below FP32 for both methods and both requantization modes; a gain
+#    (entropy's +0.5 today) never fails, a loss of more than 3 of 1000 images does.
 "$OQC" eval "$M" $EV --calib $D/calib_500.npy --requant fixed -q >"$TMP/e_fixed.txt" 2>&1 ||
     fail "eval --requant fixed: $(tail -n 3 "$TMP/e_fixed.txt")"
 "$OQC" eval "$M" $EV --calib $D/calib_500.npy --method max -q >"$TMP/max.txt" 2>&1 ||
@@ -40,11 +40,11 @@ grep -q '^per-layer SQNR' "$TMP/e_float.txt" && grep -q '^  logits.q8 *Gemm *s32
 if [ -z "$LIMIT" ]; then
     for r in float fixed; do
         d=$(delta "$TMP/e_$r.txt")
-        within "$d" 0.6 && ok "entropy, requant $r: accuracy delta $d points" ||
+        at_least "$d" 0.3 && ok "entropy, requant $r: accuracy delta $d points (>= -0.3)" ||
             fail "entropy, requant $r: accuracy delta '$d' points"
     done
     d=$(delta "$TMP/max.txt")
-    within "$d" 0.3 && ok "max: accuracy delta $d points" || fail "max: accuracy delta '$d' points"
+    at_least "$d" 0.3 && ok "max: accuracy delta $d points (>= -0.3)" || fail "max: accuracy delta '$d' points"
     s=$(sed -n "s/^output 'logits': SQNR \([0-9.]*\) dB centered.*/\1/p" "$TMP/max.txt")
     awk -v s="$s" 'BEGIN { exit !(s != "" && s >= 30) }' && ok "max: logits SQNR $s dB >= 30" ||
         fail "max: logits SQNR '$s'"

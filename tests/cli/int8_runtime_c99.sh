@@ -27,7 +27,7 @@ srcs=$(cd "$TMP/rt" && ls oqci_*.c)
 
 for cc in gcc clang; do
     if ! command -v "$cc" >/dev/null 2>&1; then
-        echo "skip: $cc not installed"
+        skip "$cc not installed"
         continue
     fi
     for f in $srcs; do
@@ -101,7 +101,7 @@ if [ "$(uname -m)" = x86_64 ] && command -v gcc >/dev/null 2>&1; then
         fi
     done
 else
-    echo "skip: not x86-64 with gcc (mixed-flags link check)"
+    skip "not x86-64 with gcc (mixed-flags link check)"
 fi
 
 M0="-mcpu=cortex-m0 -mthumb -O2 -std=c99 -pedantic -Wall -Wextra -Werror"
@@ -110,7 +110,7 @@ if command -v arm-none-eabi-gcc >/dev/null 2>&1; then
     command -v "$NM" >/dev/null 2>&1 || NM=nm
     soft_float_check "arm-none-eabi-gcc cortex-m0" "$NM" arm-none-eabi-gcc $M0
 else
-    echo "skip: arm-none-eabi-gcc not installed (Cortex-M0 soft-float check)"
+    skip "arm-none-eabi-gcc not installed (Cortex-M0 soft-float check)"
 fi
 # clang can target the M0 without a cross toolchain (freestanding: stdint.h and
 # stddef.h are clang's own); skipped when its ARM backend is missing.
@@ -123,6 +123,6 @@ if command -v clang >/dev/null 2>&1 &&
     soft_float_check "clang thumbv6m cortex-m0" "$NM" clang --target=thumbv6m-none-eabi \
         -ffreestanding $M0
 else
-    echo "skip: clang without the ARM backend (Cortex-M0 soft-float check)"
+    skip "clang without the ARM backend (Cortex-M0 soft-float check)"
 fi
 finish

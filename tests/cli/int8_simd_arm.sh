@@ -75,7 +75,7 @@ case $(uname -m) in x86_64) X86=1 ;; *) X86=0 ;; esac
 if [ "$X86" = 1 ]; then
     for cc in gcc clang; do
         if ! command -v "$cc" >/dev/null 2>&1; then
-            echo "skip: $cc not installed"
+            skip "$cc not installed"
             continue
         fi
         if $cc $C99 -mavx2 $HOOKS $SRC -o "$TMP/avx2.$cc" 2>"$TMP/err"; then
@@ -87,7 +87,7 @@ if [ "$X86" = 1 ]; then
                 check_run "$cc -mavx2: AVX2 chosen at compile time, bit-exact with portable" \
                     avx2 500 "$TMP/avx2.$cc"
             else
-                echo "skip: this CPU has no AVX2 (the -mavx2 program is not run)"
+                skip "CPU lacks AVX2 (the -mavx2 program is not run)"
             fi
         else
             fail "$cc -mavx2 build: $(head -n 5 "$TMP/err")"
@@ -161,7 +161,7 @@ if [ "$X86" = 1 ]; then
         gcc $C99 -mavx512f -mavx512bw -mavx512vnni $HOOKS $SRC -o "$TMP/avx512" 2>/dev/null; then
         check_run "gcc AVX-512 VNNI, bit-exact with portable" avx512vnni 600 "$TMP/avx512"
     else
-        echo "skip: no AVX-512 VNNI on this CPU (compile-checked only)"
+        skip "CPU lacks AVX-512 VNNI (compile-checked only)"
     fi
     # AVX-512 VBMI from the flags (Ice Lake, Zen 4): the avx512vbmi family chosen at
     # compile time, its byte permutes in the objects, run where the CPU has it
@@ -178,7 +178,7 @@ if [ "$X86" = 1 ]; then
         gcc $C99 $VBMI $HOOKS $SRC -o "$TMP/vbmi" 2>/dev/null; then
         check_run "gcc AVX-512 VBMI (and VNNI), bit-exact with portable" avx512vbmi 600 "$TMP/vbmi"
     else
-        echo "skip: no AVX-512 VBMI on this CPU (compile-checked only)"
+        skip "CPU lacks AVX-512 VBMI (compile-checked only)"
     fi
     # AMX: compiled (gcc and clang, strict C99) with its flags, and run where the CPU has it
     AMX="-mavx512f -mavx512bw -mavx512vnni -mavx512vbmi -mamx-tile -mamx-int8"
@@ -203,16 +203,16 @@ if [ "$X86" = 1 ]; then
                 "$TMP/amx.clang"
         fi
     else
-        echo "skip: no AMX-INT8 on this CPU (compile-checked only)"
+        skip "CPU lacks AMX-INT8 (compile-checked only)"
     fi
     if grep -qw avx_vnni /proc/cpuinfo &&
         gcc $C99 -mavx2 -mavxvnni $HOOKS $SRC -o "$TMP/avxvnni" 2>/dev/null; then
         check_run "gcc AVX-VNNI, bit-exact with portable" avxvnni 600 "$TMP/avxvnni"
     else
-        echo "skip: no AVX-VNNI on this CPU (compile-checked only)"
+        skip "CPU lacks AVX-VNNI (compile-checked only)"
     fi
 else
-    echo "skip: not an x86-64 machine (AVX2 and VNNI checks)"
+    skip "CPU lacks x86-64 (AVX2 and VNNI checks)"
 fi
 
 # ---- 3. Arm dot product under qemu -----------------------------------------------------
@@ -240,7 +240,7 @@ if command -v "$ACC" >/dev/null 2>&1 && command -v qemu-aarch64 >/dev/null 2>&1;
         fail "$ACC armv8-a program: $(head -n 5 "$TMP/err")"
     fi
 else
-    echo "skip: aarch64-linux-gnu-gcc or qemu-aarch64 not installed" \
+    skip "aarch64-linux-gnu-gcc or qemu-aarch64 not installed" \
         "(Debian: gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)"
 fi
 finish

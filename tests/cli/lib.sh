@@ -1,8 +1,9 @@
 # lib.sh - helpers for the CLI test scripts in tests/cli/ (sourced, not run).
-# Each script calls ok/fail per check and ends with `finish`, which prints the
-# "RESULT name passed failed" line tests/run.sh reads.
+# Each script calls ok/fail/skip per check and ends with `finish`, which prints the
+# "RESULT name passed failed skipped" line tests/run.sh reads.
 T_PASS=0
 T_FAIL=0
+T_SKIP=0
 T_NAME=$(basename "$0" .sh)
 OQC=${OQC:-build/oqc}
 TMP=$(mktemp -d)
@@ -11,13 +12,17 @@ ok()   { T_PASS=$((T_PASS + 1)); echo "ok   $*"; }
 fail() { T_FAIL=$((T_FAIL + 1)); echo "FAIL $*"; }
 # check NAME COMMAND...: passes when the command exits 0
 check() { n=$1; shift; if "$@"; then ok "$n"; else fail "$n"; fi; }
-finish() { echo "RESULT $T_NAME $T_PASS $T_FAIL"; [ "$T_FAIL" = 0 ]; }
+# skip REASON: a check that cannot run here (a tool not installed, an instruction set
+# the CPU lacks: begin the reason with "CPU lacks"); counted and listed by tests/run.sh,
+# never a pass, and a failure in the scripts tests/expected-to-run.txt names.
+skip() { T_SKIP=$((T_SKIP + 1)); echo "skip $*"; }
+finish() { echo "RESULT $T_NAME $T_PASS $T_FAIL $T_SKIP"; [ "$T_FAIL" = 0 ]; }
 # only_config CONFIG: the script runs only in that configuration of `make check`
 # (default, clang or san: tests/run.sh's OQC_CONFIG) and ends here, passing, in the
 # others: for checks that do not depend on how oqc was built.
 only_config() {
     if [ "${OQC_CONFIG:-default}" != "$1" ]; then
-        echo "skip: runs in the $1 configuration of make check only"
+        echo "runs in the $1 configuration of make check only (not a skip: it runs there)"
         finish
         exit $?
     fi

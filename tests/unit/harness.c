@@ -3,10 +3,23 @@
 #include "harness.h"
 
 #include <CUnit/Basic.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+static unsigned skipped; /* oqc_test_skip calls of this process */
+
+void oqc_test_skip(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("\nskip ");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    skipped++;
+}
 
 int oqc_test_main(const char *suite, const OqcTestCase *cases, int argc, char **argv) {
     if (CU_initialize_registry() != CUE_SUCCESS) {
@@ -22,7 +35,7 @@ int oqc_test_main(const char *suite, const OqcTestCase *cases, int argc, char **
     unsigned run = CU_get_number_of_tests_run();
     unsigned failed = CU_get_number_of_tests_failed();
     unsigned asserts_failed = CU_get_number_of_failures();
-    printf("RESULT %s %u %u\n", suite, run - failed, failed);
+    printf("RESULT %s %u %u %u\n", suite, run - failed, failed, skipped);
     CU_cleanup_registry();
     return (failed || asserts_failed) ? 1 : 0;
 }

@@ -2,10 +2,15 @@
  *
  * Fashion-MNIST CNN (models/fashion): the 1000 test images give the same argmax as
  * PyTorch's logits for every image, so the accuracy equals the recorded one exactly,
- * and every logit is within 1e-4 * max|ref| (float32 accumulation order differs from
- * PyTorch's; 1e-4 relative to the largest logit is the issue's contract).
+ * and every logit is within FP32_TOL * max|ref|.
  * torchvision models (models/tv, squeezenet1_1 committed, others from `make models`):
- * outputs at batch 1 and batch 4 within 1e-4 * max|ref| of PyTorch's.
+ * outputs at batch 1 and batch 4 within FP32_TOL * max|ref| of PyTorch's.
+ * FP32_TOL: float32 accumulation order differs from PyTorch's.  Measured max|diff| /
+ * max|ref|: Fashion 4.4e-7 (5.3e-6 of 11.8), squeezenet1_1 2.5e-7 (batch 1) and 2.3e-7
+ * (batch 4), and through the same kernels ResNet-32 and MobileNetV2-CIFAR 5.7e-7 and
+ * 5.4e-7 against ONNX Runtime (tests/cli/devset.sh); the bound is about 10x the
+ * largest.  (resnet18, mobilenet_v2 and googlenet of `make models` were not measured
+ * when the bound was set.)
  * Batched execution: a model with a dynamic batch run at N = 4 equals four runs at
  * N = 1 within 1e-5 relative (same kernels, different blocking). */
 #include <math.h>
@@ -15,6 +20,8 @@
 
 #include "harness.h"
 #include "ir.h"
+
+#define FP32_TOL 5e-6
 
 /* Runs model on every sample of `in` (any stacking oqc_samples_of accepts), writing
  * the stacked first output to out (allocated in a). Returns samples or -1. */
@@ -79,7 +86,7 @@ static void test_fashion_matches_pytorch(void) {
             same += a == argmax((const float *)ref.data + 10 * i, 10);
             correct += a == ((const int64_t *)labels.data)[i];
         }
-        double tol = 1e-4 * max_abs(ref.data, 10000), diff = max_diff(y, ref.data, 10000);
+        double tol = FP32_TOL * max_abs(ref.data, 10000), diff = max_diff(y, ref.data, 10000);
         printf("\n  threads %d: argmax equal %d/1000, accuracy %.4f, max|diff| %.3g (tol %.3g)",
                threads, same, correct / 1000.0, diff, tol);
         CU_ASSERT_EQUAL(same, 1000);
@@ -101,8 +108,11 @@ static void test_torchvision_match_pytorch(void) {
     for (size_t m = 0; m < sizeof names / sizeof names[0]; m++) {
         char model[256], in[256], out[256];
         snprintf(model, sizeof model, "models/tv/%s.onnx", names[m]);
-        if (access(model, R_OK) != 0)
-            continue; /* only squeezenet1_1 is committed; `make models` makes the rest */
+        if (access(model, R_OK) != 0) {
+            /* only squeezenet1_1 is committed; `make models` makes the rest */
+            oqc_test_skip("%s missing (made by `make models`)", model);
+            continue;
+        }
         OqcDiag d;
         oqc_diag_init(&d);
         OqcGraph *g = oqc_prepare(model, NULL, 0, 1, &d);
@@ -118,7 +128,7 @@ static void test_torchvision_match_pytorch(void) {
             float *y;
             CU_ASSERT_EQUAL_FATAL(run_all(g, e, &x, &y, &d), batch);
             int64_t n = oqc_shape_numel(&ref.shape);
-            double tol = 1e-4 * max_abs(ref.data, n), diff = max_diff(y, ref.data, n);
+            double tol = FP32_TOL * max_abs(ref.data, n), diff = max_diff(y, ref.data, n);
             printf("\n  %s batch %d: max|diff| %.3g, tol %.3g", names[m], batch, diff, tol);
             CU_ASSERT(diff <= tol);
         }

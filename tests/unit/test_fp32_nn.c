@@ -224,7 +224,7 @@ static void sgemm_suite(uint64_t seed) {
 
 static void isa_suite(OqcfIsa isa, const char *name) {
     if (oqcf_sgemm_force_isa(isa) != OQCF_OK) {
-        printf("\n  [%s microkernel not supported by this CPU or build: skipped] ", name);
+        oqc_test_skip("CPU lacks the %s SGEMM microkernel (or the build has none)", name);
         return;
     }
     CU_ASSERT_EQUAL(oqcf_sgemm_isa(), isa);

@@ -31,7 +31,7 @@
 /* One model and what the passes must do to it. */
 typedef struct Case {
     const char *path;       /* model file, relative to the repository root */
-    int optional;           /* made by `make models`: skipped quietly when absent */
+    int optional;           /* made by `make models`: a skip (oqc_test_skip) when absent */
     int folds;              /* rewrites by fold-bn (BN + Mul + Add folded) */
     int bn_left;            /* BatchNormalization still reading a Conv/Gemm after it */
     int muladd_left;        /* Mul/Add by a constant still reading a Conv/Gemm */
@@ -278,8 +278,10 @@ static int stage(const Case *c, OqcGraph *g, OqcGraph *g2, const char *pass, int
 static void test_models(void) {
     for (size_t m = 0; m < sizeof cases / sizeof cases[0]; m++) {
         const Case *c = &cases[m];
-        if (c->optional && access(c->path, R_OK) != 0)
+        if (c->optional && access(c->path, R_OK) != 0) {
+            oqc_test_skip("%s missing (made by `make models`)", c->path);
             continue;
+        }
         OqcGraph *g = load(c->path), *g2 = load(c->path);
         CU_ASSERT_PTR_NOT_NULL_FATAL(g);
         CU_ASSERT_PTR_NOT_NULL_FATAL(g2);
@@ -294,7 +296,9 @@ static void test_models(void) {
                         c->muladd_left);
         CU_ASSERT_EQUAL_FATAL(run(g, &folded), 0);
         double fold_diff = rel_diff(&ref, &folded);
-        CU_ASSERT(fold_diff <= 1e-5);
+        /* Measured: at most 2.3e-7 (pass_gemm_bn; float products reassociated); the
+         * bound is 10x that.  Dropping epsilon moves batchnorm_after_conv by 7.5e-6. */
+        CU_ASSERT(fold_diff <= 2.5e-6);
 
         int fusions = stage(c, g, g2, "fuse-cbr", c->fusions, &text, &log);
         CU_ASSERT_EQUAL(acts_after_conv(g), c->act_left);

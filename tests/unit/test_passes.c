@@ -3,9 +3,11 @@
  * For each model (committed ones, plus the `make models` networks when present) the
  * graph is run on pseudo-random inputs as loaded; then, freshly loaded again, after
  * each pass alone and after the whole pipeline, and the outputs are compared:
- * max|diff| <= 1e-5 * max|ref| (folding BatchNormalization into weights reassociates
- * float products, which moves results by a few ulps; 1e-5 relative is the issue's
- * contract). Batch 1 and batch 4: four samples through the batch-1 graph, and the
+ * max|diff| <= PASS_TOL * max|ref|.  Folding BatchNormalization into weights
+ * reassociates float products, which moves results by a few ulps: measured, the
+ * largest max|diff|/max|ref| over all models and passes is 3.2e-7 (the line printed at
+ * the end); PASS_TOL is about 10x that.  A fold that drops BatchNorm's epsilon moves
+ * batchnorm_after_conv by 7.5e-6 and fails. Batch 1 and batch 4: four samples through the batch-1 graph, and the
  * dynamic-batch model compiled at N = 4. Models with non-float inputs are skipped. */
 #include <dirent.h>
 #include <math.h>
@@ -18,6 +20,7 @@
 #include "passes.h"
 
 #define MAX_IO 8
+#define PASS_TOL 3e-6
 
 /* The float outputs of a model over all samples. */
 typedef struct Outs {
@@ -112,6 +115,7 @@ static int run_model(const char *path, const OqcInputShape *shape, const char *o
 }
 
 static int checked_models, checked_runs;
+static double worst_rel; /* largest max|diff| / max|ref| seen, printed at the end */
 
 static void check_model(const char *path, const OqcInputShape *shape, int samples) {
     Outs ref, got;
@@ -130,9 +134,11 @@ static void check_model(const char *path, const OqcInputShape *shape, int sample
                 m = fmax(m, fabs(ref.v[i][k]));
                 diff = fmax(diff, fabs((double)ref.v[i][k] - got.v[i][k]));
             }
-            if (!(diff <= 1e-5 * m)) {
-                fprintf(stderr, "%s after %s: output %d max|diff| %g > 1e-5 * %g\n", path,
-                        only, i, diff, m);
+            if (m > 0 && diff / m > worst_rel)
+                worst_rel = diff / m;
+            if (!(diff <= PASS_TOL * m)) {
+                fprintf(stderr, "%s after %s: output %d max|diff| %g > %g * %g\n", path,
+                        only, i, diff, PASS_TOL, m);
                 CU_FAIL("outputs changed");
             }
         }
@@ -184,12 +190,15 @@ static void test_real_models(void) {
         "models/tv/resnet18.onnx", "models/tv/mobilenet_v2.onnx", "models/tv/googlenet.onnx"};
     int before = checked_models;
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
-        if (access(models[i], R_OK) != 0)
-            continue; /* `make models` networks */
+        if (access(models[i], R_OK) != 0) {
+            oqc_test_skip("%s missing (made by `make models`)", models[i]);
+            continue;
+        }
         check_model(models[i], NULL, 1);
         check_model(models[i], NULL, 4);
     }
-    printf("\n  %d models, %d pass runs compared", checked_models, checked_runs);
+    printf("\n  %d models, %d pass runs compared, largest max|diff|/max|ref| %.3g (bound %g)",
+           checked_models, checked_runs, worst_rel, PASS_TOL);
     CU_ASSERT(checked_models - before >= 4);
 }
 

@@ -72,7 +72,7 @@ static OqcCalibEntry *max_table(OqcGraph *g, const float *in, int *n) {
     const OqcTensor *x = &g->tensors[g->inputs[0]];
     int64_t isz = oqc_shape_numel(&x->shape);
     int no = g->noutputs;
-    void **outs = calloc((size_t)no, sizeof *outs);
+    void **outs = calloc((size_t)(no > 0 ? no : 1), sizeof *outs);
     for (int k = 0; k < no; k++)
         outs[k] = malloc((size_t)oqc_shape_numel(&g->tensors[g->outputs[k]].shape) * 8 + 8);
     for (int s = 0; s < SAMPLES; s++) {
@@ -103,7 +103,19 @@ static OqcCalibEntry *max_table(OqcGraph *g, const float *in, int *n) {
     return es;
 }
 
-/* Runs g on the inputs; returns the first output of every sample, stacked. */
+/* Elements per sample of g's float outputs together (the others are not compared). */
+static int64_t float_out_size(const OqcGraph *g) {
+    int64_t n = 0;
+    for (int k = 0; k < g->noutputs; k++)
+        if (g->tensors[g->outputs[k]].dtype == OQCF_FLOAT)
+            n += oqc_shape_numel(&g->tensors[g->outputs[k]].shape);
+    return n;
+}
+
+/* Runs g on the inputs; returns every float output of every sample: per sample, the
+ * float outputs one after the other in graph order (*osz elements), stacked over the
+ * samples.  All of them: INT8 nodes may feed any output, not only the first
+ * (cleanup_dropout_mask's feed output 1). */
 static float *run_all(OqcGraph *g, const float *in, int64_t *osz) {
     OqcDiag d;
     oqc_diag_init(&d);
@@ -116,21 +128,28 @@ static float *run_all(OqcGraph *g, const float *in, int64_t *osz) {
     }
     int64_t isz = oqc_shape_numel(&g->tensors[g->inputs[0]].shape);
     int no = g->noutputs;
-    *osz = oqc_shape_numel(&g->tensors[g->outputs[0]].shape);
-    float *y = malloc((size_t)(*osz * SAMPLES) * sizeof *y);
-    void **outs = calloc((size_t)no, sizeof *outs);
-    for (int k = 1; k < no; k++)
+    *osz = float_out_size(g);
+    float *y = malloc((size_t)(*osz * SAMPLES + 1) * sizeof *y);
+    void **outs = calloc((size_t)(no > 0 ? no : 1), sizeof *outs);
+    for (int k = 0; k < no; k++)
         outs[k] = malloc((size_t)oqc_shape_numel(&g->tensors[g->outputs[k]].shape) * 8 + 8);
     for (int s = 0; s < SAMPLES; s++) {
         const void *p = in + s * isz;
-        outs[0] = y + s * *osz;
         if (oqc_exec_run(e, &p, outs, &d) < 0) {
             printf("\n  %s: %s", g->path, d.buf);
             CU_FAIL("run");
             break;
         }
+        float *ys = y + s * *osz;
+        for (int k = 0; k < no; k++) {
+            const OqcTensor *t = &g->tensors[g->outputs[k]];
+            if (t->dtype != OQCF_FLOAT)
+                continue;
+            memcpy(ys, outs[k], (size_t)oqc_shape_numel(&t->shape) * sizeof *ys);
+            ys += oqc_shape_numel(&t->shape);
+        }
     }
-    for (int k = 1; k < no; k++)
+    for (int k = 0; k < no; k++)
         free(outs[k]);
     free(outs);
     oqc_exec_free(e);
@@ -295,7 +314,7 @@ static void check_model(const char *path, int *models, int *lowered, double *wor
         oqc_diag_free(&d);
         return;
     }
-    int64_t isz = oqc_shape_numel(&f->tensors[f->inputs[0]].shape), osz = 0, o1, o2;
+    int64_t isz = oqc_shape_numel(&f->tensors[f->inputs[0]].shape), osz = 0, o1 = -1, o2 = -1;
     float *in = malloc((size_t)(isz * SAMPLES) * sizeof *in);
     for (int64_t i = 0; i < isz * SAMPLES; i++)
         in[i] = urand();
@@ -316,19 +335,33 @@ static void check_model(const char *path, int *models, int *lowered, double *wor
         }
         if (n8a > 0 && s1 < *worst)
             *worst = s1;
-        /* float vs fixed: at most one output step apart */
-        const OqcTensor *yt = &gq->tensors[gq->outputs[0]];
-        float step = yt->quant.valid ? yt->quant.scale : 0;
+        /* float vs fixed: at most one output step apart (each output its own step) */
+        float *step = malloc((size_t)osz * sizeof *step);
+        int64_t at = 0;
+        for (int k = 0; k < gq->noutputs; k++) {
+            const OqcTensor *yt = &gq->tensors[gq->outputs[k]];
+            if (yt->dtype != OQCF_FLOAT)
+                continue;
+            for (int64_t i = 0; i < oqc_shape_numel(&yt->shape); i++)
+                step[at++] = yt->quant.valid ? yt->quant.scale : 0;
+        }
+        CU_ASSERT_EQUAL_FATAL(at, osz);
         int64_t far = 0;
         for (int64_t i = 0; i < osz * SAMPLES; i++)
-            far += fabsf(ya[i] - yb[i]) > step * 1.0001f;
+            far += fabsf(ya[i] - yb[i]) > step[i % osz] * 1.0001f;
+        free(step);
         if (far && n8a > 0)
             printf("\n  %s: %lld outputs differ by more than one step between modes", path,
                    (long long)far);
         CU_ASSERT(n8a == 0 || far == 0);
     } else {
+        /* every model here runs in float and lowers: a missing run or outputs of
+         * another size is a failure, not a model left out */
         CU_ASSERT(yf && ya && yb);
-        printf("\n  %s: did not run", path);
+        CU_ASSERT_EQUAL(o1, osz);
+        CU_ASSERT_EQUAL(o2, osz);
+        printf("\n  %s: did not run, or INT8 outputs of %lld/%lld values for %lld", path,
+               (long long)o1, (long long)o2, (long long)osz);
     }
     free(in);
     free(es);

@@ -311,12 +311,13 @@ static void test_models_round_trip(void) {
     }
     static const char *const pats[] = {"models/fashion/*.onnx", "models/tiny/*.onnx",
                                        "models/tv/*.onnx"};
-    int tested = 0, failed = 0;
+    int tested = 0, failed = 0, found = 0;
     for (size_t p = 0; p < sizeof pats / sizeof pats[0]; p++) {
         glob_t gl;
         if (glob(pats[p], 0, NULL, &gl) != 0)
             continue; /* no models there (yet) */
         for (size_t i = 0; i < gl.gl_pathc; i++) {
+            found++;
             OqcGraph *g = load_model(gl.gl_pathv[i]);
             if (!g)
                 continue;
@@ -329,8 +330,12 @@ static void test_models_round_trip(void) {
         }
         globfree(&gl);
     }
-    printf("\n  %d model(s) round-tripped, %d failed ", tested, failed);
-    CU_ASSERT(tested >= 3); /* the models directories must hold a few models */
+    printf("\n  %d of %d model(s) round-tripped, %d failed ", tested, found, failed);
+    /* Every committed model loads today (178 of 178 when this was written): one that
+     * stops loading is a failure, not a model left out.  The floor guards against an
+     * empty glob (the suite run from the wrong directory). */
+    CU_ASSERT_EQUAL(tested, found);
+    CU_ASSERT(found >= 150);
     CU_ASSERT_EQUAL(failed, 0);
 }
 
