@@ -51,7 +51,7 @@ OQCI_CONV_CFLAGS := -DOQCI_DISPATCH -DOQCI_TEST_HOOKS
 $(foreach f,$(basename $(wildcard runtime/oqci_conv*.c)),$(eval CFLAGS_$(subst /,_,$(f)) := $(OQCI_CONV_CFLAGS)))
 CFLAGS_runtime_oqci_pool := -DOQCI_DISPATCH -DOQCI_TEST_HOOKS
 CFLAGS_runtime_oqci_eltwise := -DOQCI_DISPATCH -DOQCI_TEST_HOOKS
-LDLIBS_ALL := -lprotobuf-c $(XML_LIBS) -lm -pthread $(LDLIBS)
+LDLIBS_ALL := -lprotobuf-c $(XML_LIBS) -ljpeg -lpng -lm -pthread $(LDLIBS)
 LDFLAGS_ALL := $(SANFLAGS) $(LDFLAGS)
 
 # runtime/oqcf_serial.c is oqcf_pool.c's single-threaded stand-in for emitted code (same

@@ -349,6 +349,11 @@ static char *xml_escape(const char *s) {
 
 int oqc_table_write_xml(const char *path, const OqcCalibEntry *e, int n, int64_t samples,
                         OqcDiag *d) {
+    return oqc_table_write_xml_pre(path, e, n, samples, NULL, d);
+}
+
+int oqc_table_write_xml_pre(const char *path, const OqcCalibEntry *e, int n, int64_t samples,
+                            const char *preprocess, OqcDiag *d) {
     if (check_entries(path, e, n, 1, d) < 0)
         return -1;
     if (samples < 0)
@@ -373,6 +378,8 @@ int oqc_table_write_xml(const char *path, const OqcCalibEntry *e, int n, int64_t
               xmlTextWriterWriteAttribute(w, BAD_CAST "version", BAD_CAST "1") < 0;
     snprintf(num, sizeof num, "%" PRId64, samples);
     bad |= xmlTextWriterWriteAttribute(w, BAD_CAST "samples", BAD_CAST num) < 0;
+    if (preprocess) /* a canonical spec: plain ASCII, no escape needed */
+        bad |= xmlTextWriterWriteAttribute(w, BAD_CAST "preprocess", BAD_CAST preprocess) < 0;
     for (int i = 0; i < n && !bad; i++) {
         char *name = xml_escape(e[i].name), *method = xml_escape(e[i].method);
         const struct { const char *attr; float v; } fl[] = {
@@ -514,7 +521,8 @@ static int x_tensor(XReader *R, xmlNodePtr n, OqcCalibEntry *e) {
     return 0;
 }
 
-static int x_root(XReader *R, xmlDocPtr doc, OqcCalibEntry **e, int *n, int64_t *samples) {
+static int x_root(XReader *R, xmlDocPtr doc, OqcCalibEntry **e, int *n, int64_t *samples,
+                  const char **preprocess) {
     xmlNodePtr root = xmlDocGetRootElement(doc);
     const char *ver, *smp;
     char *end, nb[256];
@@ -524,7 +532,7 @@ static int x_root(XReader *R, xmlDocPtr doc, OqcCalibEntry **e, int *n, int64_t 
         return oqc_err(R->d, "%s:%ld: the root element is <%s>, not <oqc-calib>: not an oqc "
                              "calibration table", R->path, root ? xmlGetLineNo(root) : 0L,
                        root ? (const char *)root->name : "");
-    if (x_check(R, root, "version samples", "tensor") < 0 ||
+    if (x_check(R, root, "version samples preprocess", "tensor") < 0 ||
         x_attr(R, root, "version", &ver) < 0)
         return -1;
     if (strcmp(ver, "1") != 0)
@@ -536,6 +544,23 @@ static int x_root(XReader *R, xmlDocPtr doc, OqcCalibEntry **e, int *n, int64_t 
     if (s < 0 || errno || *end)
         return xerr(R, root, "attribute 'samples': '%s' is not an integer >= 0", smp);
     *samples = s;
+    xmlChar *pp = xmlGetNoNsProp(root, BAD_CAST "preprocess");
+    if (pp) {
+        OqcPreprocess check;
+        OqcDiag scratch;
+        oqc_diag_init(&scratch);
+        int ok = oqc_preprocess_parse((const char *)pp, &check, &scratch) == 0;
+        oqc_diag_free(&scratch);
+        if (preprocess)
+            *preprocess = oqc_arena_strdup(R->a, (const char *)pp);
+        if (!ok) {
+            int rc = xerr(R, root, "attribute 'preprocess': '%s' is not a valid spec (see "
+                                   "docs/images.md)", (const char *)pp);
+            xmlFree(pp);
+            return rc;
+        }
+        xmlFree(pp);
+    }
     NameSet seen = {0};
     int rc = 0;
     for (xmlNodePtr c = root->children; c && rc == 0; c = c->next) {
@@ -557,6 +582,13 @@ static int x_root(XReader *R, xmlDocPtr doc, OqcCalibEntry **e, int *n, int64_t 
 
 int oqc_table_read_xml(const char *path, OqcArena *a, OqcCalibEntry **e, int *n,
                        int64_t *samples, OqcDiag *d) {
+    return oqc_table_read_xml_pre(path, a, e, n, samples, NULL, d);
+}
+
+int oqc_table_read_xml_pre(const char *path, OqcArena *a, OqcCalibEntry **e, int *n,
+                           int64_t *samples, const char **preprocess, OqcDiag *d) {
+    if (preprocess)
+        *preprocess = NULL;
     *e = NULL;
     *n = 0;
     *samples = 0;
@@ -584,7 +616,7 @@ int oqc_table_read_xml(const char *path, OqcArena *a, OqcCalibEntry **e, int *n,
     XReader R = {.path = path, .a = a, .d = d};
     OqcCalibEntry *es = NULL;
     int ne = 0;
-    int rc = x_root(&R, doc, &es, &ne, samples);
+    int rc = x_root(&R, doc, &es, &ne, samples, preprocess);
     xmlFreeDoc(doc);
     if (rc < 0) {
         *samples = 0;

@@ -47,6 +47,7 @@ typedef struct Opts {
     const char *precision;        /* compile --precision int8|fp32 */
     const char *name;             /* compile --name NAME */
     char disable_buf[512];        /* storage for joined --disable-pass values */
+    OqcPreprocess pre;            /* --preprocess SPEC (pre.given: 0 when not given) */
 } Opts;
 
 /* cli_opts.c: parses argv (argc words after the command word) for command cmd, which
@@ -58,6 +59,11 @@ void oqc_cli_free_opts(Opts *o);
 /* cli_opts.c: runs the pass pipeline on g as --passes, --disable-pass, --after and
  * --no-opt say. */
 int oqc_cli_optimize(OqcGraph *g, const Opts *o, OqcDiag *d);
+/* cli_opts.c: when path is image data (a folder, a list file or an image), its image
+ * files (*files, *n; an error unless --preprocess was given) and, with labels (a .npy,
+ * "folders" or a PATH CLASS list), their labels in *lab; *files NULL for tensor data. */
+int oqc_cli_images(const char *path, const Opts *o, OqcArena *a, const char ***files, int *n,
+                   const char *labels, OqcValue *lab, OqcDiag *d);
 /* cli_opts.c: the thread count when --threads is not given (the online CPUs, 1 to 8). */
 int oqc_cli_default_threads(void);
 

@@ -9,6 +9,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Parses the options a command accepts (allowed: string of option letters/names). */
@@ -146,6 +147,9 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
                 return oqc_err(d, "oqc %s: --threads '%s' must be a number from 1 to 64", cmd,
                                val);
             o->threads = (int)t;
+        } else if (!strcmp(name, "--preprocess")) {
+            if (oqc_preprocess_parse(val, &o->pre, d) < 0)
+                return -1;
         } else if (!strcmp(name, "--input-shape")) {
             if (o->nshapes == (int)(sizeof o->shapes / sizeof o->shapes[0]))
                 return oqc_err(d, "oqc %s: too many --input-shape options", cmd);
@@ -218,4 +222,35 @@ int oqc_cli_optimize(OqcGraph *g, const Opts *o, OqcDiag *d) {
 int oqc_cli_default_threads(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1 : n > 8 ? 8 : (int)n;
+}
+
+int oqc_cli_images(const char *path, const Opts *o, OqcArena *a, const char ***files, int *n,
+                   const char *labels, OqcValue *lab, OqcDiag *d) {
+    struct stat st;
+    *files = NULL;
+    *n = 0;
+    int dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+    if (!dir && !oqc_is_list_path(path) && !oqc_is_image_path(path))
+        return 0; /* tensors */
+    const char **v;
+    int m;
+    if (oqc_data_files(a, &path, 1, &v, &m, d) < 0)
+        return -1;
+    for (int i = 0; i < m; i++)
+        if (!oqc_is_image_path(v[i]))
+            return oqc_err(d, "%s: %s is not a .jpg, .jpeg or .png image (image data and "
+                              "tensor files cannot be mixed here)", path, v[i]);
+    if (!o->pre.given)
+        return oqc_err(d, "%s: image data needs --preprocess (imagenet, cifar, raw or keys; "
+                          "see docs/images.md)", path);
+    size_t ll = labels ? strlen(labels) : 0;
+    if (labels && ll > 4 && !strcmp(labels + ll - 4, ".npy")) {
+        if (oqc_npy_read(labels, a, lab, d) < 0)
+            return -1;
+    } else if (labels && oqc_image_labels(a, path, v, m, labels, lab, d) < 0) {
+        return -1;
+    }
+    *files = v;
+    *n = m;
+    return 0;
 }

@@ -631,7 +631,7 @@ const char *oqc_target_flags(const char *target) {
 }
 
 static int write_make(Em *m, OutSet *o, const char *model, const FileSet *all, int nconst,
-                      const char *target, OqcDiag *d) {
+                      const char *target, const char *preprocess, OqcDiag *d) {
     const char *nm = m->name;
     char srcs[4096];
     size_t len = (size_t)snprintf(srcs, sizeof srcs, "%s.c%s%s", nm, nconst ? " " : "",
@@ -692,6 +692,13 @@ static int write_make(Em *m, OutSet *o, const char *model, const FileSet *all, i
             nm, model, nm, nm, nm, nm, nm, nm, nm, nm, flags, srcs, nm, nm, nm, nm,
             m->g->ninputs == 1 && m->g->noutputs == 1 ? "" : "_multi",
             m->g->ninputs == 1 && m->g->noutputs == 1 ? "in, out" : "ins, outs");
+    if (preprocess)
+        fprintf(r, "\n## Input preprocessing\n\n"
+                   "The model was calibrated on images preprocessed as (oqc's docs/images.md):\n\n"
+                   "    %s\n\n"
+                   "Decode to 8-bit pixels, resize (PIL bilinear) and centre-crop as given, then\n"
+                   "x = pixel * scale, (x - mean) / std per channel, in the layout given.\n",
+                preprocess);
     return out_close(r, "README.md", d);
 }
 
@@ -804,7 +811,7 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
     if (rc == 0 && nconst)
         rc = write_weights(&m, &o, model, &io, d);
     if (rc == 0)
-        rc = write_make(&m, &o, model, &all, nconst, opt->target, d);
+        rc = write_make(&m, &o, model, &all, nconst, opt->target, opt->preprocess, d);
     if (rc == 0)
         rc = write_header(&m, &o, model, precision, arena_total, &io, d);
     if (rc == 0)

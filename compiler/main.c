@@ -28,18 +28,33 @@
 
 
 /* Reads a table by extension: .xml is the XML form, anything else a TRT cache. */
-static int read_table(const char *path, OqcArena *a, OqcCalibEntry **e, int *n, OqcDiag *d) {
+static int read_table(const char *path, OqcArena *a, OqcCalibEntry **e, int *n,
+                      const char **pre, OqcDiag *d) {
     size_t len = strlen(path);
     int64_t samples;
+    *pre = NULL;
     if (len > 4 && !strcmp(path + len - 4, ".xml"))
-        return oqc_table_read_xml(path, a, e, n, &samples, d);
+        return oqc_table_read_xml_pre(path, a, e, n, &samples, pre, d);
     return oqc_table_read_trt(path, a, e, n, d);
+}
+
+/* The image preprocessing: --preprocess, else the one an XML --table was calibrated
+ * with (spec, or NULL); both given and different is an error. */
+static int adopt_preprocess(Opts *o, const char *spec, OqcDiag *d) {
+    if (!spec)
+        return 0;
+    if (!o->pre.given)
+        return oqc_preprocess_parse(spec, &o->pre, d);
+    if (strcmp(spec, o->pre.spec) != 0)
+        return oqc_err(d, "%s: the table was calibrated with --preprocess %s, not %s", o->table,
+                       spec, o->pre.spec);
+    return 0;
 }
 
 static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"--data", "--method", "--bins", "-o", "--format",
                                           "--report", "--table", "--input-shape", "--threads",
-                                          "--batch",
+                                          "--batch", "--preprocess",
                                           "--passes", "--disable-pass", "--no-opt", "-v",
                                           "-q", NULL};
     Opts o;
@@ -84,17 +99,21 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
     OqcCalibEntry *table = NULL, *es = NULL;
     int ntable = 0, n = 0;
     int64_t samples = 0;
-    if (o.table && read_table(o.table, g->arena, &table, &ntable, d) < 0)
+    const char *tpre = NULL;
+    if (o.table && (read_table(o.table, g->arena, &table, &ntable, &tpre, d) < 0 ||
+                    adopt_preprocess(&o, tpre, d) < 0))
         rc = -1;
     co.table = table;
     co.ntable = ntable;
+    co.pre = &o.pre;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (rc == 0)
         rc = oqc_calibrate(g, gb, o.batch, &co, &es, &n, &samples, d);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (rc == 0)
-        rc = xml ? oqc_table_write_xml(o.out, es, n, samples, d)
+        rc = xml ? oqc_table_write_xml_pre(o.out, es, n, samples,
+                                           o.pre.given ? o.pre.spec : NULL, d)
                  : oqc_table_write_trt(o.out, co.method == OQC_CALIB_MAX ? "MinMax" : "Entropy",
                                        es, n, d);
     if (rc == 0 && o.report)
@@ -113,7 +132,7 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
 /* The INT8 lowering of o->model: optimised, calibrated over --calib data and/or a
  * --table, quantized with --requant/--fp32-nodes (see lower.c).  cfg must outlive
  * the graph. */
-static OqcGraph *build_int8(const char *cmd, const Opts *o, OqcQuantConfig *cfg, OqcDiag *d) {
+static OqcGraph *build_int8(const char *cmd, Opts *o, OqcQuantConfig *cfg, OqcDiag *d) {
     if (o->ncalib == 0 && !o->table) {
         oqc_err(d, "oqc %s: INT8 needs thresholds: give calibration data with --calib PATH "
                    "or a table with --table FILE", cmd);
@@ -153,10 +172,13 @@ static OqcGraph *build_int8(const char *cmd, const Opts *o, OqcQuantConfig *cfg,
     co.progress = !o->quiet && isatty(2);
     OqcCalibEntry *table = NULL;
     int ntable = 0, rc = 0;
-    if (o->table && read_table(o->table, g->arena, &table, &ntable, d) < 0)
+    const char *tpre = NULL;
+    if (o->table && (read_table(o->table, g->arena, &table, &ntable, &tpre, d) < 0 ||
+                     adopt_preprocess(o, tpre, d) < 0))
         rc = -1;
     co.table = table;
     co.ntable = ntable;
+    co.pre = &o->pre;
     if (rc == 0)
         rc = oqc_lower_int8(g, gb, o->batch, &co, cfg, NULL, NULL, d);
     oqc_graph_free(gb);
@@ -169,6 +191,7 @@ static OqcGraph *build_int8(const char *cmd, const Opts *o, OqcQuantConfig *cfg,
 
 static int cmd_eval(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"--data", "--labels", "--calib", "--table",
+                                          "--preprocess",
                                           "--method", "--bins", "--batch", "--requant",
                                           "--weight-bits", "--fp32-nodes", "--save-int8", "--save-fp32",
                                           "--limit", "--input-shape", "--threads", "--passes",
@@ -178,7 +201,8 @@ static int cmd_eval(int argc, char **argv, OqcDiag *d) {
     if (rc == 0 && !o.model)
         rc = oqc_err(d, "oqc eval: give the model: oqc eval MODEL.onnx --data X.npy ...");
     if (rc == 0 && o.ndata != 1)
-        rc = oqc_err(d, "oqc eval: give the evaluation inputs with one --data X.npy");
+        rc = oqc_err(d, "oqc eval: give the evaluation inputs with one --data X.npy (or a "
+                        "folder, list or file of images)");
     OqcQuantConfig cfg;
     OqcGraph *gq = rc == 0 ? build_int8("eval", &o, &cfg, d) : NULL;
     OqcGraph *gf = gq ? oqc_prepare(o.model, o.shapes, o.nshapes, 1, d) : NULL;
@@ -187,17 +211,22 @@ static int cmd_eval(int argc, char **argv, OqcDiag *d) {
         gf = NULL;
     }
     OqcValue data, labels;
-    if (gf && oqc_npy_read(o.data[0], gf->arena, &data, d) < 0)
+    const char **images = NULL;
+    int nimages = 0;
+    if (gf && oqc_cli_images(o.data[0], &o, gf->arena, &images, &nimages, o.labels, &labels, d) < 0)
         rc = -1;
-    if (gf && rc == 0 && o.labels && oqc_npy_read(o.labels, gf->arena, &labels, d) < 0)
+    if (gf && rc == 0 && !images && oqc_npy_read(o.data[0], gf->arena, &data, d) < 0)
+        rc = -1;
+    if (gf && rc == 0 && !images && o.labels &&
+        oqc_npy_read(o.labels, gf->arena, &labels, d) < 0)
         rc = -1;
     if (!gf)
         rc = -1;
     if (rc == 0) {
-        OqcEvalOptions eo = {&data, o.data[0], o.labels ? &labels : NULL, o.labels,
-                             o.threads ? o.threads : oqc_cli_default_threads(), 1,
+        OqcEvalOptions eo = {images ? NULL : &data, o.data[0], o.labels ? &labels : NULL,
+                             o.labels, o.threads ? o.threads : oqc_cli_default_threads(), 1,
                              o.requant ? o.requant : "float", o.save_int8, o.save_fp32,
-                             NULL, stdout, o.limit};
+                             NULL, stdout, o.limit, images, nimages, &o.pre};
         rc = oqc_eval(gf, gq, &eo, d);
     }
     oqc_graph_free(gf);
@@ -209,7 +238,7 @@ static int cmd_eval(int argc, char **argv, OqcDiag *d) {
 /* oqc compile: the optimised model as C (emit_c.c). */
 static int cmd_compile(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"-o", "--name", "--precision", "--calib", "--table",
-                                          "--target",
+                                          "--target", "--preprocess",
                                           "--method", "--bins", "--batch", "--requant",
                                           "--weight-bits", "--fp32-nodes", "--input-shape",
                                           "--threads",
@@ -258,7 +287,7 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
                                                         oqc_weight_bits(&cfg))
                                      : "");
     OqcEmitOptions eo = {.outdir = o.out, .precision = precision, .stats = &st,
-                         .target = o.target,
+                         .target = o.target, .preprocess = o.pre.given ? o.pre.spec : NULL,
                          .name = o.name ? o.name : oqc_c_name_from_path(g->arena, o.model)};
     rc = oqc_emit_c(e, &eo, d);
     if (rc == 0 && !o.quiet) {
@@ -283,6 +312,7 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
 static int cmd_export_qdq(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"-o", "--calib", "--table", "--method", "--bins",
                                           "--batch", "--weight-bits", "--fp32-nodes",
+                                          "--preprocess",
                                           "--input-shape",
                                           "--threads", "-v", "-q", NULL};
     /* --weight-type is this command's own option: taken out before parse_opts */

@@ -5,7 +5,7 @@
 set -u
 pkgs="protobuf-c-compiler libprotobuf-c-dev libonnx-dev libxml2-dev libxml2-utils
 libcunit1-dev libonnx-testdata graphviz clang gcc-arm-none-eabi libnewlib-arm-none-eabi
-gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user $*"
+gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libjpeg62-turbo-dev libpng-dev $*"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
