@@ -26,6 +26,10 @@ const char *const oqc_usage_text =
     "  --disable-pass NAME           skip a pass (repeatable or comma-separated)\n"
     "  --no-opt                      run/check the graph as loaded, without passes\n"
     "  -q                            quiet\n"
+    "  --preprocess SPEC             images as input: imagenet|cifar|raw and/or keys\n"
+    "                                resize=,crop=,scale=,mean=,std=,color=,layout=\n"
+    "                                (docs/images.md); data may be JPEG/PNG files,\n"
+    "                                folders or list files\n"
     "\n"
     "MODEL is an ONNX file or an XML dump written by `oqc dump --format xml`.\n"
     "Exit status: 0 success, 1 error (the message names the file, node and problem).\n";
