@@ -613,7 +613,7 @@ static int write_runtime(Em *m, OutSet *o, const FileSet *all, OqcDiag *d) {
  * each path with the compiler's feature macros and falls back to portable C). */
 static const char *const targets[][2] = {
     {"native", "-march=native"},
-    {"portable", ""},
+    {"portable", "-DOQCI_NO_DISPATCH"},
     {"avx2", "-mavx2 -mfma"},
     {"avxvnni", "-mavx2 -mfma -mavxvnni"},
     {"avx512vnni", "-mavx512f -mavx512bw -mavx512vnni -mfma"},
@@ -623,9 +623,17 @@ static const char *const targets[][2] = {
     {"dispatch", "-DOQCI_DISPATCH"},
 };
 
+const char *oqc_default_target(void) {
+#if defined(__x86_64__)
+    return "dispatch";
+#else
+    return "native";
+#endif
+}
+
 const char *oqc_target_flags(const char *target) {
     for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++)
-        if (!strcmp(targets[i][0], target ? target : "native"))
+        if (!strcmp(targets[i][0], target ? target : oqc_default_target()))
             return targets[i][1];
     return NULL;
 }
@@ -656,11 +664,12 @@ static int write_make(Em *m, OutSet *o, const char *model, const FileSet *all, i
                "# -ffp-contract=off: no fused multiply-add the kernels did not ask for (the\n"
                "# results are then bit-identical to `oqc run` as oqc builds by default).\n"
                "# Target '%s' (oqc compile --target): %s; every kernel family gives the same\n"
-               "# bits, and without the flags the code falls back to portable C.  Compile every\n"
+               "# bits; without flags, x86-64 gcc/clang builds choose the CPU's best at run time\n"
+               "# and other compilers and CPUs build the portable C.  Compile every\n"
                "# source with the same flags: the files of one kernel library (the INT8 conv's\n"
                "# oqci_conv*.c) must agree on the instruction sets compiled in, or the link fails.\n"
                "%s_CFLAGS := %s\n"
-               "%s_SRCS := %s\n", nm, nm, nm, flags, srcs, target ? target : "native",
+               "%s_SRCS := %s\n", nm, nm, nm, flags, srcs, target ? target : oqc_default_target(),
             tflags && *tflags ? tflags : "no flags", nm, flags, nm, srcs);
     if (out_close(f, "NAME.mk", d) < 0)
         return -1;

@@ -1,11 +1,13 @@
 #!/bin/sh
 # int8_simd_arm.sh - oqci_conv's SIMD kernel families in the builds the emitted C gets
-# (runtime/oqci_conv*.c copied verbatim, no liboqc, no OQCI_DISPATCH): each family is
+# (runtime/oqci_conv*.c copied verbatim, no liboqc): each family is
 # compared bit for bit with the portable one by tests/emit/int8_simd_check.c, a
 # standalone program built with the runtime files (OQCI_TEST_HOOKS for oqci_force_isa).
 #   1. x86, compile-time selection: built with -mavx2, and with -mavx2 -mfma (gcc and
 #      clang, strict C99) the program must choose the AVX2 family by itself and match
-#      the portable one; built with no -m flag it must choose the portable family.
+#      the portable one; built with no -m flag and -DOQCI_NO_DISPATCH it must choose the
+#      portable family, and with no flag at all (run-time selection, oqci.h's default)
+#      the CPU's best.
 #   2. x86 VNNI: this CPU may lack AVX-512 VNNI and AVX-VNNI, so the files are compiled
 #      with -mavx512f -mavx512bw -mavx512vnni -mavxvnni (strict C99, gcc and clang) and
 #      the objects must hold vpdpbusd on zmm (AVX-512) and VEX-encoded on ymm (AVX-VNNI);
@@ -70,6 +72,19 @@ has_insn() {
     fi
 }
 
+# best_x86 CC: the family a dispatch build made with CC chooses on this CPU (oqci_conv.c's
+# preference order; AVX-VNNI is dispatched by gcc only, AMX also needs the kernel's grant,
+# which this does not ask for: a CPU with AMX is expected to get it).
+best_x86() {
+    f() { grep -qw "$1" /proc/cpuinfo; }
+    if f amx_int8 && f amx_tile && f avx512_vnni && f avx512bw; then echo amx
+    elif f avx512vbmi && f avx512_vnni && f avx512bw; then echo avx512vbmi
+    elif f avx512_vnni && f avx512bw; then echo avx512vnni
+    elif [ "$1" = gcc ] && f avx_vnni && f avx2; then echo avxvnni
+    elif f avx2 && f fma; then echo avx2
+    else echo portable; fi
+}
+
 # ---- 1. x86 AVX2 by compile-time selection -------------------------------------------
 case $(uname -m) in x86_64) X86=1 ;; *) X86=0 ;; esac
 if [ "$X86" = 1 ]; then
@@ -103,8 +118,19 @@ if [ "$X86" = 1 ]; then
         else
             fail "$cc -mavx2 -mfma build: $(head -n 5 "$TMP/err")"
         fi
-        if $cc $C99 $HOOKS $SRC -o "$TMP/plain.$cc" 2>"$TMP/err"; then
-            check_run "$cc, no -m flag: the portable family" portable 20 "$TMP/plain.$cc"
+        if $cc $C99 -DOQCI_NO_DISPATCH $HOOKS $SRC -o "$TMP/plain.$cc" 2>"$TMP/err"; then
+            check_run "$cc -DOQCI_NO_DISPATCH, no -m flag: the portable family" portable 20 \
+                "$TMP/plain.$cc"
+        else
+            fail "$cc portable build: $(head -n 5 "$TMP/err")"
+        fi
+        # no flag at all (the emitted code built with plain cc -O2): run-time selection by
+        # default (oqci.h), so the CPU's best family, bit-exact with portable
+        if $cc $C99 $HOOKS $SRC -o "$TMP/dflt.$cc" 2>"$TMP/err"; then
+            has_insn "$cc, no flag: a dispatch build (AVX-512 VNNI kernel in it)" objdump \
+                "$TMP/dflt.$cc" 'vpdpbusd.*zmm'
+            check_run "$cc, no flag: the CPU's best family chosen at run time" \
+                "$(best_x86 $cc)" 300 "$TMP/dflt.$cc"
         else
             fail "$cc plain build: $(head -n 5 "$TMP/err")"
         fi
