@@ -16,6 +16,7 @@
 int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const *allowed,
                        Opts *o, OqcDiag *d) {
     memset(o, 0, sizeof *o);
+    o->runs = o->warmup = -1;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *val = NULL;
@@ -51,6 +52,10 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
         }
         if (!strcmp(name, "--no-opt")) {
             o->no_opt = 1;
+            continue;
+        }
+        if (!strcmp(name, "--main")) {
+            o->main_driver = 1;
             continue;
         }
         if (!val) {
@@ -147,6 +152,13 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
                 return oqc_err(d, "oqc %s: --threads '%s' must be a number from 1 to 64", cmd,
                                val);
             o->threads = (int)t;
+        } else if (!strcmp(name, "--runs") || !strcmp(name, "--warmup")) {
+            char *end;
+            long v = strtol(val, &end, 10);
+            if (*end || end == val || v < (name[2] == 'r') || v > 1000000)
+                return oqc_err(d, "oqc %s: %s '%s' must be a number from %d to 1000000", cmd,
+                               name, val, name[2] == 'r');
+            *(name[2] == 'r' ? &o->runs : &o->warmup) = v;
         } else if (!strcmp(name, "--preprocess")) {
             if (oqc_preprocess_parse(val, &o->pre, d) < 0)
                 return -1;

@@ -235,38 +235,28 @@ static int cmd_eval(int argc, char **argv, OqcDiag *d) {
     return rc;
 }
 
-/* oqc compile: the optimised model as C (emit_c.c). */
-static int cmd_compile(int argc, char **argv, OqcDiag *d) {
-    static const char *const allowed[] = {"-o", "--name", "--precision", "--calib", "--table",
-                                          "--target", "--preprocess",
-                                          "--method", "--bins", "--batch", "--requant",
-                                          "--weight-bits", "--fp32-nodes", "--input-shape",
-                                          "--threads",
-                                          "--passes", "--disable-pass", "--no-opt", "-v",
-                                          "-q", NULL};
-    Opts o;
-    int rc = oqc_cli_parse_opts(argc, argv, "compile", allowed, &o, d);
-    const char *prec = o.precision ? o.precision : "int8";
-    if (rc == 0 && !o.out)
-        rc = oqc_err(d, "oqc compile: give the output directory with -o OUTDIR");
-    if (rc == 0 && strcmp(prec, "int8") && strcmp(prec, "fp32"))
-        rc = oqc_err(d, "oqc compile: unknown --precision '%s' (int8 or fp32)", prec);
+/* Lowers o->model as compile's options say (INT8 or --precision fp32) and emits it as C
+ * into outdir under the name *name (o->name or the model's); the summary line unless -q. */
+static int compile_model(const char *cmd, Opts *o, const char *outdir, OqcEmitStats *st,
+                         char *name, size_t name_cap, OqcDiag *d) {
+    const char *prec = o->precision ? o->precision : "int8";
+    int rc = 0;
+    if (strcmp(prec, "int8") && strcmp(prec, "fp32"))
+        rc = oqc_err(d, "oqc %s: unknown --precision '%s' (int8 or fp32)", cmd, prec);
     int int8 = !strcmp(prec, "int8");
     if (rc == 0 && !int8 &&
-        (o.ncalib || o.table || o.method || o.requant || o.fp32_nodes || o.weight_bits))
-        rc = oqc_err(d, "oqc compile: --calib, --table, --method, --requant, --weight-bits and "
-                        "--fp32-nodes apply to --precision int8 only");
-    if (rc == 0 && !o.model)
-        rc = oqc_err(d, "oqc compile: give the model: oqc compile MODEL.onnx -o OUTDIR ...");
-    if (rc == 0 && o.name)
-        rc = oqc_c_name_check(o.name, d);
+        (o->ncalib || o->table || o->method || o->requant || o->fp32_nodes || o->weight_bits))
+        rc = oqc_err(d, "oqc %s: --calib, --table, --method, --requant, --weight-bits and "
+                        "--fp32-nodes apply to --precision int8 only", cmd);
+    if (rc == 0 && o->name)
+        rc = oqc_c_name_check(o->name, d);
     OqcQuantConfig cfg;
     OqcGraph *g = NULL;
     if (rc == 0 && int8) {
-        g = build_int8("compile", &o, &cfg, d);
+        g = build_int8(cmd, o, &cfg, d);
     } else if (rc == 0) {
-        g = oqc_prepare(o.model, o.shapes, o.nshapes, 1, d);
-        if (g && oqc_cli_optimize(g, &o, d) < 0) {
+        g = oqc_prepare(o->model, o->shapes, o->nshapes, 1, d);
+        if (g && oqc_cli_optimize(g, o, d) < 0) {
             oqc_graph_free(g);
             g = NULL;
         }
@@ -274,34 +264,96 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
     OqcExec *e = g ? oqc_exec_new(g, 1, d) : NULL; /* one thread: the emitted code's plan */
     if (!e) {
         oqc_graph_free(g);
-        oqc_cli_free_opts(&o);
         return -1;
     }
-    OqcEmitStats st;
     const char *precision =
         !int8 ? prec
               : oqc_arena_printf(g->arena, "int8, %s requantization%s",
-                                 o.requant && !strcmp(o.requant, "fixed") ? "fixed-point" : "float",
+                                 o->requant && !strcmp(o->requant, "fixed") ? "fixed-point" : "float",
                                  oqc_weight_bits(&cfg) != 8
                                      ? oqc_arena_printf(g->arena, ", %d-bit weights",
                                                         oqc_weight_bits(&cfg))
                                      : "");
-    OqcEmitOptions eo = {.outdir = o.out, .precision = precision, .stats = &st,
-                         .target = o.target, .preprocess = o.pre.given ? o.pre.spec : NULL,
-                         .name = o.name ? o.name : oqc_c_name_from_path(g->arena, o.model)};
+    OqcEmitOptions eo = {.outdir = outdir, .precision = precision, .stats = st,
+                         .target = o->target, .preprocess = o->pre.given ? o->pre.spec : NULL,
+                         .name = o->name ? o->name : oqc_c_name_from_path(g->arena, o->model)};
     rc = oqc_emit_c(e, &eo, d);
-    if (rc == 0 && !o.quiet) {
+    snprintf(name, name_cap, "%s", eo.name);
+    if (rc == 0 && !o->quiet) {
         char other[64] = "";
-        if (st.arena_bytes_noamx != st.arena_bytes)
-            snprintf(other, sizeof other, "; %zu off x86-64 Linux", st.arena_bytes_noamx);
+        if (st->arena_bytes_noamx != st->arena_bytes)
+            snprintf(other, sizeof other, "; %zu off x86-64 Linux", st->arena_bytes_noamx);
         printf("%s: compiled to %s/%s.c (%s): %d nodes, arena %zu bytes%s (activations %zu "
                "planned, %zu if none shared, largest live set %zu), %d constants (%zu bytes), "
-               "%d files (%d runtime)\n", o.model, o.out, eo.name, precision, g->nnodes,
-               st.arena_bytes, other, oqc_exec_arena_bytes(e), oqc_exec_total_bytes(e),
-               oqc_exec_peak_live(e), st.nconst, st.weight_bytes, st.nfiles, st.nruntime);
+               "%d files (%d runtime)\n", o->model, outdir, eo.name, precision, g->nnodes,
+               st->arena_bytes, other, oqc_exec_arena_bytes(e), oqc_exec_total_bytes(e),
+               oqc_exec_peak_live(e), st->nconst, st->weight_bytes, st->nfiles, st->nruntime);
     }
     oqc_exec_free(e);
     oqc_graph_free(g);
+    return rc;
+}
+
+/* oqc compile: the optimised model as C (emit_c.c), with --main a driver to run it. */
+static int cmd_compile(int argc, char **argv, OqcDiag *d) {
+    static const char *const allowed[] = {"-o", "--name", "--precision", "--calib", "--table",
+                                          "--target", "--preprocess", "--main",
+                                          "--method", "--bins", "--batch", "--requant",
+                                          "--weight-bits", "--fp32-nodes", "--input-shape",
+                                          "--threads",
+                                          "--passes", "--disable-pass", "--no-opt", "-v",
+                                          "-q", NULL};
+    Opts o;
+    int rc = oqc_cli_parse_opts(argc, argv, "compile", allowed, &o, d);
+    if (rc == 0 && !o.out)
+        rc = oqc_err(d, "oqc compile: give the output directory with -o OUTDIR");
+    OqcEmitStats st;
+    char name[256];
+    if (rc == 0)
+        rc = compile_model("compile", &o, o.out, &st, name, sizeof name, d);
+    if (rc == 0 && o.main_driver)
+        rc = oqc_cli_write_driver(o.out, name, d);
+    oqc_cli_free_opts(&o);
+    return rc;
+}
+
+/* oqc bench: compile into a temporary directory, build with the system compiler and
+ * time the emitted code (cli_bench.c), like TensorRT's trtexec. */
+static int cmd_bench(int argc, char **argv, OqcDiag *d) {
+    static const char *const allowed[] = {"--precision", "--calib", "--table", "--target",
+                                          "--preprocess", "--method", "--bins", "--batch",
+                                          "--requant", "--weight-bits", "--fp32-nodes",
+                                          "--input-shape", "--threads", "--runs", "--warmup",
+                                          "--input", "--passes", "--disable-pass", "--no-opt",
+                                          "-v", "-q", NULL};
+    Opts o;
+    int rc = oqc_cli_parse_opts(argc, argv, "bench", allowed, &o, d);
+    if (rc == 0 && o.ninputs > 1)
+        rc = oqc_err(d, "oqc bench: give at most one --input FILE (the sample to time)");
+    const char *tmp = getenv("TMPDIR");
+    char outdir[4096];
+    snprintf(outdir, sizeof outdir, "%s/oqc-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (rc == 0 && !mkdtemp(outdir))
+        rc = oqc_err(d, "%s: cannot create a temporary directory", outdir);
+    int made = rc == 0;
+    OqcEmitStats st;
+    char name[256];
+    int quiet = o.quiet;
+    o.quiet = 1;
+    if (rc == 0)
+        rc = compile_model("bench", &o, outdir, &st, name, sizeof name, d);
+    if (rc == 0 && !quiet)
+        printf("%s: %s, arena %zu bytes, weights %zu bytes (%d constants); target %s\n",
+               o.model, o.precision ? o.precision : "int8", st.arena_bytes, st.weight_bytes,
+               st.nconst, o.target ? o.target : oqc_default_target());
+    fflush(stdout);
+    if (rc == 0)
+        rc = oqc_cli_write_driver(outdir, name, d);
+    if (rc == 0)
+        rc = oqc_cli_bench_run(outdir, name, oqc_target_flags(o.target), o.runs < 0 ? 100 : o.runs,
+                               o.warmup < 0 ? 10 : o.warmup, o.ninputs ? o.inputs[0] : NULL, d);
+    if (made)
+        oqc_cli_remove_dir(outdir);
     oqc_cli_free_opts(&o);
     return rc;
 }
@@ -387,6 +439,7 @@ static const Command commands[] = {
     {"compile", cmd_compile},
     {"export-qdq", cmd_export_qdq},
     {"eval", cmd_eval},
+    {"bench", cmd_bench},
 };
 
 int main(int argc, char **argv) {
