@@ -446,8 +446,15 @@ static int write_header(Em *m, OutSet *o, const char *model, const char *precisi
     for (int i = 0; i < g->noutputs; i++)
         put_io(h, g, nm, "OUTPUT", i, g->outputs[i]);
     fprintf(h, "/* Element counts of the first input and output. */\n"
-               "#define %s_INPUT_SIZE %s_INPUT0_SIZE\n#define %s_OUTPUT_SIZE %s_OUTPUT0_SIZE\n\n",
+               "#define %s_INPUT_SIZE %s_INPUT0_SIZE\n#define %s_OUTPUT_SIZE %s_OUTPUT0_SIZE\n",
             nm, nm, nm, nm);
+    for (int k = 0; k < 2; k++) { /* every size, as an array initializer */
+        fprintf(h, "#define %s_%s_SIZES {", nm, k ? "OUTPUT" : "INPUT");
+        for (int i = 0; i < (k ? g->noutputs : g->ninputs); i++)
+            fprintf(h, "%s%s_%s%d_SIZE", i ? ", " : "", nm, k ? "OUTPUT" : "INPUT", i);
+        fprintf(h, "}\n");
+    }
+    fputc('\n', h);
     if (io->qin >= 0) {
         const OqcTensor *qi = &m->g->tensors[io->qin], *qo = &m->g->tensors[io->qout];
         char b1[48], b2[48];

@@ -77,33 +77,9 @@ static size_t in_size[M(_NUM_INPUTS)];
 static size_t out_size[M(_NUM_OUTPUTS)];
 
 static void sizes(void) {
-    size_t i;
-    static const size_t is[] = {M(_INPUT0_SIZE),
-#if M(_NUM_INPUTS) > 1
-                                M(_INPUT1_SIZE),
-#endif
-#if M(_NUM_INPUTS) > 2
-                                M(_INPUT2_SIZE),
-#endif
-#if M(_NUM_INPUTS) > 3
-                                M(_INPUT3_SIZE),
-#endif
-    };
-    static const size_t os[] = {M(_OUTPUT0_SIZE),
-#if M(_NUM_OUTPUTS) > 1
-                                M(_OUTPUT1_SIZE),
-#endif
-#if M(_NUM_OUTPUTS) > 2
-                                M(_OUTPUT2_SIZE),
-#endif
-#if M(_NUM_OUTPUTS) > 3
-                                M(_OUTPUT3_SIZE),
-#endif
-    };
-    for (i = 0; i < M(_NUM_INPUTS) && i < sizeof is / sizeof is[0]; i++)
-        in_size[i] = is[i];
-    for (i = 0; i < M(_NUM_OUTPUTS) && i < sizeof os / sizeof os[0]; i++)
-        out_size[i] = os[i];
+    static const size_t is[] = M(_INPUT_SIZES), os[] = M(_OUTPUT_SIZES);
+    memcpy(in_size, is, sizeof is);
+    memcpy(out_size, os, sizeof os);
 }
 
 /* The float32 values of path (.npy version 1-3, little-endian '<f4', C order; any other

@@ -199,6 +199,7 @@ int oqci_add(const OqciAdd *p, const void *const *x, void *y) {
             m2[i] = calc ? 2.0f * p->rq[i].mult[0] : 0.0f;
 #else
             calc = 0;
+            m2[i] = 0.0f; /* (never read without calc; keeps gcc's -Wmaybe-uninitialized quiet) */
 #endif
         }
         if (!calc || bound > INT32_MAX) {   /* the tables (gathered, or the int64 tail) */
