@@ -184,7 +184,7 @@ int oqci_add(const OqciAdd *p, const void *const *x, void *y) {
     if (p->count >= ADD_MIN_COUNT && oqci_use_avx2()) {
         int32_t lut[OQCI_ADD_MAX][256];
         int64_t bound = 128;   /* of |sum t_i| + 128 */
-        float m2[OQCI_ADD_MAX];
+        float m2[OQCI_ADD_MAX] = {0}; /* (zeroed: gcc cannot see that only calc reads it) */
         int calc = 1;
         for (i = 0; i < p->ninputs; i++) {
             /* the largest |t_i|: at a byte range end (t_i is monotone in the byte) */
@@ -199,7 +199,6 @@ int oqci_add(const OqciAdd *p, const void *const *x, void *y) {
             m2[i] = calc ? 2.0f * p->rq[i].mult[0] : 0.0f;
 #else
             calc = 0;
-            m2[i] = 0.0f; /* (never read without calc; keeps gcc's -Wmaybe-uninitialized quiet) */
 #endif
         }
         if (!calc || bound > INT32_MAX) {   /* the tables (gathered, or the int64 tail) */
