@@ -631,7 +631,7 @@ static const char *const targets[][2] = {
 };
 
 const char *oqc_default_target(void) {
-#if defined(__x86_64__)
+#if defined(__x86_64__) || (defined(__aarch64__) && defined(__linux__))
     return "dispatch";
 #else
     return "native";

@@ -754,8 +754,8 @@ typedef struct OqcEmitOptions {
 /* The compiler flags of --target TARGET (native, portable, avx2, avxvnni, avx512vnni, amx,
  * neondot, dispatch), or NULL for an unknown target. */
 const char *oqc_target_flags(const char *target);
-/* The --target used when none is given: dispatch when oqc runs on x86-64 (the emitted
- * code chooses its kernels at run time), else native. */
+/* The --target used when none is given: dispatch when oqc runs on x86-64 or AArch64
+ * Linux (the emitted code chooses its kernels at run time), else native. */
 const char *oqc_default_target(void);
 
 /* Writes executor e (built with oqc_exec_new(g, 1, d): one thread) as C into

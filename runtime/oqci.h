@@ -29,12 +29,16 @@
 /* Run-time kernel selection is the default for x86-64 with GNU C (gcc, clang) when the
  * flags enable no SIMD extension beyond the x86-64 baseline: a plain `cc -O2` build of
  * the emitted code then compiles every x86 family with target attributes and runs the
- * CPU's best (as -DOQCI_DISPATCH).  Flags that enable AVX2 or more (-mavx2, -march=native,
+ * CPU's best (as -DOQCI_DISPATCH).  Likewise on AArch64 Linux with gcc 10 or later and
+ * no dot-product flag: the NEON dot-product family is compiled with a target attribute
+ * and used when the kernel reports the CPU has it (HWCAP_ASIMDDP).  Flags that enable AVX2 or more (-mavx2, -march=native,
  * oqc compile --target avx2 and up) select the families at compile time, for that CPU;
  * -DOQCI_NO_DISPATCH (--target portable) keeps the portable kernels only.  Every family
  * gives the same bits.  Must come before anything that tests OQCI_DISPATCH. */
-#if !defined(OQCI_DISPATCH) && !defined(OQCI_NO_DISPATCH) && defined(__x86_64__) &&       \
-    defined(__GNUC__) && !defined(__AVX2__)
+#if !defined(OQCI_DISPATCH) && !defined(OQCI_NO_DISPATCH) &&                              \
+    ((defined(__x86_64__) && defined(__GNUC__) && !defined(__AVX2__)) ||                   \
+     (defined(__aarch64__) && defined(__linux__) && defined(__GNUC__) &&                   \
+      !defined(__clang__) && __GNUC__ >= 10 && !defined(__ARM_FEATURE_DOTPROD)))
 #define OQCI_DISPATCH 1
 #endif
 

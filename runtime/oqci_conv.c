@@ -77,6 +77,9 @@
  * OQCI_NO_FLOAT removes (see oqci.h). */
 #include "oqci.h"   /* (the API this file implements; NAME.c of the emitted code includes it) */
 #include "oqci_conv_int.h"
+#if OQCI_ARM_DISPATCH
+#include <sys/auxv.h>
+#endif
 
 /* ======================================================================================
  * Portable family: im2col rows and DP4A dot products.
@@ -301,7 +304,11 @@ static int cpu_has(int isa) {
 #endif
 #if HAVE_NEONDOT
     case OQCI_ISA_NEONDOT:
+#if OQCI_ARM_DISPATCH   /* the kernel's HWCAP_ASIMDDP (bit 20 of AT_HWCAP) */
+        return (getauxval(AT_HWCAP) >> 20) & 1;
+#else
         return 1;
+#endif
 #endif
     default:
         return 0;

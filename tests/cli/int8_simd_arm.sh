@@ -22,7 +22,9 @@
 #      gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, qemu-user; skipped when absent),
 #      built -static with -march=armv8.2-a+dotprod (strict C99; the objects hold sdot)
 #      and run under qemu-aarch64 -cpu max: the neondot family must match the portable
-#      one; built for plain armv8-a it must choose the portable family.
+#      one; built for plain armv8-a with -DOQCI_NO_DISPATCH it must choose the portable
+#      family, and with no flag at all (run-time selection by HWCAP) neondot under
+#      -cpu max and portable under -cpu cortex-a53.
 # Each program run takes well under a second natively, a few seconds under qemu; the
 # whole script ~25 s (mostly compiling).
 . tests/cli/lib.sh
@@ -259,11 +261,24 @@ if command -v "$ACC" >/dev/null 2>&1 && command -v qemu-aarch64 >/dev/null 2>&1;
     else
         fail "$ACC dotprod program: $(head -n 5 "$TMP/err")"
     fi
-    if $ACC $C99 -march=armv8-a -static $HOOKS $SRC -o "$TMP/arm.plain" 2>"$TMP/err"; then
-        check_run "qemu-aarch64, armv8-a without dotprod: the portable family" portable 20 \
+    if $ACC $C99 -march=armv8-a -DOQCI_NO_DISPATCH -static $HOOKS $SRC -o "$TMP/arm.plain" \
+        2>"$TMP/err"; then
+        check_run "qemu-aarch64, armv8-a, -DOQCI_NO_DISPATCH: the portable family" portable 20 \
             qemu-aarch64 -cpu max "$TMP/arm.plain"
     else
         fail "$ACC armv8-a program: $(head -n 5 "$TMP/err")"
+    fi
+    # no flag (oqci.h's default with gcc on Linux): the dot-product kernel is compiled in
+    # with a target attribute and chosen by HWCAP_ASIMDDP: neondot on a CPU with it,
+    # portable on a Cortex-A53 (which would fault on sdot)
+    if $ACC $C99 -static $HOOKS $SRC -o "$TMP/arm.dflt" 2>"$TMP/err"; then
+        has_insn "aarch64, no flag: a dispatch build (sdot in it)" "$ADUMP" "$TMP/arm.dflt" sdot
+        check_run "qemu-aarch64 -cpu max, no flag: neondot chosen at run time" neondot 300 \
+            qemu-aarch64 -cpu max "$TMP/arm.dflt"
+        check_run "qemu-aarch64 -cpu cortex-a53, no flag: the portable family" portable 20 \
+            qemu-aarch64 -cpu cortex-a53 "$TMP/arm.dflt"
+    else
+        fail "$ACC program without flags: $(head -n 5 "$TMP/err")"
     fi
 else
     echo "skip: aarch64-linux-gnu-gcc or qemu-aarch64 not installed" \
