@@ -209,6 +209,9 @@ int oqc_preprocess_parse(const char *spec, OqcPreprocess *p, OqcDiag *d) {
 
 /* ================================================================== decoding */
 
+/* Larger images are refused (a 16384 x 16384 photo is 268 M pixels, 805 MB as RGB). */
+#define OQC_IMAGE_MAX_PIXELS ((uint64_t)1 << 28)
+
 /* A decoded image: 8-bit pixels, 1 (gray) or 3 (RGB) interleaved channels. */
 typedef struct Image {
     int w, h, c;          /* width, height, channels */
@@ -267,6 +270,11 @@ static int decode_jpeg(const char *path, FILE *f, Image *im, OqcDiag *d) {
     }
     /* PIL's decoding: islow IDCT and fancy upsampling are libjpeg's defaults */
     cinfo.out_color_space = cinfo.jpeg_color_space == JCS_GRAYSCALE ? JCS_GRAYSCALE : JCS_RGB;
+    if ((uint64_t)cinfo.image_width * cinfo.image_height > OQC_IMAGE_MAX_PIXELS) {
+        jpeg_destroy_decompress(&cinfo);
+        return oqc_err(d, "%s: %ux%u pixels is too large an image", path,
+                       (unsigned)cinfo.image_width, (unsigned)cinfo.image_height);
+    }
     jpeg_start_decompress(&cinfo);
     im->w = (int)cinfo.output_width;
     im->h = (int)cinfo.output_height;
@@ -320,6 +328,14 @@ static int decode_png(const char *path, FILE *f, Image *im, OqcDiag *d) {
     }
     png_init_io(png, f);
     png_read_info(png, info);
+    if ((uint64_t)png_get_image_width(png, info) * png_get_image_height(png, info) >
+        OQC_IMAGE_MAX_PIXELS) {
+        int rc = oqc_err(d, "%s: %ux%u pixels is too large an image", path,
+                         (unsigned)png_get_image_width(png, info),
+                         (unsigned)png_get_image_height(png, info));
+        png_destroy_read_struct(&png, &info, NULL);
+        return rc;
+    }
     int type = png_get_color_type(png, info), depth = png_get_bit_depth(png, info);
     /* to 8-bit gray or RGB, as PIL's convert("RGB"/"L") would see it (docs/images.md) */
     if (type == PNG_COLOR_TYPE_PALETTE)

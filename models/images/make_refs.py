@@ -14,7 +14,8 @@ against its 8-bit RGB twin):
   rgb16.png    the same pixels as 16-bit RGB, low bytes random (oqc keeps the high byte)
   rgba.png     the same pixels with a random alpha channel (alpha is dropped)
   gray8.png    12x10 gray, random;  la.png: the same with alpha (dropped)
-Error cases: cmyk.jpg (a CMYK JPEG, refused).
+Error cases: cmyk.jpg (a CMYK JPEG, refused); big.png (a header claiming 20000x20000
+pixels over a few bytes of data: refused as too large before any allocation).
 
 References: ref_SET.npy, float32 [4, ...], the torchvision pipeline
 (PIL convert, Resize with BILINEAR, CenterCrop, ToTensor, Normalize, written out in
@@ -96,6 +97,7 @@ def main():
     Image.fromarray(g, 'L').save(os.path.join(OUT, 'gray8.png'))
     Image.fromarray(np.stack([g, alpha[:, :, 0]], 2), 'LA').save(os.path.join(OUT, 'la.png'))
     Image.new('CMYK', (8, 8), (10, 20, 30, 40)).save(os.path.join(OUT, 'cmyk.jpg'))
+    png(os.path.join(OUT, 'big.png'), 20000, 20000, 0, 8, [b'\0' * 16])
     for name, (spec, shape, resize, crop, mean, std, mode, layout) in SPECS.items():
         ref = np.stack([torchvision(os.path.join(OUT, f), resize, crop, mean, std, mode, layout)
                         for f in IMAGES]).astype(np.float32)

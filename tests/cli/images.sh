@@ -50,7 +50,8 @@ echo "not an image" > "$TMP/text.jpg"
 cp $I/photo.png "$TMP/crc.png"
 printf '\377' | dd of="$TMP/crc.png" bs=1 seek=3000 conv=notrunc 2>/dev/null
 for c in "trunc.jpg:truncated JPEG" "trunc.png:truncated PNG" "text.jpg:not a JPEG or PNG" \
-         "empty.png:not a JPEG or PNG" "crc.png:corrupt or truncated PNG" "cmyk.jpg:CMYK"; do
+         "empty.png:not a JPEG or PNG" "crc.png:corrupt or truncated PNG" "cmyk.jpg:CMYK" \
+         "big.png:too large"; do
     f=${c%%:*} want=${c#*:}
     p="$TMP/$f"; [ -e "$p" ] || p=$I/$f
     if "$IT" raw 1x3x8x8 "$TMP/o.npy" "$p" 2>"$TMP/err"; then
