@@ -59,17 +59,18 @@ OQCI_CONV_CFLAGS := -DOQCI_DISPATCH -DOQCI_TEST_HOOKS
 $(foreach f,$(basename $(wildcard runtime/oqci_conv*.c)),$(eval CFLAGS_$(subst /,_,$(f)) := $(OQCI_CONV_CFLAGS)))
 CFLAGS_runtime_oqci_pool := -DOQCI_DISPATCH -DOQCI_TEST_HOOKS
 CFLAGS_runtime_oqci_eltwise := -DOQCI_DISPATCH -DOQCI_TEST_HOOKS
-LDLIBS_ALL := -lprotobuf-c $(XML_LIBS) -lm -pthread $(LDLIBS)
+LDLIBS_ALL := -lprotobuf-c $(XML_LIBS) -ljpeg -lpng -lm -pthread $(LDLIBS)
 LDFLAGS_ALL := $(SANFLAGS) $(LDFLAGS)
 
 # runtime/oqcf_serial.c is oqcf_pool.c's single-threaded stand-in for emitted code (same
-# functions): never part of liboqc; nor is the CLI driver (main.c, its help texts usage.c
+# functions) and runtime/oqc_main.c the driver `oqc compile --main` writes: never part of
+# liboqc; nor is the CLI driver (main.c, its help texts usage.c
 # and its other files compiler/cli_*.c), which only build/oqc links.
 CLI_SRCS := compiler/main.c compiler/usage.c $(wildcard compiler/cli_*.c)
 CLI_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRCS))
 LIB_SRCS := $(filter-out $(CLI_SRCS),$(wildcard compiler/*.c)) \
             $(wildcard passes/*.c) \
-            $(filter-out runtime/oqcf_serial.c,$(wildcard runtime/*.c))
+            $(filter-out runtime/oqcf_serial.c runtime/oqc_main.c,$(wildcard runtime/*.c))
 LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/proto/onnx.pb-c.o
 # oqc compile copies runtime sources next to an emitted model; their text is embedded in
 # oqc (a table generated from runtime/), so the copies are the sources oqc was built from.

@@ -353,7 +353,9 @@ int oqc_table_write_xml(const char *path, const OqcCalibEntry *e, int n, int64_t
 }
 
 int oqc_table_write_xml_ex(const char *path, const OqcCalibEntry *e, int n, int64_t samples,
-                           const char *float_layers, OqcDiag *d) {
+                           const OqcTableExtra *x, OqcDiag *d) {
+    const char *float_layers = x ? x->float_layers : NULL;
+    const char *preprocess = x ? x->preprocess : NULL;
     if (check_entries(path, e, n, 1, d) < 0)
         return -1;
     if (samples < 0)
@@ -378,6 +380,8 @@ int oqc_table_write_xml_ex(const char *path, const OqcCalibEntry *e, int n, int6
               xmlTextWriterWriteAttribute(w, BAD_CAST "version", BAD_CAST "1") < 0;
     snprintf(num, sizeof num, "%" PRId64, samples);
     bad |= xmlTextWriterWriteAttribute(w, BAD_CAST "samples", BAD_CAST num) < 0;
+    if (preprocess) /* a canonical spec: plain ASCII, no escape needed */
+        bad |= xmlTextWriterWriteAttribute(w, BAD_CAST "preprocess", BAD_CAST preprocess) < 0;
     for (int i = 0; i < n && !bad; i++) {
         char *name = xml_escape(e[i].name), *method = xml_escape(e[i].method);
         const struct { const char *attr; float v; } fl[] = {
@@ -560,7 +564,7 @@ static int x_float_layer(XReader *R, xmlNodePtr n, const char **layers) {
 }
 
 static int x_root(XReader *R, xmlDocPtr doc, OqcCalibEntry **e, int *n, int64_t *samples,
-                  const char **layers) {
+                  OqcTableExtra *extra) {
     xmlNodePtr root = xmlDocGetRootElement(doc);
     const char *ver, *smp;
     char *end, nb[256];
@@ -570,7 +574,7 @@ static int x_root(XReader *R, xmlDocPtr doc, OqcCalibEntry **e, int *n, int64_t 
         return oqc_err(R->d, "%s:%ld: the root element is <%s>, not <oqc-calib>: not an oqc "
                              "calibration table", R->path, root ? xmlGetLineNo(root) : 0L,
                        root ? (const char *)root->name : "");
-    if (x_check(R, root, "version samples", "tensor float-layer") < 0 ||
+    if (x_check(R, root, "version samples preprocess", "tensor float-layer") < 0 ||
         x_attr(R, root, "version", &ver) < 0)
         return -1;
     if (strcmp(ver, "1") != 0)
@@ -582,13 +586,29 @@ static int x_root(XReader *R, xmlDocPtr doc, OqcCalibEntry **e, int *n, int64_t 
     if (s < 0 || errno || *end)
         return xerr(R, root, "attribute 'samples': '%s' is not an integer >= 0", smp);
     *samples = s;
+    xmlChar *pp = xmlGetNoNsProp(root, BAD_CAST "preprocess");
+    if (pp) {
+        OqcPreprocess check;
+        OqcDiag scratch;
+        oqc_diag_init(&scratch);
+        int ok = oqc_preprocess_parse((const char *)pp, &check, &scratch) == 0;
+        oqc_diag_free(&scratch);
+        extra->preprocess = oqc_arena_strdup(R->a, (const char *)pp);
+        if (!ok) {
+            int rc = xerr(R, root, "attribute 'preprocess': '%s' is not a valid spec (see "
+                                   "docs/images.md)", (const char *)pp);
+            xmlFree(pp);
+            return rc;
+        }
+        xmlFree(pp);
+    }
     NameSet seen = {0};
     int rc = 0;
     for (xmlNodePtr c = root->children; c && rc == 0; c = c->next) {
         if (c->type != XML_ELEMENT_NODE)
             continue;
         if (xmlStrEqual(c->name, BAD_CAST "float-layer")) {
-            rc = x_float_layer(R, c, layers);
+            rc = x_float_layer(R, c, &extra->float_layers);
             continue;
         }
         if (!xmlStrEqual(c->name, BAD_CAST "tensor")) {
@@ -615,10 +635,10 @@ int oqc_table_read_xml(const char *path, OqcArena *a, OqcCalibEntry **e, int *n,
 }
 
 int oqc_table_read_xml_ex(const char *path, OqcArena *a, OqcCalibEntry **e, int *n,
-                          int64_t *samples, const char **float_layers, OqcDiag *d) {
-    const char *layers = NULL;
-    if (float_layers)
-        *float_layers = NULL;
+                          int64_t *samples, OqcTableExtra *extra, OqcDiag *d) {
+    OqcTableExtra x = {NULL, NULL};
+    if (extra)
+        *extra = x;
     *e = NULL;
     *n = 0;
     *samples = 0;
@@ -648,7 +668,7 @@ int oqc_table_read_xml_ex(const char *path, OqcArena *a, OqcCalibEntry **e, int 
     XReader R = {.path = path, .a = a, .d = d};
     OqcCalibEntry *es = NULL;
     int ne = 0;
-    int rc = x_root(&R, doc, &es, &ne, samples, &layers);
+    int rc = x_root(&R, doc, &es, &ne, samples, &x);
     xmlFreeDoc(doc);
     if (rc < 0) {
         *samples = 0;
@@ -656,7 +676,7 @@ int oqc_table_read_xml_ex(const char *path, OqcArena *a, OqcCalibEntry **e, int 
     }
     *e = es;
     *n = ne;
-    if (float_layers)
-        *float_layers = layers;
+    if (extra)
+        *extra = x;
     return 0;
 }

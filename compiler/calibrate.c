@@ -11,7 +11,6 @@
  * contributes to its base's histogram and shares its threshold. */
 #include "ir.h"
 
-#include <dirent.h>
 #include <pthread.h>
 #include <inttypes.h>
 #include <math.h>
@@ -169,51 +168,6 @@ void oqc_find_unsigned(const OqcGraph *g, unsigned char *nonneg) {
 
 /* ------------------------------------------------------------------- data */
 
-/* The sample files of PATHs: a directory contributes its .npy and .pb files in name
- * order; a file is itself. */
-static int list_data(OqcArena *a, const char *const *paths, int npaths, const char ***out,
-                     int *n, OqcDiag *d) {
-    int cap = 64, cnt = 0;
-    const char **v = oqc_arena_alloc(a, (size_t)cap * sizeof *v);
-    for (int p = 0; p < npaths; p++) {
-        struct stat st;
-        if (stat(paths[p], &st) != 0)
-            return oqc_err(d, "%s: cannot read calibration data", paths[p]);
-        if (!S_ISDIR(st.st_mode)) {
-            if (cnt == cap) {
-                v = oqc_arena_grow(a, v, (size_t)cnt, (size_t)cap * 2, sizeof *v);
-                cap *= 2;
-            }
-            v[cnt++] = paths[p];
-            continue;
-        }
-        struct dirent **ents;
-        int ne = scandir(paths[p], &ents, NULL, alphasort);
-        if (ne < 0)
-            return oqc_err(d, "%s: cannot list the directory", paths[p]);
-        int found = 0;
-        for (int i = 0; i < ne; i++) {
-            const char *nm = ents[i]->d_name;
-            size_t len = strlen(nm);
-            if ((len > 4 && !strcmp(nm + len - 4, ".npy")) || (len > 3 && !strcmp(nm + len - 3, ".pb"))) {
-                if (cnt == cap) {
-                    v = oqc_arena_grow(a, v, (size_t)cnt, (size_t)cap * 2, sizeof *v);
-                    cap *= 2;
-                }
-                v[cnt++] = oqc_arena_printf(a, "%s/%s", paths[p], nm);
-                found++;
-            }
-            free(ents[i]);
-        }
-        free(ents);
-        if (!found)
-            return oqc_err(d, "%s: no .npy or .pb files in the directory", paths[p]);
-    }
-    *out = v;
-    *n = cnt;
-    return 0;
-}
-
 /* ---------------------------------------------------------------- progress */
 
 typedef struct Progress {
@@ -340,8 +294,11 @@ int oqc_calibrate(OqcGraph *g, OqcGraph *gb, int64_t b, const OqcCalibOptions *o
                        x->name, oqc_dtype_name(x->dtype));
     const char **files = NULL;
     int nfiles = 0;
-    if (list_data(a, o->data, o->ndata, &files, &nfiles, d) < 0)
+    if (oqc_data_files(a, o->data, o->ndata, &files, &nfiles, d) < 0)
         return -1;
+    if (oqc_data_has_images(files, nfiles) && !(o->pre && o->pre->given))
+        return oqc_err(d, "%s: image data needs --preprocess (imagenet, cifar, raw or "
+                          "keys; see docs/images.md)", o->data[0]);
     if (!gb || b < 2)
         b = 1;
     int nw = o->threads > 1 ? o->threads : 1;
@@ -415,11 +372,18 @@ int oqc_calibrate(OqcGraph *g, OqcGraph *gb, int64_t b, const OqcCalibOptions *o
         clock_gettime(CLOCK_MONOTONIC, &pr.t0);
         done = 0;
         for (int f = 0; f < nfiles && rc == 0; f++) {
-            /* Each file is read into a scratch arena: memory stays bounded by one file. */
+            /* Each file (or run of up to `chunk` images) is read into a scratch arena:
+             * memory stays bounded by one file. */
             OqcArena *fa = oqc_arena_new();
             OqcValue v;
-            int64_t s = 0;
-            if (oqc_tensor_read(files[f], &x->shape, fa, &v, d) < 0 ||
+            int64_t s = 0, chunk = 4 * (int64_t)nw * b < 16 ? 16 : 4 * (int64_t)nw * b, nimg = 0;
+            while (f + nimg < nfiles && nimg < chunk && oqc_is_image_path(files[f + nimg]))
+                nimg++;
+            if (nimg > 0) {
+                rc = oqc_images_read(files + f, nimg, o->pre, &x->shape, fa, &v, d);
+                s = nimg;
+                f += (int)nimg - 1;
+            } else if (oqc_tensor_read(files[f], &x->shape, fa, &v, d) < 0 ||
                 oqc_samples_of(files[f], &v, &x->shape, &s, d) < 0) {
                 rc = -1;
             } else if (v.dtype != OQCF_FLOAT) {

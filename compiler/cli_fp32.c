@@ -151,9 +151,12 @@ static void print_top5(const float *y, int64_t rows, int64_t cols) {
 }
 
 /* Top-1 accuracy of a [S, C] float output against S class ids. */
-static int print_accuracy(const char *path, const OqcValue *y, OqcArena *a, OqcDiag *d) {
+static int print_accuracy(const char *path, const OqcValue *y, const OqcValue *labels,
+                          OqcArena *a, OqcDiag *d) {
     OqcValue lab;
-    if (oqc_npy_read(path, a, &lab, d) < 0)
+    if (labels)
+        lab = *labels;
+    else if (oqc_npy_read(path, a, &lab, d) < 0)
         return -1;
     int64_t n = oqc_shape_numel(&lab.shape);
     int64_t cols = y->shape.rank > 0 ? y->shape.d[y->shape.rank - 1] : 0;
@@ -182,7 +185,7 @@ static int print_accuracy(const char *path, const OqcValue *y, OqcArena *a, OqcD
 
 int oqc_cli_run(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"-o", "--input", "--input-shape", "--threads",
-                                          "--labels", "--passes", "--disable-pass",
+                                          "--labels", "--preprocess", "--passes", "--disable-pass",
                                           "--no-opt", "-v", "-q", NULL};
     Opts o;
     int rc = oqc_cli_parse_opts(argc, argv, "run", allowed, &o, d);
@@ -206,6 +209,8 @@ int oqc_cli_run(int argc, char **argv, OqcDiag *d) {
                      g->ninputs, o.ninputs);
     OqcValue *vals = oqc_arena_alloc(a, (size_t)(g->ninputs + 1) * sizeof *vals);
     int64_t samples = -1;
+    OqcValue labels;     /* of image --input data, when --labels is given */
+    int have_labels = 0;
     for (int i = 0; rc == 0 && i < o.ninputs; i++) {
         const char *arg = o.inputs[i], *eq = strchr(arg, '=');
         int slot = i;
@@ -223,11 +228,23 @@ int oqc_cli_run(int argc, char **argv, OqcDiag *d) {
         }
         const OqcTensor *in = &g->tensors[g->inputs[slot]];
         int64_t s;
-        if (oqc_tensor_read(arg, &in->shape, a, &vals[slot], d) < 0 ||
-            oqc_samples_of(arg, &vals[slot], &in->shape, &s, d) < 0) {
+        const char **images;
+        int nimages;
+        if (oqc_cli_images(arg, &o, a, &images, &nimages, i == 0 ? o.labels : NULL, &labels,
+                           d) < 0) {
             rc = -1;
             break;
         }
+        if (images && i == 0 && o.labels)
+            have_labels = 1;
+        if (images ? oqc_images_read(images, nimages, &o.pre, &in->shape, a, &vals[slot], d) < 0
+                   : oqc_tensor_read(arg, &in->shape, a, &vals[slot], d) < 0 ||
+                         oqc_samples_of(arg, &vals[slot], &in->shape, &s, d) < 0) {
+            rc = -1;
+            break;
+        }
+        if (images)
+            s = nimages;
         if (vals[slot].dtype != in->dtype) {
             rc = oqc_err(d, "%s: holds %s data but input '%s' is %s", arg,
                          oqc_dtype_name(vals[slot].dtype), in->name, oqc_dtype_name(in->dtype));
@@ -282,7 +299,7 @@ int oqc_cli_run(int argc, char **argv, OqcDiag *d) {
             print_top5(v->data, oqc_shape_numel(&v->shape) / cols, cols);
     }
     if (rc == 0 && o.labels)
-        rc = print_accuracy(o.labels, &outs[0], a, d);
+        rc = print_accuracy(o.labels, &outs[0], have_labels ? &labels : NULL, a, d);
     if (rc == 0 && o.out) {
         if (g->noutputs == 1) {
             rc = oqc_npy_write(o.out, &outs[0], d);

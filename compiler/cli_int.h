@@ -53,6 +53,9 @@ typedef struct Opts {
     const char *val_labels;       /* --val-labels Y.npy */
     const char *save_table;       /* --save-table FILE.xml (thresholds + float layers) */
     char disable_buf[512];        /* storage for joined --disable-pass values */
+    OqcPreprocess pre;            /* --preprocess SPEC (pre.given: 0 when not given) */
+    int main_driver;              /* compile --main */
+    long runs, warmup;            /* bench --runs N, --warmup N (-1: not given) */
 } Opts;
 
 /* cli_opts.c: parses argv (argc words after the command word) for command cmd, which
@@ -64,6 +67,21 @@ void oqc_cli_free_opts(Opts *o);
 /* cli_opts.c: runs the pass pipeline on g as --passes, --disable-pass, --after and
  * --no-opt say. */
 int oqc_cli_optimize(OqcGraph *g, const Opts *o, OqcDiag *d);
+/* cli_opts.c: when path is image data (a folder, a list file or an image), its image
+ * files (*files, *n; an error unless --preprocess was given) and, with labels (a .npy,
+ * "folders" or a PATH CLASS list), their labels in *lab; *files NULL for tensor data. */
+int oqc_cli_images(const char *path, const Opts *o, OqcArena *a, const char ***files, int *n,
+                   const char *labels, OqcValue *lab, OqcDiag *d);
+/* cli_bench.c: writes the driver of `oqc compile --main` into outdir (main.c,
+ * main_hooks.h, a Makefile building NAME_main with NAME.mk's flags). */
+int oqc_cli_write_driver(const char *outdir, const char *name, OqcDiag *d);
+/* cli_bench.c: builds the model emitted as `name` in outdir with its driver (the system
+ * compiler, $CC or cc, with cflags) and runs it: warmup runs, then runs timed runs and
+ * the per-layer profile; input: a .npy/raw file for the sample, or NULL. */
+int oqc_cli_bench_run(const char *outdir, const char *name, const char *cflags, long runs,
+                      long warmup, const char *input, OqcDiag *d);
+/* cli_bench.c: removes directory dir and the files in it (oqc bench's scratch). */
+void oqc_cli_remove_dir(const char *dir);
 /* cli_opts.c: the thread count when --threads is not given (the online CPUs, 1 to 8). */
 int oqc_cli_default_threads(void);
 

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* The names of the pipeline's passes, comma-separated, into buf. */
@@ -29,6 +30,7 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
                        Opts *o, OqcDiag *d) {
     memset(o, 0, sizeof *o);
     o->min_sqnr = o->max_drop = NAN;
+    o->runs = o->warmup = -1;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *val = NULL;
@@ -68,6 +70,10 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
         }
         if (!strcmp(name, "--no-opt")) {
             o->no_opt = 1;
+            continue;
+        }
+        if (!strcmp(name, "--main")) {
+            o->main_driver = 1;
             continue;
         }
         if (!val) {
@@ -178,6 +184,16 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
                 return oqc_err(d, "oqc %s: --threads '%s' must be a number from 1 to 64", cmd,
                                val);
             o->threads = (int)t;
+        } else if (!strcmp(name, "--runs") || !strcmp(name, "--warmup")) {
+            char *end;
+            long v = strtol(val, &end, 10);
+            if (*end || end == val || v < (name[2] == 'r') || v > 1000000)
+                return oqc_err(d, "oqc %s: %s '%s' must be a number from %d to 1000000", cmd,
+                               name, val, name[2] == 'r');
+            *(name[2] == 'r' ? &o->runs : &o->warmup) = v;
+        } else if (!strcmp(name, "--preprocess")) {
+            if (oqc_preprocess_parse(val, &o->pre, d) < 0)
+                return -1;
         } else if (!strcmp(name, "--input-shape")) {
             if (o->nshapes == (int)(sizeof o->shapes / sizeof o->shapes[0]))
                 return oqc_err(d, "oqc %s: too many --input-shape options", cmd);
@@ -261,4 +277,35 @@ int oqc_cli_optimize(OqcGraph *g, const Opts *o, OqcDiag *d) {
 int oqc_cli_default_threads(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1 : n > 8 ? 8 : (int)n;
+}
+
+int oqc_cli_images(const char *path, const Opts *o, OqcArena *a, const char ***files, int *n,
+                   const char *labels, OqcValue *lab, OqcDiag *d) {
+    struct stat st;
+    *files = NULL;
+    *n = 0;
+    int dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+    if (!dir && !oqc_is_list_path(path) && !oqc_is_image_path(path))
+        return 0; /* tensors */
+    const char **v;
+    int m;
+    if (oqc_data_files(a, &path, 1, &v, &m, d) < 0)
+        return -1;
+    for (int i = 0; i < m; i++)
+        if (!oqc_is_image_path(v[i]))
+            return oqc_err(d, "%s: %s is not a .jpg, .jpeg or .png image (image data and "
+                              "tensor files cannot be mixed here)", path, v[i]);
+    if (!o->pre.given)
+        return oqc_err(d, "%s: image data needs --preprocess (imagenet, cifar, raw or keys; "
+                          "see docs/images.md)", path);
+    size_t ll = labels ? strlen(labels) : 0;
+    if (labels && ll > 4 && !strcmp(labels + ll - 4, ".npy")) {
+        if (oqc_npy_read(labels, a, lab, d) < 0)
+            return -1;
+    } else if (labels && oqc_image_labels(a, path, v, m, labels, lab, d) < 0) {
+        return -1;
+    }
+    *files = v;
+    *n = m;
+    return 0;
 }

@@ -451,8 +451,15 @@ static int write_header(Em *m, OutSet *o, const char *model, const char *precisi
     for (int i = 0; i < g->noutputs; i++)
         put_io(h, g, nm, "OUTPUT", i, g->outputs[i]);
     fprintf(h, "/* Element counts of the first input and output. */\n"
-               "#define %s_INPUT_SIZE %s_INPUT0_SIZE\n#define %s_OUTPUT_SIZE %s_OUTPUT0_SIZE\n\n",
+               "#define %s_INPUT_SIZE %s_INPUT0_SIZE\n#define %s_OUTPUT_SIZE %s_OUTPUT0_SIZE\n",
             nm, nm, nm, nm);
+    for (int k = 0; k < 2; k++) { /* every size, as an array initializer */
+        fprintf(h, "#define %s_%s_SIZES {", nm, k ? "OUTPUT" : "INPUT");
+        for (int i = 0; i < (k ? g->noutputs : g->ninputs); i++)
+            fprintf(h, "%s%s_%s%d_SIZE", i ? ", " : "", nm, k ? "OUTPUT" : "INPUT", i);
+        fprintf(h, "}\n");
+    }
+    fputc('\n', h);
     if (io->qin >= 0) {
         const OqcTensor *qi = &m->g->tensors[io->qin], *qo = &m->g->tensors[io->qout];
         char b1[48], b2[48];
@@ -618,7 +625,7 @@ static int write_runtime(Em *m, OutSet *o, const FileSet *all, OqcDiag *d) {
  * each path with the compiler's feature macros and falls back to portable C). */
 static const char *const targets[][2] = {
     {"native", "-march=native"},
-    {"portable", ""},
+    {"portable", "-DOQCI_NO_DISPATCH"},
     {"avx2", "-mavx2 -mfma"},
     {"avxvnni", "-mavx2 -mfma -mavxvnni"},
     {"avx512vnni", "-mavx512f -mavx512bw -mavx512vnni -mfma"},
@@ -628,15 +635,23 @@ static const char *const targets[][2] = {
     {"dispatch", "-DOQCI_DISPATCH"},
 };
 
+const char *oqc_default_target(void) {
+#if defined(__x86_64__) || (defined(__aarch64__) && defined(__linux__))
+    return "dispatch";
+#else
+    return "native";
+#endif
+}
+
 const char *oqc_target_flags(const char *target) {
     for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++)
-        if (!strcmp(targets[i][0], target ? target : "native"))
+        if (!strcmp(targets[i][0], target ? target : oqc_default_target()))
             return targets[i][1];
     return NULL;
 }
 
 static int write_make(Em *m, OutSet *o, const char *model, const FileSet *all, int nconst,
-                      const char *target, OqcDiag *d) {
+                      const char *target, const char *preprocess, OqcDiag *d) {
     const char *nm = m->name;
     char srcs[4096];
     size_t len = (size_t)snprintf(srcs, sizeof srcs, "%s.c%s%s", nm, nconst ? " " : "",
@@ -661,11 +676,12 @@ static int write_make(Em *m, OutSet *o, const char *model, const FileSet *all, i
                "# -ffp-contract=off: no fused multiply-add the kernels did not ask for (the\n"
                "# results are then bit-identical to `oqc run` as oqc builds by default).\n"
                "# Target '%s' (oqc compile --target): %s; every kernel family gives the same\n"
-               "# bits, and without the flags the code falls back to portable C.  Compile every\n"
+               "# bits; without flags, x86-64 gcc/clang builds choose the CPU's best at run time\n"
+               "# and other compilers and CPUs build the portable C.  Compile every\n"
                "# source with the same flags: the files of one kernel library (the INT8 conv's\n"
                "# oqci_conv*.c) must agree on the instruction sets compiled in, or the link fails.\n"
                "%s_CFLAGS := %s\n"
-               "%s_SRCS := %s\n", nm, nm, nm, flags, srcs, target ? target : "native",
+               "%s_SRCS := %s\n", nm, nm, nm, flags, srcs, target ? target : oqc_default_target(),
             tflags && *tflags ? tflags : "no flags", nm, flags, nm, srcs);
     if (out_close(f, "NAME.mk", d) < 0)
         return -1;
@@ -707,6 +723,13 @@ static int write_make(Em *m, OutSet *o, const char *model, const FileSet *all, i
             nm, model, nm, nm, nm, nm, nm, nm, runtime, nm, nm, flags, srcs, nm, nm, nm, nm,
             m->g->ninputs == 1 && m->g->noutputs == 1 ? "" : "_multi",
             m->g->ninputs == 1 && m->g->noutputs == 1 ? "in, out" : "ins, outs");
+    if (preprocess)
+        fprintf(r, "\n## Input preprocessing\n\n"
+                   "The model was calibrated on images preprocessed as (oqc's docs/images.md):\n\n"
+                   "    %s\n\n"
+                   "Decode to 8-bit pixels, resize (PIL bilinear) and centre-crop as given, then\n"
+                   "x = pixel * scale, (x - mean) / std per channel, in the layout given.\n",
+                preprocess);
     return out_close(r, "README.md", d);
 }
 
@@ -819,7 +842,7 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
     if (rc == 0 && nconst)
         rc = write_weights(&m, &o, model, &io, d);
     if (rc == 0)
-        rc = write_make(&m, &o, model, &all, nconst, opt->target, d);
+        rc = write_make(&m, &o, model, &all, nconst, opt->target, opt->preprocess, d);
     if (rc == 0)
         rc = write_header(&m, &o, model, precision, arena_total, &io, d);
     if (rc == 0)

@@ -153,8 +153,8 @@ int oqc_eval(OqcGraph *gf, OqcGraph *gq, const OqcEvalOptions *o, OqcDiag *d) {
         return oqc_err(d, "%s: oqc eval supports models with one input (this one has %d)",
                        gf->path, gf->ninputs);
     const OqcTensor *in = &gf->tensors[gf->inputs[0]];
-    int64_t S;
-    if (oqc_samples_of(o->data_path, o->data, &in->shape, &S, d) < 0)
+    int64_t S = o->nimages;
+    if (!o->images && oqc_samples_of(o->data_path, o->data, &in->shape, &S, d) < 0)
         return -1;
     if (S == 0)
         return oqc_err(d, "%s: no samples", o->data_path);
@@ -204,8 +204,14 @@ int oqc_eval(OqcGraph *gf, OqcGraph *gq, const OqcEvalOptions *o, OqcDiag *d) {
     void **of = oqc_arena_alloc(a, (size_t)no * sizeof *of);
     void **oq = oqc_arena_alloc(a, (size_t)no * sizeof *oq);
     int rc = 0;
+    float *img = o->images ? oqc_arena_alloc_raw(a, sample_bytes + 1) : NULL;
     for (int64_t s = 0; rc == 0 && s < S; s++) {
-        const void *x = (const char *)o->data->data + (size_t)s * sample_bytes;
+        const void *x = img ? (const void *)img
+                            : (const char *)o->data->data + (size_t)s * sample_bytes;
+        if (img && oqc_image_load(o->images[s], o->pre, &in->shape, img, d) < 0) {
+            rc = -1;
+            break;
+        }
         for (int k = 0; k < no; k++) {
             of[k] = yf[k] + s * osz[k];
             oq[k] = yq[k] + s * osz[k];

@@ -510,6 +510,52 @@ int oqc_tensor_read(const char *path, const OqcShape *raw_shape, OqcArena *a, Oq
 int oqc_samples_of(const char *what, const OqcValue *v, const OqcShape *in,
                    int64_t *nsamples, OqcDiag *d);
 
+/* ================================================================= image_io.c */
+
+/* Color the model takes (--preprocess color=). */
+typedef enum OqcColor { OQC_COLOR_RGB, OQC_COLOR_BGR, OQC_COLOR_GRAY } OqcColor;
+
+/* The declared preprocessing of image inputs (--preprocess; docs/images.md). */
+typedef struct OqcPreprocess {
+    int given;            /* 1 once parsed */
+    int resize;           /* shorter side to this many pixels (0: see resize_h) */
+    int resize_h, resize_w; /* resize to exactly HxW (0: none) */
+    int crop_h, crop_w;   /* centre crop (0: none) */
+    float mul, div;       /* x = pixel * mul / div */
+    float mean[3], std[3]; /* then (x - mean) / std, per model channel */
+    OqcColor color;       /* rgb, bgr or gray */
+    int nhwc;             /* layout: 0 NCHW, 1 NHWC */
+    char spec[320];       /* canonical text: every key (stored in tables and READMEs) */
+} OqcPreprocess;
+
+/* Parses a --preprocess spec (a preset imagenet|cifar|raw and/or key=value pairs,
+ * comma-separated; later keys override the preset). */
+int oqc_preprocess_parse(const char *spec, OqcPreprocess *p, OqcDiag *d);
+/* 1 when path names a JPEG or PNG by its extension (.jpg, .jpeg, .png, any case). */
+int oqc_is_image_path(const char *path);
+/* 1 when path is a list file (.txt or .lst): one data path per line. */
+int oqc_is_list_path(const char *path);
+/* The channels, height and width an image must become for model input shape in
+ * ([1,C,H,W] or [C,H,W], NHWC with layout=nhwc); error when p's color does not fit. */
+int oqc_image_geometry(const OqcPreprocess *p, const OqcShape *in, int *c, int *h, int *w,
+                       OqcDiag *d);
+/* Decodes the image at path and preprocesses it into out (numel(in) floats). */
+int oqc_image_load(const char *path, const OqcPreprocess *p, const OqcShape *in, float *out,
+                   OqcDiag *d);
+/* n images as one float32 value: [n, C, H, W] (or [n, H, W, C]), in the arena. */
+int oqc_images_read(const char *const *files, int64_t n, const OqcPreprocess *p,
+                    const OqcShape *in, OqcArena *a, OqcValue *v, OqcDiag *d);
+/* The data files of paths: a directory gives its .npy, .pb, .jpg, .jpeg and .png files
+ * recursively, in name order at each level; a list file its lines; any other file itself. */
+int oqc_data_files(OqcArena *a, const char *const *paths, int npaths, const char ***out,
+                   int *n, OqcDiag *d);
+/* 1 when any of the files is an image. */
+int oqc_data_has_images(const char *const *files, int n);
+/* int64 labels [n] of image files: labels "folders" (class = index of the sorted
+ * sub-folder of directory data holding the file) or a list file of PATH CLASS lines. */
+int oqc_image_labels(OqcArena *a, const char *data, const char *const *files, int n,
+                     const char *labels, OqcValue *v, OqcDiag *d);
+
 /* ===================================================================== calib.c */
 
 /* Calibration (contract: docs/calibration.md): per quantized tensor, a histogram of |x|
@@ -588,13 +634,19 @@ int oqc_table_write_xml(const char *path, const OqcCalibEntry *e, int n, int64_t
                         OqcDiag *d);
 int oqc_table_read_xml(const char *path, OqcArena *a, OqcCalibEntry **e, int *n,
                        int64_t *samples, OqcDiag *d);
-/* The same with the layers mixed precision keeps float (<float-layer> elements, see
- * docs/calibration.md): float_layers is a comma list, NULL/"" for none; on reading,
- * *float_layers receives it (NULL when the table has none; arena a). */
+/* What an XML table carries besides the thresholds (docs/calibration.md). */
+typedef struct OqcTableExtra {
+    const char *float_layers;  /* the layers mixed precision keeps float (<float-layer>
+                                  elements): a comma list, NULL for none */
+    const char *preprocess;    /* the --preprocess spec images were calibrated with (root
+                                  attribute "preprocess"), NULL for none */
+} OqcTableExtra;
+/* The same with the extras x (NULL: none); on reading, *x receives them (NULL fields
+ * when absent; strings in arena a). */
 int oqc_table_write_xml_ex(const char *path, const OqcCalibEntry *e, int n, int64_t samples,
-                           const char *float_layers, OqcDiag *d);
+                           const OqcTableExtra *x, OqcDiag *d);
 int oqc_table_read_xml_ex(const char *path, OqcArena *a, OqcCalibEntry **e, int *n,
-                          int64_t *samples, const char **float_layers, OqcDiag *d);
+                          int64_t *samples, OqcTableExtra *x, OqcDiag *d);
 
 /* ================================================================= calibrate.c */
 
@@ -610,6 +662,7 @@ typedef struct OqcCalibOptions {
     int progress;                /* draw a progress bar on stderr */
     const OqcCalibEntry *table;  /* imported thresholds that override calibration */
     int ntable;                  /* their count */
+    const OqcPreprocess *pre;    /* how image files become inputs, or NULL */
 } OqcCalibOptions;
 
 /* Runs the (optimised) graph over the data twice (amax, then histograms) and picks a
@@ -718,6 +771,10 @@ typedef struct OqcEvalOptions {
     double *sqnr;                /* receives the centered SQNR per output, or NULL */
     FILE *out;                   /* report stream (stdout when NULL) */
     int64_t limit;               /* evaluate the first `limit` samples only (0: all) */
+    const char *const *images;   /* image files, one sample each, decoded one at a time
+                                    (data is NULL then), or NULL */
+    int64_t nimages;             /* their count */
+    const OqcPreprocess *pre;    /* how the images become inputs */
 } OqcEvalOptions;
 
 /* How close INT8 outputs are to float ones: S samples of n elements each (the first
@@ -821,10 +878,15 @@ typedef struct OqcEmitOptions {
     OqcEmitStats *stats;                /* receives statistics, or NULL */
     const char *target;                 /* --target: kernel family the build flags in
                                            NAME.mk select (NULL: "native") */
+    const char *preprocess;             /* the --preprocess spec the model's images take
+                                           (stated in README.md), or NULL */
 } OqcEmitOptions;
 /* The compiler flags of --target TARGET (native, portable, avx2, avxvnni, avx512vnni, amx,
  * neondot, dispatch), or NULL for an unknown target. */
 const char *oqc_target_flags(const char *target);
+/* The --target used when none is given: dispatch when oqc runs on x86-64 or AArch64
+ * Linux (the emitted code chooses its kernels at run time), else native. */
+const char *oqc_default_target(void);
 
 /* Writes executor e (built with oqc_exec_new(g, 1, d): one thread) as C into
  * opt->outdir: NAME.h, NAME.c, NAME_weights.h/.c, the runtime files the calls need,

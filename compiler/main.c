@@ -29,17 +29,29 @@
 
 
 
-/* Reads a table by extension: .xml is the XML form, anything else a TRT cache.
- * float_layers (may be NULL) receives the layers an XML table keeps float. */
+/* Reads a table by extension: .xml is the XML form, anything else a TRT cache. *x
+ * receives what an XML table carries besides thresholds (float layers, preprocessing). */
 static int read_table(const char *path, OqcArena *a, OqcCalibEntry **e, int *n,
-                      const char **float_layers, OqcDiag *d) {
+                      OqcTableExtra *x, OqcDiag *d) {
     size_t len = strlen(path);
     int64_t samples;
-    if (float_layers)
-        *float_layers = NULL;
+    x->float_layers = x->preprocess = NULL;
     if (len > 4 && !strcmp(path + len - 4, ".xml"))
-        return oqc_table_read_xml_ex(path, a, e, n, &samples, float_layers, d);
+        return oqc_table_read_xml_ex(path, a, e, n, &samples, x, d);
     return oqc_table_read_trt(path, a, e, n, d);
+}
+
+/* The image preprocessing: --preprocess, else the one an XML --table was calibrated
+ * with (spec, or NULL); both given and different is an error. */
+static int adopt_preprocess(Opts *o, const char *spec, OqcDiag *d) {
+    if (!spec)
+        return 0;
+    if (!o->pre.given)
+        return oqc_preprocess_parse(spec, &o->pre, d);
+    if (strcmp(spec, o->pre.spec) != 0)
+        return oqc_err(d, "%s: the table was calibrated with --preprocess %s, not %s", o->table,
+                       spec, o->pre.spec);
+    return 0;
 }
 
 static int optimize(OqcGraph *g, const Opts *o, int shown, int no_quantize, OqcDiag *d);
@@ -69,8 +81,11 @@ typedef struct Builder {
 
 static OqcGraph *build_from_entries(void *ctx, const char *fp32_nodes, OqcDiag *d) {
     const Builder *b = ctx;
+    int verbose = d->verbose;   /* optimize() restores the options' -v: keep the caller's */
     OqcGraph *g = oqc_prepare(b->o->model, b->o->shapes, b->o->nshapes, 1, d);
-    if (!g || optimize(g, b->o, 1, 1, d) < 0) {
+    int rc = g ? optimize(g, b->o, 1, 1, d) : -1;
+    d->verbose = verbose;
+    if (rc < 0) {
         oqc_graph_free(g);
         return NULL;
     }
@@ -217,7 +232,7 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
                                           "--report", "--table", "--input-shape", "--threads",
                                           "--batch", "--min-sqnr", "--max-drop", "--val",
                                           "--val-labels", "--fp32-nodes", "--requant",
-                                          "--weight-bits", "--sensitivity",
+                                          "--weight-bits", "--sensitivity", "--preprocess",
                                           "--passes", "--disable-pass", "--no-opt", "-v",
                                           "-q", NULL};
     Opts o;
@@ -263,11 +278,14 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
     OqcCalibEntry *table = NULL, *es = NULL;
     int ntable = 0, n = 0;
     int64_t samples = 0;
-    const char *float_layers = NULL;
-    if (o.table && read_table(o.table, g->arena, &table, &ntable, &float_layers, d) < 0)
+    OqcTableExtra tx;
+    if (o.table && (read_table(o.table, g->arena, &table, &ntable, &tx, d) < 0 ||
+                    adopt_preprocess(&o, tx.preprocess, d) < 0))
         rc = -1;
+    const char *float_layers = o.table ? tx.float_layers : NULL;
     co.table = table;
     co.ntable = ntable;
+    co.pre = &o.pre;
     if (rc == 0 && o.sensitivity && !o.report)
         rc = oqc_err(d, "oqc calibrate: --sensitivity adds a section to the --report FILE.html: "
                         "give --report (and the validation data with --val X.npy)");
@@ -290,8 +308,9 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
     Staged st[2];
     const char *out = stage(&st[0], o.out, d, &rc);
     const char *report = stage(&st[1], o.report, d, &rc);
+    OqcTableExtra wx = {float_layers, o.pre.given ? o.pre.spec : NULL};
     if (rc == 0)
-        rc = xml ? oqc_table_write_xml_ex(out, es, n, samples, float_layers, d)
+        rc = xml ? oqc_table_write_xml_ex(out, es, n, samples, &wx, d)
                  : oqc_table_write_trt(out, co.method == OQC_CALIB_MAX ? "MinMax" : "Entropy",
                                        es, n, d);
     OqcSensitivity sens = {0};
@@ -317,8 +336,8 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
 /* The INT8 lowering of o->model: optimised, calibrated over --calib data and/or a
  * --table, quantized with --requant/--fp32-nodes (see lower.c).  cfg must outlive
  * the graph. */
-static OqcGraph *build_int8(const char *cmd, const Opts *o, OqcQuantConfig *cfg,
-                            Builder *keep, OqcDiag *d) {
+static OqcGraph *build_int8(const char *cmd, Opts *o, OqcQuantConfig *cfg, Builder *keep,
+                            OqcDiag *d) {
     if (o->ncalib == 0 && !o->table) {
         oqc_err(d, "oqc %s: INT8 needs thresholds: give calibration data with --calib PATH "
                    "or a table with --table FILE", cmd);
@@ -356,14 +375,16 @@ static OqcGraph *build_int8(const char *cmd, const Opts *o, OqcQuantConfig *cfg,
     co.threads = o->threads ? o->threads : oqc_cli_default_threads();
     co.progress = !o->quiet && isatty(2);
     OqcCalibEntry *table = NULL, *es = NULL;
-    const char *table_float = NULL;
+    OqcTableExtra tx = {NULL, NULL};
     int ntable = 0, n = 0, rc = 0;
-    if (o->table && read_table(o->table, g->arena, &table, &ntable, &table_float, d) < 0)
+    if (o->table && (read_table(o->table, g->arena, &table, &ntable, &tx, d) < 0 ||
+                     adopt_preprocess(o, tx.preprocess, d) < 0))
         rc = -1;
     co.table = table;
     co.ntable = ntable;
+    co.pre = &o->pre;
     /* Layers kept float: --fp32-nodes and those a table's mixed precision chose. */
-    cfg->fp32_nodes = join_list(g->arena, o->fp32_nodes, table_float);
+    cfg->fp32_nodes = join_list(g->arena, o->fp32_nodes, tx.float_layers);
     if (rc == 0 && (wants_mixprec(o) || o->save_table || keep)) {
         /* Thresholds first; the search then lowers from them as often as it needs. */
         int64_t samples = 0;
@@ -377,8 +398,9 @@ static OqcGraph *build_int8(const char *cmd, const Opts *o, OqcQuantConfig *cfg,
         if (rc == 0 && wants_mixprec(o) &&
             on_validation(o, &b, o->val, o->val_labels, g->arena, &cfg->fp32_nodes, NULL, d) < 0)
             rc = -1;
+        OqcTableExtra wx = {cfg->fp32_nodes, o->pre.given ? o->pre.spec : NULL};
         if (rc == 0 && o->save_table)
-            rc = oqc_table_write_xml_ex(o->save_table, es, n, samples, cfg->fp32_nodes, d);
+            rc = oqc_table_write_xml_ex(o->save_table, es, n, samples, &wx, d);
         co.table = es;
         co.ntable = n;
         co.ndata = 0;
@@ -397,6 +419,7 @@ static OqcGraph *build_int8(const char *cmd, const Opts *o, OqcQuantConfig *cfg,
 
 static int cmd_eval(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"--data", "--labels", "--calib", "--table",
+                                          "--preprocess",
                                           "--method", "--bins", "--batch", "--requant",
                                           "--sensitivity", "--min-sqnr", "--max-drop", "--val",
                                           "--val-labels", "--save-table",
@@ -408,7 +431,8 @@ static int cmd_eval(int argc, char **argv, OqcDiag *d) {
     if (rc == 0 && !o.model)
         rc = oqc_err(d, "oqc eval: give the model: oqc eval MODEL.onnx --data X.npy ...");
     if (rc == 0 && o.ndata != 1)
-        rc = oqc_err(d, "oqc eval: give the evaluation inputs with one --data X.npy");
+        rc = oqc_err(d, "oqc eval: give the evaluation inputs with one --data X.npy (or a "
+                        "folder, list or file of images)");
     OqcQuantConfig cfg;
     Builder keep;
     OqcGraph *gq = rc == 0 ? build_int8("eval", &o, &cfg, o.sensitivity ? &keep : NULL, d) : NULL;
@@ -418,22 +442,28 @@ static int cmd_eval(int argc, char **argv, OqcDiag *d) {
         gf = NULL;
     }
     OqcValue data, labels;
-    if (gf && oqc_npy_read(o.data[0], gf->arena, &data, d) < 0)
+    const char **images = NULL;
+    int nimages = 0;
+    if (gf && oqc_cli_images(o.data[0], &o, gf->arena, &images, &nimages, o.labels, &labels, d) < 0)
+        rc = -1;
+    if (gf && rc == 0 && !images && oqc_npy_read(o.data[0], gf->arena, &data, d) < 0)
         rc = -1;
     /* the bytes are read as the input's element type: they must be that type */
-    if (gf && rc == 0 && gf->ninputs > 0 && data.dtype != gf->tensors[gf->inputs[0]].dtype)
+    if (gf && rc == 0 && !images && gf->ninputs > 0 &&
+        data.dtype != gf->tensors[gf->inputs[0]].dtype)
         rc = oqc_err(d, "%s: holds %s data but input '%s' is %s", o.data[0],
                      oqc_dtype_name(data.dtype), gf->tensors[gf->inputs[0]].name,
                      oqc_dtype_name(gf->tensors[gf->inputs[0]].dtype));
-    if (gf && rc == 0 && o.labels && oqc_npy_read(o.labels, gf->arena, &labels, d) < 0)
+    if (gf && rc == 0 && !images && o.labels &&
+        oqc_npy_read(o.labels, gf->arena, &labels, d) < 0)
         rc = -1;
     if (!gf)
         rc = -1;
     if (rc == 0) {
-        OqcEvalOptions eo = {&data, o.data[0], o.labels ? &labels : NULL, o.labels,
-                             o.threads ? o.threads : oqc_cli_default_threads(), 1,
+        OqcEvalOptions eo = {images ? NULL : &data, o.data[0], o.labels ? &labels : NULL,
+                             o.labels, o.threads ? o.threads : oqc_cli_default_threads(), 1,
                              o.requant ? o.requant : "float", o.save_int8, o.save_fp32,
-                             NULL, stdout, o.limit};
+                             NULL, stdout, o.limit, images, nimages, &o.pre};
         rc = oqc_eval(gf, gq, &eo, d);
     }
     if (rc == 0 && o.sensitivity) {
@@ -451,10 +481,71 @@ static int cmd_eval(int argc, char **argv, OqcDiag *d) {
     return rc;
 }
 
-/* oqc compile: the optimised model as C (emit_c.c). */
+/* Lowers o->model as compile's options say (INT8 or --precision fp32) and emits it as C
+ * into outdir under the name *name (o->name or the model's); the summary line unless -q. */
+static int compile_model(const char *cmd, Opts *o, const char *outdir, OqcEmitStats *st,
+                         char *name, size_t name_cap, OqcDiag *d) {
+    const char *prec = o->precision ? o->precision : "int8";
+    int rc = 0;
+    if (strcmp(prec, "int8") && strcmp(prec, "fp32"))
+        rc = oqc_err(d, "oqc %s: unknown --precision '%s' (int8 or fp32)", cmd, prec);
+    int int8 = !strcmp(prec, "int8");
+    if (rc == 0 && !int8 &&
+        (o->ncalib || o->table || o->method || o->requant || o->fp32_nodes || o->weight_bits ||
+         wants_mixprec(o) || o->save_table))
+        rc = oqc_err(d, "oqc %s: --calib, --table, --method, --requant, --weight-bits, "
+                        "--fp32-nodes, --min-sqnr, --max-drop and --save-table apply to "
+                        "--precision int8 only", cmd);
+    if (rc == 0 && o->name)
+        rc = oqc_c_name_check(o->name, d);
+    OqcQuantConfig cfg;
+    OqcGraph *g = NULL;
+    if (rc == 0 && int8) {
+        g = build_int8(cmd, o, &cfg, NULL, d);
+    } else if (rc == 0) {
+        g = oqc_prepare(o->model, o->shapes, o->nshapes, 1, d);
+        if (g && oqc_cli_optimize(g, o, d) < 0) {
+            oqc_graph_free(g);
+            g = NULL;
+        }
+    }
+    OqcExec *e = g ? oqc_exec_new(g, 1, d) : NULL; /* one thread: the emitted code's plan */
+    if (!e) {
+        oqc_graph_free(g);
+        return -1;
+    }
+    const char *precision =
+        !int8 ? prec
+              : oqc_arena_printf(g->arena, "int8, %s requantization%s",
+                                 o->requant && !strcmp(o->requant, "fixed") ? "fixed-point" : "float",
+                                 oqc_weight_bits(&cfg) != 8
+                                     ? oqc_arena_printf(g->arena, ", %d-bit weights",
+                                                        oqc_weight_bits(&cfg))
+                                     : "");
+    OqcEmitOptions eo = {.outdir = outdir, .precision = precision, .stats = st,
+                         .target = o->target, .preprocess = o->pre.given ? o->pre.spec : NULL,
+                         .name = o->name ? o->name : oqc_c_name_from_path(g->arena, o->model)};
+    rc = oqc_emit_c(e, &eo, d);
+    snprintf(name, name_cap, "%s", eo.name);
+    if (rc == 0 && !o->quiet) {
+        char other[64] = "";
+        if (st->arena_bytes_noamx != st->arena_bytes)
+            snprintf(other, sizeof other, "; %zu off x86-64 Linux", st->arena_bytes_noamx);
+        printf("%s: compiled to %s/%s.c (%s): %d nodes, arena %zu bytes%s (activations %zu "
+               "planned, %zu if none shared, largest live set %zu), %d constants (%zu bytes), "
+               "%d files (%d runtime)\n", o->model, outdir, eo.name, precision, g->nnodes,
+               st->arena_bytes, other, oqc_exec_arena_bytes(e), oqc_exec_total_bytes(e),
+               oqc_exec_peak_live(e), st->nconst, st->weight_bytes, st->nfiles, st->nruntime);
+    }
+    oqc_exec_free(e);
+    oqc_graph_free(g);
+    return rc;
+}
+
+/* oqc compile: the optimised model as C (emit_c.c), with --main a driver to run it. */
 static int cmd_compile(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"-o", "--name", "--precision", "--calib", "--table",
-                                          "--target",
+                                          "--target", "--preprocess", "--main",
                                           "--method", "--bins", "--batch", "--requant",
                                           "--weight-bits", "--fp32-nodes", "--input-shape",
                                           "--min-sqnr", "--max-drop", "--val", "--val-labels",
@@ -463,62 +554,55 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
                                           "-q", NULL};
     Opts o;
     int rc = oqc_cli_parse_opts(argc, argv, "compile", allowed, &o, d);
-    const char *prec = o.precision ? o.precision : "int8";
     if (rc == 0 && !o.out)
         rc = oqc_err(d, "oqc compile: give the output directory with -o OUTDIR");
-    if (rc == 0 && strcmp(prec, "int8") && strcmp(prec, "fp32"))
-        rc = oqc_err(d, "oqc compile: unknown --precision '%s' (int8 or fp32)", prec);
-    int int8 = !strcmp(prec, "int8");
-    if (rc == 0 && !int8 &&
-        (o.ncalib || o.table || o.method || o.requant || o.fp32_nodes || o.weight_bits))
-        rc = oqc_err(d, "oqc compile: --calib, --table, --method, --requant, --weight-bits and "
-                        "--fp32-nodes apply to --precision int8 only");
-    if (rc == 0 && !o.model)
-        rc = oqc_err(d, "oqc compile: give the model: oqc compile MODEL.onnx -o OUTDIR ...");
-    if (rc == 0 && o.name)
-        rc = oqc_c_name_check(o.name, d);
-    OqcQuantConfig cfg;
-    OqcGraph *g = NULL;
-    if (rc == 0 && int8) {
-        g = build_int8("compile", &o, &cfg, NULL, d);
-    } else if (rc == 0) {
-        g = oqc_prepare(o.model, o.shapes, o.nshapes, 1, d);
-        if (g && oqc_cli_optimize(g, &o, d) < 0) {
-            oqc_graph_free(g);
-            g = NULL;
-        }
-    }
-    OqcExec *e = g ? oqc_exec_new(g, 1, d) : NULL; /* one thread: the emitted code's plan */
-    if (!e) {
-        oqc_graph_free(g);
-        oqc_cli_free_opts(&o);
-        return -1;
-    }
     OqcEmitStats st;
-    const char *precision =
-        !int8 ? prec
-              : oqc_arena_printf(g->arena, "int8, %s requantization%s",
-                                 o.requant && !strcmp(o.requant, "fixed") ? "fixed-point" : "float",
-                                 oqc_weight_bits(&cfg) != 8
-                                     ? oqc_arena_printf(g->arena, ", %d-bit weights",
-                                                        oqc_weight_bits(&cfg))
-                                     : "");
-    OqcEmitOptions eo = {.outdir = o.out, .precision = precision, .stats = &st,
-                         .target = o.target,
-                         .name = o.name ? o.name : oqc_c_name_from_path(g->arena, o.model)};
-    rc = oqc_emit_c(e, &eo, d);
-    if (rc == 0 && !o.quiet) {
-        char other[64] = "";
-        if (st.arena_bytes_noamx != st.arena_bytes)
-            snprintf(other, sizeof other, "; %zu off x86-64 Linux", st.arena_bytes_noamx);
-        printf("%s: compiled to %s/%s.c (%s): %d nodes, arena %zu bytes%s (activations %zu "
-               "planned, %zu if none shared, largest live set %zu), %d constants (%zu bytes), "
-               "%d files (%d runtime)\n", o.model, o.out, eo.name, precision, g->nnodes,
-               st.arena_bytes, other, oqc_exec_arena_bytes(e), oqc_exec_total_bytes(e),
-               oqc_exec_peak_live(e), st.nconst, st.weight_bytes, st.nfiles, st.nruntime);
-    }
-    oqc_exec_free(e);
-    oqc_graph_free(g);
+    char name[256];
+    if (rc == 0)
+        rc = compile_model("compile", &o, o.out, &st, name, sizeof name, d);
+    if (rc == 0 && o.main_driver)
+        rc = oqc_cli_write_driver(o.out, name, d);
+    oqc_cli_free_opts(&o);
+    return rc;
+}
+
+/* oqc bench: compile into a temporary directory, build with the system compiler and
+ * time the emitted code (cli_bench.c), like TensorRT's trtexec. */
+static int cmd_bench(int argc, char **argv, OqcDiag *d) {
+    static const char *const allowed[] = {"--precision", "--calib", "--table", "--target",
+                                          "--preprocess", "--method", "--bins", "--batch",
+                                          "--requant", "--weight-bits", "--fp32-nodes",
+                                          "--input-shape", "--threads", "--runs", "--warmup",
+                                          "--input", "--passes", "--disable-pass", "--no-opt",
+                                          "-v", "-q", NULL};
+    Opts o;
+    int rc = oqc_cli_parse_opts(argc, argv, "bench", allowed, &o, d);
+    if (rc == 0 && o.ninputs > 1)
+        rc = oqc_err(d, "oqc bench: give at most one --input FILE (the sample to time)");
+    const char *tmp = getenv("TMPDIR");
+    char outdir[4096];
+    snprintf(outdir, sizeof outdir, "%s/oqc-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (rc == 0 && !mkdtemp(outdir))
+        rc = oqc_err(d, "%s: cannot create a temporary directory", outdir);
+    int made = rc == 0;
+    OqcEmitStats st;
+    char name[256];
+    int quiet = o.quiet;
+    o.quiet = 1;
+    if (rc == 0)
+        rc = compile_model("bench", &o, outdir, &st, name, sizeof name, d);
+    if (rc == 0 && !quiet)
+        printf("%s: %s, arena %zu bytes, weights %zu bytes (%d constants); target %s\n",
+               o.model, o.precision ? o.precision : "int8", st.arena_bytes, st.weight_bytes,
+               st.nconst, o.target ? o.target : oqc_default_target());
+    fflush(stdout);
+    if (rc == 0)
+        rc = oqc_cli_write_driver(outdir, name, d);
+    if (rc == 0)
+        rc = oqc_cli_bench_run(outdir, name, oqc_target_flags(o.target), o.runs < 0 ? 100 : o.runs,
+                               o.warmup < 0 ? 10 : o.warmup, o.ninputs ? o.inputs[0] : NULL, d);
+    if (made)
+        oqc_cli_remove_dir(outdir);
     oqc_cli_free_opts(&o);
     return rc;
 }
@@ -530,7 +614,7 @@ static int cmd_export_qdq(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"-o", "--calib", "--table", "--method", "--bins",
                                           "--batch", "--weight-bits", "--fp32-nodes",
                                           "--min-sqnr", "--max-drop", "--val", "--val-labels",
-                                          "--save-table", "--input-shape",
+                                          "--save-table", "--preprocess", "--input-shape",
                                           "--threads", "-v", "-q", NULL};
     /* --weight-type is this command's own option: taken out before parse_opts */
     OqcQdqOptions xo = {NULL, 0};
@@ -604,6 +688,7 @@ static const Command commands[] = {
     {"compile", cmd_compile},
     {"export-qdq", cmd_export_qdq},
     {"eval", cmd_eval},
+    {"bench", cmd_bench},
 };
 
 int main(int argc, char **argv) {

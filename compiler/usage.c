@@ -16,6 +16,7 @@ const char *const oqc_usage_text =
     "  compile MODEL    emit the model as self-contained C (-o OUTDIR, --precision fp32)\n"
     "  export-qdq MODEL write ONNX with QuantizeLinear/DequantizeLinear (--table|--calib, -o)\n"
     "  eval MODEL       FP32 against INT8: accuracy, SQNR, per-layer SQNR (--data X.npy)\n"
+    "  bench MODEL      build the emitted C with cc and time it, per-layer profile\n"
     "  help         this text (oqc help COMMAND for one command)\n"
     "\n"
     "common options:\n"
@@ -26,6 +27,10 @@ const char *const oqc_usage_text =
     "  --disable-pass NAME           skip a pass (repeatable or comma-separated)\n"
     "  --no-opt                      run/check the graph as loaded, without passes\n"
     "  -q                            quiet\n"
+    "  --preprocess SPEC             images as input: imagenet|cifar|raw and/or keys\n"
+    "                                resize=,crop=,scale=,mean=,std=,color=,layout=\n"
+    "                                (docs/images.md); data may be JPEG/PNG files,\n"
+    "                                folders or list files\n"
     "\n"
     "MODEL is an ONNX file or an XML dump written by `oqc dump --format xml`.\n"
     "Exit status: 0 success, 1 error (the message names the file, node and problem).\n";
@@ -69,7 +74,8 @@ const char *oqc_usage(const char *cmd) {
                "  --precision int8 (the default) needs --calib data or a --table (docs/int8.md);\n"
                "  fp32 emits the float model (bit-identical to `oqc run`). --weight-bits 7\n"
                "  quantizes weights to [-63, 63] so AVX2 CPUs without VNNI run the fast u8 x s8\n"
-               "  kernels exactly (docs/int8.md).\n";
+               "  kernels exactly (docs/int8.md). --main also writes main.c and a Makefile\n"
+               "  building NAME_main, which runs .npy/raw samples or --bench N.\n";
     if (!strcmp(cmd, "export-qdq"))
         return "usage: oqc export-qdq MODEL (--table TABLE | --calib PATH...) -o OUT.onnx\n"
                "                      [--weight-type int8|uint8] [--weight-bits N] [--method M] [--bins N]\n"
@@ -100,6 +106,14 @@ const char *oqc_usage(const char *cmd) {
                "  --min-sqnr DB | --max-drop POINTS --val X.npy [--val-labels Y.npy]\n"
                "  [--save-table FILE.xml] (also on compile and export-qdq): keep the fewest\n"
                "  layers float for that target on the validation data (docs/calibration.md).\n";
+    if (!strcmp(cmd, "bench"))
+        return "usage: oqc bench MODEL (--calib PATH... | --table FILE | --precision fp32)\n"
+               "                 [--runs 100] [--warmup 10] [--input FILE] [--target T] [-q]\n"
+               "                 [compile's options]\n"
+               "  compiles MODEL to C in a temporary directory, builds it with its driver\n"
+               "  ($CC or cc, NAME.mk's flags), runs --warmup then --runs inferences on one\n"
+               "  thread and prints arena and weight bytes, median/min/max latency and a\n"
+               "  per-layer profile from the emitted hooks (docs/cli.md).\n";
     if (!strcmp(cmd, "run"))
         return "usage: oqc run MODEL --input [NAME=]FILE... [-o OUT] [--input-shape NAME=DIMS]...\n"
                "               [--threads N] [--labels Y.npy]\n"

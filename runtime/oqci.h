@@ -26,6 +26,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Run-time kernel selection is the default for x86-64 with GNU C (gcc, clang) when the
+ * flags enable no SIMD extension beyond the x86-64 baseline: a plain `cc -O2` build of
+ * the emitted code then compiles every x86 family with target attributes and runs the
+ * CPU's best (as -DOQCI_DISPATCH).  Likewise on AArch64 Linux with gcc 10 or later and
+ * no dot-product flag: the NEON dot-product family is compiled with a target attribute
+ * and used when the kernel reports the CPU has it (HWCAP_ASIMDDP).  Flags that enable AVX2 or more (-mavx2, -march=native,
+ * oqc compile --target avx2 and up) select the families at compile time, for that CPU;
+ * -DOQCI_NO_DISPATCH (--target portable) keeps the portable kernels only.  Every family
+ * gives the same bits.  Must come before anything that tests OQCI_DISPATCH. */
+#if !defined(OQCI_DISPATCH) && !defined(OQCI_NO_DISPATCH) &&                              \
+    ((defined(__x86_64__) && defined(__GNUC__) && !defined(__AVX2__)) ||                   \
+     (defined(__aarch64__) && defined(__linux__) && defined(__GNUC__) &&                   \
+      !defined(__clang__) && __GNUC__ >= 10 && !defined(__ARM_FEATURE_DOTPROD)))
+#define OQCI_DISPATCH 1
+#endif
+
 /* Status codes (0 = success), as the FP32 library's. */
 #define OQCI_OK 0
 #define OQCI_EINVAL 1   /* parameters inconsistent (a compiler bug, never data) */
@@ -241,9 +257,9 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch);
  * bits of the portable one (integer sums are exact; requantization is oqci_requant's).
  * Which families a build has is fixed at compile time (see oqci_conv.c): __AVX2__,
  * __AVXVNNI__, __AVX512VNNI__ + __AVX512BW__, __ARM_FEATURE_DOTPROD, or, with
- * OQCI_DISPATCH (oqc's own library; GNU C on x86-64), every x86 family chosen at run
- * time.  So the emitted C built with no -m flag runs the portable family; -mavx2 or
- * -march=native, or -DOQCI_DISPATCH, give it the SIMD ones. */
+ * OQCI_DISPATCH (oqc's own library, and by default a build with no -m flag on x86-64
+ * with GNU C, see above), every x86 family chosen at run time.  -DOQCI_NO_DISPATCH
+ * without -m flags gives the portable family alone. */
 #define OQCI_ISA_AUTO 0         /* the best family this build has and this CPU runs */
 #define OQCI_ISA_PORTABLE 1     /* plain C99 around oqci_dp4a_* (the reference) */
 #define OQCI_ISA_AVX2 2         /* x86 AVX2 (with FMA, for depthwise): 16-bit vpmaddwd, or

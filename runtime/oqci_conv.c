@@ -55,10 +55,11 @@
  * __AVX512BW__, NEON dot with __ARM_FEATURE_DOTPROD on AArch64); a build without them
  * (e.g. the emitted C compiled with no -m flag, or a Cortex-M0) has only the portable
  * one, and a build with one of them uses it unconditionally (it was compiled for such a
- * CPU).  oqc's own library defines OQCI_DISPATCH: every x86 family is then compiled
- * with target attributes and chosen per call with __builtin_cpu_supports, which reads
- * what the compiler's runtime found once (AVX-VNNI with gcc only: see OQCI_CC_AVXVNNI).
- * The emitted C gets the same with -DOQCI_DISPATCH.  OQCI_TEST_HOOKS adds
+ * CPU).  With OQCI_DISPATCH (oqc's own library, and the default of oqci.h for an
+ * x86-64 GNU C build without -mavx2 or more, e.g. the emitted C built with plain
+ * `cc -O2`), every x86 family is compiled with target attributes and chosen per call
+ * with __builtin_cpu_supports, which reads what the compiler's runtime found once
+ * (AVX-VNNI with gcc only: see OQCI_CC_AVXVNNI); -DOQCI_NO_DISPATCH turns that off.  OQCI_TEST_HOOKS adds
  * oqci_force_isa(), the only mutable global, for tests and benchmarks.
  *
  * Scratch: oqci_conv_scratch() is the largest need of all families (not only of the
@@ -76,6 +77,9 @@
  * OQCI_NO_FLOAT removes (see oqci.h). */
 #include "oqci.h"   /* (the API this file implements; NAME.c of the emitted code includes it) */
 #include "oqci_conv_int.h"
+#if OQCI_ARM_DISPATCH
+#include <sys/auxv.h>
+#endif
 
 /* ======================================================================================
  * Portable family: im2col rows and DP4A dot products.
@@ -300,7 +304,11 @@ static int cpu_has(int isa) {
 #endif
 #if HAVE_NEONDOT
     case OQCI_ISA_NEONDOT:
+#if OQCI_ARM_DISPATCH   /* the kernel's HWCAP_ASIMDDP (bit 20 of AT_HWCAP) */
+        return (getauxval(AT_HWCAP) >> 20) & 1;
+#else
         return 1;
+#endif
 #endif
     default:
         return 0;

@@ -98,10 +98,19 @@
 #if HAVE_AMX && !(HAVE_AVX512VNNI && (OQCI_AMX_FLAGS || (OQCI_X86_DISPATCH && OQCI_CC_AMX)))
 #error "OQCI_AMX_BUILD (oqci.h) disagrees with the families this build has"
 #endif
+/* NEON dot product: from the flags (-march=armv8.2-a+dotprod and later), or with
+ * OQCI_DISPATCH on AArch64 Linux with gcc 10 or later (a target attribute, chosen by
+ * HWCAP_ASIMDDP at run time: OQCI_ARM_DISPATCH). */
 #if defined(__aarch64__) && defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
 #define HAVE_NEONDOT 1
+#define OQCI_ARM_DISPATCH 0
+#elif defined(__aarch64__) && defined(__ARM_NEON) && defined(OQCI_DISPATCH) &&             \
+    defined(__linux__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 10
+#define HAVE_NEONDOT 1
+#define OQCI_ARM_DISPATCH 1
 #else
 #define HAVE_NEONDOT 0
+#define OQCI_ARM_DISPATCH 0
 #endif
 /* Tests only (tests/cli/int8_simd_arm.sh): OQCI_TEST_EMULATE_VNNI with -mavx2 builds both
  * VNNI families for an AVX2 CPU, vpdpbusd ymm emulated exactly with AVX2 (so

@@ -199,6 +199,10 @@ static void tr4_s8_u8__c(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2
 
 #define ACC4N(X) X(0) X(1) X(2) X(3)
 
+/* (a dispatch build compiles the dot-product instructions for this function only) */
+#if OQCI_ARM_DISPATCH
+__attribute__((target("arch=armv8.2-a+dotprod")))
+#endif
 static void q8conv_4x16c4__neondot(int32_t nq, const void *panel, const int8_t *const *w,
                                    int32_t *t, int acc, int32_t np, int32_t nk) {
     (void)np;   /* (computes whole panels) */

@@ -184,7 +184,7 @@ int oqci_add(const OqciAdd *p, const void *const *x, void *y) {
     if (p->count >= ADD_MIN_COUNT && oqci_use_avx2()) {
         int32_t lut[OQCI_ADD_MAX][256];
         int64_t bound = 128;   /* of |sum t_i| + 128 */
-        float m2[OQCI_ADD_MAX];
+        float m2[OQCI_ADD_MAX] = {0}; /* (zeroed: gcc cannot see that only calc reads it) */
         int calc = 1;
         for (i = 0; i < p->ninputs; i++) {
             /* the largest |t_i|: at a byte range end (t_i is monotone in the byte) */

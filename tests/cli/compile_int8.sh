@@ -53,7 +53,16 @@ for r in float fixed; do
             same_data "$TMP/out_$cc.npy" "$TMP/eval_$r.npy" &&
             ok "$cc, $r: $N outputs bit-identical with oqc eval's INT8 path" ||
             fail "$cc, $r: outputs differ from oqc eval"
+        # no -m flag, yet on x86-64 the SIMD families are in (chosen at run time)
+        if [ "$(uname -m)" = x86_64 ] && [ $r = float ]; then
+            objdump -d "$TMP/run_$cc" | grep -q 'vpmaddwd.*ymm' &&
+                objdump -d "$TMP/run_$cc" | grep -q 'vpdpbusd.*zmm' &&
+                ok "$cc, no -m flag: AVX2 and AVX-512 VNNI kernels built in (run-time dispatch)" ||
+                fail "$cc, no -m flag: no SIMD kernels in the program"
+        fi
     done
+    [ "$(uname -m)" != x86_64 ] || grep -q "^# Target 'dispatch'" "$O/fashion.mk" &&
+        ok "default target: dispatch on x86-64" || fail "default target: $(grep Target "$O/fashion.mk")"
 done
 cmp -s "$TMP/eval_float.npy" "$TMP/eval_fixed.npy" && echo "(float and fixed happen to agree)"
 

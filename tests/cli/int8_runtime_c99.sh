@@ -67,9 +67,10 @@ soft_float_check() {
     fi
 }
 
-# 3. mixed flags: oqci_conv_gemm.c with -mavx2 (HAVE_AVX2 1), the others without (0)
+# 3. mixed flags: oqci_conv_gemm.c with -mavx2 (HAVE_AVX2 1), the others without (0;
+# -DOQCI_NO_DISPATCH: a plain x86-64 build would otherwise select at run time, oqci.h)
 if [ "$(uname -m)" = x86_64 ] && command -v gcc >/dev/null 2>&1; then
-    GC="-ffunction-sections -fdata-sections"
+    GC="-ffunction-sections -fdata-sections -DOQCI_NO_DISPATCH"
     printf '#include "oqci.h"\nint main(void) { return oqci_conv(0, 0, 0, 0) == OQCI_EINVAL ? 0 : 1; }\n' \
         >"$TMP/mix_main.c"
     for mix in "" -mavx2; do

@@ -1,11 +1,13 @@
 #!/bin/sh
 # int8_simd_arm.sh - oqci_conv's SIMD kernel families in the builds the emitted C gets
-# (runtime/oqci_conv*.c copied verbatim, no liboqc, no OQCI_DISPATCH): each family is
+# (runtime/oqci_conv*.c copied verbatim, no liboqc): each family is
 # compared bit for bit with the portable one by tests/emit/int8_simd_check.c, a
 # standalone program built with the runtime files (OQCI_TEST_HOOKS for oqci_force_isa).
 #   1. x86, compile-time selection: built with -mavx2, and with -mavx2 -mfma (gcc and
 #      clang, strict C99) the program must choose the AVX2 family by itself and match
-#      the portable one; built with no -m flag it must choose the portable family.
+#      the portable one; built with no -m flag and -DOQCI_NO_DISPATCH it must choose the
+#      portable family, and with no flag at all (run-time selection, oqci.h's default)
+#      the CPU's best.
 #   2. x86 VNNI: this CPU may lack AVX-512 VNNI and AVX-VNNI, so the files are compiled
 #      with -mavx512f -mavx512bw -mavx512vnni -mavxvnni (strict C99, gcc and clang) and
 #      the objects must hold vpdpbusd on zmm (AVX-512) and VEX-encoded on ymm (AVX-VNNI);
@@ -20,7 +22,9 @@
 #      gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, qemu-user; skipped when absent),
 #      built -static with -march=armv8.2-a+dotprod (strict C99; the objects hold sdot)
 #      and run under qemu-aarch64 -cpu max: the neondot family must match the portable
-#      one; built for plain armv8-a it must choose the portable family.
+#      one; built for plain armv8-a with -DOQCI_NO_DISPATCH it must choose the portable
+#      family, and with no flag at all (run-time selection by HWCAP) neondot under
+#      -cpu max and portable under -cpu cortex-a53.
 # Each program run takes well under a second natively, a few seconds under qemu; the
 # whole script ~25 s (mostly compiling).
 . tests/cli/lib.sh
@@ -70,6 +74,19 @@ has_insn() {
     fi
 }
 
+# best_x86 CC: the family a dispatch build made with CC chooses on this CPU (oqci_conv.c's
+# preference order; AVX-VNNI is dispatched by gcc only, AMX also needs the kernel's grant,
+# which this does not ask for: a CPU with AMX is expected to get it).
+best_x86() {
+    f() { grep -qw "$1" /proc/cpuinfo; }
+    if f amx_int8 && f amx_tile && f avx512_vnni && f avx512bw; then echo amx
+    elif f avx512vbmi && f avx512_vnni && f avx512bw; then echo avx512vbmi
+    elif f avx512_vnni && f avx512bw; then echo avx512vnni
+    elif [ "$1" = gcc ] && f avx_vnni && f avx2; then echo avxvnni
+    elif f avx2 && f fma; then echo avx2
+    else echo portable; fi
+}
+
 # ---- 1. x86 AVX2 by compile-time selection -------------------------------------------
 case $(uname -m) in x86_64) X86=1 ;; *) X86=0 ;; esac
 if [ "$X86" = 1 ]; then
@@ -103,8 +120,19 @@ if [ "$X86" = 1 ]; then
         else
             fail "$cc -mavx2 -mfma build: $(head -n 5 "$TMP/err")"
         fi
-        if $cc $C99 $HOOKS $SRC -o "$TMP/plain.$cc" 2>"$TMP/err"; then
-            check_run "$cc, no -m flag: the portable family" portable 20 "$TMP/plain.$cc"
+        if $cc $C99 -DOQCI_NO_DISPATCH $HOOKS $SRC -o "$TMP/plain.$cc" 2>"$TMP/err"; then
+            check_run "$cc -DOQCI_NO_DISPATCH, no -m flag: the portable family" portable 20 \
+                "$TMP/plain.$cc"
+        else
+            fail "$cc portable build: $(head -n 5 "$TMP/err")"
+        fi
+        # no flag at all (the emitted code built with plain cc -O2): run-time selection by
+        # default (oqci.h), so the CPU's best family, bit-exact with portable
+        if $cc $C99 $HOOKS $SRC -o "$TMP/dflt.$cc" 2>"$TMP/err"; then
+            has_insn "$cc, no flag: a dispatch build (AVX-512 VNNI kernel in it)" objdump \
+                "$TMP/dflt.$cc" 'vpdpbusd.*zmm'
+            check_run "$cc, no flag: the CPU's best family chosen at run time" \
+                "$(best_x86 $cc)" 300 "$TMP/dflt.$cc"
         else
             fail "$cc plain build: $(head -n 5 "$TMP/err")"
         fi
@@ -233,11 +261,24 @@ if command -v "$ACC" >/dev/null 2>&1 && command -v qemu-aarch64 >/dev/null 2>&1;
     else
         fail "$ACC dotprod program: $(head -n 5 "$TMP/err")"
     fi
-    if $ACC $C99 -march=armv8-a -static $HOOKS $SRC -o "$TMP/arm.plain" 2>"$TMP/err"; then
-        check_run "qemu-aarch64, armv8-a without dotprod: the portable family" portable 20 \
+    if $ACC $C99 -march=armv8-a -DOQCI_NO_DISPATCH -static $HOOKS $SRC -o "$TMP/arm.plain" \
+        2>"$TMP/err"; then
+        check_run "qemu-aarch64, armv8-a, -DOQCI_NO_DISPATCH: the portable family" portable 20 \
             qemu-aarch64 -cpu max "$TMP/arm.plain"
     else
         fail "$ACC armv8-a program: $(head -n 5 "$TMP/err")"
+    fi
+    # no flag (oqci.h's default with gcc on Linux): the dot-product kernel is compiled in
+    # with a target attribute and chosen by HWCAP_ASIMDDP: neondot on a CPU with it,
+    # portable on a Cortex-A53 (which would fault on sdot)
+    if $ACC $C99 -static $HOOKS $SRC -o "$TMP/arm.dflt" 2>"$TMP/err"; then
+        has_insn "aarch64, no flag: a dispatch build (sdot in it)" "$ADUMP" "$TMP/arm.dflt" sdot
+        check_run "qemu-aarch64 -cpu max, no flag: neondot chosen at run time" neondot 300 \
+            qemu-aarch64 -cpu max "$TMP/arm.dflt"
+        check_run "qemu-aarch64 -cpu cortex-a53, no flag: the portable family" portable 20 \
+            qemu-aarch64 -cpu cortex-a53 "$TMP/arm.dflt"
+    else
+        fail "$ACC program without flags: $(head -n 5 "$TMP/err")"
     fi
 else
     skip "aarch64-linux-gnu-gcc or qemu-aarch64 not installed" \
