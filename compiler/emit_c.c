@@ -567,8 +567,8 @@ static int write_source(Em *m, OutSet *o, const char *model, const char *precisi
     }
     fprintf(c, "int %s_run_multi(const float *const *in, float *const *out, void *arena) {\n", nm);
     fprintf(c, arena_prelude);
-    if (!g->ninputs)
-        fputs("    (void)in;\n", c);
+    /* (a graph without inputs, or whose nodes all have empty outputs, reads none) */
+    fputs("    (void)in;\n", c);
     if (io->qin >= 0) {
         fputs(io->pre, c);
         fprintf(c, "    TRY(%s_core(a));\n", nm);

@@ -127,11 +127,18 @@ for p in "$TMP/fifo.onnx:a FIFO" "/dev/null:a character device" "$TMP/dir.onnx:a
     not_file "$k" check "$f"
     not_file "$k" dump "$f"
 done
-for p in "$TMP/fifo.npy:a FIFO" "$TMP/fifo.pb:a FIFO" "$TMP/fifo:a FIFO" "/dev/zero:a character device" \
-         "$TMP/dir.npy:a directory" "$TMP:a directory"; do
+for p in "$TMP/fifo.npy:a FIFO" "$TMP/fifo.pb:a FIFO" "$TMP/fifo:a FIFO" "/dev/zero:a character device"; do
     f=${p%%:*} k=${p#*:}
     not_file "$k" run "$m" --input "$f"
 done
+# run --input DIR reads the tensor or image files in it (docs/images.md): an empty one
+# is an error saying so, and one holding a FIFO is refused without waiting on it.
+out=$(timeout 20 "$OQC" run "$m" --input "$TMP/dir.npy" 2>&1); st=$?
+[ $st = 1 ] && echo "$out" | grep -q "no .npy, .pb, .jpg, .jpeg or .png files" &&
+    ok "run --input EMPTYDIR: $out" || fail "run --input EMPTYDIR: exit $st: $out"
+out=$(timeout 20 "$OQC" run "$m" --input "$TMP" 2>&1); st=$?
+[ $st = 1 ] && echo "$out" | grep -q "fifo" && ok "run --input DIR with a FIFO: refused ($out)" ||
+    fail "run --input DIR with a FIFO: exit $st (124: hung): $out"
 for p in "$TMP/fifo.npy:a FIFO" "/dev/null:a character device" "$TMP/dir.npy/:a directory"; do
     f=${p%%:*} k=${p#*:}
     case $f in */) f=$TMP/dir.onnx ;; esac
@@ -142,10 +149,10 @@ for p in "$TMP/fifo.npy:a FIFO" "/dev/null:a character device" "$TMP/dir.npy/:a 
     not_file "$k" compile "$m" --calib "$f" -o "$TMP/o1"
     not_file "$k" eval "$m" --data "$f" --table "$cd_tmp/t.cache"
 done
-# a directory of calibration data is a set of .npy/.pb files: an empty one is an error
+# a directory of calibration data is a set of .npy/.pb (or image) files: an empty one is an error
 for cmd in calibrate compile; do
     out=$("$OQC" $cmd "$m" $([ $cmd = calibrate ] && echo --data || echo --calib) "$TMP/dir.npy" -o "$TMP/o3" 2>&1)
-    [ $? = 1 ] && echo "$out" | grep -q "no .npy or .pb files" && ok "$cmd: empty data directory refused" ||
+    [ $? = 1 ] && echo "$out" | grep -q "no .npy, .pb, .jpg, .jpeg or .png files" && ok "$cmd: empty data directory refused" ||
         fail "$cmd: empty data directory: $out"
 done
 for p in "$TMP/fifo:a FIFO" "$TMP/fifo.xml:a FIFO" "/dev/null:a character device" "$TMP/dir.npy:a directory"; do
