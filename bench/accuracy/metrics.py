@@ -207,6 +207,9 @@ def plot(results, path):
                     v = row.get(key) if row and "error" not in row else None
                     vals.append(np.nan if v is None or not np.isfinite(v) else v)
                 ax.plot(x, vals, mark, color=colour, ms=7, label=f"oqc {rq}")
+            if all(w["requant"] == "-" or "error" in w for w in r["rows"]):
+                ax.text(0.5, 0.5, "oqc failed on every run\n(see results.md)", ha="center",
+                        va="center", transform=ax.transAxes, fontsize=8)
             if ort is not None and np.isfinite(ort[key]):
                 ax.axhline(ort[key], color="tab:red", ls="--", label="ONNX Runtime INT8")
             finite = [w[key] for w in r["rows"] if "error" not in w and np.isfinite(w[key])]
@@ -223,10 +226,13 @@ def plot(results, path):
                 ax.set_title(r["network"], fontsize=9)
             if j == 0:
                 ax.set_ylabel(title, fontsize=8)
-            if i == 0 and j == 0:
-                ax.legend(fontsize=6, loc="lower left")
     fig.suptitle("oqc INT8 vs FP32 (bench/accuracy, make accuracy)", fontsize=10)
-    fig.tight_layout()
+    from matplotlib.lines import Line2D
+    fig.legend(handles=[Line2D([], [], ls="", marker="o", color="tab:blue", label="oqc float"),
+                        Line2D([], [], ls="", marker="x", color="tab:orange", label="oqc fixed"),
+                        Line2D([], [], ls="--", color="tab:red", label="ONNX Runtime INT8")],
+               loc="upper right", fontsize=7, ncol=3)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
     fig.savefig(path + ".tmp.png", dpi=90)
     os.replace(path + ".tmp.png", path)
     plt.close(fig)
