@@ -26,11 +26,14 @@ interrupted() {
     done
     for p in $tmpl; do mkfifo "$(echo "$p" | sed "s/PID/$pid/g")"; done
     kill -CONT $pid
-    # wait until it blocks opening one of the FIFOs (its write phase)
+    # wait until it blocks opening one of the FIFOs (its write phase).  Only the FIFOs
+    # count: an earlier temporary of the same command open for writing (compile writes
+    # several files) is not the write the signal must interrupt.
+    fifos=$(for p in $tmpl; do echo "$p" | sed "s/PID/$pid/g"; done)
     blocked=
     for i in $(seq 1 400); do
         if grep -q fifo_open "/proc/$pid/wchan" 2>/dev/null ||
-           ls -l "/proc/$pid/fd" 2>/dev/null | grep -q "tmp$pid\|part$pid"; then
+           ls -l "/proc/$pid/fd" 2>/dev/null | grep -qF "$fifos"; then
             blocked=1; break
         fi
         case "$(cat /proc/$pid/wchan 2>/dev/null)" in *fifo*|pipe_wait*|wait_for_partner*) blocked=1; break ;; esac
