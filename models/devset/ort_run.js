@@ -12,43 +12,12 @@
 // (default /work/ort/node_modules).
 'use strict';
 
-const fs = require('fs');
 const path = require('path');
+const { readNpy, writeNpy } = require('../../bench/npy.js');   // the project's .npy code
 
 const ortDir = path.resolve(process.env.ORT_NODE_MODULES || '/work/ort/node_modules',
                             'onnxruntime-node');
 const ort = require(ortDir);
-
-function readNpy(file) {
-  const buf = fs.readFileSync(file);
-  if (buf.toString('latin1', 1, 6) !== 'NUMPY') throw new Error(`${file}: not a .npy file`);
-  const hl = buf[6] === 1 ? buf.readUInt16LE(8) : buf.readUInt32LE(8);
-  const off = buf[6] === 1 ? 10 : 12;
-  const header = buf.toString('latin1', off, off + hl);
-  if (!/'descr':\s*'<f4'/.test(header) || /'fortran_order':\s*True/.test(header)) {
-    throw new Error(`${file}: expected little-endian float32 in C order`);
-  }
-  const m = header.match(/'shape':\s*\(([^)]*)\)/);
-  const shape = m[1].split(',').map((s) => s.trim()).filter((s) => s).map(Number);
-  const n = shape.reduce((a, b) => a * b, 1);
-  const data = new Float32Array(n);
-  for (let i = 0; i < n; i++) data[i] = buf.readFloatLE(off + hl + 4 * i);
-  return { shape, data };
-}
-
-function writeNpy(file, shape, data) {
-  let h = `{'descr': '<f4', 'fortran_order': False, 'shape': (${shape.join(', ')},), }`;
-  while ((10 + h.length + 1) % 64) h += ' ';
-  h += '\n';
-  const head = Buffer.alloc(10);
-  head.write('\x93NUMPY', 0, 'latin1');
-  head[6] = 1;
-  head[7] = 0;
-  head.writeUInt16LE(h.length, 8);
-  const body = Buffer.alloc(4 * data.length);
-  for (let i = 0; i < data.length; i++) body.writeFloatLE(data[i], 4 * i);
-  fs.writeFileSync(file, Buffer.concat([head, Buffer.from(h, 'latin1'), body]));
-}
 
 async function main() {
   const [model, xfile, out] = process.argv.slice(2);
