@@ -468,7 +468,6 @@ static int cmd_eval(int argc, char **argv, OqcDiag *d) {
     }
     if (rc == 0 && o.sensitivity) {
         OqcSensitivity sens;
-        keep.cfg = &cfg;
         rc = on_validation(&o, &keep, o.data[0], o.labels, gf->arena, NULL, &sens, d);
         if (rc == 0) {
             oqc_sensitivity_print(stdout, &sens);

@@ -70,12 +70,19 @@ static int run_over(const Mix *m, OqcGraph *g, int64_t S, float *y, OqcDiag *d) 
     return rc;
 }
 
-/* Builds the lowering with the float set `fp32` and measures it on S samples. */
-static int measure(Mix *m, const char *fp32, int64_t S, OqcMetrics *r, OqcDiag *d) {
+/* The lowering with the float set `fp32`, built without -v output: the quantize
+ * pass's lines once per build would drown the report. */
+static OqcGraph *build_quiet(const Mix *m, const char *fp32, OqcDiag *d) {
     int verbose = d->verbose;
-    d->verbose = 0;   /* the quantize pass's -v lines once per build would drown the table */
+    d->verbose = 0;
     OqcGraph *g = m->build(m->ctx, fp32, d);
     d->verbose = verbose;
+    return g;
+}
+
+/* Builds the lowering with the float set `fp32` and measures it on S samples. */
+static int measure(Mix *m, const char *fp32, int64_t S, OqcMetrics *r, OqcDiag *d) {
+    OqcGraph *g = build_quiet(m, fp32, d);
     if (!g)
         return -1;
     int rc = run_over(m, g, S, m->yq, d);
@@ -138,10 +145,7 @@ static int mix_init(Mix *m, OqcGraph *gf, OqcInt8Builder build, void *ctx,
         return oqc_err(d, "out of memory for %lld outputs", (long long)(m->S * m->osz));
     if (run_over(m, gf, m->S, m->yf, d) < 0)
         return -1;
-    int verbose = d->verbose;
-    d->verbose = 0;
-    OqcGraph *g = build(ctx, o->fp32_nodes, d);
-    d->verbose = verbose;
+    OqcGraph *g = build_quiet(m, o->fp32_nodes, d);
     if (!g)
         return -1;
     m->names = calloc((size_t)g->nnodes + 1, sizeof *m->names);
