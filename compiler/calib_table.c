@@ -607,12 +607,8 @@ static int x_root(XReader *R, xmlDocPtr doc, OqcCalibEntry **e, int *n, int64_t 
     for (xmlNodePtr c = root->children; c && rc == 0; c = c->next) {
         if (c->type != XML_ELEMENT_NODE)
             continue;
-        if (xmlStrEqual(c->name, BAD_CAST "float-layer")) {
-            rc = x_float_layer(R, c, &extra->float_layers);
-            continue;
-        }
-        if (!xmlStrEqual(c->name, BAD_CAST "tensor")) {
-            rc = xerr(R, c, "unexpected element (<tensor> or <float-layer> expected)");
+        if (xmlStrEqual(c->name, BAD_CAST "float-layer")) {   /* x_check allowed only */
+            rc = x_float_layer(R, c, &extra->float_layers);      /* these two elements */
             continue;
         }
         OqcCalibEntry *x = push_entry(R->a, e, n);
