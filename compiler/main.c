@@ -246,7 +246,19 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
         rc = oqc_err(d, "oqc calibrate: give the output table with -o TABLE");
     if (rc == 0 && o.format && strcmp(o.format, "trt") && strcmp(o.format, "xml"))
         rc = oqc_err(d, "oqc calibrate: unknown --format '%s' (trt or xml)", o.format);
-    xml = o.format && !strcmp(o.format, "xml");
+    /* Every reader takes a table named *.xml as XML and anything else as a TensorRT
+     * cache, so the format follows the name unless --format says otherwise, and a
+     * --format the readers would misread is refused. */
+    if (rc == 0 && o.out) {
+        size_t len = strlen(o.out);
+        int named_xml = len > 4 && !strcmp(o.out + len - 4, ".xml");
+        xml = o.format ? !strcmp(o.format, "xml") : named_xml;
+        if (o.format && xml != named_xml)
+            rc = oqc_err(d,
+                         "oqc calibrate: -o %s: tables are read as XML exactly when their name "
+                         "ends in .xml; name %s table %s",
+                         o.out, xml ? "an XML" : "a TensorRT", xml ? "*.xml" : "otherwise");
+    }
     if (rc == 0 && o.method) {
         rc = oqc_calib_method_parse(o.method, &co.method, &co.param, d);
         co.method_name = o.method;
@@ -385,6 +397,12 @@ static OqcGraph *build_int8(const char *cmd, Opts *o, OqcQuantConfig *cfg, Build
     co.pre = &o->pre;
     /* Layers kept float: --fp32-nodes and those a table's mixed precision chose. */
     cfg->fp32_nodes = join_list(g->arena, o->fp32_nodes, tx.float_layers);
+    if (rc == 0 && o->save_table &&
+        (strlen(o->save_table) <= 4 ||
+         strcmp(o->save_table + strlen(o->save_table) - 4, ".xml") != 0))
+        rc = oqc_err(d, "--save-table %s: the table is XML, and tables are read as XML "
+                        "exactly when their name ends in .xml",
+                     o->save_table);
     if (rc == 0 && (wants_mixprec(o) || o->save_table || keep)) {
         /* Thresholds first; the search then lowers from them as often as it needs. */
         int64_t samples = 0;
