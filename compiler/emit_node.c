@@ -550,6 +550,12 @@ void oqc_em_node(Em *m, int node) {
         }
         break;
     }
+    case EXEC_CONV_TRANSPOSE:
+        use_kernel(m, "oqcf_deconv.c");
+        conv_params(m, oqc_arena_printf(m->a, "p%d", node), &x->conv, node);
+        fprintf(b, "    TRY(oqcf_conv_transpose(&p%d, %s, %s, %s, %s));\n", node, X(0), X(1),
+                n->nin > 2 && n->in[2] >= 0 ? X(2) : "NULL", Y(0));
+        break;
     case EXEC_MAXPOOL: {
         use_kernel(m, "oqcf_pooling.c");
         pool_params(m, node, &x->pool);
@@ -858,6 +864,43 @@ void oqc_em_node(Em *m, int node) {
         fprintf(b, "    TRY(oqcf_transpose(%s, &v%d, perm%d, %zu, %s));\n", X(0), node, node,
                 oqcf_dtype_size(in0->dtype), Y(0));
         break;
+    case EXEC_RESIZE: {
+        use_kernel(m, "oqcf_resize.c");
+        const OqcResize *r = x->resize;
+        in_shapes(m, node, 1);
+        FILE *f = decl(m);
+        for (int k = 0; k < r->naxes; k++) {
+            const OqcfResizeAxis *a = &r->axes[k];
+            int64_t cnt = a->out_len * a->taps;
+            fprintf(f, "static const int32_t rzi%d_%d[%" PRId64 "] = {", node, k, cnt);
+            for (int64_t i = 0; i < cnt; i++)
+                fprintf(f, "%s%" PRId32, i % 16 ? ", " : i ? ",\n    " : "\n    ", a->idx[i]);
+            fputs("};\n", f);
+            if (!a->w)
+                continue;
+            fprintf(f, "static const float rzw%d_%d[%" PRId64 "] = {", node, k, cnt);
+            for (int64_t i = 0; i < cnt; i++) {
+                fputs(i % 6 ? ", " : i ? ",\n    " : "\n    ", f);
+                put_f(f, a->w[i]);
+            }
+            fputs("};\n", f);
+        }
+        fprintf(f, "static const OqcfResizeAxis rz%d[%d] = {", node, r->naxes ? r->naxes : 1);
+        for (int k = 0; k < r->naxes; k++) {
+            const OqcfResizeAxis *a = &r->axes[k];
+            fprintf(f, "%s\n    {%d, %d, %" PRId64 ", rzi%d_%d, ", k ? "," : "", a->axis, a->taps,
+                    a->out_len, node, k);
+            if (a->w)
+                fprintf(f, "rzw%d_%d}", node, k);
+            else
+                fputs("NULL}", f);
+        }
+        fputs(r->naxes ? "}; /* axis, taps, out_len, idx, w */\n" : "{0, 1, 0, NULL, NULL}};\n", f);
+        fprintf(b, "    TRY(oqcf_resize(%s, &s%d[0], rz%d, %d, ", X(0), node, node, r->naxes);
+        put_f(b, r->extrapolation);
+        fprintf(b, ", %zu, %s, %s));\n", oqcf_dtype_size(in0->dtype), Y(0), scratch_args(m));
+        break;
+    }
     case EXEC_CAST:
         use_kernel(m, "oqcf_cast.c");
         fprintf(b, "    TRY(oqcf_cast(%s, %s, %s, %s, %" PRId64 "));\n", X(0),

@@ -18,6 +18,7 @@
 
 #include "oqcf.h"
 #include "oqcf_nn.h"
+#include "oqcf_tensor.h"
 #include "oqci.h"
 
 #if defined(__GNUC__)
@@ -356,6 +357,26 @@ OqcShape oqc_prelu_slope_shape(const OqcNode *n, const OqcShape *x, const OqcSha
  * and noop_with_empty_axes = 1), *keepdims the attribute; 0, or -1 with an error. */
 int oqc_reduce_axes(const OqcGraph *g, int node, int rank, unsigned *mask, int *keepdims,
                     OqcDiag *d);
+
+/* =================================================================== resize.c */
+
+/* What Resize / Upsample node `node` computes on an input of shape xs (resize.c has the
+ * opsets and modes): the output shape and, when tables is non-NULL, one runtime pass
+ * per axis that is not the identity (tables allocated there, axes increasing). */
+enum { OQC_RESIZE_NEAREST, OQC_RESIZE_LINEAR, OQC_RESIZE_CUBIC };
+typedef struct OqcResize {
+    OqcShape out;                        /* the output shape */
+    int mode;                            /* OQC_RESIZE_* */
+    int coord, nearest;                  /* resize.c's coordinate mode and rounding */
+    float cubic_a;                       /* cubic_coeff_a */
+    int exclude_outside;                 /* cubic: outside taps weigh 0 */
+    float extrapolation;                 /* tf_crop_and_resize outside the input */
+    int extrapolates;                    /* some output takes that value */
+    int naxes;                           /* passes */
+    OqcfResizeAxis axes[OQC_MAX_RANK];   /* their tables */
+} OqcResize;
+int oqc_resize_plan(const OqcGraph *g, int node, const OqcShape *xs, OqcResize *r,
+                    OqcArena *tables, OqcDiag *d);
 
 /* ===================================================================== shape.c */
 

@@ -332,6 +332,62 @@ def _(b):
     b.node("Sub", [s, sd], "y")
     b.out("y", [1, 8, 2, 3])
 
+# ------------------------------------------------------------ Resize / Upsample
+@model("resize_modes")
+def _(b):
+    # the exporters' forms side by side, each at [1, 3, 10, 12], summed: linear half_pixel
+    # x2 (torch bilinear), nearest asymmetric floor by sizes (torch nearest), cubic
+    # align_corners, and a pytorch_half_pixel linear downsample of the first one back
+    # to 5 x 6, upsampled by tf_half_pixel_for_nn nearest
+    b.inp("x", [1, 3, 5, 6])
+    e = b.f32("roi", [])
+    a = b.node("Resize", ["x", e, b.f32("s2", [1, 1, 2, 2])], "a", mode="linear")
+    n = b.node("Resize", ["x", e, "", b.i64("sz", [1, 3, 10, 12])], "n", mode="nearest",
+               coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    c = b.node("Resize", ["x", e, b.f32("s3", [1, 1, 2, 2])], "c", mode="cubic",
+               coordinate_transformation_mode="align_corners")
+    d = b.node("Resize", [a, e, "", b.i64("sz2", [1, 3, 5, 6])], "d", mode="linear",
+               coordinate_transformation_mode="pytorch_half_pixel")
+    u = b.node("Resize", [d, e, b.f32("s4", [1, 1, 2, 2])], "u", mode="nearest",
+               coordinate_transformation_mode="tf_half_pixel_for_nn")
+    s = b.node("Add", [a, n], "s")
+    t = b.node("Add", [s, c], "t")
+    b.node("Sub", [t, u], "y")
+    b.out("y", [1, 3, 10, 12])
+
+
+@model("upsample_nearest_cnn")
+def _(b):
+    # a segmentation-style decoder step: Conv, Relu, Upsample x2 (opset 9), Conv
+    b.opset = 9
+    b.inp("x", [1, 3, 6, 6])
+    c = b.node("Conv", ["x", b.randw("W", [4, 3, 3, 3], 0.3), b.randw("B", [4], 0.1)], "c",
+               pads=[1, 1, 1, 1])
+    r = b.node("Relu", [c], "r")
+    u = b.node("Upsample", [r, b.f32("sc", [1, 1, 2, 2])], "u", mode="nearest")
+    b.node("Conv", [u, b.randw("W2", [2, 4, 3, 3], 0.3), b.randw("B2", [2], 0.1)], "y",
+           pads=[1, 1, 1, 1])
+    b.out("y", [1, 2, 12, 12])
+
+
+@model("resize_linear_cnn")
+def _(b):
+    # Conv, Relu, bilinear x2 (half_pixel, as torch's align_corners=False), Conv; and a
+    # signed branch (no Relu) resized with align_corners, added
+    b.inp("x", [1, 3, 6, 7])
+    e = b.f32("roi", [])
+    c = b.node("Conv", ["x", b.randw("W", [4, 3, 3, 3], 0.3), b.randw("B", [4], 0.1)], "c",
+               pads=[1, 1, 1, 1])
+    r = b.node("Relu", [c], "r")
+    u = b.node("Resize", [r, e, b.f32("sc", [1, 1, 2, 2])], "u", mode="linear")
+    v = b.node("Resize", [c, e, "", b.i64("sz", [1, 4, 12, 14])], "v", mode="linear",
+               coordinate_transformation_mode="align_corners")
+    a = b.node("Add", [u, v], "a")
+    b.node("Conv", [a, b.randw("W2", [2, 4, 3, 3], 0.3), b.randw("B2", [2], 0.1)], "y",
+           pads=[1, 1, 1, 1])
+    b.out("y", [1, 2, 12, 14])
+
+
 @model("norm_layer_instance")
 def _(b):
     # InstanceNormalization, then LayerNormalization over the last axis (opset 17)
