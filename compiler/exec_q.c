@@ -55,6 +55,13 @@ static int run_q(OqcExec *e, int node) {
             CHECK(oqci_dequantize(XIN(e, node, 0), q->in_type, YOUT(e, node, 0), q->count,
                                   q->scale));
         return 0;
+    case OQC_Q_RESIZE:
+        if (q->resize.naxes)
+            CHECK(oqci_resize(&q->resize, XIN(e, node, 0), YOUT(e, node, 0)));
+        else   /* nearest: codes moved as bytes */
+            CHECK(oqcf_resize(XIN(e, node, 0), SH(e, node, 0), q->rs->axes, q->rs->naxes, 0.0f,
+                              1, YOUT(e, node, 0), e->scratch, e->scratch_bytes));
+        return 0;
     case OQC_Q_VIEW:
         return 0;
     }
@@ -68,6 +75,9 @@ int oqc_exec_prepare_q(OqcExec *e, int node, OqcDiag *d) {
     x->run = q->kind == OQC_Q_VIEW ? NULL : run_q;
     x->kind = q->kind == OQC_Q_VIEW ? EXEC_NONE : EXEC_Q;
     x->scratch = x->scratch_noamx = 0;
+    if (q->kind == OQC_Q_RESIZE && !q->resize.naxes)
+        x->scratch = x->scratch_noamx =
+            oqcf_resize_scratch_size(SH(e, node, 0), q->rs->axes, q->rs->naxes, 1);
     for (int k = 0; q->kind == OQC_Q_CONV && k < q->nconv; k++) {
         size_t s = oqci_conv_scratch(&q->conv[k]), sn = oqci_conv_scratch_noamx(&q->conv[k]);
         if (s > x->scratch)

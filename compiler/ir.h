@@ -748,6 +748,8 @@ typedef enum OqcQKind {
     OQC_Q_LUT,          /* an element-wise function of one tensor (Sigmoid, SiLU, ...;
                            the last node of the chain computing it): oqci_lut */
     OQC_Q_VIEW,         /* Flatten, Reshape, ...: nothing runs (a view of the input) */
+    OQC_Q_RESIZE,       /* Resize / Upsample at the input's scale: nearest moves codes
+                           (oqcf_resize on bytes, tables in rs), linear runs oqci_resize */
     OQC_Q_QUANTIZE,     /* float -> s8/u8 at an FP32/INT8 boundary: oqci_quantize */
     OQC_Q_DEQUANTIZE,   /* s8/u8 -> float at an INT8/FP32 boundary: oqci_dequantize */
 } OqcQKind;
@@ -770,6 +772,8 @@ typedef struct OqcQNode {
     const OqcAcc *acc;   /* DEQUANTIZE of an accumulator tensor (in_type OQCI_S32) */
     uint8_t *table;      /* LUT: 256 output bytes, indexed by the input byte */
     int nfused;          /* LUT: float nodes the table replaces (with this one) */
+    const struct OqcResize *rs;  /* RESIZE: the plan (nearest: its tables run as is) */
+    OqciResize resize;   /* RESIZE, linear: the integer kernel's parameters */
 } OqcQNode;
 
 /* Sets the quant of every tensor named in e (the calibration result or an imported

@@ -7,11 +7,12 @@
  *      Gemm/MatMul with constant weights, MaxPool, AveragePool, GlobalAveragePool,
  *      Add/Sum of same-shape inputs, Mul of two activations (one may be broadcast per
  *      block, as a squeeze-excitation gate), Relu/Clip, and view ops (Flatten, Reshape, ...)
- *      whose input is INT8.  Everything else, nodes named in --fp32-nodes and nodes
+ *      whose input is INT8, Resize/Upsample whose input is INT8 (nearest, or linear over
+ *      at most two axes).  Everything else, nodes named in --fp32-nodes and nodes
  *      whose tensors lack a calibration stay float, with a -v line saying why;
  *   2. gives every INT8 tensor its storage type and scale: s8 (T/127) or u8 (T/255) as
- *      calibrated; max pooling, clamps and views keep their input's scale (they only
- *      move or clamp values); the producers writing into one concat buffer all use the
+ *      calibrated; max pooling, clamps, views and Resize keep their input's scale (they
+ *      only move, clamp or average values); the producers writing into one concat buffer all use the
  *      buffer's scale, so the concat stays free (a max pool writing there requantizes);
  *   3. computes each INT8 node's kernel parameters (runtime/oqci.h): per output channel
  *      weight scales max|W[k]|/127 (no saturation; an all-zero channel gets scale 1;
@@ -185,7 +186,8 @@ static const char *float_reason(const Q *q, int i) {
     const OqcNode *n = &g->nodes[i];
     if (in_list(q->cfg->fp32_nodes, n->name))
         return "named in --fp32-nodes";
-    if (n->op != OQC_OP_Relu && n->op != OQC_OP_Clip && !is_view_op(n->op))
+    if (n->op != OQC_OP_Relu && n->op != OQC_OP_Clip && n->op != OQC_OP_Resize &&
+        n->op != OQC_OP_Upsample && !is_view_op(n->op))
         return "the INT8 backend has no kernel for this op";
     if (n->in[0] < 0 || !q->qdom[n->in[0]])
         return "its input is not INT8";
@@ -527,6 +529,15 @@ int pass_quantize(OqcGraph *g, OqcDiag *d) {
                 oqc_quant_clamp_of(&act, qn->out_type, qx->scale, &qn->lo, &qn->hi);
                 g->tensors[n->out[0]].quant = *qx;
             }
+        } else if ((n->op == OQC_OP_Resize || n->op == OQC_OP_Upsample) && n->in[0] >= 0 &&
+                   q.qdom[n->in[0]] && n->out[0] >= 0 && g->tensors[n->out[0]].view_base < 0 &&
+                   !in_list(q.cfg->fp32_nodes, n->name)) {
+            qn = oqc_arena_alloc(g->arena, sizeof *qn);
+            if (oqc_quant_build_resize(&q, i, qn, why) < 0) {
+                oqc_info(d, "quantize: '%s' (%s) stays float: %s", n->name, n->op_type, why);
+                told[i] = 1;
+                qn = NULL;
+            }
         } else if (is_view_op(n->op) && n->in[0] >= 0 && q.qdom[n->in[0]] && n->out[0] >= 0 &&
                    g->tensors[n->out[0]].view_base < 0) {
             qn = oqc_arena_alloc(g->arena, sizeof *qn);
@@ -638,12 +649,13 @@ int pass_quantize(OqcGraph *g, OqcDiag *d) {
         rc = -1;
     oqc_info(d, "quantize: %d nodes INT8 (Conv %d, Gemm %d, MatMul %d, MaxPool %d, "
              "AveragePool %d, GlobalAveragePool %d, Add %d, Sum %d, Mul %d, Relu %d, Clip %d, "
-             "tables %d of %d nodes, views %d), %d float; %d Quantize and %d Dequantize "
+             "Resize %d, tables %d of %d nodes, views %d), %d float; %d Quantize and %d "
+             "Dequantize "
              "inserted; requant %s",
              nint8, q.nq[OQC_OP_Conv], q.nq[OQC_OP_Gemm], q.nq[OQC_OP_MatMul],
              q.nq[OQC_OP_MaxPool], q.nq[OQC_OP_AveragePool], q.nq[OQC_OP_GlobalAveragePool],
              q.nq[OQC_OP_Add], q.nq[OQC_OP_Sum], q.nq[OQC_OP_Mul], q.nq[OQC_OP_Relu],
-             q.nq[OQC_OP_Clip],
+             q.nq[OQC_OP_Clip], q.nq[OQC_OP_Resize] + q.nq[OQC_OP_Upsample],
              nlut, nlut_nodes,
              q.nq[OQC_OP_Flatten] + q.nq[OQC_OP_Reshape] + q.nq[OQC_OP_Squeeze] +
                  q.nq[OQC_OP_Unsqueeze] + q.nq[OQC_OP_Identity],

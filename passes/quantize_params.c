@@ -353,3 +353,53 @@ int oqc_quant_build_add(Q *q, int i, OqcQNode *qn, char *why) {
     }
     return 0;
 }
+
+int oqc_quant_build_resize(Q *q, int i, OqcQNode *qn, char *why) {
+    OqcGraph *g = q->g;
+    const OqcNode *n = &g->nodes[i];
+    const OqcTensor *x = TT(q, n->in[0]);
+    OqcResize *r = oqc_arena_alloc(g->arena, sizeof *r);
+    OqcDiag quiet = {0};
+    if (oqc_resize_plan(g, i, &x->shape, r, g->arena, &quiet) < 0) {
+        oqc_diag_free(&quiet);
+        return FAIL("its parameters are not static");
+    }
+    if (r->mode == OQC_RESIZE_CUBIC)
+        return FAIL("cubic resampling overshoots its inputs' range (INT8 Resize: nearest "
+                    "and linear)");
+    if (r->extrapolates)
+        return FAIL("tf_crop_and_resize extrapolates with a float value");
+    if (x->shape.rank > OQCI_RESIZE_MAX_RANK)
+        return FAIL("rank %d (INT8 Resize: at most %d)", x->shape.rank, OQCI_RESIZE_MAX_RANK);
+    const OqcQuant *qx = &TT(q, base_of(g, n->in[0]))->quant;
+    g->tensors[n->out[0]].quant = *qx;   /* moves or averages codes: the same scale */
+    qn->kind = OQC_Q_RESIZE;
+    qn->rs = r;
+    qn->in_type = qn->out_type = qtype(qx);
+    int weighted = 0;
+    for (int k = 0; k < r->naxes; k++)
+        weighted += r->axes[k].w != NULL;
+    if (!weighted)
+        return 0;
+    if (r->naxes > 2)
+        return FAIL("linear over %d axes (INT8 Resize: at most two)", r->naxes);
+    OqciResize *p = &qn->resize;
+    memset(p, 0, sizeof *p);
+    p->type = qn->in_type;
+    p->rank = x->shape.rank;
+    for (int k = 0; k < p->rank; k++)
+        p->in[k] = x->shape.d[k];
+    p->naxes = r->naxes;
+    for (int k = 0; k < r->naxes; k++) {
+        const OqcfResizeAxis *a = &r->axes[k];
+        int16_t *w = oqc_arena_alloc(g->arena, (size_t)(2 * a->out_len) * sizeof *w);
+        for (int64_t j = 0; j < a->out_len; j++) {
+            /* the second tap's weight to the nearest 2^-BITS, the first the rest */
+            double t = floor((double)a->w[2 * j + 1] * (1 << OQCI_RESIZE_BITS) + 0.5);
+            w[2 * j + 1] = (int16_t)t;
+            w[2 * j] = (int16_t)((1 << OQCI_RESIZE_BITS) - t);
+        }
+        p->ax[k] = (OqciResizeAxis){a->axis, a->out_len, a->idx, w};
+    }
+    return 0;
+}
