@@ -333,6 +333,12 @@ def _(b):
     b.out("y", [1, 8, 2, 3])
 
 # ------------------------------------------------------------ Resize / Upsample
+def conv3x3(b, src, cin, cout, out, w, bias):
+    """A padded 3x3 Conv of src (cin -> cout channels) with weights w and bias `bias`."""
+    return b.node("Conv", [src, b.randw(w, [cout, cin, 3, 3], 0.3), b.randw(bias, [cout], 0.1)],
+                  out, pads=[1, 1, 1, 1])
+
+
 @model("resize_modes")
 def _(b):
     # the exporters' forms side by side, each at [1, 3, 10, 12], summed: linear half_pixel
@@ -350,8 +356,7 @@ def _(b):
                coordinate_transformation_mode="pytorch_half_pixel")
     u = b.node("Resize", [d, e, b.f32("s4", [1, 1, 2, 2])], "u", mode="nearest",
                coordinate_transformation_mode="tf_half_pixel_for_nn")
-    s = b.node("Add", [a, n], "s")
-    t = b.node("Add", [s, c], "t")
+    t = b.node("Add", [b.node("Add", [a, n], "s"), c], "t")
     b.node("Sub", [t, u], "y")
     b.out("y", [1, 3, 10, 12])
 
@@ -361,12 +366,9 @@ def _(b):
     # a segmentation-style decoder step: Conv, Relu, Upsample x2 (opset 9), Conv
     b.opset = 9
     b.inp("x", [1, 3, 6, 6])
-    c = b.node("Conv", ["x", b.randw("W", [4, 3, 3, 3], 0.3), b.randw("B", [4], 0.1)], "c",
-               pads=[1, 1, 1, 1])
-    r = b.node("Relu", [c], "r")
+    r = b.node("Relu", [conv3x3(b, "x", 3, 4, "c", "W", "B")], "r")
     u = b.node("Upsample", [r, b.f32("sc", [1, 1, 2, 2])], "u", mode="nearest")
-    b.node("Conv", [u, b.randw("W2", [2, 4, 3, 3], 0.3), b.randw("B2", [2], 0.1)], "y",
-           pads=[1, 1, 1, 1])
+    conv3x3(b, u, 4, 2, "y", "W2", "B2")
     b.out("y", [1, 2, 12, 12])
 
 
@@ -377,8 +379,7 @@ def _(b):
     # float), added
     b.inp("x", [1, 3, 6, 7])
     e = b.f32("roi", [])
-    c = b.node("Conv", ["x", b.randw("W", [4, 3, 3, 3], 0.3), b.randw("B", [4], 0.1)], "c",
-               pads=[1, 1, 1, 1])
+    c = conv3x3(b, "x", 3, 4, "c", "W", "B")
     r = b.node("Relu", [c], "r")
     u = b.node("Resize", [r, e, b.f32("sc", [1, 1, 2, 2])], "u", mode="linear")
     v = b.node("Resize", [c, e, "", b.i64("sz", [1, 4, 12, 14])], "v", mode="linear",
@@ -386,8 +387,7 @@ def _(b):
     w = b.node("Resize", [c, e, b.f32("sc3", [1, 1, 2, 2])], "w", mode="cubic")
     uv = b.node("Add", [u, v], "uv")
     a = b.node("Add", [uv, w], "a")
-    b.node("Conv", [a, b.randw("W2", [2, 4, 3, 3], 0.3), b.randw("B2", [2], 0.1)], "y",
-           pads=[1, 1, 1, 1])
+    conv3x3(b, a, 4, 2, "y", "W2", "B2")
     b.out("y", [1, 2, 12, 14])
 
 
