@@ -410,6 +410,26 @@ static void emit_q(Em *m, int node, FILE *b) {
         }
         break;
     }
+    case OQC_Q_DECONV: {
+        use_kernel(m, "oqci_deconv.c");
+        const OqciDeconv *p = &q->deconv;
+        const char *w = q_array(m, "_w", "int8_t", p->w,
+                                (int64_t)p->in_c * (p->out_c / p->group) * p->k_h * p->k_w, 1);
+        const char *bias = p->bias ? q_array(m, "_b", "int32_t", p->bias, p->out_c, 4) : "NULL";
+        const char *rq = q_requant(m, "", &p->rq, p->out_c);
+        fprintf(decl(m),
+                "static const OqciDeconv q%d = {\n"
+                "    %d, %d, %d, %d, %d, %d, %d, /* batch, in_c, in_h, in_w, out_c, out_h, out_w */\n"
+                "    %d, %d, %d, %d, %d, %d, %d, %d, %d, /* k_h, k_w, s_h, s_w, d_h, d_w, p_t, p_l, group */\n"
+                "    %s, %s, %s, %s, /* in_type, out_type, lo, hi */\n    %s, %s,\n    %s};\n",
+                node, p->batch, p->in_c, p->in_h, p->in_w, p->out_c, p->out_h, p->out_w,
+                p->k_h, p->k_w, p->s_h, p->s_w, p->d_h, p->d_w, p->p_t, p->p_l, p->group,
+                oqc_em_qtype_name(p->in_type), oqc_em_qtype_name(p->out_type),
+                i32_lit(m, p->lo), i32_lit(m, p->hi), w, bias, rq);
+        fprintf(b, "    TRY(oqci_deconv(&q%d, %s, %s, %s));\n", node, X(0), Y(0),
+                m->e->scratch_bytes ? "SCRATCH" : "NULL");
+        break;
+    }
     case OQC_Q_MAXPOOL:
     case OQC_Q_AVGPOOL: {
         use_kernel(m, "oqci_pool.c");

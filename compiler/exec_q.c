@@ -19,6 +19,9 @@ static int run_q(OqcExec *e, int node) {
         for (int k = 0; k < q->nconv; k++)
             CHECK(oqci_conv(&q->conv[k], XIN(e, node, 0), q_out(e, node, k), e->scratch));
         return 0;
+    case OQC_Q_DECONV:
+        CHECK(oqci_deconv(&q->deconv, XIN(e, node, 0), YOUT(e, node, 0), e->scratch));
+        return 0;
     case OQC_Q_MAXPOOL:
         CHECK(oqci_maxpool(&q->pool, XIN(e, node, 0), q_out(e, node, 0)));
         return 0;
@@ -75,6 +78,8 @@ int oqc_exec_prepare_q(OqcExec *e, int node, OqcDiag *d) {
     x->run = q->kind == OQC_Q_VIEW ? NULL : run_q;
     x->kind = q->kind == OQC_Q_VIEW ? EXEC_NONE : EXEC_Q;
     x->scratch = x->scratch_noamx = 0;
+    if (q->kind == OQC_Q_DECONV)
+        x->scratch = x->scratch_noamx = oqci_deconv_scratch(&q->deconv);
     if (q->kind == OQC_Q_RESIZE && !q->resize.naxes)
         x->scratch = x->scratch_noamx =
             oqcf_resize_scratch_size(SH(e, node, 0), q->rs->axes, q->rs->naxes, 1);

@@ -740,6 +740,7 @@ static inline int32_t oqc_weight_qmax(const OqcQuantConfig *cfg) {
 /* What an INT8 node runs (the runtime's parameter structs, see runtime/oqci.h). */
 typedef enum OqcQKind {
     OQC_Q_CONV,         /* Conv, Gemm, MatMul: one oqci_conv per output (merged convs) */
+    OQC_Q_DECONV,       /* ConvTranspose: oqci_deconv */
     OQC_Q_MAXPOOL,      /* MaxPool: oqci_maxpool */
     OQC_Q_AVGPOOL,      /* AveragePool, GlobalAveragePool: oqci_avgpool */
     OQC_Q_ADD,          /* Add, Sum (with a fused Relu/Clip): oqci_add */
@@ -774,6 +775,7 @@ typedef struct OqcQNode {
     int nfused;          /* LUT: float nodes the table replaces (with this one) */
     const struct OqcResize *rs;  /* RESIZE: the plan (nearest: its tables run as is) */
     OqciResize resize;   /* RESIZE, linear: the integer kernel's parameters */
+    OqciDeconv deconv;   /* DECONV */
 } OqcQNode;
 
 /* Sets the quant of every tensor named in e (the calibration result or an imported

@@ -403,3 +403,76 @@ int oqc_quant_build_resize(Q *q, int i, OqcQNode *qn, char *why) {
     }
     return 0;
 }
+
+int oqc_quant_build_deconv(Q *q, int i, OqcQNode *qn, char *why) {
+    OqcGraph *g = q->g;
+    OqcArena *a = g->arena;
+    const OqcNode *n = &g->nodes[i];
+    const OqcQuant *qx = cal(q, n->in[0]), *qy = cal(q, n->out[0]);
+    if (!qx || !qy)
+        return FAIL("its input or output has no calibration");
+    const OqcShape *xs = &TT(q, n->in[0])->shape;
+    OqcWindow w;
+    OqcDiag quiet = {0};
+    if (oqc_conv_transpose_geometry(g, i, xs, &TT(q, n->in[1])->shape, &w, &quiet) < 0)
+        return FAIL("its geometry is not static");
+    const float *W = const_f32(q, n->in[1]);
+    const float *B = n->nin > 2 && n->in[2] >= 0 ? const_f32(q, n->in[2]) : NULL;
+    int64_t C = w.in_channels, K = w.out_channels, G = w.group, Kg = K / G, Cg = C / G;
+    int64_t taps = w.kernel[0] * w.kernel[1];
+    if (xs->d[0] > INT32_MAX || C > INT32_MAX || K > INT32_MAX || w.out[0] > INT32_MAX ||
+        w.out[1] > INT32_MAX || xs->d[2] > INT32_MAX || xs->d[3] > INT32_MAX)
+        return FAIL("too large for 32-bit kernel parameters");
+    OqciDeconv *p = &qn->deconv;
+    memset(p, 0, sizeof *p);
+    qn->kind = OQC_Q_DECONV;
+    *p = (OqciDeconv){(int32_t)xs->d[0], (int32_t)C, (int32_t)xs->d[2], (int32_t)xs->d[3],
+                      (int32_t)K, (int32_t)w.out[0], (int32_t)w.out[1],
+                      (int32_t)w.kernel[0], (int32_t)w.kernel[1], (int32_t)w.stride[0],
+                      (int32_t)w.stride[1], (int32_t)w.dilation[0], (int32_t)w.dilation[1],
+                      (int32_t)w.pad_begin[0], (int32_t)w.pad_begin[1], (int32_t)G,
+                      qtype(qx), qtype(qy), 0, 0, NULL, NULL, {0}};
+    oqc_quant_clamp_of(&n->act, p->out_type, qy->scale, &p->lo, &p->hi);
+    /* per output channel k: its weights are w[c][k mod Kg][.] for the group's c */
+    int32_t wmax = oqc_weight_qmax(q->cfg);
+    int8_t *wq = oqc_arena_alloc(a, (size_t)(C * Kg * taps) + 1);
+    float *sw = oqc_arena_alloc(a, (size_t)K * sizeof *sw);
+    int32_t *bias = B ? oqc_arena_alloc(a, (size_t)K * sizeof *bias) : NULL;
+    double *M = oqc_arena_alloc(a, (size_t)K * sizeof *M);
+    int64_t maxb = 0;
+    for (int64_t k = 0; k < K; k++) {
+        int64_t gk = k / Kg, kk = k % Kg;
+        float m = 0;
+        for (int64_t c = gk * Cg; c < (gk + 1) * Cg; c++)
+            for (int64_t t = 0; t < taps; t++)
+                m = fmaxf(m, fabsf(W[(c * Kg + kk) * taps + t]));
+        if (!isfinite(m))
+            return FAIL("its weights are not finite");
+        sw[k] = m > 0 ? m / (float)wmax : OQC_ZERO_RANGE_SCALE;
+        for (int64_t c = gk * Cg; c < (gk + 1) * Cg; c++)
+            for (int64_t t = 0; t < taps; t++) {
+                int64_t j = (c * Kg + kk) * taps + t;
+                wq[j] = (int8_t)oqci_round_clamp(W[j] / sw[k], -wmax, wmax);
+            }
+        double sacc = (double)qx->scale * sw[k];
+        if (bias) {
+            double r = round_ha((double)B[k] / sacc);
+            if (!(fabs(r) < 2147483647.0))
+                return FAIL("bias of channel %lld does not fit int32 at scale %g",
+                            (long long)k, sacc);
+            bias[k] = (int32_t)r;
+            maxb = llabs((long long)bias[k]) > maxb ? llabs((long long)bias[k]) : maxb;
+        }
+        M[k] = sacc / qy->scale;
+    }
+    /* the kernel sums exactly in int32: at most Cg * taps products reach one output */
+    if ((double)Cg * (double)taps * 255.0 * 127.0 + (double)maxb >= 2147483647.0)
+        return FAIL("its int32 sums could overflow (%lld products per output)",
+                    (long long)(Cg * taps));
+    p->w = wq;
+    p->bias = bias;
+    qn->nconv = 1;
+    qn->w_scale = oqc_arena_alloc(a, sizeof *qn->w_scale);
+    qn->w_scale[0] = sw;
+    return make_requant(q, M, (int)K, 1, &p->rq, why);
+}

@@ -1,6 +1,6 @@
 /* test_resize.c - the Resize and ConvTranspose kernels: runtime/oqcf_resize.c (float and
- * byte passes), runtime/oqci_resize.c (linear Resize of 8-bit codes) and
- * runtime/oqcf_deconv.c, against hand-worked examples and against references written
+ * byte passes), runtime/oqci_resize.c (linear Resize of 8-bit codes),
+ * runtime/oqcf_deconv.c and runtime/oqci_deconv.c (INT8), against hand-worked examples and against references written
  * another way here (the resize as a direct per-output sum over all tap combinations;
  * ConvTranspose as a gather: each output sums the inputs whose taps reach it). The
  * compile-time part (coordinate modes, rounding, cubic weights) is checked by the ONNX
@@ -329,6 +329,104 @@ static void test_conv_transpose_random(void) {
     CU_ASSERT_EQUAL(oqcf_conv_transpose(&q, &one, &one, NULL, &out), OQCF_EINVAL);
 }
 
+/* ---- oqci_deconv ---- */
+
+/* Random 2-D INT8 ConvTransposes against oqcf_conv_transpose (checked above) run on the
+ * same integer values as floats: every partial sum is an integer below 2^24 in
+ * magnitude (at most 3 * 9 products of 255 * 127, plus a bias below 2^16), so the float
+ * accumulators are exact, and requantizing them with oqci_requant must give the
+ * kernel's codes EXACTLY. */
+static void test_int8_deconv_random(void) {
+    int bad = 0;
+    for (int iter = 0; iter < 200; iter++) {
+        int32_t G = 1 + rnd(2), Cg = 1 + rnd(3), Kg = 1 + rnd(3);
+        OqciDeconv p;
+        memset(&p, 0, sizeof p);
+        p.batch = 1 + rnd(2);
+        p.in_c = G * Cg;
+        p.out_c = G * Kg;
+        p.group = G;
+        p.in_h = 1 + rnd(4);
+        p.in_w = 1 + rnd(4);
+        p.k_h = 1 + rnd(3);
+        p.k_w = 1 + rnd(3);
+        p.s_h = 1 + rnd(3);
+        p.s_w = 1 + rnd(3);
+        p.d_h = 1 + rnd(2);
+        p.d_w = 1 + rnd(2);
+        p.p_t = rnd(2);
+        p.p_l = rnd(2);
+        p.out_h = (p.in_h - 1) * p.s_h + (p.k_h - 1) * p.d_h + 1 - p.p_t + rnd(2);
+        p.out_w = (p.in_w - 1) * p.s_w + (p.k_w - 1) * p.d_w + 1 - p.p_l + rnd(2);
+        p.in_type = rnd(2) ? OQCI_U8 : OQCI_S8;
+        p.out_type = rnd(2) ? OQCI_U8 : OQCI_S8;
+        p.lo = p.out_type == OQCI_U8 ? 0 : -127;
+        p.hi = p.out_type == OQCI_U8 ? 255 : 127;
+        int64_t nx = (int64_t)p.batch * p.in_c * p.in_h * p.in_w;
+        int64_t nw = (int64_t)p.in_c * Kg * p.k_h * p.k_w;
+        int64_t ny = (int64_t)p.batch * p.out_c * p.out_h * p.out_w;
+        uint8_t *x = malloc((size_t)nx), *y = malloc((size_t)ny);
+        int8_t *w = malloc((size_t)nw);
+        int32_t *bias = malloc(sizeof(int32_t) * (size_t)p.out_c);
+        float *mult = malloc(sizeof(float) * (size_t)p.out_c);
+        float *fx = malloc(sizeof(float) * (size_t)nx), *fw = malloc(sizeof(float) * (size_t)nw);
+        float *fb = malloc(sizeof(float) * (size_t)p.out_c), *fy = malloc(sizeof(float) * (size_t)ny);
+        for (int64_t i = 0; i < nx; i++) {
+            int v = p.in_type == OQCI_U8 ? rnd(256) : rnd(255) - 127;
+            x[i] = (uint8_t)v;
+            fx[i] = (float)v;
+        }
+        for (int64_t i = 0; i < nw; i++) {
+            w[i] = (int8_t)(rnd(255) - 127);
+            fw[i] = w[i];
+        }
+        for (int32_t k = 0; k < p.out_c; k++) {
+            bias[k] = rnd(60001) - 30000;
+            fb[k] = (float)bias[k];
+            mult[k] = 1.0f / (float)(64 + rnd(4000));
+        }
+        p.w = w;
+        p.bias = bias;
+        p.rq = (OqciRequant){OQCI_REQ_FLOAT, 1, mult, NULL, NULL};
+        int32_t *scratch = malloc(oqci_deconv_scratch(&p) + 4);
+        CU_ASSERT_EQUAL(oqci_deconv(&p, x, y, scratch), OQCI_OK);
+        OqcfConvParams f;
+        memset(&f, 0, sizeof f);
+        f.nspatial = 2;
+        f.batch = p.batch;
+        f.channels = p.in_c;
+        f.out_channels = p.out_c;
+        f.group = G;
+        int64_t geo[7][2] = {{p.in_h, p.in_w}, {p.out_h, p.out_w}, {p.k_h, p.k_w},
+                             {p.s_h, p.s_w}, {p.d_h, p.d_w}, {p.p_t, p.p_l}, {0, 0}};
+        memcpy(f.in_size, geo[0], sizeof geo[0]);
+        memcpy(f.out_size, geo[1], sizeof geo[1]);
+        memcpy(f.kernel, geo[2], sizeof geo[2]);
+        memcpy(f.stride, geo[3], sizeof geo[3]);
+        memcpy(f.dilation, geo[4], sizeof geo[4]);
+        memcpy(f.pad_begin, geo[5], sizeof geo[5]);
+        CU_ASSERT_EQUAL(oqcf_conv_transpose(&f, fx, fw, fb, fy), OQCF_OK);
+        int64_t osz = (int64_t)p.out_h * p.out_w;
+        for (int64_t i = 0; i < ny; i++) {
+            int64_t k = i / osz % p.out_c;
+            int32_t want = oqci_requant((int32_t)fy[i], &p.rq, k, p.lo, p.hi);
+            int32_t got = p.out_type == OQCI_S8 ? (int8_t)y[i] : y[i];
+            bad += got != want;
+        }
+        free(x);
+        free(y);
+        free(w);
+        free(bias);
+        free(mult);
+        free(fx);
+        free(fw);
+        free(fb);
+        free(fy);
+        free(scratch);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
 OQC_TEST_MAIN("resize", OQC_TEST(test_float_examples), OQC_TEST(test_float_random),
               OQC_TEST(test_int8_examples), OQC_TEST(test_int8_random),
-              OQC_TEST(test_conv_transpose_random))
+              OQC_TEST(test_conv_transpose_random), OQC_TEST(test_int8_deconv_random))
