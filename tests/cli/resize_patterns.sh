@@ -9,6 +9,11 @@
 #     a cubic one stays float and -v says why;
 #   - a ConvTranspose runs in INT8 (oqci_deconv) with an output SQNR of at least 25 dB
 #     (test_quantize's floor for INT8 against float), in float and fixed requantization.
+#   - Resize's opset 18/19 forms (axes, keep_aspect_ratio_policy, half_pixel_symmetric;
+#     not in the node-test data) match ONNX Runtime's committed outputs
+#     (models/resize18/make_resize18.py): nearest exactly, linear and cubic within 1e-5
+#     of the largest value (oqc computes the weights in double, ONNX Runtime in float:
+#     a few float ulps apart).
 # Emitted C == oqc eval: compile_int8.sh.
 . tests/cli/lib.sh
 only_config default
@@ -48,6 +53,17 @@ grep -q "Resize 2, ConvTranspose 0, tables 0 of 0 nodes, views 0), 1 float" "$TM
     ok "both linear Resizes in INT8" || fail "linear: $(grep 'nodes INT8' "$TMP/l.txt")"
 grep -q "'Resize_4' (Resize) stays float: cubic resampling overshoots" "$TMP/l.txt" &&
     ok "-v says why the cubic Resize stays float" || fail "no -v reason for the cubic Resize"
+R=models/resize18
+for m in axes_sizes axes_scales keep_larger hps_linear hps_nearest; do
+    "$OQC" run $R/$m.onnx --input $R/x.npy -o "$TMP/$m.npy" -q || { fail "$m: run"; continue; }
+    line=$("${BUILD:-build}/tests/tools/npy_cmp" "$TMP/$m.npy" $R/${m}_ort.npy)
+    rel=$(echo "$line" | sed -n 's/.* rel=\([^ ]*\) .*/\1/p')
+    lim=1e-5
+    case $m in *nearest|keep_larger) lim=0 ;; esac
+    awk -v r="${rel:-1}" -v l=$lim 'BEGIN { exit !(r <= l) }' &&
+        ok "$m (opset 18/19 form) matches ONNX Runtime (rel $rel <= $lim)" || fail "$m: $line"
+done
+
 mknpy "8, 4, 4, 4" models/tv/squeezenet1_1_in1.npy "$TMP/c.npy"
 for r in float fixed; do
     "$OQC" eval $T/convtranspose_group.onnx --data "$TMP/c.npy" --calib "$TMP/c.npy" \
