@@ -269,6 +269,39 @@ static void in_shapes(Em *m, int node, int nin) {
     fputs("};\n", decl(m));
 }
 
+/* The tables of Resize plan r as constants: rzi<node>_<k> (indices), rzw<node>_<k>
+ * (weights) and rz<node>, the OqcfResizeAxis array of its passes. */
+static void resize_tables(Em *m, int node, const OqcResize *r) {
+    FILE *f = decl(m);
+    for (int k = 0; k < r->naxes; k++) {
+        const OqcfResizeAxis *a = &r->axes[k];
+        int64_t cnt = a->out_len * a->taps;
+        fprintf(f, "static const int32_t rzi%d_%d[%" PRId64 "] = {", node, k, cnt);
+        for (int64_t i = 0; i < cnt; i++)
+            fprintf(f, "%s%" PRId32, i % 16 ? ", " : i ? ",\n    " : "\n    ", a->idx[i]);
+        fputs("};\n", f);
+        if (!a->w)
+            continue;
+        fprintf(f, "static const float rzw%d_%d[%" PRId64 "] = {", node, k, cnt);
+        for (int64_t i = 0; i < cnt; i++) {
+            fputs(i % 6 ? ", " : i ? ",\n    " : "\n    ", f);
+            put_f(f, a->w[i]);
+        }
+        fputs("};\n", f);
+    }
+    fprintf(f, "static const OqcfResizeAxis rz%d[%d] = {", node, r->naxes ? r->naxes : 1);
+    for (int k = 0; k < r->naxes; k++) {
+        const OqcfResizeAxis *a = &r->axes[k];
+        fprintf(f, "%s\n    {%d, %d, %" PRId64 ", rzi%d_%d, ", k ? "," : "", a->axis, a->taps,
+                a->out_len, node, k);
+        if (a->w)
+            fprintf(f, "rzw%d_%d}", node, k);
+        else
+            fputs("NULL}", f);
+    }
+    fputs(r->naxes ? "}; /* axis, taps, out_len, idx, w */\n" : "{0, 1, 0, NULL, NULL}};\n", f);
+}
+
 /* ------------------------------------------------------------------ INT8 nodes */
 
 /* An INT8 constant array NAME_q<node><suffix> in NAME_weights.c; returns its name. */
@@ -377,6 +410,26 @@ static void emit_q(Em *m, int node, FILE *b) {
         }
         break;
     }
+    case OQC_Q_DECONV: {
+        use_kernel(m, "oqci_deconv.c");
+        const OqciDeconv *p = &q->deconv;
+        const char *w = q_array(m, "_w", "int8_t", p->w,
+                                (int64_t)p->in_c * (p->out_c / p->group) * p->k_h * p->k_w, 1);
+        const char *bias = p->bias ? q_array(m, "_b", "int32_t", p->bias, p->out_c, 4) : "NULL";
+        const char *rq = q_requant(m, "", &p->rq, p->out_c);
+        fprintf(decl(m),
+                "static const OqciDeconv q%d = {\n"
+                "    %d, %d, %d, %d, %d, %d, %d, /* batch, in_c, in_h, in_w, out_c, out_h, out_w */\n"
+                "    %d, %d, %d, %d, %d, %d, %d, %d, %d, /* k_h, k_w, s_h, s_w, d_h, d_w, p_t, p_l, group */\n"
+                "    %s, %s, %s, %s, /* in_type, out_type, lo, hi */\n    %s, %s,\n    %s};\n",
+                node, p->batch, p->in_c, p->in_h, p->in_w, p->out_c, p->out_h, p->out_w,
+                p->k_h, p->k_w, p->s_h, p->s_w, p->d_h, p->d_w, p->p_t, p->p_l, p->group,
+                oqc_em_qtype_name(p->in_type), oqc_em_qtype_name(p->out_type),
+                i32_lit(m, p->lo), i32_lit(m, p->hi), w, bias, rq);
+        fprintf(b, "    TRY(oqci_deconv(&q%d, %s, %s, %s));\n", node, X(0), Y(0),
+                m->e->scratch_bytes ? "SCRATCH" : "NULL");
+        break;
+    }
     case OQC_Q_MAXPOOL:
     case OQC_Q_AVGPOOL: {
         use_kernel(m, "oqci_pool.c");
@@ -467,6 +520,40 @@ static void emit_q(Em *m, int node, FILE *b) {
                     q_requant(m, "_rq", &a->rq, a->channels));
         break;
     }
+    case OQC_Q_RESIZE: {
+        if (!q->resize.naxes) {   /* nearest: the float kernel's tables, on bytes */
+            use_kernel(m, "oqcf_resize.c");
+            in_shapes(m, node, 1);
+            resize_tables(m, node, q->rs);
+            fprintf(b, "    TRY(oqcf_resize(%s, &s%d[0], rz%d, %d, 0.0f, 1, %s, %s));\n", X(0),
+                    node, node, q->rs->naxes, Y(0), scratch_args(m));
+            break;
+        }
+        use_kernel(m, "oqci_resize.c");
+        const OqciResize *p = &q->resize;
+        const char *ax[2] = {"{0, 0, NULL, NULL}", "{0, 0, NULL, NULL}"};
+        for (int k = 0; k < p->naxes; k++) {
+            const OqciResizeAxis *a = &p->ax[k];
+            const char *ix = q_array(m, oqc_arena_printf(m->a, "_i%d", k), "int32_t", a->idx,
+                                     2 * a->out_len, 4);
+            const char *wn = oqc_arena_printf(m->a, "%s_q%d_w%d", m->name, node, k);
+            fprintf(m->qh, "extern const int16_t %s[%" PRId64 "];\n", wn, 2 * a->out_len);
+            fprintf(m->qc, "\nconst int16_t %s[%" PRId64 "] = {", wn, 2 * a->out_len);
+            for (int64_t i = 0; i < 2 * a->out_len; i++)
+                fprintf(m->qc, "%s%d", i % 16 ? ", " : i ? ",\n    " : "\n    ", a->w[i]);
+            fputs("};\n", m->qc);
+            m->qbytes += (size_t)(2 * a->out_len) * 2;
+            ax[k] = oqc_arena_printf(m->a, "{%d, %" PRId64 ", %s, %s}", a->axis, a->out_len, ix,
+                                     wn);
+        }
+        fprintf(decl(m), "static const OqciResize q%d = {%s, %d, ", node,
+                oqc_em_qtype_name(p->type), p->rank);
+        put_i64s(decl(m), p->in, OQCI_RESIZE_MAX_RANK);
+        fprintf(decl(m), ", %d,\n    {%s,\n     %s}}; /* type, rank, in, naxes, ax */\n",
+                p->naxes, ax[0], ax[1]);
+        fprintf(b, "    TRY(oqci_resize(&q%d, %s, %s));\n", node, X(0), Y(0));
+        break;
+    }
     case OQC_Q_VIEW:
         break;
     }
@@ -550,6 +637,12 @@ void oqc_em_node(Em *m, int node) {
         }
         break;
     }
+    case EXEC_CONV_TRANSPOSE:
+        use_kernel(m, "oqcf_deconv.c");
+        conv_params(m, oqc_arena_printf(m->a, "p%d", node), &x->conv, node);
+        fprintf(b, "    TRY(oqcf_conv_transpose(&p%d, %s, %s, %s, %s));\n", node, X(0), X(1),
+                n->nin > 2 && n->in[2] >= 0 ? X(2) : "NULL", Y(0));
+        break;
     case EXEC_MAXPOOL: {
         use_kernel(m, "oqcf_pooling.c");
         pool_params(m, node, &x->pool);
@@ -857,6 +950,15 @@ void oqc_em_node(Em *m, int node) {
         fputs("};\n", decl(m));
         fprintf(b, "    TRY(oqcf_transpose(%s, &v%d, perm%d, %zu, %s));\n", X(0), node, node,
                 oqcf_dtype_size(in0->dtype), Y(0));
+        break;
+    case EXEC_RESIZE:
+        use_kernel(m, "oqcf_resize.c");
+        in_shapes(m, node, 1);
+        resize_tables(m, node, x->resize);
+        fprintf(b, "    TRY(oqcf_resize(%s, &s%d[0], rz%d, %d, ", X(0), node, node,
+                x->resize->naxes);
+        put_f(b, x->resize->extrapolation);
+        fprintf(b, ", %zu, %s, %s));\n", oqcf_dtype_size(in0->dtype), Y(0), scratch_args(m));
         break;
     case EXEC_CAST:
         use_kernel(m, "oqcf_cast.c");

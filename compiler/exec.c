@@ -22,7 +22,7 @@ int oqc_check_supported(const OqcGraph *g, OqcDiag *d) {
     int counts[64], nnames = 0, total = 0;
     for (int i = 0; i < g->nnodes; i++) {
         const OqcNode *n = &g->nodes[i];
-        if (oqc_shape_supported(n->op) && n->op != OQC_OP_ConvTranspose)
+        if (oqc_shape_supported(n->op))
             continue;
         total++;
         const char *nm = n->domain[0] ? oqc_arena_printf(g->arena, "%s.%s", n->domain, n->op_type)

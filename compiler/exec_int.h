@@ -27,6 +27,8 @@ typedef enum ExecKind {
     EXEC_ARGMAX, EXEC_TILE, /* Tile and Expand */
     EXEC_SPACE_DEPTH,       /* DepthToSpace / SpaceToDepth: a transpose of a 6-D view */
     EXEC_LAYERNORM, EXEC_INSTANCENORM,
+    EXEC_RESIZE,              /* Resize / Upsample: oqcf_resize's per-axis passes */
+    EXEC_CONV_TRANSPOSE,
     EXEC_Q,   /* an INT8 node (exec_q.c): OqcNode.q says which oqci kernel */
 } ExecKind;
 
@@ -57,6 +59,7 @@ typedef struct ExecNode {
             int64_t pads[2 * OQC_MAX_RANK]; /* Pad */
             OqcfPadMode pad_mode;           /* Pad */
         };
+        OqcResize *resize;         /* Resize / Upsample: the plan (its tables) */
     };
     unsigned mask;             /* Reduce*: the reduced axes (bit i: axis i) */
     OqcfUnaryOp uop;           /* EXEC_UNARY through oqcf_unary: which op (f0, f1: its

@@ -36,6 +36,14 @@ static int run_conv(OqcExec *e, int node) {
     return 0;
 }
 
+static int run_conv_transpose(OqcExec *e, int node) {
+    const OqcNode *n = N(e, node);
+    const float *b = n->nin > 2 && n->in[2] >= 0 ? XIN(e, node, 2) : NULL;
+    CHECK(oqcf_conv_transpose(&EN(e, node)->conv, XIN(e, node, 0), XIN(e, node, 1), b,
+                              YOUT(e, node, 0)));
+    return 0;
+}
+
 static int run_maxpool(OqcExec *e, int node) {
     int64_t *idx = N(e, node)->nout > 1 && N(e, node)->out[1] >= 0 ? YOUT(e, node, 1) : NULL;
     const OqcTensor *x = T(e, N(e, node)->in[0]);
@@ -372,6 +380,14 @@ static void space_depth_view(const OqcNode *n, const OqcShape *xs, OqcShape *vie
         perm[i] = i < 6 ? p[i] : i;
 }
 
+static int run_resize(OqcExec *e, int node) {
+    const OqcResize *r = EN(e, node)->resize;
+    CHECK(oqcf_resize(XIN(e, node, 0), SH(e, node, 0), r->axes, r->naxes, r->extrapolation,
+                      esize_of(T(e, N(e, node)->in[0])), YOUT(e, node, 0), e->scratch,
+                      e->scratch_bytes));
+    return 0;
+}
+
 static int run_qdq(OqcExec *e, int node) {
     const OqcNode *n = N(e, node);
     ExecNode *x = EN(e, node);
@@ -523,6 +539,28 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
             x->scratch = oqcf_conv_scratch_size(p, nthreads);
         x->run = run_conv;
         x->kind = EXEC_CONV;
+        return 0;
+    }
+    case OQC_OP_ConvTranspose: {
+        OqcWindow w;
+        if (oqc_conv_transpose_geometry(g, node, &in0->shape, SH(e, node, 1), &w, d) < 0)
+            return -1;
+        if (!is_float(in0))
+            return PERR("ConvTranspose on %s tensors is not supported (f32 only)",
+                        oqc_dtype_name(in0->dtype));
+        OqcfConvParams *p = &x->conv;
+        memset(p, 0, sizeof *p);
+        p->nspatial = w.nsp;
+        if (fill_window(&w, p->in_size, p->out_size, p->kernel, p->stride, p->dilation,
+                        p->pad_begin, p->pad_end) < 0)
+            return PERR("ConvTranspose with %d spatial axes is not supported (at most %d)",
+                        w.nsp, OQCF_MAX_SPATIAL);
+        p->batch = in0->shape.d[0];
+        p->channels = w.in_channels;
+        p->out_channels = w.out_channels;
+        p->group = w.group;
+        x->run = run_conv_transpose;
+        x->kind = EXEC_CONV_TRANSPOSE;
         return 0;
     }
     case OQC_OP_MaxPool:
@@ -761,6 +799,23 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
         x->run = run_space_depth;
         x->kind = EXEC_SPACE_DEPTH;
         return 0;
+    case OQC_OP_Resize: case OQC_OP_Upsample: {
+        OqcResize *r = oqc_arena_alloc(g->arena, sizeof *r);
+        if (oqc_resize_plan(g, node, &in0->shape, r, g->arena, d) < 0)
+            return -1;
+        int weighted = 0;
+        for (int k = 0; k < r->naxes; k++)
+            weighted |= r->axes[k].w != NULL;
+        if ((weighted || r->extrapolates) && !is_float(in0))
+            return PERR("%s %s on %s tensors is not supported (f32 only; nearest moves any "
+                        "type)", n->op_type, r->mode == OQC_RESIZE_NEAREST ? "extrapolating"
+                        : "interpolation", oqc_dtype_name(in0->dtype));
+        x->resize = r;
+        x->scratch = oqcf_resize_scratch_size(&in0->shape, r->axes, r->naxes, esize_of(in0));
+        x->run = run_resize;
+        x->kind = EXEC_RESIZE;
+        return 0;
+    }
     case OQC_OP_Concat:
         if (n->nin > 256)
             return PERR("more than 256 inputs");

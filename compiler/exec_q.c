@@ -19,6 +19,9 @@ static int run_q(OqcExec *e, int node) {
         for (int k = 0; k < q->nconv; k++)
             CHECK(oqci_conv(&q->conv[k], XIN(e, node, 0), q_out(e, node, k), e->scratch));
         return 0;
+    case OQC_Q_DECONV:
+        CHECK(oqci_deconv(&q->deconv, XIN(e, node, 0), YOUT(e, node, 0), e->scratch));
+        return 0;
     case OQC_Q_MAXPOOL:
         CHECK(oqci_maxpool(&q->pool, XIN(e, node, 0), q_out(e, node, 0)));
         return 0;
@@ -55,6 +58,13 @@ static int run_q(OqcExec *e, int node) {
             CHECK(oqci_dequantize(XIN(e, node, 0), q->in_type, YOUT(e, node, 0), q->count,
                                   q->scale));
         return 0;
+    case OQC_Q_RESIZE:
+        if (q->resize.naxes)
+            CHECK(oqci_resize(&q->resize, XIN(e, node, 0), YOUT(e, node, 0)));
+        else   /* nearest: codes moved as bytes */
+            CHECK(oqcf_resize(XIN(e, node, 0), SH(e, node, 0), q->rs->axes, q->rs->naxes, 0.0f,
+                              1, YOUT(e, node, 0), e->scratch, e->scratch_bytes));
+        return 0;
     case OQC_Q_VIEW:
         return 0;
     }
@@ -68,6 +78,11 @@ int oqc_exec_prepare_q(OqcExec *e, int node, OqcDiag *d) {
     x->run = q->kind == OQC_Q_VIEW ? NULL : run_q;
     x->kind = q->kind == OQC_Q_VIEW ? EXEC_NONE : EXEC_Q;
     x->scratch = x->scratch_noamx = 0;
+    if (q->kind == OQC_Q_DECONV)
+        x->scratch = x->scratch_noamx = oqci_deconv_scratch(&q->deconv);
+    if (q->kind == OQC_Q_RESIZE && !q->resize.naxes)
+        x->scratch = x->scratch_noamx =
+            oqcf_resize_scratch_size(SH(e, node, 0), q->rs->axes, q->rs->naxes, 1);
     for (int k = 0; q->kind == OQC_Q_CONV && k < q->nconv; k++) {
         size_t s = oqci_conv_scratch(&q->conv[k]), sn = oqci_conv_scratch_noamx(&q->conv[k]);
         if (s > x->scratch)

@@ -18,6 +18,7 @@
 
 #include "oqcf.h"
 #include "oqcf_nn.h"
+#include "oqcf_tensor.h"
 #include "oqci.h"
 
 #if defined(__GNUC__)
@@ -356,6 +357,26 @@ OqcShape oqc_prelu_slope_shape(const OqcNode *n, const OqcShape *x, const OqcSha
  * and noop_with_empty_axes = 1), *keepdims the attribute; 0, or -1 with an error. */
 int oqc_reduce_axes(const OqcGraph *g, int node, int rank, unsigned *mask, int *keepdims,
                     OqcDiag *d);
+
+/* =================================================================== resize.c */
+
+/* What Resize / Upsample node `node` computes on an input of shape xs (resize.c has the
+ * opsets and modes): the output shape and, when tables is non-NULL, one runtime pass
+ * per axis that is not the identity (tables allocated there, axes increasing). */
+enum { OQC_RESIZE_NEAREST, OQC_RESIZE_LINEAR, OQC_RESIZE_CUBIC };
+typedef struct OqcResize {
+    OqcShape out;                        /* the output shape */
+    int mode;                            /* OQC_RESIZE_* */
+    int coord, nearest;                  /* resize.c's coordinate mode and rounding */
+    float cubic_a;                       /* cubic_coeff_a */
+    int exclude_outside;                 /* cubic: outside taps weigh 0 */
+    float extrapolation;                 /* tf_crop_and_resize outside the input */
+    int extrapolates;                    /* some output takes that value */
+    int naxes;                           /* passes */
+    OqcfResizeAxis axes[OQC_MAX_RANK];   /* their tables */
+} OqcResize;
+int oqc_resize_plan(const OqcGraph *g, int node, const OqcShape *xs, OqcResize *r,
+                    OqcArena *tables, OqcDiag *d);
 
 /* ===================================================================== shape.c */
 
@@ -719,6 +740,7 @@ static inline int32_t oqc_weight_qmax(const OqcQuantConfig *cfg) {
 /* What an INT8 node runs (the runtime's parameter structs, see runtime/oqci.h). */
 typedef enum OqcQKind {
     OQC_Q_CONV,         /* Conv, Gemm, MatMul: one oqci_conv per output (merged convs) */
+    OQC_Q_DECONV,       /* ConvTranspose: oqci_deconv */
     OQC_Q_MAXPOOL,      /* MaxPool: oqci_maxpool */
     OQC_Q_AVGPOOL,      /* AveragePool, GlobalAveragePool: oqci_avgpool */
     OQC_Q_ADD,          /* Add, Sum (with a fused Relu/Clip): oqci_add */
@@ -727,6 +749,8 @@ typedef enum OqcQKind {
     OQC_Q_LUT,          /* an element-wise function of one tensor (Sigmoid, SiLU, ...;
                            the last node of the chain computing it): oqci_lut */
     OQC_Q_VIEW,         /* Flatten, Reshape, ...: nothing runs (a view of the input) */
+    OQC_Q_RESIZE,       /* Resize / Upsample at the input's scale: nearest moves codes
+                           (oqcf_resize on bytes, tables in rs), linear runs oqci_resize */
     OQC_Q_QUANTIZE,     /* float -> s8/u8 at an FP32/INT8 boundary: oqci_quantize */
     OQC_Q_DEQUANTIZE,   /* s8/u8 -> float at an INT8/FP32 boundary: oqci_dequantize */
 } OqcQKind;
@@ -749,6 +773,9 @@ typedef struct OqcQNode {
     const OqcAcc *acc;   /* DEQUANTIZE of an accumulator tensor (in_type OQCI_S32) */
     uint8_t *table;      /* LUT: 256 output bytes, indexed by the input byte */
     int nfused;          /* LUT: float nodes the table replaces (with this one) */
+    const struct OqcResize *rs;  /* RESIZE: the plan (nearest: its tables run as is) */
+    OqciResize resize;   /* RESIZE, linear: the integer kernel's parameters */
+    OqciDeconv deconv;   /* DECONV */
 } OqcQNode;
 
 /* Sets the quant of every tensor named in e (the calibration result or an imported

@@ -96,7 +96,7 @@ static int is_layer(const OqcNode *n) {
     if (!n->q)
         return 0;
     switch (n->q->kind) {
-    case OQC_Q_CONV: case OQC_Q_ADD: case OQC_Q_AVGPOOL: case OQC_Q_MAXPOOL:
+    case OQC_Q_CONV: case OQC_Q_DECONV: case OQC_Q_ADD: case OQC_Q_AVGPOOL: case OQC_Q_MAXPOOL:
         return 1;
     default:
         return 0;

@@ -742,6 +742,16 @@ static int shape_space_depth(Ctx *c) {
     return 0;
 }
 
+/* Resize / Upsample: the output extents resize.c derives (constant scales or sizes). */
+static int shape_resize(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    OqcResize r;
+    if (oqc_resize_plan(c->g, c->node, &x->shape, &r, NULL, c->d) < 0)
+        return -1;
+    set_out(c, 0, x->dtype, &r.out);
+    return 0;
+}
+
 static int shape_dropout(Ctx *c) {
     const OqcTensor *x = IN(c, 0);
     set_out(c, 0, x->dtype, &x->shape);
@@ -966,6 +976,7 @@ const ShapeFn oqc_shape_fns[OQC_OP_COUNT] = {
     [OQC_OP_ReduceSum] = shape_reduce,
     [OQC_OP_Relu] = shape_same,
     [OQC_OP_Reshape] = shape_reshape,
+    [OQC_OP_Resize] = shape_resize,
     [OQC_OP_Selu] = shape_same,
     [OQC_OP_Shape] = shape_shape,
     [OQC_OP_Sigmoid] = shape_same,
@@ -985,4 +996,5 @@ const ShapeFn oqc_shape_fns[OQC_OP_COUNT] = {
     [OQC_OP_Tile] = shape_tile,
     [OQC_OP_Transpose] = shape_transpose,
     [OQC_OP_Unsqueeze] = shape_unsqueeze,
+    [OQC_OP_Upsample] = shape_resize,
 };

@@ -29,6 +29,7 @@ typedef struct OqcPass {
 } OqcPass;
 
 int pass_cleanup(OqcGraph *g, OqcDiag *d);
+int pass_fold_patterns(OqcGraph *g, OqcDiag *d);
 int pass_reduce_pool(OqcGraph *g, OqcDiag *d);
 int pass_fold_bn(OqcGraph *g, OqcDiag *d);
 int pass_fuse_cbr(OqcGraph *g, OqcDiag *d);

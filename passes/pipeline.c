@@ -1,6 +1,7 @@
 /* pipeline.c - the one ordered list of passes and the driver that runs them (see
  * passes.h). The order matters: cleanup first (removing Identity and folding constants
- * exposes Conv -> BN -> Relu chains; reduce-pool turns global means into pooling before
+ * exposes Conv -> BN -> Relu chains, and makes the constants fold-patterns matches;
+ * fold-patterns before reduce-pool, whose means it may absorb; reduce-pool turns global means into pooling before
  * anything looks for pools), BN folding before fusion (the fused node must
  * carry the folded bias), fusion before merging (the merged conv carries each branch's
  * activation), merging before concat elimination (a merged conv's outputs can then be
@@ -15,6 +16,9 @@
 static const OqcPass pipeline[] = {
     {"cleanup", pass_cleanup,
      "remove Identity/Dropout, fold constant subgraphs, drop dead nodes", 1},
+    {"fold-patterns", pass_fold_patterns,
+     "fold x * HardSigmoid(x) into HardSwish and the ReduceMean form of LayerNorm into "
+     "LayerNormalization", 1},
     {"reduce-pool", pass_reduce_pool,
      "turn ReduceMean over all spatial axes (or a chain of them) into GlobalAveragePool", 1},
     {"fold-bn", pass_fold_bn,

@@ -4,14 +4,16 @@
  * Runs only when the driver set g->qcfg and the tensors' quant from a calibration or a
  * table (oqc_quant_apply); otherwise it changes nothing.  It
  *   1. decides per node INT8 or float: Conv (2-D, constant weights, fused Relu/Clip),
+ *      ConvTranspose (2-D, constant weights),
  *      Gemm/MatMul with constant weights, MaxPool, AveragePool, GlobalAveragePool,
  *      Add/Sum of same-shape inputs, Mul of two activations (one may be broadcast per
  *      block, as a squeeze-excitation gate), Relu/Clip, and view ops (Flatten, Reshape, ...)
- *      whose input is INT8.  Everything else, nodes named in --fp32-nodes and nodes
+ *      whose input is INT8, Resize/Upsample whose input is INT8 (nearest, or linear over
+ *      at most two axes).  Everything else, nodes named in --fp32-nodes and nodes
  *      whose tensors lack a calibration stay float, with a -v line saying why;
  *   2. gives every INT8 tensor its storage type and scale: s8 (T/127) or u8 (T/255) as
- *      calibrated; max pooling, clamps and views keep their input's scale (they only
- *      move or clamp values); the producers writing into one concat buffer all use the
+ *      calibrated; max pooling, clamps, views and Resize keep their input's scale (they
+ *      only move, clamp or average values); the producers writing into one concat buffer all use the
  *      buffer's scale, so the concat stays free (a max pool writing there requantizes);
  *   3. computes each INT8 node's kernel parameters (runtime/oqci.h): per output channel
  *      weight scales max|W[k]|/127 (no saturation; an all-zero channel gets scale 1;
@@ -116,6 +118,17 @@ static int can_compute(const Q *q, int i, char *why) {
             return WHY("MatMul runs in INT8 only with a constant 2-D B");
         return 1;
     }
+    case OQC_OP_ConvTranspose:
+        if (xs->rank != 4)
+            return WHY("only 2-D transposed convolutions run in INT8 (input rank %d)",
+                       xs->rank);
+        if (n->nin < 2 || !const_f32(q, n->in[1]))
+            return WHY("its weights are not a float constant");
+        if (n->nin > 2 && n->in[2] >= 0 && !const_f32(q, n->in[2]))
+            return WHY("its bias is not a float constant");
+        if (TT(q, n->out[0])->view_base >= 0)
+            return WHY("it writes into a concat buffer");
+        return act_ok(n, why);
     case OQC_OP_MaxPool:
         if (xs->rank != 4)
             return WHY("only 2-D pooling runs in INT8");
@@ -185,7 +198,8 @@ static const char *float_reason(const Q *q, int i) {
     const OqcNode *n = &g->nodes[i];
     if (in_list(q->cfg->fp32_nodes, n->name))
         return "named in --fp32-nodes";
-    if (n->op != OQC_OP_Relu && n->op != OQC_OP_Clip && !is_view_op(n->op))
+    if (n->op != OQC_OP_Relu && n->op != OQC_OP_Clip && n->op != OQC_OP_Resize &&
+        n->op != OQC_OP_Upsample && !is_view_op(n->op))
         return "the INT8 backend has no kernel for this op";
     if (n->in[0] < 0 || !q->qdom[n->in[0]])
         return "its input is not INT8";
@@ -349,7 +363,7 @@ int pass_quantize(OqcGraph *g, OqcDiag *d) {
         switch (n->op) {
         case OQC_OP_Conv: case OQC_OP_Gemm: case OQC_OP_MatMul: case OQC_OP_MaxPool:
         case OQC_OP_AveragePool: case OQC_OP_GlobalAveragePool: case OQC_OP_Add:
-        case OQC_OP_Sum:
+        case OQC_OP_Sum: case OQC_OP_ConvTranspose:
             cand = 1;
             break;
         default:
@@ -380,7 +394,8 @@ int pass_quantize(OqcGraph *g, OqcDiag *d) {
             if (t < 0 || g->tensors[t].view_base < 0)
                 continue;
             int ok = compute[i] && (n->op != OQC_OP_Add && n->op != OQC_OP_Sum &&
-                                    n->op != OQC_OP_MatMul && n->op != OQC_OP_Gemm);
+                                    n->op != OQC_OP_MatMul && n->op != OQC_OP_Gemm &&
+                                    n->op != OQC_OP_ConvTranspose);
             if (ok)
                 continue;
             int b = g->tensors[t].view_base;
@@ -481,6 +496,8 @@ int pass_quantize(OqcGraph *g, OqcDiag *d) {
             int r;
             if (n->op == OQC_OP_Conv || n->op == OQC_OP_Gemm || n->op == OQC_OP_MatMul)
                 r = oqc_quant_build_conv(&q, i, qn, why);
+            else if (n->op == OQC_OP_ConvTranspose)
+                r = oqc_quant_build_deconv(&q, i, qn, why);
             else if (n->op == OQC_OP_Add || n->op == OQC_OP_Sum)
                 r = oqc_quant_build_add(&q, i, qn, why);
             else if (n->op == OQC_OP_Mul)
@@ -526,6 +543,15 @@ int pass_quantize(OqcGraph *g, OqcDiag *d) {
                 qn->count = oqc_shape_numel(&g->tensors[n->out[0]].shape);
                 oqc_quant_clamp_of(&act, qn->out_type, qx->scale, &qn->lo, &qn->hi);
                 g->tensors[n->out[0]].quant = *qx;
+            }
+        } else if ((n->op == OQC_OP_Resize || n->op == OQC_OP_Upsample) && n->in[0] >= 0 &&
+                   q.qdom[n->in[0]] && n->out[0] >= 0 && g->tensors[n->out[0]].view_base < 0 &&
+                   !in_list(q.cfg->fp32_nodes, n->name)) {
+            qn = oqc_arena_alloc(g->arena, sizeof *qn);
+            if (oqc_quant_build_resize(&q, i, qn, why) < 0) {
+                oqc_info(d, "quantize: '%s' (%s) stays float: %s", n->name, n->op_type, why);
+                told[i] = 1;
+                qn = NULL;
             }
         } else if (is_view_op(n->op) && n->in[0] >= 0 && q.qdom[n->in[0]] && n->out[0] >= 0 &&
                    g->tensors[n->out[0]].view_base < 0) {
@@ -638,12 +664,14 @@ int pass_quantize(OqcGraph *g, OqcDiag *d) {
         rc = -1;
     oqc_info(d, "quantize: %d nodes INT8 (Conv %d, Gemm %d, MatMul %d, MaxPool %d, "
              "AveragePool %d, GlobalAveragePool %d, Add %d, Sum %d, Mul %d, Relu %d, Clip %d, "
-             "tables %d of %d nodes, views %d), %d float; %d Quantize and %d Dequantize "
+             "Resize %d, ConvTranspose %d, tables %d of %d nodes, views %d), %d float; %d Quantize and %d "
+             "Dequantize "
              "inserted; requant %s",
              nint8, q.nq[OQC_OP_Conv], q.nq[OQC_OP_Gemm], q.nq[OQC_OP_MatMul],
              q.nq[OQC_OP_MaxPool], q.nq[OQC_OP_AveragePool], q.nq[OQC_OP_GlobalAveragePool],
              q.nq[OQC_OP_Add], q.nq[OQC_OP_Sum], q.nq[OQC_OP_Mul], q.nq[OQC_OP_Relu],
-             q.nq[OQC_OP_Clip],
+             q.nq[OQC_OP_Clip], q.nq[OQC_OP_Resize] + q.nq[OQC_OP_Upsample],
+             q.nq[OQC_OP_ConvTranspose],
              nlut, nlut_nodes,
              q.nq[OQC_OP_Flatten] + q.nq[OQC_OP_Reshape] + q.nq[OQC_OP_Squeeze] +
                  q.nq[OQC_OP_Unsqueeze] + q.nq[OQC_OP_Identity],

@@ -67,6 +67,12 @@ int oqc_quant_build_mul(Q *q, int i, OqcQNode *qn, char *why);
 /* quantize_params.c: Add/Sum node i's parameters into qn (an OqciAdd, with its fused
  * Relu/Clip as the clamp); 0, or -1 with the reason in why. */
 int oqc_quant_build_add(Q *q, int i, OqcQNode *qn, char *why);
+/* Resize / Upsample node i (input INT8) at its input's scale: nearest (any axes) as a
+ * move of codes, linear over at most two axes as oqci_resize; else -1 and why. */
+int oqc_quant_build_resize(Q *q, int i, OqcQNode *qn, char *why);
+/* ConvTranspose node i (2-D, constant weights): per output channel weight scales, int32
+ * biases, requantization; -1 and why when its sums could overflow int32. */
+int oqc_quant_build_deconv(Q *q, int i, OqcQNode *qn, char *why);
 
 /* quantize_lut.c: the cluster of float element-wise nodes ending at node `root` that
  * computes a function of one tensor (see quantize_lut.c): its nodes (root included, at

@@ -353,3 +353,126 @@ int oqc_quant_build_add(Q *q, int i, OqcQNode *qn, char *why) {
     }
     return 0;
 }
+
+int oqc_quant_build_resize(Q *q, int i, OqcQNode *qn, char *why) {
+    OqcGraph *g = q->g;
+    const OqcNode *n = &g->nodes[i];
+    const OqcTensor *x = TT(q, n->in[0]);
+    OqcResize *r = oqc_arena_alloc(g->arena, sizeof *r);
+    OqcDiag quiet = {0};
+    if (oqc_resize_plan(g, i, &x->shape, r, g->arena, &quiet) < 0) {
+        oqc_diag_free(&quiet);
+        return FAIL("its parameters are not static");
+    }
+    if (r->mode == OQC_RESIZE_CUBIC)
+        return FAIL("cubic resampling overshoots its inputs' range (INT8 Resize: nearest "
+                    "and linear)");
+    if (r->extrapolates)
+        return FAIL("tf_crop_and_resize extrapolates with a float value");
+    if (x->shape.rank > OQCI_RESIZE_MAX_RANK)
+        return FAIL("rank %d (INT8 Resize: at most %d)", x->shape.rank, OQCI_RESIZE_MAX_RANK);
+    const OqcQuant *qx = &TT(q, base_of(g, n->in[0]))->quant;
+    g->tensors[n->out[0]].quant = *qx;   /* moves or averages codes: the same scale */
+    qn->kind = OQC_Q_RESIZE;
+    qn->rs = r;
+    qn->in_type = qn->out_type = qtype(qx);
+    int weighted = 0;
+    for (int k = 0; k < r->naxes; k++)
+        weighted += r->axes[k].w != NULL;
+    if (!weighted)
+        return 0;
+    if (r->naxes > 2)
+        return FAIL("linear over %d axes (INT8 Resize: at most two)", r->naxes);
+    OqciResize *p = &qn->resize;
+    memset(p, 0, sizeof *p);
+    p->type = qn->in_type;
+    p->rank = x->shape.rank;
+    for (int k = 0; k < p->rank; k++)
+        p->in[k] = x->shape.d[k];
+    p->naxes = r->naxes;
+    for (int k = 0; k < r->naxes; k++) {
+        const OqcfResizeAxis *a = &r->axes[k];
+        int16_t *w = oqc_arena_alloc(g->arena, (size_t)(2 * a->out_len) * sizeof *w);
+        for (int64_t j = 0; j < a->out_len; j++) {
+            /* the second tap's weight to the nearest 2^-BITS, the first the rest */
+            double t = floor((double)a->w[2 * j + 1] * (1 << OQCI_RESIZE_BITS) + 0.5);
+            w[2 * j + 1] = (int16_t)t;
+            w[2 * j] = (int16_t)((1 << OQCI_RESIZE_BITS) - t);
+        }
+        p->ax[k] = (OqciResizeAxis){a->axis, a->out_len, a->idx, w};
+    }
+    return 0;
+}
+
+int oqc_quant_build_deconv(Q *q, int i, OqcQNode *qn, char *why) {
+    OqcGraph *g = q->g;
+    OqcArena *a = g->arena;
+    const OqcNode *n = &g->nodes[i];
+    const OqcQuant *qx = cal(q, n->in[0]), *qy = cal(q, n->out[0]);
+    if (!qx || !qy)
+        return FAIL("its input or output has no calibration");
+    const OqcShape *xs = &TT(q, n->in[0])->shape;
+    OqcWindow w;
+    OqcDiag quiet = {0};
+    if (oqc_conv_transpose_geometry(g, i, xs, &TT(q, n->in[1])->shape, &w, &quiet) < 0)
+        return FAIL("its geometry is not static");
+    const float *W = const_f32(q, n->in[1]);
+    const float *B = n->nin > 2 && n->in[2] >= 0 ? const_f32(q, n->in[2]) : NULL;
+    int64_t C = w.in_channels, K = w.out_channels, G = w.group, Kg = K / G, Cg = C / G;
+    int64_t taps = w.kernel[0] * w.kernel[1];
+    if (xs->d[0] > INT32_MAX || C > INT32_MAX || K > INT32_MAX || w.out[0] > INT32_MAX ||
+        w.out[1] > INT32_MAX || xs->d[2] > INT32_MAX || xs->d[3] > INT32_MAX)
+        return FAIL("too large for 32-bit kernel parameters");
+    OqciDeconv *p = &qn->deconv;
+    memset(p, 0, sizeof *p);
+    qn->kind = OQC_Q_DECONV;
+    *p = (OqciDeconv){(int32_t)xs->d[0], (int32_t)C, (int32_t)xs->d[2], (int32_t)xs->d[3],
+                      (int32_t)K, (int32_t)w.out[0], (int32_t)w.out[1],
+                      (int32_t)w.kernel[0], (int32_t)w.kernel[1], (int32_t)w.stride[0],
+                      (int32_t)w.stride[1], (int32_t)w.dilation[0], (int32_t)w.dilation[1],
+                      (int32_t)w.pad_begin[0], (int32_t)w.pad_begin[1], (int32_t)G,
+                      qtype(qx), qtype(qy), 0, 0, NULL, NULL, {0}};
+    oqc_quant_clamp_of(&n->act, p->out_type, qy->scale, &p->lo, &p->hi);
+    /* per output channel k: its weights are w[c][k mod Kg][.] for the group's c */
+    int32_t wmax = oqc_weight_qmax(q->cfg);
+    int8_t *wq = oqc_arena_alloc(a, (size_t)(C * Kg * taps) + 1);
+    float *sw = oqc_arena_alloc(a, (size_t)K * sizeof *sw);
+    int32_t *bias = B ? oqc_arena_alloc(a, (size_t)K * sizeof *bias) : NULL;
+    double *M = oqc_arena_alloc(a, (size_t)K * sizeof *M);
+    int64_t maxb = 0;
+    for (int64_t k = 0; k < K; k++) {
+        int64_t gk = k / Kg, kk = k % Kg;
+        float m = 0;
+        for (int64_t c = gk * Cg; c < (gk + 1) * Cg; c++)
+            for (int64_t t = 0; t < taps; t++)
+                m = fmaxf(m, fabsf(W[(c * Kg + kk) * taps + t]));
+        if (!isfinite(m))
+            return FAIL("its weights are not finite");
+        sw[k] = m > 0 ? m / (float)wmax : OQC_ZERO_RANGE_SCALE;
+        for (int64_t c = gk * Cg; c < (gk + 1) * Cg; c++)
+            for (int64_t t = 0; t < taps; t++) {
+                int64_t j = (c * Kg + kk) * taps + t;
+                wq[j] = (int8_t)oqci_round_clamp(W[j] / sw[k], -wmax, wmax);
+            }
+        double sacc = (double)qx->scale * sw[k];
+        if (bias) {
+            double r = round_ha((double)B[k] / sacc);
+            if (!(fabs(r) < 2147483647.0))
+                return FAIL("bias of channel %lld does not fit int32 at scale %g",
+                            (long long)k, sacc);
+            bias[k] = (int32_t)r;
+            maxb = llabs((long long)bias[k]) > maxb ? llabs((long long)bias[k]) : maxb;
+        }
+        M[k] = sacc / qy->scale;
+    }
+    /* the kernel sums exactly in int32: at most Cg * taps products reach one output */
+    if ((double)Cg * (double)taps * 255.0 * 127.0 + (double)maxb >= 2147483647.0)
+        return FAIL("its int32 sums could overflow (%lld products per output)",
+                    (long long)(Cg * taps));
+    p->w = wq;
+    p->bias = bias;
+    qn->nconv = 1;
+    qn->w_scale = oqc_arena_alloc(a, sizeof *qn->w_scale);
+    qn->w_scale[0] = sw;
+    return make_requant(q, M, (int)K, 1, &p->rq, why);
+}

@@ -213,6 +213,16 @@ size_t oqcf_conv_scratch_size(const OqcfConvParams *p, int nthreads);
 int oqcf_conv(OqcfPool *pool, const OqcfConvParams *p, const float *x, const float *w,
               const float *bias, float *y, void *scratch, size_t scratch_size);
 
+/* ConvTranspose (oqcf_deconv.c) with the geometry read the other way round: x is
+ * N x C x in_size..., the weight C x (K/group) x kernel... (ONNX's layout), y is
+ * N x K x out_size...; y[n][k][o] = bias[k] + sum of x[n][c][i] * w[c][k'][t] over the
+ * input channels c of k's group, input positions i and taps t with
+ * o = i * stride - pad_begin + t * dilation (k' = k mod K/group). Output positions no
+ * tap reaches (output_padding, a larger output_shape) hold the bias. pad_end, the
+ * channel views and the activation are not used (must be 0 / none). bias may be NULL. */
+int oqcf_conv_transpose(const OqcfConvParams *p, const float *x, const float *w,
+                        const float *bias, float *y);
+
 /* ------------------------------------------------------------------------------------
  * Pooling (oqcf_pooling.c)
  * ---------------------------------------------------------------------------------- */

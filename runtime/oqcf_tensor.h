@@ -10,7 +10,8 @@
  *   oqcf_cast.c     Cast between numeric dtypes, float16/bfloat16 scalar conversions,
  *                   QuantizeLinear, DequantizeLinear;
  *   oqcf_reduce.c   ReduceSum, ReduceMean, ReduceMax, ReduceMin over any set of axes,
- *                   ArgMax, ArgMin.
+ *                   ArgMax, ArgMin;
+ *   oqcf_resize.c   Resize / Upsample as separable per-axis resampling.
  *
  * Conventions (beyond oqcf.h's: no allocation, status return, dense row-major):
  *   - a `void *` buffer holds elements of the dtype or element size the call names and
@@ -198,6 +199,32 @@ OqcfStatus oqcf_gather(const void *x, const OqcfShape *xs, int axis, const void 
  * not alias x. */
 OqcfStatus oqcf_tile(const void *x, const OqcfShape *xs, const OqcfShape *ys, size_t esize,
                      void *y);
+
+/* ---- Resize / Upsample (oqcf_resize.c) ---- */
+
+/* One resampled axis: output position j along `axis` is
+ *   sum over t < taps of w[j * taps + t] * x[idx[j * taps + t]]  (along that axis),
+ * or exactly x[idx[j]] when w is NULL (nearest: a copy of any element size). An index
+ * of -1 makes output position j the extrapolation value (tf_crop_and_resize outside
+ * the input). The compiler derives the tables from Resize's attributes. */
+typedef struct OqcfResizeAxis {
+    int axis;              /* the axis, 0 .. rank - 1 */
+    int taps;              /* input positions per output position (1, 2, 4) */
+    int64_t out_len;       /* output extent of the axis */
+    const int32_t *idx;    /* out_len * taps input indices in [-1, in_len) */
+    const float *w;        /* out_len * taps weights, or NULL (nearest) */
+} OqcfResizeAxis;
+
+/* Scratch bytes oqcf_resize needs: the intermediate tensors between passes. */
+size_t oqcf_resize_scratch_size(const OqcfShape *xs, const OqcfResizeAxis *axes, int naxes,
+                                size_t esize);
+/* y = x resampled along each of axes[0 .. naxes - 1], one pass per axis from the last
+ * entry to the first (so give them in increasing axis order: the innermost axis is
+ * resampled first, as ONNX's reference recursion does). Weighted passes need float
+ * elements (esize 4); copies (w NULL) move elements of any esize. y must not alias x. */
+OqcfStatus oqcf_resize(const void *x, const OqcfShape *xs, const OqcfResizeAxis *axes,
+                       int naxes, float extrapolation, size_t esize, void *y, void *scratch,
+                       size_t scratch_size);
 
 /* ---- cast and (de)quantization (oqcf_cast.c) ---- */
 

@@ -358,6 +358,56 @@ int oqci_clamp(const void *x, int32_t in_type, void *y, int32_t out_type, int64_
  * this way; the compiler computes the 256 entries. y may equal x. */
 int oqci_lut(const void *x, void *y, int64_t count, const uint8_t *table);
 
+/* ---- ConvTranspose (oqci_deconv.c) ---------------------------------------------------- */
+
+/* 2-D ConvTranspose of 8-bit codes with per-output-channel int8 weights: per image,
+ * acc[k][o] = bias[k] + sum of x[c][i] * w[c][k'][t] over the input channels c of k's
+ * group, input positions i and taps t with o = i * stride - pad + t * dilation
+ * (k' = k mod out_c / group), exactly in int32 (the compiler checks that no sum can
+ * overflow), then y = oqci_requant(acc, rq, k, lo, hi). The weight keeps ONNX's layout
+ * in_c x (out_c / group) x k_h x k_w. scratch: oqci_deconv_scratch() bytes. */
+typedef struct OqciDeconv {
+    int32_t batch, in_c, in_h, in_w;        /* input */
+    int32_t out_c, out_h, out_w;            /* output */
+    int32_t k_h, k_w, s_h, s_w, d_h, d_w;   /* kernel, strides, dilations */
+    int32_t p_t, p_l;                       /* padding before (the output's crop) */
+    int32_t group;                          /* divides in_c and out_c */
+    int32_t in_type, out_type;              /* OQCI_S8 / OQCI_U8 */
+    int32_t lo, hi;                         /* output clamp */
+    const int8_t *w;                        /* weights */
+    const int32_t *bias;                    /* out_c biases at scale s_in * s_w[k], or NULL */
+    OqciRequant rq;                         /* per output channel: s_in * s_w[k] / s_y */
+} OqciDeconv;
+size_t oqci_deconv_scratch(const OqciDeconv *p);
+int oqci_deconv(const OqciDeconv *p, const void *x, void *y, void *scratch);
+
+/* ---- Resize (oqci_resize.c) ---------------------------------------------------------- */
+
+/* Linear Resize of 8-bit codes at one scale (input and output share it: a weighted
+ * average of codes is the code of the weighted average). Along one or two axes, output
+ * position j reads input positions idx[2j] and idx[2j + 1] with weights w[2j] and
+ * w[2j + 1] in units of 2^-OQCI_RESIZE_BITS, each pair summing to 2^OQCI_RESIZE_BITS;
+ * with two axes y = round(sum over the four corners of w_a * w_b * x / 2^(2 * BITS)),
+ * with one round(sum of w * x / 2^BITS), half away from zero: exact integers (|sum| <
+ * 2^30), one rounding. The compiler rounds the float weights to the nearest multiple
+ * of 2^-11 (a position error below 2^-12 of a pixel). */
+#define OQCI_RESIZE_BITS 11
+#define OQCI_RESIZE_MAX_RANK 8
+typedef struct OqciResizeAxis {
+    int32_t axis;            /* the resampled axis */
+    int64_t out_len;         /* its output extent */
+    const int32_t *idx;      /* out_len x 2 input indices */
+    const int16_t *w;        /* out_len x 2 weights, each pair summing to 2^BITS */
+} OqciResizeAxis;
+typedef struct OqciResize {
+    int32_t type;                           /* OQCI_S8 / OQCI_U8 (input and output) */
+    int32_t rank;                           /* input rank, 1..OQCI_RESIZE_MAX_RANK */
+    int64_t in[OQCI_RESIZE_MAX_RANK];       /* input shape */
+    int32_t naxes;                          /* 1 or 2 */
+    OqciResizeAxis ax[2];                   /* increasing axes */
+} OqciResize;
+int oqci_resize(const OqciResize *p, const void *x, void *y);
+
 /* q = clamp(round(x / scale), lo, hi): float input to s8/u8 ([-127, 127] or [0, 255]). */
 int oqci_quantize(const float *x, void *y, int32_t out_type, int64_t count, float scale);
 /* x = q * scale. */

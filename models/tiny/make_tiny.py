@@ -332,6 +332,108 @@ def _(b):
     b.node("Sub", [s, sd], "y")
     b.out("y", [1, 8, 2, 3])
 
+# ------------------------------------------------------------ Resize / Upsample
+def conv3x3(b, src, cin, cout, out, w, bias):
+    """A padded 3x3 Conv of src (cin -> cout channels) with weights w and bias `bias`."""
+    return b.node("Conv", [src, b.randw(w, [cout, cin, 3, 3], 0.3), b.randw(bias, [cout], 0.1)],
+                  out, pads=[1, 1, 1, 1])
+
+
+@model("resize_modes")
+def _(b):
+    # the exporters' forms side by side, each at [1, 3, 10, 12], summed: linear half_pixel
+    # x2 (torch bilinear), nearest asymmetric floor by sizes (torch nearest), cubic
+    # align_corners, and a pytorch_half_pixel linear downsample of the first one back
+    # to 5 x 6, upsampled by tf_half_pixel_for_nn nearest
+    b.inp("x", [1, 3, 5, 6])
+    e = b.f32("roi", [])
+    a = b.node("Resize", ["x", e, b.f32("s2", [1, 1, 2, 2])], "a", mode="linear")
+    n = b.node("Resize", ["x", e, "", b.i64("sz", [1, 3, 10, 12])], "n", mode="nearest",
+               coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    c = b.node("Resize", ["x", e, b.f32("s3", [1, 1, 2, 2])], "c", mode="cubic",
+               coordinate_transformation_mode="align_corners")
+    d = b.node("Resize", [a, e, "", b.i64("sz2", [1, 3, 5, 6])], "d", mode="linear",
+               coordinate_transformation_mode="pytorch_half_pixel")
+    u = b.node("Resize", [d, e, b.f32("s4", [1, 1, 2, 2])], "u", mode="nearest",
+               coordinate_transformation_mode="tf_half_pixel_for_nn")
+    t = b.node("Add", [b.node("Add", [a, n], "s"), c], "t")
+    b.node("Sub", [t, u], "y")
+    b.out("y", [1, 3, 10, 12])
+
+
+@model("upsample_nearest_cnn")
+def _(b):
+    # a segmentation-style decoder step: Conv, Relu, Upsample x2 (opset 9), Conv
+    b.opset = 9
+    b.inp("x", [1, 3, 6, 6])
+    r = b.node("Relu", [conv3x3(b, "x", 3, 4, "c", "W", "B")], "r")
+    u = b.node("Upsample", [r, b.f32("sc", [1, 1, 2, 2])], "u", mode="nearest")
+    conv3x3(b, u, 4, 2, "y", "W2", "B2")
+    b.out("y", [1, 2, 12, 12])
+
+
+@model("resize_linear_cnn")
+def _(b):
+    # Conv, Relu, bilinear x2 (half_pixel, as torch's align_corners=False), Conv; a
+    # signed branch (no Relu) resized with align_corners, and a bicubic one (INT8: stays
+    # float), added
+    b.inp("x", [1, 3, 6, 7])
+    e = b.f32("roi", [])
+    c = conv3x3(b, "x", 3, 4, "c", "W", "B")
+    r = b.node("Relu", [c], "r")
+    u = b.node("Resize", [r, e, b.f32("sc", [1, 1, 2, 2])], "u", mode="linear")
+    v = b.node("Resize", [c, e, "", b.i64("sz", [1, 4, 12, 14])], "v", mode="linear",
+               coordinate_transformation_mode="align_corners")
+    w = b.node("Resize", [c, e, b.f32("sc3", [1, 1, 2, 2])], "w", mode="cubic")
+    uv = b.node("Add", [u, v], "uv")
+    a = b.node("Add", [uv, w], "a")
+    conv3x3(b, a, 4, 2, "y", "W2", "B2")
+    b.out("y", [1, 2, 12, 14])
+
+
+# ------------------------------------------------------------- pass fold-patterns
+@model("pattern_hardswish")
+def _(b):
+    # PyTorch's hardswish below opset 14: x * HardSigmoid(x, alpha 1/6) (folded), and a
+    # Mul by a default HardSigmoid (alpha 0.2: not HardSwish, kept)
+    b.inp("x", [1, 3, 6, 6])
+    c = b.node("Conv", ["x", b.randw("W", [4, 3, 3, 3], 0.5), b.randw("B", [4], 0.5)], "c",
+               pads=[1, 1, 1, 1])
+    h = b.node("HardSigmoid", [c], "h", alpha=1.0 / 6, beta=0.5)
+    s = b.node("Mul", [c, h], "s")
+    k = b.node("HardSigmoid", [c], "k")
+    t = b.node("Mul", [k, c], "t")
+    b.node("Add", [s, t], "y")
+    b.out("y", [1, 4, 6, 6])
+
+
+@model("pattern_layernorm")
+def _(b):
+    # LayerNorm decomposed as exporters write it: over the last axis with gamma and beta
+    # (Pow form), over the last two axes without them (Mul form); and a mean over axis 1
+    # (not trailing: kept)
+    b.inp("x", [2, 3, 4, 5])
+    def ln(src, axes, square, tag):
+        m = b.node("ReduceMean", [src], tag + "m", axes=axes)
+        d = b.node("Sub", [src, m], tag + "d")
+        if square == "pow":
+            p = b.node("Pow", [d, b.f32(tag + "two", 2.0)], tag + "p")
+        else:
+            p = b.node("Mul", [d, d], tag + "p")
+        v = b.node("ReduceMean", [p], tag + "v", axes=axes)
+        e = b.node("Add", [v, b.f32(tag + "eps", 1e-5)], tag + "e")
+        r = b.node("Sqrt", [e], tag + "r")
+        return b.node("Div", [d, r], tag + "n")
+    a = ln("x", [-1], "pow", "a")
+    g = b.node("Mul", [a, b.randw("gamma", [5], 0.5)], "ag")
+    y1 = b.node("Add", [g, b.randw("beta", [5], 0.5)], "ab")
+    y2 = ln("x", [2, 3], "mul", "b")
+    y3 = ln("x", [1], "pow", "c")
+    s = b.node("Add", [y1, y2], "s")
+    b.node("Add", [s, y3], "y")
+    b.out("y", [2, 3, 4, 5])
+
+
 @model("norm_layer_instance")
 def _(b):
     # InstanceNormalization, then LayerNormalization over the last axis (opset 17)

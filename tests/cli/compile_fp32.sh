@@ -7,7 +7,7 @@
 #
 # Models: Fashion-MNIST (20 test images), squeezenet1_1, and tiny models covering the
 # emitted kernels (Softmax, Concat, Split, Transpose, Slice, Gather, Pad, BatchNorm, LRN,
-# Sum, MatMul, Q/DQ, ...). resnet18, mobilenet_v2 and googlenet (from `make models`)
+# Sum, MatMul, Q/DQ, Resize, ConvTranspose, ...). resnet18, mobilenet_v2 and googlenet (from `make models`)
 # take a minute each to compile: they run with OQC_TEST_BIG=1 when present.
 #
 # Bit-identity: oqc's runtime is built with -ffp-contract=off in every configuration
@@ -149,7 +149,8 @@ for m in softmax_axis1_4d softmax_opset11_axis2 concat_axis0 merge_negative spli
          cleanup_identity_const_output reduce_mean_axis1 reduce_max_neg_axes reduce_min_all \
          reduce_sum_axes_input reduce_sum_noop reduce_mean_chain hardswish_basic elu_alpha \
          unary_chain_math unary_chain_act prelu_channel pow_square_cube tile_expand \
-         argmax_channels depth_space norm_layer_instance; do
+         argmax_channels depth_space norm_layer_instance resize_modes upsample_nearest_cnn \
+         resize_linear_cnn convtranspose_basic convtranspose_group convtranspose_asym; do
     "$OQC" compile models/tiny/$m.onnx --precision fp32 -o "$TMP/t_$m" -q 2> "$TMP/err" ||
         { fail "$m: compile: $(cat "$TMP/err")"; continue; }
     shape=$(sed -n "s/^\/\* input 0 '.*': f32\[\(.*\)\] \*\/$/\1/p" "$TMP/t_$m/$m.h" | sed 's/x/, /g')
@@ -198,8 +199,8 @@ expect_error() { # NAME PATTERN OQC-ARGS...: exit 1, PATTERN on stderr, no $TMP/
 expect_error "unsupported operator: named, nothing written" \
     "models/tiny/cleanup_fold_limit.onnx: node 'ConstantOfShape_2' (ConstantOfShape): the C emitter does not support this operator yet" \
     compile models/tiny/cleanup_fold_limit.onnx --precision fp32 -o "$TMP/bad"
-expect_error "operators oqc cannot run at all" "ConvTranspose" \
-    compile models/tiny/convtranspose_basic.onnx --precision fp32 -o "$TMP/bad"
+expect_error "operators oqc cannot run at all" "operators oqc does not support: Round x2, Hardmax x1" \
+    compile tests/bad/unsupported_ops.onnx --precision fp32 -o "$TMP/bad"
 expect_error "integer graph input refused" "input 'x' is i64" \
     compile models/tiny/cast_i2f.onnx --precision fp32 -o "$TMP/bad"
 expect_error "missing -o" "give the output directory with -o OUTDIR" \

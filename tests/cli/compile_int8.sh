@@ -326,7 +326,8 @@ if [ "${OQC_CONFIG:-default}" = default ]; then
              globalavgpool_basic gemm_alpha_beta gemm_bias_col gemm_no_c gemm_transB \
              matmul_2d matmul_bcast_3d_2d sum_three clip_minmax relu_basic \
              pass_gemm_bn mixed_small_cnn pass_leaky pass_relu6_opset12 add_bcast_channel \
-             pass_caffe2_muladd; do
+             pass_caffe2_muladd resize_linear_cnn upsample_nearest_cnn convtranspose_basic \
+             convtranspose_group convtranspose_asym convtranspose_pads_outpad; do
         mf=models/tiny/$m.onnx
         nm=$((nm + 1))
         "$OQC" compile $mf --precision fp32 -o "$TMP/shape_$m" --name t -q 2>/dev/null || {

@@ -164,6 +164,20 @@ static int compare(const OqcValue *got, const OqcValue *ref, char *msg, size_t l
     return 0;
 }
 
+/* 1 when tensor t is the roi or scales input of a Resize / Upsample node: values that
+ * decide the output's shape, which oqc takes as constants like integer inputs. */
+static int decides_shape(const OqcGraph *g, int t) {
+    for (int i = 0; i < g->nnodes; i++) {
+        const OqcNode *n = &g->nodes[i];
+        if (n->op != OQC_OP_Resize && n->op != OQC_OP_Upsample)
+            continue;
+        for (int k = 1; k < n->nin; k++)
+            if (n->in[k] == t)
+                return 1;
+    }
+    return 0;
+}
+
 /* Runs one data set against a freshly loaded model; 0 when it passes. */
 static int run_set(const char *dir, const char *set, char *msg, size_t len) {
     char path[8192];
@@ -194,7 +208,8 @@ static int run_set(const char *dir, const char *set, char *msg, size_t len) {
         goto out;
     }
     /* oqc compiles ahead of time: integer and bool inputs (starts, axes, shapes,
-     * indices, flags) become constants; float inputs keep the data's shape. */
+     * indices, flags) and Resize's float roi and scales become constants; other float
+     * inputs keep the data's shape. */
     OqcInputShape shapes[32];
     const void *inp[32];
     void *outp[32];
@@ -203,8 +218,8 @@ static int run_set(const char *dir, const char *set, char *msg, size_t len) {
         ids[i] = g->inputs[i];
     for (int i = 0; i < nin; i++) {
         OqcTensor *t = &g->tensors[ids[i]];
-        if (t->dtype != OQCF_FLOAT && t->dtype != OQCF_DOUBLE && t->dtype != OQCF_FLOAT16 &&
-            t->dtype != OQCF_BFLOAT16) {
+        if ((t->dtype != OQCF_FLOAT && t->dtype != OQCF_DOUBLE && t->dtype != OQCF_FLOAT16 &&
+             t->dtype != OQCF_BFLOAT16) || decides_shape(g, ids[i])) {
             if (oqc_bind_input(g, ids[i], &ins[i], &d) < 0) {
                 snprintf(msg, len, "bind: %s", d.buf);
                 goto out;
