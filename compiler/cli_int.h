@@ -56,6 +56,8 @@ typedef struct Opts {
     OqcPreprocess pre;            /* --preprocess SPEC (pre.given: 0 when not given) */
     int main_driver;              /* compile --main */
     long runs, warmup;            /* bench --runs N, --warmup N (-1: not given) */
+    int md;                       /* -MD: write a dependency file */
+    const char *mf;               /* -MF FILE: its name (NULL: the default, see -MD) */
 } Opts;
 
 /* cli_opts.c: parses argv (argc words after the command word) for command cmd, which
@@ -82,6 +84,9 @@ int oqc_cli_bench_run(const char *outdir, const char *name, const char *cflags, 
                       long warmup, const char *input, OqcDiag *d);
 /* cli_bench.c: removes directory dir and the files in it (oqc bench's scratch). */
 void oqc_cli_remove_dir(const char *dir);
+/* cli_depfile.c: with -MD, writes the Make dependency file (-MF, else primary + ".d"):
+ * every output written so far depends on every input read; 0, or -1 with an error. */
+int oqc_cli_write_depfile(const Opts *o, const char *primary, OqcDiag *d);
 /* cli_opts.c: the thread count when --threads is not given (the online CPUs, 1 to 8). */
 int oqc_cli_default_threads(void);
 

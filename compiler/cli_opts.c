@@ -76,6 +76,10 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
             o->main_driver = 1;
             continue;
         }
+        if (!strcmp(name, "-MD")) {
+            o->md = 1;
+            continue;
+        }
         if (!val) {
             if (i + 1 >= argc)
                 return oqc_err(d, "oqc %s: option '%s' needs a value", cmd, name);
@@ -83,6 +87,8 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
         }
         if (!strcmp(name, "-o")) {
             o->out = val;
+        } else if (!strcmp(name, "-MF")) {
+            o->mf = val;
         } else if (!strcmp(name, "--format")) {
             o->format = val;
         } else if (!strcmp(name, "--data")) {
@@ -204,6 +210,8 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
     }
     if (!o->model)
         return oqc_err(d, "oqc %s: missing MODEL argument\n%s", cmd, oqc_usage(cmd));
+    if (o->mf && !o->md)
+        return oqc_err(d, "oqc %s: -MF FILE names the dependency file of -MD: add -MD", cmd);
     /* pass names are checked whether or not the passes run (dump without --after,
      * --no-opt): a misspelt name is an error, never silently ignored */
     const char *lists[2][2] = {{o->passes, "--passes"}, {o->disable, "--disable-pass"}};

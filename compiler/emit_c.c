@@ -872,6 +872,8 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
             rmdir(made[i]);
         return -1;
     }
+    for (int i = 0; i < o.n; i++)
+        oqc_out_done(o.final[i]);
     if (opt->stats) {
         size_t wbytes = 0;
         for (int t = 0; t < g->ntensors; t++)

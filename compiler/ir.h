@@ -469,6 +469,12 @@ int oqc_in_open_inside(const char *dir, const char *file, const char *what, stru
  * turns it on; a program using the library may read and rewrite a file on purpose. */
 const char *oqc_in_was_read(const char *path);
 void oqc_in_remember(int on);
+/* Remembers directory path as an input (its listing chose the data files: a file added
+ * or removed changes what is read); nothing for anything else. */
+void oqc_in_note_dir(const char *path);
+/* The inputs remembered so far, in the order first read, by the name first used. */
+size_t oqc_in_count(void);
+const char *oqc_in_path(size_t i);
 
 /* =================================================================== outfile.c */
 
@@ -487,6 +493,13 @@ int oqc_out_open(OqcOutFile *o, const char *path, OqcDiag *d);
 int oqc_out_commit(OqcOutFile *o, int ok, OqcDiag *d);
 /* -1 with an error when path is a file this process read as an input (infile.c). */
 int oqc_out_refuse_input(const char *path, OqcDiag *d);
+/* Records path as a finished output of this process (a regular file renamed into
+ * place; oqc_out_commit does it), listed in order by oqc_out_count/oqc_out_path. */
+void oqc_out_done(const char *path);
+/* The output recorded as from was renamed to `to` (recorded in its place). */
+void oqc_out_moved(const char *from, const char *to);
+size_t oqc_out_count(void);
+const char *oqc_out_path(size_t i);
 /* Registers a temporary file (or a directory a command created) to be removed if a
  * signal interrupts the command; oqc_tmp_forget when it is renamed or removed. */
 void oqc_tmp_add(const char *path);

@@ -218,6 +218,8 @@ static int unstage(Staged *s, int n, int rc, OqcDiag *d) {
         if (rc == 0 && rename(s[i].tmp, s[i].path) != 0)
             rc = oqc_err(d, "%s: cannot rename the finished file into place: %s", s[i].path,
                          strerror(errno));
+        if (rc == 0)
+            oqc_out_moved(s[i].tmp, s[i].path);
         if (rc < 0)
             remove(s[i].tmp);
         oqc_tmp_forget(s[i].tmp);
@@ -234,7 +236,7 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
                                           "--val-labels", "--fp32-nodes", "--requant",
                                           "--weight-bits", "--sensitivity", "--preprocess",
                                           "--passes", "--disable-pass", "--no-opt", "-v",
-                                          "-q", NULL};
+                                          "-q", "-MD", "-MF", NULL};
     Opts o;
     int rc = oqc_cli_parse_opts(argc, argv, "calibrate", allowed, &o, d);
     OqcCalibOptions co = {.method = OQC_CALIB_PERCENTILE, .param = OQC_CALIB_DEFAULT_PERCENTILE,
@@ -322,6 +324,8 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
                                  d);
     oqc_sensitivity_free(&sens);
     rc = unstage(st, 2, rc, d);
+    if (rc == 0)
+        rc = oqc_cli_write_depfile(&o, o.out, d);
     if (rc == 0 && !o.quiet)
         printf("calibrated %d tensors over %lld samples (%s) in %.2f s; table: %s%s%s\n", n,
                (long long)samples, co.method_name,
@@ -550,7 +554,7 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
                                           "--min-sqnr", "--max-drop", "--val", "--val-labels",
                                           "--save-table", "--threads",
                                           "--passes", "--disable-pass", "--no-opt", "-v",
-                                          "-q", NULL};
+                                          "-q", "-MD", "-MF", NULL};
     Opts o;
     int rc = oqc_cli_parse_opts(argc, argv, "compile", allowed, &o, d);
     if (rc == 0 && !o.out)
@@ -561,6 +565,10 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
         rc = compile_model("compile", &o, o.out, &st, name, sizeof name, d);
     if (rc == 0 && o.main_driver)
         rc = oqc_cli_write_driver(o.out, name, d);
+    char primary[4096];
+    snprintf(primary, sizeof primary, "%s/%s", o.out ? o.out : ".", name);
+    if (rc == 0)
+        rc = oqc_cli_write_depfile(&o, primary, d);
     oqc_cli_free_opts(&o);
     return rc;
 }
@@ -614,7 +622,7 @@ static int cmd_export_qdq(int argc, char **argv, OqcDiag *d) {
                                           "--batch", "--weight-bits", "--fp32-nodes",
                                           "--min-sqnr", "--max-drop", "--val", "--val-labels",
                                           "--save-table", "--preprocess", "--input-shape",
-                                          "--threads", "-v", "-q", NULL};
+                                          "--threads", "-v", "-q", "-MD", "-MF", NULL};
     /* --weight-type is this command's own option: taken out before parse_opts */
     OqcQdqOptions xo = {NULL, 0};
     char **args = malloc((size_t)(argc + 1) * sizeof *args);
@@ -662,6 +670,8 @@ static int cmd_export_qdq(int argc, char **argv, OqcDiag *d) {
     d->verbose = verbose;
     OqcQdqStats st;
     rc = g ? oqc_export_qdq(g, gq, &xo, &st, d) : -1;
+    if (rc == 0)
+        rc = oqc_cli_write_depfile(&o, o.out, d);
     if (rc == 0 && !o.quiet)
         printf("%s: wrote %s (%lld bytes): %d activation tensors with QuantizeLinear/"
                "DequantizeLinear (%d uint8 zero point 0, %d uint8 zero point 128), %d %s "
