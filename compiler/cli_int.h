@@ -56,6 +56,10 @@ typedef struct Opts {
     OqcPreprocess pre;            /* --preprocess SPEC (pre.given: 0 when not given) */
     int main_driver;              /* compile --main */
     long runs, warmup;            /* bench --runs N, --warmup N (-1: not given) */
+    const char *save_stats;       /* calibrate --save-stats FILE */
+    const char *range;            /* calibrate --range FILE (merged stage-1 statistics) */
+    const char **merge;           /* calibrate --merge-stats FILE... (malloc'd) */
+    int nmerge;                   /* their count */
     int md;                       /* -MD: write a dependency file */
     const char *mf;               /* -MF FILE: its name (NULL: the default, see -MD) */
 } Opts;
@@ -64,7 +68,8 @@ typedef struct Opts {
  * accepts the options listed in allowed (NULL-terminated); 0, or -1 with an error. */
 int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const *allowed,
                        Opts *o, OqcDiag *d);
-/* cli_opts.c: frees what oqc_cli_parse_opts allocated (the --input-shape names). */
+/* cli_opts.c: frees what oqc_cli_parse_opts allocated (the --input-shape names, the
+ * --merge-stats list). */
 void oqc_cli_free_opts(Opts *o);
 /* cli_opts.c: runs the pass pipeline on g as --passes, --disable-pass, --after and
  * --no-opt say. */

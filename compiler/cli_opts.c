@@ -87,6 +87,22 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
         }
         if (!strcmp(name, "-o")) {
             o->out = val;
+        } else if (!strcmp(name, "--save-stats")) {
+            o->save_stats = val;
+        } else if (!strcmp(name, "--range")) {
+            o->range = val;
+        } else if (!strcmp(name, "--merge-stats")) {
+            /* FILE... : this value and every following word up to the next option */
+            int n = 1;
+            while (i + n < argc && (argv[i + n][0] != '-' || !argv[i + n][1]))
+                n++;
+            const char **m = realloc(o->merge, (size_t)(o->nmerge + n) * sizeof *m);
+            if (!m)
+                oqc_panic(__FILE__, __LINE__, "out of memory");
+            o->merge = m;
+            o->merge[o->nmerge++] = val;
+            for (int k = 1; k < n; k++)
+                o->merge[o->nmerge++] = argv[++i];
         } else if (!strcmp(name, "-MF")) {
             o->mf = val;
         } else if (!strcmp(name, "--format")) {
@@ -232,6 +248,8 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
 void oqc_cli_free_opts(Opts *o) {
     for (int i = 0; i < o->nshapes; i++)
         free((void *)o->shapes[i].name);
+    free(o->merge);
+    o->merge = NULL;
 }
 
 /* Runs the pass pipeline as the options say: everything (or --passes) minus

@@ -663,6 +663,24 @@ int oqc_table_read_xml_ex(const char *path, OqcArena *a, OqcCalibEntry **e, int 
 
 /* ================================================================= calibrate.c */
 
+/* The streaming statistics of a calibration, for calibration split across machines
+ * (docs/calibration.md, "Calibration split across machines"): stage 1 holds each
+ * histogram's amax over some samples; stage 2 the histograms themselves, binned over
+ * the agreed (merged stage-1) amax.  Stage-1 statistics merge by maximum, stage-2 ones
+ * by summing counts, so merging the shards' statistics gives exactly what one run over
+ * all of them holds. */
+typedef struct OqcCalibStats {
+    const char *path;        /* the file read or written (for messages), or NULL */
+    int stage;               /* 1: amax only; 2: histograms */
+    int nhists;              /* histograms: one per calibrated root tensor */
+    int bins;                /* bins per histogram */
+    const char **names;      /* [nhists] the root tensors' names, in the model's order */
+    OqcHist *hists;          /* [nhists] amax (and, stage 2, count and bins) */
+    int64_t samples;         /* samples these statistics cover */
+    int64_t range_samples;   /* stage 2: the samples its amax was measured over */
+    const char *preprocess;  /* the --preprocess spec of image data, or NULL */
+} OqcCalibStats;
+
 /* What to calibrate and how. */
 typedef struct OqcCalibOptions {
     const char *const *data;     /* data paths: directories of .npy/.pb, or files */
@@ -676,6 +694,10 @@ typedef struct OqcCalibOptions {
     const OqcCalibEntry *table;  /* imported thresholds that override calibration */
     int ntable;                  /* their count */
     const OqcPreprocess *pre;    /* how image files become inputs, or NULL */
+    const OqcCalibStats *range;  /* stage-1 statistics: run pass 2 only, over their amax */
+    const OqcCalibStats *merged; /* stage-2 statistics: no data, thresholds from these */
+    OqcCalibStats *save;         /* receives the statistics (stage 1, or 2 with range)
+                                    instead of thresholds (*nentries 0) */
 } OqcCalibOptions;
 
 /* Runs the (optimised) graph over the data twice (amax, then histograms) and picks a
@@ -684,6 +706,17 @@ typedef struct OqcCalibOptions {
  * (oqc_rebatch), used for every full batch. The result does not depend on b. */
 int oqc_calibrate(OqcGraph *g1, OqcGraph *gb, int64_t b, const OqcCalibOptions *o,
                   OqcCalibEntry **entries, int *nentries, int64_t *nsamples, OqcDiag *d);
+/* calib_stats.c: writes st as a statistics file (docs/calibration.md), completely or
+ * not at all. */
+int oqc_calib_stats_write(const char *path, const OqcCalibStats *st, OqcDiag *d);
+/* Reads and validates a statistics file into *st (in arena a); errors name the file. */
+int oqc_calib_stats_read(const char *path, OqcArena *a, OqcCalibStats *st, OqcDiag *d);
+/* Merges n statistics of one stage (maximum of amax; stage 2: sums of counts, every
+ * file binned over the same amax) into *out, in arena a; an error names the first file
+ * that does not agree with the first one. */
+int oqc_calib_stats_merge(const OqcCalibStats *in, int n, OqcArena *a, OqcCalibStats *out,
+                          OqcDiag *d);
+
 /* Marks provably non-negative tensors (u8 storage) in nonneg (ntensors entries):
  * outputs of Relu, Clip with min >= 0, Sigmoid, convs with such a fused activation,
  * pooling/reshapes/concats/sums of non-negative tensors. */

@@ -63,7 +63,13 @@ const char *oqc_usage(const char *cmd) {
                "  tensors it names. --report writes an HTML report with histograms. --batch N\n"
                "  runs N samples at a time (the table does not depend on it).\n"
                "  --min-sqnr DB | --max-drop POINTS with --val X.npy [--val-labels Y.npy]:\n"
-               "  keep the fewest layers float for that target (XML tables only; see below).\n";
+               "  keep the fewest layers float for that target (XML tables only; see below).\n"
+               "  split across machines (docs/calibration.md): per shard\n"
+               "    oqc calibrate MODEL --data SHARD --save-stats S.amax          (pass 1)\n"
+               "    oqc calibrate MODEL --merge-stats *.amax --save-stats RANGE\n"
+               "    oqc calibrate MODEL --data SHARD --range RANGE --save-stats S.hist (pass 2)\n"
+               "    oqc calibrate MODEL --merge-stats *.hist -o TABLE [--method M]\n"
+               "  gives the same table, byte for byte, as one run over every shard.\n";
     if (!strcmp(cmd, "compile"))
         return "usage: oqc compile MODEL -o OUTDIR [--name NAME] [--precision int8|fp32]\n"
                "                   [--calib PATH...] [--table FILE] [--method M] [--requant float|fixed]\n"
