@@ -1,9 +1,12 @@
 /* cli_depfile.c - `-MD [-MF FILE]`: a Make-format dependency file for the build system
  * that runs oqc (Make, CMake's add_custom_command(DEPFILE), Ninja's depfile=), like
  * gcc -MD -MP.  Its targets are every file the command wrote (outfile.c records them),
- * its prerequisites every file it read: the model, external data or XML side data, the
+ * the command's main output first (Ninja checks that the first target is the first output
+ * of its build edge), its prerequisites every file it read: the model, external data or XML side data, the
  * table, calibration and validation data (tensor files, images, list files) and the
- * directories whose listing chose the data files (infile.c records them).  Each input
+ * directories whose listing chose the data files (infile.c records them).  -MT TARGET
+ * (repeatable, as gcc's) names the targets instead: Ninja refuses a depfile that names
+ * a file its build edge does not declare as an output.  Each input
  * also gets an empty rule of its own, so a deleted input makes the outputs out of date
  * instead of stopping Make ("No rule to make target").
  *
@@ -33,15 +36,28 @@ static int put_name(FILE *f, const char *path) {
     return 0;
 }
 
-int oqc_cli_write_depfile(const Opts *o, const char *primary, OqcDiag *d) {
+/* Output i of the depfile's targets: main first, then the others in the order written. */
+static const char *target(size_t i, size_t nout, const char *main) {
+    size_t m = nout;
+    for (size_t k = 0; k < nout; k++)
+        if (!strcmp(oqc_out_path(k), main))
+            m = k;
+    if (m == nout)
+        return oqc_out_path(i);
+    return i == 0 ? oqc_out_path(m) : oqc_out_path(i <= m ? i - 1 : i);
+}
+
+int oqc_cli_write_depfile(const Opts *o, const char *main, const char *dflt, OqcDiag *d) {
     if (!o->md)
         return 0;
     size_t nout = oqc_out_count(), nin = oqc_in_count();
-    OqcArena *a = oqc_arena_new();
-    const char *path = o->mf ? o->mf : oqc_arena_printf(a, "%s.d", primary);
+    size_t ntarget = o->nmt ? (size_t)o->nmt : nout;
+    const char *path = o->mf ? o->mf : dflt;
     const char *bad = NULL;
-    for (size_t i = 0; i < nout + nin && !bad; i++) {
-        const char *p = i < nout ? oqc_out_path(i) : oqc_in_path(i - nout);
+    for (size_t i = 0; i < ntarget + nin && !bad; i++) {
+        const char *p = i >= ntarget ? oqc_in_path(i - ntarget)
+                      : o->nmt        ? o->mt[i]
+                                      : oqc_out_path(i);
         if (strchr(p, '\n') || strchr(p, '\r'))
             bad = p;
     }
@@ -55,9 +71,9 @@ int oqc_cli_write_depfile(const Opts *o, const char *primary, OqcDiag *d) {
     if (rc == 0 && oqc_out_open(&of, path, d) < 0)
         rc = -1;
     if (rc == 0) {
-        for (size_t i = 0; i < nout; i++) {
-            put_name(of.f, oqc_out_path(i));
-            fputs(i + 1 < nout ? " \\\n" : ":", of.f);
+        for (size_t i = 0; i < ntarget; i++) {
+            put_name(of.f, o->nmt ? o->mt[i] : target(i, nout, main));
+            fputs(i + 1 < ntarget ? " \\\n" : ":", of.f);
         }
         for (size_t i = 0; i < nin; i++) {
             fputs(" \\\n  ", of.f);
@@ -71,6 +87,5 @@ int oqc_cli_write_depfile(const Opts *o, const char *primary, OqcDiag *d) {
         }
         rc = oqc_out_commit(&of, 1, d);
     }
-    oqc_arena_free(a);
     return rc;
 }

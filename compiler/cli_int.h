@@ -62,6 +62,8 @@ typedef struct Opts {
     int nmerge;                   /* their count */
     int md;                       /* -MD: write a dependency file */
     const char *mf;               /* -MF FILE: its name (NULL: the default, see -MD) */
+    const char *mt[16];           /* -MT TARGET (repeatable): the depfile's targets */
+    int nmt;                      /* their count (0: every file written) */
 } Opts;
 
 /* cli_opts.c: parses argv (argc words after the command word) for command cmd, which
@@ -89,9 +91,10 @@ int oqc_cli_bench_run(const char *outdir, const char *name, const char *cflags, 
                       long warmup, const char *input, OqcDiag *d);
 /* cli_bench.c: removes directory dir and the files in it (oqc bench's scratch). */
 void oqc_cli_remove_dir(const char *dir);
-/* cli_depfile.c: with -MD, writes the Make dependency file (-MF, else primary + ".d"):
- * every output written so far depends on every input read; 0, or -1 with an error. */
-int oqc_cli_write_depfile(const Opts *o, const char *primary, OqcDiag *d);
+/* cli_depfile.c: with -MD, writes the Make dependency file (-MF FILE, else dflt): every
+ * output written so far (main, the command's main output, first) depends on every
+ * input read; 0, or -1 with an error. */
+int oqc_cli_write_depfile(const Opts *o, const char *main, const char *dflt, OqcDiag *d);
 /* cli_opts.c: the thread count when --threads is not given (the online CPUs, 1 to 8). */
 int oqc_cli_default_threads(void);
 

@@ -105,6 +105,10 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
                 o->merge[o->nmerge++] = argv[++i];
         } else if (!strcmp(name, "-MF")) {
             o->mf = val;
+        } else if (!strcmp(name, "-MT")) {
+            if (o->nmt == (int)(sizeof o->mt / sizeof o->mt[0]))
+                return oqc_err(d, "oqc %s: too many -MT options", cmd);
+            o->mt[o->nmt++] = val;
         } else if (!strcmp(name, "--format")) {
             o->format = val;
         } else if (!strcmp(name, "--data")) {
@@ -226,8 +230,9 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
     }
     if (!o->model)
         return oqc_err(d, "oqc %s: missing MODEL argument\n%s", cmd, oqc_usage(cmd));
-    if (o->mf && !o->md)
-        return oqc_err(d, "oqc %s: -MF FILE names the dependency file of -MD: add -MD", cmd);
+    if ((o->mf || o->nmt) && !o->md)
+        return oqc_err(d, "oqc %s: -MF FILE and -MT TARGET shape the dependency file of "
+                          "-MD: add -MD", cmd);
     /* pass names are checked whether or not the passes run (dump without --after,
      * --no-opt): a misspelt name is an error, never silently ignored */
     const char *lists[2][2] = {{o->passes, "--passes"}, {o->disable, "--disable-pass"}};

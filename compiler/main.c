@@ -299,7 +299,7 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
                                           "--val-labels", "--fp32-nodes", "--requant",
                                           "--weight-bits", "--sensitivity", "--preprocess",
                                           "--passes", "--disable-pass", "--no-opt", "-v",
-                                          "-q", "-MD", "-MF", "--save-stats", "--range",
+                                          "-q", "-MD", "-MF", "-MT", "--save-stats", "--range",
                                           "--merge-stats", NULL};
     Opts o;
     int rc = oqc_cli_parse_opts(argc, argv, "calibrate", allowed, &o, d);
@@ -400,8 +400,11 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
                                  d);
     oqc_sensitivity_free(&sens);
     rc = unstage(st, 3, rc, d);
+    const char *main_out = o.out ? o.out : o.save_stats;
+    char dflt[4096];
+    snprintf(dflt, sizeof dflt, "%s.d", main_out ? main_out : "");
     if (rc == 0)
-        rc = oqc_cli_write_depfile(&o, o.out ? o.out : o.save_stats, d);
+        rc = oqc_cli_write_depfile(&o, main_out, dflt, d);
     if (rc == 0 && !o.quiet && o.save_stats)
         printf("%s: %s statistics of %d tensors over %lld samples%s\n", o.save_stats,
                saved.stage == 1 ? "amax (pass 1)" : "histogram (pass 2)", saved.nhists,
@@ -634,7 +637,7 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
                                           "--min-sqnr", "--max-drop", "--val", "--val-labels",
                                           "--save-table", "--threads",
                                           "--passes", "--disable-pass", "--no-opt", "-v",
-                                          "-q", "-MD", "-MF", NULL};
+                                          "-q", "-MD", "-MF", "-MT", NULL};
     Opts o;
     int rc = oqc_cli_parse_opts(argc, argv, "compile", allowed, &o, d);
     if (rc == 0 && !o.out)
@@ -645,10 +648,11 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
         rc = compile_model("compile", &o, o.out, &st, name, sizeof name, d);
     if (rc == 0 && o.main_driver)
         rc = oqc_cli_write_driver(o.out, name, d);
-    char primary[4096];
-    snprintf(primary, sizeof primary, "%s/%s", o.out ? o.out : ".", name);
+    char main_c[4096], dflt[4096];
+    snprintf(main_c, sizeof main_c, "%s/%s.c", o.out ? o.out : ".", name);
+    snprintf(dflt, sizeof dflt, "%s/%s.d", o.out ? o.out : ".", name);
     if (rc == 0)
-        rc = oqc_cli_write_depfile(&o, primary, d);
+        rc = oqc_cli_write_depfile(&o, main_c, dflt, d);
     oqc_cli_free_opts(&o);
     return rc;
 }
@@ -702,7 +706,7 @@ static int cmd_export_qdq(int argc, char **argv, OqcDiag *d) {
                                           "--batch", "--weight-bits", "--fp32-nodes",
                                           "--min-sqnr", "--max-drop", "--val", "--val-labels",
                                           "--save-table", "--preprocess", "--input-shape",
-                                          "--threads", "-v", "-q", "-MD", "-MF", NULL};
+                                          "--threads", "-v", "-q", "-MD", "-MF", "-MT", NULL};
     /* --weight-type is this command's own option: taken out before parse_opts */
     OqcQdqOptions xo = {NULL, 0};
     char **args = malloc((size_t)(argc + 1) * sizeof *args);
@@ -750,8 +754,10 @@ static int cmd_export_qdq(int argc, char **argv, OqcDiag *d) {
     d->verbose = verbose;
     OqcQdqStats st;
     rc = g ? oqc_export_qdq(g, gq, &xo, &st, d) : -1;
+    char dflt[4096];
+    snprintf(dflt, sizeof dflt, "%s.d", o.out ? o.out : "");
     if (rc == 0)
-        rc = oqc_cli_write_depfile(&o, o.out, d);
+        rc = oqc_cli_write_depfile(&o, o.out, dflt, d);
     if (rc == 0 && !o.quiet)
         printf("%s: wrote %s (%lld bytes): %d activation tensors with QuantizeLinear/"
                "DequantizeLinear (%d uint8 zero point 0, %d uint8 zero point 128), %d %s "

@@ -31,7 +31,7 @@ const char *const oqc_usage_text =
     "                                resize=,crop=,scale=,mean=,std=,color=,layout=\n"
     "                                (docs/images.md); data may be JPEG/PNG files,\n"
     "                                folders or list files\n"
-    "  -MD [-MF FILE]                calibrate/compile/export-qdq: also write a Make\n"
+    "  -MD [-MF FILE] [-MT TARGET]   calibrate/compile/export-qdq: also write a Make\n"
     "                                dependency file (default: -o FILE.d, OUTDIR/NAME.d)\n"
     "\n"
     "MODEL is an ONNX file or an XML dump written by `oqc dump --format xml`.\n"

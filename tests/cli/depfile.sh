@@ -20,14 +20,21 @@ has() { grep -qxF -- "$2" "$1"; }
     ok "calibrate -MD: TABLE.d, targets table and report, model and data prerequisites" ||
     { fail "calibrate -MD"; cat "$TMP/t.xml.d"; }
 
-# compile: default OUTDIR/NAME.d; every emitted file a target, model and table prerequisites
+# compile: default OUTDIR/NAME.d; every emitted file a target, NAME.c first (Ninja checks
+# the first target against the first output of its edge), model and table prerequisites
 "$OQC" compile $M --table "$TMP/t.xml" -o "$TMP/out" -MD -q &&
     n=$(ls "$TMP/out" | grep -vc '\.d$') &&
     [ "$(grep -c "^$TMP/out/" "$TMP/out/fashion_cnn.d")" = "$n" ] &&
-    has "$TMP/out/fashion_cnn.d" "$TMP/out/fashion_cnn.c: \\" &&
+    [ "$(head -n 1 "$TMP/out/fashion_cnn.d")" = "$TMP/out/fashion_cnn.c \\" ] &&
     has "$TMP/out/fashion_cnn.d" "  $M \\" && has "$TMP/out/fashion_cnn.d" "  $TMP/t.xml" &&
     ok "compile -MD: OUTDIR/NAME.d, all $n emitted files targets, model and table prerequisites" ||
     { fail "compile -MD"; cat "$TMP/out/fashion_cnn.d"; }
+
+# -MT: the given targets only (for Ninja), the prerequisites unchanged
+"$OQC" compile $M --table "$TMP/t.xml" -o "$TMP/out2" -MD -MT "$TMP/out2/fashion_cnn.c" -MT x.h -q &&
+    [ "$(head -n 2 "$TMP/out2/fashion_cnn.d")" = "$TMP/out2/fashion_cnn.c \\
+x.h: \\" ] && has "$TMP/out2/fashion_cnn.d" "  $TMP/t.xml" &&
+    ok "-MT: only the named targets" || { fail "-MT"; cat "$TMP/out2/fashion_cnn.d"; }
 
 # export-qdq with -MF; a model with external data lists its data file (by its real
 # path: oqc resolves it to check it stays inside the model's directory)
@@ -44,7 +51,7 @@ rm -f "$TMP/bad.xml.d"
 [ $? = 1 ] && [ ! -e "$TMP/bad.xml.d" ] && [ ! -e "$TMP/bad.xml" ] &&
     ok "failed command: exit 1, no depfile, no table" || fail "failed command left a depfile"
 "$OQC" calibrate $M --data $D -o "$TMP/t2.xml" -MF "$TMP/t2.d" -q 2>"$TMP/err"
-[ $? = 1 ] && grep -q -- "-MF FILE names the dependency file of -MD" "$TMP/err" &&
+[ $? = 1 ] && grep -q -- "-MF FILE and -MT TARGET shape the dependency file of -MD" "$TMP/err" &&
     [ ! -e "$TMP/t2.xml" ] && ok "-MF without -MD: error" || fail "-MF without -MD"
 
 # Image data: the folder (and its sub-folder), every image and the list file are
