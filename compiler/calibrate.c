@@ -318,9 +318,7 @@ static int stats_match(const OqcGraph *g, const Calib *c, int bins, const OqcCal
     return 0;
 }
 
-int oqc_calibrate(OqcGraph *g, OqcGraph *gb, int64_t b, const OqcCalibOptions *o,
-                  OqcCalibEntry **entries, int *nentries, int64_t *nsamples, OqcDiag *d) {
-    OqcArena *a = g->arena;
+int oqc_calib_check_input(const OqcGraph *g, OqcDiag *d) {
     if (g->ninputs != 1)
         return oqc_err(d, "%s: calibration supports models with one input; this one has %d",
                        g->path, g->ninputs);
@@ -328,6 +326,28 @@ int oqc_calibrate(OqcGraph *g, OqcGraph *gb, int64_t b, const OqcCalibOptions *o
     if (x->dtype != OQCF_FLOAT)
         return oqc_err(d, "%s: input '%s' is %s; calibration needs a float input", g->path,
                        x->name, oqc_dtype_name(x->dtype));
+    return 0;
+}
+
+void oqc_calib_placeholder(const OqcGraph *g, OqcArena *a, OqcCalibEntry **e, int *n) {
+    unsigned char *is_base = oqc_arena_alloc(a, (size_t)g->ntensors + 1);
+    for (int t = 0; t < g->ntensors; t++)
+        if (g->tensors[t].view_base >= 0)
+            is_base[g->tensors[t].view_base] = 1;
+    *e = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof **e);
+    *n = 0;
+    for (int t = 0; t < g->ntensors; t++)
+        if (calibrated(g, is_base, t))
+            (*e)[(*n)++] = (OqcCalibEntry){.name = g->tensors[t].name, .amax = 1,
+                                           .threshold = 1, .method = "table"};
+}
+
+int oqc_calibrate(OqcGraph *g, OqcGraph *gb, int64_t b, const OqcCalibOptions *o,
+                  OqcCalibEntry **entries, int *nentries, int64_t *nsamples, OqcDiag *d) {
+    OqcArena *a = g->arena;
+    if (oqc_calib_check_input(g, d) < 0)
+        return -1;
+    const OqcTensor *x = &g->tensors[g->inputs[0]];
     const char **files = NULL;
     int nfiles = 0;
     if (!o->merged && oqc_data_files(a, o->data, o->ndata, &files, &nfiles, d) < 0)

@@ -432,6 +432,9 @@ typedef void (*OqcTensorHook)(void *ctx, const OqcGraph *g, int tensor, const vo
 
 /* Lists every op (with counts) the executor cannot run, in one error; 0 if none. */
 int oqc_check_supported(const OqcGraph *g, OqcDiag *d);
+/* Whether the executor has a kernel for node n's operator (the test of
+ * oqc_check_supported; node-specific refusals come from oqc_exec_new). */
+int oqc_exec_op_supported(const OqcNode *n);
 /* Plans buffers and kernels for a shape-inferred graph; nthreads >= 1. */
 OqcExec *oqc_exec_new(OqcGraph *g, int nthreads, OqcDiag *d);
 void oqc_exec_free(OqcExec *e);
@@ -717,6 +720,12 @@ int oqc_calib_stats_read(const char *path, OqcArena *a, OqcCalibStats *st, OqcDi
 int oqc_calib_stats_merge(const OqcCalibStats *in, int n, OqcArena *a, OqcCalibStats *out,
                           OqcDiag *d);
 
+/* The graph-level conditions of calibration (one float input): 0, or -1 with an error. */
+int oqc_calib_check_input(const OqcGraph *g, OqcDiag *d);
+/* A table with threshold 1 for every tensor calibration gives one (in arena a): the
+ * tensors a table-driven INT8 lowering sees, for `oqc check`. */
+void oqc_calib_placeholder(const OqcGraph *g, OqcArena *a, OqcCalibEntry **e, int *n);
+
 /* Marks provably non-negative tensors (u8 storage) in nonneg (ntensors entries):
  * outputs of Relu, Clip with min >= 0, Sigmoid, convs with such a fused activation,
  * pooling/reshapes/concats/sums of non-negative tensors. */
@@ -939,6 +948,10 @@ const char *oqc_default_target(void);
  * NAME.mk and README.md. Nodes the emitter cannot compile are all reported before
  * anything is written; files go to temporary names renamed together at the end. */
 int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d);
+/* What oqc_emit_c refuses in e, checked before it writes anything: each node the
+ * emitter cannot compile (the first max_nodes listed, then a count), non-float graph
+ * inputs or outputs, constants without data; errors in d, returns their number. */
+int oqc_emit_check(OqcExec *e, int max_nodes, OqcDiag *d);
 /* 0 when name can be NAME (a C identifier of at most 48 characters, not a keyword,
  * not starting with '_' or the runtime's oqcf/oqci prefixes), else an error. */
 int oqc_c_name_check(const char *name, OqcDiag *d);

@@ -10,7 +10,7 @@ const char *const oqc_usage_text =
     "\n"
     "commands:\n"
     "  dump MODEL   print the IR (--format text|xml|dot, -o FILE)\n"
-    "  check MODEL  check that oqc supports every op and shape of MODEL\n"
+    "  check MODEL  whether run and compile (fp32, int8) accept MODEL (--for LIST)\n"
     "  run MODEL    run the model in FP32 (--input [NAME=]FILE, -o OUT)\n"
     "  calibrate MODEL  choose INT8 thresholds from data (--data DIR, -o TABLE)\n"
     "  compile MODEL    emit the model as self-contained C (-o OUTDIR, --precision fp32)\n"
@@ -49,9 +49,10 @@ const char *oqc_usage(const char *cmd) {
                "        bytes go to FILE.data, so `oqc dump FILE` can load it back\n"
                "  dot:  Graphviz (render with dot -Tsvg)\n";
     if (!strcmp(cmd, "check"))
-        return "usage: oqc check MODEL [--input-shape NAME=DIMS]...\n"
-               "  loads MODEL, infers every shape and lists unsupported ops; exit 0 when\n"
-               "  oqc can execute and compile the model\n";
+        return "usage: oqc check MODEL [--for run,fp32,int8,calibrate] [--input-shape NAME=DIMS]...\n"
+               "  exit 0 only when every command asked for accepts MODEL (default: run,\n"
+               "  compile --precision fp32 and int8), as decided by the code those commands\n"
+               "  run; otherwise lists each node and what refuses it, and exits 1\n";
     if (!strcmp(cmd, "calibrate"))
         return "usage: oqc calibrate MODEL --data PATH... -o TABLE [--method entropy|max|\n"
                "                     percentile:P|mse] [--bins 2048] [--format trt|xml]\n"
