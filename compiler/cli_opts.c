@@ -25,6 +25,16 @@ static const char *pass_names(char *buf, size_t size) {
     return buf;
 }
 
+/* Appends val to list (*n of cap) of a repeatable option; -1 when it is full. */
+static int push(const char **list, int *n, int cap, const char *val, const char *cmd,
+                const char *name, OqcDiag *d) {
+    if (*n == cap)
+        return oqc_err(d, "oqc %s: too many %s options", cmd, name);
+    list[(*n)++] = val;
+    return 0;
+}
+#define PUSH(arr, n, val) push(arr, &(n), (int)(sizeof arr / sizeof arr[0]), val, cmd, name, d)
+
 /* Parses the options a command accepts (allowed: string of option letters/names). */
 int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const *allowed,
                        Opts *o, OqcDiag *d) {
@@ -106,15 +116,13 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
         } else if (!strcmp(name, "-MF")) {
             o->mf = val;
         } else if (!strcmp(name, "-MT")) {
-            if (o->nmt == (int)(sizeof o->mt / sizeof o->mt[0]))
-                return oqc_err(d, "oqc %s: too many -MT options", cmd);
-            o->mt[o->nmt++] = val;
+            if (PUSH(o->mt, o->nmt, val) < 0)
+                return -1;
         } else if (!strcmp(name, "--format")) {
             o->format = val;
         } else if (!strcmp(name, "--data")) {
-            if (o->ndata == (int)(sizeof o->data / sizeof o->data[0]))
-                return oqc_err(d, "oqc %s: too many --data options", cmd);
-            o->data[o->ndata++] = val;
+            if (PUSH(o->data, o->ndata, val) < 0)
+                return -1;
         } else if (!strcmp(name, "--method")) {
             o->method = val;
         } else if (!strcmp(name, "--bins")) {
@@ -135,9 +143,8 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
         } else if (!strcmp(name, "--report")) {
             o->report = val;
         } else if (!strcmp(name, "--calib")) {
-            if (o->ncalib == (int)(sizeof o->calib / sizeof o->calib[0]))
-                return oqc_err(d, "oqc %s: too many --calib options", cmd);
-            o->calib[o->ncalib++] = val;
+            if (PUSH(o->calib, o->ncalib, val) < 0)
+                return -1;
         } else if (!strcmp(name, "--requant")) {
             if (strcmp(val, "float") && strcmp(val, "fixed"))
                 return oqc_err(d, "oqc %s: --requant '%s': expected float or fixed", cmd, val);
@@ -200,9 +207,8 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
         } else if (!strcmp(name, "--labels")) {
             o->labels = val;
         } else if (!strcmp(name, "--input")) {
-            if (o->ninputs == (int)(sizeof o->inputs / sizeof o->inputs[0]))
-                return oqc_err(d, "oqc %s: too many --input options", cmd);
-            o->inputs[o->ninputs++] = val;
+            if (PUSH(o->inputs, o->ninputs, val) < 0)
+                return -1;
         } else if (!strcmp(name, "--threads")) {
             char *end;
             long t = strtol(val, &end, 10);

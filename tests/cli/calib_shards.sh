@@ -17,12 +17,7 @@ fi
 # slice FROM COUNT OUT: samples [FROM, FROM + COUNT) of $D (v1 header of 128 bytes,
 # 1x28x28 float32 samples of 3136 bytes) as a .npy
 slice() {
-    h="{'descr': '<f4', 'fortran_order': False, 'shape': ($2, 1, 28, 28), }"
-    pad=$(( (64 - (10 + ${#h} + 1) % 64) % 64 ))
-    hl=$(( ${#h} + pad + 1 ))
-    { printf '\223NUMPY\001\000'
-      printf "\\$(printf %03o $((hl % 256)))\\$(printf %03o $((hl / 256)))"
-      printf '%s%*s\n' "$h" "$pad" ""
+    { npy_header '<f4' "$2, 1, 28, 28"
       tail -c +$((129 + $1 * 3136)) $D | head -c $(($2 * 3136)); } >"$3"
 }
 mkdir "$TMP/shards"

@@ -22,14 +22,7 @@ npy_zero() {
     esac
     n=1
     for dim in $(echo "$2" | tr 'x' ' '); do n=$((n * dim)); done
-    shape=$(echo "$2" | sed 's/x/, /g')
-    case $shape in *,*) ;; "") ;; *) shape="$shape," ;; esac
-    h="{'descr': '$ds', 'fortran_order': False, 'shape': ($shape), }"
-    pad=$(( (64 - (10 + ${#h} + 1) % 64) % 64 ))
-    hl=$(( ${#h} + pad + 1 ))
-    { printf '\223NUMPY\001\000'
-      printf "\\$(printf %03o $((hl % 256)))\\$(printf %03o $((hl / 256)))"
-      printf '%s%*s\n' "$h" "$pad" ""
+    { npy_header "$ds" "$(echo "$2" | sed 's/x/, /g')"
       head -c $((n * sz)) /dev/zero; } >"$3"
 }
 
