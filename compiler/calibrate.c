@@ -8,7 +8,13 @@
  * result does not depend on --batch. Calibration runs on the graph after the passes:
  * thresholds belong to the tensors the INT8 code will hold (fused conv outputs, merged
  * conv ranges, concat buffers). A tensor written in place into a concat buffer (a view)
- * contributes to its base's histogram and shares its threshold. */
+ * contributes to its base's histogram and shares its threshold.
+ *
+ * The two passes can also run apart, on shards of the data on different machines
+ * (OqcCalibStats, calib_stats.c): pass 1 alone saves each shard's amax; merged by
+ * maximum they are the amax one run would find; pass 2 alone bins a shard over that
+ * merged amax; summed, the shards' counts are the histograms one run fills, and the
+ * thresholds are chosen from them as from a run's own. */
 #include "ir.h"
 
 #include <pthread.h>
@@ -24,8 +30,11 @@
 typedef struct Calib {
     int pass;             /* 1: amax, 2: histograms */
     OqcHist *hists;       /* per calibrated root tensor */
+    const char **names;   /* per histogram: its root tensor's name */
     int nhists;           /* number of histograms */
     const char *nan_name; /* first tensor seen holding NaN, or NULL */
+    float *seen;          /* pass 2 over a given range: per histogram, the largest |x|
+                             binned (must not exceed the range), else NULL */
 } Calib;
 
 /* One executor's view of the histograms (the batch-1 and the batch-b graphs have the
@@ -58,6 +67,12 @@ static void accumulate(Calib *c, OqcHist *h, const float *x, int64_t n, const ch
         if (nan && !c->nan_name)
             c->nan_name = name;
     } else {
+        if (c->seen) {
+            float m = c->seen[h - c->hists];
+            for (int64_t i = 0; i < n; i++)
+                m = fabsf(x[i]) > m ? fabsf(x[i]) : m;
+            c->seen[h - c->hists] = m;
+        }
         oqc_hist_add(h, x, n);
     }
 }
@@ -188,9 +203,9 @@ static void progress(Progress *p, int pass, int64_t done) {
     double dt = since(&p->t0), rate = dt > 0 ? (double)done / dt : 0;
     int width = 30, fill = p->total ? (int)(width * done / p->total) : width;
     double eta = rate > 0 ? (double)(p->total - done) / rate : 0;
-    if (p->total <= 0) /* the first pass learns the sample count */
-        fprintf(stderr, "\rcalibrating: pass 1/2 (amax) %" PRId64 " samples %.1f/s ", done,
-                rate);
+    if (p->total <= 0) /* the first pass learns the sample count (pass 2 alone: unknown) */
+        fprintf(stderr, "\rcalibrating: pass %d/2%s %" PRId64 " samples %.1f/s ", pass,
+                pass == 1 ? " (amax)" : "", done, rate);
     else
         fprintf(stderr, "\rcalibrating: pass %d/2 [%.*s%*s] %" PRId64 "/%" PRId64
                         " samples %.1f/s ETA %.0fs ", pass, fill,
@@ -223,6 +238,7 @@ static int *make_slots(OqcGraph *g, const OqcGraph *ref, const int *ref_slot, Ca
             continue;
         }
         slot[t] = c->nhists;
+        c->names[c->nhists] = g->tensors[t].name;
         c->hists[c->nhists].nbins = bins;
         c->hists[c->nhists].bins = oqc_arena_alloc(a, (size_t)bins * sizeof(uint64_t));
         c->nhists++;
@@ -282,9 +298,27 @@ static void *worker_run(void *arg) {
 
 #define MAX_WORKERS 16
 
-int oqc_calibrate(OqcGraph *g, OqcGraph *gb, int64_t b, const OqcCalibOptions *o,
-                  OqcCalibEntry **entries, int *nentries, int64_t *nsamples, OqcDiag *d) {
-    OqcArena *a = g->arena;
+/* Whether statistics st belong to this calibration: the same histograms (the root
+ * tensors of the model after the same passes, in order) with the same bins. */
+static int stats_match(const OqcGraph *g, const Calib *c, int bins, const OqcCalibStats *st,
+                       OqcDiag *d) {
+    const char *f = st->path ? st->path : "statistics";
+    if (st->bins != bins)
+        return oqc_err(d, "%s: has %d bins per histogram; this calibration uses %d (--bins)",
+                       f, st->bins, bins);
+    if (st->nhists != c->nhists)
+        return oqc_err(d, "%s: holds %d histograms but %s (after its passes) calibrates %d "
+                          "tensors: statistics of another model or other passes", f,
+                       st->nhists, g->path, c->nhists);
+    for (int i = 0; i < c->nhists; i++)
+        if (strcmp(st->names[i], c->names[i]))
+            return oqc_err(d, "%s: histogram %d is of tensor '%s' but %s calibrates '%s' "
+                              "there: statistics of another model or other passes", f, i + 1,
+                           st->names[i], g->path, c->names[i]);
+    return 0;
+}
+
+int oqc_calib_check_input(const OqcGraph *g, OqcDiag *d) {
     if (g->ninputs != 1)
         return oqc_err(d, "%s: calibration supports models with one input; this one has %d",
                        g->path, g->ninputs);
@@ -292,16 +326,38 @@ int oqc_calibrate(OqcGraph *g, OqcGraph *gb, int64_t b, const OqcCalibOptions *o
     if (x->dtype != OQCF_FLOAT)
         return oqc_err(d, "%s: input '%s' is %s; calibration needs a float input", g->path,
                        x->name, oqc_dtype_name(x->dtype));
+    return 0;
+}
+
+void oqc_calib_placeholder(const OqcGraph *g, OqcArena *a, OqcCalibEntry **e, int *n) {
+    unsigned char *is_base = oqc_arena_alloc(a, (size_t)g->ntensors + 1);
+    for (int t = 0; t < g->ntensors; t++)
+        if (g->tensors[t].view_base >= 0)
+            is_base[g->tensors[t].view_base] = 1;
+    *e = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof **e);
+    *n = 0;
+    for (int t = 0; t < g->ntensors; t++)
+        if (calibrated(g, is_base, t))
+            (*e)[(*n)++] = (OqcCalibEntry){.name = g->tensors[t].name, .amax = 1,
+                                           .threshold = 1, .method = "table"};
+}
+
+int oqc_calibrate(OqcGraph *g, OqcGraph *gb, int64_t b, const OqcCalibOptions *o,
+                  OqcCalibEntry **entries, int *nentries, int64_t *nsamples, OqcDiag *d) {
+    OqcArena *a = g->arena;
+    if (oqc_calib_check_input(g, d) < 0)
+        return -1;
+    const OqcTensor *x = &g->tensors[g->inputs[0]];
     const char **files = NULL;
     int nfiles = 0;
-    if (oqc_data_files(a, o->data, o->ndata, &files, &nfiles, d) < 0)
+    if (!o->merged && oqc_data_files(a, o->data, o->ndata, &files, &nfiles, d) < 0)
         return -1;
     if (oqc_data_has_images(files, nfiles) && !(o->pre && o->pre->given))
         return oqc_err(d, "%s: image data needs --preprocess (imagenet, cifar, raw or "
                           "keys; see docs/images.md)", o->data[0]);
     if (!gb || b < 2)
         b = 1;
-    int nw = o->threads > 1 ? o->threads : 1;
+    int nw = o->threads > 1 && !o->merged ? o->threads : 1;
     if (nw > MAX_WORKERS)
         nw = MAX_WORKERS;
     Worker *ws = oqc_arena_alloc(a, (size_t)nw * sizeof *ws);
@@ -328,6 +384,7 @@ int oqc_calibrate(OqcGraph *g, OqcGraph *gb, int64_t b, const OqcCalibOptions *o
             break;
         }
         w->c.hists = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof *w->c.hists);
+        w->c.names = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof *w->c.names);
         w->h1 = (Hook){&w->c, make_slots(g, NULL, NULL, &w->c, o->bins), 1};
         w->hb = (Hook){&w->c, b > 1 ? make_slots(gb, g, w->h1.slot, &w->c, o->bins) : NULL, b};
         oqc_exec_set_hook(w->e, hook, &w->h1);
@@ -342,33 +399,20 @@ int oqc_calibrate(OqcGraph *g, OqcGraph *gb, int64_t b, const OqcCalibOptions *o
         w->batch = oqc_arena_alloc_raw(a, sample_bytes * (size_t)b + 1);
     }
     int64_t total = 0;
-    for (int pass = 1; pass <= 2 && rc == 0; pass++) {
+    /* The passes to run: both; pass 1 alone when saving its statistics; pass 2 alone
+     * over a given range; none from merged histograms. */
+    int first = o->merged ? 3 : o->range ? 2 : 1, last = o->save && !o->range ? 1 : 2;
+    const OqcCalibStats *given = o->merged ? o->merged : o->range;
+    if (rc == 0 && given && stats_match(g, &ws[0].c, o->bins, given, d) < 0)
+        rc = -1;
+    for (int i = 0; rc == 0 && o->range && i < nw; i++)
+        ws[i].c.seen = oqc_arena_alloc(a, (size_t)(ws[i].c.nhists + 1) * sizeof(float));
+    for (int hi = 0; rc == 0 && o->range && hi < ws[0].c.nhists; hi++)
+        for (int i = 0; i < nw; i++)
+            ws[i].c.hists[hi].amax = o->range->hists[hi].amax;
+    for (int pass = first; pass <= last && rc == 0; pass++) {
         for (int i = 0; i < nw; i++)
             ws[i].c.pass = ws[i].pass = pass;
-        if (pass == 2) {   /* every worker bins over the global amax */
-            const char *nan = NULL;
-            for (int i = 0; i < nw && !nan; i++)
-                nan = ws[i].c.nan_name;
-            if (nan) {
-                rc = oqc_err(d, "%s: tensor '%s' takes NaN values on the calibration data",
-                             g->path, nan);
-                break;
-            }
-            for (int hi = 0; hi < ws[0].c.nhists; hi++) {
-                float m = 0;
-                for (int i = 0; i < nw; i++)
-                    m = ws[i].c.hists[hi].amax > m ? ws[i].c.hists[hi].amax : m;
-                for (int i = 0; i < nw; i++)
-                    ws[i].c.hists[hi].amax = m;
-                if (!isfinite(m)) {
-                    rc = oqc_err(d, "%s: an activation takes infinite values on the "
-                                    "calibration data", g->path);
-                    break;
-                }
-            }
-            if (rc < 0)
-                break;
-        }
         clock_gettime(CLOCK_MONOTONIC, &pr.t0);
         done = 0;
         for (int f = 0; f < nfiles && rc == 0; f++) {
@@ -427,8 +471,36 @@ int oqc_calibrate(OqcGraph *g, OqcGraph *gb, int64_t b, const OqcCalibOptions *o
             if (pr.on)
                 fputc('\n', stderr);
         }
+        if (pass == 2 && o->range)
+            total = done;
+        for (int hi = 0; rc == 0 && pass == 2 && o->range && hi < ws[0].c.nhists; hi++)
+            for (int i = 0; rc == 0 && i < nw; i++)
+                if (ws[i].c.seen[hi] > o->range->hists[hi].amax)
+                    rc = oqc_err(d, "%s: tensor '%s' takes |x| up to %g on this data, beyond "
+                                    "the range %g of %s: the range must merge the pass-1 "
+                                    "statistics of every shard, this one included",
+                                 g->path, ws[0].c.names[hi], (double)ws[i].c.seen[hi],
+                                 (double)o->range->hists[hi].amax, o->range->path);
         if (rc == 0 && done == 0)
             rc = oqc_err(d, "no calibration samples in the given data");
+        if (rc == 0 && pass == 1) {   /* every worker bins over the global amax */
+            const char *nan = NULL;
+            for (int i = 0; i < nw && !nan; i++)
+                nan = ws[i].c.nan_name;
+            if (nan)
+                rc = oqc_err(d, "%s: tensor '%s' takes NaN values on the calibration data",
+                             g->path, nan);
+            for (int hi = 0; rc == 0 && hi < ws[0].c.nhists; hi++) {
+                float m = 0;
+                for (int i = 0; i < nw; i++)
+                    m = ws[i].c.hists[hi].amax > m ? ws[i].c.hists[hi].amax : m;
+                for (int i = 0; i < nw; i++)
+                    ws[i].c.hists[hi].amax = m;
+                if (!isfinite(m))
+                    rc = oqc_err(d, "%s: an activation takes infinite values on the "
+                                    "calibration data", g->path);
+            }
+        }
     }
     for (int i = 0; i < nw; i++) {
         oqc_exec_free(ws[i].e);
@@ -447,6 +519,25 @@ int oqc_calibrate(OqcGraph *g, OqcGraph *gb, int64_t b, const OqcCalibOptions *o
                 h->bins[k] += o2->bins[k];
             h->count += o2->count;
         }
+    for (int hi = 0; o->merged && hi < c.nhists; hi++) {
+        OqcHist *h = &c.hists[hi];
+        h->amax = o->merged->hists[hi].amax;
+        h->count = o->merged->hists[hi].count;
+        memcpy(h->bins, o->merged->hists[hi].bins, (size_t)h->nbins * sizeof *h->bins);
+    }
+    if (o->merged)
+        total = o->merged->samples;
+    if (o->save) {
+        *o->save = (OqcCalibStats){.stage = o->range ? 2 : 1, .nhists = c.nhists,
+                                   .bins = o->bins, .names = c.names, .hists = c.hists,
+                                   .samples = total,
+                                   .range_samples = o->range ? o->range->samples : 0,
+                                   .preprocess = o->pre && o->pre->given ? o->pre->spec : NULL};
+        *entries = NULL;
+        *nentries = 0;
+        *nsamples = total;
+        return 0;
+    }
     unsigned char *is_base = oqc_arena_alloc(a, (size_t)g->ntensors + 1);
     for (int t = 0; t < g->ntensors; t++)
         if (g->tensors[t].view_base >= 0)

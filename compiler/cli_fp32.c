@@ -1,6 +1,6 @@
 /* cli_fp32.c - the oqc commands on the float graph, which never lower it to INT8:
  *   oqc dump MODEL    the IR as text, XML or Graphviz (as loaded, or --after a pass)
- *   oqc check MODEL   whether oqc supports every op and shape
+ *   oqc check MODEL   whether run, compile --precision fp32 and int8 accept the model
  *   oqc run MODEL     the FP32 reference executor over input files (top-5, accuracy)
  * with their output helpers (the temporary-then-rename output file, the top-5 and
  * accuracy lines).  Separate from main.c, which keeps the INT8 pipeline's commands.
@@ -97,30 +97,175 @@ int oqc_cli_dump(int argc, char **argv, OqcDiag *d) {
     return rc;
 }
 
+/* `oqc check`'s answer comes from the code the commands run, never from a list of its
+ * own: for each command asked for (--for), the model goes through what that command
+ * does up to the point where it would read data or write files - the executor's plan
+ * (run), the C emitter's refusal checks (compile --precision fp32), the INT8 lowering
+ * with a placeholder table of threshold 1 then the same checks (compile --precision
+ * int8; thresholds change scales, not what is accepted), the calibration's input
+ * conditions (calibrate) - and each refusal is listed once with the commands it
+ * stops. */
+enum { FOR_RUN, FOR_FP32, FOR_INT8, FOR_CALIB, NFOR };
+static const char *const for_names[NFOR] = {"run", "fp32", "int8", "calibrate"};
+static const char *const for_what[NFOR] = {"run", "compile --precision fp32",
+                                           "compile --precision int8", "calibrate"};
+
+/* The model as command k would lower it (optimised; INT8 with placeholder thresholds),
+ * or NULL with the refusal in d. */
+static OqcGraph *check_graph(const Opts *o, int k, OqcDiag *d) {
+    OqcGraph *g = oqc_prepare(o->model, o->shapes, o->nshapes, 1, d);
+    Opts q = *o;   /* shallow: nothing of it is freed */
+    if (k == FOR_INT8) {   /* pass quantize runs in the lowering, after the thresholds */
+        snprintf(q.disable_buf, sizeof q.disable_buf, "%s%squantize",
+                 o->disable ? o->disable : "", o->disable ? "," : "");
+        q.disable = q.disable_buf;
+    } else if (o->disable == o->disable_buf) {
+        q.disable = q.disable_buf;
+    }
+    q.verbose = 0;
+    int rc = g ? oqc_cli_optimize(g, &q, d) : -1;
+    OqcQuantConfig *cfg = g ? oqc_arena_alloc(g->arena, sizeof *cfg) : NULL;
+    if (rc == 0 && k == FOR_INT8) {
+        OqcCalibOptions co = {.method = OQC_CALIB_PERCENTILE};
+        OqcCalibEntry *es;
+        oqc_calib_placeholder(g, g->arena, &es, &co.ntable);
+        co.table = es;
+        *cfg = (OqcQuantConfig){.requant = OQCI_REQ_FLOAT};
+        rc = co.ntable ? oqc_lower_int8(g, NULL, 0, &co, cfg, NULL, NULL, d)
+                       : oqc_err(d, "%s: no float activation to quantize", g->path);
+    }
+    if (rc < 0) {
+        oqc_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+/* Whether command k accepts the model: 0 (*shape: its graph's node, input and output
+ * counts, when shape[0] < 0), or -1 with every refusal in d. */
+static int check_one(const Opts *o, int k, int *shape, OqcDiag *d) {
+    OqcGraph *g = check_graph(o, k, d);
+    if (!g)
+        return -1;
+    int bad = 0;
+    for (int i = 0; i < g->nnodes; i++)   /* each node (oqc_exec_new gives a summary) */
+        if (!oqc_exec_op_supported(&g->nodes[i]))
+            bad += oqc_err_node(d, g, i, "the executor does not support this operator") < 0;
+    OqcExec *e = bad ? NULL : oqc_exec_new(g, 1, d);
+    if (!e)
+        bad++;
+    else if (k == FOR_FP32 || k == FOR_INT8)
+        bad += oqc_emit_check(e, g->nnodes, d);
+    else if (k == FOR_CALIB)
+        bad += oqc_calib_check_input(g, d) < 0;
+    if (!bad && shape[0] < 0) {
+        shape[0] = g->nnodes;
+        shape[1] = g->ninputs;
+        shape[2] = g->noutputs;
+    }
+    oqc_exec_free(e);
+    oqc_graph_free(g);
+    return bad ? -1 : 0;
+}
+
 int oqc_cli_check(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"--input-shape", "--passes", "--disable-pass",
                                           "--no-opt", "-v", "-q", NULL};
+    /* --for LIST is this command's own option: taken out before parse_opts */
+    int want[NFOR] = {1, 1, 1, 0}, rc = 0, nargs = 0;
+    char **args = malloc((size_t)(argc + 1) * sizeof *args);
+    if (!args)
+        oqc_panic(__FILE__, __LINE__, "out of memory");
+    for (int i = 0; i < argc && rc == 0; i++) {
+        const char *v = NULL;
+        if (!strcmp(argv[i], "--for") && i + 1 < argc)
+            v = argv[++i];
+        else if (!strncmp(argv[i], "--for=", 6))
+            v = argv[i] + 6;
+        else if (!strcmp(argv[i], "--for"))
+            rc = oqc_err(d, "oqc check: option '--for' needs a value");
+        else {
+            args[nargs++] = argv[i];
+            continue;
+        }
+        memset(want, 0, sizeof want);
+        for (const char *p = v; rc == 0 && p;) {
+            const char *comma = strchr(p, ',');
+            size_t len = comma ? (size_t)(comma - p) : strlen(p);
+            int k = 0;
+            while (k < NFOR && (strlen(for_names[k]) != len || strncmp(p, for_names[k], len)))
+                k++;
+            if (k == NFOR)
+                rc = oqc_err(d, "oqc check: --for '%.*s': expected run, fp32, int8 or calibrate "
+                                "(comma-separated)", (int)len, p);
+            else
+                want[k] = 1;
+            p = comma ? comma + 1 : NULL;
+        }
+    }
     Opts o;
-    int rc = oqc_cli_parse_opts(argc, argv, "check", allowed, &o, d);
-    OqcExec *e = NULL;
-    OqcGraph *g = rc == 0 ? oqc_prepare(o.model, o.shapes, o.nshapes, 1, d) : NULL;
-    if (g && oqc_cli_optimize(g, &o, d) < 0) {
-        oqc_graph_free(g);
-        g = NULL;
+    if (rc == 0)
+        rc = oqc_cli_parse_opts(nargs, args, "check", allowed, &o, d);
+    else
+        memset(&o, 0, sizeof o);
+    free(args);
+    /* each refusal (a line of a command's diag) once, with the commands it stops */
+    OqcDiag sub[NFOR];
+    int refused[NFOR] = {0}, nrefused = 0, shape[3] = {-1, 0, 0};
+    for (int k = 0; k < NFOR; k++) {
+        oqc_diag_init(&sub[k]);
+        if (rc == 0 && want[k] && check_one(&o, k, shape, &sub[k]) < 0)
+            refused[k] = ++nrefused;
     }
-    if (g && !(e = oqc_exec_new(g, 1, d))) {
-        oqc_graph_free(g);
-        g = NULL;
+    if (rc == 0 && nrefused == 0 && !o.quiet) {
+        printf("%s: ok: %d nodes, %d inputs, %d outputs, every op supported by", o.model,
+               shape[0], shape[1], shape[2]);
+        for (int k = 0, n = 0; k < NFOR; k++)
+            if (want[k])
+                printf("%s %s", n++ ? "," : "", for_what[k]);
+        printf("\n");
     }
-    if (g) {
-        oqc_exec_free(e);
-        if (!o.quiet)
-            printf("%s: ok: %d nodes, %d inputs, %d outputs, every op supported\n", o.model,
-                   g->nnodes, g->ninputs, g->noutputs);
-        oqc_graph_free(g);
-    } else {
-        rc = -1;
+    for (int k = 0; k < NFOR; k++) {
+        for (const char *l = sub[k].buf; refused[k] && l && *l;) {
+            const char *nl = strchr(l, '\n');
+            int len = nl ? (int)(nl - l) : (int)strlen(l);
+            int seen = 0;   /* the same line from an earlier command: listed there */
+            for (int j = 0; j < k && !seen; j++)
+                for (const char *m = sub[j].buf; refused[j] && m && *m && !seen;) {
+                    const char *mn = strchr(m, '\n');
+                    int ml = mn ? (int)(mn - m) : (int)strlen(m);
+                    seen = ml == len && !strncmp(m, l, (size_t)len);
+                    m = mn ? mn + 1 : NULL;
+                }
+            if (!seen) {
+                char who[160] = "";
+                for (int j = k; j < NFOR; j++) {
+                    int has = 0;
+                    for (const char *m = sub[j].buf; refused[j] && m && *m && !has;) {
+                        const char *mn = strchr(m, '\n');
+                        int ml = mn ? (int)(mn - m) : (int)strlen(m);
+                        has = ml == len && !strncmp(m, l, (size_t)len);
+                        m = mn ? mn + 1 : NULL;
+                    }
+                    if (has)
+                        snprintf(who + strlen(who), sizeof who - strlen(who), "%s%s",
+                                 who[0] ? ", " : "", for_what[j]);
+                }
+                oqc_err(d, "%.*s [refused by: %s]", len, l, who);
+            }
+            l = nl ? nl + 1 : NULL;
+        }
     }
+    if (nrefused) {
+        char who[160] = "";
+        for (int k = 0; k < NFOR; k++)
+            if (refused[k])
+                snprintf(who + strlen(who), sizeof who - strlen(who), "%s%s",
+                         who[0] ? ", " : "", for_what[k]);
+        rc = oqc_err(d, "%s: not supported by: %s", o.model, who);
+    }
+    for (int k = 0; k < NFOR; k++)
+        oqc_diag_free(&sub[k]);
     oqc_cli_free_opts(&o);
     return rc;
 }

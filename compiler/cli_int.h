@@ -56,13 +56,22 @@ typedef struct Opts {
     OqcPreprocess pre;            /* --preprocess SPEC (pre.given: 0 when not given) */
     int main_driver;              /* compile --main */
     long runs, warmup;            /* bench --runs N, --warmup N (-1: not given) */
+    const char *save_stats;       /* calibrate --save-stats FILE */
+    const char *range;            /* calibrate --range FILE (merged stage-1 statistics) */
+    const char **merge;           /* calibrate --merge-stats FILE... (malloc'd) */
+    int nmerge;                   /* their count */
+    int md;                       /* -MD: write a dependency file */
+    const char *mf;               /* -MF FILE: its name (NULL: the default, see -MD) */
+    const char *mt[16];           /* -MT TARGET (repeatable): the depfile's targets */
+    int nmt;                      /* their count (0: every file written) */
 } Opts;
 
 /* cli_opts.c: parses argv (argc words after the command word) for command cmd, which
  * accepts the options listed in allowed (NULL-terminated); 0, or -1 with an error. */
 int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const *allowed,
                        Opts *o, OqcDiag *d);
-/* cli_opts.c: frees what oqc_cli_parse_opts allocated (the --input-shape names). */
+/* cli_opts.c: frees what oqc_cli_parse_opts allocated (the --input-shape names, the
+ * --merge-stats list). */
 void oqc_cli_free_opts(Opts *o);
 /* cli_opts.c: runs the pass pipeline on g as --passes, --disable-pass, --after and
  * --no-opt say. */
@@ -82,6 +91,10 @@ int oqc_cli_bench_run(const char *outdir, const char *name, const char *cflags, 
                       long warmup, const char *input, OqcDiag *d);
 /* cli_bench.c: removes directory dir and the files in it (oqc bench's scratch). */
 void oqc_cli_remove_dir(const char *dir);
+/* cli_depfile.c: with -MD, writes the Make dependency file (-MF FILE, else dflt): every
+ * output written so far (main, the command's main output, first) depends on every
+ * input read; 0, or -1 with an error. */
+int oqc_cli_write_depfile(const Opts *o, const char *main, const char *dflt, OqcDiag *d);
 /* cli_opts.c: the thread count when --threads is not given (the online CPUs, 1 to 8). */
 int oqc_cli_default_threads(void);
 

@@ -25,6 +25,16 @@ static const char *pass_names(char *buf, size_t size) {
     return buf;
 }
 
+/* Appends val to list (*n of cap) of a repeatable option; -1 when it is full. */
+static int push(const char **list, int *n, int cap, const char *val, const char *cmd,
+                const char *name, OqcDiag *d) {
+    if (*n == cap)
+        return oqc_err(d, "oqc %s: too many %s options", cmd, name);
+    list[(*n)++] = val;
+    return 0;
+}
+#define PUSH(arr, n, val) push(arr, &(n), (int)(sizeof arr / sizeof arr[0]), val, cmd, name, d)
+
 /* Parses the options a command accepts (allowed: string of option letters/names). */
 int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const *allowed,
                        Opts *o, OqcDiag *d) {
@@ -76,6 +86,10 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
             o->main_driver = 1;
             continue;
         }
+        if (!strcmp(name, "-MD")) {
+            o->md = 1;
+            continue;
+        }
         if (!val) {
             if (i + 1 >= argc)
                 return oqc_err(d, "oqc %s: option '%s' needs a value", cmd, name);
@@ -83,12 +97,32 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
         }
         if (!strcmp(name, "-o")) {
             o->out = val;
+        } else if (!strcmp(name, "--save-stats")) {
+            o->save_stats = val;
+        } else if (!strcmp(name, "--range")) {
+            o->range = val;
+        } else if (!strcmp(name, "--merge-stats")) {
+            /* FILE... : this value and every following word up to the next option */
+            int n = 1;
+            while (i + n < argc && (argv[i + n][0] != '-' || !argv[i + n][1]))
+                n++;
+            const char **m = realloc(o->merge, (size_t)(o->nmerge + n) * sizeof *m);
+            if (!m)
+                oqc_panic(__FILE__, __LINE__, "out of memory");
+            o->merge = m;
+            o->merge[o->nmerge++] = val;
+            for (int k = 1; k < n; k++)
+                o->merge[o->nmerge++] = argv[++i];
+        } else if (!strcmp(name, "-MF")) {
+            o->mf = val;
+        } else if (!strcmp(name, "-MT")) {
+            if (PUSH(o->mt, o->nmt, val) < 0)
+                return -1;
         } else if (!strcmp(name, "--format")) {
             o->format = val;
         } else if (!strcmp(name, "--data")) {
-            if (o->ndata == (int)(sizeof o->data / sizeof o->data[0]))
-                return oqc_err(d, "oqc %s: too many --data options", cmd);
-            o->data[o->ndata++] = val;
+            if (PUSH(o->data, o->ndata, val) < 0)
+                return -1;
         } else if (!strcmp(name, "--method")) {
             o->method = val;
         } else if (!strcmp(name, "--bins")) {
@@ -109,9 +143,8 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
         } else if (!strcmp(name, "--report")) {
             o->report = val;
         } else if (!strcmp(name, "--calib")) {
-            if (o->ncalib == (int)(sizeof o->calib / sizeof o->calib[0]))
-                return oqc_err(d, "oqc %s: too many --calib options", cmd);
-            o->calib[o->ncalib++] = val;
+            if (PUSH(o->calib, o->ncalib, val) < 0)
+                return -1;
         } else if (!strcmp(name, "--requant")) {
             if (strcmp(val, "float") && strcmp(val, "fixed"))
                 return oqc_err(d, "oqc %s: --requant '%s': expected float or fixed", cmd, val);
@@ -174,9 +207,8 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
         } else if (!strcmp(name, "--labels")) {
             o->labels = val;
         } else if (!strcmp(name, "--input")) {
-            if (o->ninputs == (int)(sizeof o->inputs / sizeof o->inputs[0]))
-                return oqc_err(d, "oqc %s: too many --input options", cmd);
-            o->inputs[o->ninputs++] = val;
+            if (PUSH(o->inputs, o->ninputs, val) < 0)
+                return -1;
         } else if (!strcmp(name, "--threads")) {
             char *end;
             long t = strtol(val, &end, 10);
@@ -204,6 +236,9 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
     }
     if (!o->model)
         return oqc_err(d, "oqc %s: missing MODEL argument\n%s", cmd, oqc_usage(cmd));
+    if ((o->mf || o->nmt) && !o->md)
+        return oqc_err(d, "oqc %s: -MF FILE and -MT TARGET shape the dependency file of "
+                          "-MD: add -MD", cmd);
     /* pass names are checked whether or not the passes run (dump without --after,
      * --no-opt): a misspelt name is an error, never silently ignored */
     const char *lists[2][2] = {{o->passes, "--passes"}, {o->disable, "--disable-pass"}};
@@ -224,6 +259,8 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
 void oqc_cli_free_opts(Opts *o) {
     for (int i = 0; i < o->nshapes; i++)
         free((void *)o->shapes[i].name);
+    free(o->merge);
+    o->merge = NULL;
 }
 
 /* Runs the pass pipeline as the options say: everything (or --passes) minus

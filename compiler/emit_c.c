@@ -733,26 +733,20 @@ static int write_make(Em *m, OutSet *o, const char *model, const FileSet *all, i
     return out_close(r, "README.md", d);
 }
 
-int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
+int oqc_emit_check(OqcExec *e, int max_nodes, OqcDiag *d) {
     OqcGraph *g = e->g;
-    OqcArena *a = g->arena;
-    OQC_ASSERT(!e->pool); /* scratch sizes and paths must be the single-thread ones */
-    if (oqc_c_name_check(opt->name, d) < 0)
-        return -1;
-    const char *model = strrchr(g->path, '/') ? strrchr(g->path, '/') + 1 : g->path;
-    const char *precision = opt->precision ? opt->precision : "fp32";
-
-    /* Everything that can be refused is checked before anything is written. */
     int bad = 0;
-    Em m = {.e = e, .g = g, .a = a, .d = d, .name = opt->name};
+    Em m = {.e = e, .g = g, .a = g->arena, .d = d};
     for (int i = 0; i < g->nnodes; i++) {
         const char *why = oqc_em_unsupported(&m, i);
-        if (why && bad++ < 8)
+        if (why && bad++ < max_nodes)
             oqc_err(d, "%s: node '%s' (%s): %s", g->path, g->nodes[i].name, g->nodes[i].op_type,
                     why);
     }
-    if (bad > 8)
-        oqc_err(d, "%s: ... and %d more node(s) the C emitter does not support", g->path, bad - 8);
+    if (bad > max_nodes)
+        oqc_err(d, "%s: ... and %d more node(s) the C emitter does not support", g->path,
+                bad - max_nodes);
+
     if (!g->ninputs)
         bad += oqc_err(d, "%s: the model has no inputs; oqc compile needs at least one", g->path) < 0;
     if (!g->noutputs)
@@ -774,7 +768,21 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
             bad += oqc_err(d, "%s: constant '%s' has no %s; oqc compile needs every constant's "
                               "values", g->path, tt->name, tt->data ? "numeric type" : "data") < 0;
     }
-    if (bad)
+    return bad;
+}
+
+int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
+    OqcGraph *g = e->g;
+    OqcArena *a = g->arena;
+    OQC_ASSERT(!e->pool); /* scratch sizes and paths must be the single-thread ones */
+    if (oqc_c_name_check(opt->name, d) < 0)
+        return -1;
+    const char *model = strrchr(g->path, '/') ? strrchr(g->path, '/') + 1 : g->path;
+    const char *precision = opt->precision ? opt->precision : "fp32";
+
+    /* Everything that can be refused is checked before anything is written. */
+    Em m = {.e = e, .g = g, .a = a, .d = d, .name = opt->name};
+    if (oqc_emit_check(e, 8, d) > 0)
         return -1;
 
     m.loc = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof *m.loc);
@@ -872,6 +880,8 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
             rmdir(made[i]);
         return -1;
     }
+    for (int i = 0; i < o.n; i++)
+        oqc_out_done(o.final[i]);
     if (opt->stats) {
         size_t wbytes = 0;
         for (int t = 0; t < g->ntensors; t++)

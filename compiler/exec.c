@@ -17,12 +17,16 @@
 
 #include "exec_int.h"
 
+int oqc_exec_op_supported(const OqcNode *n) {
+    return oqc_shape_supported(n->op);
+}
+
 int oqc_check_supported(const OqcGraph *g, OqcDiag *d) {
     const char *names[64];
     int counts[64], nnames = 0, total = 0;
     for (int i = 0; i < g->nnodes; i++) {
         const OqcNode *n = &g->nodes[i];
-        if (oqc_shape_supported(n->op))
+        if (oqc_exec_op_supported(n))
             continue;
         total++;
         const char *nm = n->domain[0] ? oqc_arena_printf(g->arena, "%s.%s", n->domain, n->op_type)

@@ -374,9 +374,9 @@ static int decode_png(const char *path, FILE *f, Image *im, OqcDiag *d) {
 /* Decodes path by its content (magic bytes), whatever its name says. */
 static int decode(const char *path, Image *im, OqcDiag *d) {
     memset(im, 0, sizeof *im);
-    FILE *f = fopen(path, "rb");
+    FILE *f = oqc_in_fopen(path, d);
     if (!f)
-        return oqc_err(d, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
     unsigned char magic[8] = {0};
     size_t got = fread(magic, 1, sizeof magic, f);
     rewind(f);
@@ -680,6 +680,7 @@ static int walk(PathList *l, const char *dir, int depth, OqcDiag *d) {
         return oqc_err(d, "%s: cannot list the directory: %s", dir, strerror(errno));
     if (depth > 32)
         return oqc_err(d, "%s: directories nested too deep", dir);
+    oqc_in_note_dir(dir);
     for (int i = 0; i < n; i++) {
         if (names[i][0] == '.')
             continue;
@@ -736,9 +737,9 @@ static int split_line(char *line, char **path, long long *cls, int *has_cls) {
  * directory) and class (-1 when the line has none). */
 static int read_list(OqcArena *a, const char *path, const char ***paths, long long **cls,
                      int *n, OqcDiag *d) {
-    FILE *f = fopen(path, "r");
+    FILE *f = oqc_in_fopen(path, d);
     if (!f)
-        return oqc_err(d, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
     const char *slash = strrchr(path, '/');
     char *base = slash ? oqc_arena_strndup(a, path, (size_t)(slash - path)) : NULL;
     PathList l = {a, NULL, 0, 0};

@@ -8,7 +8,9 @@
  *   - files a model names (external data, side data) stay inside the model's
  *     directory after symlinks are resolved (realpath), not only lexically;
  *   - every file read is remembered (device and inode), so that oqc_out_open refuses
- *     to write over an input of the same command, whatever name reaches it. */
+ *     to write over an input of the same command, whatever name reaches it, and so
+ *     that `-MD` can list what the command depended on (oqc_in_path), with the
+ *     directories whose listing chose the data (oqc_in_note_dir). */
 #include "ir.h"
 
 #include <errno.h>
@@ -56,6 +58,26 @@ static void remember(const struct stat *st, const char *path) {
         inputs[ninputs++] = (InFile){st->st_dev, st->st_ino, p};
     }
     pthread_mutex_unlock(&inputs_lock);
+}
+
+void oqc_in_note_dir(const char *path) {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        remember(&st, path);
+}
+
+size_t oqc_in_count(void) {
+    pthread_mutex_lock(&inputs_lock);
+    size_t n = ninputs;
+    pthread_mutex_unlock(&inputs_lock);
+    return n;
+}
+
+const char *oqc_in_path(size_t i) {
+    pthread_mutex_lock(&inputs_lock);
+    const char *p = i < ninputs ? inputs[i].path : NULL;
+    pthread_mutex_unlock(&inputs_lock);
+    return p;
 }
 
 const char *oqc_in_was_read(const char *path) {

@@ -453,6 +453,9 @@ typedef void (*OqcTensorHook)(void *ctx, const OqcGraph *g, int tensor, const vo
 
 /* Lists every op (with counts) the executor cannot run, in one error; 0 if none. */
 int oqc_check_supported(const OqcGraph *g, OqcDiag *d);
+/* Whether the executor has a kernel for node n's operator (the test of
+ * oqc_check_supported; node-specific refusals come from oqc_exec_new). */
+int oqc_exec_op_supported(const OqcNode *n);
 /* Plans buffers and kernels for a shape-inferred graph; nthreads >= 1. */
 OqcExec *oqc_exec_new(OqcGraph *g, int nthreads, OqcDiag *d);
 void oqc_exec_free(OqcExec *e);
@@ -490,6 +493,12 @@ int oqc_in_open_inside(const char *dir, const char *file, const char *what, stru
  * turns it on; a program using the library may read and rewrite a file on purpose. */
 const char *oqc_in_was_read(const char *path);
 void oqc_in_remember(int on);
+/* Remembers directory path as an input (its listing chose the data files: a file added
+ * or removed changes what is read); nothing for anything else. */
+void oqc_in_note_dir(const char *path);
+/* The inputs remembered so far, in the order first read, by the name first used. */
+size_t oqc_in_count(void);
+const char *oqc_in_path(size_t i);
 
 /* =================================================================== outfile.c */
 
@@ -508,6 +517,13 @@ int oqc_out_open(OqcOutFile *o, const char *path, OqcDiag *d);
 int oqc_out_commit(OqcOutFile *o, int ok, OqcDiag *d);
 /* -1 with an error when path is a file this process read as an input (infile.c). */
 int oqc_out_refuse_input(const char *path, OqcDiag *d);
+/* Records path as a finished output of this process (a regular file renamed into
+ * place; oqc_out_commit does it), listed in order by oqc_out_count/oqc_out_path. */
+void oqc_out_done(const char *path);
+/* The output recorded as from was renamed to `to` (recorded in its place). */
+void oqc_out_moved(const char *from, const char *to);
+size_t oqc_out_count(void);
+const char *oqc_out_path(size_t i);
 /* Registers a temporary file (or a directory a command created) to be removed if a
  * signal interrupts the command; oqc_tmp_forget when it is renamed or removed. */
 void oqc_tmp_add(const char *path);
@@ -671,6 +687,24 @@ int oqc_table_read_xml_ex(const char *path, OqcArena *a, OqcCalibEntry **e, int 
 
 /* ================================================================= calibrate.c */
 
+/* The streaming statistics of a calibration, for calibration split across machines
+ * (docs/calibration.md, "Calibration split across machines"): stage 1 holds each
+ * histogram's amax over some samples; stage 2 the histograms themselves, binned over
+ * the agreed (merged stage-1) amax.  Stage-1 statistics merge by maximum, stage-2 ones
+ * by summing counts, so merging the shards' statistics gives exactly what one run over
+ * all of them holds. */
+typedef struct OqcCalibStats {
+    const char *path;        /* the file read or written (for messages), or NULL */
+    int stage;               /* 1: amax only; 2: histograms */
+    int nhists;              /* histograms: one per calibrated root tensor */
+    int bins;                /* bins per histogram */
+    const char **names;      /* [nhists] the root tensors' names, in the model's order */
+    OqcHist *hists;          /* [nhists] amax (and, stage 2, count and bins) */
+    int64_t samples;         /* samples these statistics cover */
+    int64_t range_samples;   /* stage 2: the samples its amax was measured over */
+    const char *preprocess;  /* the --preprocess spec of image data, or NULL */
+} OqcCalibStats;
+
 /* What to calibrate and how. */
 typedef struct OqcCalibOptions {
     const char *const *data;     /* data paths: directories of .npy/.pb, or files */
@@ -684,6 +718,10 @@ typedef struct OqcCalibOptions {
     const OqcCalibEntry *table;  /* imported thresholds that override calibration */
     int ntable;                  /* their count */
     const OqcPreprocess *pre;    /* how image files become inputs, or NULL */
+    const OqcCalibStats *range;  /* stage-1 statistics: run pass 2 only, over their amax */
+    const OqcCalibStats *merged; /* stage-2 statistics: no data, thresholds from these */
+    OqcCalibStats *save;         /* receives the statistics (stage 1, or 2 with range)
+                                    instead of thresholds (*nentries 0) */
 } OqcCalibOptions;
 
 /* Runs the (optimised) graph over the data twice (amax, then histograms) and picks a
@@ -692,6 +730,23 @@ typedef struct OqcCalibOptions {
  * (oqc_rebatch), used for every full batch. The result does not depend on b. */
 int oqc_calibrate(OqcGraph *g1, OqcGraph *gb, int64_t b, const OqcCalibOptions *o,
                   OqcCalibEntry **entries, int *nentries, int64_t *nsamples, OqcDiag *d);
+/* calib_stats.c: writes st as a statistics file (docs/calibration.md), completely or
+ * not at all. */
+int oqc_calib_stats_write(const char *path, const OqcCalibStats *st, OqcDiag *d);
+/* Reads and validates a statistics file into *st (in arena a); errors name the file. */
+int oqc_calib_stats_read(const char *path, OqcArena *a, OqcCalibStats *st, OqcDiag *d);
+/* Merges n statistics of one stage (maximum of amax; stage 2: sums of counts, every
+ * file binned over the same amax) into *out, in arena a; an error names the first file
+ * that does not agree with the first one. */
+int oqc_calib_stats_merge(const OqcCalibStats *in, int n, OqcArena *a, OqcCalibStats *out,
+                          OqcDiag *d);
+
+/* The graph-level conditions of calibration (one float input): 0, or -1 with an error. */
+int oqc_calib_check_input(const OqcGraph *g, OqcDiag *d);
+/* A table with threshold 1 for every tensor calibration gives one (in arena a): the
+ * tensors a table-driven INT8 lowering sees, for `oqc check`. */
+void oqc_calib_placeholder(const OqcGraph *g, OqcArena *a, OqcCalibEntry **e, int *n);
+
 /* Marks provably non-negative tensors (u8 storage) in nonneg (ntensors entries):
  * outputs of Relu, Clip with min >= 0, Sigmoid, convs with such a fused activation,
  * pooling/reshapes/concats/sums of non-negative tensors. */
@@ -920,6 +975,10 @@ const char *oqc_default_target(void);
  * NAME.mk and README.md. Nodes the emitter cannot compile are all reported before
  * anything is written; files go to temporary names renamed together at the end. */
 int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d);
+/* What oqc_emit_c refuses in e, checked before it writes anything: each node the
+ * emitter cannot compile (the first max_nodes listed, then a count), non-float graph
+ * inputs or outputs, constants without data; errors in d, returns their number. */
+int oqc_emit_check(OqcExec *e, int max_nodes, OqcDiag *d);
 /* 0 when name can be NAME (a C identifier of at most 48 characters, not a keyword,
  * not starting with '_' or the runtime's oqcf/oqci prefixes), else an error. */
 int oqc_c_name_check(const char *name, OqcDiag *d);

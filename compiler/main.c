@@ -218,6 +218,8 @@ static int unstage(Staged *s, int n, int rc, OqcDiag *d) {
         if (rc == 0 && rename(s[i].tmp, s[i].path) != 0)
             rc = oqc_err(d, "%s: cannot rename the finished file into place: %s", s[i].path,
                          strerror(errno));
+        if (rc == 0)
+            oqc_out_moved(s[i].tmp, s[i].path);
         if (rc < 0)
             remove(s[i].tmp);
         oqc_tmp_forget(s[i].tmp);
@@ -227,6 +229,69 @@ static int unstage(Staged *s, int n, int rc, OqcDiag *d) {
     return rc;
 }
 
+/* Calibration split across machines (docs/calibration.md): checks how --save-stats,
+ * --range and --merge-stats combine with the other options, then reads the statistics
+ * given into *range (--range: stage 1) or *merged (--merge-stats, merged: stage 1 or
+ * 2), taking their bins and image preprocessing into co and o. */
+static int stats_options(Opts *o, OqcArena *a, OqcCalibOptions *co, OqcCalibStats *range,
+                         OqcCalibStats *merged, OqcDiag *d) {
+    if (o->nmerge && o->ndata)
+        return oqc_err(d, "oqc calibrate: --merge-stats reads statistics in place of data: "
+                          "give --data (a shard's passes) or --merge-stats, not both");
+    if (o->save_stats && o->ndata && (o->out || o->report || o->table || wants_mixprec(o) ||
+                                      o->sensitivity))
+        return oqc_err(d, "oqc calibrate: a shard's --save-stats writes statistics, not a "
+                          "table: -o, --report, --table, --min-sqnr, --max-drop and "
+                          "--sensitivity apply when merging (--merge-stats ... -o TABLE)");
+    if (o->range && !(o->ndata && o->save_stats))
+        return oqc_err(d, "oqc calibrate: --range FILE bins one shard's data over the merged "
+                          "amax (pass 2): give it with --data SHARD and --save-stats FILE");
+    const char *spec = NULL, *from = NULL;
+    if (o->range) {
+        if (oqc_calib_stats_read(o->range, a, range, d) < 0)
+            return -1;
+        if (range->stage != 1)
+            return oqc_err(d, "%s: holds histograms (stage 2); --range takes the merged "
+                              "amax statistics of pass 1 (stage 1)", o->range);
+        co->range = range;
+        spec = range->preprocess;
+        from = o->range;
+        co->bins = o->bins ? o->bins : range->bins;
+    }
+    if (o->nmerge) {
+        OqcCalibStats *in = oqc_arena_alloc(a, (size_t)o->nmerge * sizeof *in);
+        for (int i = 0; i < o->nmerge; i++)
+            if (oqc_calib_stats_read(o->merge[i], a, &in[i], d) < 0)
+                return -1;
+        if (oqc_calib_stats_merge(in, o->nmerge, a, merged, d) < 0)
+            return -1;
+        merged->path = o->merge[0];
+        if (merged->stage == 1 && (!o->save_stats || o->out || o->report))
+            return oqc_err(d, "%s: amax statistics (pass 1) give no table: merge them with "
+                              "--save-stats FILE, run pass 2 of every shard with --range FILE, "
+                              "then merge those with -o TABLE", o->merge[0]);
+        if (merged->stage == 2 && o->out && merged->samples != merged->range_samples)
+            return oqc_err(d, "%s%s: the histograms cover %lld samples but their range was "
+                              "measured over %lld: a shard is missing or given twice",
+                           o->merge[0], o->nmerge > 1 ? " and the others" : "",
+                           (long long)merged->samples, (long long)merged->range_samples);
+        if (merged->stage == 2)
+            co->merged = merged;
+        spec = merged->preprocess;
+        from = o->merge[0];
+        co->bins = o->bins ? o->bins : merged->bins;
+    }
+    if (from && !spec && o->pre.given)
+        return oqc_err(d, "%s: statistics of tensor data, not of images: --preprocess does "
+                          "not apply", from);
+    if (spec && !o->pre.given)
+        return oqc_preprocess_parse(spec, &o->pre, d);
+    if (spec && strcmp(spec, o->pre.spec))
+        return oqc_err(d, "%s: statistics of images preprocessed with --preprocess %s, not %s",
+                       from, spec, o->pre.spec);
+    return 0;
+}
+
 static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"--data", "--method", "--bins", "-o", "--format",
                                           "--report", "--table", "--input-shape", "--threads",
@@ -234,15 +299,17 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
                                           "--val-labels", "--fp32-nodes", "--requant",
                                           "--weight-bits", "--sensitivity", "--preprocess",
                                           "--passes", "--disable-pass", "--no-opt", "-v",
-                                          "-q", NULL};
+                                          "-q", "-MD", "-MF", "-MT", "--save-stats", "--range",
+                                          "--merge-stats", NULL};
     Opts o;
     int rc = oqc_cli_parse_opts(argc, argv, "calibrate", allowed, &o, d);
     OqcCalibOptions co = {.method = OQC_CALIB_PERCENTILE, .param = OQC_CALIB_DEFAULT_PERCENTILE,
                           .method_name = OQC_CALIB_DEFAULT, .bins = 2048};
     int xml = 0;
-    if (rc == 0 && o.ndata == 0)
-        rc = oqc_err(d, "oqc calibrate: give the calibration data with --data PATH");
-    if (rc == 0 && !o.out)
+    if (rc == 0 && o.ndata == 0 && o.nmerge == 0)
+        rc = oqc_err(d, "oqc calibrate: give the calibration data with --data PATH (or "
+                        "shards' statistics with --merge-stats FILE...)");
+    if (rc == 0 && !o.out && !o.save_stats)
         rc = oqc_err(d, "oqc calibrate: give the output table with -o TABLE");
     if (rc == 0 && o.format && strcmp(o.format, "trt") && strcmp(o.format, "xml"))
         rc = oqc_err(d, "oqc calibrate: unknown --format '%s' (trt or xml)", o.format);
@@ -298,6 +365,12 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
     co.table = table;
     co.ntable = ntable;
     co.pre = &o.pre;
+    OqcCalibStats range, merged, saved;
+    if (rc == 0 && stats_options(&o, g->arena, &co, &range, &merged, d) < 0)
+        rc = -1;
+    co.save = o.save_stats && o.ndata ? &saved : NULL;
+    /* merging amax statistics (pass 1) is all there is to do: no calibration */
+    int amax_merge = rc == 0 && o.nmerge && merged.stage == 1;
     if (rc == 0 && o.sensitivity && !o.report)
         rc = oqc_err(d, "oqc calibrate: --sensitivity adds a section to the --report FILE.html: "
                         "give --report (and the validation data with --val X.npy)");
@@ -306,9 +379,11 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
                         "the XML table only: add --format xml");
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (rc == 0)
+    if (rc == 0 && !amax_merge)
         rc = oqc_calibrate(g, gb, o.batch, &co, &es, &n, &samples, d);
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (rc == 0 && o.save_stats && o.nmerge)
+        saved = merged;
     float_layers = join_list(g->arena, o.fp32_nodes, float_layers);
     OqcQuantConfig cfg = quant_config(&o);
     cfg.fp32_nodes = float_layers;
@@ -317,11 +392,14 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
         on_validation(&o, &b, o.val, o.val_labels, g->arena, &float_layers, NULL, d) < 0)
         rc = -1;
     cfg.fp32_nodes = float_layers;
-    Staged st[2];
+    Staged st[3];
     const char *out = stage(&st[0], o.out, d, &rc);
     const char *report = stage(&st[1], o.report, d, &rc);
+    const char *stats = stage(&st[2], o.save_stats, d, &rc);
+    if (rc == 0 && stats)
+        rc = oqc_calib_stats_write(stats, &saved, d);
     OqcTableExtra wx = {float_layers, o.pre.given ? o.pre.spec : NULL};
-    if (rc == 0)
+    if (rc == 0 && out)
         rc = xml ? oqc_table_write_xml_ex(out, es, n, samples, &wx, d)
                  : oqc_table_write_trt(out, co.method == OQC_CALIB_MAX ? "MinMax" : "Entropy",
                                        es, n, d);
@@ -333,8 +411,17 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
         rc = oqc_calib_report_ex(report, o.model, es, n, samples, o.sensitivity ? &sens : NULL,
                                  d);
     oqc_sensitivity_free(&sens);
-    rc = unstage(st, 2, rc, d);
-    if (rc == 0 && !o.quiet)
+    rc = unstage(st, 3, rc, d);
+    const char *main_out = o.out ? o.out : o.save_stats;
+    char dflt[4096];
+    snprintf(dflt, sizeof dflt, "%s.d", main_out ? main_out : "");
+    if (rc == 0)
+        rc = oqc_cli_write_depfile(&o, main_out, dflt, d);
+    if (rc == 0 && !o.quiet && o.save_stats)
+        printf("%s: %s statistics of %d tensors over %lld samples%s\n", o.save_stats,
+               saved.stage == 1 ? "amax (pass 1)" : "histogram (pass 2)", saved.nhists,
+               (long long)saved.samples, o.nmerge ? " (merged)" : "");
+    if (rc == 0 && !o.quiet && o.out)
         printf("calibrated %d tensors over %lld samples (%s) in %.2f s; table: %s%s%s\n", n,
                (long long)samples, co.method_name,
                (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
@@ -568,7 +655,7 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
                                           "--min-sqnr", "--max-drop", "--val", "--val-labels",
                                           "--save-table", "--threads",
                                           "--passes", "--disable-pass", "--no-opt", "-v",
-                                          "-q", NULL};
+                                          "-q", "-MD", "-MF", "-MT", NULL};
     Opts o;
     int rc = oqc_cli_parse_opts(argc, argv, "compile", allowed, &o, d);
     if (rc == 0 && !o.out)
@@ -579,6 +666,11 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
         rc = compile_model("compile", &o, o.out, &st, name, sizeof name, d);
     if (rc == 0 && o.main_driver)
         rc = oqc_cli_write_driver(o.out, name, d);
+    char main_c[4096], dflt[4096];
+    snprintf(main_c, sizeof main_c, "%s/%s.c", o.out ? o.out : ".", name);
+    snprintf(dflt, sizeof dflt, "%s/%s.d", o.out ? o.out : ".", name);
+    if (rc == 0)
+        rc = oqc_cli_write_depfile(&o, main_c, dflt, d);
     oqc_cli_free_opts(&o);
     return rc;
 }
@@ -632,7 +724,7 @@ static int cmd_export_qdq(int argc, char **argv, OqcDiag *d) {
                                           "--batch", "--weight-bits", "--fp32-nodes",
                                           "--min-sqnr", "--max-drop", "--val", "--val-labels",
                                           "--save-table", "--preprocess", "--input-shape",
-                                          "--threads", "-v", "-q", NULL};
+                                          "--threads", "-v", "-q", "-MD", "-MF", "-MT", NULL};
     /* --weight-type is this command's own option: taken out before parse_opts */
     OqcQdqOptions xo = {NULL, 0};
     char **args = malloc((size_t)(argc + 1) * sizeof *args);
@@ -680,6 +772,10 @@ static int cmd_export_qdq(int argc, char **argv, OqcDiag *d) {
     d->verbose = verbose;
     OqcQdqStats st;
     rc = g ? oqc_export_qdq(g, gq, &xo, &st, d) : -1;
+    char dflt[4096];
+    snprintf(dflt, sizeof dflt, "%s.d", o.out ? o.out : "");
+    if (rc == 0)
+        rc = oqc_cli_write_depfile(&o, o.out, dflt, d);
     if (rc == 0 && !o.quiet)
         printf("%s: wrote %s (%lld bytes): %d activation tensors with QuantizeLinear/"
                "DequantizeLinear (%d uint8 zero point 0, %d uint8 zero point 128), %d %s "

@@ -10,7 +10,10 @@
  *
  * Temporaries (and directories a command created) are registered while they exist, so
  * that an interrupting signal (oqc_tmp_remove_on_signals) removes them before oqc dies:
- * an interrupted command leaves neither temporaries nor a changed output. */
+ * an interrupted command leaves neither temporaries nor a changed output.
+ *
+ * The outputs renamed into place are recorded (oqc_out_done) for `-MD`, whose depfile
+ * names every file the command wrote as a target. */
 #include "ir.h"
 
 #include <errno.h>
@@ -79,6 +82,42 @@ void oqc_tmp_remove_on_signals(void) {
     }
 }
 
+/* The finished outputs, in order (a single thread writes outputs). */
+static char **done;
+static size_t ndone, capdone;
+
+void oqc_out_done(const char *path) {
+    for (size_t i = 0; i < ndone; i++)
+        if (!strcmp(done[i], path))
+            return;
+    if (ndone == capdone) {
+        capdone = capdone ? 2 * capdone : 16;
+        char **n = realloc(done, capdone * sizeof *n);
+        if (!n)
+            oqc_panic(__FILE__, __LINE__, "out of memory");
+        done = n;
+    }
+    if (!(done[ndone] = strdup(path)))
+        oqc_panic(__FILE__, __LINE__, "out of memory");
+    ndone++;
+}
+
+void oqc_out_moved(const char *from, const char *to) {
+    for (size_t i = 0; i < ndone; i++)
+        if (!strcmp(done[i], from)) {
+            char *p = strdup(to);
+            if (!p)
+                oqc_panic(__FILE__, __LINE__, "out of memory");
+            free(done[i]);
+            done[i] = p;
+            return;
+        }
+    oqc_out_done(to);
+}
+
+size_t oqc_out_count(void) { return ndone; }
+const char *oqc_out_path(size_t i) { return i < ndone ? done[i] : NULL; }
+
 int oqc_out_refuse_input(const char *path, OqcDiag *d) {
     const char *in = oqc_in_was_read(path);
     if (!in)
@@ -136,6 +175,8 @@ int oqc_out_commit(OqcOutFile *o, int ok, OqcDiag *d) {
         if (rc == 0 && rename(o->tmp, o->path) != 0)
             rc = oqc_err(d, "%s: cannot rename the finished file into place: %s", o->path,
                          strerror(errno));
+        if (rc == 0)
+            oqc_out_done(o->path);
         if (rc < 0)
             remove(o->tmp);
         oqc_tmp_forget(o->tmp);

@@ -10,7 +10,7 @@ const char *const oqc_usage_text =
     "\n"
     "commands:\n"
     "  dump MODEL   print the IR (--format text|xml|dot, -o FILE)\n"
-    "  check MODEL  check that oqc supports every op and shape of MODEL\n"
+    "  check MODEL  whether run and compile (fp32, int8) accept MODEL (--for LIST)\n"
     "  run MODEL    run the model in FP32 (--input [NAME=]FILE, -o OUT)\n"
     "  calibrate MODEL  choose INT8 thresholds from data (--data DIR, -o TABLE)\n"
     "  compile MODEL    emit the model as self-contained C (-o OUTDIR, --precision fp32)\n"
@@ -31,6 +31,8 @@ const char *const oqc_usage_text =
     "                                resize=,crop=,scale=,mean=,std=,color=,layout=\n"
     "                                (docs/images.md); data may be JPEG/PNG files,\n"
     "                                folders or list files\n"
+    "  -MD [-MF FILE] [-MT TARGET]   calibrate/compile/export-qdq: also write a Make\n"
+    "                                dependency file (default: -o FILE.d, OUTDIR/NAME.d)\n"
     "\n"
     "MODEL is an ONNX file or an XML dump written by `oqc dump --format xml`.\n"
     "Exit status: 0 success, 1 error (the message names the file, node and problem).\n";
@@ -47,9 +49,10 @@ const char *oqc_usage(const char *cmd) {
                "        bytes go to FILE.data, so `oqc dump FILE` can load it back\n"
                "  dot:  Graphviz (render with dot -Tsvg)\n";
     if (!strcmp(cmd, "check"))
-        return "usage: oqc check MODEL [--input-shape NAME=DIMS]...\n"
-               "  loads MODEL, infers every shape and lists unsupported ops; exit 0 when\n"
-               "  oqc can execute and compile the model\n";
+        return "usage: oqc check MODEL [--for run,fp32,int8,calibrate] [--input-shape NAME=DIMS]...\n"
+               "  exit 0 only when every command asked for accepts MODEL (default: run,\n"
+               "  compile --precision fp32 and int8), as decided by the code those commands\n"
+               "  run; otherwise lists each node and what refuses it, and exits 1\n";
     if (!strcmp(cmd, "calibrate"))
         return "usage: oqc calibrate MODEL --data PATH... -o TABLE [--method entropy|max|\n"
                "                     percentile:P|mse] [--bins 2048] [--format trt|xml]\n"
@@ -61,7 +64,13 @@ const char *oqc_usage(const char *cmd) {
                "  tensors it names. --report writes an HTML report with histograms. --batch N\n"
                "  runs N samples at a time (the table does not depend on it).\n"
                "  --min-sqnr DB | --max-drop POINTS with --val X.npy [--val-labels Y.npy]:\n"
-               "  keep the fewest layers float for that target (XML tables only; see below).\n";
+               "  keep the fewest layers float for that target (XML tables only; see below).\n"
+               "  split across machines (docs/calibration.md): per shard\n"
+               "    oqc calibrate MODEL --data SHARD --save-stats S.amax          (pass 1)\n"
+               "    oqc calibrate MODEL --merge-stats *.amax --save-stats RANGE\n"
+               "    oqc calibrate MODEL --data SHARD --range RANGE --save-stats S.hist (pass 2)\n"
+               "    oqc calibrate MODEL --merge-stats *.hist -o TABLE [--method M]\n"
+               "  gives the same table, byte for byte, as one run over every shard.\n";
     if (!strcmp(cmd, "compile"))
         return "usage: oqc compile MODEL -o OUTDIR [--name NAME] [--precision int8|fp32]\n"
                "                   [--calib PATH...] [--table FILE] [--method M] [--requant float|fixed]\n"

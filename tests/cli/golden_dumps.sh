@@ -32,11 +32,11 @@ for m in models/fashion/*.onnx models/tv/squeezenet1_1.onnx models/tiny/*.onnx; 
         fail "golden $name differs: $(diff "$gold" "$TMP/a.txt" 2>&1 | head -n 5)"
     fi
     # After the pipeline (only for models oqc can run: --after implies the strict path).
-    # A model `check` refuses must have no after-all golden: one that has it ran before,
+    # A model `check --for run` refuses must have no after-all golden: one that has it ran before,
     # so the refusal is a regression, not a model to leave out.
     gold="tests/golden/$name.after-all.txt"
     # shellcheck disable=SC2086
-    if ! "$OQC" check "$m" $args -q 2>"$TMP/err"; then
+    if ! "$OQC" check "$m" $args --for run -q 2>"$TMP/err"; then
         [ -f "$gold" ] && fail "$m: oqc check refuses it, but $gold exists: $(head -n 2 "$TMP/err")"
         continue
     fi

@@ -34,14 +34,19 @@ only_config() {
 mknpy() {
     n=1
     for dim in $(echo "$1" | tr ',' ' '); do n=$((n * dim)); done
-    case "$1" in *,*) shape=$1 ;; *) shape="$1," ;; esac
-    h="{'descr': '<f4', 'fortran_order': False, 'shape': ($shape), }"
+    { npy_header '<f4' "$1"; tail -c +129 "$2" | head -c $((4 * n)); } > "$3"
+}
+
+# npy_header DESCR SHAPE: prints a version 1 .npy header for dtype DESCR ('<f4', '<i8',
+# ...) and SHAPE ("2, 3, 4"; "" for a scalar), padded to a multiple of 64 bytes.
+npy_header() {
+    case "$2" in *,*|"") shape=$2 ;; *) shape="$2," ;; esac
+    h="{'descr': '$1', 'fortran_order': False, 'shape': ($shape), }"
     pad=$(( (64 - (10 + ${#h} + 1) % 64) % 64 ))
     hl=$(( ${#h} + pad + 1 ))
-    { printf '\223NUMPY\001\000'
-      printf "\\$(printf %03o $((hl % 256)))\\$(printf %03o $((hl / 256)))"
-      printf '%s%*s\n' "$h" "$pad" ""
-      tail -c +129 "$2" | head -c $((4 * n)); } > "$3"
+    printf '\223NUMPY\001\000'
+    printf "\\$(printf %03o $((hl % 256)))\\$(printf %03o $((hl / 256)))"
+    printf '%s%*s\n' "$h" "$pad" ""
 }
 
 # data_of NPY: the data part of a .npy file (header skipped: the driver and oqc may
