@@ -238,8 +238,9 @@ static int image_file(const uint8_t *data, size_t size) {
         if (text) {
             memcpy(text, data + 5, len);
             text[len] = 0;
-            size_t rest = nl ? size - (size_t)(nl + 1 - data) : 0;
-            if (oqc_preprocess_parse(text, &p, &d) == 0 && write_file(model_path, nl + 1, rest) == 0) {
+            const uint8_t *img = nl ? nl + 1 : data + size; /* no newline: no image */
+            if (oqc_preprocess_parse(text, &p, &d) == 0 &&
+                write_file(model_path, img, size - (size_t)(img - data)) == 0) {
                 int h = p.crop_h ? p.crop_h : p.resize_h ? p.resize_h : 16;
                 int w = p.crop_h ? p.crop_w : p.resize_h ? p.resize_w : 16;
                 load_image(model_path, &p, h, w, knob & 1);
