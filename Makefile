@@ -86,7 +86,7 @@ TEST_SUPPORT_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_SUPPORT))
 
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all check check-one clean deps models bench demo fuzz sqnr install uninstall shared accuracy
+.PHONY: all check check-one check-models clean deps models bench demo fuzz sqnr install uninstall shared accuracy
 # Keep intermediate objects (tests link them); V=1 shows full commands.
 .SECONDARY:
 Q := $(if $(V),,@)
@@ -168,6 +168,15 @@ $(BUILD)/tests/tools/%: $(BUILD)/obj/tests/tools/%.o $(BUILD)/liboqc.a
 # the matrix takes about the time of its slowest member on a 2-core machine.
 check-one: $(BUILD)/oqc $(TEST_BINS) $(TOOL_BINS)
 	@BUILD=$(BUILD) SAN=$(SAN) TOTALS=$(TOTALS) sh tests/run.sh
+
+# check-models: the checks on the networks `make models` writes (models/tv/resnet18,
+# mobilenet_v2, googlenet: FP32 against PyTorch, every pass's output preservation, BN
+# folding, googlenet's merges, shapes, compiled FP32 C), which `make check` leaves out;
+# run it after `make models`: a missing network fails, it is never skipped.
+MODEL_TESTS := test_fp32_models test_passes test_pass_fold_fuse test_pass_merge_concat \
+	test_shapes compile_fp32.sh
+check-models: $(BUILD)/oqc $(TEST_BINS) $(TOOL_BINS)
+	@BUILD=$(BUILD) OQC_TEST_MODELS=1 TESTS="$(MODEL_TESTS)" sh tests/run.sh
 
 ifeq ($(CONFIG),)
 TOTALS := build/check-totals

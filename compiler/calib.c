@@ -16,9 +16,10 @@
  *              the clipping sum is kept for every t by a recurrence of non-negative terms
  *              (no cancellation), so the whole search is O(N).
  *   entropy    TensorRT's search (GTC 2017 s7310) with the choices docs/calibration.md
- *              fixes; see entropy_divergence for how one candidate is evaluated in O(i)
- *              multiply-adds and one log per group (logs of the raw counts are
- *              tabulated once; smoothing corrects them by a short series).
+ *              fixes; see entropy_divergence for how one candidate is evaluated in
+ *              O(levels): sums over a group's bins are differences of prefix sums
+ *              tabulated once, and one log per group (smoothing enters as a short
+ *              series in the smoothing mass), so the search is O(N levels), not O(N^2).
  * In every method the first (smallest) T wins a tie. An empty histogram, amax == 0,
  * and an entropy search in which no candidate could be evaluated all give T = amax. */
 #include "ir.h"
@@ -112,87 +113,154 @@ void oqc_entropy_expand(const double *p, int i, int levels, double *q) {
 
 /* ============================================================== entropy */
 
-/* What every entropy candidate reads, computed once per histogram (arrays of N + 1
- * prefixes: entry k covers bins [0, k)). */
+/* An unevaluated sum hi + lo (double-double): added to with Knuth's two-sum, so a sum
+ * of many terms, or the difference of two such sums, keeps ~1e-32 of their size. */
+typedef struct DSum {
+    double hi, lo;
+} DSum;
+
+static inline void dsum_add(DSum *s, double v) {
+    double t = s->hi + v, bb = t - s->hi;
+    s->lo += (s->hi - (t - bb)) + (v - bb);
+    s->hi = t;
+}
+
+/* What every entropy candidate reads.  Computed once per histogram: arrays of N + 1
+ * prefixes (entry k covers bins [0, k); the sums are over non-zero bins only).
+ * Computed once per group size g (the L candidates i in [gL, gL + L) share it, and
+ * with it the groups 0 .. L-2; only the last group changes): those groups' Q values and
+ * the sums over them that entropy_divergence combines. */
 typedef struct Entropy {
     int n;                /* N, the number of bins */
     const uint64_t *b;    /* the counts */
     double *bd;           /* b[k] as a double */
     double *lb;           /* log(b[k]), 0 for empty bins */
-    double *ib;           /* 1 / b[k], 0 for empty bins */
-    double *nzm;          /* 1 for non-zero bins, 0 for empty ones */
     uint64_t *cum;        /* cum[k]: sum of b[0..k-1] */
     int *nzc;             /* nzc[k]: number of non-zero bins among b[0..k-1] */
     uint64_t *minnz;      /* minnz[k]: smallest non-zero count in b[0..k-1] (or max) */
     int *nzi;             /* the non-zero bins in order: those in [lo, hi) are
                              nzi[nzc[lo] .. nzc[hi] - 1] */
-    double *qv;           /* scratch, one per visited group: Q's value, -1 if zero */
-    int *gj;              /* scratch: the groups a candidate visits, in order */
-    /* Q's value s / nz of group j and its log as last computed, with that s and nz
-     * (s = UINT64_MAX: none yet): consecutive candidates share most groups, so most of
-     * their divisions and logs are looked up (the same operands, the same bits) */
-    uint64_t *logs_s;
-    int *logs_nz;
-    double *qvs, *logs;
+    int *run;             /* run[p]: the first q <= p with nzi[q..p] all of one count */
+    double *blb_hi, *blb_lo; /* sum of b log b, as a DSum per prefix */
+    double *slb;          /* sum of log b */
+    double *inv[4];       /* inv[m]: sum of 1 / b^(m+1) */
+    /* the groups 0 .. L-2 of group size g */
+    int g;                /* (0: none yet) */
+    int *grp, ngrp;       /* those holding a non-zero bin, in order */
+    int *geq, ngeq;       /* those whose non-zero counts are all equal, in order */
+    double *gq, *glog, *ginv; /* per group: Q's value s / nz (count total over non-zero
+                                 bins), its log and 1 / it */
+    double minq;          /* the smallest Q value */
+    double maxinv;        /* the largest 1 / Q value of the unequal groups */
+    /* sums over the unequal groups (s: a group's count total, nz: its non-zero bins,
+     * q = s / nz, sums over its non-zero bins inside) */
+    DSum sb, a1;          /* sum of b log b; sum of s log q */
+    double ss, snz, sslb; /* sum of s, of nz, of log b */
+    double si[4];         /* sum of 1 / b^(m+1) */
+    double a2;            /* sum of nz log q */
+    double bq[4];         /* sum of nz / q^(m+1) */
 } Entropy;
 
-/* log(v - e) for the smoothed value v - e of a bin (v > e >= 0), given logv = log(v).
- * For e <= 1e-3 v (nearly always: e = 1e-4 z/(i - z) and v >= 1 for P) it is
- * log v + log(1 - x), x = e / v, with the series -x - x^2/2 - x^3/3 - x^4/4, whose
- * truncation error x^5/5 <= 2e-16 is below the rounding of log v itself; otherwise a
- * log. P's bins and Q's groups both go through this, so a bin of P equal to its Q
- * (same count, same e) gives exactly log P - log Q = 0, and ties stay ties. */
-static inline double log_smoothed(double v, double logv, double e) {
-    double x = e * (1 / v); /* the same rounding as e * E->ib[k] in group_sum */
+/* log(v - e) for the smoothed value v - e of a bin (v > e >= 0), given logv = log(v)
+ * and inv = 1 / v.  For e <= 1e-3 v (nearly always: e = 1e-4 z/(i - z) and v >= 1 for
+ * P) it is log v + log(1 - x), x = e / v, with the series -x - x^2/2 - x^3/3 - x^4/4,
+ * whose truncation error x^5/5 <= 2e-16 is below the rounding of log v itself;
+ * otherwise a log.  P's bins and Q's groups both go through this, so a bin of P equal
+ * to its Q (same count, same e) gives exactly log P - log Q = 0. */
+static inline double log_smoothed(double v, double logv, double inv, double e) {
+    double x = e * inv;
     if (x > 1e-3)
         return log(v - e);
     return logv - x * (1 + x * (0.5 + x * (1.0 / 3 + x * 0.25)));
 }
 
-/* sum over bins k in [lo, hi) non-zero in P of pp (log pp + c), pp = b[k] - e, where
- * e * (1 / b[k]) <= 1e-3 for every bin (so log_smoothed's series applies to all):
- * branch-free, empty bins adding 0 * (0 + c), four partial sums to keep the adds from
- * waiting on each other. */
+/* sum over bins k in [lo, hi) non-zero in P of pp (log pp + c), pp = b - e, where
+ * e / b <= 1e-3 for every bin, in O(1).  With log pp = log b - S, S = x + x^2/2 + x^3/3
+ * + x^4/4, x = e / b (log_smoothed's series), each bin's term expands exactly to
+ *     b log b + c (b - e) - e log b - e + e^2/(2b) + e^3/(6b^2) + e^4/(12b^3) + e^5/(4b^4),
+ * so the sum is made of the prefix sums of b log b, log b and 1/b^m, the count total
+ * and the number of non-zero bins. */
 static double group_sum(const Entropy *E, int lo, int hi, double e, double c) {
-    const double *bd = E->bd, *lb = E->lb, *ib = E->ib, *nzm = E->nzm;
-    double a[4] = {0, 0, 0, 0};
-    int k = lo;
-    if (E->nzc[hi] - E->nzc[lo] < (hi - lo) / 4) {
-        /* Sparse (a small tensor fills few bins): only the non-zero bins, each added to
-         * the partial sum the dense loops below would add it to (an empty bin adds
-         * exactly 0 there), so the result is the same bits in O(non-zero bins). */
-        int full = lo + (hi - lo) / 4 * 4;
-        for (int p = E->nzc[lo]; p < E->nzc[hi]; p++) {
-            k = E->nzi[p];
-            double lp = lb[k];
-            if (e != 0) {
-                double x = e * ib[k];
-                lp = lb[k] - x * (1 + x * (0.5 + x * (1.0 / 3 + x * 0.25)));
-            }
-            a[k < full ? (k - lo) % 4 : 0] += (e != 0 ? bd[k] - e * nzm[k] : bd[k]) * (lp + c);
-        }
-        return (a[0] + a[1]) + (a[2] + a[3]);
+    int nz = E->nzc[hi] - E->nzc[lo];
+    double s = (double)(E->cum[hi] - E->cum[lo]);
+    double blb = (E->blb_hi[hi] - E->blb_hi[lo]) + (E->blb_lo[hi] - E->blb_lo[lo]);
+    if (e == 0)
+        return blb + c * s;
+    double i1 = E->inv[0][hi] - E->inv[0][lo], i2 = E->inv[1][hi] - E->inv[1][lo];
+    double i3 = E->inv[2][hi] - E->inv[2][lo], i4 = E->inv[3][hi] - E->inv[3][lo];
+    double ser = e * e * (i1 * 0.5 + e * (i2 * (1.0 / 6) + e * (i3 * (1.0 / 12) + e * (i4 * 0.25))));
+    return blb + c * (s - nz * e) - e * ((E->slb[hi] - E->slb[lo]) + nz) + ser;
+}
+
+/* One group's share of C * divergence: the sum over its bins [lo, hi) non-zero in P of
+ * pp (log pp + c).  From the prefix sums (group_sum) when smoothing is small against
+ * every count (series); bin by bin otherwise (exact logs), and when the group's counts
+ * are all equal (eq: then P is Q there, and each bin adds the same single term, so
+ * P == Q everywhere with no outliers gives exactly 0 and ties stay ties). */
+static double group_term(const Entropy *E, int lo, int hi, int eq, double c, double e,
+                         int series) {
+    int p0 = E->nzc[lo], p1 = E->nzc[hi];
+    if (p1 == p0)
+        return 0;
+    if (series && !eq)
+        return group_sum(E, lo, hi, e, c);
+    double acc = 0;
+    for (int p = p0; p < p1; p++) {
+        double bk = E->bd[E->nzi[p]];
+        double t = (bk - e) * (log_smoothed(bk, E->lb[E->nzi[p]], 1 / bk, e) + c);
+        if (series)
+            return (p1 - p0) * t;
+        acc += t;
     }
-    if (e == 0) { /* log_smoothed(b, lb, 0) == lb */
-        for (; k + 4 <= hi; k += 4)
-            for (int u = 0; u < 4; u++)
-                a[u] += bd[k + u] * (lb[k + u] + c);
-        for (; k < hi; k++)
-            a[0] += bd[k] * (lb[k] + c);
-    } else {
-        for (; k + 4 <= hi; k += 4)
-            for (int u = 0; u < 4; u++) {
-                double x = e * ib[k + u];
-                double lp = lb[k + u] - x * (1 + x * (0.5 + x * (1.0 / 3 + x * 0.25)));
-                a[u] += (bd[k + u] - e * nzm[k + u]) * (lp + c);
+    return acc;
+}
+
+/* 1 when the non-zero counts of bins [lo, hi) are all equal (and there is one). */
+static int all_equal(const Entropy *E, int lo, int hi) {
+    int p0 = E->nzc[lo], p1 = E->nzc[hi];
+    return p1 > p0 && E->run[p1 - 1] <= p0;
+}
+
+/* Fills E's per-group-size part for groups of g bins (see Entropy). */
+static void entropy_groups(Entropy *E, int g, int L) {
+    E->g = g;
+    E->ngrp = E->ngeq = 0;
+    E->minq = INFINITY;
+    E->maxinv = 0;
+    E->sb = E->a1 = (DSum){0, 0};
+    E->ss = E->snz = E->sslb = E->a2 = 0;
+    for (int m = 0; m < 4; m++)
+        E->si[m] = E->bq[m] = 0;
+    int end = E->nzc[(L - 1) * g]; /* non-zero bins below the last group */
+    for (int p = 0; p < end;) {
+        int j = E->nzi[p] / g, lo = j * g, hi = lo + g;
+        uint64_t s = E->cum[hi] - E->cum[lo];
+        int nz = E->nzc[hi] - E->nzc[lo];
+        double q = (double)s / nz, lq = log(q), inv = 1 / q;
+        E->grp[E->ngrp++] = j;
+        E->gq[j] = q;
+        E->glog[j] = lq;
+        E->ginv[j] = inv;
+        E->minq = q < E->minq ? q : E->minq;
+        if (all_equal(E, lo, hi)) {
+            E->geq[E->ngeq++] = j;
+        } else {
+            E->maxinv = inv > E->maxinv ? inv : E->maxinv;
+            dsum_add(&E->sb, E->blb_hi[hi] - E->blb_hi[lo]);
+            dsum_add(&E->sb, E->blb_lo[hi] - E->blb_lo[lo]);
+            dsum_add(&E->a1, (double)s * lq);
+            E->ss += (double)s;
+            E->snz += nz;
+            E->sslb += E->slb[hi] - E->slb[lo];
+            E->a2 += nz * lq;
+            double pw = inv;
+            for (int m = 0; m < 4; m++, pw *= inv) {
+                E->si[m] += E->inv[m][hi] - E->inv[m][lo];
+                E->bq[m] += nz * pw;
             }
-        for (; k < hi; k++) {
-            double x = e * ib[k];
-            double lp = lb[k] - x * (1 + x * (0.5 + x * (1.0 / 3 + x * 0.25)));
-            a[0] += (bd[k] - e * nzm[k]) * (lp + c);
         }
+        p = E->nzc[hi];
     }
-    return (a[0] + a[1]) + (a[2] + a[3]);
 }
 
 /* The divergence of candidate i (levels L <= i), or NaN when it cannot be evaluated:
@@ -204,80 +272,74 @@ static double group_sum(const Entropy *E, int lo, int hi, double e, double c) {
  * non-zero bins p_k - e1 with e1 = eps z / (i - z), keeping the total. After
  * normalising, a bin contributes P log(P/Q) = (pp/C) log((pp/C) / (qq/Sq)), so
  *     C * divergence = sum_k pp_k (log pp_k - log qq_k + log(Sq/C)).
- * Bins zero in P are zero in Q too (pp = qq = eps): each adds eps log(Sq/C). Q is
- * constant over the non-zero bins of a group, so log qq costs one log per group, and
- * log pp is the tabulated log of the count (corrected by log_smoothed when P has zero
- * bins), so the candidate costs O(i) multiply-adds and L logs. Bin i - 1 holds the
- * outliers in P and is done on its own. A group whose Q total is 0 while P is not
- * (only the last one can be: bin i - 1 empty but outliers present) has Q smoothed to
- * eps there. */
-static double entropy_divergence(const Entropy *E, int i, int L) {
+ * Bins zero in P are zero in Q too (pp = qq = eps): each adds eps log(Sq/C).  Q is
+ * constant over the non-zero bins of a group, qq = q - f (f = e1 of Q), and P's
+ * pp = b - e (e = e1 of P).  A group's sum is then group_sum's expansion with
+ * c = log(Sq/C) - log(q - f), and log(q - f) = log q - S(f / q) by the same series; so
+ * summed over the groups 0 .. L-2 whose counts are not all equal it is
+ *     Sb - A1 + [f Snz + f^2/2 B1 + f^3/3 B2 + f^4/4 B3] + lr (Ss - e Snz)
+ *     + e (A2 - [f B1 + f^2/2 B2 + f^3/3 B3 + f^4/4 B4]) - e (Sslb + Snz)
+ *     + e^2 (Si1/2 + e (Si2/6 + e (Si3/12 + e Si4/4)))
+ * with lr = log(Sq/C) and the sums of Entropy (Sb = sb, Bm = bq[m-1], Sim = si[m-1]),
+ * which depend on g alone: O(1) per candidate.  The groups whose counts are all equal
+ * and the last one (it holds bin i - 1, which holds the outliers in P) are added one
+ * by one (group_term).  When smoothing takes more than 1e-3 of some count of P or Q
+ * value (over ten empty bins per non-zero one) every group is (O(L), exact logs for the
+ * small counts).  A group whose Q total is 0 while P is not (only the last one can be:
+ * bin i - 1 empty but outliers present) has Q smoothed to eps there. */
+static double entropy_divergence(Entropy *E, int i, int L) {
     const uint64_t *b = E->b;
     uint64_t C = E->cum[E->n], Sq = E->cum[i];
     uint64_t last = b[i - 1] + (C - Sq); /* P[i-1]: the bin plus the outliers */
     if (Sq == 0)
         return NAN;
     int nzp = E->nzc[i - 1] + (last != 0), zp = i - nzp;
-    double e1p = zp ? ENTROPY_EPS * zp / nzp : 0;
+    double e = zp ? ENTROPY_EPS * zp / nzp : 0;
     uint64_t minp = E->minnz[i - 1] < last || !last ? E->minnz[i - 1] : last;
-    if (zp && (double)minp - e1p <= 0)
+    if (zp && (double)minp - e <= 0)
         return NAN;
-    /* Q per group: total over the group's bins spread over those non-zero in P.  Only
-     * the groups holding a non-zero bin and the last one (the outliers) are visited:
-     * any other has s = nz = 0 and adds nothing below, so a candidate costs time in
-     * the number of non-zero bins, not in the levels (a small tensor is cheap). */
-    int g = i / L, zq = zp, ng = 0;
-    double minq = INFINITY;
-    for (int j = -1; j < L - 1;) {
-        /* the next group holding a non-zero bin below i, else the last group */
-        int p = E->nzc[(j + 1) * g];
-        int k = p < E->nzc[i] ? E->nzi[p] : i;
-        j = k / g < L - 1 ? k / g : L - 1;
-        int lo = j * g, hi = j == L - 1 ? i : lo + g;
-        uint64_t s = E->cum[hi] - E->cum[lo];
-        int nz = E->nzc[hi] - E->nzc[lo];
-        if (j == L - 1)
-            nz += (last != 0) - (b[i - 1] != 0);
-        E->gj[ng] = j;
-        if (s == 0) {
-            E->qv[ng++] = -1;
-            zq += nz; /* non-zero in P, zero in Q */
-        } else {
-            if (E->logs_s[j] != s || E->logs_nz[j] != nz) {
-                E->logs_s[j] = s;
-                E->logs_nz[j] = nz;
-                E->qvs[j] = (double)s / nz;
-                E->logs[j] = log(E->qvs[j]);
-            }
-            E->qv[ng] = E->qvs[j];
-            minq = E->qv[ng] < minq ? E->qv[ng] : minq;
-            ng++;
-        }
-    }
-    double e1q = zq ? ENTROPY_EPS * zq / (i - zq) : 0;
-    if (minq - e1q <= 0)
-        return NAN;
-    double lr = log((double)Sq / (double)C);
+    int g = i / L, lastlo = (L - 1) * g;
+    if (E->g != g)
+        entropy_groups(E, g, L);
+    /* Q's zero bins: P's, and bin i - 1 when the last group's Q total is 0 (every
+     * other group holding a count of P holds one of Q) */
+    uint64_t slast = E->cum[i] - E->cum[lastlo];
+    int zq = zp + (slast == 0 && last != 0);
+    double f = zq ? ENTROPY_EPS * zq / (i - zq) : 0;
+    double lr = log((double)Sq / (double)C), minq = E->minq;
     double acc = zp * ENTROPY_EPS * lr;
-    int series = e1p * (1 / (double)minp) <= 1e-3; /* for every bin of P below i - 1 */
-    for (int w = 0; w < ng; w++) {
-        int j = E->gj[w];
-        int lo = j * g, hi = j == L - 1 ? i - 1 : lo + g; /* bin i - 1 comes last */
-        double qv = E->qv[w];
-        double c = lr - (qv > 0 ? log_smoothed(qv, E->logs[j], e1q) : log(ENTROPY_EPS));
-        if (series) {
-            acc += group_sum(E, lo, hi, e1p, c);
-        } else { /* smoothing takes a sizeable part of small counts: exact logs */
-            for (int p = E->nzc[lo]; p < E->nzc[hi]; p++) {
-                int k = E->nzi[p];
-                acc += (E->bd[k] - e1p) * (log_smoothed(E->bd[k], E->lb[k], e1p) + c);
-            }
-        }
-        if (j == L - 1 && last) {
-            double v = (double)last;
-            acc += (v - e1p) * (log_smoothed(v, log(v), e1p) + c);
-        }
+    int series = e * (1 / (double)minp) <= 1e-3; /* for every bin of P below i - 1 */
+    int fast = series && f * E->maxinv <= 1e-3;
+    if (fast) {
+        const double *B = E->bq, *Si = E->si;
+        double sqs = f * (E->snz + f * (0.5 * B[0] + f * ((1.0 / 3) * B[1] + f * 0.25 * B[2])));
+        double sqn = f * (B[0] + f * (0.5 * B[1] + f * ((1.0 / 3) * B[2] + f * 0.25 * B[3])));
+        double d = (E->sb.hi - E->a1.hi) + (E->sb.lo - E->a1.lo);
+        acc += d + sqs + lr * (E->ss - e * E->snz) + e * (E->a2 - sqn) - e * (E->sslb + E->snz) +
+               e * e * (Si[0] * 0.5 + e * (Si[1] * (1.0 / 6) + e * (Si[2] * (1.0 / 12) + e * Si[3] * 0.25)));
     }
+    int n = fast ? E->ngeq : E->ngrp;
+    const int *js = fast ? E->geq : E->grp;
+    for (int w = 0; w < n; w++) {
+        int j = js[w], lo = j * g, hi = lo + g;
+        double c = lr - (f != 0 ? log_smoothed(E->gq[j], E->glog[j], E->ginv[j], f) : E->glog[j]);
+        acc += group_term(E, lo, hi, all_equal(E, lo, hi), c, e, series);
+    }
+    /* the last group: bins [lastlo, i - 1), then bin i - 1 with the outliers */
+    double c = lr - log(ENTROPY_EPS);
+    if (slast != 0) {
+        int nz = E->nzc[i - 1] - E->nzc[lastlo] + (last != 0);
+        double q = (double)slast / nz, lq = log(q);
+        minq = q < minq ? q : minq;
+        c = lr - (f != 0 ? log_smoothed(q, lq, 1 / q, f) : lq);
+    }
+    acc += group_term(E, lastlo, i - 1, all_equal(E, lastlo, i - 1), c, e, series);
+    if (last) {
+        double v = (double)last;
+        acc += (v - e) * (log_smoothed(v, log(v), 1 / v, e) + c);
+    }
+    if (minq - f <= 0)
+        return NAN;
     return acc / (double)C;
 }
 
@@ -286,39 +348,45 @@ static double entropy_divergence(const Entropy *E, int i, int L) {
 static int entropy_search(const OqcHist *h, int L, double *div) {
     int n = h->nbins;
     Entropy E = {.n = n, .b = h->bins};
-    E.bd = malloc((size_t)n * sizeof *E.bd);
-    E.lb = malloc((size_t)n * sizeof *E.lb);
-    E.ib = malloc((size_t)n * sizeof *E.ib);
-    E.nzm = malloc((size_t)n * sizeof *E.nzm);
+    double **darr[] = {&E.bd, &E.lb, &E.blb_hi, &E.blb_lo, &E.slb, &E.inv[0], &E.inv[1],
+                       &E.inv[2], &E.inv[3], &E.gq, &E.glog, &E.ginv};
+    int **iarr[] = {&E.nzc, &E.nzi, &E.run, &E.grp, &E.geq};
+    int fail = 0;
+    for (size_t a = 0; a < sizeof darr / sizeof darr[0]; a++)
+        fail |= !(*darr[a] = malloc((size_t)(n + 1) * sizeof **darr[a]));
+    for (size_t a = 0; a < sizeof iarr / sizeof iarr[0]; a++)
+        fail |= !(*iarr[a] = malloc((size_t)(n + 1) * sizeof **iarr[a]));
     E.cum = malloc((size_t)(n + 1) * sizeof *E.cum);
-    E.nzc = malloc((size_t)(n + 1) * sizeof *E.nzc);
     E.minnz = malloc((size_t)(n + 1) * sizeof *E.minnz);
-    E.nzi = malloc((size_t)(n + 1) * sizeof *E.nzi);
-    E.qv = malloc((size_t)L * sizeof *E.qv);
-    E.gj = malloc((size_t)L * sizeof *E.gj);
-    E.qvs = malloc((size_t)L * sizeof *E.qvs);
-    E.logs_s = malloc((size_t)L * sizeof *E.logs_s);
-    E.logs_nz = malloc((size_t)L * sizeof *E.logs_nz);
-    E.logs = malloc((size_t)L * sizeof *E.logs);
-    if (!E.bd || !E.lb || !E.ib || !E.nzm || !E.cum || !E.nzc || !E.minnz || !E.nzi || !E.qv ||
-        !E.gj || !E.qvs || !E.logs_s || !E.logs_nz || !E.logs)
+    if (fail || !E.cum || !E.minnz)
         oqc_panic(__FILE__, __LINE__, "out of memory in the entropy calibration");
-    for (int j = 0; j < L; j++)
-        E.logs_s[j] = UINT64_MAX;
     E.cum[0] = 0;
     E.nzc[0] = 0;
     E.minnz[0] = UINT64_MAX;
+    E.blb_hi[0] = E.blb_lo[0] = E.slb[0] = 0;
+    for (int m = 0; m < 4; m++)
+        E.inv[m][0] = 0;
     for (int k = 0; k < n; k++) {
         uint64_t v = h->bins[k];
-        E.bd[k] = (double)v;
-        E.lb[k] = v ? log((double)v) : 0;
-        E.ib[k] = v ? 1 / (double)v : 0;
-        E.nzm[k] = v != 0;
+        double bd = (double)v, lb = v ? log(bd) : 0, r = v ? 1 / bd : 0;
+        E.bd[k] = bd;
+        E.lb[k] = lb;
         E.cum[k + 1] = E.cum[k] + v;
         E.nzc[k + 1] = E.nzc[k] + (v != 0);
         E.minnz[k + 1] = v && v < E.minnz[k] ? v : E.minnz[k];
-        if (v)
-            E.nzi[E.nzc[k]] = k;
+        if (v) {
+            int p = E.nzc[k];
+            E.nzi[p] = k;
+            E.run[p] = p > 0 && h->bins[E.nzi[p - 1]] == v ? E.run[p - 1] : p;
+        }
+        DSum blb = {E.blb_hi[k], E.blb_lo[k]};
+        dsum_add(&blb, bd * lb);
+        E.blb_hi[k + 1] = blb.hi;
+        E.blb_lo[k + 1] = blb.lo;
+        E.slb[k + 1] = E.slb[k] + lb;
+        double pw[4] = {r, r * r, r * r * r, r * r * r * r};
+        for (int m = 0; m < 4; m++)
+            E.inv[m][k + 1] = E.inv[m][k] + pw[m];
     }
     int m = -1;
     for (int i = L; i < n; i++) {
@@ -326,20 +394,12 @@ static int entropy_search(const OqcHist *h, int L, double *div) {
         if (!isnan(div[i]) && (m < 0 || div[i] < div[m]))
             m = i;
     }
-    free(E.bd);
-    free(E.lb);
-    free(E.ib);
-    free(E.nzm);
+    for (size_t a = 0; a < sizeof darr / sizeof darr[0]; a++)
+        free(*darr[a]);
+    for (size_t a = 0; a < sizeof iarr / sizeof iarr[0]; a++)
+        free(*iarr[a]);
     free(E.cum);
-    free(E.nzc);
     free(E.minnz);
-    free(E.nzi);
-    free(E.qv);
-    free(E.gj);
-    free(E.qvs);
-    free(E.logs_s);
-    free(E.logs_nz);
-    free(E.logs);
     return m;
 }
 

@@ -374,7 +374,7 @@ static int decode_png(const char *path, FILE *f, Image *im, OqcDiag *d) {
 /* Decodes path by its content (magic bytes), whatever its name says. */
 static int decode(const char *path, Image *im, OqcDiag *d) {
     memset(im, 0, sizeof *im);
-    FILE *f = oqc_in_fopen(path, d);
+    FILE *f = oqc_in_fopen(path, d); /* (a FIFO or a device is refused, not waited on) */
     if (!f)
         return -1;
     unsigned char magic[8] = {0};
@@ -400,20 +400,22 @@ static int decode(const char *path, Image *im, OqcDiag *d) {
 
 #define PIL_PRECISION_BITS 22   /* Pillow's 32 - 8 - 2 */
 
-/* Pillow's precompute_coeffs for the bilinear (triangle, support 1) filter over the
- * whole input [0, in): for each output pixel the first input pixel and the count, and
- * ksize fixed-point weights (normalize_coeffs_8bpc's rounding). */
-static int resize_coeffs(int in, int out, int **bounds, int32_t **kk) {
+/* Pillow's precompute_coeffs for the bilinear (triangle, support 1) filter resizing
+ * [0, in) to out pixels, for the n output pixels from first on: for each, its first
+ * input pixel and count, and ksize fixed-point weights (normalize_coeffs_8bpc's
+ * rounding).  Each output pixel's coefficients depend on it alone, so a window of the
+ * output costs what the window holds. */
+static int resize_coeffs(int in, int out, int first, int n, int **bounds, int32_t **kk) {
     double scale = (double)(float)in / out, filterscale = scale < 1.0 ? 1.0 : scale;
     double support = 1.0 * filterscale, ss = 1.0 / filterscale;
     int ksize = (int)ceil(support) * 2 + 1;
     double *w = malloc((size_t)ksize * sizeof *w);
-    *bounds = malloc((size_t)out * 2 * sizeof **bounds);
-    *kk = malloc((size_t)out * (size_t)ksize * sizeof **kk);
+    *bounds = malloc((size_t)n * 2 * sizeof **bounds);
+    *kk = malloc((size_t)n * (size_t)ksize * sizeof **kk);
     if (!w || !*bounds || !*kk)
         oqc_panic(__FILE__, __LINE__, "out of memory");
-    for (int xx = 0; xx < out; xx++) {
-        double center = (xx + 0.5) * scale, ww = 0.0;
+    for (int i = 0; i < n; i++) {
+        double center = ((double)first + i + 0.5) * scale, ww = 0.0;
         int xmin = (int)(center - support + 0.5), xmax = (int)(center + support + 0.5);
         if (xmin < 0)
             xmin = 0;
@@ -425,14 +427,14 @@ static int resize_coeffs(int in, int out, int **bounds, int32_t **kk) {
             w[x] = t < 1.0 ? 1.0 - t : 0.0;
             ww += w[x];
         }
-        int32_t *k = *kk + (size_t)xx * (size_t)ksize;
+        int32_t *k = *kk + (size_t)i * (size_t)ksize;
         for (int x = 0; x < ksize; x++) {
             double v = x < xmax && ww != 0.0 ? w[x] / ww : 0.0;
             k[x] = (int32_t)(v < 0 ? -0.5 + v * (1 << PIL_PRECISION_BITS)
                                    : 0.5 + v * (1 << PIL_PRECISION_BITS));
         }
-        (*bounds)[2 * xx] = xmin;
-        (*bounds)[2 * xx + 1] = xmax;
+        (*bounds)[2 * i] = xmin;
+        (*bounds)[2 * i + 1] = xmax;
     }
     free(w);
     return ksize;
@@ -443,54 +445,64 @@ static unsigned char clip8(int32_t v) {
     return (unsigned char)(v < 0 ? 0 : v > 255 ? 255 : v);
 }
 
-/* im resized to ow x oh as Pillow's ImagingResampleInner: the horizontal pass over the
- * rows the vertical pass reads, rounded to uint8, then the vertical pass. */
-static void resize_pil(Image *im, int ow, int oh) {
-    if (ow == im->w && oh == im->h)
-        return;
-    int c = im->c, *vb, *hb = NULL;
-    int32_t *vk, *hk = NULL;
-    int vks = resize_coeffs(im->h, oh, &vb, &vk);
+/* The window of cw x ch pixels at (left, top) of im resized to ow x oh, as Pillow's
+ * ImagingResampleInner computes those pixels: the horizontal pass (when the width
+ * changes) over the rows the vertical pass reads, rounded to uint8, then the vertical
+ * pass (when the height changes).  Only the window is computed, so an image whose
+ * resized size is huge (a 1 x 10^6 strip resized to a shorter side of 256) costs what
+ * the crop holds, not what the resized image would. */
+static void resize_crop(Image *im, int ow, int oh, int left, int top, int cw, int ch) {
+    int c = im->c, *vb = NULL, *hb = NULL, vks = 0, hks = 0;
+    int32_t *vk = NULL, *hk = NULL;
     const unsigned char *src = im->px;
     unsigned char *tmp = NULL;
-    int sw = im->w, y0 = 0;
-    if (ow != im->w) {
-        int hks = resize_coeffs(im->w, ow, &hb, &hk);
+    size_t sw = (size_t)im->w;
+    int x0 = left, y0 = top, rows = ch; /* where the window starts in src, rows it reads */
+    if (oh != im->h) {
+        vks = resize_coeffs(im->h, oh, top, ch, &vb, &vk);
         y0 = vb[0];
-        int y1 = vb[2 * oh - 2] + vb[2 * oh - 1];
-        tmp = malloc((size_t)(y1 - y0) * (size_t)ow * (size_t)c + 1);
+        rows = vb[2 * ch - 2] + vb[2 * ch - 1] - y0;
+    }
+    if (ow != im->w) {
+        hks = resize_coeffs(im->w, ow, left, cw, &hb, &hk);
+        tmp = malloc((size_t)rows * (size_t)cw * (size_t)c + 1);
         if (!tmp)
             oqc_panic(__FILE__, __LINE__, "out of memory");
-        for (int y = y0; y < y1; y++)
-            for (int xx = 0; xx < ow; xx++) {
+        for (int y = 0; y < rows; y++)
+            for (int xx = 0; xx < cw; xx++) {
                 const int32_t *k = hk + (size_t)xx * (size_t)hks;
-                const unsigned char *s = src + ((size_t)y * (size_t)sw + (size_t)hb[2 * xx]) * (size_t)c;
-                for (int ch = 0; ch < c; ch++) {
+                const unsigned char *s = src + ((size_t)(y0 + y) * sw + (size_t)hb[2 * xx]) * (size_t)c;
+                for (int ch_ = 0; ch_ < c; ch_++) {
                     int32_t acc = 1 << (PIL_PRECISION_BITS - 1);
                     for (int x = 0; x < hb[2 * xx + 1]; x++)
-                        acc += s[x * c + ch] * k[x];
-                    tmp[((size_t)(y - y0) * (size_t)ow + (size_t)xx) * (size_t)c + (size_t)ch] = clip8(acc);
+                        acc += s[x * c + ch_] * k[x];
+                    tmp[((size_t)y * (size_t)cw + (size_t)xx) * (size_t)c + (size_t)ch_] = clip8(acc);
                 }
             }
-        src = tmp;
-        sw = ow;
+        src = tmp; /* tmp's row 0 is the image's row y0, its column 0 the window's */
+        sw = (size_t)cw;
+        x0 = y0 = 0;
     }
-    unsigned char *out = malloc((size_t)oh * (size_t)ow * (size_t)c + 1);
+    size_t orow = (size_t)cw * (size_t)c;
+    unsigned char *out = malloc((size_t)ch * orow + 1);
     if (!out)
         oqc_panic(__FILE__, __LINE__, "out of memory");
-    if (oh != im->h) {
-        for (int yy = 0; yy < oh; yy++) {
+    for (int yy = 0; yy < ch; yy++) {
+        const unsigned char *s = src + (size_t)x0 * (size_t)c;
+        if (vb) {
             const int32_t *k = vk + (size_t)yy * (size_t)vks;
-            int ymin = vb[2 * yy] - y0, n = vb[2 * yy + 1];
-            for (int i = 0; i < ow * c; i++) {
+            int ymin = vb[2 * yy] - vb[0], n = vb[2 * yy + 1];
+            if (!tmp)
+                ymin += vb[0]; /* no horizontal pass: rows of the image itself */
+            for (size_t i = 0; i < orow; i++) {
                 int32_t acc = 1 << (PIL_PRECISION_BITS - 1);
                 for (int y = 0; y < n; y++)
-                    acc += src[(size_t)(ymin + y) * (size_t)sw * (size_t)c + (size_t)i] * k[y];
-                out[(size_t)yy * (size_t)ow * (size_t)c + (size_t)i] = clip8(acc);
+                    acc += s[(size_t)(ymin + y) * sw * (size_t)c + i] * k[y];
+                out[(size_t)yy * orow + i] = clip8(acc);
             }
+        } else {
+            memcpy(out + (size_t)yy * orow, s + (size_t)(y0 + yy) * sw * (size_t)c, orow);
         }
-    } else {
-        memcpy(out, src, (size_t)oh * (size_t)ow * (size_t)c);
     }
     free(tmp);
     free(vb);
@@ -499,8 +511,8 @@ static void resize_pil(Image *im, int ow, int oh) {
     free(hk);
     free(im->px);
     im->px = out;
-    im->w = ow;
-    im->h = oh;
+    im->w = cw;
+    im->h = ch;
 }
 
 /* ============================================================== preprocessing */
@@ -560,34 +572,36 @@ int oqc_image_load(const char *path, const OqcPreprocess *p, const OqcShape *in,
     if (decode(path, &im, d) < 0)
         return -1;
     convert_color(&im, C);
-    int rh = 0, rw = 0;
+    int64_t rh = 0, rw = 0;
     if (p->resize_h) {
         rh = p->resize_h;
         rw = p->resize_w;
     } else if (p->resize) { /* the shorter side to resize, as torchvision's Resize(int) */
         int shrt = im.w < im.h ? im.w : im.h, lng = im.w < im.h ? im.h : im.w;
-        int other = (int)((double)p->resize * lng / shrt);
-        rw = im.w <= im.h ? p->resize : other;
-        rh = im.w <= im.h ? other : p->resize;
+        double other = (double)p->resize * lng / shrt; /* < 2^36: no overflow */
+        rw = im.w <= im.h ? p->resize : (int64_t)other;
+        rh = im.w <= im.h ? (int64_t)other : p->resize;
     }
-    if (rh)
-        resize_pil(&im, rw, rh);
-    int ch = p->crop_h ? p->crop_h : im.h, cw = p->crop_h ? p->crop_w : im.w;
     int rc = 0;
-    if (ch > im.h || cw > im.w)
-        rc = oqc_err(d, "%s: image is %dx%d (HxW)%s, smaller than the crop %dx%d", path, im.h,
-                     im.w, rh ? " after resizing" : "", ch, cw);
-    else if (ch != H || cw != W)
+    if (rh > INT_MAX || rw > INT_MAX)
+        rc = oqc_err(d, "%s: image is %dx%d (HxW), %lldx%lld after resizing: too large", path,
+                     im.h, im.w, (long long)rh, (long long)rw);
+    int64_t fh = rh ? rh : im.h, fw = rh ? rw : im.w; /* after resizing */
+    int ch = p->crop_h ? p->crop_h : (int)fh, cw = p->crop_h ? p->crop_w : (int)fw;
+    if (rc == 0 && (ch > fh || cw > fw))
+        rc = oqc_err(d, "%s: image is %lldx%lld (HxW)%s, smaller than the crop %dx%d", path,
+                     (long long)fh, (long long)fw, rh ? " after resizing" : "", ch, cw);
+    else if (rc == 0 && (ch != H || cw != W))
         rc = oqc_err(d, "%s: image is %dx%d (HxW) after --preprocess %s but the model input "
                         "takes %dx%d (set resize= and crop=)", path, ch, cw, p->spec, H, W);
     if (rc < 0) {
         free(im.px);
         return -1;
     }
-    int top = half_even(im.h - ch), left = half_even(im.w - cw);
+    resize_crop(&im, (int)fw, (int)fh, half_even((int)fw - cw), half_even((int)fh - ch), cw, ch);
     for (int y = 0; y < H; y++)
         for (int x = 0; x < W; x++) {
-            const unsigned char *px = im.px + ((size_t)(y + top) * (size_t)im.w + (size_t)(x + left)) * (size_t)C;
+            const unsigned char *px = im.px + ((size_t)y * (size_t)W + (size_t)x) * (size_t)C;
             for (int c = 0; c < C; c++) {
                 int sc = p->color == OQC_COLOR_BGR ? 2 - c : c;
                 float v = (float)px[sc] * p->mul / p->div;

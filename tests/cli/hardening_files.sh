@@ -139,6 +139,14 @@ out=$(timeout 20 "$OQC" run "$m" --input "$TMP/dir.npy" 2>&1); st=$?
 out=$(timeout 20 "$OQC" run "$m" --input "$TMP" 2>&1); st=$?
 [ $st = 1 ] && echo "$out" | grep -q "fifo" && ok "run --input DIR with a FIFO: refused ($out)" ||
     fail "run --input DIR with a FIFO: exit $st (124: hung): $out"
+# image data (docs/images.md): an image, a list file or a labels list that is a FIFO
+mkdir -p "$TMP/imgs"; mkfifo "$TMP/imgs/a.jpg" "$TMP/list.txt"
+pp="--preprocess raw,resize=8x8"  # (m takes 1x3x8x8)
+not_file "a FIFO" run "$m" --input "$TMP/imgs" $pp
+not_file "a FIFO" run "$m" --input "$TMP/imgs/a.jpg" $pp
+not_file "a FIFO" run "$m" --input "$TMP/list.txt" $pp
+not_file "a FIFO" run "$m" --input models/images/gray.png $pp --labels "$TMP/list.txt"
+not_file "a FIFO" calibrate "$m" --data "$TMP/imgs" $pp -o "$TMP/t1.cache"
 for p in "$TMP/fifo.npy:a FIFO" "/dev/null:a character device" "$TMP/dir.npy/:a directory"; do
     f=${p%%:*} k=${p#*:}
     case $f in */) f=$TMP/dir.onnx ;; esac

@@ -1,11 +1,22 @@
-/* fuzz_model.c - libFuzzer target: any bytes as a file oqc reads.  Inputs that start
- * like a .npy file go to the .npy reader, like a TensorRT calibration cache ("TRT-") or
- * an XML calibration table (an "<oqc-calib" element in the first 200 bytes) to the table
- * readers, "OQCPB" and a TensorProto to the .pb reader; everything else is a model,
- * taken through everything oqc does with a model short of reading calibration data.
- *
- * Each input is written to a file (the readers take paths) and then, as far as each
- * step succeeds:
+/* fuzz_model.c - libFuzzer target: any bytes as a file oqc reads.  The input's first
+ * bytes pick the reader, as oqc's own readers go by content where a format has a
+ * signature and by the harness's prefix where it has none:
+ *   "\x93NUMPY"                    the .npy reader;
+ *   "TRT-"                         the TensorRT calibration cache reader;
+ *   "<oqc-calib" in the first 200 bytes   the XML calibration table reader;
+ *   "OQCPB" + TensorProto          the .pb tensor reader (a .pb has no signature);
+ *   FF D8 FF (JPEG), 89 "PNG" 0D 0A 1A 0A   the image loader, under one of the fixed
+ *                                  --preprocess specs of image_specs (the last byte picks
+ *                                  it and the model input's rank);
+ *   "OQCPP" SPEC "\n" IMAGE        the --preprocess parser on SPEC, then, when it parses,
+ *                                  the image loader under that spec;
+ *   "OQCLIST" TEXT                 the list-file reader (--data LIST.txt) and the labels
+ *                                  reader (--labels LIST.txt) on TEXT;
+ *   anything else                  a model (ONNX protobuf, or oqc's XML IR by its
+ *                                  "<?xml"/"<oqc-ir" start; for XML the bytes after the
+ *                                  first NUL, if any, are its side data file "data.bin").
+ * A model goes through everything oqc does with a model short of reading calibration
+ * data, as far as each step succeeds:
  *   1. oqc_prepare: ONNX protobuf or XML dump -> IR, shape inference, strict op check;
  *   2. the text and XML dumps (to /dev/null; the XML one with its data file);
  *   3. every pass of the pipeline;
@@ -16,8 +27,9 @@
  *      and float or fixed-point requantization (the input's last byte picks), its
  *      executor run the same way, and the emitted C written to a scratch directory.
  * Errors are the expected outcome for most inputs; the target only looks for crashes,
- * sanitizer reports, leaks and hangs.  Built and run by `make fuzz` (tests/fuzz/run.sh;
- * docs/testing.md). */
+ * sanitizer reports, leaks and hangs.  Each process works in its own scratch directory
+ * ($OQC_FUZZ_TMP or /tmp, oqc_fuzz_PID/).  Built and run by `make fuzz`
+ * (tests/fuzz/run.sh; docs/testing.md). */
 #include "ir.h"
 #include "passes.h"
 
@@ -25,12 +37,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define FUZZ_MAX_ELEMS 100000
 #define FUZZ_MAX_MACS 20000000
+#define FUZZ_MAX_IMAGE_FLOATS (1 << 22) /* model input of an image spec from the input */
 
-static char model_path[128], out_dir[128];
+/* the scratch directory's files: the input, the XML IR's side data, a list file, and
+ * the folder the emitter writes to */
+static char model_path[160], side_path[160], list_path[160], out_dir[160];
+
+/* Frees d, first printing its errors to stderr when $OQC_FUZZ_VERBOSE is set (to see
+ * how far a seed or a finding gets: tests/tools/fuzz_replay FILE). */
+static void diag_end(OqcDiag *d) {
+    if (getenv("OQC_FUZZ_VERBOSE") && d->len)
+        fprintf(stderr, "%.*s", (int)d->len, d->buf);
+    oqc_diag_free(d);
+}
 
 /* Small enough to run: every tensor's shape known and bounded, few multiply-adds. */
 static int small_graph(const OqcGraph *g) {
@@ -111,10 +135,18 @@ static void int8_path(OqcGraph *g, uint8_t knob, OqcDiag *d) {
     free(tab);
 }
 
+/* Writes n bytes to path; 0 on success. */
+static int write_file(const char *path, const void *data, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    int rc = fwrite(data, 1, n, f) == n ? 0 : -1;
+    return fclose(f) == 0 ? rc : -1;
+}
+
 /* The data readers: .npy, TensorRT cache, XML table, and ONNX TensorProto (.pb, the
  * calibration directories' other format), which has no magic of its own: the harness
- * takes inputs starting with "OQCPB" as one (the bytes after the prefix; the file
- * written was the whole input, so it is written again). */
+ * takes inputs starting with "OQCPB" as one (the bytes after the prefix). */
 static int data_file(const uint8_t *data, size_t size) {
     static const char npy[] = "\x93NUMPY", trt[] = "TRT-", pb[] = "OQCPB";
     const char *tag = "<oqc-calib";
@@ -126,13 +158,8 @@ static int data_file(const uint8_t *data, size_t size) {
              : size >= 5 && !memcmp(data, pb, 5) ? 4 : xml ? 3 : 0;
     if (!kind)
         return 0;
-    if (kind == 4) {
-        FILE *f = fopen(model_path, "wb");
-        if (!f)
-            return 1;
-        fwrite(data + 5, 1, size - 5, f);
-        fclose(f);
-    }
+    if (kind == 4 && write_file(model_path, data + 5, size - 5) < 0)
+        return 1;
     OqcDiag d;
     OqcArena *a = oqc_arena_new();
     OqcValue v;
@@ -149,23 +176,141 @@ static int data_file(const uint8_t *data, size_t size) {
         oqc_table_read_xml(model_path, a, &e, &n, &samples, &d);
     else
         oqc_load_tensor_pb(model_path, a, &v, &name, &d);
-    oqc_diag_free(&d);
+    diag_end(&d);
     oqc_arena_free(a);
     return 1;
+}
+
+/* The fixed --preprocess specs bare JPEG and PNG inputs are loaded under: no resizing
+ * (the image must be 16x16, or at least the crop), exact and shorter-side resizing both
+ * ways, gray and BGR conversion, both layouts; each with its model input's H x W. */
+static const struct {
+    const char *spec;
+    int h, w;
+} image_specs[] = {
+    {"raw", 16, 16},
+    {"raw,color=gray", 16, 16},
+    {"cifar,crop=8", 8, 8},
+    {"raw,resize=12x20,color=bgr,layout=nhwc", 12, 20},
+    {"raw,resize=3x2,color=gray", 3, 2},
+    {"scale=1/255,mean=0.485:0.456:0.406,std=0.229:0.224:0.225,resize=20,crop=16", 16, 16},
+    {"raw,resize=40,crop=24x32", 24, 32},
+    {"raw,resize=5,color=gray,layout=nhwc", 5, 5},
+};
+
+/* Loads the image at path under p into a model input of rank 4 ([1,C,H,W]) or 3
+ * ([C,H,W]), NHWC when p says so: H x W is h x w, C what p's color gives. */
+static void load_image(const char *path, const OqcPreprocess *p, int h, int w, int rank4) {
+    int c = p->color == OQC_COLOR_GRAY ? 1 : 3, b = rank4 ? 1 : 0;
+    if ((int64_t)c * h * w > FUZZ_MAX_IMAGE_FLOATS)
+        return;
+    OqcShape in = {.rank = 3 + b};
+    in.d[0] = 1;
+    in.d[b] = p->nhwc ? h : c;
+    in.d[b + 1] = p->nhwc ? w : h;
+    in.d[b + 2] = p->nhwc ? c : w;
+    float *out = malloc((size_t)c * (size_t)h * (size_t)w * sizeof *out);
+    OqcDiag d;
+    oqc_diag_init(&d);
+    if (out)
+        oqc_image_load(path, p, &in, out, &d);
+    diag_end(&d);
+    free(out);
+}
+
+/* Images: a bare JPEG or PNG under the fixed spec the last byte picks, or "OQCPP" SPEC
+ * "\n" IMAGE under SPEC (the crop, else the exact resize, else 16 x 16 as the input's
+ * H x W). */
+static int image_file(const uint8_t *data, size_t size) {
+    int jpeg = size >= 3 && data[0] == 0xff && data[1] == 0xd8 && data[2] == 0xff;
+    int png = size >= 8 && !memcmp(data, "\x89PNG\r\n\x1a\n", 8);
+    int spec = size >= 5 && !memcmp(data, "OQCPP", 5);
+    if (!jpeg && !png && !spec)
+        return 0;
+    uint8_t knob = data[size - 1];
+    OqcPreprocess p;
+    OqcDiag d;
+    oqc_diag_init(&d);
+    if (spec) {
+        const uint8_t *nl = memchr(data + 5, '\n', size - 5);
+        size_t len = nl ? (size_t)(nl - data) - 5 : size - 5;
+        char *text = malloc(len + 1);
+        if (text) {
+            memcpy(text, data + 5, len);
+            text[len] = 0;
+            const uint8_t *img = nl ? nl + 1 : data + size; /* no newline: no image */
+            if (oqc_preprocess_parse(text, &p, &d) == 0 &&
+                write_file(model_path, img, size - (size_t)(img - data)) == 0) {
+                int h = p.crop_h ? p.crop_h : p.resize_h ? p.resize_h : 16;
+                int w = p.crop_h ? p.crop_w : p.resize_h ? p.resize_w : 16;
+                load_image(model_path, &p, h, w, knob & 1);
+            }
+            free(text);
+        }
+    } else {
+        int k = knob % (int)(sizeof image_specs / sizeof image_specs[0]);
+        if (oqc_preprocess_parse(image_specs[k].spec, &p, &d) == 0)
+            load_image(model_path, &p, image_specs[k].h, image_specs[k].w, knob & 0x80);
+    }
+    diag_end(&d);
+    return 1;
+}
+
+/* "OQCLIST" TEXT: TEXT as a list file of data paths and as a labels file (PATH CLASS
+ * lines; relative paths name files of the scratch directory).  Only read: no file it
+ * names is opened. */
+static int list_file(const uint8_t *data, size_t size) {
+    if (size < 7 || memcmp(data, "OQCLIST", 7) != 0)
+        return 0;
+    if (write_file(list_path, data + 7, size - 7) < 0)
+        return 1;
+    OqcDiag d;
+    OqcArena *a = oqc_arena_new();
+    const char *const paths[1] = {list_path};
+    const char **files;
+    int n;
+    oqc_diag_init(&d);
+    if (oqc_data_files(a, paths, 1, &files, &n, &d) == 0) {
+        OqcValue v;
+        oqc_data_has_images(files, n);
+        oqc_image_labels(a, list_path, files, n, list_path, &v, &d);
+    }
+    diag_end(&d);
+    oqc_arena_free(a);
+    return 1;
+}
+
+/* The model file: the input itself, except for an XML IR that holds a NUL, whose bytes
+ * up to it are the XML and after it the side data file data.bin (seeds are dumps that
+ * name it).  data.bin is always rewritten, so no run sees another's. */
+static int model_file(const uint8_t *data, size_t size) {
+    size_t skip = 0;
+    while (skip < size && skip < 64 && memchr(" \t\r\n", data[skip], 4))
+        skip++;
+    int xml = size - skip >= 5 && (!memcmp(data + skip, "<?xml", 5) ||
+                                   (size - skip >= 7 && !memcmp(data + skip, "<oqc-ir", 7)));
+    const uint8_t *nul = xml ? memchr(data, 0, size) : NULL;
+    size_t cut = nul ? (size_t)(nul - data) : size;
+    if (write_file(model_path, data, cut) < 0)
+        return -1;
+    return write_file(side_path, nul ? nul + 1 : data, nul ? size - cut - 1 : 0);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!model_path[0]) {
         const char *tmp = getenv("OQC_FUZZ_TMP") ? getenv("OQC_FUZZ_TMP") : "/tmp";
-        snprintf(model_path, sizeof model_path, "%s/oqc_fuzz_%d.onnx", tmp, (int)getpid());
-        snprintf(out_dir, sizeof out_dir, "%s/oqc_fuzz_%d_out", tmp, (int)getpid());
+        char dir[96];
+        snprintf(dir, sizeof dir, "%s/oqc_fuzz_%d", tmp, (int)getpid());
+        mkdir(dir, 0777);
+        snprintf(model_path, sizeof model_path, "%s/input", dir);
+        snprintf(side_path, sizeof side_path, "%s/data.bin", dir);
+        snprintf(list_path, sizeof list_path, "%s/list.txt", dir);
+        snprintf(out_dir, sizeof out_dir, "%s/out", dir);
     }
-    FILE *f = fopen(model_path, "wb");
-    if (!f)
+    if (write_file(model_path, data, size) < 0)
         return 0;
-    fwrite(data, 1, size, f);
-    fclose(f);
-    if (data_file(data, size))
+    if (data_file(data, size) || image_file(data, size) || list_file(data, size) ||
+        model_file(data, size) < 0)
         return 0;
     OqcDiag d;
     oqc_diag_init(&d);
@@ -183,6 +328,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         oqc_graph_free(g);
     }
-    oqc_diag_free(&d);
+    diag_end(&d);
     return 0;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static unsigned skipped; /* oqc_test_skip calls of this process */
 
@@ -21,6 +22,24 @@ void oqc_test_skip(const char *fmt, ...) {
     skipped++;
 }
 
+/* 1 under `make check-models`. */
+static int check_models(void) {
+    const char *v = getenv("OQC_TEST_MODELS");
+    return v && *v;
+}
+
+int oqc_test_made_model(const char *path) {
+    if (!check_models())
+        return 0;
+    if (access(path, R_OK) == 0)
+        return 1;
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s missing: `make check-models` needs `make models` first", path);
+    printf("\n  %s", msg);
+    CU_assertImplementation(CU_FALSE, __LINE__, msg, __FILE__, "", CU_FALSE);
+    return 0;
+}
+
 int oqc_test_main(const char *suite, const OqcTestCase *cases, int argc, char **argv) {
     if (CU_initialize_registry() != CUE_SUCCESS) {
         fprintf(stderr, "%s: cannot initialise CUnit\n", suite);
@@ -28,7 +47,7 @@ int oqc_test_main(const char *suite, const OqcTestCase *cases, int argc, char **
     }
     CU_pSuite s = CU_add_suite(suite, NULL, NULL);
     for (const OqcTestCase *c = cases; s && c->name; c++)
-        if (argc < 2 || strstr(c->name, argv[1]))
+        if ((argc < 2 || strstr(c->name, argv[1])) && (!c->made_models || check_models()))
             CU_add_test(s, c->name, c->fn);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();

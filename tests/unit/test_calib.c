@@ -10,7 +10,8 @@
  *   - every method on small histograms whose thresholds are derived by hand in the
  *     comments (entropy: the divergence of each candidate too), plus clipped and kl;
  *   - the entropy search equals a direct transcription of the contract (build P and Q,
- *     smooth, normalise, sum) on random histograms of many shapes;
+ *     smooth, normalise, sum) on random histograms of many shapes, and at N = 2048 on
+ *     histograms chosen to strain its prefix-sum evaluation;
  *   - the behaviour on real-looking data: uniform (T near amax), a Gaussian with a few
  *     huge outliers (entropy and mse clip them, max does not), percentile on a known CDF;
  *   - the TensorRT cache: the published line "conv1: 3c88edfc", bit-exact round trips,
@@ -436,6 +437,105 @@ static void test_entropy_matches_reference(void) {
     }
     CU_ASSERT(worst_rel_ok);
     CU_ASSERT(checked > 5000);
+}
+
+/* The search at the default size (N = 2048, 128 levels; also 255 levels and an N that
+ * is no multiple of them) against ref_divergence, an O(N) transcription per candidate,
+ * so O(N^2) per histogram, on histograms chosen to strain the prefix-sum evaluation
+ * (compiler/calib.c, entropy_divergence): counts near 1e12 (the sums of b log b are
+ * ~1e16, their group differences small), counts 1 and 1e9 side by side (1/b sums and
+ * b log b sums of very different sizes), all counts equal and periodic patterns (groups
+ * with P == Q, summed bin by bin), empty-bin ratios either side of where smoothing
+ * stops being a short series (one non-zero bin in 10, 11, 12), two spikes, a ReLU-like
+ * tail, and equal counts under empty top bins (P == Q: exact ties at 0), in both the
+ * contract's literal form (param 1) and the default that leaves bin 0 out.
+ *
+ * Tolerance: |div - ref| <= 1e-10 |ref| + 1e-12.  Measured worst: ~4e-14 (absolute,
+ * on the ReLU-like tail near the top candidates, where div ~ 1e-4), the same for the
+ * O(N)-per-candidate search this one replaced: the reference's own rounding, as it
+ * sums normalised terms of size up to ~1 into results near 1e-4.  The bound is 25 times
+ * that, while a wrong term (a missed smoothing correction is ~1e-5, a wrong group
+ * ~1e-3) is far outside it.  The chosen candidate must be the reference's, or one
+ * whose reference divergence is within that
+ * tolerance of the reference's minimum (a rounding-level tie). */
+static void test_entropy_prefix_vs_reference(void) {
+    static const int shapes[][2] = {{2048, 128}, {2048, 255}, {2000, 128}};
+    rng_state = 7;
+    double worst = 0;
+    int checked = 0, bad = 0, choice_bad = 0;
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+        int n = shapes[sh][0], L = shapes[sh][1];
+        for (int kind = 0; kind < 11; kind++) {
+            uint64_t *b = calloc((size_t)n, sizeof *b);
+            for (int k = 0; k < n; k++) {
+                double u = rng_uniform();
+                switch (kind) {
+                case 0: b[k] = 1000000000000ull + rng_next() % 1000000; break; /* ~1e12 */
+                case 1: b[k] = u < 0.5 ? 1 : 1000000000; break;       /* 1 and 1e9 */
+                case 2: b[k] = 7; break;                              /* all equal */
+                case 3: b[k] = k % 3 == 0 ? 5 : 0; break;             /* periodic */
+                case 4: b[k] = k % 10 == 0 ? 1 + rng_next() % 3 : 0; break; /* 1 in 10 */
+                case 5: b[k] = k % 11 == 0 ? 1 + rng_next() % 3 : 0; break; /* 1 in 11 */
+                case 6: b[k] = k % 12 == 0 ? 1 : 0; break;            /* 1 in 12 */
+                case 7: b[k] = k == 5 ? 1000000 : k == n - 1 ? 3 : 0; break; /* spikes */
+                case 8: b[k] = (uint64_t)(4e6 * exp(-k / 150.0)) + (k == n - 1); break;
+                case 9: b[k] = k < n / 2 ? 7 : 0; break; /* top half empty: P == Q */
+                default: b[k] = rng_next() % 50 < 3 ? rng_next() % 100000 : rng_next() % 4;
+                }
+            }
+            for (int param = 0; param < 2; param++) {
+                /* the default leaves bin 0 out: the reference sees it as empty */
+                uint64_t b0 = b[0];
+                if (param == 0)
+                    b[0] = 0;
+                double *div = malloc((size_t)n * sizeof *div);
+                OqcHist h = make_hist(1, n, b);
+                if (param == 0)
+                    h.bins[0] = b0; /* what the search itself drops */
+                OqcCalibEntry e;
+                threshold(&h, OQC_CALIB_ENTROPY, param, L, &e, div);
+                int mref = -1;
+                double rmin = 0, *ref = malloc((size_t)n * sizeof *ref);
+                for (int i = L; i < n; i++) {
+                    ref[i] = ref_divergence(b, n, i, L);
+                    CU_ASSERT_EQUAL(isnan(ref[i]), isnan(div[i]));
+                    if (isnan(ref[i]) || isnan(div[i]))
+                        continue;
+                    double err = fabs(ref[i] - div[i]);
+                    worst = err > worst ? err : worst;
+                    if (!(err <= 1e-10 * fabs(ref[i]) + 1e-12) && bad++ < 5)
+                        printf("\n  n=%d L=%d kind %d param %d i=%d: %.17g vs reference %.17g",
+                               n, L, kind, param, i, div[i], ref[i]);
+                    /* all equal, no outliers: P == Q, exactly 0 (a tie the first wins) */
+                    if (kind == 9 && i >= n / 2)
+                        CU_ASSERT_EQUAL(div[i], 0);
+                    if (mref < 0 || ref[i] < rmin) {
+                        mref = i;
+                        rmin = ref[i];
+                    }
+                    checked++;
+                }
+                int m = (int)lround(e.threshold * n - 0.5); /* T = (m + 0.5) / n */
+                if (mref < 0) {
+                    CU_ASSERT_EQUAL(e.threshold, 1.0f);
+                } else if (m != mref &&
+                           !(m >= L && m < n && fabs(ref[m] - rmin) <= 1e-10 * fabs(rmin) + 1e-12)) {
+                    choice_bad++;
+                    printf("\n  n=%d L=%d kind %d param %d: chose %d, reference %d", n, L, kind,
+                           param, m, mref);
+                }
+                b[0] = b0;
+                free(ref);
+                free(div);
+                free(h.bins);
+            }
+            free(b);
+        }
+    }
+    printf("\n  %d candidates, worst |div - reference| %.3g", checked, worst);
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(choice_bad, 0);
+    CU_ASSERT(checked > 100000);
 }
 
 /* ------------------------------------------------------------------ realistic data */
@@ -1027,7 +1127,8 @@ OQC_TEST_MAIN("calib", OQC_TEST(test_expand_worked_example), OQC_TEST(test_metho
               OQC_TEST(test_hist_placement), OQC_TEST(test_hist_batch_invariance),
               OQC_TEST(test_entropy_hand_smoothing), OQC_TEST(test_entropy_hand_ties),
               OQC_TEST(test_entropy_hand_seed_histogram), OQC_TEST(test_entropy_edge_cases),
-              OQC_TEST(test_entropy_matches_reference), OQC_TEST(test_entropy_ignores_bin0),
+              OQC_TEST(test_entropy_matches_reference), OQC_TEST(test_entropy_prefix_vs_reference),
+              OQC_TEST(test_entropy_ignores_bin0),
               OQC_TEST(test_entropy_uniform_near_amax), OQC_TEST(test_gaussian_outliers),
               OQC_TEST(test_percentile), OQC_TEST(test_mse_hand), OQC_TEST(test_max_and_scale),
               OQC_TEST(test_entropy_time),
