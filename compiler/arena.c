@@ -12,6 +12,7 @@
 
 typedef struct Chunk {
     struct Chunk *next;   /* previously allocated chunk */
+    int own;              /* 1: a chunk of its own for one large request */
     size_t size;          /* usable bytes after the header */
     size_t used;          /* bytes handed out */
     _Alignas(64) unsigned char mem[];  /* the storage */
@@ -31,6 +32,7 @@ static Chunk *chunk_new(size_t size) {
         oqc_panic(__FILE__, __LINE__, msg);
     }
     c->next = NULL;
+    c->own = 0;
     c->size = size;
     c->used = 0;
     return c;
@@ -60,6 +62,7 @@ static void *arena_take(OqcArena *a, size_t n, size_t align) {
         /* Own chunk, linked behind the head so the head keeps serving small requests. */
         Chunk *c = chunk_new(n);
         c->used = n;
+        c->own = 1;
         if (a->head) {
             c->next = a->head->next;
             a->head->next = c;
@@ -122,11 +125,22 @@ char *oqc_arena_printf(OqcArena *a, const char *fmt, ...) {
     return s;
 }
 
+/* A grown array's old storage is dead, and when it had a chunk of its own that chunk is
+ * freed: an array doubled up to N elements would otherwise leave N more behind (a
+ * 100k-node graph's node and tensor arrays: 40 MB). Small arrays stay where they are. */
 void *oqc_arena_grow(OqcArena *a, void *p, size_t old_n, size_t new_n, size_t el) {
     OQC_ASSERT(new_n >= old_n && (el == 0 || new_n <= SIZE_MAX / el));
     void *q = oqc_arena_alloc(a, new_n * el);
     if (old_n)
         memcpy(q, p, old_n * el);
+    if (p && old_n * el > CHUNK_SIZE / 4)
+        for (Chunk **link = &a->head; *link; link = &(*link)->next)
+            if ((*link)->own && (void *)(*link)->mem == p) {
+                Chunk *dead = *link;
+                *link = dead->next;
+                free(dead);
+                break;
+            }
     return q;
 }
 

@@ -42,7 +42,8 @@ void *oqc_arena_dup(OqcArena *a, const void *p, size_t n);
 char *oqc_arena_strdup(OqcArena *a, const char *s);
 char *oqc_arena_strndup(OqcArena *a, const char *s, size_t n);
 char *oqc_arena_printf(OqcArena *a, const char *fmt, ...) OQC_PRINTF(2, 3);
-/* Grows an array p of old_n elements of size el to new_n elements (copying). */
+/* Grows an array p of old_n elements of size el to new_n elements (copying); p's
+ * storage may be freed, so no pointer into the old array may be used afterwards. */
 void *oqc_arena_grow(OqcArena *a, void *p, size_t old_n, size_t new_n, size_t el);
 size_t oqc_arena_used(const OqcArena *a);            /* bytes handed out so far */
 

@@ -40,10 +40,11 @@ c10=$CPU
 cpu_mem "check 100k" "$OQC" check "$TMP/c100k.onnx" --for run -q
 c100=$CPU
 lt "$MEM" 204800 && ok "check --for run 100k: $MEM KB < 200 MB" || fail "check 100k: $MEM KB"
-# the default check also lowers to INT8 (pass quantize adds a Quantize/Dequantize pair
-# around the chain and quant parameters per tensor): 206 MB measured, 250 MB allowed
+# the default check also lowers to INT8 (run, fp32 and int8, one graph at a time): the
+# issue's bound of 200 MB holds for it too (175 MB measured once a grown array's old
+# storage is freed; 209 MB before)
 cpu_mem "check 100k (run, fp32, int8)" "$OQC" check "$TMP/c100k.onnx" -q
-lt "$MEM" 256000 && ok "check 100k (run, fp32, int8): $MEM KB < 250 MB" ||
+lt "$MEM" 204800 && ok "check 100k (run, fp32, int8): $MEM KB < 200 MB" ||
     fail "check 100k (run, fp32, int8): $MEM KB"
 lt "$c100" "$(awk -v a="$c10" 'BEGIN {print 30 * (a > 0.01 ? a : 0.01)}')" &&
     ok "check 100k / 10k CPU: $c100 / $c10 (linear)" || fail "check 100k / 10k CPU: $c100 / $c10"
