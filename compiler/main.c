@@ -508,7 +508,8 @@ static int compile_model(const char *cmd, Opts *o, const char *outdir, OqcEmitSt
             g = NULL;
         }
     }
-    OqcExec *e = g ? oqc_exec_new(g, 1, d) : NULL; /* one thread: the emitted code's plan */
+    /* The emitted code's plan: its scratch is sized for --threads (1 unless given) */
+    OqcExec *e = g ? oqc_exec_new(g, o->threads ? o->threads : 1, d) : NULL;
     if (!e) {
         oqc_graph_free(g);
         return -1;
