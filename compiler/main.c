@@ -599,7 +599,8 @@ static int cmd_bench(int argc, char **argv, OqcDiag *d) {
     if (rc == 0)
         rc = oqc_cli_write_driver(outdir, name, d);
     if (rc == 0)
-        rc = oqc_cli_bench_run(outdir, name, oqc_target_flags(o.target), o.runs < 0 ? 100 : o.runs,
+        rc = oqc_cli_bench_run(outdir, name, oqc_target_flags(o.target), o.threads,
+                               o.runs < 0 ? 100 : o.runs,
                                o.warmup < 0 ? 10 : o.warmup, o.ninputs ? o.inputs[0] : NULL, d);
     if (made)
         oqc_cli_remove_dir(outdir);
