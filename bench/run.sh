@@ -63,7 +63,7 @@ fi
 # header someone is editing should not stop the benchmarks.
 if ! $CC -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -O2 -g -Wall -Wextra \
         -Icompiler -Ipasses -Iruntime -I"$BUILD/proto" -pthread \
-        bench/fp32_latency.c "$BUILD/liboqc.a" -lprotobuf-c -lxml2 -lm -pthread \
+        bench/fp32_latency.c "$BUILD/liboqc.a" -lprotobuf-c -lxml2 -ljpeg -lpng -lm -pthread \
         -o "$OUT/fp32_latency"; then
     note "cannot build bench/fp32_latency.c against $BUILD/liboqc.a"
     exit 1
@@ -474,7 +474,7 @@ fi
 if [ -z "${BENCH_SKIP_LAYERS:-}" ]; then
     peak=""; peak_name=""
     if $CC -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -Iruntime bench/int8_conv_bench.c "$BUILD/liboqc.a" \
-            -lprotobuf-c -lxml2 -lm -pthread -o "$OUT/int8_conv_bench" 2>"$I8/conv_bench.err"; then
+            -lprotobuf-c -lxml2 -ljpeg -lpng -lm -pthread -o "$OUT/int8_conv_bench" 2>"$I8/conv_bench.err"; then
         pl=$("$OUT/int8_conv_bench" --peak)
         for k in vpdpbusd_zmm vpdpbusd_ymm madd_add; do
             v=$(echo "$pl" | tr ' ' '\n' | sed -n "s/^$k=//p")

@@ -484,18 +484,20 @@ static int write_header(Em *m, OutSet *o, const char *model, const char *precisi
     if (io->qin >= 0)
         fprintf(h, "int %s_run_int8(const void *in, void *out, void *arena);\n", nm);
     if (m->threads > 1)
-        fprintf(h, "\n/* Threads (oqc compile --threads %d): every conv and gemm, and the loops of the\n"
-                   " * other parallel kernels, run as up to %s_THREADS tasks that compute disjoint\n"
-                   " * outputs with the arithmetic of one thread (the same bits), each on its own\n"
-                   " * slice of the arena's scratch.  By default the tasks run on a pthread pool of\n"
-                   " * %s_THREADS threads counting the caller: the workers are started by the first\n"
-                   " * run and kept, shared by every model compiled for as many threads. */\n"
+        fprintf(h, "\n/* Threads (oqc compile --threads %d): every conv and gemm, and the loops of\n"
+                   " * the other parallel kernels, run as up to %s_THREADS tasks that compute\n"
+                   " * disjoint outputs with the arithmetic of one thread (the same bits), each on\n"
+                   " * its own slice of the arena's scratch.  By default the tasks run on a pthread\n"
+                   " * pool of %s_THREADS threads counting the caller: the workers are started by\n"
+                   " * the first run and kept, shared by every model compiled for as many threads.\n"
+                   " */\n"
                    "#define %s_THREADS %d\n"
                    "#ifndef OQC_PARALLEL_FOR_FN_DEFINED\n#define OQC_PARALLEL_FOR_FN_DEFINED\n"
                    "/* A parallel-for: calls task(arg, i) exactly once for every i in [0, n), in\n"
                    " * any order, on any threads (the caller's included), and returns when every\n"
                    " * call has returned. */\n"
-                   "typedef void (*oqc_parallel_for_fn)(void *ctx, void (*task)(void *arg, int i),\n"
+                   "typedef void (*oqc_parallel_for_fn)(void *ctx,\n"
+                   "                                    void (*task)(void *arg, int i),\n"
                    "                                    void *arg, int n);\n#endif\n"
                    "/* Runs the tasks on fn(ctx, ...) (an application's thread pool, OpenMP, ...)\n"
                    " * instead of the default threads; fn NULL: on the calling thread.  Set it\n"
@@ -597,7 +599,9 @@ static int write_source(Em *m, OutSet *o, const char *model, const char *precisi
         "    if (!a)\n"
         "        a = static_arena + (64 - (uintptr_t)static_arena %% 64) %% 64;\n"
         "    else if ((uintptr_t)a %% 64 != 0)\n"
-        "        return -1;\n", m->threads > 1 ? "    OqcfPool pool_d, *pool = run_pool(&pool_d);\n    (void)pool;\n" : "");
+        "        return -1;\n",
+        m->threads > 1 ? "    OqcfPool pool_d, *pool = run_pool(&pool_d);\n    (void)pool;\n"
+                       : "");
     /* (the pool the kernel calls take: `pool` in each function that runs layers) */
     const char *pool_param = m->threads > 1 ? ", OqcfPool *pool" : "";
     const char *pool_pass = m->threads > 1 ? ", pool" : "";

@@ -540,8 +540,8 @@ void oqc_em_node(Em *m, int node) {
         }
         if (!x->convs) {
             conv_params(m, oqc_arena_printf(m->a, "p%d", node), &x->conv, node);
-            fprintf(b, "    TRY(oqcf_conv(%s, &p%d, %s, %s, %s, %s, %s));\n", pool_arg(m), node, X(0), X(1),
-                    bias ? bias : "NULL", out_base(m, node, 0), scratch_args(m));
+            fprintf(b, "    TRY(oqcf_conv(%s, &p%d, %s, %s, %s, %s, %s));\n", pool_arg(m), node,
+                    X(0), X(1), bias ? bias : "NULL", out_base(m, node, 0), scratch_args(m));
             break;
         }
         /* A merged conv: one call per output range of weight rows. */
@@ -555,8 +555,8 @@ void oqc_em_node(Em *m, int node) {
                 w = oqc_arena_printf(m->a, "%s + %" PRId64, w, x->koff[k] * row);
             if (bias)
                 bk = x->koff[k] ? oqc_arena_printf(m->a, "%s + %" PRId64, bias, x->koff[k]) : bias;
-            fprintf(b, "    TRY(oqcf_conv(%s, &%s, %s, %s, %s, %s, %s));\n", pool_arg(m), pn, X(0), w, bk,
-                    out_base(m, node, k), scratch_args(m));
+            fprintf(b, "    TRY(oqcf_conv(%s, &%s, %s, %s, %s, %s, %s));\n", pool_arg(m), pn,
+                    X(0), w, bk, out_base(m, node, k), scratch_args(m));
         }
         break;
     }
@@ -583,18 +583,21 @@ void oqc_em_node(Em *m, int node) {
     case EXEC_AVGPOOL:
         use_kernel(m, "oqcf_pooling.c");
         pool_params(m, node, &x->pool);
-        fprintf(b, "    TRY(oqcf_avgpool(%s, &p%d, %s, %s));\n", pool_arg(m), node, X(0), out_base(m, node, 0));
+        fprintf(b, "    TRY(oqcf_avgpool(%s, &p%d, %s, %s));\n", pool_arg(m), node, X(0),
+                out_base(m, node, 0));
         break;
     case EXEC_GLOBAL_POOL:
         use_kernel(m, "oqcf_pooling.c");
         fprintf(b, "    TRY(oqcf_global_%s(%s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %s, %s));\n",
-                n->op == OQC_OP_GlobalAveragePool ? "avgpool" : "maxpool", pool_arg(m), x->a, x->b, x->c, X(0),
+                n->op == OQC_OP_GlobalAveragePool ? "avgpool" : "maxpool", pool_arg(m), x->a,
+                x->b, x->c, X(0),
                 Y(0));
         break;
     case EXEC_BATCHNORM:
         use_kernel(m, "oqcf_norm.c");
         fprintf(b, "    TRY(oqcf_batchnorm(%s, %" PRId64 ", %" PRId64 ", %" PRId64
-                   ", %s, %s, %s, %s, %s, ", pool_arg(m), x->a, x->b, x->c, X(0), X(1), X(2), X(3), X(4));
+                   ", %s, %s, %s, %s, %s, ", pool_arg(m), x->a, x->b, x->c, X(0), X(1), X(2), X(3),
+                X(4));
         put_f(b, x->f0);
         fprintf(b, ", %s));\n", Y(0));
         break;
@@ -638,15 +641,15 @@ void oqc_em_node(Em *m, int node) {
         fputs(", ", decl(m));
         put_act(decl(m), &p->act);
         fputs("}; /* c_shape, act */\n", decl(m));
-        fprintf(b, "    TRY(oqcf_gemm(%s, &p%d, %s, %s, %s, %s, %s));\n", pool_arg(m), node, X(0), X(1),
-                p->has_c ? X(2) : "NULL", Y(0), scratch_args(m));
+        fprintf(b, "    TRY(oqcf_gemm(%s, &p%d, %s, %s, %s, %s, %s));\n", pool_arg(m), node,
+                X(0), X(1), p->has_c ? X(2) : "NULL", Y(0), scratch_args(m));
         break;
     }
     case EXEC_MATMUL:
         use_kernel(m, "oqcf_gemm.c");
         in_shapes(m, node, 2);
-        fprintf(b, "    TRY(oqcf_matmul(%s, &s%d[0], %s, &s%d[1], %s, %s, %s));\n", pool_arg(m), node, X(0),
-                node, X(1), Y(0), scratch_args(m));
+        fprintf(b, "    TRY(oqcf_matmul(%s, &s%d[0], %s, &s%d[1], %s, %s, %s));\n", pool_arg(m),
+                node, X(0), node, X(1), Y(0), scratch_args(m));
         break;
     case EXEC_UNARY: {
         use_kernel(m, "oqcf_eltwise.c");
