@@ -529,8 +529,10 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {
 
 /* How p is split for nthreads: into *units units of the kind *by (0: runs of 8 output
  * channels, or single ones where there are fewer than 8 per thread; 1: groups; 2:
- * images), of which each part takes a contiguous range; returns the number of parts. */
-static int par_split(const OqciConv *p, int nthreads, int32_t *units, int *by) {
+ * images), of which each part takes a contiguous range; returns the number of parts
+ * (with min_macs 0: as many as threads and units allow). */
+static int par_split(const OqciConv *p, int nthreads, int64_t min_macs, int32_t *units,
+                     int *by) {
     int64_t macs = (int64_t)p->batch * p->out_c * p->out_h * p->out_w * p->kdim, cap;
     int n = nthreads;
     if (p->group == 1) {
@@ -543,7 +545,7 @@ static int par_split(const OqciConv *p, int nthreads, int32_t *units, int *by) {
         *by = 2;   /* images */
         *units = p->batch;
     }
-    cap = macs / OQCI_PAR_MIN_MACS;
+    cap = min_macs > 0 ? macs / min_macs : nthreads;
     if (n > *units)
         n = *units;
     if (n > cap)
@@ -593,21 +595,24 @@ static void part(const OqciConv *p, int by, int32_t units, int n, int i, OqciCon
     }
 }
 
-int oqci_conv_parts(const OqciConv *p, int nthreads) {
+/* Parts of p for nthreads threads; min_macs as par_split's. */
+static int par_parts(const OqciConv *p, int nthreads, int64_t min_macs) {
     int32_t units;
     int by;
-    return p && nthreads > 1 && p->batch > 0 ? par_split(p, nthreads, &units, &by) : 1;
+    return p && nthreads > 1 && p->batch > 0 ? par_split(p, nthreads, min_macs, &units, &by)
+                                             : 1;
 }
 
-/* Scratch of each part of p for nthreads (64-byte multiples), and the total. */
-static size_t par_scratch(const OqciConv *p, int nthreads, int amx, size_t *stride) {
+int oqci_conv_parts(const OqciConv *p, int nthreads) {
+    return par_parts(p, nthreads, OQCI_PAR_MIN_MACS);
+}
+
+/* The scratch slice of each of n parts of p (a 64-byte multiple). */
+static size_t par_stride(const OqciConv *p, int nthreads, int n, int amx) {
     int32_t units;
-    int by, n = oqci_conv_parts(p, nthreads), i;
-    size_t whole = conv_scratch(p, amx), s = 0, xo, yo;
-    *stride = 0;
-    if (n == 1)
-        return whole;
-    par_split(p, nthreads, &units, &by);
+    int by, i;
+    size_t s = 0, xo, yo;
+    par_split(p, nthreads, 0, &units, &by);
     for (i = 0; i < n; i++) {
         OqciConv sub;
         size_t si;
@@ -616,18 +621,26 @@ static size_t par_scratch(const OqciConv *p, int nthreads, int amx, size_t *stri
         if (si > s)
             s = si;
     }
-    *stride = s;
-    return s * (size_t)n > whole ? s * (size_t)n : whole;
+    return s;
+}
+
+/* The whole conv's scratch, or n slices for any part count n up to nthreads, whichever
+ * is largest. */
+static size_t par_scratch(const OqciConv *p, int nthreads, int amx) {
+    size_t s = conv_scratch(p, amx);
+    int n, most = par_parts(p, nthreads, 0);
+    for (n = 2; n <= most; n++)
+        if (par_stride(p, nthreads, n, amx) * (size_t)n > s)
+            s = par_stride(p, nthreads, n, amx) * (size_t)n;
+    return s;
 }
 
 size_t oqci_conv_par_scratch(const OqciConv *p, int nthreads) {
-    size_t stride;
-    return par_scratch(p, nthreads, 1, &stride);
+    return par_scratch(p, nthreads, 1);
 }
 
 size_t oqci_conv_par_scratch_noamx(const OqciConv *p, int nthreads) {
-    size_t stride;
-    return par_scratch(p, nthreads, 0, &stride);
+    return par_scratch(p, nthreads, 0);
 }
 
 /* One oqci_conv_par call: part i runs as task i. */
@@ -658,8 +671,8 @@ int oqci_conv_par(const OqciConv *p, const void *x, void *y, void *scratch, int 
     j.x = (const uint8_t *)x;
     j.y = (uint8_t *)y;
     j.scratch = (uint8_t *)scratch;
-    par_scratch(p, nthreads, HAVE_AMX, &j.stride);
-    j.n = par_split(p, nthreads, &j.units, &j.by);
+    j.n = par_split(p, nthreads, OQCI_PAR_MIN_MACS, &j.units, &j.by);
+    j.stride = par_stride(p, nthreads, j.n, HAVE_AMX);
     for (i = 0; i < j.n; i++) {   /* (valid by construction; checked, as every call is) */
         OqciConv sub;
         size_t xo, yo;

@@ -4,15 +4,17 @@
 #   - Fashion-MNIST (100 test images) INT8 and FP32, and squeezenet1_1 (one image) INT8
 #     and FP32, compiled with --threads 1, 2 and 3 and built with gcc -std=c11 -pedantic
 #     -Werror -pthread: the outputs of 2 and 3 threads are byte-identical with 1 thread's,
-#     on the default pthread pool; the Fashion INT8 model also with each INT8 kernel
-#     family this CPU runs (portable, AVX2, AVX-512 VNNI, AVX-512 VBMI), and through an
-#     application's parallel-for (NAME_set_parallel; tasks in reverse order, and the
-#     layers really split into N tasks);
+#     on the default pthread pool; squeezenet1_1's INT8 C also with each INT8 kernel
+#     family this CPU runs (portable, AVX2, AVX-512 VNNI, AVX-512 VBMI); Fashion FP32 and
+#     squeezenet1_1 INT8 through an application's parallel-for (NAME_set_parallel; tasks
+#     in reverse order, and the layers really split into N tasks; Fashion's INT8 convs are
+#     below the INT8 split's minimum work, OQCI_PAR_MIN_MACS);
 #   - the one-thread output holds no thread code: no source mentions pthread, and the
 #     objects of a -DOQCI_NO_DISPATCH build (a microcontroller's) reference no pthread
 #     symbol, where the two-thread ones do;
-#   - under the sanitizer configuration, the Fashion outputs built with
-#     -fsanitize=address,undefined and with -fsanitize=thread (races between tasks);
+#   - under the sanitizer configuration, Fashion FP32 and squeezenet1_1 INT8 at 3 threads
+#     built with -fsanitize=address,undefined and with -fsanitize=thread (races between
+#     tasks);
 #   - --threads 0 is refused, nothing written.
 # The emitted files do not depend on how oqc was built: the full set runs in the default
 # configuration, the sanitizer builds in the san one.
@@ -62,6 +64,7 @@ if [ "${OQC_CONFIG:-default}" = default ]; then
             ok "fashion $prec: m_THREADS and m_set_parallel in m.h with --threads 3 only" ||
             fail "fashion $prec: the threads API in m.h"
         # An application's parallel-for: tasks in reverse order on the caller.
+        [ $prec = fp32 ] || continue
         if build "$TMP/run_fp_$prec" "$TMP/f_${prec}_3" -DOQC_TEST_PARALLEL &&
             "$TMP/run_fp_$prec" "$TMP/in.npy" "$TMP/out_fp_$prec.npy" >/dev/null 2>"$TMP/par"; then
             grep -q '^parallel-for: [1-9][0-9]* calls, at most 3 tasks$' "$TMP/par" &&
@@ -73,32 +76,17 @@ if [ "${OQC_CONFIG:-default}" = default ]; then
         fi
     done
 
-    # INT8 kernel families (flags as oqc compile --target writes them), 3 threads.
-    fams="portable:-DOQCI_NO_DISPATCH"
-    grep -qw avx2 /proc/cpuinfo && fams="$fams avx2:-mavx2+-mfma"
-    grep -qw avx512_vnni /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo &&
-        fams="$fams avx512vnni:-mavx512f+-mavx512bw+-mavx512vnni+-mfma"
-    grep -qw avx512_vnni /proc/cpuinfo && grep -qw avx512vbmi /proc/cpuinfo &&
-        fams="$fams avx512vbmi:-mavx512f+-mavx512bw+-mavx512vnni+-mavx512vbmi+-mfma"
-    for fa in $fams; do
-        name=${fa%%:*}
-        fl=$(echo "${fa#*:}" | tr + ' ')
-        # shellcheck disable=SC2086
-        build "$TMP/run_fam_$name" "$TMP/f_int8_3" $fl &&
-            "$TMP/run_fam_$name" "$TMP/in.npy" "$TMP/out_fam_$name.npy" >/dev/null &&
-            cmp -s "$TMP/out_f_int8_1.npy" "$TMP/out_fam_$name.npy" &&
-            ok "fashion int8, family $name, 3 threads: outputs as one thread's" ||
-            fail "fashion int8, family $name, 3 threads: $(head -n 3 "$TMP/cc.log")"
-    done
-
     # squeezenet1_1: one image, INT8 and FP32.  The constants do not depend on the
     # threads: m_weights.c (5 MB) is compiled once, from the one-thread output.
-    # sbuild DIR DIR1: $TMP/run from DIR, with DIR1's weights object.
+    # sbuild DIR DIR1 [FLAGS...]: $TMP/run from DIR, with DIR1's weights object (data
+    # only: the kernel families' flags do not concern it).
     sbuild() {
-        cmp -s "$1/m_weights.c" "$2/m_weights.c" || { echo "m_weights.c differs" >"$TMP/cc.log"; return 1; }
-        [ -e "$2/w.o" ] || gcc $FLAGS -c "$2/m_weights.c" -o "$2/w.o" 2>"$TMP/cc.log" || return 1
-        gcc $FLAGS -I "$1" -DOQC_MODEL_HEADER='"m.h"' -DOQC_MODEL_PREFIX=m $DRIVER \
-            $(ls "$1"/*.c | grep -v m_weights.c) "$2/w.o" -lm -o "$TMP/run" 2>"$TMP/cc.log"
+        d=$1 d1=$2
+        shift 2
+        cmp -s "$d/m_weights.c" "$d1/m_weights.c" || { echo "m_weights.c differs" >"$TMP/cc.log"; return 1; }
+        [ -e "$d1/w.o" ] || gcc $FLAGS -c "$d1/m_weights.c" -o "$d1/w.o" 2>"$TMP/cc.log" || return 1
+        gcc $FLAGS "$@" -I "$d" -DOQC_MODEL_HEADER='"m.h"' -DOQC_MODEL_PREFIX=m $DRIVER \
+            $(ls "$d"/*.c | grep -v m_weights.c) "$d1/w.o" -lm -o "$TMP/run" 2>"$TMP/cc.log"
     }
     for prec in int8 fp32; do
         for t in 1 2 3; do
@@ -115,6 +103,34 @@ if [ "${OQC_CONFIG:-default}" = default ]; then
                 ok "squeezenet1_1 $prec: --threads $t byte-identical with --threads 1" ||
                 fail "squeezenet1_1 $prec: --threads $t differs from --threads 1"
         done
+    done
+
+    # squeezenet1_1 INT8, 3 threads: an application's parallel-for (tasks in reverse
+    # order), and every INT8 kernel family (flags as oqc compile --target writes them).
+    if sbuild "$TMP/s_int8_3" "$TMP/s_int8_1" -DOQC_TEST_PARALLEL &&
+        "$TMP/run" ${S}_in1.npy "$TMP/out_sp.npy" >/dev/null 2>"$TMP/par"; then
+        grep -q '^parallel-for: [1-9][0-9]* calls, at most 3 tasks$' "$TMP/par" &&
+            cmp -s "$TMP/out_s_int8_1.npy" "$TMP/out_sp.npy" &&
+            ok "squeezenet1_1 int8: m_set_parallel: $(cat "$TMP/par"), outputs as one thread's" ||
+            fail "squeezenet1_1 int8: m_set_parallel: $(cat "$TMP/par")"
+    else
+        fail "squeezenet1_1 int8: -DOQC_TEST_PARALLEL build or run: $(head -n 5 "$TMP/cc.log")"
+    fi
+    fams="portable:-DOQCI_NO_DISPATCH"
+    grep -qw avx2 /proc/cpuinfo && fams="$fams avx2:-mavx2+-mfma"
+    grep -qw avx512_vnni /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo &&
+        fams="$fams avx512vnni:-mavx512f+-mavx512bw+-mavx512vnni+-mfma"
+    grep -qw avx512_vnni /proc/cpuinfo && grep -qw avx512vbmi /proc/cpuinfo &&
+        fams="$fams avx512vbmi:-mavx512f+-mavx512bw+-mavx512vnni+-mavx512vbmi+-mfma"
+    for fa in $fams; do
+        name=${fa%%:*}
+        fl=$(echo "${fa#*:}" | tr + ' ')
+        # shellcheck disable=SC2086
+        sbuild "$TMP/s_int8_3" "$TMP/s_int8_1" $fl &&
+            "$TMP/run" ${S}_in1.npy "$TMP/out_fam_$name.npy" >/dev/null &&
+            cmp -s "$TMP/out_s_int8_1.npy" "$TMP/out_fam_$name.npy" &&
+            ok "squeezenet1_1 int8, family $name, 3 threads: outputs as one thread's" ||
+            fail "squeezenet1_1 int8, family $name, 3 threads: $(head -n 3 "$TMP/cc.log")"
     done
 
     # One thread: no thread code at all (a microcontroller's build); two: pthreads.
@@ -140,17 +156,37 @@ if [ "${OQC_CONFIG:-default}" = default ]; then
 fi
 
 if [ "${OQC_CONFIG:-default}" = san ]; then
+    # Fashion FP32 (10 images) and squeezenet1_1 INT8 (one image), 3 threads, under
+    # AddressSanitizer + UndefinedBehaviorSanitizer and ThreadSanitizer (tasks writing
+    # the same bytes would race); the weights object is not instrumented (data only).
     mknpy "10, 1, 28, 28" $D/test_1000.npy "$TMP/in10.npy"
-    compile f1 $M 1 --calib $D/calib_500.npy && compile f3 $M 3 --calib $D/calib_500.npy ||
-        fail "fashion int8 compile: $(cat "$TMP/err")"
-    build "$TMP/run1" "$TMP/f1" && "$TMP/run1" "$TMP/in10.npy" "$TMP/out1.npy" >/dev/null ||
-        fail "fashion int8, 1 thread: $(head -n 5 "$TMP/cc.log")"
-    for san in address,undefined thread; do
-        build "$TMP/run_$san" "$TMP/f3" -O1 -g -fsanitize=$san -fno-sanitize-recover=all &&
-            "$TMP/run_$san" "$TMP/in10.npy" "$TMP/out_$san.npy" >/dev/null 2>"$TMP/san.log" &&
-            cmp -s "$TMP/out1.npy" "$TMP/out_$san.npy" &&
-            ok "fashion int8, 3 threads, -fsanitize=$san: clean, outputs as one thread's" ||
-            fail "fashion int8, 3 threads, -fsanitize=$san: $(head -n 8 "$TMP/san.log" "$TMP/cc.log")"
+    for mdl in fashion squeezenet; do
+        if [ $mdl = fashion ]; then
+            mf=$M; in=$TMP/in10.npy; args="--precision fp32"
+        else
+            mf=$S.onnx; in=${S}_in1.npy; args="--calib ${S}_in4.npy"
+        fi
+        # shellcheck disable=SC2086
+        compile "${mdl}1" "$mf" 1 $args && compile "${mdl}3" "$mf" 3 $args ||
+            { fail "$mdl compile: $(cat "$TMP/err")"; continue; }
+        for t in 1 3; do
+            [ ! -f "$TMP/$mdl$t/m_weights.c" ] ||
+                gcc $FLAGS -c "$TMP/$mdl$t/m_weights.c" -o "$TMP/$mdl$t/w.o" 2>"$TMP/cc.log" ||
+                fail "$mdl: weights: $(head -n 3 "$TMP/cc.log")"
+            mv "$TMP/$mdl$t/m_weights.c" "$TMP/$mdl$t/m_weights.c.off" 2>/dev/null
+        done
+        wo() { [ -f "$1/w.o" ] && echo "$1/w.o"; }
+        build "$TMP/run1" "$TMP/${mdl}1" $(wo "$TMP/${mdl}1") &&
+            "$TMP/run1" "$in" "$TMP/out1.npy" >/dev/null ||
+            fail "$mdl, 1 thread: $(head -n 5 "$TMP/cc.log")"
+        for san in address,undefined thread; do
+            build "$TMP/run_$san" "$TMP/${mdl}3" -O1 -g -fsanitize=$san -fno-sanitize-recover=all \
+                $(wo "$TMP/${mdl}3") &&
+                "$TMP/run_$san" "$in" "$TMP/out_$san.npy" >/dev/null 2>"$TMP/san.log" &&
+                cmp -s "$TMP/out1.npy" "$TMP/out_$san.npy" &&
+                ok "$mdl $args, 3 threads, -fsanitize=$san: clean, outputs as one thread's" ||
+                fail "$mdl, 3 threads, -fsanitize=$san: $(head -n 8 "$TMP/san.log" "$TMP/cc.log")"
+        done
     done
 fi
 finish

@@ -1346,20 +1346,20 @@ static void reverse_for(void *ctx, void (*task)(void *, int), void *arg, int n) 
  * compares every output element, and checks the channels outside a view stay untouched)
  * with a scratch of exactly oqci_conv_par_scratch bytes; and the split is the documented
  * one: every shape below but the last has at least 3 units (runs of 8 channels, single
- * channels, groups, images) and 3 x 65536 multiply-adds, so it makes as many parts as
- * threads; the last is too small to share. */
+ * channels, groups, images) and 3 x OQCI_PAR_MIN_MACS multiply-adds, so it makes as many
+ * parts as threads; the last is too small to share. */
 static void test_conv_threads(void) {
     static const int shapes[][16] = {
         /* N, C, K, g, H, W, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr */
-        {1, 16, 40, 1, 20, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},     /* runs of 8 channels */
-        {1, 32, 5, 1, 24, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* 5 single channels */
-        {1, 24, 24, 24, 40, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    /* depthwise: groups */
-        {1, 64, 64, 64, 56, 56, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},    /* depthwise /2 */
-        {1, 16, 32, 4, 24, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},     /* 4 groups */
-        {3, 12, 12, 12, 30, 30, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    /* grouped, 3 images */
-        {1, 512, 1000, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* fully connected */
-        {4, 256, 200, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     /* 4 rows */
-        {1, 64, 48, 1, 28, 28, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     /* 1x1 */
+        {1, 32, 40, 1, 20, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},     /* runs of 8 channels */
+        {1, 64, 5, 1, 48, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* 5 single channels */
+        {1, 64, 64, 64, 80, 80, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    /* depthwise: groups */
+        {1, 64, 128, 64, 112, 112, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}, /* depthwise /2, x2 */
+        {1, 64, 64, 4, 24, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},     /* 4 groups */
+        {3, 32, 64, 2, 20, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},     /* grouped, 3 images */
+        {1, 2048, 1600, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},   /* fully connected */
+        {4, 1024, 800, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* 4 rows */
+        {1, 128, 48, 1, 28, 28, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* 1x1 */
         {1, 4, 4, 1, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},         /* too small: one part */
     };
     const size_t nshapes = sizeof shapes / sizeof shapes[0];
@@ -1378,6 +1378,8 @@ static void test_conv_threads(void) {
                 p.out_ctotal = p.out_c + 5;
             }
             CU_ASSERT_EQUAL(oqci_conv_parts(&p, 1), 1);
+            int64_t macs = (int64_t)p.batch * p.out_c * p.out_h * p.out_w * p.kdim;
+            CU_ASSERT(si + 1 == nshapes || macs >= 3 * (int64_t)OQCI_PAR_MIN_MACS);
             CU_ASSERT_EQUAL(oqci_conv_parts(&p, t), si + 1 < nshapes ? t : 1);
             conv_threads = t;
             par_for = t == 2 ? reverse_for : oqcf_threads_run;
