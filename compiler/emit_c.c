@@ -1,6 +1,8 @@
 /* emit_c.c - `oqc compile`: a prepared executor written out as self-contained C.
  *
- * The emitted code is a serialisation of an OqcExec built for one thread (no pool):
+ * The emitted code is a serialisation of an OqcExec built for one thread (no pool), or
+ * for --threads N (a pool of N: the scratch sized for N chunks, and NAME.c passes the
+ * run's pool, the application's parallel-for or oqcf_threads.c's, to the kernels):
  *   - the same memory plan: one arena holding the activations at the offsets
  *     oqc_memplan gave them, then the kernel scratch; graph inputs are read in place
  *     from the caller, views (Reshape, Flatten, channel ranges of a concat buffer) are
