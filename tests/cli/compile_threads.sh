@@ -41,6 +41,18 @@ compile() {
     "$OQC" compile "$mf" -o "$TMP/$o" --name m --threads "$t" -q "$@" 2>"$TMP/err"
 }
 
+# par_check WHAT RUN IN REF: RUN, a -DOQC_TEST_PARALLEL build of a --threads 3 output,
+# gives REF's data on IN and split its layers into 3 tasks on the driver's parallel-for.
+par_check() {
+    if "$2" "$3" "$TMP/out_par.npy" >/dev/null 2>"$TMP/par" &&
+        grep -q '^parallel-for: [1-9][0-9]* calls, at most 3 tasks$' "$TMP/par" &&
+        cmp -s "$4" "$TMP/out_par.npy"; then
+        ok "$1: m_set_parallel: $(cat "$TMP/par"), outputs as one thread's"
+    else
+        fail "$1: m_set_parallel: $(cat "$TMP/par")"
+    fi
+}
+
 if [ "${OQC_CONFIG:-default}" = default ]; then
     for prec in int8 fp32; do
         for t in 1 2 3; do
@@ -64,15 +76,10 @@ if [ "${OQC_CONFIG:-default}" = default ]; then
             ok "fashion $prec: m_THREADS and m_set_parallel in m.h with --threads 3 only" ||
             fail "fashion $prec: the threads API in m.h"
         # An application's parallel-for: tasks in reverse order on the caller.
-        [ $prec = fp32 ] || continue
-        if build "$TMP/run_fp_$prec" "$TMP/f_${prec}_3" -DOQC_TEST_PARALLEL &&
-            "$TMP/run_fp_$prec" "$TMP/in.npy" "$TMP/out_fp_$prec.npy" >/dev/null 2>"$TMP/par"; then
-            grep -q '^parallel-for: [1-9][0-9]* calls, at most 3 tasks$' "$TMP/par" &&
-                cmp -s "$TMP/out_f_${prec}_1.npy" "$TMP/out_fp_$prec.npy" &&
-                ok "fashion $prec: m_set_parallel: $(cat "$TMP/par"), outputs as one thread's" ||
-                fail "fashion $prec: m_set_parallel: $(cat "$TMP/par")"
-        else
-            fail "fashion $prec: -DOQC_TEST_PARALLEL build or run: $(head -n 5 "$TMP/cc.log")"
+        if [ $prec = fp32 ]; then
+            build "$TMP/run_fp_$prec" "$TMP/f_${prec}_3" -DOQC_TEST_PARALLEL ||
+                fail "fashion $prec: -DOQC_TEST_PARALLEL build: $(head -n 5 "$TMP/cc.log")"
+            par_check "fashion $prec" "$TMP/run_fp_$prec" "$TMP/in.npy" "$TMP/out_f_${prec}_1.npy"
         fi
     done
 
@@ -107,15 +114,9 @@ if [ "${OQC_CONFIG:-default}" = default ]; then
 
     # squeezenet1_1 INT8, 3 threads: an application's parallel-for (tasks in reverse
     # order), and every INT8 kernel family (flags as oqc compile --target writes them).
-    if sbuild "$TMP/s_int8_3" "$TMP/s_int8_1" -DOQC_TEST_PARALLEL &&
-        "$TMP/run" ${S}_in1.npy "$TMP/out_sp.npy" >/dev/null 2>"$TMP/par"; then
-        grep -q '^parallel-for: [1-9][0-9]* calls, at most 3 tasks$' "$TMP/par" &&
-            cmp -s "$TMP/out_s_int8_1.npy" "$TMP/out_sp.npy" &&
-            ok "squeezenet1_1 int8: m_set_parallel: $(cat "$TMP/par"), outputs as one thread's" ||
-            fail "squeezenet1_1 int8: m_set_parallel: $(cat "$TMP/par")"
-    else
-        fail "squeezenet1_1 int8: -DOQC_TEST_PARALLEL build or run: $(head -n 5 "$TMP/cc.log")"
-    fi
+    sbuild "$TMP/s_int8_3" "$TMP/s_int8_1" -DOQC_TEST_PARALLEL ||
+        fail "squeezenet1_1 int8: -DOQC_TEST_PARALLEL build: $(head -n 5 "$TMP/cc.log")"
+    par_check "squeezenet1_1 int8" "$TMP/run" ${S}_in1.npy "$TMP/out_s_int8_1.npy"
     fams="portable:-DOQCI_NO_DISPATCH"
     grep -qw avx2 /proc/cpuinfo && fams="$fams avx2:-mavx2+-mfma"
     grep -qw avx512_vnni /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo &&
