@@ -62,7 +62,7 @@ CFLAGS_runtime_oqci_eltwise := -DOQCI_DISPATCH -DOQCI_TEST_HOOKS
 LDLIBS_ALL := -lprotobuf-c $(XML_LIBS) -ljpeg -lpng -lm -pthread $(LDLIBS)
 LDFLAGS_ALL := $(SANFLAGS) $(LDFLAGS)
 
-# runtime/oqcf_serial.c is oqcf_pool.c's single-threaded stand-in for emitted code (same
+# runtime/oqcf_serial.c is oqcf_pool.c + oqcf_threads.c's single-threaded stand-in for emitted code (same
 # functions) and runtime/oqc_main.c the driver `oqc compile --main` writes: never part of
 # liboqc; nor is the CLI driver (main.c, its help texts usage.c
 # and its other files compiler/cli_*.c), which only build/oqc links.

@@ -16,8 +16,10 @@
  * Timing: --warmup untimed runs, then at least --runs timed runs and at least --min-ms
  * of them (at most 10 x --runs), each the wall time of one PREFIX_run with a caller
  * arena of PREFIX_ARENA_BYTES (64-byte aligned).  Prints
- *   RESULT model=PREFIX threads=1 runs=R median_ms=X min_ms=Y
- * which bench/run.sh reads like the other benchmark programs' lines.
+ *   RESULT model=PREFIX threads=T runs=R median_ms=X min_ms=Y
+ * which bench/run.sh reads like the other benchmark programs' lines.  T is PREFIX_THREADS
+ * for a model compiled with `oqc compile --threads N` (built with -std=c11 -pthread; its
+ * layers run on the emitted code's default pool of N threads), else 1.
  *
  * Per-layer times: built with -DOQC_LAYER_HOOKS='"layer_hooks.h"' -I bench (the emitted
  * .c files too), every timed run also times each layer through the emitted code's
@@ -38,6 +40,11 @@
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 #define M(x) CAT(OQC_MODEL_PREFIX, x)
+#if M(_THREADS) > 1   /* (an undefined PREFIX_THREADS is 0 here) */
+#define OQC_THREADS M(_THREADS)
+#else
+#define OQC_THREADS 1
+#endif
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
@@ -246,8 +253,8 @@ int main(int argc, char **argv) {
     double med = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
     printf("  %s: median %.3f ms, min %.3f ms over %ld runs\n", STR(OQC_MODEL_PREFIX), med,
            ms[0], n);
-    printf("RESULT model=%s threads=1 runs=%ld median_ms=%.3f min_ms=%.3f\n",
-           STR(OQC_MODEL_PREFIX), n, med, ms[0]);
+    printf("RESULT model=%s threads=%d runs=%ld median_ms=%.3f min_ms=%.3f\n",
+           STR(OQC_MODEL_PREFIX), OQC_THREADS, n, med, ms[0]);
     free(ms);
     free(out);
     free(x);

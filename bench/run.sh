@@ -41,6 +41,18 @@ out() { printf '%s\n' "$*"; printf '%s\n' "$*" >>"$RESULTS"; }
 
 note "$(uname -m), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //')"
 note "load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (latencies are noisy when this is above ~0.5)"
+# The machine, at the head of results.md: every figure depends on it.
+CPU_MODEL=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1)
+[ -n "$CPU_MODEL" ] || CPU_MODEL=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //')
+CPU_FLAGS=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | sed 's/.*: //')
+out "# oqc benchmarks"
+out ""
+out "CPU: ${CPU_MODEL:-unknown} ($(uname -m), $(nproc) CPUs online)."
+out "SIMD: $(printf '%s\n' $CPU_FLAGS | grep -E '^(avx2|fma|avx_vnni|avx512(f|bw|vl|_vnni|vbmi|_bf16|_fp16)|amx_(tile|int8|bf16)|asimddp)$' | tr '\n' ' ')"
+out ""
+out "Flags (/proc/cpuinfo): $CPU_FLAGS"
+out ""
+out "Load average at start: $(cut -d' ' -f1-3 /proc/loadavg)."
 
 # ---------------------------------------------------------------- oqc and the bench program
 if [ ! -f "$BUILD/liboqc.a" ] || [ ! -x "$BUILD/oqc" ]; then
@@ -51,7 +63,7 @@ fi
 # header someone is editing should not stop the benchmarks.
 if ! $CC -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -O2 -g -Wall -Wextra \
         -Icompiler -Ipasses -Iruntime -I"$BUILD/proto" -pthread \
-        bench/fp32_latency.c "$BUILD/liboqc.a" -lprotobuf-c -lxml2 -lm -pthread \
+        bench/fp32_latency.c "$BUILD/liboqc.a" -lprotobuf-c -lxml2 -ljpeg -lpng -lm -pthread \
         -o "$OUT/fp32_latency"; then
     note "cannot build bench/fp32_latency.c against $BUILD/liboqc.a"
     exit 1
@@ -252,6 +264,8 @@ I8=$OUT/int8
 mkdir -p "$I8"
 INT8_ROUNDS=${BENCH_INT8_ROUNDS:-3}
 EMIT_CFLAGS="-std=c99 -O2 -march=native -ffp-contract=off"
+# outputs of oqc compile --threads 2 (oqcf_threads.c: C11 and pthreads)
+EMIT_CFLAGS_T="-std=c11 -O2 -march=native -ffp-contract=off -pthread"
 PHOTO_CAL=$I8/photo_calib64.npy
 PHOTO_EVAL=$I8/photo_eval16.npy
 if [ ! -f "$PHOTO_CAL" ] || [ ! -f "$PHOTO_EVAL" ]; then
@@ -271,6 +285,7 @@ kv() { awk -v p="$2" -v k="$3=" '$1 == p { for (i = 2; i <= NF; i++) if (index($
 # sumkv FILE PREFIX REGEX: the sum of the values of the keys matching REGEX on that line
 sumkv() { awk -v p="$2" -v re="$3" '$1 == p { for (i = 2; i <= NF; i++) { split($i, a, "="); if (a[1] ~ re) s += a[2] } } END { print s + 0 }' "$1"; }
 i8rows=
+throws=
 fuserows=
 # ORT's exact 8-bit INT8 figure: int8 weights where the CPU has VNNI (vpdpbusd, exact),
 # uint8 weights on AVX2 without it (its int8-weight vpmaddubsw sums saturate)
@@ -305,18 +320,22 @@ for m in $BENCH_MODELS; do
     "$BUILD/oqc" export-qdq "$m" --table "$table" --weight-bits 7 -o "$I8/${name}_qdq_w7.onnx" -q >>"$log" 2>&1 &&
     "$BUILD/oqc" compile "$m" --table "$table" --name "$cname" -o "$I8/${name}_c_int8" -q >>"$log" 2>&1 &&
     "$BUILD/oqc" compile "$m" --table "$table" --weight-bits 7 --name "$cname" -o "$I8/${name}_c_int8w7" -q >>"$log" 2>&1 &&
-    "$BUILD/oqc" compile "$m" --precision fp32 --name "$cname" -o "$I8/${name}_c_fp32" -q >>"$log" 2>&1 || ok=0
+    "$BUILD/oqc" compile "$m" --precision fp32 --name "$cname" -o "$I8/${name}_c_fp32" -q >>"$log" 2>&1 &&
+    "$BUILD/oqc" compile "$m" --table "$table" --threads 2 --name "$cname" -o "$I8/${name}_c_int8t2" -q >>"$log" 2>&1 &&
+    "$BUILD/oqc" compile "$m" --precision fp32 --threads 2 --name "$cname" -o "$I8/${name}_c_fp32t2" -q >>"$log" 2>&1 || ok=0
     if [ "$ok" = 0 ]; then
         note "oqc export-qdq/compile $m failed:"; tail -n 5 "$log" | sed 's/^/  /'; STATUS=1; continue
     fi
     # Build the emitted code unless these very sources were built already (the emitted
     # files are rewritten on every compile; resnet18's FP32 weights take ~1 min of gcc).
-    for p in int8 int8w7 fp32; do
+    for p in int8 int8w7 fp32 int8t2 fp32t2; do
         dir=$I8/${name}_c_$p
-        stamp=$( { echo "$CC $EMIT_CFLAGS"; cat bench/emitted_latency.c "$dir"/*.c "$dir"/*.h; } | cksum)
+        fl=$EMIT_CFLAGS
+        case $p in *t2) fl=$EMIT_CFLAGS_T ;; esac
+        stamp=$( { echo "$CC $fl"; cat bench/emitted_latency.c "$dir"/*.c "$dir"/*.h; } | cksum)
         if [ ! -x "$I8/lat_${name}_$p" ] || [ "$(cat "$I8/lat_${name}_$p.stamp" 2>/dev/null)" != "$stamp" ]; then
-            note "building $dir ($CC $EMIT_CFLAGS)"
-            if ! $CC $EMIT_CFLAGS -I "$dir" -DOQC_MODEL_HEADER="\"$cname.h\"" -DOQC_MODEL_PREFIX="$cname" \
+            note "building $dir ($CC $fl)"
+            if ! $CC $fl -I "$dir" -DOQC_MODEL_HEADER="\"$cname.h\"" -DOQC_MODEL_PREFIX="$cname" \
                     bench/emitted_latency.c "$dir"/*.c -lm -o "$I8/lat_${name}_$p" >>"$log" 2>&1; then
                 note "cannot build $dir:"; tail -n 5 "$log" | sed 's/^/  /'; STATUS=1; ok=0; break
             fi
@@ -326,11 +345,15 @@ for m in $BENCH_MODELS; do
     [ "$ok" = 1 ] || continue
     # oqc's INT8 outputs on the evaluation inputs (the emitted code: oqc eval's bits), then
     # what ORT runs for each export and how close its outputs are.
-    for p in int8 int8w7; do
+    for p in int8 int8w7 int8t2; do
         "$I8/lat_${name}_$p" --data "$ev" --save "$I8/${name}_${p}_ref.npy" --limit $lim \
             --runs 1 --warmup 0 --min-ms 0 >>"$log" 2>&1 || { note "INT8 C failed on $ev"; STATUS=1; ok=0; }
     done
     [ "$ok" = 1 ] || continue
+    # (two threads give one thread's bits: docs/compile.md; a difference is a bug)
+    if ! cmp -s "$I8/${name}_int8_ref.npy" "$I8/${name}_int8t2_ref.npy"; then
+        note "$name: the INT8 C on 2 threads does not give the bits of 1 thread"; STATUS=1
+    fi
     if [ "$ORT_OK" = 1 ]; then
         for v in qdq qdq_u8w qdq_w7; do
             ref=$I8/${name}_int8_ref.npy; [ "$v" = qdq_w7 ] && ref=$I8/${name}_int8w7_ref.npy
@@ -340,20 +363,22 @@ for m in $BENCH_MODELS; do
                 note "ort_check_fused.js failed on ${name}_$v.onnx: $(tail -n 1 "$I8/${name}_${v}_check.err")"
         done
     fi
-    for e in c_int8 c_int8w7 c_fp32 ort_fp32 ort_qdq ort_qdq_u8w ort_qdq_w7; do
+    for e in c_int8 c_int8w7 c_fp32 c_int8t2 c_fp32t2 ort_fp32 ort_qdq ort_qdq_u8w ort_qdq_w7; do
         : >"$I8/${name}_lat_$e.log"
     done
     r=0
     while [ "$r" -lt "$INT8_ROUNDS" ]; do
         r=$((r + 1))
-        for p in int8 int8w7 fp32; do
+        for p in int8 int8w7 fp32 int8t2 fp32t2; do
             "$I8/lat_${name}_$p" --data "$ev" --runs $RUNS --min-ms 300 >>"$I8/${name}_lat_c_$p.log" 2>&1 ||
                 note "lat_${name}_$p failed"
         done
         if [ "$ORT_OK" = 1 ]; then
             for v in fp32 qdq qdq_u8w qdq_w7; do
                 mm=$m; [ "$v" = fp32 ] || mm=$I8/${name}_$v.onnx
-                ORT_NODE_MODULES=$ORT_DIR/node_modules node bench/ort_latency.js "$mm" --threads 1 \
+                # 1 and 2 intra-op threads for FP32 and the exact INT8 export (the threads table)
+                th=1; [ "$v" = fp32 ] || [ "ort_$v" = "$ORT_REF" ] && th=1,2
+                ORT_NODE_MODULES=$ORT_DIR/node_modules node bench/ort_latency.js "$mm" --threads $th \
                     --runs $RUNS --min-ms 300 >>"$I8/${name}_lat_ort_$v.log" 2>&1 ||
                     note "ORT cannot run $mm: $(tail -n 1 "$I8/${name}_lat_ort_$v.log")"
             done
@@ -369,6 +394,16 @@ for m in $BENCH_MODELS; do
     eval "md_ref=\$md_$ORT_REF"
     row="$row | $(ratio "$md_c_int8" "$md_c_fp32") | $(ratio "$md_ref" "$md_ort_fp32") | $(ratio "$md_c_int8" "$md_ref") | $(ratio "$md_ort_fp32" "$md_c_int8") | $(ratio "$md_c_int8w7" "$md_ort_qdq_w7") |"
     i8rows="$i8rows$row
+"
+    # 1 and 2 threads side by side: oqc's emitted C against ORT with as many intra-op threads
+    t1=$md_c_int8
+    t2=$(field "$I8/${name}_lat_c_int8t2.log" 2 median_ms); t2m=$(field "$I8/${name}_lat_c_int8t2.log" 2 min_ms)
+    f2=$(field "$I8/${name}_lat_c_fp32t2.log" 2 median_ms); f2m=$(field "$I8/${name}_lat_c_fp32t2.log" 2 min_ms)
+    r1=$(field "$I8/${name}_lat_$ORT_REF.log" 1 median_ms); r1m=$(field "$I8/${name}_lat_$ORT_REF.log" 1 min_ms)
+    r2=$(field "$I8/${name}_lat_$ORT_REF.log" 2 median_ms); r2m=$(field "$I8/${name}_lat_$ORT_REF.log" 2 min_ms)
+    g1=$(field "$I8/${name}_lat_ort_fp32.log" 1 median_ms)
+    g2=$(field "$I8/${name}_lat_ort_fp32.log" 2 median_ms); g2m=$(field "$I8/${name}_lat_ort_fp32.log" 2 min_ms)
+    throws="$throws| $name | $(cell "$t1" "$(field "$I8/${name}_lat_c_int8.log" 1 min_ms)") | $(cell "$t2" "$t2m") | $(ratio "$t1" "$t2") | $(cell "$r1" "$r1m") | $(cell "$r2" "$r2m") | $(ratio "$r1" "$r2") | $(ratio "$t1" "$r1") | $(ratio "$t2" "$r2") | $(cell "$md_c_fp32" "$(field "$I8/${name}_lat_c_fp32.log" 1 min_ms)") | $(cell "$f2" "$f2m") | $(cell "$g1" "$(field "$I8/${name}_lat_ort_fp32.log" 1 min_ms)") | $(cell "$g2" "$g2m") |
 "
     if [ "$ORT_OK" = 1 ] && [ -s "$I8/${name}_qdq.check" ]; then
         c=$I8/${name}_qdq.check; u=$I8/${name}_qdq_u8w.check; w7=$I8/${name}_qdq_w7.check
@@ -396,6 +431,17 @@ out "(docs/int8.md): on AVX2 without VNNI both engines then run vpmaddubsw, exac
 out "make ORT's vpmaddubsw saturate there, so its exact 8-bit figure is the uint8-weight one; with VNNI"
 out "(this CPU: $( [ "$ORT_REF" = ort_qdq ] && echo yes || echo no)) int8 weights are exact and the ratios use them."
 out "Load average now: $(cut -d' ' -f1-3 /proc/loadavg)."
+out ""
+out "## 1 and 2 threads, batch 1: ms, median of the best of $INT8_ROUNDS round(s) of >= $RUNS runs (min in parentheses)"
+out ""
+out "| model | oqc INT8 C 1T | oqc INT8 C 2T | oqc 1T/2T | $ORT_REF_NAME 1T | $ORT_REF_NAME 2T | ORT 1T/2T | oqc/ORT INT8 1T | oqc/ORT INT8 2T | oqc FP32 C 1T | oqc FP32 C 2T | ORT FP32 1T | ORT FP32 2T |"
+out "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+printf '%s' "$throws" | tee -a "$RESULTS"
+out ""
+out "oqc 2T: \`oqc compile --threads 2\` (the same table), built with \`$CC $EMIT_CFLAGS_T\`, its layers"
+out "on the emitted code's default pool of 2 threads (docs/compile.md; outputs checked bit-identical"
+out "with 1 thread's on the evaluation inputs).  ORT: intra-op threads = T, inter-op 1.  1T/2T: the"
+out "speed-up of the second thread.  On a loaded machine the 2T figures mean little."
 if [ -n "$fuserows" ]; then
     out ""
     out "## ONNX Runtime on oqc's QDQ export: the kernels it runs and its outputs against oqc's INT8"
@@ -428,7 +474,7 @@ fi
 if [ -z "${BENCH_SKIP_LAYERS:-}" ]; then
     peak=""; peak_name=""
     if $CC -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -Iruntime bench/int8_conv_bench.c "$BUILD/liboqc.a" \
-            -lprotobuf-c -lxml2 -lm -pthread -o "$OUT/int8_conv_bench" 2>"$I8/conv_bench.err"; then
+            -lprotobuf-c -lxml2 -ljpeg -lpng -lm -pthread -o "$OUT/int8_conv_bench" 2>"$I8/conv_bench.err"; then
         pl=$("$OUT/int8_conv_bench" --peak)
         for k in vpdpbusd_zmm vpdpbusd_ymm madd_add; do
             v=$(echo "$pl" | tr ' ' '\n' | sed -n "s/^$k=//p")

@@ -7,7 +7,8 @@
  * repository root):
  *
  *   gcc -O2 -std=c11 -D_DEFAULT_SOURCE -pthread -Iruntime bench/sgemm_bench.c \
- *       runtime/oqcf_pool.c runtime/oqcf_sgemm.c runtime/oqcf_sgemm_x86.c -lm \
+ *       runtime/oqcf_pool.c runtime/oqcf_threads.c runtime/oqcf_sgemm.c \
+ *       runtime/oqcf_sgemm_x86.c -lm \
  *       -o /tmp/sgemm_bench
  *
  * add -DOQC_BENCH_OPENBLAS ... -lopenblas to compare with cblas_sgemm (Debian's

@@ -94,17 +94,18 @@ static char *quoted(OqcArena *a, const char *s) {
     return q;
 }
 
-int oqc_cli_bench_run(const char *outdir, const char *name, const char *cflags, long runs,
-                      long warmup, const char *input, OqcDiag *d) {
+int oqc_cli_bench_run(const char *outdir, const char *name, const char *cflags, int threads,
+                      long runs, long warmup, const char *input, OqcDiag *d) {
     OqcArena *a = oqc_arena_new();
     const char *cc = getenv("CC");
     const char *dir = quoted(a, outdir);
     /* the sources: the model's files and the runtime copies (every .c but main.c) */
     char *cmd = oqc_arena_printf(
-        a, "cd %s && %s -std=c99 -O2 -ffp-contract=off %s -DOQC_MODEL_HEADER='\"%s.h\"' "
+        a, "cd %s && %s -std=%s -O2 -ffp-contract=off %s -DOQC_MODEL_HEADER='\"%s.h\"' "
            "-DOQC_MODEL_PREFIX=%s -DOQC_LAYER_HOOKS='\"main_hooks.h\"' -I. *.c -lm -o %s_main "
            ">build.log 2>&1",
-        dir, cc && *cc ? cc : "cc", cflags ? cflags : "", name, name, name);
+        dir, cc && *cc ? cc : "cc", threads > 1 ? "c11 -pthread" : "c99", cflags ? cflags : "",
+        name, name, name);
     int rc = 0;
     if (system(cmd) != 0) {
         char *log = oqc_arena_printf(a, "%s/build.log", outdir);

@@ -85,10 +85,11 @@ int oqc_cli_images(const char *path, const Opts *o, OqcArena *a, const char ***f
  * main_hooks.h, a Makefile building NAME_main with NAME.mk's flags). */
 int oqc_cli_write_driver(const char *outdir, const char *name, OqcDiag *d);
 /* cli_bench.c: builds the model emitted as `name` in outdir with its driver (the system
- * compiler, $CC or cc, with cflags) and runs it: warmup runs, then runs timed runs and
- * the per-layer profile; input: a .npy/raw file for the sample, or NULL. */
-int oqc_cli_bench_run(const char *outdir, const char *name, const char *cflags, long runs,
-                      long warmup, const char *input, OqcDiag *d);
+ * compiler, $CC or cc, with cflags; C11 and -pthread when it was compiled for threads > 1)
+ * and runs it: warmup runs, then runs timed runs and the per-layer profile; input: a
+ * .npy/raw file for the sample, or NULL. */
+int oqc_cli_bench_run(const char *outdir, const char *name, const char *cflags, int threads,
+                      long runs, long warmup, const char *input, OqcDiag *d);
 /* cli_bench.c: removes directory dir and the files in it (oqc bench's scratch). */
 void oqc_cli_remove_dir(const char *dir);
 /* cli_depfile.c: with -MD, writes the Make dependency file (-MF FILE, else dflt): every

@@ -1,6 +1,8 @@
 /* emit_c.c - `oqc compile`: a prepared executor written out as self-contained C.
  *
- * The emitted code is a serialisation of an OqcExec built for one thread (no pool):
+ * The emitted code is a serialisation of an OqcExec built for one thread (no pool), or
+ * for --threads N (a pool of N: the scratch sized for N chunks, and NAME.c passes the
+ * run's pool, the application's parallel-for or oqcf_threads.c's, to the kernels):
  *   - the same memory plan: one arena holding the activations at the offsets
  *     oqc_memplan gave them, then the kernel scratch; graph inputs are read in place
  *     from the caller, views (Reshape, Flatten, channel ranges of a concat buffer) are
@@ -179,8 +181,14 @@ int oqc_em_set_has(const FileSet *s, const char *name) {
     return 0;
 }
 
-/* Adds `name` and everything it needs (runtime_needs, #include "..." lines). */
-static int set_add(FileSet *s, OqcArena *a, const char *name, OqcDiag *d) {
+/* Adds `name` and everything it needs (runtime_needs, #include "..." lines); for an
+ * output with threads, the pool API is oqcf_pool.c and oqcf_threads.c instead of the
+ * single-threaded oqcf_serial.c. */
+static int set_add(FileSet *s, OqcArena *a, const char *name, int threads, OqcDiag *d) {
+    if (threads > 1 && !strcmp(name, "oqcf_serial.c"))
+        return set_add(s, a, "oqcf_pool.c", threads, d) < 0
+                   ? -1
+                   : set_add(s, a, "oqcf_threads.c", threads, d);
     if (oqc_em_set_has(s, name))
         return 0;
     OQC_ASSERT(s->n < 64);
@@ -198,12 +206,12 @@ static int set_add(FileSet *s, OqcArena *a, const char *name, OqcDiag *d) {
     for (size_t i = 0; i < sizeof runtime_needs / sizeof runtime_needs[0]; i++)
         if (!strcmp(runtime_needs[i][0], name))
             for (int k = 1; k < RUNTIME_NEEDS && runtime_needs[i][k]; k++)
-                if (set_add(s, a, runtime_needs[i][k], d) < 0)
+                if (set_add(s, a, runtime_needs[i][k], threads, d) < 0)
                     return -1;
     const char *inc;
     size_t len;
     for (const char *p = text; (p = next_include(text, p, &inc, &len)) != NULL;)
-        if (set_add(s, a, oqc_arena_strndup(a, inc, len), d) < 0)
+        if (set_add(s, a, oqc_arena_strndup(a, inc, len), threads, d) < 0)
             return -1;
     return 0;
 }
@@ -477,6 +485,27 @@ static int write_header(Em *m, OutSet *o, const char *model, const char *precisi
     fprintf(h, "int %s_run_multi(const float *const *in, float *const *out, void *arena);\n", nm);
     if (io->qin >= 0)
         fprintf(h, "int %s_run_int8(const void *in, void *out, void *arena);\n", nm);
+    if (m->threads > 1)
+        fprintf(h, "\n/* Threads (oqc compile --threads %d): every conv and gemm, and the loops of\n"
+                   " * the other parallel kernels, run as up to %s_THREADS tasks that compute\n"
+                   " * disjoint outputs with the arithmetic of one thread (the same bits), each on\n"
+                   " * its own slice of the arena's scratch.  By default the tasks run on a pthread\n"
+                   " * pool of %s_THREADS threads counting the caller: the workers are started by\n"
+                   " * the first run and kept, shared by every model compiled for as many threads.\n"
+                   " */\n"
+                   "#define %s_THREADS %d\n"
+                   "#ifndef OQC_PARALLEL_FOR_FN_DEFINED\n#define OQC_PARALLEL_FOR_FN_DEFINED\n"
+                   "/* A parallel-for: calls task(arg, i) exactly once for every i in [0, n), in\n"
+                   " * any order, on any threads (the caller's included), and returns when every\n"
+                   " * call has returned. */\n"
+                   "typedef void (*oqc_parallel_for_fn)(void *ctx,\n"
+                   "                                    void (*task)(void *arg, int i),\n"
+                   "                                    void *arg, int n);\n#endif\n"
+                   "/* Runs the tasks on fn(ctx, ...) (an application's thread pool, OpenMP, ...)\n"
+                   " * instead of the default threads; fn NULL: on the calling thread.  Set it\n"
+                   " * before the runs, never while one runs. */\n"
+                   "void %s_set_parallel(oqc_parallel_for_fn fn, void *ctx);\n",
+                m->threads, nm, nm, nm, m->threads, nm);
     fputs("\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n", h);
     return out_close(h, nm, d);
 }
@@ -551,27 +580,46 @@ static int write_source(Em *m, OutSet *o, const char *model, const char *precisi
           "#ifndef OQC_LAYER_END\n#define OQC_LAYER_END(index, name, op, macs) ((void)0)\n#endif\n",
           c);
     fputs(decl, c);
-    fprintf(c, "\n/* Used when the caller passes no arena; the only mutable object. */\n"
-               "static unsigned char static_arena[%s_ARENA_BYTES + 64];\n\n", nm);
-    static const char *const arena_prelude =
-        "    unsigned char *a = (unsigned char *)arena;\n"
+    fprintf(c, "\n/* Used when the caller passes no arena; the only mutable object%s. */\n"
+               "static unsigned char static_arena[%s_ARENA_BYTES + 64];\n\n",
+            m->threads > 1 ? " but the parallel-for below" : "", nm);
+    if (m->threads > 1)
+        fprintf(c, "/* The application's parallel-for, once %s_set_parallel was called. */\n"
+                   "static OqcfPool app_pool;\nstatic int app_pool_set;\n\n"
+                   "void %s_set_parallel(oqc_parallel_for_fn fn, void *ctx) {\n"
+                   "    app_pool.run = fn;\n    app_pool.ctx = ctx;\n"
+                   "    app_pool.nthreads = %s_THREADS;\n    app_pool_set = 1;\n}\n\n"
+                   "/* The pool a run uses: the application's, or the shared default threads (in\n"
+                   " * *dflt; when they cannot be started, the tasks run on the caller). */\n"
+                   "static OqcfPool *run_pool(OqcfPool *dflt) {\n"
+                   "    if (app_pool_set)\n        return &app_pool;\n"
+                   "    dflt->run = oqcf_threads_run;\n"
+                   "    dflt->ctx = oqcf_threads_shared(%s_THREADS);\n"
+                   "    dflt->nthreads = %s_THREADS;\n    return dflt;\n}\n\n", nm, nm, nm, nm, nm);
+    const char *arena_prelude = oqc_arena_printf(m->a,
+        "    unsigned char *a = (unsigned char *)arena;\n%s"
         "    if (!a)\n"
         "        a = static_arena + (64 - (uintptr_t)static_arena %% 64) %% 64;\n"
         "    else if ((uintptr_t)a %% 64 != 0)\n"
-        "        return -1;\n";
+        "        return -1;\n",
+        m->threads > 1 ? "    OqcfPool pool_d, *pool = run_pool(&pool_d);\n    (void)pool;\n"
+                       : "");
+    /* (the pool the kernel calls take: `pool` in each function that runs layers) */
+    const char *pool_param = m->threads > 1 ? ", OqcfPool *pool" : "";
+    const char *pool_pass = m->threads > 1 ? ", pool" : "";
     if (io->qin >= 0) {   /* the INT8 layers once, shared by both entry points */
         fprintf(c, "/* The layers between the quantized input and the quantized output. */\n"
-                   "static int %s_core(unsigned char *a) {\n", nm);
+                   "static int %s_core(unsigned char *a%s) {\n", nm, pool_param);
         fputs(body, c);
         fputs("    (void)a;\n    return 0;\n}\n\n", c);
     }
     fprintf(c, "int %s_run_multi(const float *const *in, float *const *out, void *arena) {\n", nm);
-    fprintf(c, arena_prelude);
+    fputs(arena_prelude, c);
     /* (a graph without inputs, or whose nodes all have empty outputs, reads none) */
     fputs("    (void)in;\n", c);
     if (io->qin >= 0) {
         fputs(io->pre, c);
-        fprintf(c, "    TRY(%s_core(a));\n", nm);
+        fprintf(c, "    TRY(%s_core(a%s));\n", nm, pool_pass);
         fputs(io->post, c);
     } else {
         fputs(body, c);
@@ -589,10 +637,10 @@ static int write_source(Em *m, OutSet *o, const char *model, const char *precisi
     if (io->qin >= 0) {
         const OqcTensor *qi = &g->tensors[io->qin], *qo = &g->tensors[io->qout];
         fprintf(c, "\nint %s_run_int8(const void *in, void *out, void *arena) {\n", nm);
-        fprintf(c, arena_prelude);
+        fputs(arena_prelude, c);
         fprintf(c, "    memcpy(%s, in, %zu);\n", oqc_em_ptr(m, io->qin),
                 (size_t)oqc_shape_numel(&qi->shape));
-        fprintf(c, "    TRY(%s_core(a));\n", nm);
+        fprintf(c, "    TRY(%s_core(a%s));\n", nm, pool_pass);
         if (qo->acc) {   /* accumulators: requantized as the layer would have */
             const OqcAcc *ac = qo->acc;
             fprintf(c, "    TRY(oqci_requantize_s32(%s, out, %s, %" PRId64 ", %d, %" PRId64
@@ -661,7 +709,10 @@ static int write_make(Em *m, OutSet *o, const char *model, const FileSet *all, i
             len += (size_t)snprintf(srcs + len, sizeof srcs - len, " %s", all->name[i]);
     OQC_ASSERT(len < sizeof srcs);
     const char *tflags = oqc_target_flags(target);
-    const char *flags = oqc_arena_printf(m->a, "-std=c99 -O2 -ffp-contract=off%s%s",
+    /* (threads: oqcf_threads.c is C11 with pthreads) */
+    const char *flags = oqc_arena_printf(m->a, "-std=%s -O2 -ffp-contract=off%s%s%s",
+                                         m->threads > 1 ? "c11" : "c99",
+                                         m->threads > 1 ? " -pthread" : "",
                                          tflags && *tflags ? " " : "", tflags ? tflags : "");
     FILE *f = out_file(o, m->a, oqc_arena_printf(m->a, "%s.mk", nm), d);
     if (!f)
@@ -703,14 +754,13 @@ static int write_make(Em *m, OutSet *o, const char *model, const FileSet *all, i
         fputc(*p == '\n' || *p == '>' ? ' ' : *p, r);
     fprintf(r, "; do not edit. -->\n"
                "# %s: %s compiled to C\n\n"
-               "Self-contained C99 code generated by `oqc compile`: no allocation, no threads,\n"
-               "no dependency beyond the C standard library and libm.\n\n"
+               "%s"
                "- `%s.h`: the API (`%s_run`, `%s_run_multi`, `%s_ARENA_BYTES`, input and\n"
                "  output sizes); read its comments.\n"
                "- `%s.c`: the kernel calls; `%s_weights.c`: the constants (if any);\n"
                "  %s: copies of oqc's runtime kernels.\n"
                "- `%s.mk`: the source list as a Makefile fragment (`%s_SRCS`).\n\n"
-               "Build with any C99 compiler, e.g.\n\n"
+               "Build with any %s compiler, e.g.\n\n"
                "    cc %s -I. main.c %s -lm -o app\n\n"
                "with the same flags for every source (the files of one kernel library, such as\n"
                "the INT8 conv's `oqci_conv*.c`, one per instruction set, must agree on the\n"
@@ -720,8 +770,19 @@ static int write_make(Em *m, OutSet *o, const char *model, const FileSet *all, i
                "    static float in[%s_INPUT_SIZE], out[%s_OUTPUT_SIZE];\n"
                "    int status = %s_run%s(%s, NULL); /* NULL: internal arena */\n\n"
                "See oqc's docs/compile.md for the details.\n",
-            nm, model, nm, nm, nm, nm, nm, nm, runtime, nm, nm, flags, srcs, nm, nm, nm, nm,
-            m->g->ninputs == 1 && m->g->noutputs == 1 ? "" : "_multi",
+            nm, model,
+            m->threads > 1
+                ? oqc_arena_printf(m->a,
+                      "Self-contained C code generated by `oqc compile --threads %d`: no\n"
+                      "allocation in a run, no dependency beyond the C standard library, libm and\n"
+                      "pthreads (`oqcf_threads.c`: C11, started by the first run; "
+                      "`%s_set_parallel`\n"
+                      "in `%s.h` runs the layers on a parallel-for of your own instead).\n\n",
+                      m->threads, nm, nm)
+                : "Self-contained C99 code generated by `oqc compile`: no allocation, no threads,\n"
+                  "no dependency beyond the C standard library and libm.\n\n",
+            nm, nm, nm, nm, nm, nm, runtime, nm, nm, m->threads > 1 ? "C11" : "C99", flags, srcs,
+            nm, nm, nm, nm, m->g->ninputs == 1 && m->g->noutputs == 1 ? "" : "_multi",
             m->g->ninputs == 1 && m->g->noutputs == 1 ? "in, out" : "ins, outs");
     if (preprocess)
         fprintf(r, "\n## Input preprocessing\n\n"
@@ -736,7 +797,7 @@ static int write_make(Em *m, OutSet *o, const char *model, const FileSet *all, i
 int oqc_emit_check(OqcExec *e, int max_nodes, OqcDiag *d) {
     OqcGraph *g = e->g;
     int bad = 0;
-    Em m = {.e = e, .g = g, .a = g->arena, .d = d};
+    Em m = {.e = e, .g = g, .a = g->arena, .d = d, .threads = oqcf_pool_threads(e->pool)};
     for (int i = 0; i < g->nnodes; i++) {
         const char *why = oqc_em_unsupported(&m, i);
         if (why && bad++ < max_nodes)
@@ -774,14 +835,15 @@ int oqc_emit_check(OqcExec *e, int max_nodes, OqcDiag *d) {
 int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
     OqcGraph *g = e->g;
     OqcArena *a = g->arena;
-    OQC_ASSERT(!e->pool); /* scratch sizes and paths must be the single-thread ones */
     if (oqc_c_name_check(opt->name, d) < 0)
         return -1;
     const char *model = strrchr(g->path, '/') ? strrchr(g->path, '/') + 1 : g->path;
     const char *precision = opt->precision ? opt->precision : "fp32";
 
-    /* Everything that can be refused is checked before anything is written. */
-    Em m = {.e = e, .g = g, .a = a, .d = d, .name = opt->name};
+    /* Everything that can be refused is checked before anything is written.  The
+     * executor's thread count: its scratch is sized for it (oqc_exec_new). */
+    Em m = {.e = e, .g = g, .a = a, .d = d, .name = opt->name,
+            .threads = oqcf_pool_threads(e->pool)};
     if (oqc_emit_check(e, 8, d) > 0)
         return -1;
 
@@ -817,6 +879,10 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
         oqc_em_node(&m, i);
     for (int i = 0; i < g->noutputs; i++)
         oqc_em_ptr(&m, g->outputs[i]); /* marks constant outputs as used */
+    static const char *const pool_files[] = {"oqcf_pool.c", "oqcf_threads.c"};
+    for (int i = 0; m.threads > 1 && i < 2; i++)   /* NAME.c's pool (write_source) */
+        if (!oqc_em_set_has(&m.kernels, pool_files[i]))
+            m.kernels.name[m.kernels.n++] = pool_files[i];
     fclose(m.decl);
     fclose(m.body);
     fclose(m.qh);
@@ -834,9 +900,9 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
     FileSet all = {.n = 0};
     int rc = 0;
     for (int i = 0; rc == 0 && i < m.kernels.n; i++)
-        rc = set_add(&all, a, m.kernels.name[i], d);
+        rc = set_add(&all, a, m.kernels.name[i], m.threads, d);
     for (int i = 0; rc == 0 && i < opt->nextra; i++)
-        rc = set_add(&all, a, opt->extra_runtime[i], d);
+        rc = set_add(&all, a, opt->extra_runtime[i], m.threads, d);
     size_t act_end = (e->arena_bytes + 63) / 64 * 64;
     size_t arena_total = e->scratch_bytes ? act_end + e->scratch_bytes : e->arena_bytes;
 

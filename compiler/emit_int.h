@@ -44,6 +44,7 @@ typedef struct Em {
     OqcArena *a;             /* the graph's arena (strings) */
     OqcDiag *d;              /* errors */
     const char *name;        /* NAME */
+    int threads;             /* tasks each parallel layer is split into (1: no threads) */
     FILE *decl;              /* NAME.c: parameter constants */
     FILE *body;              /* NAME.c: the calls */
     Loc *loc;                /* per tensor */

@@ -199,6 +199,11 @@ static const char *scratch_args(Em *m) {
     return m->e->scratch_bytes ? "SCRATCH, SCRATCH_BYTES" : "NULL, 0";
 }
 
+/* The pool argument of FP32 kernels: none, or the run's (`pool`, see write_source). */
+static const char *pool_arg(const Em *m) {
+    return m->threads > 1 ? "pool" : "NULL";
+}
+
 static void use_kernel(Em *m, const char *file) {
     if (oqc_em_set_has(&m->kernels, file))
         return;
@@ -405,8 +410,13 @@ static void emit_q(Em *m, int node, FILE *b) {
                     w, p->w - p0->w,
                     bias ? bias : "NULL",
                     bias ? oqc_arena_printf(m->a, " + %td", p->bias - p0->bias) : "", "", rq);
-            fprintf(b, "    TRY(oqci_conv(&q%d_%d, %s, %s, %s));\n", node, k, X(0),
-                    out_base(m, node, k), m->e->scratch_bytes ? "SCRATCH" : "NULL");
+            if (m->threads > 1)
+                fprintf(b, "    TRY(oqci_conv_par(&q%d_%d, %s, %s, %s, %s_THREADS, pool->run, "
+                           "pool->ctx));\n", node, k, X(0), out_base(m, node, k),
+                        m->e->scratch_bytes ? "SCRATCH" : "NULL", m->name);
+            else
+                fprintf(b, "    TRY(oqci_conv(&q%d_%d, %s, %s, %s));\n", node, k, X(0),
+                        out_base(m, node, k), m->e->scratch_bytes ? "SCRATCH" : "NULL");
         }
         break;
     }
@@ -617,8 +627,8 @@ void oqc_em_node(Em *m, int node) {
         }
         if (!x->convs) {
             conv_params(m, oqc_arena_printf(m->a, "p%d", node), &x->conv, node);
-            fprintf(b, "    TRY(oqcf_conv(NULL, &p%d, %s, %s, %s, %s, %s));\n", node, X(0), X(1),
-                    bias ? bias : "NULL", out_base(m, node, 0), scratch_args(m));
+            fprintf(b, "    TRY(oqcf_conv(%s, &p%d, %s, %s, %s, %s, %s));\n", pool_arg(m), node,
+                    X(0), X(1), bias ? bias : "NULL", out_base(m, node, 0), scratch_args(m));
             break;
         }
         /* A merged conv: one call per output range of weight rows. */
@@ -632,8 +642,8 @@ void oqc_em_node(Em *m, int node) {
                 w = oqc_arena_printf(m->a, "%s + %" PRId64, w, x->koff[k] * row);
             if (bias)
                 bk = x->koff[k] ? oqc_arena_printf(m->a, "%s + %" PRId64, bias, x->koff[k]) : bias;
-            fprintf(b, "    TRY(oqcf_conv(NULL, &%s, %s, %s, %s, %s, %s));\n", pn, X(0), w, bk,
-                    out_base(m, node, k), scratch_args(m));
+            fprintf(b, "    TRY(oqcf_conv(%s, &%s, %s, %s, %s, %s, %s));\n", pool_arg(m), pn,
+                    X(0), w, bk, out_base(m, node, k), scratch_args(m));
         }
         break;
     }
@@ -648,7 +658,7 @@ void oqc_em_node(Em *m, int node) {
         pool_params(m, node, &x->pool);
         const char *idx = n->nout > 1 && n->out[1] >= 0 ? Y(1) : "NULL";
         if (in0->dtype == OQCF_FLOAT) {
-            fprintf(b, "    TRY(oqcf_maxpool(NULL, &p%d, %s, %s, %s));\n", node, X(0),
+            fprintf(b, "    TRY(oqcf_maxpool(%s, &p%d, %s, %s, %s));\n", pool_arg(m), node, X(0),
                     out_base(m, node, 0), idx);
             break;
         }
@@ -657,8 +667,8 @@ void oqc_em_node(Em *m, int node) {
         int64_t nx = oqc_shape_numel(&in0->shape), ny = numel_out(m->e, node, 0);
         fprintf(b, "    TRY(oqcf_cast(%s, %s, SCRATCH, OQCF_FLOAT, %" PRId64 "));\n", X(0),
                 dtype_enum(in0->dtype), nx);
-        fprintf(b, "    TRY(oqcf_maxpool(NULL, &p%d, (float *)SCRATCH, (float *)SCRATCH + %" PRId64
-                   ", %s));\n", node, nx, idx);
+        fprintf(b, "    TRY(oqcf_maxpool(%s, &p%d, (float *)SCRATCH, (float *)SCRATCH + %" PRId64
+                   ", %s));\n", pool_arg(m), node, nx, idx);
         fprintf(b, "    TRY(oqcf_cast((float *)SCRATCH + %" PRId64 ", OQCF_FLOAT, %s, %s, %" PRId64
                    "));\n", nx, Y(0), dtype_enum(in0->dtype), ny);
         break;
@@ -666,25 +676,28 @@ void oqc_em_node(Em *m, int node) {
     case EXEC_AVGPOOL:
         use_kernel(m, "oqcf_pooling.c");
         pool_params(m, node, &x->pool);
-        fprintf(b, "    TRY(oqcf_avgpool(NULL, &p%d, %s, %s));\n", node, X(0), out_base(m, node, 0));
+        fprintf(b, "    TRY(oqcf_avgpool(%s, &p%d, %s, %s));\n", pool_arg(m), node, X(0),
+                out_base(m, node, 0));
         break;
     case EXEC_GLOBAL_POOL:
         use_kernel(m, "oqcf_pooling.c");
-        fprintf(b, "    TRY(oqcf_global_%s(NULL, %" PRId64 ", %" PRId64 ", %" PRId64 ", %s, %s));\n",
-                n->op == OQC_OP_GlobalAveragePool ? "avgpool" : "maxpool", x->a, x->b, x->c, X(0),
+        fprintf(b, "    TRY(oqcf_global_%s(%s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %s, %s));\n",
+                n->op == OQC_OP_GlobalAveragePool ? "avgpool" : "maxpool", pool_arg(m), x->a,
+                x->b, x->c, X(0),
                 Y(0));
         break;
     case EXEC_BATCHNORM:
         use_kernel(m, "oqcf_norm.c");
-        fprintf(b, "    TRY(oqcf_batchnorm(NULL, %" PRId64 ", %" PRId64 ", %" PRId64
-                   ", %s, %s, %s, %s, %s, ", x->a, x->b, x->c, X(0), X(1), X(2), X(3), X(4));
+        fprintf(b, "    TRY(oqcf_batchnorm(%s, %" PRId64 ", %" PRId64 ", %" PRId64
+                   ", %s, %s, %s, %s, %s, ", pool_arg(m), x->a, x->b, x->c, X(0), X(1), X(2), X(3),
+                X(4));
         put_f(b, x->f0);
         fprintf(b, ", %s));\n", Y(0));
         break;
     case EXEC_LRN:
         use_kernel(m, "oqcf_norm.c");
-        fprintf(b, "    TRY(oqcf_lrn(NULL, %" PRId64 ", %" PRId64 ", %" PRId64 ", %s, %" PRId64
-                   ", ", x->a, x->b, x->c, X(0), oqc_attr_int(n, "size", 1));
+        fprintf(b, "    TRY(oqcf_lrn(%s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %s, %" PRId64
+                   ", ", pool_arg(m), x->a, x->b, x->c, X(0), oqc_attr_int(n, "size", 1));
         put_f(b, oqc_attr_float(n, "alpha", 1e-4f));
         fputs(", ", b);
         put_f(b, oqc_attr_float(n, "beta", 0.75f));
@@ -721,15 +734,15 @@ void oqc_em_node(Em *m, int node) {
         fputs(", ", decl(m));
         put_act(decl(m), &p->act);
         fputs("}; /* c_shape, act */\n", decl(m));
-        fprintf(b, "    TRY(oqcf_gemm(NULL, &p%d, %s, %s, %s, %s, %s));\n", node, X(0), X(1),
-                p->has_c ? X(2) : "NULL", Y(0), scratch_args(m));
+        fprintf(b, "    TRY(oqcf_gemm(%s, &p%d, %s, %s, %s, %s, %s));\n", pool_arg(m), node,
+                X(0), X(1), p->has_c ? X(2) : "NULL", Y(0), scratch_args(m));
         break;
     }
     case EXEC_MATMUL:
         use_kernel(m, "oqcf_gemm.c");
         in_shapes(m, node, 2);
-        fprintf(b, "    TRY(oqcf_matmul(NULL, &s%d[0], %s, &s%d[1], %s, %s, %s));\n", node, X(0),
-                node, X(1), Y(0), scratch_args(m));
+        fprintf(b, "    TRY(oqcf_matmul(%s, &s%d[0], %s, &s%d[1], %s, %s, %s));\n", pool_arg(m),
+                node, X(0), node, X(1), Y(0), scratch_args(m));
         break;
     case EXEC_UNARY: {
         use_kernel(m, "oqcf_eltwise.c");

@@ -16,8 +16,10 @@ static int run_q(OqcExec *e, int node) {
     const OqcQNode *q = n->q;
     switch (q->kind) {
     case OQC_Q_CONV:
-        for (int k = 0; k < q->nconv; k++)
-            CHECK(oqci_conv(&q->conv[k], XIN(e, node, 0), q_out(e, node, k), e->scratch));
+        for (int k = 0; k < q->nconv; k++)   /* (e->pool NULL: one thread, oqci_conv) */
+            CHECK(oqci_conv_par(&q->conv[k], XIN(e, node, 0), q_out(e, node, k), e->scratch,
+                                oqcf_pool_threads(e->pool), e->pool ? e->pool->run : NULL,
+                                e->pool ? e->pool->ctx : NULL));
         return 0;
     case OQC_Q_DECONV:
         CHECK(oqci_deconv(&q->deconv, XIN(e, node, 0), YOUT(e, node, 0), e->scratch));
@@ -84,7 +86,9 @@ int oqc_exec_prepare_q(OqcExec *e, int node, OqcDiag *d) {
         x->scratch = x->scratch_noamx =
             oqcf_resize_scratch_size(SH(e, node, 0), q->rs->axes, q->rs->naxes, 1);
     for (int k = 0; q->kind == OQC_Q_CONV && k < q->nconv; k++) {
-        size_t s = oqci_conv_scratch(&q->conv[k]), sn = oqci_conv_scratch_noamx(&q->conv[k]);
+        int nt = oqcf_pool_threads(e->pool);
+        size_t s = oqci_conv_par_scratch(&q->conv[k], nt);
+        size_t sn = oqci_conv_par_scratch_noamx(&q->conv[k], nt);
         if (s > x->scratch)
             x->scratch = s;
         if (sn > x->scratch_noamx)

@@ -613,7 +613,8 @@ static int compile_model(const char *cmd, Opts *o, const char *outdir, OqcEmitSt
             g = NULL;
         }
     }
-    OqcExec *e = g ? oqc_exec_new(g, 1, d) : NULL; /* one thread: the emitted code's plan */
+    /* The emitted code's plan: its scratch is sized for --threads (1 unless given) */
+    OqcExec *e = g ? oqc_exec_new(g, o->threads ? o->threads : 1, d) : NULL;
     if (!e) {
         oqc_graph_free(g);
         return -1;
@@ -708,7 +709,8 @@ static int cmd_bench(int argc, char **argv, OqcDiag *d) {
     if (rc == 0)
         rc = oqc_cli_write_driver(outdir, name, d);
     if (rc == 0)
-        rc = oqc_cli_bench_run(outdir, name, oqc_target_flags(o.target), o.runs < 0 ? 100 : o.runs,
+        rc = oqc_cli_bench_run(outdir, name, oqc_target_flags(o.target), o.threads,
+                               o.runs < 0 ? 100 : o.runs,
                                o.warmup < 0 ? 10 : o.warmup, o.ninputs ? o.inputs[0] : NULL, d);
     if (made)
         oqc_cli_remove_dir(outdir);

@@ -75,7 +75,8 @@ const char *oqc_usage(const char *cmd) {
         return "usage: oqc compile MODEL -o OUTDIR [--name NAME] [--precision int8|fp32]\n"
                "                   [--calib PATH...] [--table FILE] [--method M] [--requant float|fixed]\n"
                "                   [--weight-bits N] [--fp32-nodes LIST] [--target FAMILY]\n"
-               "                   [--input-shape NAME=DIMS]... [--passes LIST | --disable-pass NAME | --no-opt] [-q]\n"
+               "                   [--input-shape NAME=DIMS]... [--threads N]\n"
+               "                   [--passes LIST | --disable-pass NAME | --no-opt] [-q]\n"
                "  writes the optimised model as self-contained C into OUTDIR: NAME.h (the API:\n"
                "  NAME_run, NAME_run_multi, NAME_ARENA_BYTES, sizes), NAME.c (kernel calls over\n"
                "  one arena), NAME_weights.c, copies of the runtime kernels it calls, NAME.mk\n"
@@ -84,7 +85,9 @@ const char *oqc_usage(const char *cmd) {
                "  fp32 emits the float model (bit-identical to `oqc run`). --weight-bits 7\n"
                "  quantizes weights to [-63, 63] so AVX2 CPUs without VNNI run the fast u8 x s8\n"
                "  kernels exactly (docs/int8.md). --main also writes main.c and a Makefile\n"
-               "  building NAME_main, which runs .npy/raw samples or --bench N.\n";
+               "  building NAME_main, which runs .npy/raw samples or --bench N. --threads N\n"
+               "  (default 1) splits each layer into N tasks with the bits of one thread, on a\n"
+               "  pthread pool or the application's parallel-for (NAME_set_parallel).\n";
     if (!strcmp(cmd, "export-qdq"))
         return "usage: oqc export-qdq MODEL (--table TABLE | --calib PATH...) -o OUT.onnx\n"
                "                      [--weight-type int8|uint8] [--weight-bits N] [--method M] [--bins N]\n"

@@ -32,6 +32,13 @@
 #define OQC_MAIN_CAT_(a, b) a##b
 #define OQC_MAIN_CAT(a, b) OQC_MAIN_CAT_(a, b)
 #define M(x) OQC_MAIN_CAT(OQC_MODEL_PREFIX, x) /* M(_run) -> NAME_run */
+/* The threads the layers run on: NAME_THREADS of a model compiled with --threads N (an
+ * undefined NAME_THREADS is 0 in #if). */
+#if M(_THREADS) > 1
+#define RUN_THREADS M(_THREADS)
+#else
+#define RUN_THREADS 1
+#endif
 #define OQC_MAIN_STR_(x) #x
 #define OQC_MAIN_STR(x) OQC_MAIN_STR_(x)
 
@@ -211,8 +218,12 @@ static int bench(long runs, long warmup) {
         t[i] = now_ms() - t0;
     }
     qsort(t, (size_t)runs, sizeof *t, cmp_double);
-    printf("latency over %ld runs (after %ld warm-up), single thread: median %.4f ms, "
-           "min %.4f ms, max %.4f ms\n", runs, warmup,
+    if (RUN_THREADS == 1)
+        printf("latency over %ld runs (after %ld warm-up), single thread: ", runs, warmup);
+    else
+        printf("latency over %ld runs (after %ld warm-up), %d threads: ", runs, warmup,
+               RUN_THREADS);
+    printf("median %.4f ms, min %.4f ms, max %.4f ms\n",
            runs % 2 ? t[runs / 2] : 0.5 * (t[runs / 2 - 1] + t[runs / 2]), t[0], t[runs - 1]);
     free(t);
     profiling = 1;

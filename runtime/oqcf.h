@@ -3,9 +3,10 @@
  * The FP32 kernels are used by the compiler's executor (calibration, `oqc run`) and are
  * copied into emitted C for layers that stay in float, so this library depends on
  * nothing but the C standard library (and pthreads for the optional pool,
- * oqcf_pool.c; oqcf_serial.c replaces it where there are no threads).  The kernel files
- * are C99 (gcc and clang, -std=c99 -pedantic -Wall -Wextra) and have no mutable global
- * unless built with OQCF_TEST_HOOKS (see oqcf_sgemm_force_isa).
+ * oqcf_threads.c; oqcf_serial.c replaces it and oqcf_pool.c where there are no
+ * threads).  The kernel files are C99 (gcc and clang, -std=c99 -pedantic -Wall
+ * -Wextra) and have no mutable global unless built with OQCF_TEST_HOOKS (see
+ * oqcf_sgemm_force_isa).
  *
  * Rules every kernel follows:
  *   - it never allocates: scratch memory is passed in by the caller, sized by the

@@ -30,26 +30,61 @@
 #include "oqcf.h"
 
 /* ------------------------------------------------------------------------------------
- * Thread pool (oqcf_pool.c; oqcf_serial.c is the same API without threads, for emitted
- * code: no pool is ever created, and every loop runs on its caller)
+ * Thread pool: a parallel-for and the number of chunks a loop is split into
+ * (oqcf_pool.c, no threads of its own; oqcf_threads.c, a persistent pthread pool behind
+ * it; oqcf_serial.c is the same API without threads, for single-threaded emitted code:
+ * no pool is ever created, and every loop runs on its caller)
  * ---------------------------------------------------------------------------------- */
-
-typedef struct OqcfPool OqcfPool;
 
 /* Body of a parallel loop: handles [begin, end) on thread tid (0 = the caller). */
 typedef void (*OqcfRangeFn)(void *ctx, int64_t begin, int64_t end, int tid);
 
-/* Creates a pool of nthreads threads counting the caller (nthreads - 1 workers are
- * started; 1 starts none).  NULL if nthreads < 1 or a thread cannot be started. */
+/* One task of a parallel-for: task i of the loop (0 <= i < n). */
+typedef void (*OqcfTaskFn)(void *arg, int i);
+/* A parallel-for: calls task(arg, i) exactly once for every i in [0, n), in any order,
+ * on any threads (the caller's included), and returns when every call has returned.
+ * Tasks of one call write disjoint memory; each i owns the scratch of chunk i. */
+typedef void (*OqcfParallelFor)(void *ctx, OqcfTaskFn task, void *arg, int n);
+
+/* A pool: a parallel-for with its context, and the number of chunks (tids) a loop is
+ * split into, which the scratch is sized for.  Public, so that a pool can wrap any
+ * parallel-for (an application's, OpenMP's, an RTOS's) without allocating: the
+ * emitted code's NAME_set_parallel does.  run NULL or nthreads 1: every loop runs on
+ * its caller. */
+typedef struct OqcfPool {
+    OqcfParallelFor run;   /* the parallel-for, or NULL */
+    void *ctx;             /* its first argument */
+    int nthreads;          /* chunks per loop at most (>= 1) */
+} OqcfPool;
+
+/* Threads of the pool counting the caller (nthreads); 1 for a NULL pool or one
+ * without a parallel-for. */
+int oqcf_pool_threads(const OqcfPool *pool);
+/* Splits [0, n) into at most oqcf_pool_threads() contiguous chunks, runs chunk t as
+ * fn(ctx, begin, end, t) through the pool's parallel-for and returns when all are done.
+ * A NULL pool or n <= 1 runs fn(ctx, 0, n, 0) inline.  fn is called at most once per
+ * tid per call, never with an empty range. */
+void oqcf_parallel_for(OqcfPool *pool, int64_t n, OqcfRangeFn fn, void *ctx);
+
+/* The persistent pthread pool (oqcf_threads.c): nthreads threads counting the caller
+ * (nthreads - 1 workers, started once; 1 starts none).  oqcf_threads_run is its
+ * parallel-for (ctx: the OqcfThreads); a call made while the threads are busy (nested
+ * in a task, or from another thread) runs its tasks one after the other on its caller.
+ * Nothing is allocated per call. */
+typedef struct OqcfThreads OqcfThreads;
+OqcfThreads *oqcf_threads_create(int nthreads);   /* NULL if < 1 or a thread fails */
+void oqcf_threads_destroy(OqcfThreads *threads);
+void oqcf_threads_run(void *threads, OqcfTaskFn task, void *arg, int n);
+/* A pool of nthreads threads shared by every caller asking for that count in this
+ * process: started by the first call (thread-safe), never stopped.  NULL if the
+ * threads cannot be started. */
+OqcfThreads *oqcf_threads_shared(int nthreads);
+
+/* A pool over a new OqcfThreads (oqcf_threads.c; allocates).  NULL if nthreads < 1 or
+ * a thread cannot be started.  oqcf_pool_destroy stops the threads and frees it (only
+ * for pools made by oqcf_pool_create; NULL is a no-op). */
 OqcfPool *oqcf_pool_create(int nthreads);
 void oqcf_pool_destroy(OqcfPool *pool);
-/* Threads of the pool counting the caller; 1 for a NULL pool. */
-int oqcf_pool_threads(const OqcfPool *pool);
-/* Splits [0, n) into at most oqcf_pool_threads() contiguous chunks, runs them on the
- * workers and the caller, returns when all are done.  A NULL pool, n <= 1 or a call
- * made while the pool is busy (nested or from another thread) runs fn(ctx, 0, n, 0)
- * inline.  fn is called at most once per tid per call, never with an empty range. */
-void oqcf_parallel_for(OqcfPool *pool, int64_t n, OqcfRangeFn fn, void *ctx);
 
 /* Default work per thread (multiply-adds, or elements visited) below which a kernel
  * runs on the calling thread alone: waking a worker and waiting for it costs a few

@@ -1,13 +1,14 @@
 /* oqcf_serial.c - the thread-pool API of oqcf_nn.h without threads (single-threaded).
  *
- * A drop-in replacement for oqcf_pool.c in emitted code: C99, no pthreads, no
- * allocation, no mutable global.  There is never a pool: oqcf_pool_create() returns
- * NULL, which every kernel accepts as "run on the calling thread", and
- * oqcf_parallel_for() runs the whole range on its caller as tid 0.  The kernels' results
- * do not depend on the thread count, so they match liboqc's bit for bit.
+ * A drop-in replacement for oqcf_pool.c and oqcf_threads.c in single-threaded emitted
+ * code: C99, no pthreads, no allocation, no mutable global.  There is never a pool:
+ * oqcf_pool_create() returns NULL, which every kernel accepts as "run on the calling
+ * thread", and oqcf_parallel_for() runs the whole range on its caller as tid 0.  The
+ * kernels' results do not depend on the thread count, so they match liboqc's bit for
+ * bit.
  *
- * Not part of liboqc (the Makefile leaves it out): liboqc links oqcf_pool.c, which
- * defines the same functions. */
+ * Not part of liboqc (the Makefile leaves it out): liboqc links oqcf_pool.c and
+ * oqcf_threads.c, which define the same functions. */
 #include "oqcf_nn.h"
 
 OqcfPool *oqcf_pool_create(int nthreads) {

@@ -253,6 +253,35 @@ int oqci_conv_amx_build(void);
  * oqci_conv_scratch(p) bytes, any alignment. */
 int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch);
 
+/* Threads (oqci_conv.c).  A conv is split into parts that compute disjoint outputs
+ * with exactly the arithmetic of one call, so the bits do not depend on the split:
+ * runs of 8 output channels (of a conv with one group), whole groups (grouped and
+ * depthwise convs of one image) or whole images (grouped convs of several), at most
+ * nthreads parts and none of fewer than OQCI_PAR_MIN_MACS multiply-adds (about 5 to 25
+ * us of work on one core, against about a microsecond to hand a task to a waiting
+ * thread).  Each part is an oqci_conv call of its own, on its own slice of the scratch
+ * (so each repeats the packing of the input panels it reads).  The scratch is sized for
+ * every part count up to nthreads, so OQCI_PAR_MIN_MACS may differ between the build
+ * that sized the arena and the one that runs it.  The parallel-for calls task(arg, i) exactly
+ * once for every i in [0, n), in any order and on any threads, and returns when all
+ * have returned (the same type as oqcf_nn.h's OqcfParallelFor). */
+typedef void (*OqciParallelFor)(void *ctx, void (*task)(void *arg, int i), void *arg, int n);
+#ifndef OQCI_PAR_MIN_MACS
+#define OQCI_PAR_MIN_MACS 1048576
+#endif
+/* Parts oqci_conv_par makes of p for nthreads threads (1: it runs oqci_conv). */
+int oqci_conv_parts(const OqciConv *p, int nthreads);
+/* Scratch bytes oqci_conv_par needs for nthreads: enough for the whole conv in one call
+ * and for any number of parts up to nthreads (as oqci_conv_scratch and
+ * oqci_conv_scratch_noamx). */
+size_t oqci_conv_par_scratch(const OqciConv *p, int nthreads);
+size_t oqci_conv_par_scratch_noamx(const OqciConv *p, int nthreads);
+/* oqci_conv split for nthreads threads and run through run(ctx, ...); run NULL or one
+ * part: oqci_conv on the calling thread.  scratch: oqci_conv_par_scratch(p, nthreads)
+ * bytes, 64-byte aligned.  The same result as oqci_conv, bit for bit. */
+int oqci_conv_par(const OqciConv *p, const void *x, void *y, void *scratch, int nthreads,
+                  OqciParallelFor run, void *ctx);
+
 /* Kernel families of oqci_conv (instruction sets).  Every family computes exactly the
  * bits of the portable one (integer sums are exact; requantization is oqci_requant's).
  * Which families a build has is fixed at compile time (see oqci_conv.c): __AVX2__,

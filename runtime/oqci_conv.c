@@ -522,3 +522,164 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {
     conv_portable(p, x, y, scratch);
     return OQCI_OK;
 }
+
+/* ======================================================================================
+ * Threads: parts over disjoint outputs (see oqci.h).
+ * ==================================================================================== */
+
+/* How p is split for nthreads: into *units units of the kind *by (0: runs of 8 output
+ * channels, or single ones where there are fewer than 8 per thread; 1: groups; 2:
+ * images), of which each part takes a contiguous range; returns the number of parts
+ * (with min_macs 0: as many as threads and units allow). */
+static int par_split(const OqciConv *p, int nthreads, int64_t min_macs, int32_t *units,
+                     int *by) {
+    int64_t macs = (int64_t)p->batch * p->out_c * p->out_h * p->out_w * p->kdim, cap;
+    int n = nthreads;
+    if (p->group == 1) {
+        *by = 0;
+        *units = p->out_c >= 8 * nthreads ? (p->out_c + 7) / 8 : p->out_c;
+    } else if (p->batch == 1) {
+        *by = 1;   /* groups */
+        *units = p->group;
+    } else {
+        *by = 2;   /* images */
+        *units = p->batch;
+    }
+    cap = min_macs > 0 ? macs / min_macs : nthreads;
+    if (n > *units)
+        n = *units;
+    if (n > cap)
+        n = (int)cap;
+    return n < 1 ? 1 : n;
+}
+
+/* Part i of n of p: *sub, and the byte offsets of its input and output. */
+static void part(const OqciConv *p, int by, int32_t units, int n, int i, OqciConv *sub,
+                 size_t *xo, size_t *yo) {
+    int32_t u0 = (int32_t)((int64_t)units * i / n), u1 = (int32_t)((int64_t)units * (i + 1) / n);
+    int32_t k0, k1;
+    size_t plane = (size_t)p->in_h * (size_t)p->in_w;
+    *sub = *p;
+    *xo = *yo = 0;
+    if (by == 2) {   /* images [u0, u1) */
+        size_t pix = (size_t)p->out_h * (size_t)p->out_w;
+        sub->batch = u1 - u0;
+        *xo = (size_t)u0 * (size_t)p->in_c * plane;
+        *yo = (size_t)u0 * (size_t)p->out_ctotal * pix * (p->out_type == OQCI_S32 ? 4 : 1);
+        return;
+    }
+    if (by == 1) {   /* groups [u0, u1) */
+        int32_t cg = p->in_c / p->group, kg = p->out_c / p->group;
+        sub->group = u1 - u0;
+        sub->in_c = sub->group * cg;
+        *xo = (size_t)u0 * (size_t)cg * plane;
+        k0 = u0 * kg;
+        k1 = u1 * kg;
+    } else {   /* channels */
+        int32_t len = units < p->out_c ? 8 : 1;
+        k0 = u0 * len;
+        k1 = u1 * len < p->out_c ? u1 * len : p->out_c;
+    }
+    sub->out_c = k1 - k0;
+    sub->out_coff = p->out_coff + k0;
+    sub->w = p->w + (size_t)k0 * (size_t)p->kpad;
+    if (p->bias)
+        sub->bias = p->bias + k0;
+    if (p->rq.per_index) {
+        if (p->rq.mult)
+            sub->rq.mult = p->rq.mult + k0;
+        if (p->rq.m)
+            sub->rq.m = p->rq.m + k0;
+        if (p->rq.shift)
+            sub->rq.shift = p->rq.shift + k0;
+    }
+}
+
+/* Parts of p for nthreads threads; min_macs as par_split's. */
+static int par_parts(const OqciConv *p, int nthreads, int64_t min_macs) {
+    int32_t units;
+    int by;
+    return p && nthreads > 1 && p->batch > 0 ? par_split(p, nthreads, min_macs, &units, &by)
+                                             : 1;
+}
+
+int oqci_conv_parts(const OqciConv *p, int nthreads) {
+    return par_parts(p, nthreads, OQCI_PAR_MIN_MACS);
+}
+
+/* The scratch slice of each of n parts of p (a 64-byte multiple). */
+static size_t par_stride(const OqciConv *p, int nthreads, int n, int amx) {
+    int32_t units;
+    int by, i;
+    size_t s = 0, xo, yo;
+    par_split(p, nthreads, 0, &units, &by);
+    for (i = 0; i < n; i++) {
+        OqciConv sub;
+        size_t si;
+        part(p, by, units, n, i, &sub, &xo, &yo);
+        si = (size_t)round_up((int64_t)conv_scratch(&sub, amx), ALIGN);
+        if (si > s)
+            s = si;
+    }
+    return s;
+}
+
+/* The whole conv's scratch, or n slices for any part count n up to nthreads, whichever
+ * is largest. */
+static size_t par_scratch(const OqciConv *p, int nthreads, int amx) {
+    size_t s = conv_scratch(p, amx);
+    int n, most = par_parts(p, nthreads, 0);
+    for (n = 2; n <= most; n++)
+        if (par_stride(p, nthreads, n, amx) * (size_t)n > s)
+            s = par_stride(p, nthreads, n, amx) * (size_t)n;
+    return s;
+}
+
+size_t oqci_conv_par_scratch(const OqciConv *p, int nthreads) {
+    return par_scratch(p, nthreads, 1);
+}
+
+size_t oqci_conv_par_scratch_noamx(const OqciConv *p, int nthreads) {
+    return par_scratch(p, nthreads, 0);
+}
+
+/* One oqci_conv_par call: part i runs as task i. */
+typedef struct ParJob {
+    const OqciConv *p;
+    const uint8_t *x;
+    uint8_t *y, *scratch;
+    size_t stride;
+    int32_t units;
+    int by, n;
+} ParJob;
+
+static void par_task(void *arg, int i) {
+    const ParJob *j = arg;
+    OqciConv sub;
+    size_t xo, yo;
+    part(j->p, j->by, j->units, j->n, i, &sub, &xo, &yo);
+    (void)oqci_conv(&sub, j->x + xo, j->y + yo, j->scratch + (size_t)i * j->stride);
+}
+
+int oqci_conv_par(const OqciConv *p, const void *x, void *y, void *scratch, int nthreads,
+                  OqciParallelFor run, void *ctx) {
+    ParJob j;
+    int i;
+    if (!run || oqci_conv_parts(p, nthreads) == 1 || !conv_ok(p) || !x || !y || !scratch)
+        return oqci_conv(p, x, y, scratch);
+    j.p = p;
+    j.x = (const uint8_t *)x;
+    j.y = (uint8_t *)y;
+    j.scratch = (uint8_t *)scratch;
+    j.n = par_split(p, nthreads, OQCI_PAR_MIN_MACS, &j.units, &j.by);
+    j.stride = par_stride(p, nthreads, j.n, HAVE_AMX);
+    for (i = 0; i < j.n; i++) {   /* (valid by construction; checked, as every call is) */
+        OqciConv sub;
+        size_t xo, yo;
+        part(p, j.by, j.units, j.n, i, &sub, &xo, &yo);
+        if (!conv_ok(&sub))
+            return OQCI_EINVAL;
+    }
+    run(ctx, par_task, &j, j.n);
+    return OQCI_OK;
+}

@@ -27,13 +27,13 @@ DATA=models/tv/squeezenet1_1_in4.npy
 CLANG=clang
 command -v clang >/dev/null || { skip "no clang (scripts/install-deps.sh installs it)"; CLANG=""; }
 
-# The runtime, once per build flavour (oqcf_pool.c is the threaded executor's: the
-# emitted code gets oqcf_serial.c's functions instead).
+# The runtime, once per build flavour (oqcf_pool.c and oqcf_threads.c are the threaded
+# executor's: single-threaded emitted code gets oqcf_serial.c's functions instead).
 # (the runtime with gcc and clang -Werror -pedantic: int8_runtime_c99.sh and
 # fp32_runtime_c99.sh; here the instrumented objects the runs link)
 mkdir -p "$TMP/rt_san"
 for c in runtime/oqci_*.c runtime/oqcf_*.c; do
-    case "$c" in */oqcf_pool.c) continue ;; esac
+    case "$c" in */oqcf_pool.c | */oqcf_threads.c) continue ;; esac
     gcc $SANF -Iruntime -c "$c" -o "$TMP/rt_san/$(basename "$c" .c).o" || fail "runtime $c does not build"
 done
 

@@ -314,7 +314,7 @@ if [ "${OQC_CONFIG:-default}" = default ]; then
     # The runtime copies are verbatim: build them once, from runtime/ (checked below).
     mkdir -p "$TMP/rt"
     for c in runtime/oqci_*.c runtime/oqcf_*.c; do
-        case "$c" in */oqcf_pool.c) continue ;; esac
+        case "$c" in */oqcf_pool.c | */oqcf_threads.c) continue ;; esac
         gcc $FLAGS -Iruntime -c "$c" -o "$TMP/rt/$(basename "$c" .c).o" || fail "runtime $c"
     done
     nt=0

@@ -1,7 +1,8 @@
 #!/bin/sh
 # fp32_runtime_c99.sh - the FP32 runtime files `oqc compile` copies next to a model are
-# plain, self-sufficient C99: every runtime/oqcf_*.c but oqcf_pool.c (the threaded pool,
-# liboqc only; oqcf_serial.c stands in for it) compiles with
+# plain, self-sufficient C99: every runtime/oqcf_*.c but oqcf_pool.c and oqcf_threads.c
+# (the pool over threads, for liboqc and outputs with --threads, see compile_threads.sh;
+# oqcf_serial.c stands in for them) compiles with
 #   -std=c99 -pedantic -O2 -Wall -Wextra -Werror
 # under gcc and clang; the objects define no writable global (nm: no b/B/d/D symbol
 # outside .data.rel.ro, where PIC puts const tables of function pointers: read-only once
@@ -19,7 +20,7 @@ SANITIZE="-std=c99 -pedantic -O0 -g -Wall -Wextra -Werror -fsanitize=address,und
           -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 SRCS=""
 for f in runtime/oqcf_*.c; do
-    [ "$f" = runtime/oqcf_pool.c ] || SRCS="$SRCS $f"
+    case "$f" in runtime/oqcf_pool.c | runtime/oqcf_threads.c) ;; *) SRCS="$SRCS $f" ;; esac
 done
 
 # compile CC DIR FLAGS...: compiles $SRCS into DIR, two at a time (the test machines

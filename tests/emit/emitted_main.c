@@ -12,6 +12,10 @@
  * PREFIX_ARENA_BYTES bytes from posix_memalign (so ASan sees any overrun), and sample 0
  * runs again there: both runs must agree bit for bit.
  *
+ * With -DOQC_TEST_PARALLEL (a model compiled with --threads N > 1), the runs go through
+ * PREFIX_set_parallel with a parallel-for that runs the tasks on the calling thread in
+ * reverse order, and "parallel-for: C calls, at most T tasks" goes to stderr at the end.
+ *
  * Not in tests/tools/ (which the Makefile links with liboqc): it needs a model. */
 #define _POSIX_C_SOURCE 200112L
 
@@ -100,7 +104,24 @@ static int write_npy(const char *path, const float *x, size_t rows, size_t cols)
     return fclose(f) == 0 && ok ? 0 : -1;
 }
 
+#ifdef OQC_TEST_PARALLEL
+static int par_calls, par_max;
+
+/* A parallel-for as an application may write one, for tests: any order must do. */
+static void reverse_parallel_for(void *ctx, void (*task)(void *, int), void *arg, int n) {
+    (void)ctx;
+    par_calls++;
+    if (n > par_max)
+        par_max = n;
+    for (int i = n - 1; i >= 0; i--)
+        task(arg, i);
+}
+#endif
+
 int main(int argc, char **argv) {
+#ifdef OQC_TEST_PARALLEL
+    M(_set_parallel)(reverse_parallel_for, NULL);
+#endif
     static const size_t out_size[] = {
         M(_OUTPUT0_SIZE),
 #if M(_NUM_OUTPUTS) > 1
@@ -206,5 +227,8 @@ int main(int argc, char **argv) {
     free(arena);
     free(x);
     printf("ran %lu sample(s)\n", (unsigned long)samples);
+#ifdef OQC_TEST_PARALLEL
+    fprintf(stderr, "parallel-for: %d calls, at most %d tasks\n", par_calls, par_max);
+#endif
     return 0;
 }

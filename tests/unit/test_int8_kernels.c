@@ -278,6 +278,12 @@ static void find_isas(void) {
         nisas = int8_isas(isas);
 }
 
+/* conv_run's threads: 0 runs oqci_conv; 2 or more, oqci_conv_par for that many threads
+ * through par_for(par_ctx, ...), with its own scratch size. */
+static int conv_threads;
+static OqciParallelFor par_for;
+static void *par_ctx;
+
 /* Runs conv p (geometry, types, clamp and view set; w filled here; bias and rq as set)
  * on x and W once per kernel family, each into a fresh buffer with a scratch of exactly
  * oqci_conv_scratch(p) bytes, or oqci_conv_scratch_noamx(p) in a build without the AMX
@@ -297,15 +303,25 @@ static int64_t conv_run(OqciConv *p, const uint8_t *x, const int8_t *W) {
     wpair16_cases += p->wpair16;
     size_t ss = oqci_conv_scratch(p), sn = oqci_conv_scratch_noamx(p);
     CU_ASSERT(ss >= (size_t)p->kpad && sn >= (size_t)p->kpad && sn <= ss);
-    void *scratch = malloc(oqci_conv_amx_build() ? ss : sn);
+    if (conv_threads) {   /* (enough for the whole conv too) */
+        size_t ps = oqci_conv_par_scratch(p, conv_threads);
+        size_t pn = oqci_conv_par_scratch_noamx(p, conv_threads);
+        CU_ASSERT(ps >= ss && pn >= sn && pn <= ps);
+        ss = ps;
+        sn = pn;
+    }
+    void *scratch = NULL;   /* (oqci_conv_par: 64-byte aligned) */
+    CU_ASSERT_EQUAL_FATAL(posix_memalign(&scratch, 64, oqci_conv_amx_build() ? ss : sn), 0);
     ref_conv(p, x, W, ref);
     find_isas();
     int64_t bad = 0;
     for (int ii = 0; ii < nisas; ii++) {
         CU_ASSERT_EQUAL_FATAL(oqci_force_isa(isas[ii]), OQCI_OK);
-        CU_ASSERT_EQUAL(oqci_conv_scratch(p), ss);   /* the same for every family */
+        CU_ASSERT_EQUAL(conv_threads ? oqci_conv_par_scratch(p, conv_threads)
+                                     : oqci_conv_scratch(p), ss);   /* the same for every family */
         memset(y, 0xA5, ybytes);
-        int st = oqci_conv(p, x, y, scratch);
+        int st = conv_threads ? oqci_conv_par(p, x, y, scratch, conv_threads, par_for, par_ctx)
+                              : oqci_conv(p, x, y, scratch);
         CU_ASSERT_EQUAL(st, OQCI_OK);
         isa_cases[isas[ii]]++;
         for (int64_t n = 0; n < p->batch; n++)
@@ -1316,6 +1332,67 @@ static void test_conv_scratch_size(void) {
     }
 }
 
+/* A parallel-for running the tasks on the caller in reverse order; counts them. */
+static int64_t reverse_tasks;
+static void reverse_for(void *ctx, void (*task)(void *, int), void *arg, int n) {
+    (void)ctx;
+    reverse_tasks += n;
+    for (int i = n - 1; i >= 0; i--)
+        task(arg, i);
+}
+
+/* oqci_conv_par: split for 2 threads (tasks run in reverse order on the caller) and for
+ * 3 (on oqcf_threads.c's pool), every family gives exactly the reference's bits (conv_run
+ * compares every output element, and checks the channels outside a view stay untouched)
+ * with a scratch of exactly oqci_conv_par_scratch bytes; and the split is the documented
+ * one: every shape below but the last has at least 3 units (runs of 8 channels, single
+ * channels, groups, images) and 3 x OQCI_PAR_MIN_MACS multiply-adds, so it makes as many
+ * parts as threads; the last is too small to share. */
+static void test_conv_threads(void) {
+    static const int shapes[][16] = {
+        /* N, C, K, g, H, W, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr */
+        {1, 32, 40, 1, 20, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},     /* runs of 8 channels */
+        {1, 64, 5, 1, 48, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* 5 single channels */
+        {1, 64, 64, 64, 80, 80, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    /* depthwise: groups */
+        {1, 64, 128, 64, 112, 112, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}, /* depthwise /2, x2 */
+        {1, 64, 64, 4, 24, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},     /* 4 groups */
+        {3, 32, 64, 2, 20, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},     /* grouped, 3 images */
+        {1, 2048, 1600, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},   /* fully connected */
+        {4, 1024, 800, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* 4 rows */
+        {1, 128, 48, 1, 28, 28, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* 1x1 */
+        {1, 4, 4, 1, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},         /* too small: one part */
+    };
+    const size_t nshapes = sizeof shapes / sizeof shapes[0];
+    OqcfThreads *th = oqcf_threads_create(3);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(th);
+    rnd_seed(31);
+    int64_t bad = 0;
+    for (size_t si = 0; si < nshapes; si++)
+        for (int t = 2; t <= 3; t++) {
+            const int *v = shapes[si];
+            OqciConv p;
+            conv_geo(&p, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10],
+                     v[11], v[12], v[13], v[14], v[15]);
+            if (si == 0 || si == 2) {   /* output views */
+                p.out_coff = 3;
+                p.out_ctotal = p.out_c + 5;
+            }
+            CU_ASSERT_EQUAL(oqci_conv_parts(&p, 1), 1);
+            int64_t macs = (int64_t)p.batch * p.out_c * p.out_h * p.out_w * p.kdim;
+            CU_ASSERT(si + 1 == nshapes || macs >= 3 * (int64_t)OQCI_PAR_MIN_MACS);
+            CU_ASSERT_EQUAL(oqci_conv_parts(&p, t), si + 1 < nshapes ? t : 1);
+            conv_threads = t;
+            par_for = t == 2 ? reverse_for : oqcf_threads_run;
+            par_ctx = t == 2 ? NULL : th;
+            int s32 = si == 7 || si == 6 ? 1 + (int)si % 3 : 0;   /* accumulator outputs */
+            bad += conv_data_run(&p, (int)(si + (size_t)t) % 2, 0, 1, (int)si % 2, s32) != 0;
+        }
+    conv_threads = 0;
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT(reverse_tasks >= (int64_t)(nshapes - 1) * 2 * nisas);
+    oqcf_threads_destroy(th);
+}
+
 static void test_conv_einval(void) {
     int8_t w[8] = {1, 2, 3, 0, 4, 5, 6, 0};
     int32_t m = 1 << 30;
@@ -1428,5 +1505,6 @@ OQC_TEST_MAIN("int8-kernels", OQC_TEST(test_round_clamp), OQC_TEST(test_mul_shif
               OQC_TEST(test_conv_wpair16), OQC_TEST(test_conv_requant_edges),
               OQC_TEST(test_conv_dw3q_rows),
               OQC_TEST(test_conv_i16_epilogue), OQC_TEST(test_conv_biased_epilogue),
+              OQC_TEST(test_conv_threads),
               OQC_TEST(test_conv_isas), OQC_TEST(test_conv_scratch_size),
               OQC_TEST(test_conv_einval))
