@@ -281,6 +281,7 @@ typedef struct IntIO {
     const char *post;     /* calls dequantizing the float output (run_multi only) */
     const char *qh, *qc;  /* INT8 constants: declarations, definitions */
     const OqcPreprocess *pp; /* the declared preprocessing (--preprocess), or NULL */
+    int pp_c, pp_h, pp_w; /* the input's channels, height and width (with pp) */
     int u8;               /* 1: NAME_run_u8 (pixels through u8_table into qin) */
     uint8_t u8_table[3][256]; /* per model channel: pixel -> quantized input (s8 or u8 bits) */
 } IntIO;
@@ -405,7 +406,9 @@ static void put_preprocess(FILE *h, const char *nm, const IntIO *io) {
                "#define %s_PP_COLOR %d     /* 0 RGB, 1 BGR, 2 gray */\n"
                "#define %s_PP_NHWC %d      /* 0 planar [C][H][W], 1 interleaved [H][W][C] */\n"
                "#define %s_PP_MUL %s\n#define %s_PP_DIV %s\n"
-               "#define %s_PP_MEAN {%s, %s, %s}\n#define %s_PP_STD {%s, %s, %s}\n\n",
+               "#define %s_PP_MEAN {%s, %s, %s}\n#define %s_PP_STD {%s, %s, %s}\n"
+               "#define %s_PP_CHANNELS %d  /* the model input's channels, height, width */\n"
+               "#define %s_PP_HEIGHT %d\n#define %s_PP_WIDTH %d\n\n",
             p->color == OQC_COLOR_BGR ? "BGR" : p->color == OQC_COLOR_GRAY ? "gray" : "RGB",
             p->nhwc ? "NHWC" : "NCHW", nm, nm, nm, nm, nm, p->spec, nm, p->resize, nm,
             p->resize_h, nm, p->resize_w, nm, p->crop_h, nm, p->crop_w, nm,
@@ -414,7 +417,8 @@ static void put_preprocess(FILE *h, const char *nm, const IntIO *io) {
             nm, oqc_em_flit(b[2], sizeof b[2], p->mean[0]),
             oqc_em_flit(b[3], sizeof b[3], p->mean[1]), oqc_em_flit(b[4], sizeof b[4], p->mean[2]),
             nm, oqc_em_flit(b[5], sizeof b[5], p->std[0]),
-            oqc_em_flit(b[6], sizeof b[6], p->std[1]), oqc_em_flit(b[7], sizeof b[7], p->std[2]));
+            oqc_em_flit(b[6], sizeof b[6], p->std[1]), oqc_em_flit(b[7], sizeof b[7], p->std[2]),
+            nm, io->pp_c, nm, io->pp_h, nm, io->pp_w);
     if (io->u8)
         fprintf(h, "/* int %s_run_u8(const uint8_t *pixels, void *out, void *arena);\n"
                    " *     The model on camera bytes, integer-only: `pixels` holds the resized and\n"
@@ -585,10 +589,8 @@ static void put_int_out(Em *m, FILE *c, const IntIO *io) {
 static void put_run_u8(Em *m, FILE *c, const IntIO *io, const char *arena_prelude) {
     const OqcTensor *qi = &m->g->tensors[io->qin];
     const char *ct = qi->dtype == OQCF_UINT8 ? "uint8_t" : "int8_t";
-    int nch, hh, ww;
-    OQC_ASSERT(oqc_image_geometry(io->pp, &m->g->tensors[m->g->inputs[0]].shape, &nch, &hh,
-                                  &ww, m->d) == 0);
-    size_t plane = (size_t)hh * (size_t)ww;
+    int nch = io->pp_c;
+    size_t plane = (size_t)io->pp_h * (size_t)io->pp_w;
     fprintf(c, "\n/* Pixel -> quantized input, per model channel: the input quantization of\n"
                " * ((float)p * %s_PP_MUL / %s_PP_DIV - %s_PP_MEAN[c]) / %s_PP_STD[c]. */\n"
                "static const %s u8_table[%d][256] = {", m->name, m->name, m->name, m->name,
@@ -880,8 +882,8 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
                               "values", g->path, tt->name, tt->data ? "numeric type" : "data") < 0;
     }
     OqcPreprocess pp;
+    int ch = 0, hh = 0, ww = 0;
     if (opt->preprocess) {
-        int ch, hh, ww;
         if (oqc_preprocess_parse(opt->preprocess, &pp, d) < 0)
             return -1;
         if (g->ninputs != 1)
@@ -933,15 +935,16 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
         fclose(m.pre);
         fclose(m.post);
     }
-    IntIO io = {qin, qout, pre, post, qh, qc, opt->preprocess ? &pp : NULL, 0, {{0}}};
+    IntIO io = {qin, qout, pre, post, qh, qc, opt->preprocess ? &pp : NULL, ch, hh, ww, 0,
+                {{0}}};
     if (io.pp && qin >= 0) {   /* NAME_run_u8: the tables, with the input's own quantization */
         const OqcQNode *q = g->nodes[g->tensors[g->inputs[0]].consumers[0]].q;
         io.u8 = 1;
-        for (int ch = 0; ch < (pp.color == OQC_COLOR_GRAY ? 1 : 3); ch++) {
+        for (int c = 0; c < ch; c++) {
             float v[256];
             for (int p = 0; p < 256; p++)
-                v[p] = oqc_img_value((unsigned char)p, pp.mul, pp.div, pp.mean[ch], pp.std[ch]);
-            OQC_ASSERT(oqci_quantize(v, io.u8_table[ch], q->out_type, 256, q->scale) == 0);
+                v[p] = oqc_img_value((unsigned char)p, pp.mul, pp.div, pp.mean[c], pp.std[c]);
+            OQC_ASSERT(oqci_quantize(v, io.u8_table[c], q->out_type, 256, q->scale) == 0);
         }
     }
     int nconst = m.qbytes > 0;

@@ -560,7 +560,7 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
     if (rc == 0)
         rc = compile_model("compile", &o, o.out, &st, name, sizeof name, d);
     if (rc == 0 && o.main_driver)
-        rc = oqc_cli_write_driver(o.out, name, d);
+        rc = oqc_cli_write_driver(o.out, name, o.pre.given, d);
     oqc_cli_free_opts(&o);
     return rc;
 }
@@ -596,9 +596,10 @@ static int cmd_bench(int argc, char **argv, OqcDiag *d) {
                st.nconst, o.target ? o.target : oqc_default_target());
     fflush(stdout);
     if (rc == 0)
-        rc = oqc_cli_write_driver(outdir, name, d);
+        rc = oqc_cli_write_driver(outdir, name, o.pre.given, d);
     if (rc == 0)
-        rc = oqc_cli_bench_run(outdir, name, oqc_target_flags(o.target), o.runs < 0 ? 100 : o.runs,
+        rc = oqc_cli_bench_run(outdir, name, oqc_target_flags(o.target), o.pre.given,
+                               o.runs < 0 ? 100 : o.runs,
                                o.warmup < 0 ? 10 : o.warmup, o.ninputs ? o.inputs[0] : NULL, d);
     if (made)
         oqc_cli_remove_dir(outdir);
