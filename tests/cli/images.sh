@@ -88,11 +88,7 @@ done
 
 # --- folders, lists and labels through the commands (the Fashion model: 1x28x28 gray)
 P='resize=28x28,scale=1/255,mean=0.2860,std=0.3530,color=gray'
-mkdir -p "$TMP/set/b_cls" "$TMP/set/a_cls/sub"
-cp $I/photo.jpg $I/gray.png "$TMP/set/b_cls/"
-cp $I/photo.png "$TMP/set/a_cls/"
-cp $I/palette.png "$TMP/set/a_cls/sub/"
-echo "ignored" > "$TMP/set/a_cls/notes.txt"
+image_set "$TMP/set"
 # sorted path order, recursively: a_cls/photo.png, a_cls/sub/palette.png, b_cls/gray.png, b_cls/photo.jpg
 "$IT" "$P" 1x1x28x28 "$TMP/set.npy" "$TMP/set/a_cls/photo.png" "$TMP/set/a_cls/sub/palette.png" \
     "$TMP/set/b_cls/gray.png" "$TMP/set/b_cls/photo.jpg"

@@ -16,11 +16,7 @@ I=models/images
 IT=${BUILD:-build}/tests/tools/image_tensor
 P='resize=28x28,scale=1/255,mean=0.2860,std=0.3530,color=gray'
 STRICT="-Wall -Wextra -Werror -pedantic"
-mkdir -p "$TMP/set/b_cls" "$TMP/set/a_cls/sub"
-cp $I/photo.jpg $I/gray.png "$TMP/set/b_cls/"
-cp $I/photo.png "$TMP/set/a_cls/"
-cp $I/palette.png "$TMP/set/a_cls/sub/"
-echo "not an image" > "$TMP/set/a_cls/notes.txt"
+image_set "$TMP/set"
 # the folder's images in sorted path order (what oqc and the driver read)
 SORTED="$TMP/set/a_cls/photo.png $TMP/set/a_cls/sub/palette.png $TMP/set/b_cls/gray.png $TMP/set/b_cls/photo.jpg"
 
