@@ -92,6 +92,17 @@ u8_case rgb-nhwc "$TMP/nhwc.xml" 1x8x8x3 \
 u8_case rgb-fixed "$TMP/rgb.xml" 1x3x8x8 'resize=8,crop=8,scale=1/255,mean=0.5,std=0.25' \
     'resize=8,crop=8' 1 --requant fixed
 
+# Under AddressSanitizer + UBSan (the arena of exactly m_ARENA_BYTES): no overrun
+d="$TMP/rgb-nhwc"
+if gcc $FLAGS -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -DOQC_TEST_U8 -I "$d" \
+        -DOQC_MODEL_HEADER='"m.h"' -DOQC_MODEL_PREFIX=m tests/emit/emitted_main.c "$d"/*.c -lm \
+        -o "$d/run_san" 2>"$TMP/cc.log"; then
+    "$d/run_san" "$d/x.npy" "$d/out.npy" "$d/px.npy" "$d/out_u8.npy" >/dev/null 2>"$TMP/err" &&
+        ok "rgb-nhwc under ASan+UBSan" || fail "ASan: $(head -n 5 "$TMP/err")"
+else
+    skip "no sanitizer build here: $(head -n 2 "$TMP/cc.log")"
+fi
+
 # The check can fail: a table made for another mean differs from the float path.
 d="$TMP/gray"
 "$OQC" compile models/fashion/fashion_cnn.onnx --calib "$TMP/imgs" -o "$TMP/off" --name m -q \
