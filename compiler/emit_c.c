@@ -828,7 +828,7 @@ static int write_make(Em *m, OutSet *o, const char *model, const FileSet *all, i
             m->g->ninputs == 1 && m->g->noutputs == 1 ? "in, out" : "ins, outs");
     if (preprocess)
         fprintf(r, "\n## Input preprocessing\n\n"
-                   "The model was calibrated on images preprocessed as (oqc's docs/images.md):\n\n"
+                   "The model takes images preprocessed as (oqc's docs/images.md):\n\n"
                    "    %s\n\n"
                    "Decode to 8-bit pixels, resize (PIL bilinear) and centre-crop as given, then\n"
                    "x = pixel * scale, (x - mean) / std per channel, in the layout given.\n"

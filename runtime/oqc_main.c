@@ -181,8 +181,7 @@ static int read_image(const char *path, float *x) {
     return 0;
 }
 
-/* The images under dir (at every depth, each level in name order as oqc reads a folder;
- * names starting with '.' skipped), appended to *paths; 0, or 1 with a message. */
+/* A growing list of paths. */
 typedef struct Paths {
     char **v;      /* malloc'd paths */
     size_t n, cap; /* used, allocated */
@@ -205,6 +204,8 @@ static int push_path(Paths *l, char *p) {
     return 0;
 }
 
+/* The images under dir (at every depth, each level in name order as oqc reads a folder;
+ * names starting with '.' skipped), appended to *out; 0, or 1 with a message. */
 static int list_images(const char *dir, Paths *out, int depth) {
     Paths names = {NULL, 0, 0};
     DIR *dp = opendir(dir);
@@ -212,7 +213,7 @@ static int list_images(const char *dir, Paths *out, int depth) {
     size_t i;
     int rc = 0;
     if (!dp || depth > 32) {
-        fprintf(stderr, "%s: cannot list the directory\n", dir);
+        fprintf(stderr, "%s: %s\n", dir, dp ? "folders nested too deep" : "cannot list the folder");
         if (dp)
             closedir(dp);
         return 1;
@@ -223,6 +224,7 @@ static int list_images(const char *dir, Paths *out, int depth) {
             continue;
         p = malloc(strlen(dir) + strlen(e->d_name) + 2);
         if (!p || push_path(&names, p)) {
+            fprintf(stderr, "%s: out of memory\n", dir);
             free(p);
             rc = 1;
             break;
@@ -240,6 +242,7 @@ static int list_images(const char *dir, Paths *out, int depth) {
             rc = push_path(out, names.v[i]);
             if (rc == 0)
                 continue;
+            fprintf(stderr, "%s: out of memory\n", dir);
         }
         free(names.v[i]);
     }
