@@ -82,13 +82,16 @@ int oqc_cli_optimize(OqcGraph *g, const Opts *o, OqcDiag *d);
 int oqc_cli_images(const char *path, const Opts *o, OqcArena *a, const char ***files, int *n,
                    const char *labels, OqcValue *lab, OqcDiag *d);
 /* cli_bench.c: writes the driver of `oqc compile --main` into outdir (main.c,
- * main_hooks.h, a Makefile building NAME_main with NAME.mk's flags). */
-int oqc_cli_write_driver(const char *outdir, const char *name, OqcDiag *d);
+ * main_hooks.h, a Makefile building NAME_main with NAME.mk's flags); images: the model
+ * has a preprocessing spec, so the driver also reads images (oqc_image.c, .h). */
+int oqc_cli_write_driver(const char *outdir, const char *name, int images, OqcDiag *d);
 /* cli_bench.c: builds the model emitted as `name` in outdir with its driver (the system
  * compiler, $CC or cc, with cflags; C11 and -pthread when it was compiled for threads > 1)
  * and runs it: warmup runs, then runs timed runs and the per-layer profile; input: a
- * .npy/raw file for the sample, or NULL. */
+ * .npy/raw file for the sample (or an image, with images: the driver built with its
+ * image reader), or NULL. */
 int oqc_cli_bench_run(const char *outdir, const char *name, const char *cflags, int threads,
+                      int images,
                       long runs, long warmup, const char *input, OqcDiag *d);
 /* cli_bench.c: removes directory dir and the files in it (oqc bench's scratch). */
 void oqc_cli_remove_dir(const char *dir);

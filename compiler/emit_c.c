@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "emit_int.h"
+#include "oqc_image.h"
 
 /* ------------------------------------------------------------------ names */
 
@@ -287,6 +288,10 @@ typedef struct IntIO {
     const char *pre;      /* calls quantizing the float input (run_multi only) */
     const char *post;     /* calls dequantizing the float output (run_multi only) */
     const char *qh, *qc;  /* INT8 constants: declarations, definitions */
+    const OqcPreprocess *pp; /* the declared preprocessing (--preprocess), or NULL */
+    int pp_c, pp_h, pp_w; /* the input's channels, height and width (with pp) */
+    int u8;               /* 1: NAME_run_u8 (pixels through u8_table into qin) */
+    uint8_t u8_table[3][256]; /* per model channel: pixel -> quantized input (s8 or u8 bits) */
 } IntIO;
 
 /* Writes the constants: NAME_weights.h (declarations) and NAME_weights.c. */
@@ -391,6 +396,48 @@ static void put_io(FILE *h, const OqcGraph *g, const char *nm, const char *kind,
     fputc('\n', h);
 }
 
+/* The declared preprocessing as macros (what a driver needs to make the input of an
+ * image file, see runtime/oqc_main.c), and NAME_run_u8's documentation. */
+static void put_preprocess(FILE *h, const char *nm, const IntIO *io) {
+    const OqcPreprocess *p = io->pp;
+    char b[9][48];
+    fprintf(h, "/* The input is an image preprocessed as (oqc compile --preprocess; oqc's\n"
+               " * docs/images.md): decoded to 8-bit pixels, resized (PIL bilinear) and centre\n"
+               " * cropped, color %s, layout %s; pixel p of model channel c is then the\n"
+               " * float ((float)p * %s_PP_MUL / %s_PP_DIV - %s_PP_MEAN[c]) / %s_PP_STD[c]. */\n"
+               "#define %s_PREPROCESS \"%s\"\n"
+               "#define %s_PP_RESIZE %d    /* shorter side to this (0: none) */\n"
+               "#define %s_PP_RESIZE_H %d  /* or exactly H x W (0: none) */\n"
+               "#define %s_PP_RESIZE_W %d\n"
+               "#define %s_PP_CROP_H %d    /* centre crop (0: none) */\n"
+               "#define %s_PP_CROP_W %d\n"
+               "#define %s_PP_COLOR %d     /* 0 RGB, 1 BGR, 2 gray */\n"
+               "#define %s_PP_NHWC %d      /* 0 planar [C][H][W], 1 interleaved [H][W][C] */\n"
+               "#define %s_PP_MUL %s\n#define %s_PP_DIV %s\n"
+               "#define %s_PP_MEAN {%s, %s, %s}\n#define %s_PP_STD {%s, %s, %s}\n"
+               "#define %s_PP_CHANNELS %d  /* the model input's channels, height, width */\n"
+               "#define %s_PP_HEIGHT %d\n#define %s_PP_WIDTH %d\n\n",
+            p->color == OQC_COLOR_BGR ? "BGR" : p->color == OQC_COLOR_GRAY ? "gray" : "RGB",
+            p->nhwc ? "NHWC" : "NCHW", nm, nm, nm, nm, nm, p->spec, nm, p->resize, nm,
+            p->resize_h, nm, p->resize_w, nm, p->crop_h, nm, p->crop_w, nm,
+            p->color == OQC_COLOR_BGR ? 1 : p->color == OQC_COLOR_GRAY ? 2 : 0, nm, p->nhwc, nm,
+            oqc_em_flit(b[0], sizeof b[0], p->mul), nm, oqc_em_flit(b[1], sizeof b[1], p->div),
+            nm, oqc_em_flit(b[2], sizeof b[2], p->mean[0]),
+            oqc_em_flit(b[3], sizeof b[3], p->mean[1]), oqc_em_flit(b[4], sizeof b[4], p->mean[2]),
+            nm, oqc_em_flit(b[5], sizeof b[5], p->std[0]),
+            oqc_em_flit(b[6], sizeof b[6], p->std[1]), oqc_em_flit(b[7], sizeof b[7], p->std[2]),
+            nm, io->pp_c, nm, io->pp_h, nm, io->pp_w);
+    if (io->u8)
+        fprintf(h, "/* int %s_run_u8(const uint8_t *pixels, void *out, void *arena);\n"
+                   " *     The model on camera bytes, integer-only: `pixels` holds the resized and\n"
+                   " *     cropped image, %s_INPUT_SIZE 8-bit values in the model's channel order\n"
+                   " *     and layout (those of the float input); each becomes the quantized input\n"
+                   " *     %s_run would make of its float value, through a 256-entry table per\n"
+                   " *     channel computed by oqc (the scale, mean and std folded in), so the\n"
+                   " *     result is %s_run_int8's on those inputs, bit for bit. `out` as for\n"
+                   " *     %s_run_int8. */\n", nm, nm, nm, nm, nm);
+}
+
 static int write_header(Em *m, OutSet *o, const char *model, const char *precision,
                         size_t arena_total, const IntIO *io, OqcDiag *d) {
     const OqcGraph *g = m->g;
@@ -437,6 +484,8 @@ static int write_header(Em *m, OutSet *o, const char *model, const char *precisi
                       " *       directly (more precise than q * OUTPUT_SCALE)."
                     : "");
     fprintf(h, "#ifndef %s_H_INCLUDED\n#define %s_H_INCLUDED\n\n", nm, nm);
+    if (io->u8)
+        fputs("#include <stdint.h>\n\n", h);
     fputs("#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n", h);
     if (m->e->scratch_noamx_bytes < m->e->scratch_bytes) {
         size_t act_end = arena_total - m->e->scratch_bytes;
@@ -480,6 +529,8 @@ static int write_header(Em *m, OutSet *o, const char *model, const char *precisi
                 qo->acc ? qo->acc->type == OQCI_U8 : qo->dtype == OQCF_UINT8, nm,
                 oqc_em_flit(b2, sizeof b2, qo->quant.scale));
     }
+    if (io->pp)
+        put_preprocess(h, nm, io);
     if (single)
         fprintf(h, "int %s_run(const float *in, float *out, void *arena);\n", nm);
     fprintf(h, "int %s_run_multi(const float *const *in, float *const *out, void *arena);\n", nm);
@@ -506,6 +557,8 @@ static int write_header(Em *m, OutSet *o, const char *model, const char *precisi
                    " * before the runs, never while one runs. */\n"
                    "void %s_set_parallel(oqc_parallel_for_fn fn, void *ctx);\n",
                 m->threads, nm, nm, nm, m->threads, nm);
+    if (io->u8)
+        fprintf(h, "int %s_run_u8(const uint8_t *pixels, void *out, void *arena);\n", nm);
     fputs("\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n", h);
     return out_close(h, nm, d);
 }
@@ -540,6 +593,64 @@ static void kernel_headers(Em *m, const FileSet *all, FileSet *hdrs) {
             }
         }
     }
+}
+
+/* The end of the integer entry points: the INT8 layers, then their output as 8 bits. */
+static void put_int_out(Em *m, FILE *c, const IntIO *io) {
+    const OqcGraph *g = m->g;
+    const OqcTensor *qo = &g->tensors[io->qout];
+    fprintf(c, "    TRY(%s_core(a%s));\n", m->name, m->threads > 1 ? ", pool" : "");
+    if (qo->acc) {   /* accumulators: requantized as the layer would have */
+        const OqcAcc *ac = qo->acc;
+        fprintf(c, "    TRY(oqci_requantize_s32(%s, out, %s, %" PRId64 ", %d, %" PRId64
+                   ", &q%d_rq, %d, %d));\n    return 0;\n}\n",
+                oqc_em_ptr(m, io->qout), oqc_em_qtype_name(ac->type), ac->outer, ac->channels,
+                ac->inner, g->tensors[g->outputs[0]].producer, ac->lo, ac->hi);
+    } else {
+        fprintf(c, "    memcpy(out, %s, %zu);\n    return 0;\n}\n", oqc_em_ptr(m, io->qout),
+                (size_t)oqc_shape_numel(&qo->shape));
+    }
+}
+
+/* NAME_run_u8: each pixel through its channel's table into the quantized input (the
+ * same bytes the input's QuantizeLinear makes of the pixel's float value), then the
+ * INT8 layers as NAME_run_int8 runs them.  Integer-only. */
+static void put_run_u8(Em *m, FILE *c, const IntIO *io, const char *arena_prelude) {
+    const OqcTensor *qi = &m->g->tensors[io->qin];
+    const char *ct = qi->dtype == OQCF_UINT8 ? "uint8_t" : "int8_t";
+    int nch = io->pp_c;
+    size_t plane = (size_t)io->pp_h * (size_t)io->pp_w;
+    fprintf(c, "\n/* Pixel -> quantized input, per model channel: the input quantization of\n"
+               " * ((float)p * %s_PP_MUL / %s_PP_DIV - %s_PP_MEAN[c]) / %s_PP_STD[c]. */\n"
+               "static const %s u8_table[%d][256] = {", m->name, m->name, m->name, m->name,
+            ct, nch);
+    for (int ch = 0; ch < nch; ch++) {
+        fputs(ch ? ",\n    {" : "\n    {", c);
+        for (int p = 0; p < 256; p++)
+            fprintf(c, "%s%d", p == 0 ? "" : p % 16 ? ", " : ",\n     ",
+                    qi->dtype == OQCF_UINT8 ? (int)io->u8_table[ch][p]
+                                            : (int)(int8_t)io->u8_table[ch][p]);
+        fputs("}", c);
+    }
+    fprintf(c, "};\n\nint %s_run_u8(const uint8_t *pixels, void *out, void *arena) {\n",
+            m->name);
+    fprintf(c, arena_prelude);
+    fprintf(c, "    %s *q = %s;\n    size_t i;\n", ct, oqc_em_ptr(m, io->qin));
+    if (nch == 1)
+        fprintf(c, "    for (i = 0; i < %zu; i++)\n        q[i] = u8_table[0][pixels[i]];\n",
+                plane);
+    else if (io->pp->nhwc)
+        fprintf(c, "    for (i = 0; i < %zu; i += 3) {\n"
+                   "        q[i] = u8_table[0][pixels[i]];\n"
+                   "        q[i + 1] = u8_table[1][pixels[i + 1]];\n"
+                   "        q[i + 2] = u8_table[2][pixels[i + 2]];\n    }\n", 3 * plane);
+    else
+        fprintf(c, "    for (i = 0; i < %zu; i++) {\n"
+                   "        q[i] = u8_table[0][pixels[i]];\n"
+                   "        q[%zu + i] = u8_table[1][pixels[%zu + i]];\n"
+                   "        q[%zu + i] = u8_table[2][pixels[%zu + i]];\n    }\n",
+                plane, plane, plane, 2 * plane, 2 * plane);
+    put_int_out(m, c, io);
 }
 
 static int write_source(Em *m, OutSet *o, const char *model, const char *precision,
@@ -635,23 +746,15 @@ static int write_source(Em *m, OutSet *o, const char *model, const char *precisi
         fprintf(c, "\nint %s_run(const float *in, float *out, void *arena) {\n"
                    "    return %s_run_multi(&in, &out, arena);\n}\n", nm, nm);
     if (io->qin >= 0) {
-        const OqcTensor *qi = &g->tensors[io->qin], *qo = &g->tensors[io->qout];
+        const OqcTensor *qi = &g->tensors[io->qin];
         fprintf(c, "\nint %s_run_int8(const void *in, void *out, void *arena) {\n", nm);
         fputs(arena_prelude, c);
         fprintf(c, "    memcpy(%s, in, %zu);\n", oqc_em_ptr(m, io->qin),
                 (size_t)oqc_shape_numel(&qi->shape));
-        fprintf(c, "    TRY(%s_core(a%s));\n", nm, pool_pass);
-        if (qo->acc) {   /* accumulators: requantized as the layer would have */
-            const OqcAcc *ac = qo->acc;
-            fprintf(c, "    TRY(oqci_requantize_s32(%s, out, %s, %" PRId64 ", %d, %" PRId64
-                       ", &q%d_rq, %d, %d));\n    return 0;\n}\n",
-                    oqc_em_ptr(m, io->qout), oqc_em_qtype_name(ac->type), ac->outer, ac->channels,
-                    ac->inner, g->tensors[g->outputs[0]].producer, ac->lo, ac->hi);
-        } else {
-            fprintf(c, "    memcpy(out, %s, %zu);\n    return 0;\n}\n", oqc_em_ptr(m, io->qout),
-                    (size_t)oqc_shape_numel(&qo->shape));
-        }
+        put_int_out(m, c, io);
     }
+    if (io->u8)
+        put_run_u8(m, c, io, arena_prelude);
     return out_close(c, nm, d);
 }
 
@@ -699,7 +802,7 @@ const char *oqc_target_flags(const char *target) {
 }
 
 static int write_make(Em *m, OutSet *o, const char *model, const FileSet *all, int nconst,
-                      const char *target, const char *preprocess, OqcDiag *d) {
+                      const char *target, const char *preprocess, int u8, OqcDiag *d) {
     const char *nm = m->name;
     char srcs[4096];
     size_t len = (size_t)snprintf(srcs, sizeof srcs, "%s.c%s%s", nm, nconst ? " " : "",
@@ -786,11 +889,15 @@ static int write_make(Em *m, OutSet *o, const char *model, const FileSet *all, i
             m->g->ninputs == 1 && m->g->noutputs == 1 ? "in, out" : "ins, outs");
     if (preprocess)
         fprintf(r, "\n## Input preprocessing\n\n"
-                   "The model was calibrated on images preprocessed as (oqc's docs/images.md):\n\n"
+                   "The model takes images preprocessed as (oqc's docs/images.md):\n\n"
                    "    %s\n\n"
                    "Decode to 8-bit pixels, resize (PIL bilinear) and centre-crop as given, then\n"
-                   "x = pixel * scale, (x - mean) / std per channel, in the layout given.\n",
-                preprocess);
+                   "x = pixel * scale, (x - mean) / std per channel, in the layout given.\n"
+                   "`%s.h` has the spec as macros (`%s_PREPROCESS`, `%s_PP_*`)%s.\n",
+                preprocess, nm, nm, nm, u8 ? oqc_arena_printf(m->a, ";\n`%s_run_u8` takes the "
+                "cropped image as 8-bit pixels in the model's channel order and\nlayout (no "
+                "float arithmetic: the normalisation is folded into its input quantization)", nm)
+                   : "");
     return out_close(r, "README.md", d);
 }
 
@@ -846,6 +953,20 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
             .threads = oqcf_pool_threads(e->pool)};
     if (oqc_emit_check(e, 8, d) > 0)
         return -1;
+    int bad = 0;
+    OqcPreprocess pp;
+    int ch = 0, hh = 0, ww = 0;
+    if (opt->preprocess) {
+        if (oqc_preprocess_parse(opt->preprocess, &pp, d) < 0)
+            return -1;
+        if (g->ninputs != 1)
+            bad += oqc_err(d, "%s: --preprocess: the model has %d inputs; image preprocessing "
+                              "is for models with one", g->path, g->ninputs) < 0;
+        else if (oqc_image_geometry(&pp, &g->tensors[g->inputs[0]].shape, &ch, &hh, &ww, d) < 0)
+            bad++;
+    }
+    if (bad)
+        return -1;
 
     m.loc = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof *m.loc);
     m.used = oqc_arena_alloc(a, (size_t)(g->ntensors + 1));
@@ -891,7 +1012,18 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
         fclose(m.pre);
         fclose(m.post);
     }
-    IntIO io = {qin, qout, pre, post, qh, qc};
+    IntIO io = {qin, qout, pre, post, qh, qc, opt->preprocess ? &pp : NULL, ch, hh, ww, 0,
+                {{0}}};
+    if (io.pp && qin >= 0) {   /* NAME_run_u8: the tables, with the input's own quantization */
+        const OqcQNode *q = g->nodes[g->tensors[g->inputs[0]].consumers[0]].q;
+        io.u8 = 1;
+        for (int c = 0; c < ch; c++) {
+            float v[256];
+            for (int p = 0; p < 256; p++)
+                v[p] = oqc_img_value((unsigned char)p, pp.mul, pp.div, pp.mean[c], pp.std[c]);
+            OQC_ASSERT(oqci_quantize(v, io.u8_table[c], q->out_type, 256, q->scale) == 0);
+        }
+    }
     int nconst = m.qbytes > 0;
     for (int t = 0; t < g->ntensors; t++)
         nconst += m.used[t];
@@ -916,7 +1048,7 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
     if (rc == 0 && nconst)
         rc = write_weights(&m, &o, model, &io, d);
     if (rc == 0)
-        rc = write_make(&m, &o, model, &all, nconst, opt->target, opt->preprocess, d);
+        rc = write_make(&m, &o, model, &all, nconst, opt->target, opt->preprocess, io.u8, d);
     if (rc == 0)
         rc = write_header(&m, &o, model, precision, arena_total, &io, d);
     if (rc == 0)

@@ -1,23 +1,14 @@
-/* image_io.c - images as model inputs: JPEG/PNG decoding, the declared preprocessing
- * (--preprocess), and the lists of files that calibration and evaluation data expand to
- * (see ir.h; user documentation docs/images.md).
+/* image_io.c - images as model inputs: the declared preprocessing (--preprocess), images
+ * made into float tensors, and the lists of files that calibration and evaluation data
+ * expand to (see ir.h; user documentation docs/images.md).
  *
  * The pipeline is torchvision's for PIL images, step for step, so that a model trained
  * with `transforms.Compose([Resize(R), CenterCrop(C), ToTensor(), Normalize(m, s)])` sees
- * the tensors it was trained on:
- *   1. decode to 8 bits (libjpeg-turbo, libpng) and convert to RGB or L as PIL's
- *      Image.convert does (gray -> RGB replicates; RGB -> L is ITU-R 601-2 luma in PIL's
- *      16-bit fixed point; alpha is dropped, palettes expanded, 16 bits cut to the high
- *      byte);
- *   2. resize with PIL's BILINEAR filter (Image.resize, Pillow's Resample.c: separable,
- *      horizontal pass first, a triangle filter whose support grows with the downscale
- *      factor, so shrinking averages like an antialiasing filter; coefficients in 22-bit
- *      fixed point, each pass rounded to uint8);
- *   3. centre crop, offsets rounded half to even (Python's round, as CenterCrop);
- *   4. x = u8 * mul / div, then (x - mean) / std in float32 (ToTensor divides by 255,
- *      Normalize subtracts then divides), written NCHW or NHWC.
- * Decoding is strict: a truncated or corrupt file, CMYK JPEG or anything that is not a
- * JPEG or PNG is an error naming the file.  Decoded pixels live only while one image is
+ * the tensors it was trained on: decoding, color conversion, PIL's bilinear resize and
+ * the centre crop to 8-bit pixels are runtime/oqc_image.c's (shared with the driver
+ * `oqc compile --main` writes, so both make the same pixels); then x = u8 * mul / div and
+ * (x - mean) / std in float32 (ToTensor divides by 255, Normalize subtracts then
+ * divides), written NCHW or NHWC.  Decoded pixels live only while one image is
  * converted, so a folder of any size streams. */
 #include "ir.h"
 
@@ -26,13 +17,11 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include <jpeglib.h>
-#include <png.h>
+#include "oqc_image.h"
 
 /* ============================================================ preprocessing spec */
 
@@ -209,340 +198,16 @@ int oqc_preprocess_parse(const char *spec, OqcPreprocess *p, OqcDiag *d) {
 
 /* ================================================================== decoding */
 
-/* Larger images are refused (a 16384 x 16384 photo is 268 M pixels, 805 MB as RGB). */
-#define OQC_IMAGE_MAX_PIXELS ((uint64_t)1 << 28)
-
-/* A decoded image: 8-bit pixels, 1 (gray) or 3 (RGB) interleaved channels. */
-typedef struct Image {
-    int w, h, c;          /* width, height, channels */
-    unsigned char *px;    /* h * w * c bytes, malloc'd */
-} Image;
-
 static int ends_with_ci(const char *s, const char *suffix) {
     size_t n = strlen(s), m = strlen(suffix);
     return n >= m && strcasecmp(s + n - m, suffix) == 0;
 }
 
 int oqc_is_image_path(const char *path) {
-    return ends_with_ci(path, ".jpg") || ends_with_ci(path, ".jpeg") ||
-           ends_with_ci(path, ".png");
-}
-
-/* libjpeg reports errors through error_exit, which must not return: back to setjmp. */
-typedef struct JpegErr {
-    struct jpeg_error_mgr pub;     /* libjpeg's part (first) */
-    jmp_buf jb;                    /* where decode_jpeg waits */
-    char msg[JMSG_LENGTH_MAX];     /* libjpeg's message */
-} JpegErr;
-
-static void jpeg_fail(j_common_ptr cinfo) {
-    JpegErr *e = (JpegErr *)cinfo->err;
-    cinfo->err->format_message(cinfo, e->msg);
-    longjmp(e->jb, 1);
-}
-
-/* Warnings (level -1) are corrupt data libjpeg would paper over with gray: errors
- * here, as PIL raises on a truncated file.  Trace messages (level >= 0) are ignored. */
-static void jpeg_message(j_common_ptr cinfo, int level) {
-    if (level < 0)
-        jpeg_fail(cinfo);
-}
-
-static int decode_jpeg(const char *path, FILE *f, Image *im, OqcDiag *d) {
-    struct jpeg_decompress_struct cinfo;
-    JpegErr jerr;
-    unsigned char *volatile px = NULL;
-    cinfo.err = jpeg_std_error(&jerr.pub);
-    jerr.pub.error_exit = jpeg_fail;
-    jerr.pub.emit_message = jpeg_message;
-    if (setjmp(jerr.jb)) {
-        jpeg_destroy_decompress(&cinfo);
-        free(px);
-        return oqc_err(d, "%s: corrupt or truncated JPEG: %s", path, jerr.msg);
-    }
-    jpeg_create_decompress(&cinfo);
-    jpeg_stdio_src(&cinfo, f);
-    jpeg_read_header(&cinfo, TRUE);
-    if (cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK) {
-        jpeg_destroy_decompress(&cinfo);
-        return oqc_err(d, "%s: CMYK JPEG is not supported (convert it to RGB, e.g. with "
-                          "`convert IN -colorspace sRGB OUT.jpg`)", path);
-    }
-    /* PIL's decoding: islow IDCT and fancy upsampling are libjpeg's defaults */
-    cinfo.out_color_space = cinfo.jpeg_color_space == JCS_GRAYSCALE ? JCS_GRAYSCALE : JCS_RGB;
-    if ((uint64_t)cinfo.image_width * cinfo.image_height > OQC_IMAGE_MAX_PIXELS) {
-        jpeg_destroy_decompress(&cinfo);
-        return oqc_err(d, "%s: %ux%u pixels is too large an image", path,
-                       (unsigned)cinfo.image_width, (unsigned)cinfo.image_height);
-    }
-    jpeg_start_decompress(&cinfo);
-    im->w = (int)cinfo.output_width;
-    im->h = (int)cinfo.output_height;
-    im->c = cinfo.output_components;
-    size_t row = (size_t)im->w * (size_t)im->c;
-    px = malloc(row * (size_t)im->h + 1);
-    if (!px)
-        oqc_panic(__FILE__, __LINE__, "out of memory");
-    while (cinfo.output_scanline < cinfo.output_height) {
-        JSAMPROW r = px + row * cinfo.output_scanline;
-        jpeg_read_scanlines(&cinfo, &r, 1);
-    }
-    jpeg_finish_decompress(&cinfo);
-    jpeg_destroy_decompress(&cinfo);
-    im->px = px;
-    return 0;
-}
-
-/* libpng errors longjmp back to decode_png with the message kept here. */
-typedef struct PngErr {
-    char msg[256];        /* libpng's message */
-} PngErr;
-
-static void png_fail(png_structp png, png_const_charp msg) {
-    PngErr *e = png_get_error_ptr(png);
-    snprintf(e->msg, sizeof e->msg, "%s", msg);
-    png_longjmp(png, 1);
-}
-
-/* Warnings (an odd sRGB profile, a bad ancillary chunk) leave the pixels intact. */
-static void png_warn(png_structp png, png_const_charp msg) {
-    (void)png;
-    (void)msg;
-}
-
-static int decode_png(const char *path, FILE *f, Image *im, OqcDiag *d) {
-    PngErr perr = {""};
-    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &perr, png_fail, png_warn);
-    png_infop info = png ? png_create_info_struct(png) : NULL;
-    unsigned char *volatile px = NULL;
-    png_bytep *volatile rows = NULL;
-    if (!info) {
-        png_destroy_read_struct(png ? &png : NULL, NULL, NULL);
-        oqc_panic(__FILE__, __LINE__, "out of memory");
-    }
-    if (setjmp(png_jmpbuf(png))) {
-        png_destroy_read_struct(&png, &info, NULL);
-        free(px);
-        free(rows);
-        return oqc_err(d, "%s: corrupt or truncated PNG: %s", path, perr.msg);
-    }
-    png_init_io(png, f);
-    png_read_info(png, info);
-    if ((uint64_t)png_get_image_width(png, info) * png_get_image_height(png, info) >
-        OQC_IMAGE_MAX_PIXELS) {
-        int rc = oqc_err(d, "%s: %ux%u pixels is too large an image", path,
-                         (unsigned)png_get_image_width(png, info),
-                         (unsigned)png_get_image_height(png, info));
-        png_destroy_read_struct(&png, &info, NULL);
-        return rc;
-    }
-    int type = png_get_color_type(png, info), depth = png_get_bit_depth(png, info);
-    /* to 8-bit gray or RGB, as PIL's convert("RGB"/"L") would see it (docs/images.md) */
-    if (type == PNG_COLOR_TYPE_PALETTE)
-        png_set_palette_to_rgb(png);
-    if (type == PNG_COLOR_TYPE_GRAY && depth < 8)
-        png_set_expand_gray_1_2_4_to_8(png);
-    if (depth == 16)
-        png_set_strip_16(png);
-    if ((type & PNG_COLOR_MASK_ALPHA) || png_get_valid(png, info, PNG_INFO_tRNS))
-        png_set_strip_alpha(png); /* (palette transparency becomes alpha, then goes) */
-    png_set_interlace_handling(png);
-    png_read_update_info(png, info);
-    im->w = (int)png_get_image_width(png, info);
-    im->h = (int)png_get_image_height(png, info);
-    im->c = png_get_channels(png, info);
-    size_t row = png_get_rowbytes(png, info);
-    if ((im->c != 1 && im->c != 3) || row != (size_t)im->w * (size_t)im->c) {
-        png_destroy_read_struct(&png, &info, NULL);
-        return oqc_err(d, "%s: PNG of color type %d, %d bits, is not supported", path, type,
-                       depth);
-    }
-    px = malloc(row * (size_t)im->h + 1);
-    rows = malloc((size_t)im->h * sizeof *rows + 1);
-    if (!px || !rows)
-        oqc_panic(__FILE__, __LINE__, "out of memory");
-    for (int y = 0; y < im->h; y++)
-        rows[y] = px + row * (size_t)y;
-    png_read_image(png, rows);
-    png_read_end(png, NULL);
-    png_destroy_read_struct(&png, &info, NULL);
-    free(rows);
-    im->px = px;
-    return 0;
-}
-
-/* Decodes path by its content (magic bytes), whatever its name says. */
-static int decode(const char *path, Image *im, OqcDiag *d) {
-    memset(im, 0, sizeof *im);
-    FILE *f = oqc_in_fopen(path, d); /* (a FIFO or a device is refused, not waited on) */
-    if (!f)
-        return -1;
-    unsigned char magic[8] = {0};
-    size_t got = fread(magic, 1, sizeof magic, f);
-    rewind(f);
-    int rc;
-    if (got >= 3 && magic[0] == 0xff && magic[1] == 0xd8 && magic[2] == 0xff)
-        rc = decode_jpeg(path, f, im, d);
-    else if (got == 8 && !memcmp(magic, "\x89PNG\r\n\x1a\n", 8))
-        rc = decode_png(path, f, im, d);
-    else
-        rc = oqc_err(d, "%s: not a JPEG or PNG image (unknown file signature)", path);
-    fclose(f);
-    if (rc == 0 && (im->w < 1 || im->h < 1)) {
-        free(im->px);
-        im->px = NULL;
-        rc = oqc_err(d, "%s: empty image", path);
-    }
-    return rc;
-}
-
-/* ================================================================== resizing */
-
-#define PIL_PRECISION_BITS 22   /* Pillow's 32 - 8 - 2 */
-
-/* Pillow's precompute_coeffs for the bilinear (triangle, support 1) filter resizing
- * [0, in) to out pixels, for the n output pixels from first on: for each, its first
- * input pixel and count, and ksize fixed-point weights (normalize_coeffs_8bpc's
- * rounding).  Each output pixel's coefficients depend on it alone, so a window of the
- * output costs what the window holds. */
-static int resize_coeffs(int in, int out, int first, int n, int **bounds, int32_t **kk) {
-    double scale = (double)(float)in / out, filterscale = scale < 1.0 ? 1.0 : scale;
-    double support = 1.0 * filterscale, ss = 1.0 / filterscale;
-    int ksize = (int)ceil(support) * 2 + 1;
-    double *w = malloc((size_t)ksize * sizeof *w);
-    *bounds = malloc((size_t)n * 2 * sizeof **bounds);
-    *kk = malloc((size_t)n * (size_t)ksize * sizeof **kk);
-    if (!w || !*bounds || !*kk)
-        oqc_panic(__FILE__, __LINE__, "out of memory");
-    for (int i = 0; i < n; i++) {
-        double center = ((double)first + i + 0.5) * scale, ww = 0.0;
-        int xmin = (int)(center - support + 0.5), xmax = (int)(center + support + 0.5);
-        if (xmin < 0)
-            xmin = 0;
-        if (xmax > in)
-            xmax = in;
-        xmax -= xmin;
-        for (int x = 0; x < xmax; x++) {
-            double t = fabs((x + xmin - center + 0.5) * ss);
-            w[x] = t < 1.0 ? 1.0 - t : 0.0;
-            ww += w[x];
-        }
-        int32_t *k = *kk + (size_t)i * (size_t)ksize;
-        for (int x = 0; x < ksize; x++) {
-            double v = x < xmax && ww != 0.0 ? w[x] / ww : 0.0;
-            k[x] = (int32_t)(v < 0 ? -0.5 + v * (1 << PIL_PRECISION_BITS)
-                                   : 0.5 + v * (1 << PIL_PRECISION_BITS));
-        }
-        (*bounds)[2 * i] = xmin;
-        (*bounds)[2 * i + 1] = xmax;
-    }
-    free(w);
-    return ksize;
-}
-
-static unsigned char clip8(int32_t v) {
-    v >>= PIL_PRECISION_BITS; /* arithmetic shift, as Pillow's lookup index */
-    return (unsigned char)(v < 0 ? 0 : v > 255 ? 255 : v);
-}
-
-/* The window of cw x ch pixels at (left, top) of im resized to ow x oh, as Pillow's
- * ImagingResampleInner computes those pixels: the horizontal pass (when the width
- * changes) over the rows the vertical pass reads, rounded to uint8, then the vertical
- * pass (when the height changes).  Only the window is computed, so an image whose
- * resized size is huge (a 1 x 10^6 strip resized to a shorter side of 256) costs what
- * the crop holds, not what the resized image would. */
-static void resize_crop(Image *im, int ow, int oh, int left, int top, int cw, int ch) {
-    int c = im->c, *vb = NULL, *hb = NULL, vks = 0, hks = 0;
-    int32_t *vk = NULL, *hk = NULL;
-    const unsigned char *src = im->px;
-    unsigned char *tmp = NULL;
-    size_t sw = (size_t)im->w;
-    int x0 = left, y0 = top, rows = ch; /* where the window starts in src, rows it reads */
-    if (oh != im->h) {
-        vks = resize_coeffs(im->h, oh, top, ch, &vb, &vk);
-        y0 = vb[0];
-        rows = vb[2 * ch - 2] + vb[2 * ch - 1] - y0;
-    }
-    if (ow != im->w) {
-        hks = resize_coeffs(im->w, ow, left, cw, &hb, &hk);
-        tmp = malloc((size_t)rows * (size_t)cw * (size_t)c + 1);
-        if (!tmp)
-            oqc_panic(__FILE__, __LINE__, "out of memory");
-        for (int y = 0; y < rows; y++)
-            for (int xx = 0; xx < cw; xx++) {
-                const int32_t *k = hk + (size_t)xx * (size_t)hks;
-                const unsigned char *s = src + ((size_t)(y0 + y) * sw + (size_t)hb[2 * xx]) * (size_t)c;
-                for (int ch_ = 0; ch_ < c; ch_++) {
-                    int32_t acc = 1 << (PIL_PRECISION_BITS - 1);
-                    for (int x = 0; x < hb[2 * xx + 1]; x++)
-                        acc += s[x * c + ch_] * k[x];
-                    tmp[((size_t)y * (size_t)cw + (size_t)xx) * (size_t)c + (size_t)ch_] = clip8(acc);
-                }
-            }
-        src = tmp; /* tmp's row 0 is the image's row y0, its column 0 the window's */
-        sw = (size_t)cw;
-        x0 = y0 = 0;
-    }
-    size_t orow = (size_t)cw * (size_t)c;
-    unsigned char *out = malloc((size_t)ch * orow + 1);
-    if (!out)
-        oqc_panic(__FILE__, __LINE__, "out of memory");
-    for (int yy = 0; yy < ch; yy++) {
-        const unsigned char *s = src + (size_t)x0 * (size_t)c;
-        if (vb) {
-            const int32_t *k = vk + (size_t)yy * (size_t)vks;
-            int ymin = vb[2 * yy] - vb[0], n = vb[2 * yy + 1];
-            if (!tmp)
-                ymin += vb[0]; /* no horizontal pass: rows of the image itself */
-            for (size_t i = 0; i < orow; i++) {
-                int32_t acc = 1 << (PIL_PRECISION_BITS - 1);
-                for (int y = 0; y < n; y++)
-                    acc += s[(size_t)(ymin + y) * sw * (size_t)c + i] * k[y];
-                out[(size_t)yy * orow + i] = clip8(acc);
-            }
-        } else {
-            memcpy(out + (size_t)yy * orow, s + (size_t)(y0 + yy) * sw * (size_t)c, orow);
-        }
-    }
-    free(tmp);
-    free(vb);
-    free(vk);
-    free(hb);
-    free(hk);
-    free(im->px);
-    im->px = out;
-    im->w = cw;
-    im->h = ch;
+    return oqc_img_is_image_path(path);
 }
 
 /* ============================================================== preprocessing */
-
-/* Python's round() of a half-integer-or-integer x / 2: half to even. */
-static int half_even(int x) {
-    int q = x / 2;
-    return x % 2 && q % 2 ? q + 1 : q;
-}
-
-/* Color conversion as PIL's Image.convert: to 3 channels replicates gray; to gray is
- * L = (19595 R + 38470 G + 7471 B + 0x8000) >> 16. */
-static void convert_color(Image *im, int want) {
-    if (im->c == want)
-        return;
-    size_t n = (size_t)im->w * (size_t)im->h;
-    unsigned char *out = malloc(n * (size_t)want + 1);
-    if (!out)
-        oqc_panic(__FILE__, __LINE__, "out of memory");
-    for (size_t i = 0; i < n; i++) {
-        const unsigned char *p = im->px + i * (size_t)im->c;
-        if (want == 3)
-            out[3 * i] = out[3 * i + 1] = out[3 * i + 2] = p[0];
-        else
-            out[i] = (unsigned char)((p[0] * 19595u + p[1] * 38470u + p[2] * 7471u + 0x8000u) >> 16);
-    }
-    free(im->px);
-    im->px = out;
-    im->c = want;
-}
 
 int oqc_image_geometry(const OqcPreprocess *p, const OqcShape *in, int *c, int *h, int *w,
                        OqcDiag *d) {
@@ -568,51 +233,33 @@ int oqc_image_load(const char *path, const OqcPreprocess *p, const OqcShape *in,
     int C, H, W;
     if (oqc_image_geometry(p, in, &C, &H, &W, d) < 0)
         return -1;
-    Image im;
-    if (decode(path, &im, d) < 0)
-        return -1;
-    convert_color(&im, C);
-    int64_t rh = 0, rw = 0;
-    if (p->resize_h) {
-        rh = p->resize_h;
-        rw = p->resize_w;
-    } else if (p->resize) { /* the shorter side to resize, as torchvision's Resize(int) */
-        int shrt = im.w < im.h ? im.w : im.h, lng = im.w < im.h ? im.h : im.w;
-        double other = (double)p->resize * lng / shrt; /* < 2^36: no overflow */
-        rw = im.w <= im.h ? p->resize : (int64_t)other;
-        rh = im.w <= im.h ? (int64_t)other : p->resize;
-    }
-    int rc = 0;
-    if (rh > INT_MAX || rw > INT_MAX)
-        rc = oqc_err(d, "%s: image is %dx%d (HxW), %lldx%lld after resizing: too large", path,
-                     im.h, im.w, (long long)rh, (long long)rw);
-    int64_t fh = rh ? rh : im.h, fw = rh ? rw : im.w; /* after resizing */
-    int ch = p->crop_h ? p->crop_h : (int)fh, cw = p->crop_h ? p->crop_w : (int)fw;
-    if (rc == 0 && (ch > fh || cw > fw))
-        rc = oqc_err(d, "%s: image is %lldx%lld (HxW)%s, smaller than the crop %dx%d", path,
-                     (long long)fh, (long long)fw, rh ? " after resizing" : "", ch, cw);
-    else if (rc == 0 && (ch != H || cw != W))
-        rc = oqc_err(d, "%s: image is %dx%d (HxW) after --preprocess %s but the model input "
-                        "takes %dx%d (set resize= and crop=)", path, ch, cw, p->spec, H, W);
-    if (rc < 0) {
-        free(im.px);
+    OqcImgSpec s = {.resize = p->resize, .resize_h = p->resize_h, .resize_w = p->resize_w,
+                    .crop_h = p->crop_h, .crop_w = p->crop_w, .nhwc = p->nhwc,
+                    .color = p->color == OQC_COLOR_BGR ? OQC_IMG_BGR
+                           : p->color == OQC_COLOR_GRAY ? OQC_IMG_GRAY : OQC_IMG_RGB};
+    size_t n = (size_t)C * (size_t)H * (size_t)W, plane = (size_t)H * (size_t)W;
+    unsigned char *px = malloc(n);
+    char err[512];
+    if (!px)
+        oqc_panic(__FILE__, __LINE__, "out of memory");
+    /* opened here first so that a FIFO or a device is refused, not waited on, and the
+     * file is recorded as read (oqc_in_fopen); the decoder then opens it again */
+    FILE *f = oqc_in_fopen(path, d);
+    if (!f) {
+        free(px);
         return -1;
     }
-    resize_crop(&im, (int)fw, (int)fh, half_even((int)fw - cw), half_even((int)fh - ch), cw, ch);
-    for (int y = 0; y < H; y++)
-        for (int x = 0; x < W; x++) {
-            const unsigned char *px = im.px + ((size_t)y * (size_t)W + (size_t)x) * (size_t)C;
-            for (int c = 0; c < C; c++) {
-                int sc = p->color == OQC_COLOR_BGR ? 2 - c : c;
-                float v = (float)px[sc] * p->mul / p->div;
-                v = (v - p->mean[c]) / p->std[c];
-                size_t at = p->nhwc ? ((size_t)y * (size_t)W + (size_t)x) * (size_t)C + (size_t)c
-                                    : ((size_t)c * (size_t)H + (size_t)y) * (size_t)W + (size_t)x;
-                out[at] = v;
-            }
-        }
-    free(im.px);
-    return 0;
+    fclose(f);
+    int rc = oqc_img_pixels(path, &s, C, H, W, px, err, sizeof err);
+    if (rc < 0)
+        oqc_err(d, "%s: %s%s%s", path, err, strncmp(err, "image is", 8) ? "" : "; --preprocess ",
+                strncmp(err, "image is", 8) ? "" : p->spec);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        int c = (int)(p->nhwc ? i % (size_t)C : i / plane);
+        out[i] = oqc_img_value(px[i], p->mul, p->div, p->mean[c], p->std[c]);
+    }
+    free(px);
+    return rc;
 }
 
 int oqc_images_read(const char *const *files, int64_t n, const OqcPreprocess *p,

@@ -666,7 +666,7 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
     if (rc == 0)
         rc = compile_model("compile", &o, o.out, &st, name, sizeof name, d);
     if (rc == 0 && o.main_driver)
-        rc = oqc_cli_write_driver(o.out, name, d);
+        rc = oqc_cli_write_driver(o.out, name, o.pre.given, d);
     char main_c[4096], dflt[4096];
     snprintf(main_c, sizeof main_c, "%s/%s.c", o.out ? o.out : ".", name);
     snprintf(dflt, sizeof dflt, "%s/%s.d", o.out ? o.out : ".", name);
@@ -707,9 +707,10 @@ static int cmd_bench(int argc, char **argv, OqcDiag *d) {
                st.nconst, o.target ? o.target : oqc_default_target());
     fflush(stdout);
     if (rc == 0)
-        rc = oqc_cli_write_driver(outdir, name, d);
+        rc = oqc_cli_write_driver(outdir, name, o.pre.given, d);
     if (rc == 0)
         rc = oqc_cli_bench_run(outdir, name, oqc_target_flags(o.target), o.threads,
+                               o.pre.given,
                                o.runs < 0 ? 100 : o.runs,
                                o.warmup < 0 ? 10 : o.warmup, o.ninputs ? o.inputs[0] : NULL, d);
     if (made)

@@ -84,10 +84,12 @@ const char *oqc_usage(const char *cmd) {
                "  --precision int8 (the default) needs --calib data or a --table (docs/int8.md);\n"
                "  fp32 emits the float model (bit-identical to `oqc run`). --weight-bits 7\n"
                "  quantizes weights to [-63, 63] so AVX2 CPUs without VNNI run the fast u8 x s8\n"
-               "  kernels exactly (docs/int8.md). --main also writes main.c and a Makefile\n"
-               "  building NAME_main, which runs .npy/raw samples or --bench N. --threads N\n"
-               "  (default 1) splits each layer into N tasks with the bits of one thread, on a\n"
-               "  pthread pool or the application's parallel-for (NAME_set_parallel).\n";
+               "  kernels exactly (docs/int8.md). With --preprocess SPEC, NAME.h has the spec\n"
+               "  and an INT8 model NAME_run_u8 on 8-bit pixels (integer-only). --main also\n"
+               "  writes main.c and a Makefile building NAME_main, which runs .npy/raw samples\n"
+               "  (and images, with a spec: -ljpeg -lpng) or --bench N. --threads N (default\n"
+               "  1) splits each layer into N tasks with the bits of one thread, on a pthread\n"
+               "  pool or the application's parallel-for (NAME_set_parallel).\n";
     if (!strcmp(cmd, "export-qdq"))
         return "usage: oqc export-qdq MODEL (--table TABLE | --calib PATH...) -o OUT.onnx\n"
                "                      [--weight-type int8|uint8] [--weight-bits N] [--method M] [--bins N]\n"

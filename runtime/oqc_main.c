@@ -5,13 +5,18 @@
  * Built with the model (its header and prefix given as macros; the Makefile does it):
  *   cc -std=c99 -O2 -ffp-contract=off -DOQC_MODEL_HEADER='"NAME.h"' -DOQC_MODEL_PREFIX=NAME
  *      -DOQC_LAYER_HOOKS='"main_hooks.h"' -I. main.c NAME.c ... -lm -o NAME_main
+ * Built with -DOQC_MAIN_IMAGES and oqc_image.c (a model compiled with --preprocess; the
+ * Makefile does it, linking -ljpeg -lpng), it also takes images.
  * Usage:
  *   NAME_main [-o OUT.npy] [FILE...]
  *                                  runs every sample of each FILE (float32 .npy, or raw
- *                                  float32: whole samples of the first input) and prints
- *                                  the first output of each (the top 5 of a classifier)
- *                                  and the time of each run; -o also writes the first
- *                                  outputs of all samples as float32 .npy [S, size]
+ *                                  float32: whole samples of the first input; with
+ *                                  images, a JPEG/PNG file or a folder of them, read at
+ *                                  every depth in sorted name order and preprocessed as
+ *                                  NAME_PREPROCESS says) and prints the first output of
+ *                                  each (the top 5 of a classifier) and the time of each
+ *                                  run; -o also writes the first outputs of all samples
+ *                                  as float32 .npy [S, size]
  *   NAME_main --bench N [--warmup W] [FILE]
  *                                  W untimed runs, then N timed runs of one sample (the
  *                                  file's first, else a fixed pseudo-random input in
@@ -28,6 +33,12 @@
 #include <time.h>
 
 #include OQC_MODEL_HEADER
+#include <sys/stat.h>
+#ifdef OQC_MAIN_IMAGES
+#include <dirent.h>
+
+#include "oqc_image.h"
+#endif
 
 #define OQC_MAIN_CAT_(a, b) a##b
 #define OQC_MAIN_CAT(a, b) OQC_MAIN_CAT_(a, b)
@@ -43,6 +54,11 @@
 #define OQC_MAIN_STR(x) OQC_MAIN_STR_(x)
 
 #define MAX_LAYERS 4096
+#ifdef OQC_MAIN_IMAGES
+#define USAGE "usage: %s [--bench N [--warmup W]] [-o OUT.npy] [FILE.npy|FILE.raw|IMAGE|DIR...]\n"
+#else
+#define USAGE "usage: %s [--bench N [--warmup W]] [-o OUT.npy] [FILE.npy|FILE.raw...]\n"
+#endif
 
 static double now_ms(void) {
     struct timespec t;
@@ -146,6 +162,102 @@ bad:
     return NULL;
 }
 
+#ifdef OQC_MAIN_IMAGES
+/* ------------------------------------------------------------------------- images */
+
+/* The image at path as the model's float input x (NAME_PREPROCESS: the pixels of
+ * oqc_image.c, then ToTensor and Normalize as oqc computes them); 0, or 1 with a message. */
+static int read_image(const char *path, float *x) {
+    static const OqcImgSpec spec = {M(_PP_RESIZE), M(_PP_RESIZE_H), M(_PP_RESIZE_W),
+                                    M(_PP_CROP_H), M(_PP_CROP_W), M(_PP_COLOR), M(_PP_NHWC)};
+    static const float mean[3] = M(_PP_MEAN), std[3] = M(_PP_STD);
+    size_t n = in_size[0], plane = (size_t)M(_PP_HEIGHT) * M(_PP_WIDTH), i;
+    unsigned char *px = malloc(n);
+    char err[512];
+    if (!px || oqc_img_pixels(path, &spec, M(_PP_CHANNELS), M(_PP_HEIGHT), M(_PP_WIDTH), px,
+                              err, sizeof err) != 0) {
+        fprintf(stderr, "%s: %s\n", path, px ? err : "out of memory");
+        free(px);
+        return 1;
+    }
+    for (i = 0; i < n; i++) {
+        size_t c = M(_PP_NHWC) ? i % M(_PP_CHANNELS) : i / plane;
+        x[i] = oqc_img_value(px[i], M(_PP_MUL), M(_PP_DIV), mean[c], std[c]);
+    }
+    free(px);
+    return 0;
+}
+
+/* A growing list of paths. */
+typedef struct Paths {
+    char **v;      /* malloc'd paths */
+    size_t n, cap; /* used, allocated */
+} Paths;
+
+static int cmp_name(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int push_path(Paths *l, char *p) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        char **v = realloc(l->v, cap * sizeof *v);
+        if (!v)
+            return 1;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = p;
+    return 0;
+}
+
+/* The images under dir (at every depth, each level in name order as oqc reads a folder;
+ * names starting with '.' skipped), appended to *out; 0, or 1 with a message. */
+static int list_images(const char *dir, Paths *out, int depth) {
+    Paths names = {NULL, 0, 0};
+    DIR *dp = opendir(dir);
+    struct dirent *e;
+    size_t i;
+    int rc = 0;
+    if (!dp || depth > 32) {
+        fprintf(stderr, "%s: %s\n", dir, dp ? "folders nested too deep" : "cannot list the folder");
+        if (dp)
+            closedir(dp);
+        return 1;
+    }
+    while (rc == 0 && (e = readdir(dp)) != NULL) {
+        char *p;
+        if (e->d_name[0] == '.')
+            continue;
+        p = malloc(strlen(dir) + strlen(e->d_name) + 2);
+        if (!p || push_path(&names, p)) {
+            fprintf(stderr, "%s: out of memory\n", dir);
+            free(p);
+            rc = 1;
+            break;
+        }
+        sprintf(p, "%s/%s", dir, e->d_name);
+    }
+    closedir(dp);
+    if (names.n)
+        qsort(names.v, names.n, sizeof *names.v, cmp_name);
+    for (i = 0; i < names.n; i++) {
+        struct stat st;
+        if (rc == 0 && stat(names.v[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+            rc = list_images(names.v[i], out, depth + 1);
+        } else if (rc == 0 && oqc_img_is_image_path(names.v[i])) {
+            rc = push_path(out, names.v[i]);
+            if (rc == 0)
+                continue;
+            fprintf(stderr, "%s: out of memory\n", dir);
+        }
+        free(names.v[i]);
+    }
+    free(names.v);
+    return rc;
+}
+#endif
+
 /* ----------------------------------------------------------------------- running */
 
 static void *arena;
@@ -158,10 +270,11 @@ static int run(void) {
     return st;
 }
 
-static void print_output(size_t sample) {
+static void print_output(size_t sample, const char *path) {
     const float *y = outs[0];
     size_t n = out_size[0], i, k;
-    printf("sample %lu: %s:", (unsigned long)sample, M(_OUTPUT0_NAME));
+    printf("sample %lu%s%s%s: %s:", (unsigned long)sample, path ? " (" : "", path ? path : "",
+           path ? ")" : "", M(_OUTPUT0_NAME));
     if (n <= 16) {
         for (i = 0; i < n; i++)
             printf(" %.6g", (double)y[i]);
@@ -184,6 +297,7 @@ static void print_output(size_t sample) {
 
 /* Appends the first output to the .npy being written (header patched at the end). */
 static FILE *out_npy;
+static const char *out_path;
 static unsigned long out_rows;
 
 static int npy_header(FILE *f, unsigned long rows) {
@@ -195,6 +309,32 @@ static int npy_header(FILE *f, unsigned long rows) {
     h[len++] = '\n';
     return fseek(f, 0, SEEK_SET) == 0 && fwrite("\x93NUMPY\x01\x00\x76\x00", 1, 10, f) == 10 &&
            fwrite(h, 1, (size_t)len, f) == (size_t)len ? 0 : -1;
+}
+
+/* Runs the model on x (in_size[0] floats, sample `index` of a file, or the image at
+ * path), prints the first output with the time and appends it to -o; with --bench
+ * (runs > 0) x only becomes the timed input, the first such sample. */
+static int sample(const float *x, size_t index, const char *path, long runs) {
+    static int bench_input;
+    double t0;
+    int rc;
+    if (runs > 0) {
+        if (!bench_input)
+            memcpy(ins[0], x, in_size[0] * sizeof *x);
+        bench_input = 1;
+        return 0;
+    }
+    memcpy(ins[0], x, in_size[0] * sizeof *x);
+    t0 = now_ms();
+    rc = run();
+    if (rc == 0) {
+        printf("(%.4f ms) ", now_ms() - t0);
+        print_output(index, path);
+        if (out_npy && fwrite(outs[0], sizeof(float), out_size[0], out_npy) != out_size[0])
+            rc = 1;
+        out_rows++;
+    }
+    return rc;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -259,7 +399,8 @@ int main(int argc, char **argv) {
     for (a = 1; a < argc && argv[a][0] == '-'; a += 2) {
         char *end;
         if (!strcmp(argv[a], "-o") && a + 1 < argc) {
-            out_npy = fopen(argv[a + 1], "wb");
+            out_path = argv[a + 1];
+            out_npy = fopen(out_path, "wb");
             if (!out_npy || npy_header(out_npy, 0) != 0) {
                 fprintf(stderr, "%s: cannot write\n", argv[a + 1]);
                 return 1;
@@ -268,8 +409,7 @@ int main(int argc, char **argv) {
         }
         long v = a + 1 < argc ? strtol(argv[a + 1], &end, 10) : -1;
         if (a + 1 >= argc || *end || v < 0 || (strcmp(argv[a], "--bench") && strcmp(argv[a], "--warmup"))) {
-            fprintf(stderr, "usage: %s [--bench N [--warmup W]] [-o OUT.npy] [FILE.npy|FILE.raw...]\n",
-                    argv[0]);
+            fprintf(stderr, USAGE, argv[0]);
             return 1;
         }
         if (!strcmp(argv[a], "--bench"))
@@ -293,45 +433,83 @@ int main(int argc, char **argv) {
         if (!(outs[k] = malloc(out_size[k] * sizeof(float) + 1)))
             return 1;
     if (a == argc && runs == 0) {
-        fprintf(stderr, "usage: %s [--bench N [--warmup W]] [-o OUT.npy] [FILE.npy|FILE.raw...]\n",
-                argv[0]);
+        fprintf(stderr, USAGE, argv[0]);
         return 1;
     }
     printf("%s: arena %lu bytes, %d input(s), %d output(s)\n", OQC_MAIN_STR(OQC_MODEL_PREFIX),
            (unsigned long)M(_ARENA_BYTES), M(_NUM_INPUTS), M(_NUM_OUTPUTS));
     for (; a < argc && rc == 0; a++) {
         size_t n, s;
-        float *x = read_floats(argv[a], &n), *in0 = ins[0];
-        if (!x)
-            return 1;
+        float *x;
+#ifdef OQC_MAIN_IMAGES
+        struct stat st;
+        Paths l = {NULL, 0, 0};
+        int dir = stat(argv[a], &st) == 0 && S_ISDIR(st.st_mode);
+        if (dir) {
+            rc = list_images(argv[a], &l, 0);
+            if (rc == 0 && l.n == 0) {
+                fprintf(stderr, "%s: no JPEG or PNG image in the folder\n", argv[a]);
+                rc = 1;
+            }
+        } else if (oqc_img_is_image_path(argv[a])) {
+            rc = push_path(&l, argv[a]);
+        }
+        if (dir || l.v) { /* images: one sample each */
+            float *img = malloc(in_size[0] * sizeof *img + 1);
+            if (!img)
+                rc = 1;
+            for (s = 0; s < l.n; s++) {
+                if (rc == 0 && (rc = read_image(l.v[s], img)) == 0)
+                    rc = sample(img, s, l.v[s], runs);
+                if (l.v[s] != argv[a])
+                    free(l.v[s]);
+            }
+            free(l.v);
+            free(img);
+            continue;
+        }
+#endif
+#ifndef OQC_MAIN_IMAGES
+        {
+            struct stat st;
+            unsigned char magic[8] = {0};
+            FILE *f = fopen(argv[a], "rb");
+            int dir = stat(argv[a], &st) == 0 && S_ISDIR(st.st_mode);
+            size_t got = f && !dir ? fread(magic, 1, sizeof magic, f) : 0;
+            if (f)
+                fclose(f);
+            if (dir || (got >= 3 && !memcmp(magic, "\xff\xd8\xff", 3)) ||
+                (got == 8 && !memcmp(magic, "\x89PNG\r\n\x1a\n", 8))) {
+                fprintf(stderr, "%s: %s: this driver reads images only for a model compiled "
+                                "with --preprocess, built with IMAGES=1\n", argv[a],
+                        dir ? "a folder" : "an image");
+                rc = 1;
+                break;
+            }
+        }
+#endif
+        x = read_floats(argv[a], &n);
+        if (!x) {
+            rc = 1;
+            break;
+        }
         if (n == 0 || n % in_size[0]) {
             fprintf(stderr, "%s: %lu values are not whole samples of %lu\n", argv[a],
                     (unsigned long)n, (unsigned long)in_size[0]);
             free(x);
-            return 1;
+            rc = 1;
+            break;
         }
-        for (s = 0; s < n / in_size[0] && rc == 0; s++) {
-            double t0;
-            ins[0] = x + s * in_size[0];
-            if (runs > 0) { /* --bench: the file's first sample */
-                memcpy(in0, ins[0], in_size[0] * sizeof(float));
-                break;
-            }
-            t0 = now_ms();
-            rc = run();
-            if (rc == 0) {
-                printf("(%.4f ms) ", now_ms() - t0);
-                print_output(s);
-                if (out_npy && fwrite(outs[0], sizeof(float), out_size[0], out_npy) != out_size[0])
-                    rc = 1;
-                out_rows++;
-            }
-        }
-        ins[0] = in0;
+        for (s = 0; s < n / in_size[0] && rc == 0; s++)
+            rc = sample(x + s * in_size[0], s, NULL, runs);
         free(x);
     }
-    if (out_npy && (npy_header(out_npy, out_rows) != 0 || fclose(out_npy) != 0)) {
-        fprintf(stderr, "error writing the -o file\n");
+    if (out_npy && rc != 0) { /* no partial -o file */
+        fclose(out_npy);
+        remove(out_path);
+    } else if (out_npy && (npy_header(out_npy, out_rows) != 0 || fclose(out_npy) != 0)) {
+        fprintf(stderr, "%s: error writing\n", out_path);
+        remove(out_path);
         rc = 1;
     }
     if (rc == 0 && runs > 0)

@@ -14,6 +14,10 @@ against its 8-bit RGB twin):
   rgb16.png    the same pixels as 16-bit RGB, low bytes random (oqc keeps the high byte)
   rgba.png     the same pixels with a random alpha channel (alpha is dropped)
   gray8.png    12x10 gray, random;  la.png: the same with alpha (dropped)
+  gray16.png   gray8.png's pixels as 16-bit gray, low bytes random (oqc keeps the high
+               byte; PIL would clip to 255 instead, see docs/images.md)
+  grayj.jpg    20x16 grayscale JPEG from camera.png; ref_grayj.npy: PIL's decoded L
+               pixels as float32 [1, 1, 16, 20] (oqc decodes it as gray, 1 channel)
 Error cases: cmyk.jpg (a CMYK JPEG, refused); big.png (a header claiming 20000x20000
 pixels over a few bytes of data: refused as too large before any allocation).
 
@@ -104,6 +108,20 @@ def main():
         assert ref.shape[1:] == shape[1:], (name, ref.shape, shape)
         np.save(os.path.join(OUT, 'ref_%s.npy' % name), ref)
         print('%s: %s %s' % (name, spec, ref.shape))
+    gray_cases()
+
+
+def gray_cases():
+    """The 16-bit and JPEG grayscale cases (their own random stream, so adding them left
+    the files above unchanged)."""
+    g = np.asarray(Image.open(os.path.join(OUT, 'gray8.png')), dtype=np.uint16)
+    lo = np.random.default_rng(1).integers(0, 256, g.shape, dtype=np.uint16)
+    png(os.path.join(OUT, 'gray16.png'), 12, 10, 0, 16, [r.astype('>u2').tobytes() for r in (g << 8) | lo])
+    cam = Image.open('/usr/lib/python3/dist-packages/skimage/data/camera.png').convert('L')
+    cam.crop((300, 200, 320, 216)).save(os.path.join(OUT, 'grayj.jpg'), quality=90)
+    ref = np.asarray(Image.open(os.path.join(OUT, 'grayj.jpg')), dtype=np.float32)
+    assert Image.open(os.path.join(OUT, 'grayj.jpg')).mode == 'L'
+    np.save(os.path.join(OUT, 'ref_grayj.npy'), ref.reshape(1, 1, 16, 20))
 
 
 if __name__ == '__main__':

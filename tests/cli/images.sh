@@ -40,6 +40,14 @@ done
     ok "la.png (gray + alpha) drops alpha" || fail "la.png conversion"
 "$IT" raw 1x3x10x12 "$TMP/g3.npy" $I/gray8.png && [ "$(wc -c <"$TMP/g3.npy")" = $((128 + 3 * 480)) ] &&
     ok "gray replicated to RGB" || fail "gray to RGB"
+"$IT" raw,color=gray 1x1x10x12 "$TMP/g16.npy" $I/gray16.png && cmp -s "$TMP/g16.npy" "$TMP/g8.npy" &&
+    ok "gray16.png (16-bit gray) converts to its 8-bit twin (the high byte)" || fail "gray16.png conversion"
+# a grayscale JPEG: PIL's L pixels (bit-exact), replicated to R = G = B for color=rgb
+"$IT" raw,color=gray 1x1x16x20 "$TMP/gj.npy" $I/grayj.jpg && same_data "$TMP/gj.npy" $I/ref_grayj.npy &&
+    ok "grayj.jpg (grayscale JPEG) decodes to PIL's pixels" || fail "grayscale JPEG vs PIL"
+"$IT" raw 1x3x16x20 "$TMP/gj3.npy" $I/grayj.jpg && data_of "$TMP/gj.npy" >"$TMP/gj.bin" &&
+    cat "$TMP/gj.bin" "$TMP/gj.bin" "$TMP/gj.bin" >"$TMP/gj3.bin" && data_of "$TMP/gj3.npy" | cmp -s - "$TMP/gj3.bin" &&
+    ok "grayscale JPEG replicated to RGB" || fail "grayscale JPEG to RGB"
 
 # --- bad files: a clear error naming the file, exit 1
 head -c 2000 $I/photo.jpg > "$TMP/trunc.jpg"
@@ -49,7 +57,11 @@ echo "not an image" > "$TMP/text.jpg"
 # a PNG whose pixel data is damaged (a byte of IDAT flipped: its CRC fails)
 cp $I/photo.png "$TMP/crc.png"
 printf '\377' | dd of="$TMP/crc.png" bs=1 seek=3000 conv=notrunc 2>/dev/null
+# a JPEG damaged inside its scan data (a bogus marker 0xff05): libjpeg's warning
+cp $I/photo.jpg "$TMP/corrupt.jpg"
+printf '\377\005' | dd of="$TMP/corrupt.jpg" bs=1 seek=1500 conv=notrunc 2>/dev/null
 for c in "trunc.jpg:truncated JPEG" "trunc.png:truncated PNG" "text.jpg:not a JPEG or PNG" \
+         "corrupt.jpg:Corrupt JPEG data" \
          "empty.png:not a JPEG or PNG" "crc.png:corrupt or truncated PNG" "cmyk.jpg:CMYK" \
          "big.png:too large"; do
     f=${c%%:*} want=${c#*:}
@@ -76,11 +88,7 @@ done
 
 # --- folders, lists and labels through the commands (the Fashion model: 1x28x28 gray)
 P='resize=28x28,scale=1/255,mean=0.2860,std=0.3530,color=gray'
-mkdir -p "$TMP/set/b_cls" "$TMP/set/a_cls/sub"
-cp $I/photo.jpg $I/gray.png "$TMP/set/b_cls/"
-cp $I/photo.png "$TMP/set/a_cls/"
-cp $I/palette.png "$TMP/set/a_cls/sub/"
-echo "ignored" > "$TMP/set/a_cls/notes.txt"
+image_set "$TMP/set"
 # sorted path order, recursively: a_cls/photo.png, a_cls/sub/palette.png, b_cls/gray.png, b_cls/photo.jpg
 "$IT" "$P" 1x1x28x28 "$TMP/set.npy" "$TMP/set/a_cls/photo.png" "$TMP/set/a_cls/sub/palette.png" \
     "$TMP/set/b_cls/gray.png" "$TMP/set/b_cls/photo.jpg"
@@ -128,6 +136,14 @@ cp "$TMP/trunc.jpg" "$TMP/set/b_cls/zz.jpg"
     fail "truncated image in a folder accepted" ||
     { grep -q "zz.jpg: corrupt or truncated JPEG" "$TMP/err" && [ ! -e "$TMP/bad.trt" ] &&
         ok "bad image in a folder: named, no table" || fail "bad image: $(cat "$TMP/err")"; }
+for c in "run $M --input $TMP/set -o $TMP/bad_out.npy" \
+         "eval $M --table $TMP/img.xml --data $TMP/set --save-int8 $TMP/bad_out.npy" \
+         "compile $M --calib $TMP/set -o $TMP/bad_out" "export-qdq $M --calib $TMP/set -o $TMP/bad_out.onnx"; do
+    # shellcheck disable=SC2086 # (the words of the command)
+    "$OQC" $c --preprocess "$P" -q 2>"$TMP/err" && fail "${c%% *}: truncated image accepted" ||
+        { grep -q "zz.jpg: corrupt or truncated JPEG" "$TMP/err" && [ -z "$(ls -d "$TMP"/bad_out* 2>/dev/null)" ] &&
+            ok "${c%% *}: bad image named, nothing written" || fail "${c%% *}: $(cat "$TMP/err"; ls -d "$TMP"/bad_out*)"; }
+done
 rm "$TMP/set/b_cls/zz.jpg"
 mkdir "$TMP/set/c_cls"; cp $I/photo.jpg "$TMP/set/loose.jpg"
 "$OQC" eval $M --table "$TMP/img.xml" --data "$TMP/set" --labels folders 2>"$TMP/err" &&

@@ -62,3 +62,14 @@ same_data() {
     data_of "$2" | head -c "${3:-999999999}" > "$TMP/b.bin"
     [ -s "$TMP/a.bin" ] && cmp -s "$TMP/a.bin" "$TMP/b.bin"
 }
+
+# image_set DIR: a folder of the bundled test images in two class sub-folders, one image
+# nested deeper and a file that is no image (skipped); read in sorted path order it holds
+# a_cls/photo.png, a_cls/sub/palette.png, b_cls/gray.png, b_cls/photo.jpg.
+image_set() {
+    mkdir -p "$1/b_cls" "$1/a_cls/sub"
+    cp models/images/photo.jpg models/images/gray.png "$1/b_cls/"
+    cp models/images/photo.png "$1/a_cls/"
+    cp models/images/palette.png "$1/a_cls/sub/"
+    echo "ignored" > "$1/a_cls/notes.txt"
+}

@@ -16,6 +16,14 @@
  * PREFIX_set_parallel with a parallel-for that runs the tasks on the calling thread in
  * reverse order, and "parallel-for: C calls, at most T tasks" goes to stderr at the end.
  *
+ * Built with -DOQC_TEST_U8 (a model compiled with --preprocess, which has PREFIX_run_u8):
+ *   run_fashion IN.npy OUT PIXELS.npy OUT_U8.npy
+ * PIXELS.npy holds the same samples as 8-bit pixels (float32 values 0..255, e.g. the
+ * same images through --preprocess with scale 1, mean 0, std 1); each sample's
+ * PREFIX_run_u8 output must equal, byte for byte, PREFIX_run_int8's on IN quantized by
+ * oqci_quantize at PREFIX_INPUT_SCALE (what PREFIX_run does first), else exit 1;
+ * OUT_U8.npy receives those outputs dequantized (q * PREFIX_OUTPUT_SCALE).
+ *
  * Not in tests/tools/ (which the Makefile links with liboqc): it needs a model. */
 #define _POSIX_C_SOURCE 200112L
 
@@ -26,6 +34,9 @@
 #include <sys/stat.h>
 
 #include OQC_MODEL_HEADER
+#ifdef OQC_TEST_U8
+#include "oqci.h"
+#endif
 
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
@@ -118,6 +129,51 @@ static void reverse_parallel_for(void *ctx, void (*task)(void *, int), void *arg
 }
 #endif
 
+#ifdef OQC_TEST_U8
+/* PREFIX_run_u8 on the pixels against PREFIX_run_int8 on x quantized (see the top). */
+static int u8_check(const char *pixels_path, const char *out_path, const float *x,
+                    size_t samples, void *arena) {
+    size_t n, size = M(_INPUT_SIZE), osize = M(_OUTPUT_SIZE);
+    float *pix = read_npy(pixels_path, &n);
+    uint8_t *px = malloc(size), *q = malloc(size), *o1 = malloc(osize), *o2 = malloc(osize);
+    float *y = malloc(samples * osize * sizeof *y);
+    if (!pix || n != samples * size)
+        return fail("not a float32 .npy of as many samples as IN", pixels_path);
+    if (!px || !q || !o1 || !o2 || !y)
+        return fail("out of memory", pixels_path);
+    for (size_t s = 0; s < samples; s++) {
+        for (size_t i = 0; i < size; i++) {
+            float v = pix[s * size + i];
+            if (!(v >= 0 && v <= 255) || v != (float)(int)v)
+                return fail("a value is not a pixel (an integer 0..255)", pixels_path);
+            px[i] = (uint8_t)v;
+        }
+        if (M(_run_u8)(px, o1, arena) != 0 ||
+            oqci_quantize(x + s * size, q, M(_INPUT_UNSIGNED) ? OQCI_U8 : OQCI_S8,
+                          (int64_t)size, M(_INPUT_SCALE)) != 0 ||
+            M(_run_int8)(q, o2, arena) != 0)
+            return fail("a run failed", pixels_path);
+        if (memcmp(o1, o2, osize) != 0) {
+            fprintf(stderr, "emitted_main: sample %lu: run_u8 differs from run_int8 on the "
+                            "quantized float input\n", (unsigned long)s);
+            return 1;
+        }
+        for (size_t i = 0; i < osize; i++)
+            y[s * osize + i] = (float)(M(_OUTPUT_UNSIGNED) ? (int)o1[i] : (int)(int8_t)o1[i]) *
+                               M(_OUTPUT_SCALE);
+    }
+    if (write_npy(out_path, y, samples, osize) != 0)
+        return fail("cannot write", out_path);
+    free(pix);
+    free(px);
+    free(q);
+    free(o1);
+    free(o2);
+    free(y);
+    return 0;
+}
+#endif
+
 int main(int argc, char **argv) {
 #ifdef OQC_TEST_PARALLEL
     M(_set_parallel)(reverse_parallel_for, NULL);
@@ -149,10 +205,17 @@ int main(int argc, char **argv) {
 #if M(_NUM_INPUTS) != 1 || M(_NUM_OUTPUTS) > 4
 #error "emitted_main handles models with one input and at most four outputs"
 #endif
+#ifdef OQC_TEST_U8
+    if (argc != 5) {
+        fprintf(stderr, "usage: %s IN.npy OUT PIXELS.npy OUT_U8.npy\n", argv[0]);
+        return 2;
+    }
+#else
     if (argc < 3 || argc > 4) {
         fprintf(stderr, "usage: %s IN.npy OUT [MAX_SAMPLES]\n", argv[0]);
         return 2;
     }
+#endif
     size_t n, no = M(_NUM_OUTPUTS);
     float *x = read_npy(argv[1], &n);
     if (!x)
@@ -160,8 +223,10 @@ int main(int argc, char **argv) {
     if (n % M(_INPUT_SIZE) != 0 || n == 0)
         return fail("element count is not a whole number of samples", argv[1]);
     size_t samples = n / M(_INPUT_SIZE);
+#ifndef OQC_TEST_U8
     if (argc == 4 && (size_t)atol(argv[3]) < samples)
         samples = (size_t)atol(argv[3]);
+#endif
     float *y[4], *check[4];
     for (size_t k = 0; k < no; k++) {
         y[k] = malloc(samples * out_size[k] * sizeof(float));
@@ -220,6 +285,10 @@ int main(int argc, char **argv) {
                 return fail("cannot write", path);
         }
     }
+#ifdef OQC_TEST_U8
+    if (u8_check(argv[3], argv[4], x, samples, arena) != 0)
+        return 1;
+#endif
     for (size_t k = 0; k < no; k++) {
         free(y[k]);
         free(check[k]);
