@@ -496,6 +496,37 @@ void oqc_tmp_forget(const char *path);
  * temporaries and directories, then die of the signal (the CLI calls it). */
 void oqc_tmp_remove_on_signals(void);
 
+/* ====================================================================== json.c */
+
+/* A JSON document being written (docs/json.md): containers are opened and closed, object
+ * members named with oqc_json_key (or the oqc_json_k* shorthands); commas, escaping and
+ * number forms are the writer's (see json.c).  Misuse aborts (a bug in oqc). */
+typedef struct OqcJson {
+    char *buf;                /* the text so far (malloc'd, NUL-terminated) */
+    size_t len, cap;          /* bytes used and allocated */
+    int depth;                /* open containers */
+    char kind[32];            /* per open container: '{' or '[' */
+    int count[32];            /* per open container: members written */
+    int keyed;                /* a key was written; its value comes next */
+} OqcJson;
+void oqc_json_init(OqcJson *j);
+void oqc_json_free(OqcJson *j);
+void oqc_json_object(OqcJson *j);   /* opens {  */
+void oqc_json_array(OqcJson *j);    /* opens [  */
+void oqc_json_end(OqcJson *j);      /* closes the innermost; a newline after the document */
+void oqc_json_key(OqcJson *j, const char *key);
+void oqc_json_str(OqcJson *j, const char *s);   /* NULL: null */
+void oqc_json_num(OqcJson *j, double v);        /* NaN, +-Inf: null */
+void oqc_json_int(OqcJson *j, long long v);
+void oqc_json_bool(OqcJson *j, int v);
+void oqc_json_null(OqcJson *j);
+void oqc_json_kstr(OqcJson *j, const char *key, const char *s);
+void oqc_json_knum(OqcJson *j, const char *key, double v);
+void oqc_json_kint(OqcJson *j, const char *key, long long v);
+void oqc_json_kbool(OqcJson *j, const char *key, int v);
+/* The finished document (every container closed). */
+const char *oqc_json_text(const OqcJson *j);
+
 /* ================================================================= tensor_io.c */
 
 /* Reads a NumPy .npy file (C order, little-endian numeric dtypes) into the arena. */
