@@ -99,7 +99,7 @@ int oqc_cli_dump(int argc, char **argv, OqcDiag *d) {
 
 int oqc_cli_check(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"--input-shape", "--passes", "--disable-pass",
-                                          "--no-opt", "-v", "-q", NULL};
+                                          "--no-opt", "--json", "-v", "-q", NULL};
     Opts o;
     int rc = oqc_cli_parse_opts(argc, argv, "check", allowed, &o, d);
     OqcExec *e = NULL;
@@ -117,10 +117,19 @@ int oqc_cli_check(int argc, char **argv, OqcDiag *d) {
         if (!o.quiet)
             printf("%s: ok: %d nodes, %d inputs, %d outputs, every op supported\n", o.model,
                    g->nnodes, g->ninputs, g->noutputs);
+        if (o.json) {
+            oqc_json_kbool(o.json, "supported", 1);
+            oqc_json_kint(o.json, "nodes", g->nnodes);
+            oqc_json_key(o.json, "ops");
+            oqc_cli_json_ops(o.json, g);
+            oqc_cli_json_tensors(o.json, "inputs", g, g->inputs, g->ninputs);
+            oqc_cli_json_tensors(o.json, "outputs", g, g->outputs, g->noutputs);
+        }
         oqc_graph_free(g);
     } else {
         rc = -1;
     }
+    rc = oqc_cli_json_finish(&o, rc, d);
     oqc_cli_free_opts(&o);
     return rc;
 }

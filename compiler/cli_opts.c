@@ -76,6 +76,10 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
             o->main_driver = 1;
             continue;
         }
+        if (!strcmp(name, "--json")) {
+            o->json_fd = 1; /* started below, once the options are known to be good */
+            continue;
+        }
         if (!val) {
             if (i + 1 >= argc)
                 return oqc_err(d, "oqc %s: option '%s' needs a value", cmd, name);
@@ -218,12 +222,17 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
                                lists[k][1], one, pass_names(names, sizeof names));
             p = comma ? comma + 1 : NULL;
         }
-    return 0;
+    return o->json_fd ? oqc_cli_json_start(o, cmd, d) : 0;
 }
 
 void oqc_cli_free_opts(Opts *o) {
     for (int i = 0; i < o->nshapes; i++)
         free((void *)o->shapes[i].name);
+    if (o->json) {
+        oqc_json_free(o->json);
+        free(o->json);
+        o->json = NULL;
+    }
 }
 
 /* Runs the pass pipeline as the options say: everything (or --passes) minus

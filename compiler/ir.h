@@ -806,6 +806,8 @@ typedef struct OqcEvalOptions {
                                     (data is NULL then), or NULL */
     int64_t nimages;             /* their count */
     const OqcPreprocess *pre;    /* how the images become inputs */
+    OqcJson *json;               /* receives the same facts as members of the open object
+                                    (docs/json.md), or NULL */
 } OqcEvalOptions;
 
 /* How close INT8 outputs are to float ones: S samples of n elements each (the first
@@ -819,6 +821,9 @@ typedef struct OqcMetrics {
 } OqcMetrics;
 void oqc_metrics(const float *yf, const float *yq, int64_t S, int64_t n, int64_t cls,
                  const int64_t *lab, OqcMetrics *m);
+/* m as a JSON object {"rows", "agree", "agreement", "top1_fp32", "top1_int8",
+ * "sqnr_db", "sqnr_uncentered_db"} (NaN and infinite figures as null). */
+void oqc_metrics_json(OqcJson *j, const OqcMetrics *m);
 /* Labels v (int64 or int32) as int64 (a copy in a when converted); error naming path. */
 int oqc_labels_i64(const OqcValue *v, const char *path, OqcArena *a, const int64_t **lab,
                    int64_t *n, OqcDiag *d);
@@ -894,6 +899,7 @@ typedef struct OqcEmitStats {
     size_t weight_bytes;   /* bytes of the constants written */
     int nconst;            /* constant arrays written */
     int nfiles;            /* files written */
+    const char *const *files; /* their paths (in the graph's arena) */
     int nruntime;          /* of which copies of runtime files */
 } OqcEmitStats;
 

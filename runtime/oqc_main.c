@@ -17,6 +17,13 @@
  *                                  file's first, else a fixed pseudo-random input in
  *                                  [-1, 1]): median and minimum latency, and, when built
  *                                  with the hooks, a per-layer profile of N more runs.
+ *   NAME_main --bench N --times FILE ...
+ *                                  also writes the figures to FILE for programs (oqc
+ *                                  bench --json), one record a line, numbers with 17
+ *                                  significant digits:
+ *                                    latency RUNS WARMUP MEDIAN_MS MIN_MS MAX_MS
+ *                                    layer INDEX MACS MEAN_MS PERCENT OP NAME
+ *                                  (NAME is the rest of the line).
  * Single-threaded; the model runs in one arena of NAME_ARENA_BYTES from posix_memalign.
  * Exit status 0, or 1 with a message on stderr. */
 #define _POSIX_C_SOURCE 200112L
@@ -54,6 +61,7 @@ typedef struct Layer {
 
 static Layer layers[MAX_LAYERS];
 static int profiling;        /* the hooks record only while set */
+static FILE *times;          /* --times FILE, or NULL */
 static double layer_t0;      /* start of the current layer */
 
 void oqc_main_layer_begin(int index) {
@@ -196,7 +204,7 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 static int bench(long runs, long warmup) {
-    double *t = malloc((size_t)runs * sizeof *t), total = 0;
+    double *t = malloc((size_t)runs * sizeof *t), total = 0, median;
     long i;
     int k, any = 0;
     if (!t)
@@ -211,9 +219,12 @@ static int bench(long runs, long warmup) {
         t[i] = now_ms() - t0;
     }
     qsort(t, (size_t)runs, sizeof *t, cmp_double);
+    median = runs % 2 ? t[runs / 2] : 0.5 * (t[runs / 2 - 1] + t[runs / 2]);
     printf("latency over %ld runs (after %ld warm-up), single thread: median %.4f ms, "
-           "min %.4f ms, max %.4f ms\n", runs, warmup,
-           runs % 2 ? t[runs / 2] : 0.5 * (t[runs / 2 - 1] + t[runs / 2]), t[0], t[runs - 1]);
+           "min %.4f ms, max %.4f ms\n", runs, warmup, median, t[0], t[runs - 1]);
+    if (times)
+        fprintf(times, "latency %ld %ld %.17g %.17g %.17g\n", runs, warmup, median, t[0],
+                t[runs - 1]);
     free(t);
     profiling = 1;
     for (i = 0; i < runs; i++)
@@ -236,6 +247,9 @@ static int bench(long runs, long warmup) {
         if (l->macs > 0 && ms > 0)
             printf(" %10.2f", (double)l->macs / (ms * 1e6));
         printf("\n");
+        if (times)
+            fprintf(times, "layer %d %lld %.17g %.17g %s %s\n", k, l->macs, ms,
+                    total > 0 ? 100.0 * l->ms / total : 0.0, l->op, l->name);
     }
     return 0;
 }
@@ -255,9 +269,17 @@ int main(int argc, char **argv) {
             }
             continue;
         }
+        if (!strcmp(argv[a], "--times") && a + 1 < argc) {
+            times = fopen(argv[a + 1], "w");
+            if (!times) {
+                fprintf(stderr, "%s: cannot write\n", argv[a + 1]);
+                return 1;
+            }
+            continue;
+        }
         long v = a + 1 < argc ? strtol(argv[a + 1], &end, 10) : -1;
         if (a + 1 >= argc || *end || v < 0 || (strcmp(argv[a], "--bench") && strcmp(argv[a], "--warmup"))) {
-            fprintf(stderr, "usage: %s [--bench N [--warmup W]] [-o OUT.npy] [FILE.npy|FILE.raw...]\n",
+            fprintf(stderr, "usage: %s [--bench N [--warmup W] [--times FILE]] [-o OUT.npy] [FILE.npy|FILE.raw...]\n",
                     argv[0]);
             return 1;
         }
@@ -282,7 +304,7 @@ int main(int argc, char **argv) {
         if (!(outs[k] = malloc(out_size[k] * sizeof(float) + 1)))
             return 1;
     if (a == argc && runs == 0) {
-        fprintf(stderr, "usage: %s [--bench N [--warmup W]] [-o OUT.npy] [FILE.npy|FILE.raw...]\n",
+        fprintf(stderr, "usage: %s [--bench N [--warmup W] [--times FILE]] [-o OUT.npy] [FILE.npy|FILE.raw...]\n",
                 argv[0]);
         return 1;
     }
@@ -325,5 +347,9 @@ int main(int argc, char **argv) {
     }
     if (rc == 0 && runs > 0)
         rc = bench(runs, warmup);
+    if (times && fclose(times) != 0) {
+        fprintf(stderr, "error writing the --times file\n");
+        rc = 1;
+    }
     return rc != 0;
 }
