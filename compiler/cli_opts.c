@@ -76,6 +76,15 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
             o->main_driver = 1;
             continue;
         }
+        if (!strcmp(name, "--portable-fp32")) {
+            /* every FP32 kernel oqc itself runs (calibration, mixed-precision
+             * measurements, constant folding) sums as the portable C family does, so the
+             * outputs are the same bits on every host (docs/testing.md) */
+            if (oqcf_sgemm_force_isa(OQCF_ISA_PORTABLE) != 0)
+                return oqc_err(d, "oqc %s: --portable-fp32: cannot select the portable "
+                                  "kernels", cmd);
+            continue;
+        }
         if (!strcmp(name, "--json")) {
             o->json_fd = 1; /* started below, once the options are known to be good */
             continue;

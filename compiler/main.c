@@ -230,6 +230,7 @@ static int unstage(Staged *s, int n, int rc, OqcDiag *d) {
 static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"--data", "--method", "--bins", "-o", "--format",
                                           "--report", "--table", "--input-shape", "--threads",
+                                          "--portable-fp32",
                                           "--batch", "--min-sqnr", "--max-drop", "--val",
                                           "--val-labels", "--fp32-nodes", "--requant",
                                           "--weight-bits", "--sensitivity", "--preprocess",
@@ -428,9 +429,9 @@ static int cmd_eval(int argc, char **argv, OqcDiag *d) {
                                           "--sensitivity", "--min-sqnr", "--max-drop", "--val",
                                           "--val-labels", "--save-table",
                                           "--weight-bits", "--fp32-nodes", "--save-int8", "--save-fp32",
-                                          "--limit", "--input-shape", "--threads", "--passes",
-                                          "--disable-pass", "--no-opt", "--json", "-v", "-q",
-                                          NULL};
+                                          "--limit", "--input-shape", "--threads",
+                                          "--portable-fp32", "--passes", "--disable-pass",
+                                          "--no-opt", "--json", "-v", "-q", NULL};
     Opts o;
     int rc = oqc_cli_parse_opts(argc, argv, "eval", allowed, &o, d);
     if (rc == 0 && !o.model)
@@ -559,7 +560,7 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
                                           "--method", "--bins", "--batch", "--requant",
                                           "--weight-bits", "--fp32-nodes", "--input-shape",
                                           "--min-sqnr", "--max-drop", "--val", "--val-labels",
-                                          "--save-table", "--threads",
+                                          "--save-table", "--threads", "--portable-fp32",
                                           "--passes", "--disable-pass", "--no-opt", "--json",
                                           "-v", "-q", NULL};
     Opts o;
@@ -583,7 +584,8 @@ static int cmd_bench(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"--precision", "--calib", "--table", "--target",
                                           "--preprocess", "--method", "--bins", "--batch",
                                           "--requant", "--weight-bits", "--fp32-nodes",
-                                          "--input-shape", "--threads", "--runs", "--warmup",
+                                          "--input-shape", "--threads", "--portable-fp32",
+                                          "--runs", "--warmup",
                                           "--input", "--passes", "--disable-pass", "--no-opt",
                                           "--json", "-v", "-q", NULL};
     Opts o;
@@ -628,7 +630,7 @@ static int cmd_export_qdq(int argc, char **argv, OqcDiag *d) {
                                           "--batch", "--weight-bits", "--fp32-nodes",
                                           "--min-sqnr", "--max-drop", "--val", "--val-labels",
                                           "--save-table", "--preprocess", "--input-shape",
-                                          "--threads", "-v", "-q", NULL};
+                                          "--threads", "--portable-fp32", "-v", "-q", NULL};
     /* --weight-type is this command's own option: taken out before parse_opts */
     OqcQdqOptions xo = {NULL, 0};
     char **args = malloc((size_t)(argc + 1) * sizeof *args);

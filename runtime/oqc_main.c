@@ -279,7 +279,8 @@ int main(int argc, char **argv) {
         }
         long v = a + 1 < argc ? strtol(argv[a + 1], &end, 10) : -1;
         if (a + 1 >= argc || *end || v < 0 || (strcmp(argv[a], "--bench") && strcmp(argv[a], "--warmup"))) {
-            fprintf(stderr, "usage: %s [--bench N [--warmup W] [--times FILE]] [-o OUT.npy] [FILE.npy|FILE.raw...]\n",
+            fprintf(stderr, "usage: %s [--bench N [--warmup W] [--times FILE]] [-o OUT.npy] "
+                        "[FILE.npy|FILE.raw...]\n",
                     argv[0]);
             return 1;
         }
@@ -304,7 +305,8 @@ int main(int argc, char **argv) {
         if (!(outs[k] = malloc(out_size[k] * sizeof(float) + 1)))
             return 1;
     if (a == argc && runs == 0) {
-        fprintf(stderr, "usage: %s [--bench N [--warmup W] [--times FILE]] [-o OUT.npy] [FILE.npy|FILE.raw...]\n",
+        fprintf(stderr, "usage: %s [--bench N [--warmup W] [--times FILE]] [-o OUT.npy] "
+                        "[FILE.npy|FILE.raw...]\n",
                 argv[0]);
         return 1;
     }
