@@ -27,6 +27,8 @@ const char *const oqc_usage_text =
     "  --disable-pass NAME           skip a pass (repeatable or comma-separated)\n"
     "  --no-opt                      run/check the graph as loaded, without passes\n"
     "  -q                            quiet\n"
+    "  --portable-fp32               calibrate with the portable FP32 kernels: the same\n"
+    "                                tables on every host (docs/testing.md)\n"
     "  --json                        check, compile, calibrate, eval, bench: the facts as\n"
     "                                one JSON document on stdout, the text on stderr\n"
     "                                (docs/json.md)\n"

@@ -130,6 +130,14 @@ n8=$(grep -c '^SAME .* int8 compile with its table$' "$TMP/res")
 nq=$(grep -c '^SAME .* export-qdq$' "$TMP/res")
 [ "$bad" = 0 ] && [ "$other" = 0 ] && ok "every output of every model is the same bytes twice, with 1 or 2 threads, batch 1 or 3" ||
     fail "$bad outputs differ, $other unexpected lines (above)"
+# --portable-fp32 (the tables of every host, reproducible_aarch64.sh): the same bytes
+# with 1 or 2 threads and batch 1 or 4 too
+FM=models/fashion/fashion_cnn.onnx
+"$OQC" calibrate $FM --data models/fashion/calib_500.npy --portable-fp32 --threads 1 -o "$TMP/p1.trt" -q &&
+    "$OQC" calibrate $FM --data models/fashion/calib_500.npy --portable-fp32 --threads 2 --batch 4 \
+        -o "$TMP/p2.trt" -q && cmp "$TMP/p1.trt" "$TMP/p2.trt" &&
+    ok "calibrate --portable-fp32: the same table with 1 or 2 threads, batch 1 or 4" ||
+    fail "calibrate --portable-fp32 depends on threads or batch"
 # enough models went through each comparison (compile_all.sh: 185 compile, most in INT8)
 [ "$n32" -ge 180 ] && [ "$n8" -ge 150 ] && [ "$nq" -ge 100 ] &&
     ok "compared: $n32 FP32 compiles, $n8 INT8 compiles with a table, $nq QDQ exports" ||
