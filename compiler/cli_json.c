@@ -77,6 +77,15 @@ void oqc_cli_json_ops(OqcJson *j, const OqcGraph *g) {
 }
 
 
+/* "shape": [d0, d1, ...]. */
+static void json_shape(OqcJson *j, const OqcShape *sh) {
+    oqc_json_key(j, "shape");
+    oqc_json_array(j);
+    for (int k = 0; k < sh->rank; k++)
+        oqc_json_int(j, sh->d[k]);
+    oqc_json_end(j);
+}
+
 void oqc_cli_json_tensors(OqcJson *j, const char *key, const OqcGraph *g, const int *ids,
                           int n) {
     oqc_json_key(j, key);
@@ -86,11 +95,7 @@ void oqc_cli_json_tensors(OqcJson *j, const char *key, const OqcGraph *g, const 
         oqc_json_object(j);
         oqc_json_kstr(j, "name", t->name);
         oqc_json_kstr(j, "dtype", oqc_dtype_name(t->dtype));
-        oqc_json_key(j, "shape");
-        oqc_json_array(j);
-        for (int k = 0; k < t->shape.rank; k++)
-            oqc_json_int(j, t->shape.d[k]);
-        oqc_json_end(j);
+        json_shape(j, &t->shape);
         oqc_json_end(j);
     }
     oqc_json_end(j);
@@ -170,11 +175,7 @@ void oqc_cli_json_calibrated(OqcJson *j, const OqcCalibOptions *co, const OqcCal
         oqc_json_object(j);
         oqc_json_kstr(j, "name", e->name);
         oqc_json_kstr(j, "op", e->op);
-        oqc_json_key(j, "shape");
-        oqc_json_array(j);
-        for (int k = 0; k < e->shape.rank; k++)
-            oqc_json_int(j, e->shape.d[k]);
-        oqc_json_end(j);
+        json_shape(j, &e->shape);
         oqc_json_kbool(j, "unsigned", e->is_unsigned);
         oqc_json_kstr(j, "method", e->method);
         oqc_json_knum(j, "amax", e->amax);

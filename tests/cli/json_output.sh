@@ -51,11 +51,8 @@ run() {
 one() {
     mf=$1
     m=$(basename "$mf" .onnx)
-    case "$m" in
-        dynamic_batch) set -- --input-shape x=1x3x8x8 ;;
-        merge_inception) set -- --input-shape x=1x6x5x5 ;;
-        *) set -- ;;
-    esac
+    # shellcheck disable=SC2046
+    set -- $(shape_args "$m")
     run "$m" check "$mf" "$@"
     run "$m" compile "$mf" "$@" --precision fp32 -o "$TMP/fp_$m" --name t
     rm -rf "$TMP/fp_$m"
@@ -87,15 +84,12 @@ if len(i) == 1 and i[0]["dtype"] == "f32" and all(x > 0 for x in i[0]["shape"]):
 }
 
 if [ "${OQC_CONFIG:-default}" = default ]; then
-    ls models/tiny/*.onnx models/fashion/*.onnx models/tv/squeezenet1_1.onnx \
-        models/devset/*.onnx >"$TMP/models"
+    bundled_models >"$TMP/models"
 else
     echo "$FM" >"$TMP/models"
 fi
-for W in 0 1; do
-    awk -v w=$W 'NR % 2 == w' "$TMP/models" | while read -r mf; do one "$mf"; done >"$TMP/res$W" &
-done
-wait
+over_models one "$TMP/models"
+mv "$TMP/res" "$TMP/resm"
 # bench: builds and runs the code (seconds each): a few models
 W=b
 {
@@ -108,11 +102,10 @@ W=b
             --runs 3 --warmup 1
     fi
 } >"$TMP/resb"
-cat "$TMP/res0" "$TMP/res1" "$TMP/resb" >"$TMP/res"
-grep '^BAD' "$TMP/res" | while read -r _ msg; do echo "FAIL $msg"; done
-bad=$(grep -c '^BAD' "$TMP/res")
-[ "$bad" = 0 ] && ok "every --json command either wrote a document or failed cleanly (exit 1, message on stderr, empty stdout)" ||
-    fail "$bad commands did neither (above)"
+cat "$TMP/resm" "$TMP/resb" >"$TMP/res"
+bad_lines "OK\|REFUSED"
+[ "$BAD" = 0 ] && [ "$OTHER" = 0 ] && ok "every --json command either wrote a document or failed cleanly (exit 1, message on stderr, empty stdout)" ||
+    fail "$BAD commands did neither, $OTHER unexpected lines (above)"
 for c in check compile calibrate eval bench; do
     n=$(ls "$TMP/docs" | grep -c "\.$c\.json$")
     echo "  $c: $n documents, $(grep -c "^REFUSED $c\$" "$TMP/res") refusals"

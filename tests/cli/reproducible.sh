@@ -17,7 +17,6 @@
 # code, whose output compile_int8.sh and friends compare across configurations.
 . tests/cli/lib.sh
 only_config default
-SRC=models/tv/squeezenet1_1_in4.npy
 
 # same NAME A B: the two files or trees hold the same files with the same bytes;
 # prints "BAD ..." otherwise.
@@ -46,11 +45,8 @@ same() {
 one() {
     mf=$1
     m=$(basename "$mf" .onnx)
-    case "$m" in
-        dynamic_batch) set -- --input-shape x=1x3x8x8 ;;
-        merge_inception) set -- --input-shape x=1x6x5x5 ;;
-        *) set -- ;;
-    esac
+    # shellcheck disable=SC2046
+    set -- $(shape_args "$m")
     d=$TMP/m$W
     rm -rf "$d"
     mkdir -p "$d"
@@ -68,14 +64,7 @@ one() {
         resnet32_cifar10) data=models/devset/calib_200.npy; table=models/devset/resnet32.table ;;
         mobilenetv2_cifar10_fp32) data=models/devset/calib_200.npy; table=models/devset/mobilenetv2.table ;;
         *)
-            [ -e "$d/f1" ] || return
-            ni=$(grep -c "^/\* input [0-9]* '" "$d/f1/t.h")
-            sh=$(sed -n "s/^\/\* input 0 '.*': f32\[\(.*\)\] \*\/$/\1/p" "$d/f1/t.h" | sed 's/x/, /g')
-            [ "$ni" = 1 ] && [ -n "$sh" ] || return
-            el=1
-            for dim in $(echo "$sh" | tr ',' ' '); do el=$((el * dim)); done
-            [ $((4 * el)) -le 602112 ] || return
-            mknpy "4, $sh" $SRC "$d/in.npy"
+            [ -e "$d/f1" ] && sample_data "$d/f1/t.h" "$d/in.npy" || return
             data=$d/in.npy ;;
     esac
     case "$m" in resnet32_cifar10|mobilenetv2_cifar10_fp32) ;; *) table=$d/t1.trt ;; esac
@@ -111,25 +100,17 @@ one() {
     rm -rf "$d"
 }
 
-ls models/tiny/*.onnx models/fashion/*.onnx models/tv/squeezenet1_1.onnx models/devset/*.onnx \
-    >"$TMP/models"
-for W in 0 1; do
-    awk -v w=$W 'NR % 2 == w' "$TMP/models" | while read -r mf; do one "$mf"; done >"$TMP/res$W" 2>&1 &
-done
-wait
-cat "$TMP/res0" "$TMP/res1" >"$TMP/res"
-grep -v '^SAME\|^BAD' "$TMP/res" | head -n 5 | while read -r l; do echo "FAIL unexpected output: $l"; done
-grep '^BAD' "$TMP/res" | while read -r _ msg; do echo "FAIL $msg"; done
-bad=$(grep -c '^BAD' "$TMP/res")
-other=$(grep -vc '^SAME\|^BAD' "$TMP/res")
+bundled_models >"$TMP/models"
+over_models one "$TMP/models"
+bad_lines SAME
 for k in "fp32 compile" "xml dump" "calibrate (" "calibrate xml" "int8 compile with" "int8 compile --calib" "export-qdq$" "export-qdq --calib"; do
     echo "  $k: $(grep -c "^SAME .* $k" "$TMP/res") models"
 done
 n32=$(grep -c '^SAME .* fp32 compile$' "$TMP/res")
 n8=$(grep -c '^SAME .* int8 compile with its table$' "$TMP/res")
 nq=$(grep -c '^SAME .* export-qdq$' "$TMP/res")
-[ "$bad" = 0 ] && [ "$other" = 0 ] && ok "every output of every model is the same bytes twice, with 1 or 2 threads, batch 1 or 3" ||
-    fail "$bad outputs differ, $other unexpected lines (above)"
+[ "$BAD" = 0 ] && [ "$OTHER" = 0 ] && ok "every output of every model is the same bytes twice, with 1 or 2 threads, batch 1 or 3" ||
+    fail "$BAD outputs differ, $OTHER unexpected lines (above)"
 # --portable-fp32 (the tables of every host, reproducible_aarch64.sh): the same bytes
 # with 1 or 2 threads and batch 1 or 4 too
 FM=models/fashion/fashion_cnn.onnx

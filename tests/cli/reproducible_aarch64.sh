@@ -18,7 +18,6 @@
 # only (what it compares is the aarch64 build, the same in every configuration).
 . tests/cli/lib.sh
 only_config default
-SRC=models/tv/squeezenet1_1_in4.npy
 ACC=aarch64-linux-gnu-gcc
 ML=/usr/lib/aarch64-linux-gnu
 missing=""
@@ -54,11 +53,8 @@ same() {
 one() {
     mf=$1
     m=$(basename "$mf" .onnx)
-    case "$m" in
-        dynamic_batch) set -- --input-shape x=1x3x8x8 ;;
-        merge_inception) set -- --input-shape x=1x6x5x5 ;;
-        *) set -- ;;
-    esac
+    # shellcheck disable=SC2046
+    set -- $(shape_args "$m")
     d=$TMP/m$W
     rm -rf "$d"
     mkdir -p "$d/x" "$d/a"
@@ -73,13 +69,7 @@ one() {
         mobilenetv2_cifar10_fp32) table=models/devset/mobilenetv2.table ;;
         fashion_cnn|squeezenet1_1|avgpool_ties) return ;;
         *)
-            ni=$(grep -c "^/\* input [0-9]* '" "$d/x/f/t.h")
-            sh=$(sed -n "s/^\/\* input 0 '.*': f32\[\(.*\)\] \*\/$/\1/p" "$d/x/f/t.h" | sed 's/x/, /g')
-            [ "$ni" = 1 ] && [ -n "$sh" ] || return
-            el=1
-            for dim in $(echo "$sh" | tr ',' ' '); do el=$((el * dim)); done
-            [ $((4 * el)) -le 602112 ] || return
-            mknpy "4, $sh" $SRC "$d/in.npy"
+            sample_data "$d/x/f/t.h" "$d/in.npy" || return
             "$OQC" calibrate "$mf" "$@" --data "$d/in.npy" -o "$d/x/t.trt" --portable-fp32 -q \
                 2>/dev/null || return
             $AOQC calibrate "$mf" "$@" --data "$d/in.npy" -o "$d/a/t.trt" -q
@@ -97,24 +87,16 @@ one() {
     rm -rf "$d"
 }
 
-ls models/tiny/*.onnx models/fashion/*.onnx models/tv/squeezenet1_1.onnx models/devset/*.onnx \
-    >"$TMP/models"
-for W in 0 1; do
-    awk -v w=$W 'NR % 2 == w' "$TMP/models" | while read -r mf; do one "$mf"; done >"$TMP/res$W" 2>&1 &
-done
-wait
-cat "$TMP/res0" "$TMP/res1" >"$TMP/res"
-grep -v '^SAME\|^BAD' "$TMP/res" | head -n 5 | while read -r l; do echo "FAIL unexpected output: $l"; done
-grep '^BAD' "$TMP/res" | while read -r _ msg; do echo "FAIL $msg"; done
-bad=$(grep -c '^BAD' "$TMP/res")
-other=$(grep -vc '^SAME\|^BAD' "$TMP/res")
+bundled_models >"$TMP/models"
+over_models one "$TMP/models"
+bad_lines SAME
 n32=$(grep -c '^SAME .* fp32 compile$' "$TMP/res")
 nc=$(grep -c '^SAME .* calibrate$' "$TMP/res")
 n8=$(grep -c '^SAME .* int8 compile$' "$TMP/res")
 nq=$(grep -c '^SAME .* export-qdq$' "$TMP/res")
-[ "$bad" = 0 ] && [ "$other" = 0 ] &&
+[ "$BAD" = 0 ] && [ "$OTHER" = 0 ] &&
     ok "aarch64 (qemu) and x86-64 write the same bytes: $n32 FP32 compiles, $nc tables, $n8 INT8 compiles, $nq QDQ exports" ||
-    fail "$bad outputs differ, $other unexpected lines (above)"
+    fail "$BAD outputs differ, $OTHER unexpected lines (above)"
 [ "$n32" -ge 180 ] && [ "$nc" -ge 150 ] && [ "$n8" -ge 150 ] && [ "$nq" -ge 100 ] &&
     ok "enough models compared" || fail "too few comparisons: $n32 FP32, $nc tables, $n8 INT8, $nq QDQ"
 finish
