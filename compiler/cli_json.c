@@ -76,7 +76,6 @@ void oqc_cli_json_ops(OqcJson *j, const OqcGraph *g) {
     free(ops);
 }
 
-
 /* "shape": [d0, d1, ...]. */
 static void json_shape(OqcJson *j, const OqcShape *sh) {
     oqc_json_key(j, "shape");
