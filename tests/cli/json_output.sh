@@ -54,7 +54,7 @@ one() {
     # shellcheck disable=SC2046
     set -- $(shape_args "$m")
     run "$m" check "$mf" "$@"
-    run "$m" compile "$mf" "$@" --precision fp32 -o "$TMP/fp_$m" --name t
+    run "$m-fp32" compile "$mf" "$@" --precision fp32 -o "$TMP/fp_$m" --name t
     rm -rf "$TMP/fp_$m"
     [ -s "$TMP/docs/$m.check.json" ] || return
     # one float32 input: data of its shape, then the INT8 commands
@@ -76,7 +76,7 @@ if len(i) == 1 and i[0]["dtype"] == "f32" and all(x > 0 for x in i[0]["shape"]):
             data=$TMP/in_$m.npy; evd=$data ;;
     esac
     run "$m" calibrate "$mf" "$@" --data "$data" -o "$TMP/$m.xml" --format xml
-    run "$m" compile "$mf" "$@" --calib "$data" -o "$TMP/q_$m" --name t
+    run "$m-int8" compile "$mf" "$@" --calib "$data" -o "$TMP/q_$m" --name t
     if [ -e "$TMP/$m.xml" ]; then
         run "$m" eval "$mf" "$@" --data "$evd" --table "$TMP/$m.xml" --limit 20
     fi
@@ -124,7 +124,7 @@ if [ $have_schema = 0 ]; then
     skip "python3-jsonschema not installed (Debian package; scripts/install-deps.sh installs it): $(ls "$TMP/docs" | wc -l) documents not validated"
 else
     # the validator is strict: a valid document passes, broken ones do not
-    f=$TMP/docs/fashion_cnn.compile.json
+    f=$TMP/docs/fashion_cnn-int8.compile.json
     sed 's/"compiled"/"compiledx"/' "$f" >"$TMP/bad1.json"
     sed 's/"nodes":[0-9]*/"nodes":-1/' "$f" >"$TMP/bad2.json"
     sed 's/"arena_bytes":[0-9]*/"arena_bytes":NaN/' "$f" >"$TMP/bad3.json"
