@@ -251,7 +251,7 @@ MANDIR  := $(PREFIX)/share/man/man1
 DOCDIR  := $(PREFIX)/share/doc/oqc
 PCDIR   := $(LIBDIR)/pkgconfig
 SONAME  := liboqc.so.$(SOVERSION)
-DOCS    := README.md $(wildcard docs/*.md docs/*.rng)
+DOCS    := README.md $(wildcard docs/*.md docs/*.rng docs/*.json)
 INSTALLED := $(BINDIR)/oqc $(LIBDIR)/liboqc.a $(LIBDIR)/liboqc.so.$(VERSION) \
              $(LIBDIR)/$(SONAME) $(LIBDIR)/liboqc.so $(INCDIR)/oqc.h $(PCDIR)/oqc.pc \
              $(MANDIR)/oqc.1 $(addprefix $(DOCDIR)/,$(notdir $(DOCS)))

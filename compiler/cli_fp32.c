@@ -170,7 +170,7 @@ static int check_one(const Opts *o, int k, int *shape, OqcDiag *d) {
 
 int oqc_cli_check(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"--input-shape", "--passes", "--disable-pass",
-                                          "--no-opt", "-v", "-q", NULL};
+                                          "--no-opt", "--json", "-v", "-q", NULL};
     /* --for LIST is this command's own option: taken out before parse_opts */
     int want[NFOR] = {1, 1, 1, 0}, rc = 0, nargs = 0;
     char **args = malloc((size_t)(argc + 1) * sizeof *args);
@@ -266,6 +266,24 @@ int oqc_cli_check(int argc, char **argv, OqcDiag *d) {
     }
     for (int k = 0; k < NFOR; k++)
         oqc_diag_free(&sub[k]);
+    if (rc == 0 && nrefused == 0 && o.json) {   /* the graph of the first command asked */
+        int k = 0;
+        while (!want[k])
+            k++;
+        OqcGraph *g = check_graph(&o, k, d);
+        if (g) {
+            oqc_json_kbool(o.json, "supported", 1);
+            oqc_json_kint(o.json, "nodes", g->nnodes);
+            oqc_json_key(o.json, "ops");
+            oqc_cli_json_ops(o.json, g);
+            oqc_cli_json_tensors(o.json, "inputs", g, g->inputs, g->ninputs);
+            oqc_cli_json_tensors(o.json, "outputs", g, g->outputs, g->noutputs);
+            oqc_graph_free(g);
+        } else {
+            rc = -1;
+        }
+    }
+    rc = oqc_cli_json_finish(&o, rc, d);
     oqc_cli_free_opts(&o);
     return rc;
 }

@@ -64,6 +64,8 @@ typedef struct Opts {
     const char *mf;               /* -MF FILE: its name (NULL: the default, see -MD) */
     const char *mt[16];           /* -MT TARGET (repeatable): the depfile's targets */
     int nmt;                      /* their count (0: every file written) */
+    OqcJson *json;                /* --json: the document being built (NULL: not given) */
+    int json_fd;                  /* --json: the descriptor of the real standard output */
 } Opts;
 
 /* cli_opts.c: parses argv (argc words after the command word) for command cmd, which
@@ -73,6 +75,35 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
 /* cli_opts.c: frees what oqc_cli_parse_opts allocated (the --input-shape names, the
  * --merge-stats list). */
 void oqc_cli_free_opts(Opts *o);
+/* cli_json.c: with --json, begins o's document and sends standard output to standard
+ * error; 0, or -1 with an error. */
+int oqc_cli_json_start(Opts *o, const char *cmd, OqcDiag *d);
+/* cli_json.c: with --json, the command's document is finished and written to the real
+ * standard output when rc is 0 (nothing when the command failed); rc, or -1 when
+ * writing fails.  Called once by each command that takes --json, before
+ * oqc_cli_free_opts.  (While --json is given, standard output is standard error: the
+ * human text goes there; docs/json.md.) */
+int oqc_cli_json_finish(Opts *o, int rc, OqcDiag *d);
+/* cli_json.c: the op types of g's nodes with their counts, as a JSON array of
+ * {"op", "count"} sorted by op type (check and compile). */
+void oqc_cli_json_ops(OqcJson *j, const OqcGraph *g);
+/* cli_json.c: "key": [{"name", "dtype", "shape"}] for tensors ids[0..n) of g. */
+void oqc_cli_json_tensors(OqcJson *j, const char *key, const OqcGraph *g, const int *ids,
+                          int n);
+/* cli_json.c: "compiled": what compile emitted from executor e (its graph, memory
+ * plan, constants) and, when outdir is given, the files written (st->files). */
+void oqc_cli_json_compiled(OqcJson *j, const char *outdir, const char *name,
+                           const char *precision, const char *target, const OqcGraph *g,
+                           const OqcExec *e, const OqcEmitStats *st);
+/* cli_json.c: calibrate's facts: method, samples, time, outputs, the float layers and
+ * every tensor's statistics and threshold (es[0..n)); sens (or NULL) as
+ * oqc_cli_json_sensitivity. */
+void oqc_cli_json_calibrated(OqcJson *j, const OqcCalibOptions *co, const OqcCalibEntry *es,
+                             int n, int64_t samples, double seconds, const char *table,
+                             const char *format, const char *report, const char *float_layers,
+                             const OqcSensitivity *sens);
+/* cli_json.c: "sensitivity": the table `--sensitivity` prints. */
+void oqc_cli_json_sensitivity(OqcJson *j, const OqcSensitivity *s);
 /* cli_opts.c: runs the pass pipeline on g as --passes, --disable-pass, --after and
  * --no-opt say. */
 int oqc_cli_optimize(OqcGraph *g, const Opts *o, OqcDiag *d);
@@ -83,16 +114,18 @@ int oqc_cli_images(const char *path, const Opts *o, OqcArena *a, const char ***f
                    const char *labels, OqcValue *lab, OqcDiag *d);
 /* cli_bench.c: writes the driver of `oqc compile --main` into outdir (main.c,
  * main_hooks.h, a Makefile building NAME_main with NAME.mk's flags); images: the model
- * has a preprocessing spec, so the driver also reads images (oqc_image.c, .h). */
-int oqc_cli_write_driver(const char *outdir, const char *name, int images, OqcDiag *d);
+ * has a preprocessing spec, so the driver also reads images (oqc_image.c, .h); json (or
+ * NULL) receives "driver_files", their paths. */
+int oqc_cli_write_driver(const char *outdir, const char *name, int images, OqcJson *json,
+                         OqcDiag *d);
 /* cli_bench.c: builds the model emitted as `name` in outdir with its driver (the system
  * compiler, $CC or cc, with cflags; C11 and -pthread when it was compiled for threads > 1)
  * and runs it: warmup runs, then runs timed runs and the per-layer profile; input: a
  * .npy/raw file for the sample (or an image, with images: the driver built with its
- * image reader), or NULL. */
+ * image reader), or NULL; json (or NULL) receives "latency" and "layers" (docs/json.md). */
 int oqc_cli_bench_run(const char *outdir, const char *name, const char *cflags, int threads,
-                      int images,
-                      long runs, long warmup, const char *input, OqcDiag *d);
+                      int images, long runs, long warmup, const char *input, OqcJson *json,
+                      OqcDiag *d);
 /* cli_bench.c: removes directory dir and the files in it (oqc bench's scratch). */
 void oqc_cli_remove_dir(const char *dir);
 /* cli_depfile.c: with -MD, writes the Make dependency file (-MF FILE, else dflt): every

@@ -90,6 +90,19 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
             o->md = 1;
             continue;
         }
+        if (!strcmp(name, "--portable-fp32")) {
+            /* every FP32 kernel oqc itself runs (calibration, mixed-precision
+             * measurements, constant folding) sums as the portable C family does, so the
+             * outputs are the same bits on every host (docs/testing.md) */
+            if (oqcf_sgemm_force_isa(OQCF_ISA_PORTABLE) != 0)
+                return oqc_err(d, "oqc %s: --portable-fp32: cannot select the portable "
+                                  "kernels", cmd);
+            continue;
+        }
+        if (!strcmp(name, "--json")) {
+            o->json_fd = 1; /* started below, once the options are known to be good */
+            continue;
+        }
         if (!val) {
             if (i + 1 >= argc)
                 return oqc_err(d, "oqc %s: option '%s' needs a value", cmd, name);
@@ -253,7 +266,7 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
                                lists[k][1], one, pass_names(names, sizeof names));
             p = comma ? comma + 1 : NULL;
         }
-    return 0;
+    return o->json_fd ? oqc_cli_json_start(o, cmd, d) : 0;
 }
 
 void oqc_cli_free_opts(Opts *o) {
@@ -261,6 +274,11 @@ void oqc_cli_free_opts(Opts *o) {
         free((void *)o->shapes[i].name);
     free(o->merge);
     o->merge = NULL;
+    if (o->json) {
+        oqc_json_free(o->json);
+        free(o->json);
+        o->json = NULL;
+    }
 }
 
 /* Runs the pass pipeline as the options say: everything (or --passes) minus

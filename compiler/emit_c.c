@@ -1092,6 +1092,9 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
         opt->stats->weight_bytes = wbytes + m.qbytes;
         opt->stats->nconst = nconst;
         opt->stats->nfiles = o.n;
+        const char **files = oqc_arena_alloc(a, (size_t)(o.n + 1) * sizeof *files);
+        memcpy(files, o.final, (size_t)o.n * sizeof *files);
+        opt->stats->files = files;
         opt->stats->nruntime = all.n;
     }
     return 0;

@@ -147,6 +147,18 @@ void oqc_metrics(const float *yf, const float *yq, int64_t S, int64_t n, int64_t
     m->sqnr_raw = sqnr_db(rsig, err);
 }
 
+void oqc_metrics_json(OqcJson *j, const OqcMetrics *m) {
+    oqc_json_object(j);
+    oqc_json_kint(j, "rows", m->rows);
+    oqc_json_kint(j, "agree", m->nagree);
+    oqc_json_knum(j, "agreement", m->agree);
+    oqc_json_knum(j, "top1_fp32", m->top1_f);
+    oqc_json_knum(j, "top1_int8", m->top1_q);
+    oqc_json_knum(j, "sqnr_db", m->sqnr);
+    oqc_json_knum(j, "sqnr_uncentered_db", m->sqnr_raw);
+    oqc_json_end(j);
+}
+
 int oqc_eval(OqcGraph *gf, OqcGraph *gq, const OqcEvalOptions *o, OqcDiag *d) {
     OqcArena *a = gq->arena;
     if (gf->ninputs != 1 || gq->ninputs != 1)
@@ -238,11 +250,26 @@ int oqc_eval(OqcGraph *gf, OqcGraph *gq, const OqcEvalOptions *o, OqcDiag *d) {
         return oqc_err(d, "%s: %lld labels for %lld samples of %lld rows each", o->labels_path,
                        (long long)nlab, (long long)S, (long long)rows);
     FILE *out = o->out ? o->out : stdout;
+    OqcJson *j = o->json;
     fprintf(out, "samples: %lld   INT8 requantization: %s   weights: %d bits\n", (long long)S,
              o->requant_name ? o->requant_name : "float", oqc_weight_bits(gq->qcfg));
+    if (j) {
+        oqc_json_kint(j, "samples", S);
+        oqc_json_kstr(j, "requant", o->requant_name ? o->requant_name : "float");
+        oqc_json_kint(j, "weight_bits", oqc_weight_bits(gq->qcfg));
+        oqc_json_key(j, "outputs");
+        oqc_json_array(j);
+    }
     for (int k = 0; k < no; k++) {
         OqcMetrics m;
         oqc_metrics(yf[k], yq[k], S, osz[k], k == 0 ? cls : 1, k == 0 ? lab : NULL, &m);
+        if (j) { /* top-1 figures are those of the first output only, as printed */
+            oqc_json_object(j);
+            oqc_json_kstr(j, "name", gf->tensors[gf->outputs[k]].name);
+            oqc_json_key(j, "metrics");
+            oqc_metrics_json(j, &m);
+            oqc_json_end(j);
+        }
         if (k == 0 && m.rows) {
             fprintf(out, "top-1 agreement FP32 vs INT8: %.4f (%lld of %lld)\n", m.agree,
                     (long long)m.nagree, (long long)m.rows);
@@ -255,6 +282,11 @@ int oqc_eval(OqcGraph *gf, OqcGraph *gq, const OqcEvalOptions *o, OqcDiag *d) {
         if (o->sqnr)
             o->sqnr[k] = m.sqnr;
     }
+    if (j) {
+        oqc_json_end(j);
+        oqc_json_key(j, "layers");
+        oqc_json_array(j);
+    }
     if (o->per_layer) {
         fprintf(out, "\nper-layer SQNR (INT8 tensor vs FP32, all samples):\n");
         fprintf(out, "  %-40s %-18s %-4s %-12s %8s\n", "tensor", "producer", "type", "scale",
@@ -266,13 +298,25 @@ int oqc_eval(OqcGraph *gf, OqcGraph *gq, const OqcEvalOptions *o, OqcDiag *d) {
                 if (t < 0 || c.layers[t].ft < 0 || !n->q || n->q->kind == OQC_Q_VIEW)
                     continue;
                 const OqcTensor *x = &gq->tensors[t];
-                fprintf(out, "  %-40s %-18s %-4s %-12.6g %8.2f\n", x->name, n->op_type,
-                        x->acc ? "s32" : x->dtype == OQCF_UINT8 ? "u8" : "s8",
-                        (double)(x->acc ? x->acc->scale[0] : x->quant.scale),
-                        sqnr_db(c.layers[t].sig, c.layers[t].err));
+                const char *type = x->acc ? "s32" : x->dtype == OQCF_UINT8 ? "u8" : "s8";
+                double scale = x->acc ? x->acc->scale[0] : x->quant.scale;
+                double db = sqnr_db(c.layers[t].sig, c.layers[t].err);
+                fprintf(out, "  %-40s %-18s %-4s %-12.6g %8.2f\n", x->name, n->op_type, type,
+                        scale, db);
+                if (j) {
+                    oqc_json_object(j);
+                    oqc_json_kstr(j, "tensor", x->name);
+                    oqc_json_kstr(j, "producer", n->op_type);
+                    oqc_json_kstr(j, "type", type);
+                    oqc_json_knum(j, "scale", scale);
+                    oqc_json_knum(j, "sqnr_db", db);
+                    oqc_json_end(j);
+                }
             }
         }
     }
+    if (j)
+        oqc_json_end(j);
     /* Outputs as [S, elements] float32 .npy files. */
     for (int w = 0; w < 2; w++) {
         const char *path = w ? o->save_fp32 : o->save_int8;
@@ -282,6 +326,10 @@ int oqc_eval(OqcGraph *gf, OqcGraph *gq, const OqcEvalOptions *o, OqcDiag *d) {
                       (size_t)(S * osz[0]) * sizeof(float)};
         if (oqc_npy_write(path, &v, d) < 0)
             return -1;
+    }
+    if (j) {
+        oqc_json_kstr(j, "saved_int8", o->save_int8);
+        oqc_json_kstr(j, "saved_fp32", o->save_fp32);
     }
     return 0;
 }

@@ -534,6 +534,37 @@ void oqc_tmp_forget(const char *path);
  * temporaries and directories, then die of the signal (the CLI calls it). */
 void oqc_tmp_remove_on_signals(void);
 
+/* ====================================================================== json.c */
+
+/* A JSON document being written (docs/json.md): containers are opened and closed, object
+ * members named with oqc_json_key (or the oqc_json_k* shorthands); commas, escaping and
+ * number forms are the writer's (see json.c).  Misuse aborts (a bug in oqc). */
+typedef struct OqcJson {
+    char *buf;                /* the text so far (malloc'd, NUL-terminated) */
+    size_t len, cap;          /* bytes used and allocated */
+    int depth;                /* open containers */
+    char kind[32];            /* per open container: '{' or '[' */
+    int count[32];            /* per open container: members written */
+    int keyed;                /* a key was written; its value comes next */
+} OqcJson;
+void oqc_json_init(OqcJson *j);
+void oqc_json_free(OqcJson *j);
+void oqc_json_object(OqcJson *j);   /* opens {  */
+void oqc_json_array(OqcJson *j);    /* opens [  */
+void oqc_json_end(OqcJson *j);      /* closes the innermost; a newline after the document */
+void oqc_json_key(OqcJson *j, const char *key);
+void oqc_json_str(OqcJson *j, const char *s);   /* NULL: null */
+void oqc_json_num(OqcJson *j, double v);        /* NaN, +-Inf: null */
+void oqc_json_int(OqcJson *j, long long v);
+void oqc_json_bool(OqcJson *j, int v);
+void oqc_json_null(OqcJson *j);
+void oqc_json_kstr(OqcJson *j, const char *key, const char *s);
+void oqc_json_knum(OqcJson *j, const char *key, double v);
+void oqc_json_kint(OqcJson *j, const char *key, long long v);
+void oqc_json_kbool(OqcJson *j, const char *key, int v);
+/* The finished document (every container closed). */
+const char *oqc_json_text(const OqcJson *j);
+
 /* ================================================================= tensor_io.c */
 
 /* Reads a NumPy .npy file (C order, little-endian numeric dtypes) into the arena. */
@@ -858,6 +889,8 @@ typedef struct OqcEvalOptions {
                                     (data is NULL then), or NULL */
     int64_t nimages;             /* their count */
     const OqcPreprocess *pre;    /* how the images become inputs */
+    OqcJson *json;               /* receives the same facts as members of the open object
+                                    (docs/json.md), or NULL */
 } OqcEvalOptions;
 
 /* How close INT8 outputs are to float ones: S samples of n elements each (the first
@@ -871,6 +904,9 @@ typedef struct OqcMetrics {
 } OqcMetrics;
 void oqc_metrics(const float *yf, const float *yq, int64_t S, int64_t n, int64_t cls,
                  const int64_t *lab, OqcMetrics *m);
+/* m as a JSON object {"rows", "agree", "agreement", "top1_fp32", "top1_int8",
+ * "sqnr_db", "sqnr_uncentered_db"} (NaN and infinite figures as null). */
+void oqc_metrics_json(OqcJson *j, const OqcMetrics *m);
 /* Labels v (int64 or int32) as int64 (a copy in a when converted); error naming path. */
 int oqc_labels_i64(const OqcValue *v, const char *path, OqcArena *a, const int64_t **lab,
                    int64_t *n, OqcDiag *d);
@@ -946,6 +982,7 @@ typedef struct OqcEmitStats {
     size_t weight_bytes;   /* bytes of the constants written */
     int nconst;            /* constant arrays written */
     int nfiles;            /* files written */
+    const char *const *files; /* their paths (in the graph's arena) */
     int nruntime;          /* of which copies of runtime files */
 } OqcEmitStats;
 

@@ -295,12 +295,13 @@ static int stats_options(Opts *o, OqcArena *a, OqcCalibOptions *co, OqcCalibStat
 static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"--data", "--method", "--bins", "-o", "--format",
                                           "--report", "--table", "--input-shape", "--threads",
+                                          "--portable-fp32",
                                           "--batch", "--min-sqnr", "--max-drop", "--val",
                                           "--val-labels", "--fp32-nodes", "--requant",
                                           "--weight-bits", "--sensitivity", "--preprocess",
-                                          "--passes", "--disable-pass", "--no-opt", "-v",
-                                          "-q", "-MD", "-MF", "-MT", "--save-stats", "--range",
-                                          "--merge-stats", NULL};
+                                          "--passes", "--disable-pass", "--no-opt", "--json",
+                                          "-v", "-q", "-MD", "-MF", "-MT", "--save-stats",
+                                          "--range", "--merge-stats", NULL};
     Opts o;
     int rc = oqc_cli_parse_opts(argc, argv, "calibrate", allowed, &o, d);
     OqcCalibOptions co = {.method = OQC_CALIB_PERCENTILE, .param = OQC_CALIB_DEFAULT_PERCENTILE,
@@ -410,7 +411,6 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
     if (rc == 0 && o.report)
         rc = oqc_calib_report_ex(report, o.model, es, n, samples, o.sensitivity ? &sens : NULL,
                                  d);
-    oqc_sensitivity_free(&sens);
     rc = unstage(st, 3, rc, d);
     const char *main_out = o.out ? o.out : o.save_stats;
     char dflt[4096];
@@ -421,11 +421,16 @@ static int cmd_calibrate(int argc, char **argv, OqcDiag *d) {
         printf("%s: %s statistics of %d tensors over %lld samples%s\n", o.save_stats,
                saved.stage == 1 ? "amax (pass 1)" : "histogram (pass 2)", saved.nhists,
                (long long)saved.samples, o.nmerge ? " (merged)" : "");
+    double seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     if (rc == 0 && !o.quiet && o.out)
         printf("calibrated %d tensors over %lld samples (%s) in %.2f s; table: %s%s%s\n", n,
-               (long long)samples, co.method_name,
-               (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
-               o.out, o.report ? "; report: " : "", o.report ? o.report : "");
+               (long long)samples, co.method_name, seconds, o.out,
+               o.report ? "; report: " : "", o.report ? o.report : "");
+    if (rc == 0 && o.json)
+        oqc_cli_json_calibrated(o.json, &co, es, n, samples, seconds, o.out, xml ? "xml" : "trt",
+                                o.report, float_layers, o.sensitivity ? &sens : NULL);
+    oqc_sensitivity_free(&sens);
+    rc = oqc_cli_json_finish(&o, rc, d);
     oqc_graph_free(gb);
     oqc_graph_free(g);
     oqc_cli_free_opts(&o);
@@ -529,8 +534,9 @@ static int cmd_eval(int argc, char **argv, OqcDiag *d) {
                                           "--sensitivity", "--min-sqnr", "--max-drop", "--val",
                                           "--val-labels", "--save-table",
                                           "--weight-bits", "--fp32-nodes", "--save-int8", "--save-fp32",
-                                          "--limit", "--input-shape", "--threads", "--passes",
-                                          "--disable-pass", "--no-opt", "-v", "-q", NULL};
+                                          "--limit", "--input-shape", "--threads",
+                                          "--portable-fp32", "--passes", "--disable-pass",
+                                          "--no-opt", "--json", "-v", "-q", NULL};
     Opts o;
     int rc = oqc_cli_parse_opts(argc, argv, "eval", allowed, &o, d);
     if (rc == 0 && !o.model)
@@ -568,7 +574,7 @@ static int cmd_eval(int argc, char **argv, OqcDiag *d) {
         OqcEvalOptions eo = {images ? NULL : &data, o.data[0], o.labels ? &labels : NULL,
                              o.labels, o.threads ? o.threads : oqc_cli_default_threads(), 1,
                              o.requant ? o.requant : "float", o.save_int8, o.save_fp32,
-                             NULL, stdout, o.limit, images, nimages, &o.pre};
+                             NULL, stdout, o.limit, images, nimages, &o.pre, o.json};
         rc = oqc_eval(gf, gq, &eo, d);
     }
     if (rc == 0 && o.sensitivity) {
@@ -576,9 +582,12 @@ static int cmd_eval(int argc, char **argv, OqcDiag *d) {
         rc = on_validation(&o, &keep, o.data[0], o.labels, gf->arena, NULL, &sens, d);
         if (rc == 0) {
             oqc_sensitivity_print(stdout, &sens);
+            if (o.json)
+                oqc_cli_json_sensitivity(o.json, &sens);
             oqc_sensitivity_free(&sens);
         }
     }
+    rc = oqc_cli_json_finish(&o, rc, d);
     oqc_graph_free(gf);
     oqc_graph_free(gq);
     oqc_cli_free_opts(&o);
@@ -642,6 +651,9 @@ static int compile_model(const char *cmd, Opts *o, const char *outdir, OqcEmitSt
                st->arena_bytes, other, oqc_exec_arena_bytes(e), oqc_exec_total_bytes(e),
                oqc_exec_peak_live(e), st->nconst, st->weight_bytes, st->nfiles, st->nruntime);
     }
+    if (rc == 0 && o->json) /* bench's files are its scratch: not listed */
+        oqc_cli_json_compiled(o->json, strcmp(cmd, "bench") ? outdir : NULL, eo.name, precision,
+                              o->target ? o->target : oqc_default_target(), g, e, st);
     oqc_exec_free(e);
     oqc_graph_free(g);
     return rc;
@@ -654,9 +666,9 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
                                           "--method", "--bins", "--batch", "--requant",
                                           "--weight-bits", "--fp32-nodes", "--input-shape",
                                           "--min-sqnr", "--max-drop", "--val", "--val-labels",
-                                          "--save-table", "--threads",
-                                          "--passes", "--disable-pass", "--no-opt", "-v",
-                                          "-q", "-MD", "-MF", "-MT", NULL};
+                                          "--save-table", "--threads", "--portable-fp32",
+                                          "--passes", "--disable-pass", "--no-opt", "--json",
+                                          "-v", "-q", "-MD", "-MF", "-MT", NULL};
     Opts o;
     int rc = oqc_cli_parse_opts(argc, argv, "compile", allowed, &o, d);
     if (rc == 0 && !o.out)
@@ -666,12 +678,13 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
     if (rc == 0)
         rc = compile_model("compile", &o, o.out, &st, name, sizeof name, d);
     if (rc == 0 && o.main_driver)
-        rc = oqc_cli_write_driver(o.out, name, o.pre.given, d);
+        rc = oqc_cli_write_driver(o.out, name, o.pre.given, o.json, d);
     char main_c[4096], dflt[4096];
     snprintf(main_c, sizeof main_c, "%s/%s.c", o.out ? o.out : ".", name);
     snprintf(dflt, sizeof dflt, "%s/%s.d", o.out ? o.out : ".", name);
     if (rc == 0)
         rc = oqc_cli_write_depfile(&o, main_c, dflt, d);
+    rc = oqc_cli_json_finish(&o, rc, d);
     oqc_cli_free_opts(&o);
     return rc;
 }
@@ -682,9 +695,10 @@ static int cmd_bench(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"--precision", "--calib", "--table", "--target",
                                           "--preprocess", "--method", "--bins", "--batch",
                                           "--requant", "--weight-bits", "--fp32-nodes",
-                                          "--input-shape", "--threads", "--runs", "--warmup",
+                                          "--input-shape", "--threads", "--portable-fp32",
+                                          "--runs", "--warmup",
                                           "--input", "--passes", "--disable-pass", "--no-opt",
-                                          "-v", "-q", NULL};
+                                          "--json", "-v", "-q", NULL};
     Opts o;
     int rc = oqc_cli_parse_opts(argc, argv, "bench", allowed, &o, d);
     if (rc == 0 && o.ninputs > 1)
@@ -707,14 +721,15 @@ static int cmd_bench(int argc, char **argv, OqcDiag *d) {
                st.nconst, o.target ? o.target : oqc_default_target());
     fflush(stdout);
     if (rc == 0)
-        rc = oqc_cli_write_driver(outdir, name, o.pre.given, d);
+        rc = oqc_cli_write_driver(outdir, name, o.pre.given, NULL, d);
     if (rc == 0)
         rc = oqc_cli_bench_run(outdir, name, oqc_target_flags(o.target), o.threads,
-                               o.pre.given,
-                               o.runs < 0 ? 100 : o.runs,
-                               o.warmup < 0 ? 10 : o.warmup, o.ninputs ? o.inputs[0] : NULL, d);
+                               o.pre.given, o.runs < 0 ? 100 : o.runs,
+                               o.warmup < 0 ? 10 : o.warmup, o.ninputs ? o.inputs[0] : NULL,
+                               o.json, d);
     if (made)
         oqc_cli_remove_dir(outdir);
+    rc = oqc_cli_json_finish(&o, rc, d);
     oqc_cli_free_opts(&o);
     return rc;
 }
@@ -727,7 +742,8 @@ static int cmd_export_qdq(int argc, char **argv, OqcDiag *d) {
                                           "--batch", "--weight-bits", "--fp32-nodes",
                                           "--min-sqnr", "--max-drop", "--val", "--val-labels",
                                           "--save-table", "--preprocess", "--input-shape",
-                                          "--threads", "-v", "-q", "-MD", "-MF", "-MT", NULL};
+                                          "--threads", "--portable-fp32", "-v", "-q", "-MD",
+                                          "-MF", "-MT", NULL};
     /* --weight-type is this command's own option: taken out before parse_opts */
     OqcQdqOptions xo = {NULL, 0};
     char **args = malloc((size_t)(argc + 1) * sizeof *args);

@@ -22,6 +22,13 @@
  *                                  file's first, else a fixed pseudo-random input in
  *                                  [-1, 1]): median and minimum latency, and, when built
  *                                  with the hooks, a per-layer profile of N more runs.
+ *   NAME_main --bench N --times FILE ...
+ *                                  also writes the figures to FILE for programs (oqc
+ *                                  bench --json), one record a line, numbers with 17
+ *                                  significant digits:
+ *                                    latency RUNS WARMUP MEDIAN_MS MIN_MS MAX_MS
+ *                                    layer INDEX MACS MEAN_MS PERCENT OP NAME
+ *                                  (NAME is the rest of the line).
  * Single-threaded; the model runs in one arena of NAME_ARENA_BYTES from posix_memalign.
  * Exit status 0, or 1 with a message on stderr. */
 #define _POSIX_C_SOURCE 200112L
@@ -55,9 +62,11 @@
 
 #define MAX_LAYERS 4096
 #ifdef OQC_MAIN_IMAGES
-#define USAGE "usage: %s [--bench N [--warmup W]] [-o OUT.npy] [FILE.npy|FILE.raw|IMAGE|DIR...]\n"
+#define USAGE                                                                              \
+    "usage: %s [--bench N [--warmup W] [--times FILE]] [-o OUT.npy] "                     \
+    "[FILE.npy|FILE.raw|IMAGE|DIR...]\n"
 #else
-#define USAGE "usage: %s [--bench N [--warmup W]] [-o OUT.npy] [FILE.npy|FILE.raw...]\n"
+#define USAGE "usage: %s [--bench N [--warmup W] [--times FILE]] [-o OUT.npy] [FILE.npy|FILE.raw...]\n"
 #endif
 
 static double now_ms(void) {
@@ -77,6 +86,7 @@ typedef struct Layer {
 
 static Layer layers[MAX_LAYERS];
 static int profiling;        /* the hooks record only while set */
+static FILE *times;          /* --times FILE, or NULL */
 static double layer_t0;      /* start of the current layer */
 
 void oqc_main_layer_begin(int index) {
@@ -343,7 +353,7 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 static int bench(long runs, long warmup) {
-    double *t = malloc((size_t)runs * sizeof *t), total = 0;
+    double *t = malloc((size_t)runs * sizeof *t), total = 0, median;
     long i;
     int k, any = 0;
     if (!t)
@@ -358,13 +368,16 @@ static int bench(long runs, long warmup) {
         t[i] = now_ms() - t0;
     }
     qsort(t, (size_t)runs, sizeof *t, cmp_double);
+    median = runs % 2 ? t[runs / 2] : 0.5 * (t[runs / 2 - 1] + t[runs / 2]);
     if (RUN_THREADS == 1)
         printf("latency over %ld runs (after %ld warm-up), single thread: ", runs, warmup);
     else
         printf("latency over %ld runs (after %ld warm-up), %d threads: ", runs, warmup,
                RUN_THREADS);
-    printf("median %.4f ms, min %.4f ms, max %.4f ms\n",
-           runs % 2 ? t[runs / 2] : 0.5 * (t[runs / 2 - 1] + t[runs / 2]), t[0], t[runs - 1]);
+    printf("median %.4f ms, min %.4f ms, max %.4f ms\n", median, t[0], t[runs - 1]);
+    if (times)
+        fprintf(times, "latency %ld %ld %.17g %.17g %.17g\n", runs, warmup, median, t[0],
+                t[runs - 1]);
     free(t);
     profiling = 1;
     for (i = 0; i < runs; i++)
@@ -387,6 +400,9 @@ static int bench(long runs, long warmup) {
         if (l->macs > 0 && ms > 0)
             printf(" %10.2f", (double)l->macs / (ms * 1e6));
         printf("\n");
+        if (times)
+            fprintf(times, "layer %d %lld %.17g %.17g %s %s\n", k, l->macs, ms,
+                    total > 0 ? 100.0 * l->ms / total : 0.0, l->op, l->name);
     }
     return 0;
 }
@@ -402,6 +418,14 @@ int main(int argc, char **argv) {
             out_path = argv[a + 1];
             out_npy = fopen(out_path, "wb");
             if (!out_npy || npy_header(out_npy, 0) != 0) {
+                fprintf(stderr, "%s: cannot write\n", argv[a + 1]);
+                return 1;
+            }
+            continue;
+        }
+        if (!strcmp(argv[a], "--times") && a + 1 < argc) {
+            times = fopen(argv[a + 1], "w");
+            if (!times) {
                 fprintf(stderr, "%s: cannot write\n", argv[a + 1]);
                 return 1;
             }
@@ -514,5 +538,9 @@ int main(int argc, char **argv) {
     }
     if (rc == 0 && runs > 0)
         rc = bench(runs, warmup);
+    if (times && fclose(times) != 0) {
+        fprintf(stderr, "error writing the --times file\n");
+        rc = 1;
+    }
     return rc != 0;
 }

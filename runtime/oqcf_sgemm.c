@@ -157,8 +157,7 @@ static void ukr_4x16__c(int64_t kc, const float *restrict a, int64_t rsa, int64_
 }
 /* ---- kernel table and selection -------------------------------------------------- */
 
-static const Kernel kernel_c = {OQCF_ISA_PORTABLE, 4, 16, 128, 256, 2048, ukr_4x16__c, NULL,
-                                NULL, NULL};
+static const Kernel kernel_c = {OQCF_SGEMM_GEOM_C, ukr_4x16__c, NULL, NULL, NULL};
 #if OQCF_SGEMM_X86
 static const Kernel *const all_kernels[] = {&kernel_c, &oqcfk_sgemm_avx2, &oqcfk_sgemm_avx512};
 #else
@@ -243,11 +242,16 @@ static void pack_floats(const Kernel *kr, int64_t m, int64_t n, int64_t K, int64
     *fb = round_up(kc * nc, ALIGN / 4);
 }
 
+/* One thread's pack buffers: the most any family needs, on x86-64 or not (the families
+ * this build lacks count too: oqc's arena sizes must not depend on its host). */
 static size_t per_thread_bytes(int64_t M, int64_t N, int64_t K) {
+    static const Kernel geoms[] = {{OQCF_SGEMM_GEOM_C, NULL, NULL, NULL, NULL},
+                                   {OQCF_SGEMM_GEOM_AVX2, NULL, NULL, NULL, NULL},
+                                   {OQCF_SGEMM_GEOM_AVX512, NULL, NULL, NULL, NULL}};
     size_t best = 0;
-    for (int i = 0; i < NKERNELS; i++) {
+    for (int i = 0; i < (int)(sizeof geoms / sizeof geoms[0]); i++) {
         int64_t fa, fb;
-        pack_floats(all_kernels[i], M, N, K, &fa, &fb);
+        pack_floats(&geoms[i], M, N, K, &fa, &fb);
         size_t s = (size_t)(fa + fb) * sizeof(float);
         if (s > best)
             best = s;

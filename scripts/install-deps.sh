@@ -6,11 +6,13 @@ set -u
 # chromium renders the calibration report (tests/cli/report_render.sh), python3-onnx
 # runs onnx.checker on export-qdq output (tests/cli/export_qdq.sh): both must run in CI;
 # libjpeg-turbo and libpng decode image data (compiler/image_io.c); cmake, ninja-build
-# and parallel run the build-pipeline tests (tests/cli/examples.sh, calib_shards.sh).
+# and parallel run the build-pipeline tests (tests/cli/examples.sh, calib_shards.sh);
+# python3-jsonschema validates --json documents against docs/oqc-json.schema.json
+# (tests/cli/json_output.sh).
 pkgs="protobuf-c-compiler libprotobuf-c-dev libonnx-dev libxml2-dev libxml2-utils
 libcunit1-dev libonnx-testdata graphviz clang gcc-arm-none-eabi libnewlib-arm-none-eabi
 gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user chromium python3-onnx libjpeg62-turbo-dev
-libpng-dev cmake ninja-build parallel $*"
+libpng-dev cmake ninja-build parallel python3-jsonschema $*"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -73,3 +73,46 @@ image_set() {
     cp models/images/palette.png "$1/a_cls/sub/"
     echo "ignored" > "$1/a_cls/notes.txt"
 }
+# Sweeps over every bundled model (json_output.sh, reproducible.sh, reproducible_aarch64.sh).
+# bundled_models: their paths, one a line.
+bundled_models() {
+    ls models/tiny/*.onnx models/fashion/*.onnx models/tv/squeezenet1_1.onnx models/devset/*.onnx
+}
+# shape_args NAME: the --input-shape that model NAME (its dynamic input) needs, if any.
+shape_args() {
+    case "$1" in
+        dynamic_batch) echo "--input-shape x=1x3x8x8" ;;
+        merge_inception) echo "--input-shape x=1x6x5x5" ;;
+    esac
+}
+# over_models FUNC LIST: FUNC MODEL for every model of file LIST, in two workers (the
+# machine's cores; W=0 or 1 tells a worker's scratch files apart); their output,
+# worker 0's first, in $TMP/res.
+over_models() {
+    for W in 0 1; do
+        awk -v w=$W 'NR % 2 == w' "$2" | while read -r mf; do "$1" "$mf"; done >"$TMP/res$W" 2>&1 &
+    done
+    wait
+    cat "$TMP/res0" "$TMP/res1" >"$TMP/res"
+}
+# bad_lines GOOD: for the lines of $TMP/res, a FAIL line per "BAD why" line and per
+# line (the first 5) that is neither BAD nor starts with GOOD; their counts in $BAD and
+# $OTHER.
+bad_lines() {
+    grep -v "^$1\|^BAD" "$TMP/res" | head -n 5 | while read -r l; do echo "FAIL unexpected output: $l"; done
+    grep '^BAD' "$TMP/res" | while read -r _ msg; do echo "FAIL $msg"; done
+    BAD=$(grep -c '^BAD' "$TMP/res")
+    OTHER=$(grep -vc "^$1\|^BAD" "$TMP/res")
+}
+# sample_data HEADER OUT: OUT is a .npy of 4 samples of the one float32 input that the
+# emitted header HEADER declares, cut from squeezenet's image data; fails (status 1)
+# when the model has another number of inputs, or a non-float or too big one.
+sample_data() {
+    [ "$(grep -c "^/\* input [0-9]* '" "$1")" = 1 ] || return 1
+    sh=$(sed -n "s/^\/\* input 0 '.*': f32\[\(.*\)\] \*\/$/\1/p" "$1" | sed 's/x/, /g')
+    [ -n "$sh" ] || return 1
+    el=1
+    for dim in $(echo "$sh" | tr ',' ' '); do el=$((el * dim)); done
+    [ $((4 * el)) -le 602112 ] || return 1
+    mknpy "4, $sh" models/tv/squeezenet1_1_in4.npy "$2"
+}
