@@ -6,6 +6,10 @@ T_FAIL=0
 T_SKIP=0
 T_NAME=$(basename "$0" .sh)
 OQC=${OQC:-build/oqc}
+# The builds a test runs (emitted C, the examples, depfile checks) are its own, not part
+# of the `make check` that started it: without this they inherit its jobserver and print
+# "jobserver unavailable" warnings into the output a test compares.
+unset MAKEFLAGS MFLAGS MAKELEVEL
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 ok()   { T_PASS=$((T_PASS + 1)); echo "ok   $*"; }
