@@ -140,6 +140,14 @@ int oqc_fix_inputs(OqcGraph *g, const OqcInputShape *shapes, int n, OqcDiag *d) 
 
 int oqc_rebatch(OqcGraph *g, int64_t n, OqcDiag *d) {
     char a[128];
+    /* Resize and Upsample run with the batch of one sample only: at a batch of 3 the
+     * calibration tables of models/tiny/resize_*.onnx came out different from batch 1's
+     * (the float kernels do not yet take several images), so --batch is refused for them
+     * rather than giving other statistics. */
+    for (int i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].op == OQC_OP_Resize || g->nodes[i].op == OQC_OP_Upsample)
+            return oqc_err(d, "%s: --batch is not supported yet for models with %s (node '%s'); "
+                              "use --batch 1", g->path, g->nodes[i].op_type, g->nodes[i].name);
     for (int i = 0; i < g->ninputs; i++) {
         OqcTensor *t = &g->tensors[g->inputs[i]];
         if (t->shape.rank < 1 || t->shape.d[0] != 1)
