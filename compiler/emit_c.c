@@ -634,7 +634,7 @@ static void put_run_u8(Em *m, FILE *c, const IntIO *io, const char *arena_prelud
     }
     fprintf(c, "};\n\nint %s_run_u8(const uint8_t *pixels, void *out, void *arena) {\n",
             m->name);
-    fprintf(c, arena_prelude);
+    fputs(arena_prelude, c);
     fprintf(c, "    %s *q = %s;\n    size_t i;\n", ct, oqc_em_ptr(m, io->qin));
     if (nch == 1)
         fprintf(c, "    for (i = 0; i < %zu; i++)\n        q[i] = u8_table[0][pixels[i]];\n",
