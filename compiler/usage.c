@@ -130,9 +130,10 @@ const char *oqc_usage(const char *cmd) {
                "                 [--runs 100] [--warmup 10] [--input FILE] [--target T] [-q]\n"
                "                 [compile's options]\n"
                "  compiles MODEL to C in a temporary directory, builds it with its driver\n"
-               "  ($CC or cc, NAME.mk's flags), runs --warmup then --runs inferences on one\n"
-               "  thread and prints arena and weight bytes, median/min/max latency and a\n"
-               "  per-layer profile from the emitted hooks (docs/cli.md).\n";
+               "  ($CC or cc, NAME.mk's flags), runs --warmup then --runs inferences (on\n"
+               "  one thread, or --threads N) and prints arena and weight bytes,\n"
+               "  median/min/max latency and a per-layer profile from the emitted hooks\n"
+               "  (docs/cli.md).\n";
     if (!strcmp(cmd, "run"))
         return "usage: oqc run MODEL --input [NAME=]FILE... [-o OUT] [--input-shape NAME=DIMS]...\n"
                "               [--threads N] [--labels Y.npy]\n"
