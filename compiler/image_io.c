@@ -242,15 +242,15 @@ int oqc_image_load(const char *path, const OqcPreprocess *p, const OqcShape *in,
     char err[512];
     if (!px)
         oqc_panic(__FILE__, __LINE__, "out of memory");
-    /* opened here first so that a FIFO or a device is refused, not waited on, and the
-     * file is recorded as read (oqc_in_fopen); the decoder then opens it again */
+    /* oqc_in_fopen: a FIFO or a device is refused, not waited on, and the file is
+     * recorded as read (depfiles) */
     FILE *f = oqc_in_fopen(path, d);
     if (!f) {
         free(px);
         return -1;
     }
+    int rc = oqc_img_pixels_file(f, &s, C, H, W, px, err, sizeof err);
     fclose(f);
-    int rc = oqc_img_pixels(path, &s, C, H, W, px, err, sizeof err);
     if (rc < 0)
         oqc_err(d, "%s: %s%s%s", path, err, strncmp(err, "image is", 8) ? "" : "; --preprocess ",
                 strncmp(err, "image is", 8) ? "" : p->spec);

@@ -203,18 +203,12 @@ static int decode_png(FILE *f, Image *im, char *err, size_t errlen) {
     return 0;
 }
 
-/* Decodes path by its content (magic bytes), whatever its name says. */
-static int decode(const char *path, Image *im, char *err, size_t errlen) {
+/* Decodes the open file f by its content (magic bytes), whatever its name says. */
+static int decode(FILE *f, Image *im, char *err, size_t errlen) {
     unsigned char magic[8] = {0};
     size_t got;
     int rc;
-    FILE *f;
     memset(im, 0, sizeof *im);
-    f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "cannot open: %s", strerror(errno));
-        return -1;
-    }
     got = fread(magic, 1, sizeof magic, f);
     rewind(f);
     if (got >= 3 && magic[0] == 0xff && magic[1] == 0xd8 && magic[2] == 0xff)
@@ -225,7 +219,6 @@ static int decode(const char *path, Image *im, char *err, size_t errlen) {
         snprintf(err, errlen, "not a JPEG or PNG image (unknown file signature)");
         rc = -1;
     }
-    fclose(f);
     if (rc == 0 && (im->w < 1 || im->h < 1)) {
         free(im->px);
         im->px = NULL;
@@ -402,10 +395,23 @@ static int convert_color(Image *im, int want) {
 
 int oqc_img_pixels(const char *path, const OqcImgSpec *s, int C, int H, int W,
                    unsigned char *out, char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    int rc;
+    if (!f) {
+        snprintf(err, errlen, "cannot open: %s", strerror(errno));
+        return -1;
+    }
+    rc = oqc_img_pixels_file(f, s, C, H, W, out, err, errlen);
+    fclose(f);
+    return rc;
+}
+
+int oqc_img_pixels_file(FILE *f, const OqcImgSpec *s, int C, int H, int W,
+                        unsigned char *out, char *err, size_t errlen) {
     Image im;
     long long rh = 0, rw = 0, fh, fw;
     int ch, cw, x, y, c;
-    if (decode(path, &im, err, errlen) < 0)
+    if (decode(f, &im, err, errlen) < 0)
         return -1;
     if (convert_color(&im, C) < 0)
         goto oom;

@@ -24,6 +24,7 @@
 #define OQC_IMAGE_H_INCLUDED
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* Larger images are refused (a 16384 x 16384 photo is 268 M pixels, 805 MB as RGB). */
 #define OQC_IMG_MAX_PIXELS (1UL << 28)
@@ -48,6 +49,9 @@ int oqc_img_is_image_path(const char *path);
  * layout.  0, or -1 with a message in err[errlen]. */
 int oqc_img_pixels(const char *path, const OqcImgSpec *spec, int c, int h, int w,
                    unsigned char *out, char *err, size_t errlen);
+/* The same for an image already open for reading (binary), which stays open. */
+int oqc_img_pixels_file(FILE *f, const OqcImgSpec *spec, int c, int h, int w,
+                        unsigned char *out, char *err, size_t errlen);
 
 /* ToTensor and Normalize of one pixel, in float32: x = pixel * mul / div, then
  * (x - mean) / std (build with -ffp-contract=off: no fused multiply-add). */
