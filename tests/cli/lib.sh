@@ -99,6 +99,28 @@ over_models() {
     wait
     cat "$TMP/res0" "$TMP/res1" >"$TMP/res"
 }
+# same NAME A B: the two files or trees hold the same files with the same bytes (a tree:
+# at least one); prints "SAME NAME" or "BAD ..." (W tells over_models' workers apart).
+same() {
+    if [ -d "$2" ]; then
+        (cd "$2" && find . -type f | sort) >"$TMP/l1$W"
+        (cd "$3" && find . -type f | sort) >"$TMP/l2$W"
+        if ! cmp -s "$TMP/l1$W" "$TMP/l2$W"; then
+            echo "BAD $1: different files: $(diff "$TMP/l1$W" "$TMP/l2$W" | head -n 4 | tr '\n' ' ')"
+            return
+        fi
+        [ -s "$TMP/l1$W" ] || { echo "BAD $1: no files"; return; }
+        while read -r f; do
+            cmp -s "$2/$f" "$3/$f" || { echo "BAD $1: $f differs: $(cmp "$2/$f" "$3/$f" 2>&1)"; return; }
+        done <"$TMP/l1$W"
+    elif [ -e "$2" ] && cmp -s "$2" "$3"; then
+        :
+    else
+        echo "BAD $1: $(cmp "$2" "$3" 2>&1)"
+        return
+    fi
+    echo "SAME $1"
+}
 # bad_lines GOOD: for the lines of $TMP/res, a FAIL line per "BAD why" line and per
 # line (the first 5) that is neither BAD nor starts with GOOD; their counts in $BAD and
 # $OTHER.

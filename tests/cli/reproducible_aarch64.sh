@@ -41,15 +41,6 @@ AOQC="qemu-aarch64 $ABUILD/oqc"
 file "$ABUILD/oqc" | grep -q "ARM aarch64" && $AOQC --version >/dev/null &&
     ok "the aarch64 oqc runs under qemu-aarch64" || fail "the aarch64 oqc does not run"
 
-# same NAME A B: identical trees or files (prints SAME NAME or BAD why).
-same() {
-    if diff -r "$2" "$3" >"$TMP/diff$W" 2>&1; then
-        echo "SAME $1"
-    else
-        echo "BAD $1: $(head -n 3 "$TMP/diff$W" | tr '\n' ' ' | cut -c1-200)"
-    fi
-}
-
 one() {
     mf=$1
     m=$(basename "$mf" .onnx)
