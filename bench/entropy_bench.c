@@ -5,7 +5,7 @@
  * over R runs, and the threshold found, so two builds can be compared.  Not a test:
  * nothing is asserted.  Build and run (from the repository root, after `make`):
  *
- *   gcc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Icompiler -Iruntime bench/entropy_bench.c \
+ *   gcc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L $(OQC_INC, see bench/run.sh) bench/entropy_bench.c \
  *       build/liboqc.a -lprotobuf-c -lxml2 -ljpeg -lpng -lm -pthread -o build/entropy_bench
  *   build/entropy_bench [RUNS]          # RUNS per histogram, default 20
  *
@@ -13,7 +13,7 @@
  * values in bin 0, a thinning tail with empty bins), Laplace (dense, heavy tail),
  * uniform (dense to the end), a Gaussian with ten outliers at 100 sigma (nearly all
  * bins empty), and a 4-value tensor (the small tensors of a long chain). */
-#include "ir.h"
+#include "backend.h"
 
 #include <math.h>
 #include <stdio.h>

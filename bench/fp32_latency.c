@@ -16,8 +16,8 @@
  *
  * Build (bench/run.sh does this; flags as the Makefile's):
  *
- *   cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Icompiler -Ipasses \
- *      -Iruntime -Ibuild/proto bench/fp32_latency.c build/liboqc.a \
+ *   cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $OQC_INC \
+ *      -Ibuild/proto bench/fp32_latency.c build/liboqc.a \
  *      -lprotobuf-c -lxml2 -lm -pthread -o build/bench/fp32_latency
  *
  * Usage: fp32_latency MODEL [--threads 1,2] [--runs 20] [--warmup 3] [--min-ms 1000]
@@ -26,7 +26,7 @@
  * Output: human-readable lines, plus one machine-readable line per thread count:
  *   RESULT model=PATH passes=0|1 threads=T nodes=N runs=R median_ms=X min_ms=Y
  */
-#include "ir.h"
+#include "backend.h"
 #include "passes.h"
 
 #include <stdio.h>

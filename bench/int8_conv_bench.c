@@ -1,4 +1,4 @@
-/* int8_conv_bench.c - speed of oqci_conv (runtime/oqci_conv*.c) per kernel family on
+/* int8_conv_bench.c - speed of oqci_conv (runtime/int8/oqci_conv*.c) per kernel family on
  * ResNet-18-like layers and a MobileNet depthwise layer, single-threaded, next to the
  * FP32 oqcf_conv on the same shape, and the peak of the AVX2 microkernel's instruction
  * mix measured in registers (what "GMAC/s against peak" is relative to).
@@ -6,7 +6,7 @@
  * Build and run (after `make`, which builds build/liboqc.a with OQCI_TEST_HOOKS, so
  * oqci_force_isa() can pick each family):
  *
- *     cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -Iruntime bench/int8_conv_bench.c \
+ *     cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -Iruntime/fp32 -Iruntime/int8 bench/int8_conv_bench.c \
  *        build/liboqc.a -lprotobuf-c -lxml2 -lm -pthread -o build/int8_conv_bench
  *     build/int8_conv_bench [--min-ms N] [--isa NAME] [--layer SUBSTRING] [--no-fp32]
  *                           [--weight-bits N] [--s32]

@@ -25,6 +25,8 @@ cd "$(dirname "$0")/.." || exit 1
 BUILD=${BUILD:-build}
 OUT=$BUILD/bench
 CC=${CC:-cc}
+# oqc's header folders (compiler/*/, passes/, runtime/*/) as -I flags.
+OQC_INC=$(for d in compiler/*/ passes/ runtime/*/; do printf -- '-I%s ' "${d%/}"; done)
 PY=/usr/bin/python3
 ORT_VERSION=${ORT_VERSION:-1.30.0}     # pinned so comparisons over time are like for like
 THREADS=1,2
@@ -62,7 +64,7 @@ fi
 # The Makefile's flags (CSTD, OPT, INCLUDES, -pthread); no -Werror: a warning from a
 # header someone is editing should not stop the benchmarks.
 if ! $CC -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -O2 -g -Wall -Wextra \
-        -Icompiler -Ipasses -Iruntime -I"$BUILD/proto" -pthread \
+        $OQC_INC -I"$BUILD/proto" -pthread \
         bench/fp32_latency.c "$BUILD/liboqc.a" -lprotobuf-c -lxml2 -ljpeg -lpng -lm -pthread \
         -o "$OUT/fp32_latency"; then
     note "cannot build bench/fp32_latency.c against $BUILD/liboqc.a"
@@ -244,7 +246,7 @@ fi
 # the torchvision models on 64 image-like inputs cut from photographs,
 # models/tv/make_photo_patches.py), then four engines, single thread, batch 1:
 #   oqc INT8 C   `oqc compile --table` built with $CC -O2 -march=native -ffp-contract=off
-#                and timed by bench/emitted_latency.c (whatever runtime/oqci* kernels
+#                and timed by bench/emitted_latency.c (whatever runtime/int8/oqci* kernels
 #                $BUILD/oqc embeds);
 #   oqc FP32 C   `oqc compile --precision fp32`, built and timed the same way;
 #   ORT FP32     onnxruntime-node on the model (bench/ort_latency.js --threads 1);
@@ -473,7 +475,7 @@ fi
 # depthwise convs summed.  Objects are cached by content in $I8/obj.
 if [ -z "${BENCH_SKIP_LAYERS:-}" ]; then
     peak=""; peak_name=""
-    if $CC -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -Iruntime bench/int8_conv_bench.c "$BUILD/liboqc.a" \
+    if $CC -std=c11 -O2 -D_POSIX_C_SOURCE=200809L $OQC_INC bench/int8_conv_bench.c "$BUILD/liboqc.a" \
             -lprotobuf-c -lxml2 -ljpeg -lpng -lm -pthread -o "$OUT/int8_conv_bench" 2>"$I8/conv_bench.err"; then
         pl=$("$OUT/int8_conv_bench" --peak)
         for k in vpdpbusd_zmm vpdpbusd_ymm madd_add; do

@@ -6,9 +6,9 @@
  * calling thread's CPU time, 2-thread runs in wall time (see now()).  Build (from the
  * repository root):
  *
- *   gcc -O2 -std=c11 -D_DEFAULT_SOURCE -pthread -Iruntime bench/sgemm_bench.c \
- *       runtime/oqcf_pool.c runtime/oqcf_threads.c runtime/oqcf_sgemm.c \
- *       runtime/oqcf_sgemm_x86.c -lm \
+ *   gcc -O2 -std=c11 -D_DEFAULT_SOURCE -pthread -Iruntime/fp32 -Iruntime/int8 bench/sgemm_bench.c \
+ *       runtime/fp32/oqcf_pool.c runtime/fp32/oqcf_threads.c runtime/fp32/oqcf_sgemm.c \
+ *       runtime/fp32/oqcf_sgemm_x86.c -lm \
  *       -o /tmp/sgemm_bench
  *
  * add -DOQC_BENCH_OPENBLAS ... -lopenblas to compare with cblas_sgemm (Debian's

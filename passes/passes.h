@@ -16,7 +16,7 @@
 #ifndef OQC_PASSES_H
 #define OQC_PASSES_H
 
-#include "ir.h"
+#include "calib.h"
 
 typedef int (*OqcPassFn)(OqcGraph *g, OqcDiag *d);
 
@@ -56,5 +56,9 @@ typedef int (*OqcAfterPassFn)(void *ctx, const char *pass, OqcGraph *g);
  * Unknown pass names are an error listing the known ones. */
 int oqc_run_passes(OqcGraph *g, const char *only, const char *disable, OqcAfterPassFn after,
                    void *ctx, OqcDiag *d);
+
+/* Sets the quant of every tensor named in e (the calibration result or an imported
+ * table) in g; a name g does not have is an error naming it. */
+int oqc_quant_apply(OqcGraph *g, const OqcCalibEntry *e, int n, OqcDiag *d);
 
 #endif

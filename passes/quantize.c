@@ -15,7 +15,7 @@
  *      calibrated; max pooling, clamps, views and Resize keep their input's scale (they
  *      only move, clamp or average values); the producers writing into one concat buffer all use the
  *      buffer's scale, so the concat stays free (a max pool writing there requantizes);
- *   3. computes each INT8 node's kernel parameters (runtime/oqci.h): per output channel
+ *   3. computes each INT8 node's kernel parameters (runtime/int8/oqci.h): per output channel
  *      weight scales max|W[k]|/127 (no saturation; an all-zero channel gets scale 1;
  *      /63 and so on with cfg->weight_bits 7 or fewer, then every conv has wpair16),
  *      int8 weights packed with the depth padded to a multiple of 4, int32 biases at

@@ -1,5 +1,5 @@
 /* quantize_params.c - pass "quantize", step 3: the kernel parameters of one INT8 node
- * (runtime/oqci.h): per output channel weight scales and int8 weights packed with the
+ * (runtime/int8/oqci.h): per output channel weight scales and int8 weights packed with the
  * depth padded to a multiple of 4, int32 biases, requantization multipliers (float32,
  * or int32 and shift in fixed mode) and output clamps.  The arithmetic of INT8 lives
  * here, apart from quantize.c, which decides which nodes run in INT8 and rewrites the

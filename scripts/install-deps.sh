@@ -5,7 +5,7 @@
 set -u
 # chromium renders the calibration report (tests/cli/report_render.sh), python3-onnx
 # runs onnx.checker on export-qdq output (tests/cli/export_qdq.sh): both must run in CI;
-# libjpeg-turbo and libpng decode image data (compiler/image_io.c); cmake, ninja-build
+# libjpeg-turbo and libpng decode image data (compiler/frontend/image_io.c); cmake, ninja-build
 # and parallel run the build-pipeline tests (tests/cli/examples.sh, calib_shards.sh);
 # python3-jsonschema validates --json documents against docs/oqc-json.schema.json
 # (tests/cli/json_output.sh).

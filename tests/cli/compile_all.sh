@@ -32,9 +32,9 @@ command -v clang >/dev/null || { skip "no clang (scripts/install-deps.sh install
 # (the runtime with gcc and clang -Werror -pedantic: int8_runtime_c99.sh and
 # fp32_runtime_c99.sh; here the instrumented objects the runs link)
 mkdir -p "$TMP/rt_san"
-for c in runtime/oqci_*.c runtime/oqcf_*.c; do
+for c in runtime/int8/oqci_*.c runtime/fp32/oqcf_*.c; do
     case "$c" in */oqcf_pool.c | */oqcf_threads.c) continue ;; esac
-    gcc $SANF -Iruntime -c "$c" -o "$TMP/rt_san/$(basename "$c" .c).o" || fail "runtime $c does not build"
+    gcc $SANF $RT_INC -c "$c" -o "$TMP/rt_san/$(basename "$c" .c).o" || fail "runtime $c does not build"
 done
 
 # one MODEL.onnx: status lines (INT8, FP32, REFUSED, RAN, BAD message) on stdout.
@@ -79,7 +79,7 @@ one() {
     rm -rf "$TMP/s_$m"
     for f in "$O"/oqc*.c; do
         [ -e "$f" ] || continue
-        tail -n +2 "$f" | cmp -s - "runtime/$(basename "$f")" || {
+        tail -n +2 "$f" | cmp -s - "$(rt_src "$f")" || {
             echo "BAD $m: $(basename "$f") is not a copy of runtime/"; }
     done
     objs=""

@@ -313,9 +313,9 @@ fi
 if [ "${OQC_CONFIG:-default}" = default ]; then
     # The runtime copies are verbatim: build them once, from runtime/ (checked below).
     mkdir -p "$TMP/rt"
-    for c in runtime/oqci_*.c runtime/oqcf_*.c; do
+    for c in runtime/int8/oqci_*.c runtime/fp32/oqcf_*.c; do
         case "$c" in */oqcf_pool.c | */oqcf_threads.c) continue ;; esac
-        gcc $FLAGS -Iruntime -c "$c" -o "$TMP/rt/$(basename "$c" .c).o" || fail "runtime $c"
+        gcc $FLAGS $RT_INC -c "$c" -o "$TMP/rt/$(basename "$c" .c).o" || fail "runtime $c"
     done
     nt=0
     nm=0
@@ -338,7 +338,7 @@ if [ "${OQC_CONFIG:-default}" = default ]; then
             "$OQC" eval $mf --data "$TMP/in_$m.npy" --calib "$TMP/in_$m.npy" \
                 --save-int8 "$TMP/ev_$m.npy" -q >/dev/null 2>>"$TMP/err" &&
             for f in "$TMP/q_$m"/oqc*.c; do
-                tail -n +2 "$f" | cmp -s - "runtime/$(basename "$f")" || echo "$f" >>"$TMP/err"
+                tail -n +2 "$f" | cmp -s - "$(rt_src "$f")" || echo "$f" >>"$TMP/err"
             done &&
             gcc $FLAGS -I "$TMP/q_$m" -DOQC_MODEL_HEADER='"t.h"' -DOQC_MODEL_PREFIX=t $DRIVER \
                 "$TMP/q_$m"/t*.c "$TMP"/rt/*.o -lm -o "$TMP/run_$m" 2>"$TMP/cc.log" &&

@@ -1,6 +1,6 @@
 #!/bin/sh
 # fp32_runtime_c99.sh - the FP32 runtime files `oqc compile` copies next to a model are
-# plain, self-sufficient C99: every runtime/oqcf_*.c but oqcf_pool.c and oqcf_threads.c
+# plain, self-sufficient C99: every runtime/fp32/oqcf_*.c but oqcf_pool.c and oqcf_threads.c
 # (the pool over threads, for liboqc and outputs with --threads, see compile_threads.sh;
 # oqcf_serial.c stands in for them) compiles with
 #   -std=c99 -pedantic -O2 -Wall -Wextra -Werror
@@ -19,8 +19,8 @@ STRICT="-std=c99 -pedantic -O2 -Wall -Wextra -Werror"
 SANITIZE="-std=c99 -pedantic -O0 -g -Wall -Wextra -Werror -fsanitize=address,undefined
           -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 SRCS=""
-for f in runtime/oqcf_*.c; do
-    case "$f" in runtime/oqcf_pool.c | runtime/oqcf_threads.c) ;; *) SRCS="$SRCS $f" ;; esac
+for f in runtime/fp32/oqcf_*.c; do
+    case "$f" in runtime/fp32/oqcf_pool.c | runtime/fp32/oqcf_threads.c) ;; *) SRCS="$SRCS $f" ;; esac
 done
 
 # compile CC DIR FLAGS...: compiles $SRCS into DIR, two at a time (the test machines
@@ -34,7 +34,7 @@ compile() {
     n=0
     for f in $SRCS; do
         b=$(basename "$f" .c)
-        ( "$cc" "$@" -Iruntime -c "$f" -o "$dir/$b.o" 2> "$dir/$b.err" ||
+        ( "$cc" "$@" $RT_INC -c "$f" -o "$dir/$b.o" 2> "$dir/$b.err" ||
               echo "$f" >> "$dir/failed" ) &
         n=$((n + 1))
         [ $((n % 2)) = 0 ] && wait
@@ -263,7 +263,7 @@ for cc in gcc clang; do
     # 4. run Conv and Gemm under ASan + UBSan, linked with -lm only
     s="$TMP/$cc-san"
     if compile "$cc" "$s" $SANITIZE &&
-       "$cc" $SANITIZE -Iruntime "$TMP/main.c" "$s"/*.o -lm -o "$TMP/$cc-run" 2> "$s/link.err"
+       "$cc" $SANITIZE $RT_INC "$TMP/main.c" "$s"/*.o -lm -o "$TMP/$cc-run" 2> "$s/link.err"
     then
         if "$TMP/$cc-run" > "$s/run.log" 2>&1; then
             ok "$cc: Conv and Gemm match direct loops under ASan+UBSan (serial pool)"

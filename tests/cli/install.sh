@@ -66,10 +66,10 @@ MANWIDTH=80 man -l "$STAGE/usr/share/man/man1/oqc.1" >"$TMP/man.txt" 2>"$TMP/man
     grep -q 'oqc - ONNX quantization compiler' "$TMP/man.txt" && ok "man -l renders oqc(1)" ||
     fail "man: $(head -n 3 "$TMP/man.err")"
 missing=""
-for opt in $(grep -ho '"--[a-z0-9][a-z0-9-]*"' compiler/main.c compiler/cli_*.c | tr -d '"' | sort -u); do
+for opt in $(grep -ho '"--[a-z0-9][a-z0-9-]*"' compiler/driver/main.c compiler/cli_*.c | tr -d '"' | sort -u); do
     grep -q -- "$opt" "$TMP/man.txt" || missing="$missing $opt"
 done
-[ -z "$missing" ] && ok "every option of compiler/main.c and cli_*.c is in oqc(1)" ||
+[ -z "$missing" ] && ok "every option of compiler/driver/main.c and cli_*.c is in oqc(1)" ||
     fail "options missing from docs/oqc.1:$missing"
 
 make --no-print-directory uninstall DESTDIR="$STAGE" PREFIX=/usr >"$TMP/uninstall.log" 2>&1 ||

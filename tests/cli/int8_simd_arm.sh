@@ -1,6 +1,6 @@
 #!/bin/sh
 # int8_simd_arm.sh - oqci_conv's SIMD kernel families in the builds the emitted C gets
-# (runtime/oqci_conv*.c copied verbatim, no liboqc): each family is
+# (runtime/int8/oqci_conv*.c copied verbatim, no liboqc): each family is
 # compared bit for bit with the portable one by tests/emit/int8_simd_check.c, a
 # standalone program built with the runtime files (OQCI_TEST_HOOKS for oqci_force_isa).
 #   1. x86, compile-time selection: built with -mavx2, and with -mavx2 -mfma (gcc and
@@ -34,9 +34,9 @@
 only_config san
 C99="-std=c99 -pedantic -O2 -Wall -Wextra -Werror"
 # the conv library is one file per kernel family: all of them, always together
-CONV=$(echo runtime/oqci_conv*.c)
+CONV=$(echo runtime/int8/oqci_conv*.c)
 SRC="tests/emit/int8_simd_check.c $CONV"
-HOOKS="-DOQCI_TEST_HOOKS -Iruntime"
+HOOKS="-DOQCI_TEST_HOOKS $RT_INC"
 
 # conv_objs NAME CC FLAGS...: compiles every conv file to $TMP/NAME.*.o ($objs: their
 # list, for has_insn); fails on the first file that does not compile (error in $TMP/err).

@@ -5,6 +5,10 @@ T_PASS=0
 T_FAIL=0
 T_SKIP=0
 T_NAME=$(basename "$0" .sh)
+# The runtime's folders (its two libraries and the driver files) as -I flags, and the
+# source under runtime/ of a file emitted next to a model (same name, one folder).
+RT_INC="-Iruntime/fp32 -Iruntime/int8 -Iruntime/app"
+rt_src() { ls runtime/*/"$(basename "$1")"; }
 OQC=${OQC:-build/oqc}
 # The builds a test runs (emitted C, the examples, depfile checks) are its own, not part
 # of the `make check` that started it: without this they inherit its jobserver and print

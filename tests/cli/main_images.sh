@@ -1,6 +1,6 @@
 #!/bin/sh
 # main_images.sh - the driver of `oqc compile --main` on images (docs/cli.md): for a
-# model compiled with --preprocess it is built with runtime/oqc_image.c (libjpeg,
+# model compiled with --preprocess it is built with runtime/app/oqc_image.c (libjpeg,
 # libpng) and takes JPEG/PNG files and folders, preprocessed as the model's spec says,
 # giving bit for bit oqc's outputs on the same images (INT8: oqc eval --save-int8;
 # FP32: oqc run) and its own outputs on the same images as a .npy (oqc's tensors);

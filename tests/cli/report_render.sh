@@ -1,5 +1,5 @@
 #!/bin/sh
-# report_render.sh - the HTML calibration report (compiler/calib_report.c) renders in a
+# report_render.sh - the HTML calibration report (compiler/calib/calib_report.c) renders in a
 # real browser. The unit test binary writes its sample report (8 tensors: entropy with
 # divergence curves, max, percentile, mse, an imported entry, an empty histogram, a name
 # to escape) to $OQC_REPORT_OUT; headless Chromium (Debian package chromium) screenshots

@@ -1,11 +1,11 @@
 /* int8_simd_check.c - oqci_conv's kernel families against its portable one, bit for bit,
- * in a program built from runtime/oqci_conv*.c alone (no liboqc), so it can be
+ * in a program built from runtime/int8/oqci_conv*.c alone (no liboqc), so it can be
  * cross-compiled and run elsewhere: tests/cli/int8_simd_arm.sh builds it for AArch64
  * with the dot-product extension and runs it under qemu-aarch64, and for x86 with
  * -mavx2 (the compile-time selection of the AVX2 family, no OQCI_DISPATCH).
  *
  *     cc -std=c99 -O2 [-march=... | -mavx2] -DOQCI_TEST_HOOKS -Iruntime \
- *        tests/emit/int8_simd_check.c runtime/oqci_conv*.c -o check
+ *        tests/emit/int8_simd_check.c runtime/int8/oqci_conv*.c -o check
  *     ./check FAMILY [CASES]
  *
  * FAMILY names the family the build must choose by itself (oqci_conv_isa() with nothing

@@ -30,7 +30,7 @@
  * sanitizer reports, leaks and hangs.  Each process works in its own scratch directory
  * ($OQC_FUZZ_TMP or /tmp, oqc_fuzz_PID/).  Built and run by `make fuzz`
  * (tests/fuzz/run.sh; docs/testing.md). */
-#include "ir.h"
+#include "backend.h"
 #include "passes.h"
 
 #include <stdint.h>

@@ -7,7 +7,7 @@
  * SHAPE is the model input shape (e.g. 1x3x224x224); OUT gets [n, ...] float32, one
  * sample per image, exactly what calibrate/eval/run feed the model.  Errors (a bad
  * image, a spec that does not fit the shape) go to stderr with exit status 1. */
-#include "ir.h"
+#include "backend.h"
 
 #include <stdlib.h>
 

@@ -13,7 +13,7 @@
  * |out - ref| <= atol + rtol * |ref| with rtol 1e-3, atol 1e-7 (ONNX's defaults);
  * integer and bool outputs exactly. Ends with "node-tests: N passed, M failed,
  * K skipped" and "RESULT onnx-node-tests N M" for tests/run.sh. */
-#include "ir.h"
+#include "backend.h"
 
 #include <dirent.h>
 #include <math.h>

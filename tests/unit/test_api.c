@@ -1,4 +1,4 @@
-/* test_api.c - the public API (compiler/oqc.h) used the way a library user would:
+/* test_api.c - the public API (compiler/api/oqc.h) used the way a library user would:
  * only oqc.h is included. */
 #include <stdlib.h>
 #include <string.h>

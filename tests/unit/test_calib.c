@@ -1,5 +1,5 @@
 /* test_calib.c - calibration: histograms, the four threshold methods and the two table
- * forms (compiler/calib.c, compiler/calib_table.c; docs/calibration.md, whose formulas
+ * forms (compiler/calib/calib.c, compiler/calib/calib_table.c; docs/calibration.md, whose formulas
  * the hand computations below follow; docs/calib-table.rng).
  *
  * What is checked:
@@ -23,7 +23,7 @@
  *     tests must not depend on the machine's speed).
  * Run from the repository root (tests/run.sh does). */
 #include "harness.h"
-#include "ir.h"
+#include "backend.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -442,7 +442,7 @@ static void test_entropy_matches_reference(void) {
 /* The search at the default size (N = 2048, 128 levels; also 255 levels and an N that
  * is no multiple of them) against ref_divergence, an O(N) transcription per candidate,
  * so O(N^2) per histogram, on histograms chosen to strain the prefix-sum evaluation
- * (compiler/calib.c, entropy_divergence): counts near 1e12 (the sums of b log b are
+ * (compiler/calib/calib.c, entropy_divergence): counts near 1e12 (the sums of b log b are
  * ~1e16, their group differences small), counts 1 and 1e9 side by side (1/b sums and
  * b log b sums of very different sizes), all counts equal and periodic patterns (groups
  * with P == Q, summed bin by bin), empty-bin ratios either side of where smoothing

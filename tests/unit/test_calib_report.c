@@ -1,4 +1,4 @@
-/* test_calib_report.c - the HTML calibration report (compiler/calib_report.c,
+/* test_calib_report.c - the HTML calibration report (compiler/calib/calib_report.c,
  * docs/calibration-report.md).
  *
  * The entries are built here (synthetic Gaussian-like histograms and divergence curves),
@@ -20,7 +20,7 @@
  * With OQC_REPORT_OUT=FILE in the environment, test_sample_report also writes the sample
  * report there (tests/cli/report_render.sh renders it in a browser). */
 #include "harness.h"
-#include "ir.h"
+#include "backend.h"
 
 #include <ctype.h>
 #include <glob.h>

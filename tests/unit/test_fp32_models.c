@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "ir.h"
+#include "backend.h"
 
 #define FP32_TOL 5e-6
 

@@ -1,5 +1,5 @@
 /* test_fp32_nn.c - thread pool, SGEMM (every microkernel family), Gemm and MatMul
- * (runtime/oqcf_nn.h) against naive references written here in double, on small odd
+ * (runtime/fp32/oqcf_nn.h) against naive references written here in double, on small odd
  * shapes and seeded random shapes.  Tolerances: see nn_testutil.h.  Conv, pooling and
  * normalisation are in test_fp32_nn_conv.c.
  *

@@ -1,7 +1,7 @@
 /* test_fp32_nn_conv.c - Conv (groups, depthwise, dilation, strides, asymmetric pads,
  * 1-D/2-D/3-D, channel views, activations, batch > 1, 2 threads), MaxPool (Indices,
  * storage orders, ceil_mode-shaped outputs), AveragePool (count_include_pad), global
- * pools, BatchNormalization and LRN (runtime/oqcf_nn.h) against naive references
+ * pools, BatchNormalization and LRN (runtime/fp32/oqcf_nn.h) against naive references
  * written here in double.  Tolerances: see nn_testutil.h.
  *
  * To add a kernel test: write a reference in double next to the others, a test that

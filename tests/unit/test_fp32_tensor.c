@@ -1,4 +1,4 @@
-/* test_fp32_tensor.c - tests of runtime/oqcf_tensor.h (oqcf_eltwise.c, oqcf_layout.c,
+/* test_fp32_tensor.c - tests of runtime/fp32/oqcf_tensor.h (oqcf_eltwise.c, oqcf_layout.c,
  * oqcf_cast.c).
  *
  * Each kernel is checked two ways: against values derived by hand in the comments (ONNX

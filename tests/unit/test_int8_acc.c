@@ -1,4 +1,4 @@
-/* test_int8_acc.c - accumulator outputs leaving the INT8 domain (runtime/oqci.h):
+/* test_int8_acc.c - accumulator outputs leaving the INT8 domain (runtime/int8/oqci.h):
  * oqci_dequantize_s32 and oqci_requantize_s32 against direct formulas, and the
  * property the compiler relies on: a conv or average pool that stores its int32
  * accumulators (out_type OQCI_S32) and oqci_requantize_s32 give exactly the bytes the

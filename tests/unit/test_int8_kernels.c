@@ -1,4 +1,4 @@
-/* test_int8_kernels.c - the INT8 kernel library (runtime/oqci.h): the scalar primitives
+/* test_int8_kernels.c - the INT8 kernel library (runtime/int8/oqci.h): the scalar primitives
  * and conv against direct scalar references written independently here, on seeded
  * random small odd shapes (pooling and the element-wise kernels: test_int8_pool.c;
  * shared helpers: int8_testutil.h).
@@ -742,7 +742,7 @@ static int64_t conv_data_run(OqciConv *p, int in_type, int kind, int bias_kind, 
     return bad;
 }
 
-/* Shapes aimed at each SIMD path (runtime/oqci_conv*.c); the comment of each row names
+/* Shapes aimed at each SIMD path (runtime/int8/oqci_conv*.c); the comment of each row names
  * the path it is for. */
 static const int simd_shapes[][16] = {
     /* N, C, K, g, H, W, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr */

@@ -1,5 +1,5 @@
 /* test_int8_pool.c - the INT8 kernel library's pooling and element-wise kernels
- * (runtime/oqci.h: oqci_maxpool, oqci_avgpool, oqci_add, oqci_clamp, oqci_quantize)
+ * (runtime/int8/oqci.h: oqci_maxpool, oqci_avgpool, oqci_add, oqci_clamp, oqci_quantize)
  * against direct scalar references written independently here, on seeded random small
  * odd shapes, then once per kernel family this CPU has (oqci_force_isa) on shapes aimed
  * at the vector paths.  The conv kernels and the scalar primitives are

@@ -1,10 +1,10 @@
-/* test_json.c - the JSON writer of `--json` (compiler/json.c): exact text for nesting
+/* test_json.c - the JSON writer of `--json` (compiler/base/json.c): exact text for nesting
  * and commas, string escaping of quotes, backslashes, every control character, valid
  * and invalid UTF-8, shortest round-tripping numbers and null for NaN/Inf.  The
  * expected strings are written out from RFC 8259 and RFC 3629, not taken from the
  * writer's output. */
 #include "harness.h"
-#include "ir.h"
+#include "backend.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "ir.h"
+#include "backend.h"
 #include "passes.h"
 
 /* One model and what the passes must do to it. */

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "ir.h"
+#include "backend.h"
 #include "passes.h"
 
 static int count_op(const OqcGraph *g, OqcOp op) {

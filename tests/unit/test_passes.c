@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "ir.h"
+#include "backend.h"
 #include "passes.h"
 
 #define MAX_IO 8

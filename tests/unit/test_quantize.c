@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "ir.h"
+#include "backend.h"
 #include "passes.h"
 
 #define SAMPLES 16

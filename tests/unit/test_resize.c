@@ -1,6 +1,6 @@
-/* test_resize.c - the Resize and ConvTranspose kernels: runtime/oqcf_resize.c (float and
- * byte passes), runtime/oqci_resize.c (linear Resize of 8-bit codes),
- * runtime/oqcf_deconv.c and runtime/oqci_deconv.c (INT8), against hand-worked examples and against references written
+/* test_resize.c - the Resize and ConvTranspose kernels: runtime/fp32/oqcf_resize.c (float and
+ * byte passes), runtime/int8/oqci_resize.c (linear Resize of 8-bit codes),
+ * runtime/fp32/oqcf_deconv.c and runtime/int8/oqci_deconv.c (INT8), against hand-worked examples and against references written
  * another way here (the resize as a direct per-output sum over all tap combinations;
  * ConvTranspose as a gather: each output sums the inputs whose taps reach it). The
  * compile-time part (coordinate modes, rounding, cubic weights) is checked by the ONNX

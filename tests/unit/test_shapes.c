@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "ir.h"
+#include "backend.h"
 
 static int compare_file(const char *tsv_name) {
     char model[1024], path[1200];

@@ -1,4 +1,4 @@
-/* test_xml.c - the XML form of the IR (compiler/dump_xml.c, docs/oqc-ir.rng).
+/* test_xml.c - the XML form of the IR (compiler/ir/dump_xml.c, docs/oqc-ir.rng).
  *
  * What is checked:
  *   - round trip: for every model under models/{fashion,tiny,tv} and for a hand-built
@@ -15,7 +15,7 @@
  *     file and, where there is one, the line.
  * Run from the repository root (tests/run.sh does). */
 #include "harness.h"
-#include "ir.h"
+#include "backend.h"
 
 #include <glob.h>
 #include <inttypes.h>

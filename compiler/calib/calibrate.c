@@ -1,0 +1,605 @@
+/* calibrate.c - running the FP32 graph over a dataset to calibrate activation
+ * thresholds (see ir.h, banner calibrate.c; the math is calib.c).
+ *
+ * Two streaming passes over the data, as docs/calibration.md specifies: the first finds
+ * each tensor's amax, the second fills its |x| histogram over [0, amax]. Nothing but
+ * one histogram per tensor is kept, so memory does not grow with the sample count, and
+ * because every sample's values land in the same bins whatever the batch size, the
+ * result does not depend on --batch. Calibration runs on the graph after the passes:
+ * thresholds belong to the tensors the INT8 code will hold (fused conv outputs, merged
+ * conv ranges, concat buffers). A tensor written in place into a concat buffer (a view)
+ * contributes to its base's histogram and shares its threshold.
+ *
+ * The two passes can also run apart, on shards of the data on different machines
+ * (OqcCalibStats, calib_stats.c): pass 1 alone saves each shard's amax; merged by
+ * maximum they are the amax one run would find; pass 2 alone bins a shard over that
+ * merged amax; summed, the shards' counts are the histograms one run fills, and the
+ * thresholds are chosen from them as from a run's own. */
+#include "calib.h"
+
+#include <pthread.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* State shared by the executors' hooks. */
+typedef struct Calib {
+    int pass;             /* 1: amax, 2: histograms */
+    OqcHist *hists;       /* per calibrated root tensor */
+    const char **names;   /* per histogram: its root tensor's name */
+    int nhists;           /* number of histograms */
+    const char *nan_name; /* first tensor seen holding NaN, or NULL */
+    float *seen;          /* pass 2 over a given range: per histogram, the largest |x|
+                             binned (must not exceed the range), else NULL */
+} Calib;
+
+/* One executor's view of the histograms (the batch-1 and the batch-b graphs have the
+ * same tensors, matched by name). */
+typedef struct Hook {
+    Calib *c;             /* shared state */
+    int *slot;            /* per tensor of this graph: histogram index, -1 if none */
+    int64_t batch;        /* samples per run of this graph */
+} Hook;
+
+/* Which tensors are calibrated: float activations (graph inputs, node outputs, and
+ * buffers written through views), views counting toward their base. */
+static int calibrated(const OqcGraph *g, const unsigned char *is_base, int t) {
+    const OqcTensor *tt = &g->tensors[t];
+    return tt->dtype == OQCF_FLOAT && !tt->is_const && !tt->has_value &&
+           (tt->is_input || tt->producer >= 0 || tt->view_base >= 0 || is_base[t]);
+}
+
+/* Adds n contiguous values to histogram h (pass 1: amax; pass 2: bins). */
+static void accumulate(Calib *c, OqcHist *h, const float *x, int64_t n, const char *name) {
+    if (c->pass == 1) {
+        float m = h->amax;
+        int nan = 0;
+        for (int64_t i = 0; i < n; i++) {
+            float a = fabsf(x[i]);
+            m = a > m ? a : m; /* NaN never wins */
+            nan |= a != a;
+        }
+        h->amax = m;
+        if (nan && !c->nan_name)
+            c->nan_name = name;
+    } else {
+        if (c->seen) {
+            float m = c->seen[h - c->hists];
+            for (int64_t i = 0; i < n; i++)
+                m = fabsf(x[i]) > m ? fabsf(x[i]) : m;
+            c->seen[h - c->hists] = m;
+        }
+        oqc_hist_add(h, x, n);
+    }
+}
+
+static void hook(void *ctx, const OqcGraph *g, int tensor, const void *data) {
+    Hook *k = ctx;
+    const OqcTensor *t = &g->tensors[tensor];
+    int s = k->slot[t->view_base >= 0 ? t->view_base : tensor];
+    if (s < 0)
+        return;
+    OqcHist *h = &k->c->hists[s];
+    int64_t n = oqc_shape_numel(&t->shape);
+    if (t->view_base < 0 || t->shape.d[0] == 1) {
+        accumulate(k->c, h, data, n, t->name);
+        return;
+    }
+    /* A view holds channels [coff, coff + C) of each sample of its base: strided. */
+    int64_t per = n / t->shape.d[0];
+    int64_t stride = oqc_shape_numel(&g->tensors[t->view_base].shape) / t->shape.d[0];
+    for (int64_t b = 0; b < t->shape.d[0]; b++)
+        accumulate(k->c, h, (const float *)data + b * stride, per, t->name);
+}
+
+/* Graph inputs are not produced by a node, so the hook does not see them: feed them. */
+static void feed_inputs(Hook *k, const OqcGraph *g, const void *const *inputs) {
+    for (int i = 0; i < g->ninputs; i++)
+        hook(k, g, g->inputs[i], inputs[i]);
+}
+
+/* Provably non-negative tensors (u8 storage): outputs of Relu, Clip with min >= 0,
+ * Sigmoid/HardSigmoid, convs/Gemms with such a fused activation, and max/average
+ * pooling, reshapes and concats of non-negative tensors. */
+void oqc_find_unsigned(const OqcGraph *g, unsigned char *nonneg) {
+    for (int i = 0; i < g->nnodes; i++) {
+        const OqcNode *n = &g->nodes[i];
+        int in0 = n->nin > 0 && n->in[0] >= 0 ? nonneg[n->in[0]] : 0;
+        int all_in = n->nin > 0;
+        for (int k = 0; k < n->nin; k++)
+            all_in &= n->in[k] >= 0 && nonneg[n->in[k]];
+        int act_nonneg = n->act.kind == OQCF_ACT_RELU ||
+                         (n->act.kind == OQCF_ACT_CLIP && n->act.p0 >= 0);
+        for (int k = 0; k < n->nout; k++) {
+            if (n->out[k] < 0)
+                continue;
+            int v = 0;
+            switch (n->op) {
+            case OQC_OP_Relu: case OQC_OP_Sigmoid: case OQC_OP_HardSigmoid:
+                v = 1;
+                break;
+            case OQC_OP_Clip: {
+                float lo = n->opset >= 11 ? -INFINITY : oqc_attr_float(n, "min", -INFINITY);
+                if (n->opset >= 11 && n->nin > 1 && n->in[1] >= 0) {
+                    const OqcTensor *m = &g->tensors[n->in[1]];
+                    if (m->is_const && m->data && m->dtype == OQCF_FLOAT)
+                        lo = *(const float *)m->data;
+                }
+                v = lo >= 0 || in0;
+                break;
+            }
+            case OQC_OP_Conv: case OQC_OP_Gemm:
+                v = act_nonneg;
+                if (n->act_per_channel && n->out_channels) {
+                    int64_t off = 0;
+                    for (int j = 0; j < k; j++)
+                        off += n->out_channels[j];
+                    v = 1;
+                    for (int64_t ch = 0; ch < n->out_channels[k]; ch++) {
+                        const OqcfAct *a = &n->act_per_channel[off + ch];
+                        v &= a->kind == OQCF_ACT_RELU || (a->kind == OQCF_ACT_CLIP && a->p0 >= 0);
+                    }
+                }
+                break;
+            case OQC_OP_MaxPool: case OQC_OP_AveragePool: case OQC_OP_GlobalAveragePool:
+            case OQC_OP_GlobalMaxPool: case OQC_OP_Flatten: case OQC_OP_Reshape:
+            case OQC_OP_Squeeze: case OQC_OP_Unsqueeze: case OQC_OP_Identity:
+            case OQC_OP_Dropout: case OQC_OP_Transpose: case OQC_OP_Slice: case OQC_OP_Split:
+                v = k == 0 || n->op == OQC_OP_Split ? in0 : 0;
+                break;
+            case OQC_OP_Concat: case OQC_OP_Sum: case OQC_OP_Add: case OQC_OP_Mul:
+                v = all_in;
+                break;
+            default:
+                v = 0;
+            }
+            nonneg[n->out[k]] = (unsigned char)v;
+        }
+    }
+    /* A concat buffer written through views is non-negative when all its views are
+     * (marked 3 when it already was, 2 when it was not yet). */
+    int again = 0;
+    for (int t = 0; t < g->ntensors; t++)
+        if (g->tensors[t].view_base >= 0 && g->tensors[t].producer >= 0)
+            nonneg[g->tensors[t].view_base] = nonneg[g->tensors[t].view_base] & 1 ? 3 : 2;
+    for (int t = 0; t < g->ntensors; t++)
+        if (g->tensors[t].view_base >= 0 && !nonneg[t])
+            nonneg[g->tensors[t].view_base] = 0;
+    for (int t = 0; t < g->ntensors; t++)
+        if (nonneg[t] >= 2) {
+            again |= nonneg[t] == 2; /* newly non-negative */
+            nonneg[t] = 1;
+        }
+    /* The nodes reading a buffer (a MaxPool after an eliminated Concat) were visited
+     * before it was known: walk again until no buffer changes (buffers only turn
+     * non-negative, so this ends). */
+    if (again)
+        oqc_find_unsigned(g, nonneg);
+}
+
+/* ------------------------------------------------------------------- data */
+
+/* ---------------------------------------------------------------- progress */
+
+typedef struct Progress {
+    int on;             /* drawing at all */
+    struct timespec t0; /* start of the current pass */
+    int64_t total;      /* samples per pass */
+} Progress;
+
+static double since(const struct timespec *t0) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + 1e-9 * (double)(t.tv_nsec - t0->tv_nsec);
+}
+
+static void progress(Progress *p, int pass, int64_t done) {
+    if (!p->on)
+        return;
+    double dt = since(&p->t0), rate = dt > 0 ? (double)done / dt : 0;
+    int width = 30, fill = p->total ? (int)(width * done / p->total) : width;
+    double eta = rate > 0 ? (double)(p->total - done) / rate : 0;
+    if (p->total <= 0) /* the first pass learns the sample count (pass 2 alone: unknown) */
+        fprintf(stderr, "\rcalibrating: pass %d/2%s %" PRId64 " samples %.1f/s ", pass,
+                pass == 1 ? " (amax)" : "", done, rate);
+    else
+        fprintf(stderr, "\rcalibrating: pass %d/2 [%.*s%*s] %" PRId64 "/%" PRId64
+                        " samples %.1f/s ETA %.0fs ", pass, fill,
+                "##############################", width - fill, "", done, p->total, rate, eta);
+    if (p->total > 0 && done == p->total)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+/* -------------------------------------------------------------- the driver */
+
+/* Histogram slots of graph g: one per calibrated root tensor, matched by name with
+ * the reference graph (whose slots are numbered first). */
+static int *make_slots(OqcGraph *g, const OqcGraph *ref, const int *ref_slot, Calib *c,
+                       int bins) {
+    OqcArena *a = g->arena;
+    int *slot = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof *slot);
+    unsigned char *is_base = oqc_arena_alloc(a, (size_t)g->ntensors + 1);
+    for (int t = 0; t < g->ntensors; t++) {
+        slot[t] = -1;
+        if (g->tensors[t].view_base >= 0)
+            is_base[g->tensors[t].view_base] = 1;
+    }
+    for (int t = 0; t < g->ntensors; t++) {
+        if (!calibrated(g, is_base, t) || g->tensors[t].view_base >= 0)
+            continue;
+        if (ref) {
+            int r = oqc_tensor_find(ref, g->tensors[t].name);
+            slot[t] = r >= 0 ? ref_slot[r] : -1;
+            continue;
+        }
+        slot[t] = c->nhists;
+        c->names[c->nhists] = g->tensors[t].name;
+        c->hists[c->nhists].nbins = bins;
+        c->hists[c->nhists].bins = oqc_arena_alloc(a, (size_t)bins * sizeof(uint64_t));
+        c->nhists++;
+    }
+    return slot;
+}
+
+/* One calibration worker: its executors (one thread each), its own accumulators (same
+ * histogram slots as every worker's) and the samples it runs.  With --threads N, N
+ * workers run disjoint samples of a file at once: histograms are integer counts and
+ * amax a maximum, so merging them gives exactly the single-worker result. */
+typedef struct Worker {
+    Calib c;              /* this worker's amax / histograms */
+    Hook h1, hb;          /* hooks of its batch-1 and batch-b executors */
+    OqcExec *e, *eb;      /* its executors (eb NULL when b == 1) */
+    void **outs;          /* output buffers, big enough for either graph */
+    float *batch;         /* one batch of samples */
+    OqcGraph *g, *gb;     /* the graphs */
+    int64_t b;            /* samples per batched run */
+    size_t sample_bytes;  /* bytes of one sample */
+    const char *data;     /* the current file's samples */
+    int64_t k0, k1;       /* this worker's samples [k0, k1) of it */
+    int rc;               /* 0, or -1 with the error in diag */
+    OqcDiag diag;         /* this worker's errors */
+    int64_t *done;        /* samples done by all workers (worker 0 reads it) */
+    Progress *pr;         /* drawn by worker 0 only */
+    int id;               /* worker index */
+    int pass;             /* current pass */
+} Worker;
+
+static void *worker_run(void *arg) {
+    Worker *w = arg;
+    int64_t queued = 0;
+    for (int64_t k = w->k0; w->rc == 0 && k < w->k1; k++) {
+        memcpy((char *)w->batch + (size_t)queued * w->sample_bytes,
+               w->data + (size_t)k * w->sample_bytes, w->sample_bytes);
+        if (++queued == w->b) { /* a full batch */
+            const void *in = w->batch;
+            feed_inputs(w->b > 1 ? &w->hb : &w->h1, w->b > 1 ? w->gb : w->g, &in);
+            w->rc = oqc_exec_run(w->b > 1 ? w->eb : w->e, &in, w->outs, &w->diag);
+            __atomic_add_fetch(w->done, queued, __ATOMIC_RELAXED);
+            queued = 0;
+            if (w->id == 0)
+                progress(w->pr, w->pass, __atomic_load_n(w->done, __ATOMIC_RELAXED));
+        }
+    }
+    for (int64_t k = 0; w->rc == 0 && k < queued; k++) { /* a short last batch */
+        const void *in = w->batch + (size_t)k * (w->sample_bytes / sizeof(float));
+        feed_inputs(&w->h1, w->g, &in);
+        w->rc = oqc_exec_run(w->e, &in, w->outs, &w->diag);
+        __atomic_add_fetch(w->done, 1, __ATOMIC_RELAXED);
+        if (w->id == 0)
+            progress(w->pr, w->pass, __atomic_load_n(w->done, __ATOMIC_RELAXED));
+    }
+    return NULL;
+}
+
+#define MAX_WORKERS 16
+
+/* Whether statistics st belong to this calibration: the same histograms (the root
+ * tensors of the model after the same passes, in order) with the same bins. */
+static int stats_match(const OqcGraph *g, const Calib *c, int bins, const OqcCalibStats *st,
+                       OqcDiag *d) {
+    const char *f = st->path ? st->path : "statistics";
+    if (st->bins != bins)
+        return oqc_err(d, "%s: has %d bins per histogram; this calibration uses %d (--bins)",
+                       f, st->bins, bins);
+    if (st->nhists != c->nhists)
+        return oqc_err(d, "%s: holds %d histograms but %s (after its passes) calibrates %d "
+                          "tensors: statistics of another model or other passes", f,
+                       st->nhists, g->path, c->nhists);
+    for (int i = 0; i < c->nhists; i++)
+        if (strcmp(st->names[i], c->names[i]))
+            return oqc_err(d, "%s: histogram %d is of tensor '%s' but %s calibrates '%s' "
+                              "there: statistics of another model or other passes", f, i + 1,
+                           st->names[i], g->path, c->names[i]);
+    return 0;
+}
+
+int oqc_calib_check_input(const OqcGraph *g, OqcDiag *d) {
+    if (g->ninputs != 1)
+        return oqc_err(d, "%s: calibration supports models with one input; this one has %d",
+                       g->path, g->ninputs);
+    const OqcTensor *x = &g->tensors[g->inputs[0]];
+    if (x->dtype != OQCF_FLOAT)
+        return oqc_err(d, "%s: input '%s' is %s; calibration needs a float input", g->path,
+                       x->name, oqc_dtype_name(x->dtype));
+    return 0;
+}
+
+void oqc_calib_placeholder(const OqcGraph *g, OqcArena *a, OqcCalibEntry **e, int *n) {
+    unsigned char *is_base = oqc_arena_alloc(a, (size_t)g->ntensors + 1);
+    for (int t = 0; t < g->ntensors; t++)
+        if (g->tensors[t].view_base >= 0)
+            is_base[g->tensors[t].view_base] = 1;
+    *e = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof **e);
+    *n = 0;
+    for (int t = 0; t < g->ntensors; t++)
+        if (calibrated(g, is_base, t))
+            (*e)[(*n)++] = (OqcCalibEntry){.name = g->tensors[t].name, .amax = 1,
+                                           .threshold = 1, .method = "table"};
+}
+
+int oqc_calibrate(OqcGraph *g, OqcGraph *gb, int64_t b, const OqcCalibOptions *o,
+                  OqcCalibEntry **entries, int *nentries, int64_t *nsamples, OqcDiag *d) {
+    OqcArena *a = g->arena;
+    if (oqc_calib_check_input(g, d) < 0)
+        return -1;
+    const OqcTensor *x = &g->tensors[g->inputs[0]];
+    const char **files = NULL;
+    int nfiles = 0;
+    if (!o->merged && oqc_data_files(a, o->data, o->ndata, &files, &nfiles, d) < 0)
+        return -1;
+    if (oqc_data_has_images(files, nfiles) && !(o->pre && o->pre->given))
+        return oqc_err(d, "%s: image data needs --preprocess (imagenet, cifar, raw or "
+                          "keys; see docs/images.md)", o->data[0]);
+    if (!gb || b < 2)
+        b = 1;
+    int nw = o->threads > 1 && !o->merged ? o->threads : 1;
+    if (nw > MAX_WORKERS)
+        nw = MAX_WORKERS;
+    Worker *ws = oqc_arena_alloc(a, (size_t)nw * sizeof *ws);
+    size_t sample_bytes = (size_t)oqc_shape_numel(&x->shape) * sizeof(float);
+    int64_t done = 0;
+    Progress pr = {.on = o->progress};
+    Calib c = {0};   /* the merged result (worker 0's accumulators) */
+    int *slot1 = NULL;
+    int rc = 0;
+    for (int i = 0; i < nw && rc == 0; i++) {
+        Worker *w = &ws[i];
+        w->g = g;
+        w->gb = gb;
+        w->b = b;
+        w->sample_bytes = sample_bytes;
+        w->done = &done;
+        w->pr = &pr;
+        w->id = i;
+        oqc_diag_init(&w->diag);
+        w->e = oqc_exec_new(g, 1, d);
+        w->eb = w->e && b > 1 ? oqc_exec_new(gb, 1, d) : NULL;
+        if (!w->e || (b > 1 && !w->eb)) {
+            rc = -1;
+            break;
+        }
+        w->c.hists = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof *w->c.hists);
+        w->c.names = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof *w->c.names);
+        w->h1 = (Hook){&w->c, make_slots(g, NULL, NULL, &w->c, o->bins), 1};
+        w->hb = (Hook){&w->c, b > 1 ? make_slots(gb, g, w->h1.slot, &w->c, o->bins) : NULL, b};
+        oqc_exec_set_hook(w->e, hook, &w->h1);
+        if (w->eb)
+            oqc_exec_set_hook(w->eb, hook, &w->hb);
+        w->outs = oqc_arena_alloc(a, (size_t)(g->noutputs + 1) * sizeof *w->outs);
+        for (int k = 0; k < g->noutputs; k++) { /* big enough for either graph */
+            const OqcTensor *t = &g->tensors[g->outputs[k]];
+            w->outs[k] = oqc_arena_alloc_raw(a, (size_t)(oqc_shape_numel(&t->shape) * b) *
+                                                    oqcf_dtype_size(t->dtype) + 1);
+        }
+        w->batch = oqc_arena_alloc_raw(a, sample_bytes * (size_t)b + 1);
+    }
+    int64_t total = 0;
+    /* The passes to run: both; pass 1 alone when saving its statistics; pass 2 alone
+     * over a given range; none from merged histograms. */
+    int first = o->merged ? 3 : o->range ? 2 : 1, last = o->save && !o->range ? 1 : 2;
+    const OqcCalibStats *given = o->merged ? o->merged : o->range;
+    if (rc == 0 && given && stats_match(g, &ws[0].c, o->bins, given, d) < 0)
+        rc = -1;
+    for (int i = 0; rc == 0 && o->range && i < nw; i++)
+        ws[i].c.seen = oqc_arena_alloc(a, (size_t)(ws[i].c.nhists + 1) * sizeof(float));
+    for (int hi = 0; rc == 0 && o->range && hi < ws[0].c.nhists; hi++)
+        for (int i = 0; i < nw; i++)
+            ws[i].c.hists[hi].amax = o->range->hists[hi].amax;
+    for (int pass = first; pass <= last && rc == 0; pass++) {
+        for (int i = 0; i < nw; i++)
+            ws[i].c.pass = ws[i].pass = pass;
+        clock_gettime(CLOCK_MONOTONIC, &pr.t0);
+        done = 0;
+        for (int f = 0; f < nfiles && rc == 0; f++) {
+            /* Each file (or run of up to `chunk` images) is read into a scratch arena:
+             * memory stays bounded by one file. */
+            OqcArena *fa = oqc_arena_new();
+            OqcValue v;
+            int64_t s = 0, chunk = 4 * (int64_t)nw * b < 16 ? 16 : 4 * (int64_t)nw * b, nimg = 0;
+            while (f + nimg < nfiles && nimg < chunk && oqc_is_image_path(files[f + nimg]))
+                nimg++;
+            if (nimg > 0) {
+                rc = oqc_images_read(files + f, nimg, o->pre, &x->shape, fa, &v, d);
+                s = nimg;
+                f += (int)nimg - 1;
+            } else if (oqc_tensor_read(files[f], &x->shape, fa, &v, d) < 0 ||
+                oqc_samples_of(files[f], &v, &x->shape, &s, d) < 0) {
+                rc = -1;
+            } else if (v.dtype != OQCF_FLOAT) {
+                rc = oqc_err(d, "%s: holds %s data; the input '%s' is f32", files[f],
+                             oqc_dtype_name(v.dtype), x->name);
+            }
+            /* Contiguous shares of the file's samples, whole batches where possible. */
+            int used = nw;
+            while (used > 1 && s < (int64_t)used * b)
+                used--;
+            pthread_t tid[MAX_WORKERS];
+            int started[MAX_WORKERS] = {0};
+            for (int i = 0; rc == 0 && i < used; i++) {
+                Worker *w = &ws[i];
+                int64_t nb = (s + b - 1) / b; /* batches, the last maybe short */
+                w->data = v.data;
+                w->k0 = nb * i / used * b;
+                w->k1 = i + 1 == used ? s : nb * (i + 1) / used * b;
+                w->rc = 0;
+                if (i > 0)
+                    started[i] = pthread_create(&tid[i], NULL, worker_run, w) == 0;
+                if (i > 0 && !started[i])
+                    worker_run(w); /* no thread: run it here */
+            }
+            if (rc == 0)
+                worker_run(&ws[0]);
+            for (int i = 1; i < used; i++)
+                if (started[i])
+                    pthread_join(tid[i], NULL);
+            for (int i = 0; rc == 0 && i < used; i++)
+                if (ws[i].rc < 0) {
+                    rc = oqc_err(d, "%.*s", (int)(ws[i].diag.len && ws[i].diag.buf[ws[i].diag.len - 1] == '\n'
+                                                      ? ws[i].diag.len - 1 : ws[i].diag.len),
+                                 ws[i].diag.buf ? ws[i].diag.buf : "calibration failed");
+                }
+            oqc_arena_free(fa);
+        }
+        if (pass == 1) {
+            total = done;
+            pr.total = done;
+            if (pr.on)
+                fputc('\n', stderr);
+        }
+        if (pass == 2 && o->range)
+            total = done;
+        for (int hi = 0; rc == 0 && pass == 2 && o->range && hi < ws[0].c.nhists; hi++)
+            for (int i = 0; rc == 0 && i < nw; i++)
+                if (ws[i].c.seen[hi] > o->range->hists[hi].amax)
+                    rc = oqc_err(d, "%s: tensor '%s' takes |x| up to %g on this data, beyond "
+                                    "the range %g of %s: the range must merge the pass-1 "
+                                    "statistics of every shard, this one included",
+                                 g->path, ws[0].c.names[hi], (double)ws[i].c.seen[hi],
+                                 (double)o->range->hists[hi].amax, o->range->path);
+        if (rc == 0 && done == 0)
+            rc = oqc_err(d, "no calibration samples in the given data");
+        if (rc == 0 && pass == 1) {   /* every worker bins over the global amax */
+            const char *nan = NULL;
+            for (int i = 0; i < nw && !nan; i++)
+                nan = ws[i].c.nan_name;
+            if (nan)
+                rc = oqc_err(d, "%s: tensor '%s' takes NaN values on the calibration data",
+                             g->path, nan);
+            for (int hi = 0; rc == 0 && hi < ws[0].c.nhists; hi++) {
+                float m = 0;
+                for (int i = 0; i < nw; i++)
+                    m = ws[i].c.hists[hi].amax > m ? ws[i].c.hists[hi].amax : m;
+                for (int i = 0; i < nw; i++)
+                    ws[i].c.hists[hi].amax = m;
+                if (!isfinite(m))
+                    rc = oqc_err(d, "%s: an activation takes infinite values on the "
+                                    "calibration data", g->path);
+            }
+        }
+    }
+    for (int i = 0; i < nw; i++) {
+        oqc_exec_free(ws[i].e);
+        oqc_exec_free(ws[i].eb);
+        oqc_diag_free(&ws[i].diag);
+    }
+    if (rc < 0)
+        return -1;
+    /* Merge: worker 0 holds the sum of every worker's counts. */
+    c = ws[0].c;
+    slot1 = ws[0].h1.slot;
+    for (int hi = 0; hi < c.nhists; hi++)
+        for (int i = 1; i < nw; i++) {
+            OqcHist *h = &c.hists[hi], *o2 = &ws[i].c.hists[hi];
+            for (int k = 0; k < h->nbins; k++)
+                h->bins[k] += o2->bins[k];
+            h->count += o2->count;
+        }
+    for (int hi = 0; o->merged && hi < c.nhists; hi++) {
+        OqcHist *h = &c.hists[hi];
+        h->amax = o->merged->hists[hi].amax;
+        h->count = o->merged->hists[hi].count;
+        memcpy(h->bins, o->merged->hists[hi].bins, (size_t)h->nbins * sizeof *h->bins);
+    }
+    if (o->merged)
+        total = o->merged->samples;
+    if (o->save) {
+        *o->save = (OqcCalibStats){.stage = o->range ? 2 : 1, .nhists = c.nhists,
+                                   .bins = o->bins, .names = c.names, .hists = c.hists,
+                                   .samples = total,
+                                   .range_samples = o->range ? o->range->samples : 0,
+                                   .preprocess = o->pre && o->pre->given ? o->pre->spec : NULL};
+        *entries = NULL;
+        *nentries = 0;
+        *nsamples = total;
+        return 0;
+    }
+    unsigned char *is_base = oqc_arena_alloc(a, (size_t)g->ntensors + 1);
+    for (int t = 0; t < g->ntensors; t++)
+        if (g->tensors[t].view_base >= 0)
+            is_base[g->tensors[t].view_base] = 1;
+    Calib *cp = &c;
+    int *slot = slot1;
+    /* Thresholds, per tensor (views share their base's). */
+    unsigned char *nonneg = oqc_arena_alloc(a, (size_t)(g->ntensors + 1));
+    oqc_find_unsigned(g, nonneg);
+    OqcCalibEntry *es = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof *es);
+    int ne = 0;
+    for (int t = 0; t < g->ntensors; t++) {
+        if (!calibrated(g, is_base, t))
+            continue;
+        const OqcTensor *tt = &g->tensors[t];
+        int root = tt->view_base >= 0 ? tt->view_base : t;
+        /* A MaxPool that writes its own tensor runs at its input's scale (pass quantize):
+         * its entry is its input's, so the table and report show what INT8 runs. */
+        for (;;) {
+            int p = g->tensors[root].producer;
+            int in = p >= 0 && g->nodes[p].op == OQC_OP_MaxPool &&
+                             g->tensors[root].view_base < 0 ? g->nodes[p].in[0] : -1;
+            int inr = in >= 0 && g->tensors[in].view_base >= 0 ? g->tensors[in].view_base : in;
+            if (inr < 0 || slot[inr] < 0)
+                break;
+            root = inr;
+        }
+        int s = slot[root];
+        if (s < 0)
+            continue;
+        OqcCalibEntry *en = &es[ne++];
+        en->name = tt->name;
+        en->shape = tt->shape;
+        en->op = tt->producer >= 0 ? g->nodes[tt->producer].op_type
+               : is_base[t]        ? "Concat (in place)"   /* an eliminated Concat's buffer */
+                                   : "input";
+        en->is_unsigned = nonneg[root];
+        en->hist = &cp->hists[s];
+        int imported = -1;
+        for (int k = 0; k < o->ntable; k++)
+            if (!strcmp(o->table[k].name, tt->name))
+                imported = k;
+        if (imported >= 0) { /* the user's scale factor wins, bit for bit */
+            en->threshold = o->table[imported].threshold;
+            en->scale = o->table[imported].scale;
+            en->amax = cp->hists[s].amax;
+            en->method = "table";
+            en->kl = NAN;
+        } else {
+            en->divergence = o->method == OQC_CALIB_ENTROPY
+                                 ? oqc_arena_alloc(a, (size_t)o->bins * sizeof(double))
+                                 : NULL;
+            if (oqc_calib_threshold(&cp->hists[s], o->method, o->param,
+                                    128, en, en->divergence) < 0)
+                return oqc_err(d, "%s: cannot choose a threshold for '%s'", g->path, tt->name);
+            en->method = o->method_name;
+        }
+        if (imported < 0 || en->is_unsigned)
+            en->scale = en->threshold / (en->is_unsigned ? 255.0f : 127.0f);
+    }
+    *entries = es;
+    *nentries = ne;
+    *nsamples = total;
+    return 0;
+}
