@@ -359,17 +359,7 @@ int pass_quantize(OqcGraph *g, OqcDiag *d) {
     const char **reason = oqc_arena_alloc(g->arena, ((size_t)nn + 1) * sizeof *reason);
     for (int i = 0; i < nn; i++) {
         const OqcNode *n = &g->nodes[i];
-        int cand = 0;
-        switch (n->op) {
-        case OQC_OP_Conv: case OQC_OP_Gemm: case OQC_OP_MatMul: case OQC_OP_MaxPool:
-        case OQC_OP_AveragePool: case OQC_OP_GlobalAveragePool: case OQC_OP_Add:
-        case OQC_OP_Sum: case OQC_OP_ConvTranspose:
-            cand = 1;
-            break;
-        default:
-            break;
-        }
-        if (!cand)
+        if (!(oqc_op_flags(n->op) & OQC_OPF_INT8))
             continue;
         told[i] = 1;   /* a float candidate says why here */
         if (in_list(q.cfg->fp32_nodes, n->name)) {

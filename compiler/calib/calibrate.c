@@ -118,11 +118,10 @@ void oqc_find_unsigned(const OqcGraph *g, unsigned char *nonneg) {
             if (n->out[k] < 0)
                 continue;
             int v = 0;
-            switch (n->op) {
-            case OQC_OP_Relu: case OQC_OP_Sigmoid: case OQC_OP_HardSigmoid:
+            unsigned fl = oqc_op_flags(n->op);
+            if (fl & OQC_OPF_NONNEG)
                 v = 1;
-                break;
-            case OQC_OP_Clip: {
+            else if (n->op == OQC_OP_Clip) {
                 float lo = n->opset >= 11 ? -INFINITY : oqc_attr_float(n, "min", -INFINITY);
                 if (n->opset >= 11 && n->nin > 1 && n->in[1] >= 0) {
                     const OqcTensor *m = &g->tensors[n->in[1]];
@@ -130,9 +129,7 @@ void oqc_find_unsigned(const OqcGraph *g, unsigned char *nonneg) {
                         lo = *(const float *)m->data;
                 }
                 v = lo >= 0 || in0;
-                break;
-            }
-            case OQC_OP_Conv: case OQC_OP_Gemm:
+            } else if (n->op == OQC_OP_Conv || n->op == OQC_OP_Gemm) {
                 v = act_nonneg;
                 if (n->act_per_channel && n->out_channels) {
                     int64_t off = 0;
@@ -144,19 +141,10 @@ void oqc_find_unsigned(const OqcGraph *g, unsigned char *nonneg) {
                         v &= a->kind == OQCF_ACT_RELU || (a->kind == OQCF_ACT_CLIP && a->p0 >= 0);
                     }
                 }
-                break;
-            case OQC_OP_MaxPool: case OQC_OP_AveragePool: case OQC_OP_GlobalAveragePool:
-            case OQC_OP_GlobalMaxPool: case OQC_OP_Flatten: case OQC_OP_Reshape:
-            case OQC_OP_Squeeze: case OQC_OP_Unsqueeze: case OQC_OP_Identity:
-            case OQC_OP_Dropout: case OQC_OP_Transpose: case OQC_OP_Slice: case OQC_OP_Split:
+            } else if (fl & OQC_OPF_SIGN_OF_X) /* output 0 (MaxPool's 1 is indices) */
                 v = k == 0 || n->op == OQC_OP_Split ? in0 : 0;
-                break;
-            case OQC_OP_Concat: case OQC_OP_Sum: case OQC_OP_Add: case OQC_OP_Mul:
+            else if (fl & OQC_OPF_SIGN_OF_ALL)
                 v = all_in;
-                break;
-            default:
-                v = 0;
-            }
             nonneg[n->out[k]] = (unsigned char)v;
         }
     }

@@ -982,12 +982,4 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
 }
 
 /* 1 for ops whose first output is a view of their first input. */
-int oqc_exec_is_view_op(const OqcNode *n) {
-    switch (n->op) {
-    case OQC_OP_Identity: case OQC_OP_Reshape: case OQC_OP_Flatten: case OQC_OP_Squeeze:
-    case OQC_OP_Unsqueeze: case OQC_OP_Dropout:
-        return 1;
-    default:
-        return 0;
-    }
-}
+int oqc_exec_is_view_op(const OqcNode *n) { return !!(oqc_op_flags(n->op) & OQC_OPF_VIEW); }

@@ -32,6 +32,11 @@ typedef OqcfShape OqcShape;
 
 /* Operators: OQC_OP_UNKNOWN for anything not in ops.def. */
 #define OQC_OPF_ELEMWISE 1u
+#define OQC_OPF_VIEW 2u
+#define OQC_OPF_NONNEG 4u
+#define OQC_OPF_SIGN_OF_X 8u
+#define OQC_OPF_SIGN_OF_ALL 16u
+#define OQC_OPF_INT8 32u
 typedef enum OqcOp {
     OQC_OP_UNKNOWN = 0,
 #define OQC_OP(name, flags) OQC_OP_##name,
