@@ -8,6 +8,7 @@
 #                     the docs under PREFIX (/usr/local), staged under DESTDIR; make uninstall
 #   make models       regenerate the torchvision models (needs Debian python3-torch)
 #   make compare-base [BASE=main]  this tree's oqc against BASE's, output for output
+#   make archcheck    the structure criteria: layers, circles of files, lengths
 #   make clean
 #
 # Sources are found by wildcard: a new compiler/, passes/ or runtime/ file, or a new
@@ -87,7 +88,7 @@ TEST_SUPPORT_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_SUPPORT))
 
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all check check-one check-models compare-base clean deps models bench demo fuzz sqnr install uninstall shared accuracy
+.PHONY: all check check-one check-models compare-base archcheck clean deps models bench demo fuzz sqnr install uninstall shared accuracy
 # Keep intermediate objects (tests link them); V=1 shows full commands.
 .SECONDARY:
 Q := $(if $(V),,@)
@@ -192,6 +193,11 @@ compare-base: $(BUILD)/oqc
 	    sh scripts/compare-builds.sh $(BUILD)/compare-base/$(BUILD)/oqc $(BUILD)/oqc \
 	    $(BUILD)/compare-out || st=$$?; \
 	    git worktree remove --force $(BUILD)/compare-base; exit $$st
+
+# make archcheck: the structure criteria (tests/tools/archcheck.py: layers, circles of
+# files, file and function lengths) on this tree and its objects; docs/testing.md.
+archcheck: $(BUILD)/oqc $(BUILD)/liboqc.a
+	@BUILD=$(BUILD) OQC=$(BUILD)/oqc sh tests/tools/architecture.sh
 
 ifeq ($(CONFIG),)
 TOTALS := build/check-totals
