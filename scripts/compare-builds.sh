@@ -8,7 +8,7 @@
 # Both binaries run the same commands on every model oqc ships (tests/cli/lib.sh's
 # bundled_models: models/tiny, fashion, tv/squeezenet1_1, devset; plus the other
 # committed models/**/*.onnx outside models/tv, and the bad-input models tests/bad/*.onnx):
-#   - check; dump as text, after all passes (the golden files' two forms), DOT and XML
+#   - check (also --json); dump as text, after all passes (the golden files' two forms), DOT and XML
 #     (with its .data);
 #   - compile --precision fp32 --main;
 #   - where the model takes data (reproducible.sh's choice: the Fashion CNN and the devset
@@ -16,7 +16,8 @@
 #     samples of its shape cut from squeezenet's image data and the table each binary
 #     calibrates from them): calibrate (a TensorRT table), compile (INT8) --main,
 #     export-qdq and eval --limit 20 --save-int8 --save-fp32;
-#   - the Fashion CNN compiled with --preprocess (NAME_run_u8, oqc_image), as run_u8.sh.
+#   - the Fashion CNN compiled with --preprocess (NAME_run_u8, oqc_image), as run_u8.sh;
+#   - once: --version, help and help COMMAND for every command.
 # Every command's standard output, standard error and exit status are kept with the
 # files it writes, and each binary runs in its own folder with the same relative paths,
 # so the messages of the two can be compared too (with calibrate's measured time masked).  Every file must be byte-identical,
@@ -73,6 +74,7 @@ if [ "${1:-}" = --job ]; then
         b=$1
         shift
         run check "$b" check "$mp" "$@" && echo "OK check"
+        run check-json "$b" check "$mp" "$@" --json
         run dump "$b" dump "$mp" "$@" -o dump.txt && echo "OK dump"
         run dump-after "$b" dump "$mp" "$@" --after all -o after-all.txt
         run dot "$b" dump "$mp" "$@" --format dot -o graph.dot
@@ -96,26 +98,46 @@ if [ "${1:-}" = --job ]; then
         fi
     }
 
-    (cd "$CB_OUT/a/$m" && fp32_part "$CB_A" "$@" | grep '^OK')
-    (cd "$CB_OUT/b/$m" && fp32_part "$CB_B" "$@" >/dev/null)
-    table=t.trt
-    case "$name" in
-        fashion_cnn)
-            data=$ROOT/models/fashion/calib_500.npy
-            evd=$ROOT/models/fashion/test_1000.npy
-            image_set "$data_dir/images" ;;
-        resnet32_cifar10|mobilenetv2_cifar10_fp32)
-            data=$ROOT/models/devset/calib_200.npy
-            evd=$ROOT/models/devset/eval_300.npy
-            table=$ROOT/models/devset/$(echo "$name" | sed 's/_cifar10.*//').table ;;
-        *)
-            # data of the input's shape (sample_data reads the FP32 header of either side)
-            h=$CB_OUT/a/$m/fp32/t.h
-            [ -e "$h" ] || h=$CB_OUT/b/$m/fp32/t.h
-            data=$data_dir/in.npy
-            evd=$data
-            [ -e "$h" ] && sample_data "$h" "$data" || data="" ;;
-    esac
+    # model_data: $data (calibration data, "" when the model takes none), $evd (eval's
+    # data) and $table (the table compile, export-qdq and eval use)
+    model_data() {
+        table=t.trt
+        case "$name" in
+            fashion_cnn)
+                data=$ROOT/models/fashion/calib_500.npy
+                evd=$ROOT/models/fashion/test_1000.npy
+                image_set "$data_dir/images" ;;
+            resnet32_cifar10|mobilenetv2_cifar10_fp32)
+                data=$ROOT/models/devset/calib_200.npy
+                evd=$ROOT/models/devset/eval_300.npy
+                table=$ROOT/models/devset/$(echo "$name" | sed 's/_cifar10.*//').table ;;
+            *)
+                # data of the input's shape (sample_data reads either side's FP32 header)
+                h=$CB_OUT/a/$m/fp32/t.h
+                [ -e "$h" ] || h=$CB_OUT/b/$m/fp32/t.h
+                data=$data_dir/in.npy
+                evd=$data
+                [ -e "$h" ] && sample_data "$h" "$data" || data="" ;;
+        esac
+    }
+    # help_part BIN: the texts that depend on no model: --version, help, help COMMAND
+    help_part() {
+        run version "$1" --version
+        run help "$1" help
+        for c in dump check run calibrate compile export-qdq eval bench help; do
+            run "help-$c" "$1" help "$c"
+        done
+    }
+
+    if [ "$mf" = @help ]; then
+        (cd "$CB_OUT/a/$m" && help_part "$CB_A")
+        (cd "$CB_OUT/b/$m" && help_part "$CB_B")
+        data=""
+    else
+        (cd "$CB_OUT/a/$m" && fp32_part "$CB_A" "$@" | grep '^OK')
+        (cd "$CB_OUT/b/$m" && fp32_part "$CB_B" "$@" >/dev/null)
+        model_data
+    fi
     if [ -n "$data" ]; then
         (cd "$CB_OUT/a/$m" && int8_part "$CB_A" "$@" | grep '^OK')
         (cd "$CB_OUT/b/$m" && int8_part "$CB_B" "$@" >/dev/null)
@@ -217,15 +239,17 @@ export CB_A CB_B CB_OUT
 echo "compare-builds: A=$CB_A"
 echo "compare-builds: B=$CB_B"
 echo "compare-builds: $nmodels models, $jobs jobs"
-xargs -P "$jobs" -n 1 sh scripts/compare-builds.sh --job <"$TMP/models" >"$TMP/res" 2>"$TMP/err"
+# (the help texts first: "@help", a job of their own)
+{ echo @help; cat "$TMP/models"; } | xargs -P "$jobs" -n 1 sh scripts/compare-builds.sh --job \
+    >"$TMP/res" 2>"$TMP/err"
 [ -s "$TMP/err" ] && { echo "messages of the jobs (first 10):"; head -n 10 "$TMP/err"; }
 
 files=$(awk '$1 == "FILES" {n += $3} END {print n + 0}' "$TMP/res")
-ndone=$(grep -c '^FILES ' "$TMP/res")
+ndone=$(grep -c '^FILES [^@]' "$TMP/res")
 ndiff=$(grep -c '^DIFF ' "$TMP/res")
 nrt=$(grep -c '^RTDIFF ' "$TMP/res")
 mdiff=$(grep '^DIFF ' "$TMP/res" | awk '{print $2}' | sort -u | wc -l)
-echo "models: $ndone of $nmodels compared; files compared: $files"
+echo "models: $ndone of $nmodels compared (and the help texts); files compared: $files"
 for k in check dump fp32 int8 eval; do
     printf '  %s succeeded on A for %s models\n' "$k" "$(grep -c "^OK $k\$" "$TMP/res")"
 done
@@ -250,7 +274,8 @@ else
     echo "runtime copies differ: 0"
 fi
 # a run in which nothing worked compares nothing: two broken binaries are not "the same"
-if [ "$ndone" != "$nmodels" ] || [ "$(grep -c '^OK fp32$' "$TMP/res")" = 0 ]; then
+if [ "$ndone" != "$nmodels" ] || ! grep -q '^FILES @help ' "$TMP/res" ||
+        [ "$(grep -c '^OK fp32$' "$TMP/res")" = 0 ]; then
     echo "compare-builds: incomplete: $ndone of $nmodels models finished, $(grep -c '^OK fp32$' "$TMP/res") FP32 compiles succeeded"
     st=1
 fi
