@@ -59,11 +59,12 @@ if [ "${1:-}" = --job ]; then
 
     # run NAME CMD...: CMD's stdout and stderr to NAME.out and NAME.err, its status to
     # status.txt (in the current folder, a side's).  The one measured time oqc prints
-    # (calibrate's "in 1.17 s") is masked as "in T s".
+    # (calibrate's "in 1.17 s") is masked as "in T s".  A command running for over 10
+    # minutes (a hang: the slowest takes seconds) is stopped, status 124.
     run() {
         n=$1
         shift
-        "$@" >"$n.out" 2>"$n.err"
+        timeout -k 10 600 "$@" >"$n.out" 2>"$n.err"
         st=$?
         sed -i 's/ in [0-9][0-9]*\.[0-9]* s\b/ in T s/g' "$n.out" "$n.err"
         echo "$n $st" >>status.txt
