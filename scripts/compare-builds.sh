@@ -8,8 +8,8 @@
 # Both binaries run the same commands on every model oqc ships (tests/cli/lib.sh's
 # bundled_models: models/tiny, fashion, tv/squeezenet1_1, devset; plus the other
 # committed models/**/*.onnx outside models/tv, and the bad-input models tests/bad/*.onnx):
-#   - check (also --json); dump as text, after all passes (the golden files' two forms), DOT and XML
-#     (with its .data);
+#   - check (also --json); dump as text, after all passes (the golden files' two
+#     forms), DOT and XML (with its .data);
 #   - compile --precision fp32 --main;
 #   - where the model takes data (reproducible.sh's choice: the Fashion CNN and the devset
 #     networks their own data and tables, any other model with one float input 4
@@ -20,11 +20,11 @@
 #   - once: --version, help and help COMMAND for every command.
 # Every command's standard output, standard error and exit status are kept with the
 # files it writes, and each binary runs in its own folder with the same relative paths,
-# so the messages of the two can be compared too (with calibrate's measured time masked).  Every file must be byte-identical,
-# except the runtime copies `compile` writes next to a model (first line "... copy of
-# runtime/..."): they are counted apart ("runtime copies differ: N"), since the runtime's
-# own source may change without changing what oqc does; --strict-runtime makes them
-# failures too.
+# so the messages of the two can be compared too (calibrate's measured time masked).
+# Every file must be byte-identical, except the runtime copies `compile` writes next to
+# a model (first line "... copy of runtime/..."): they are counted apart ("runtime
+# copies differ: N"), since the runtime's own source may change without changing what
+# oqc does; --strict-runtime makes them failures too.
 #
 # Prints a summary (models, files compared, the files that differ with their first
 # differing line, up to 20) and exits 1 on any difference, 2 on bad usage.  OUTDIR (a new
