@@ -22,7 +22,9 @@ Criteria (the source files: *.c, *.h and *.def under compiler/, passes/ and runt
                        defines each global symbol; the referencing file must be in the
                        same or a higher layer than the defining one.
                   A file in no layer is an error ("file X is in no layer"), as is an
-                  include matching several headers.
+                  include matching several headers.  Sources with no object in --obj
+                  (the emitted-code-only runtime files oqcf_serial.c and oqc_main.c,
+                  which liboqc does not hold) take part in (i) only.
   cycles          no circle of files calling each other: the strongly connected
                   components (Tarjan) of (ii)'s file graph with more than one file, each
                   listed with its files and, edge by edge, a shortest circle through them
@@ -43,7 +45,8 @@ Criteria (the source files: *.c, *.h and *.def under compiler/, passes/ and runt
                   part of it.  This covers K&R-style one-line `type f(args) {`,
                   multi-line signatures and static inline functions in headers.  Code in
                   `#else`/`#elif` branches is parsed from the state at the `#if`, so both
-                  branches are read and braces opened in one do not pile up.
+                  branches are read and braces opened in one do not pile up.  Function
+                  bodies written inside a `#define` are not measured.
 
 Output: one line per violation ("CRITERION: FILE[:LINE]: what"), then a summary line per
 criterion ("summary CRITERION: N violations; worst: ..."); exit status 1 if any
@@ -232,7 +235,7 @@ def functions(text):
             elif d == "endif" and stack:
                 stack.pop()
             continue
-        if t.kind == "punct" and t.text in "()":
+        if t.kind == "punct" and t.text in ("(", ")"):
             state["paren"] += 1 if t.text == "(" else -1
             state["paren"] = max(state["paren"], 0)
         if state["depth"] == 0:
