@@ -7,6 +7,8 @@
 #   make install      install oqc, liboqc (static and shared), oqc.h, oqc.pc, oqc(1) and
 #                     the docs under PREFIX (/usr/local), staged under DESTDIR; make uninstall
 #   make models       regenerate the torchvision models (needs Debian python3-torch)
+#   make compare-base [BASE=main]  this tree's oqc against BASE's, output for output
+#   make archcheck    the structure criteria: layers, circles of files, lengths
 #   make clean
 #
 # Sources are found by wildcard: a new compiler/, passes/ or runtime/ file, or a new
@@ -91,7 +93,7 @@ TEST_SUPPORT_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_SUPPORT))
 
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all check check-one check-models clean deps models bench demo fuzz sqnr install uninstall shared accuracy
+.PHONY: all check check-one check-models compare-base archcheck clean deps models bench demo fuzz sqnr install uninstall shared accuracy
 # Keep intermediate objects (tests link them); V=1 shows full commands.
 .SECONDARY:
 Q := $(if $(V),,@)
@@ -182,6 +184,26 @@ MODEL_TESTS := test_fp32_models test_passes test_pass_fold_fuse test_pass_merge_
 	test_shapes compile_fp32.sh
 check-models: $(BUILD)/oqc $(TEST_BINS) $(TOOL_BINS)
 	@BUILD=$(BUILD) OQC_TEST_MODELS=1 TESTS="$(MODEL_TESTS)" sh tests/run.sh
+
+# make compare-base [BASE=REV]: "behaviour unchanged" against REV (default main): builds
+# REV's oqc in a temporary git worktree under $(BUILD)/compare-base (removed afterwards)
+# and runs scripts/compare-builds.sh on it and this tree's oqc (docs/testing.md); the
+# outputs of models that differ stay in $(BUILD)/compare-out.
+BASE ?= main
+compare-base: $(BUILD)/oqc
+	@git worktree remove --force $(BUILD)/compare-base 2>/dev/null; rm -rf $(BUILD)/compare-base \
+	    $(BUILD)/compare-out; git worktree prune
+	git worktree add --detach $(BUILD)/compare-base $(BASE)
+	@st=0; $(MAKE) --no-print-directory -C $(BUILD)/compare-base $(BUILD)/oqc && \
+	    sh scripts/compare-builds.sh $(BUILD)/compare-base/$(BUILD)/oqc $(BUILD)/oqc \
+	    $(BUILD)/compare-out || st=$$?; \
+	    git worktree remove --force $(BUILD)/compare-base; exit $$st
+
+# make archcheck: the structure criteria (tests/tools/archcheck.py: layers, circles of
+# files, file and function lengths) on this tree and its objects; docs/testing.md.  The
+# script moves to tests/cli/ (a test of make check) once the tree meets them.
+archcheck: $(BUILD)/oqc $(BUILD)/liboqc.a
+	@BUILD=$(BUILD) OQC=$(BUILD)/oqc sh $(firstword $(wildcard tests/cli/architecture.sh) tests/tools/architecture.sh)
 
 ifeq ($(CONFIG),)
 TOTALS := build/check-totals
