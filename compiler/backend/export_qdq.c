@@ -36,7 +36,6 @@
  * DequantizeLinear); a model at opset 11 or 12 is raised to 13 when its operators mean
  * the same there (Squeeze/Unsqueeze axes become inputs), otherwise an error. */
 #include "backend.h"
-#include "oqc.h"
 
 #include <errno.h>
 #include <math.h>
