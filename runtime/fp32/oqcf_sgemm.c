@@ -157,7 +157,7 @@ static void ukr_4x16__c(int64_t kc, const float *restrict a, int64_t rsa, int64_
 }
 /* ---- kernel table and selection -------------------------------------------------- */
 
-static const Kernel kernel_c = {OQCF_SGEMM_GEOM_C, ukr_4x16__c, NULL, NULL, NULL};
+static const Kernel kernel_c = {OQCF_SGEMM_GEOM_C, .ukr = ukr_4x16__c};
 #if OQCF_SGEMM_X86
 static const Kernel *const all_kernels[] = {&kernel_c, &oqcfk_sgemm_avx2, &oqcfk_sgemm_avx512};
 #else
@@ -245,9 +245,8 @@ static void pack_floats(const Kernel *kr, int64_t m, int64_t n, int64_t K, int64
 /* One thread's pack buffers: the most any family needs, on x86-64 or not (the families
  * this build lacks count too: oqc's arena sizes must not depend on its host). */
 static size_t per_thread_bytes(int64_t M, int64_t N, int64_t K) {
-    static const Kernel geoms[] = {{OQCF_SGEMM_GEOM_C, NULL, NULL, NULL, NULL},
-                                   {OQCF_SGEMM_GEOM_AVX2, NULL, NULL, NULL, NULL},
-                                   {OQCF_SGEMM_GEOM_AVX512, NULL, NULL, NULL, NULL}};
+    static const Kernel geoms[] = {
+        {OQCF_SGEMM_GEOM_C}, {OQCF_SGEMM_GEOM_AVX2}, {OQCF_SGEMM_GEOM_AVX512}};
     size_t best = 0;
     for (int i = 0; i < (int)(sizeof geoms / sizeof geoms[0]); i++) {
         int64_t fa, fb;

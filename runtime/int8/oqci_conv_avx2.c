@@ -445,11 +445,22 @@ T_AVX2 static void q8conv_2x28c4_rqw__avx2(int32_t nq, const void *panel, const 
 /* Family.band_pack: pack_band_body with the int16 transposes inlined (through
  * Family.tr4, every quad of every panel was a call). */
 BAND_PACKERS(avx2, AVX2_NR, 2, tr4_s16_s8__avx2, tr4_s16_u8__avx2)
-const Family oqcik_family_avx2 = {OQCI_ISA_AVX2, 2, AVX2_NR, 2, KBQ(AVX2_NR, 2), -1,
-                                  q8conv_2x28c4__avx2, {tr4_s16_s8__avx2, tr4_s16_u8__avx2},
-                                  oqcik_gather__avx2, oqcik_store_tile__avx2, UKR_RQ_AVX2,
-                                  {pack_band_s8__avx2, pack_band_u8__avx2}, UKR_RQ_ACC_AVX2,
-                                  NULL, NULL, NULL, NULL, UKR_RQ_WIDE_AVX2, 0};
+const Family oqcik_family_avx2 = {
+    .isa = OQCI_ISA_AVX2,
+    .mr = 2,
+    .nr = AVX2_NR,
+    .esize = 2,
+    .kbq = KBQ(AVX2_NR, 2),
+    .flip = -1,
+    .ukr = q8conv_2x28c4__avx2,
+    .tr4 = {tr4_s16_s8__avx2, tr4_s16_u8__avx2},
+    .gather = oqcik_gather__avx2,
+    .store = oqcik_store_tile__avx2,
+    .ukr_rq = UKR_RQ_AVX2,
+    .band_pack = {pack_band_s8__avx2, pack_band_u8__avx2},
+    .ukr_rq_acc = UKR_RQ_ACC_AVX2,
+    .ukr_rq_wide = UKR_RQ_WIDE_AVX2,
+};
 
 /* ---- q8conv_3x24c4n__avx2: 3 channels x 24 pixels, u8 panel, narrow weights --------
  * For weights whose pairs fit (p->wpair16, see oqci_conv_wpair16): vpmaddubsw's int16
@@ -608,12 +619,22 @@ T_AVX2 static void q8conv_3x24c4n_rq__avx2(int32_t nq, const void *panel, const 
 /* Family.band_pack: pack_band_body with the byte transposes inlined. */
 BAND_PACKERS(avx2n, N_NR, 1, tr4_bs8__avx2, tr4_bu8__avx2)
 
-const Family oqcik_family_avx2n = {OQCI_ISA_AVX2, 3, N_NR, 1, KBQ(N_NR, 1), OQCI_S8,
-                                   q8conv_3x24c4n__avx2,
-                                   {oqcik_tr4_u8_s8__avx2, oqcik_tr4_u8_u8__avx2},
-                                   oqcik_gather__avx2, oqcik_store_tile__avx2, UKR_RQ_AVX2N,
-                                   {pack_band_s8__avx2n, pack_band_u8__avx2n}, UKR_RQ_ACC_AVX2N,
-                                   NULL, NULL, NULL, NULL, UKR_RQ_WIDE_AVX2N, 0};
+const Family oqcik_family_avx2n = {
+    .isa = OQCI_ISA_AVX2,
+    .mr = 3,
+    .nr = N_NR,
+    .esize = 1,
+    .kbq = KBQ(N_NR, 1),
+    .flip = OQCI_S8,
+    .ukr = q8conv_3x24c4n__avx2,
+    .tr4 = {oqcik_tr4_u8_s8__avx2, oqcik_tr4_u8_u8__avx2},
+    .gather = oqcik_gather__avx2,
+    .store = oqcik_store_tile__avx2,
+    .ukr_rq = UKR_RQ_AVX2N,
+    .band_pack = {pack_band_s8__avx2n, pack_band_u8__avx2n},
+    .ukr_rq_acc = UKR_RQ_ACC_AVX2N,
+    .ukr_rq_wide = UKR_RQ_WIDE_AVX2N,
+};
 
 /* ---- q8gemv_4x16__avx2: few pixels, dot products on 16-bit copies ------------------ */
 

@@ -32,11 +32,18 @@ static void q8conv_8x32c4__emu(int32_t nq, const void *panel, const int8_t *cons
         }
 }
 
-const Family oqcik_family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, KBLOCK_Z / 4, OQCI_S8,
-                                        q8conv_8x32c4__emu,
-                                        {oqcik_tr4_u8_s8__avx2, oqcik_tr4_u8_u8__avx2},
-                                        oqcik_gather__avx2, oqcik_store_tile__avx2, NULL,
-                                        {NULL, NULL}, NULL, NULL, NULL, NULL, NULL, NULL, 0};
+const Family oqcik_family_avx512vnni = {
+    .isa = OQCI_ISA_AVX512VNNI,
+    .mr = 8,
+    .nr = 32,
+    .esize = 1,
+    .kbq = KBLOCK_Z / 4,
+    .flip = OQCI_S8,
+    .ukr = q8conv_8x32c4__emu,
+    .tr4 = {oqcik_tr4_u8_s8__avx2, oqcik_tr4_u8_u8__avx2},
+    .gather = oqcik_gather__avx2,
+    .store = oqcik_store_tile__avx2,
+};
 #elif HAVE_AVX512VNNI
 /* (its microkernels: oqci_conv_avx512_ukr.c) */
 
@@ -166,14 +173,24 @@ T_AVX512VNNI void oqcik_gemv4__avx512vnni(const uint8_t *a, int u8, const int8_t
         gemv4_body(a, 0, w, len, acc);
 }
 
-const Family oqcik_family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, KBLOCK_Z / 4, OQCI_S8,
-                                        oqcik_q8conv_8x32c4__avx512vnni,
-                                        {tr4_u8_s8__avx512vnni, tr4_u8_u8__avx512vnni},
-                                        oqcik_gather__avx2, oqcik_store_tile__avx2,
-                                        UKR_RQ_AVX512VNNI,
-                                        {pack_band_s8__avx512vnni, pack_band_u8__avx512vnni},
-                                        UKR_RQ_ACC_AVX512VNNI, NULL, store_runs__avx512vnni,
-                                        NULL, NULL, UKR_RQ_WIDE_AVX512VNNI, 1};
+const Family oqcik_family_avx512vnni = {
+    .isa = OQCI_ISA_AVX512VNNI,
+    .mr = 8,
+    .nr = 32,
+    .esize = 1,
+    .kbq = KBLOCK_Z / 4,
+    .flip = OQCI_S8,
+    .ukr = oqcik_q8conv_8x32c4__avx512vnni,
+    .tr4 = {tr4_u8_s8__avx512vnni, tr4_u8_u8__avx512vnni},
+    .gather = oqcik_gather__avx2,
+    .store = oqcik_store_tile__avx2,
+    .ukr_rq = UKR_RQ_AVX512VNNI,
+    .band_pack = {pack_band_s8__avx512vnni, pack_band_u8__avx512vnni},
+    .ukr_rq_acc = UKR_RQ_ACC_AVX512VNNI,
+    .runs = store_runs__avx512vnni,
+    .ukr_rq_wide = UKR_RQ_WIDE_AVX512VNNI,
+    .rq_biased = 1,
+};
 #endif
 
 #if HAVE_AMX
@@ -598,20 +615,47 @@ T_VBMI static void pack_taps__avx512vbmi(const OqciConv *p, const Geo *ge, const
  * vpermt2b): OQCI_ISA_AVX512VBMI, and the layers the AMX family does not take (amx_fits)
  * on a CPU with AMX. */
 const Family oqcik_family_avx512vbmi = {
-    OQCI_ISA_AVX512VBMI, 8, 32, 1, KBLOCK_Z / 4, OQCI_S8, oqcik_q8conv_8x32c4__avx512vnni,
-    {tr4_u8_s8__avx512vbmi, tr4_u8_u8__avx512vbmi}, gather__avx512vbmi, oqcik_store_tile__avx2,
-    UKR_RQ_AVX512VNNI, {pack_band_s8__avx512vbmi, pack_band_u8__avx512vbmi},
-    UKR_RQ_ACC_AVX512VNNI, NULL, store_runs__avx512vbmi, NULL, pack_taps__avx512vbmi,
-    UKR_RQ_WIDE_AVX512VNNI, 1};
+    .isa = OQCI_ISA_AVX512VBMI,
+    .mr = 8,
+    .nr = 32,
+    .esize = 1,
+    .kbq = KBLOCK_Z / 4,
+    .flip = OQCI_S8,
+    .ukr = oqcik_q8conv_8x32c4__avx512vnni,
+    .tr4 = {tr4_u8_s8__avx512vbmi, tr4_u8_u8__avx512vbmi},
+    .gather = gather__avx512vbmi,
+    .store = oqcik_store_tile__avx2,
+    .ukr_rq = UKR_RQ_AVX512VNNI,
+    .band_pack = {pack_band_s8__avx512vbmi, pack_band_u8__avx512vbmi},
+    .ukr_rq_acc = UKR_RQ_ACC_AVX512VNNI,
+    .runs = store_runs__avx512vbmi,
+    .pack_taps = pack_taps__avx512vbmi,
+    .ukr_rq_wide = UKR_RQ_WIDE_AVX512VNNI,
+    .rq_biased = 1,
+};
 #endif /* HAVE_VBMI */
 
 #if HAVE_AMX
-static const Family family_amx = {OQCI_ISA_AMX, 32, 32, 1, 1 << 20, -1, NULL /* (tiles) */,
-                                  {tr4_u8_u8__avx512vbmi, tr4_u8_u8__avx512vbmi},
-                                  gather__avx512vbmi, oqcik_store_tile__avx2, UKR_RQ_AVX512VNNI,
-                                  {pack_band_u8__avx512vbmi, pack_band_u8__avx512vbmi},
-                                  UKR_RQ_ACC_AVX512VNNI, tiles__amx, store_runs__avx512vbmi,
-                                  pack_s2__amx, pack_taps__avx512vbmi, NULL /* (tiles) */, 1};
+/* (no ukr, no ukr_rq_wide: the tiles do the whole reduction) */
+static const Family family_amx = {
+    .isa = OQCI_ISA_AMX,
+    .mr = 32,
+    .nr = 32,
+    .esize = 1,
+    .kbq = 1 << 20,
+    .flip = -1,
+    .tr4 = {tr4_u8_u8__avx512vbmi, tr4_u8_u8__avx512vbmi},
+    .gather = gather__avx512vbmi,
+    .store = oqcik_store_tile__avx2,
+    .ukr_rq = UKR_RQ_AVX512VNNI,
+    .band_pack = {pack_band_u8__avx512vbmi, pack_band_u8__avx512vbmi},
+    .ukr_rq_acc = UKR_RQ_ACC_AVX512VNNI,
+    .tiles = tiles__amx,
+    .runs = store_runs__avx512vbmi,
+    .pack_s2 = pack_s2__amx,
+    .pack_taps = pack_taps__avx512vbmi,
+    .rq_biased = 1,
+};
 
 /* Where oqcik_conv_amx's region starts: after wtab's kg + TILE_MR pointers. */
 static uint8_t *amx_work(const OqciConv *p, void *scratch) {
@@ -693,9 +737,16 @@ T_AVXVNNI static void q8conv_4x24c4__avxvnni(int32_t nq, const void *panel,
 #undef ST
 }
 
-const Family oqcik_family_avxvnni = {OQCI_ISA_AVXVNNI, 4, 24, 1, KBQ(24, 1), OQCI_S8,
-                                     q8conv_4x24c4__avxvnni,
-                                     {oqcik_tr4_u8_s8__avx2, oqcik_tr4_u8_u8__avx2},
-                                     oqcik_gather__avx2, oqcik_store_tile__avx2, NULL,
-                                     {NULL, NULL}, NULL, NULL, NULL, NULL, NULL, NULL, 0};
+const Family oqcik_family_avxvnni = {
+    .isa = OQCI_ISA_AVXVNNI,
+    .mr = 4,
+    .nr = 24,
+    .esize = 1,
+    .kbq = KBQ(24, 1),
+    .flip = OQCI_S8,
+    .ukr = q8conv_4x24c4__avxvnni,
+    .tr4 = {oqcik_tr4_u8_s8__avx2, oqcik_tr4_u8_u8__avx2},
+    .gather = oqcik_gather__avx2,
+    .store = oqcik_store_tile__avx2,
+};
 #endif
