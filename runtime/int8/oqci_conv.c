@@ -140,42 +140,6 @@ static void dot_rows(const uint8_t *a, int32_t in_type, const int8_t *w, int32_t
     }
 }
 
-/* Unfolds output pixels p0 .. p0 + nr - 1 of one group (xg: its first input channel)
- * into nr rows of kpad bytes at s. */
-void oqcik_im2col(const OqciConv *p, const uint8_t *xg, int64_t p0, int64_t nr, uint8_t *s) {
-    int64_t plane = (int64_t)p->in_h * p->in_w, r;
-    int32_t cg = p->in_c / p->group;
-    int32_t oh = (int32_t)(p0 / p->out_w), ow = (int32_t)(p0 % p->out_w);
-    for (r = 0; r < nr; r++) {
-        uint8_t *row = s + r * p->kpad;
-        int64_t ih0 = (int64_t)oh * p->s_h - p->p_t, iw0 = (int64_t)ow * p->s_w - p->p_l;
-        int32_t t = 0, c, i, j;
-        for (c = 0; c < cg; c++) {
-            const uint8_t *xc = xg + c * plane;
-            for (i = 0; i < p->k_h; i++) {
-                int64_t ih = ih0 + (int64_t)i * p->d_h;
-                const uint8_t *xr;
-                if (ih < 0 || ih >= p->in_h) {
-                    for (j = 0; j < p->k_w; j++)
-                        row[t++] = 0;
-                    continue;
-                }
-                xr = xc + ih * p->in_w;
-                for (j = 0; j < p->k_w; j++) {
-                    int64_t iw = iw0 + (int64_t)j * p->d_w;
-                    row[t++] = iw >= 0 && iw < p->in_w ? xr[iw] : 0;
-                }
-            }
-        }
-        while (t < p->kpad)
-            row[t++] = 0;
-        if (++ow == p->out_w) {
-            ow = 0;
-            oh++;
-        }
-    }
-}
-
 static void conv_portable(const OqciConv *p, const void *x, void *y, void *scratch) {
     int64_t pix = (int64_t)p->out_h * p->out_w, plane = (int64_t)p->in_h * p->in_w, n, p0;
     int32_t cg = p->in_c / p->group, kg = p->out_c / p->group, g;
@@ -204,24 +168,6 @@ static void conv_portable(const OqciConv *p, const void *x, void *y, void *scrat
                 }
             }
         }
-}
-
-/* conv_dw3q's zero-padded byte plane: the image at (p_t, p_l), rows of *bs bytes (64
- * bytes readable from every vector's first column), *rows rows (every output row's
- * three).  Its bytes, 0 unless a 3x3 kernel at stride 1 or 2.  (Here, called by the
- * kernel in oqci_conv_dwq.c: inlined there, as a static inline of oqci_conv_int.h,
- * it changed gcc 12's layout of the kernel's loops, 4-6% slower on small planes.) */
-int64_t oqcik_dw3q_geo(const OqciConv *p, int32_t *bs, int32_t *rows) {
-    int64_t cols, r;
-    if (p->k_h != 3 || p->k_w != 3 || p->s_h != p->s_w || p->s_w > 2 || p->d_h != 1 ||
-        p->d_w != 1 || p->p_t > 2 || p->p_l > 2 || p->in_w > 4096 || p->out_w > 4096)
-        return 0;
-    cols = (int64_t)p->in_w + p->p_l;
-    r = (int64_t)(round_up(p->out_w, 16) - 16) * p->s_w + 64;
-    *bs = (int32_t)round_up(cols > r ? cols : r, 64);
-    r = (int64_t)(p->out_h - 1) * p->s_h + 3;
-    *rows = (int32_t)((int64_t)p->in_h + p->p_t > r ? (int64_t)p->in_h + p->p_t : r);
-    return (int64_t)*bs * *rows;
 }
 
 /* The depthwise planes: int16 (Arm) or float (x86) elements, or conv_dw3q's bytes. */

@@ -460,6 +460,9 @@ const Family oqcik_family_avx2 = {
     .band_pack = {pack_band_s8__avx2, pack_band_u8__avx2},
     .ukr_rq_acc = UKR_RQ_ACC_AVX2,
     .ukr_rq_wide = UKR_RQ_WIDE_AVX2,
+    .tail_whole = 1,
+    .grid = GRID_BY_WORK,
+    .wsum = oqcik_wsum__avx2,
 };
 
 /* ---- q8conv_3x24c4n__avx2: 3 channels x 24 pixels, u8 panel, narrow weights --------
@@ -634,6 +637,8 @@ const Family oqcik_family_avx2n = {
     .band_pack = {pack_band_s8__avx2n, pack_band_u8__avx2n},
     .ukr_rq_acc = UKR_RQ_ACC_AVX2N,
     .ukr_rq_wide = UKR_RQ_WIDE_AVX2N,
+    .grid = GRID_BY_WORK,
+    .wsum = oqcik_wsum__avx2,
 };
 
 /* ---- q8gemv_4x16__avx2: few pixels, dot products on 16-bit copies ------------------ */

@@ -43,6 +43,8 @@ const Family oqcik_family_avx512vnni = {
     .tr4 = {oqcik_tr4_u8_s8__avx2, oqcik_tr4_u8_u8__avx2},
     .gather = oqcik_gather__avx2,
     .store = oqcik_store_tile__avx2,
+    .grid = GRID_BY_WORK_PACKED,
+    .wsum = oqcik_wsum__avx2,
 };
 #elif HAVE_AVX512VNNI
 /* (its microkernels: oqci_conv_avx512_ukr.c) */
@@ -130,49 +132,6 @@ T_AVX512VNNI static void store_runs__avx512vnni(const OqciConv *p, const uint8_t
     }
 }
 
-/* ---- oqcik_gemv4__avx512vnni: oqcik_conv_gemv_avx2's dot products (few pixels) -------
- * The fully connected layers are bound by reading their weights once: 64 weight bytes
- * per row per vpdpbusd (the AVX2 kernel's 16-bit copies take 4 operations per 16), the
- * last partial 64 by masked loads (zero weights: nothing added).  s8 inputs go in as
- * a + 128 (u8) and 128 sum w[r] is subtracted, the sum made by a second vpdpbusd against
- * bytes of 1.  Exact: every partial sum is one of at most len <= OQCI_KCHUNK products of
- * magnitude <= 255 x 128, as in the int32 sums oqci.h allows. */
-T_AVX512VNNI static inline __attribute__((always_inline)) void
-gemv4_body(const uint8_t *a, int u8, const int8_t *const *w, int32_t len, int32_t acc[4]) {
-    const __m512i fl = _mm512_set1_epi8((char)0x80), one = _mm512_set1_epi8(1);
-    __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0, c0 = s0, c1 = s0,
-            c2 = s0, c3 = s0;
-    int32_t t;
-    for (t = 0; t < len; t += 64) {
-        __mmask64 m = len - t >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (len - t)) - 1;
-        __m512i av = _mm512_maskz_loadu_epi8(m, a + t);
-        if (!u8)
-            av = _mm512_xor_si512(av, fl);
-#define G(r)                                                                            \
-    {                                                                                   \
-        __m512i wv = _mm512_maskz_loadu_epi8(m, w[r] + t);                              \
-        s##r = _mm512_dpbusd_epi32(s##r, av, wv);                                       \
-        if (!u8)                                                                        \
-            c##r = _mm512_dpbusd_epi32(c##r, one, wv);                                  \
-    }
-        G(0) G(1) G(2) G(3)
-#undef G
-    }
-#define ACC(r)                                                                          \
-    acc[r] = (int32_t)((int64_t)_mm512_reduce_add_epi32(s##r) -                         \
-                       128 * (int64_t)_mm512_reduce_add_epi32(c##r));
-    ACC(0) ACC(1) ACC(2) ACC(3)
-#undef ACC
-}
-
-T_AVX512VNNI void oqcik_gemv4__avx512vnni(const uint8_t *a, int u8, const int8_t *const *w,
-                                          int32_t len, int32_t acc[4]) {
-    if (u8)
-        gemv4_body(a, 1, w, len, acc);
-    else
-        gemv4_body(a, 0, w, len, acc);
-}
-
 const Family oqcik_family_avx512vnni = {
     .isa = OQCI_ISA_AVX512VNNI,
     .mr = 8,
@@ -190,6 +149,8 @@ const Family oqcik_family_avx512vnni = {
     .runs = store_runs__avx512vnni,
     .ukr_rq_wide = UKR_RQ_WIDE_AVX512VNNI,
     .rq_biased = 1,
+    .grid = GRID_BY_WORK_PACKED,
+    .wsum = oqcik_wsum__avx2,
 };
 #endif
 
@@ -632,6 +593,8 @@ const Family oqcik_family_avx512vbmi = {
     .pack_taps = pack_taps__avx512vbmi,
     .ukr_rq_wide = UKR_RQ_WIDE_AVX512VNNI,
     .rq_biased = 1,
+    .grid = GRID_BY_WORK_PACKED,
+    .wsum = oqcik_wsum__avx2,
 };
 #endif /* HAVE_VBMI */
 
@@ -655,6 +618,7 @@ static const Family family_amx = {
     .pack_s2 = pack_s2__amx,
     .pack_taps = pack_taps__avx512vbmi,
     .rq_biased = 1,
+    .wsum = oqcik_wsum__avx2,
 };
 
 /* Where oqcik_conv_amx's region starts: after wtab's kg + TILE_MR pointers. */
@@ -748,5 +712,6 @@ const Family oqcik_family_avxvnni = {
     .tr4 = {oqcik_tr4_u8_s8__avx2, oqcik_tr4_u8_u8__avx2},
     .gather = oqcik_gather__avx2,
     .store = oqcik_store_tile__avx2,
+    .wsum = oqcik_wsum__avx2,
 };
 #endif

@@ -7,6 +7,25 @@
 
 const char OQCIK_CFG(dwq) = 0;   /* (build consistency, see oqci_conv_int.h) */
 
+/* conv_dw3q's zero-padded byte plane: the image at (p_t, p_l), rows of *bs bytes (64
+ * bytes readable from every vector's first column), *rows rows (every output row's
+ * three).  Its bytes, 0 unless a 3x3 kernel at stride 1 or 2.  In every build (the
+ * scratch size, oqci_conv.c's dw_scratch, needs it); a function, not a static inline of
+ * oqci_conv_int.h, so that it does not change the compiler's layout of the kernel's
+ * loops. */
+int64_t oqcik_dw3q_geo(const OqciConv *p, int32_t *bs, int32_t *rows) {
+    int64_t cols, r;
+    if (p->k_h != 3 || p->k_w != 3 || p->s_h != p->s_w || p->s_w > 2 || p->d_h != 1 ||
+        p->d_w != 1 || p->p_t > 2 || p->p_l > 2 || p->in_w > 4096 || p->out_w > 4096)
+        return 0;
+    cols = (int64_t)p->in_w + p->p_l;
+    r = (int64_t)(round_up(p->out_w, 16) - 16) * p->s_w + 64;
+    *bs = (int32_t)round_up(cols > r ? cols : r, 64);
+    r = (int64_t)(p->out_h - 1) * p->s_h + 3;
+    *rows = (int32_t)((int64_t)p->in_h + p->p_t > r ? (int64_t)p->in_h + p->p_t : r);
+    return (int64_t)*bs * *rows;
+}
+
 #if HAVE_VBMI && !defined(OQCI_NO_FLOAT)
 /* Each input channel is copied once into a zero-padded byte plane (oqcik_dw3q_geo; s8
  * inputs as x + 128 with padding 128, and -128 sum w joins the bias: the sums are those of

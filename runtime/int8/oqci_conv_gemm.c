@@ -1,4 +1,5 @@
-/* oqci_conv_gemm.c - the driver of the INT8 conv's SIMD families, in plain C: a GEMM over
+/* oqci_conv_gemm.c - the driver of the INT8 conv's SIMD families, in plain C (and the
+ * portable im2col, oqcik_im2col, which the portable and few-pixel paths share): a GEMM over
  * packed pixel panels (oqcik_conv_gemm) that packs the panels (from the input or from a
  * band of its rows), runs a family's microkernel over them and its epilogue (Family,
  * oqci_conv_int.h: each family's file brings its kernels, transposes and stores).
@@ -30,6 +31,45 @@
 
 const char OQCIK_CFG(gemm) = 0;   /* (build consistency, see oqci_conv_int.h) */
 
+/* The portable unfolding (im2col), shared by the portable family (oqci_conv.c) and the
+ * few-pixel path (oqcik_conv_gemv_avx2): in every build. */
+
+/* Unfolds output pixels p0 .. p0 + nr - 1 of one group (xg: its first input channel)
+ * into nr rows of kpad bytes at s. */
+void oqcik_im2col(const OqciConv *p, const uint8_t *xg, int64_t p0, int64_t nr, uint8_t *s) {
+    int64_t plane = (int64_t)p->in_h * p->in_w, r;
+    int32_t cg = p->in_c / p->group;
+    int32_t oh = (int32_t)(p0 / p->out_w), ow = (int32_t)(p0 % p->out_w);
+    for (r = 0; r < nr; r++) {
+        uint8_t *row = s + r * p->kpad;
+        int64_t ih0 = (int64_t)oh * p->s_h - p->p_t, iw0 = (int64_t)ow * p->s_w - p->p_l;
+        int32_t t = 0, c, i, j;
+        for (c = 0; c < cg; c++) {
+            const uint8_t *xc = xg + c * plane;
+            for (i = 0; i < p->k_h; i++) {
+                int64_t ih = ih0 + (int64_t)i * p->d_h;
+                const uint8_t *xr;
+                if (ih < 0 || ih >= p->in_h) {
+                    for (j = 0; j < p->k_w; j++)
+                        row[t++] = 0;
+                    continue;
+                }
+                xr = xc + ih * p->in_w;
+                for (j = 0; j < p->k_w; j++) {
+                    int64_t iw = iw0 + (int64_t)j * p->d_w;
+                    row[t++] = iw >= 0 && iw < p->in_w ? xr[iw] : 0;
+                }
+            }
+        }
+        while (t < p->kpad)
+            row[t++] = 0;
+        if (++ow == p->out_w) {
+            ow = 0;
+            oh++;
+        }
+    }
+}
+
 #if HAVE_SIMD
 
 /* ======================================================================================
@@ -50,37 +90,30 @@ static int64_t grid_cols(const OqciConv *p) {
     return (int64_t)p->out_w + (int64_t)(p->k_w - 1) * p->d_w;
 }
 
-/* Pixels family f's kernels compute for n positions in panels: the AVX-512 VNNI ones 32
- * per whole panel, and 8, 16, 24 or 32 for the last (their paired tails); the AVX2
- * vpmaddubsw kernel's last panel in steps of 8 (its 8- and 16-pixel bodies); the AVX2
- * vpmaddwd kernel whole panels of 28. */
+/* Pixels family f's kernels compute for n positions in panels: nr per whole panel, and
+ * for the last one either the whole panel (Family.tail_whole) or its pixels rounded up
+ * to a multiple of 8 (the 8-pixel bodies and paired tails). */
 static int64_t computed(const Family *f, int64_t n) {
     int64_t r = n % f->nr;
-    if (f->isa == OQCI_ISA_AVX2 && f->esize == 2)
-        return n - r + (r ? f->nr : 0);
-    return n - r + (r + 7) / 8 * 8;
+    return n - r + round_up(r, f->tail_whole ? f->nr : 8);
 }
 
-/* Grid panels for this conv (family f): grid_ok and a band.  The AVX-512 VNNI and AVX2
- * families take panels of outputs instead where those compute at least 10% less (the
- * grid's dropped positions and tails: on AVX-512 a 7x7 plane's 49 outputs cost 56
- * against the grid's 64, a 14x14 one's 200 against 224; 28x28 and wider keep the grid;
- * with AVX2's 28-pixel panels a 7x7 plane costs 56 against 84).  On AVX-512 only where
- * their packing costs little beside the work, too: taps packing, or at least 256
- * channels per group.  Measured on a Zen 4 core (int8_conv_bench): 512x7x7 3x3 +9%,
- * 256x14x14 +11%, GoogLeNet's 16x14x14 -> 48 (taps) +9%; but a band's per-row runs
- * made 32x14x14 -> 32 and 48x7x7 -> 64 10% slower, and 32x7x7 -> 128 gained 1%.  The
- * AVX2 families gain on a Zen 3 core with many channels or few (8-bit weights: 512x7x7
- * 3x3 +50%, 256x14x14 +16%; 48x7x7 -> 64 +30%, GoogLeNet's 32x7x7 -> 128 +45% and
- * 16x14x14 -> 48 +30%, 32x14x14 -> 32 level within the noise; 7-bit +7% to +22%), so
- * they take panels of outputs by the computed pixels alone. */
+/* Grid panels for this conv (family f): grid_ok and a band, unless the family
+ * (Family.grid) prefers panels of outputs here.  Panels of outputs compute no dropped
+ * positions but need per-row runs, so they pay where the grid computes at least 10% more
+ * pixels (the dropped positions and the tails: with 32-pixel panels a 7x7 plane's 49
+ * outputs cost 56 against the grid's 64, a 14x14 one's 200 against 224, 28x28 and
+ * wider keep the grid; with 28-pixel panels a 7x7 plane costs 56 against 84).
+ * GRID_BY_WORK_PACKED families take them only where their packing is cheap beside the
+ * work, too: taps packing, or at least 256 channels per group (with few channels the
+ * band's per-row runs cost more than the pixels saved). */
 static int use_grid(const OqciConv *p, const Family *f) {
     int64_t rows, cols;
     if (!grid_ok(p) || band_dims(p, &rows, &cols) == 0)
         return 0;
-    if (f->isa != OQCI_ISA_AVX2 &&   /* (AVX2: no packing condition, see above) */
-        ((f->isa != OQCI_ISA_AVX512VNNI && f->isa != OQCI_ISA_AVX512VBMI) ||
-         (p->out_c / p->group < 256 && !(f->pack_taps && taps_fit(p)))))
+    if (f->grid == GRID_ALWAYS ||
+        (f->grid == GRID_BY_WORK_PACKED && p->out_c / p->group < 256 &&
+         !(f->pack_taps && taps_fit(p))))
         return 1;
     return 10 * computed(f, (int64_t)p->batch * p->out_h * p->out_w) >
            9 * (int64_t)p->batch * computed(f, (p->out_h - 1) * grid_cols(p) + p->out_w);
@@ -376,19 +409,19 @@ static void taps_setup(const OqciConv *p, const Geo *ge, int flip, Taps *t) {
 }
 
 /* The exact correction of channel k's sums for flipped inputs: -128 sum w for s8 inputs
- * packed as x + 128 (VNNI), +128 sum w for u8 inputs packed as x - 128 (sdot).  (Once
- * per call and channel: a pass over the weights, vectorized on x86, where every family
- * has AVX2.) */
-static int64_t weight_corr(const OqciConv *p, int32_t k) {
+ * packed as x + 128 (VNNI), +128 sum w for u8 inputs packed as x - 128 (sdot).  Once
+ * per call and channel: a pass over the weights, by the family's vector sum where it
+ * has one (Family.wsum). */
+static int64_t weight_corr(const OqciConv *p, const Family *f, int32_t k) {
     const int8_t *w = p->w + (size_t)k * (size_t)p->kpad;
     int64_t s = 0;
-#if HAVE_AVX2
-    s = oqcik_wsum__avx2(w, p->kpad);
-#else
-    int32_t t;
-    for (t = 0; t < p->kpad; t++)
-        s += w[t];
-#endif
+    if (f->wsum) {
+        s = f->wsum(w, p->kpad);
+    } else {
+        int32_t t;
+        for (t = 0; t < p->kpad; t++)
+            s += w[t];
+    }
     return p->in_type == OQCI_S8 ? -128 * s : 128 * s;
 }
 
@@ -489,7 +522,7 @@ void oqcik_conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
     if (p->in_type == f->flip) {   /* modulo 2^32 (exact, see bias_may_overflow) */
         corr = (int32_t *)(void *)(panel + panel_bytes + cbuf_bytes + band_bytes);
         for (k = 0; k < p->out_c; k++)
-            corr[k] = (int32_t)(uint32_t)(uint64_t)weight_corr(p, k);
+            corr[k] = (int32_t)(uint32_t)(uint64_t)weight_corr(p, f, k);
     }
     /* the epilogue in the microkernel: 8-bit outputs (accumulator outputs, whose rq is
      * not read, go through f->store), float requantization, no bias whose addition may
@@ -628,7 +661,7 @@ void oqcik_conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
                     continue;
                 }
                 for (r = 0; r < nk; r++) {   /* correction and bias added here, in int64 */
-                    int64_t cr = corr ? weight_corr(p, k0 + r) : 0;
+                    int64_t cr = corr ? weight_corr(p, f, k0 + r) : 0;
                     int64_t b = p->bias ? p->bias[k0 + r] : 0;
                     for (e = 0; e < np; e++)
                         tile[r * TILE_NR + e] = sat32(c64[(size_t)(kk + r) * TILE_NR + e] + cr + b);

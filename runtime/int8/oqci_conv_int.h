@@ -6,26 +6,31 @@
  * GEMM's types (Seg, Geo, Band, RqPre, Family and the function types of its members),
  * small helpers (static inline: each file that uses one gets its copy, and the
  * always_inline ones are inlined as they were when the library was one file), and at the
- * end what each file exports to the others, all with the prefix oqcik_:
- *   oqci_conv.c          oqcik_im2col, oqcik_dw3q_geo
- *   oqci_conv_gemm.c     oqcik_conv_gemm, oqcik_make_segs, oqcik_fused_rq, oqcik_store_runs
+ * end what each file exports to the others, all with the prefix oqcik_.  The files call
+ * each other in one direction only, from the entry points down to the kernels' common
+ * parts (each calls only files listed below it):
+ *   oqci_conv.c          the entry points, family selection, the portable family
+ *   oqci_conv_avx512.c   oqcik_family_avx512vnni, oqcik_family_avx512vbmi,
+ *                        oqcik_family_avxvnni, oqcik_conv_amx, oqcik_amx_permit
  *   oqci_conv_avx2.c     oqcik_family_avx2, oqcik_family_avx2n, oqcik_conv_gemv_avx2 and
  *                        the pieces the other x86 families reuse: oqcik_tr4_u8_s8__avx2,
  *                        oqcik_tr4_u8_u8__avx2, oqcik_gather__avx2, oqcik_store_tile__avx2,
  *                        oqcik_wsum__avx2
+ *   oqci_conv_gemm.c     the families' GEMM driver: oqcik_conv_gemm, oqcik_make_segs,
+ *                        oqcik_fused_rq, oqcik_store_runs; and oqcik_im2col
+ *   oqci_conv_avx512_ukr.c  oqcik_q8conv_8x32c4__avx512vnni and its fused epilogues
+ *                        (_rq, _rqt, _rqw), oqcik_gemv4__avx512vnni
  *   oqci_conv_dwx86.c    oqcik_conv_dwf__avx2, oqcik_conv_dw3flat__avx512vnni,
  *                        oqcik_conv_dw3s2flat__avx512vnni and their conditions
  *                        oqcik_dw3flat_ok, oqcik_dw3s2flat_ok
- *   oqci_conv_dwq.c      oqcik_conv_dw3q__avx512vbmi and its condition oqcik_dw3q_ok
+ *   oqci_conv_dwq.c      oqcik_conv_dw3q__avx512vbmi and its condition oqcik_dw3q_ok;
+ *                        oqcik_dw3q_geo
  *   oqci_conv_amxt.c     oqcik_conv_amxt (its condition amxt_fits, below)
- *   oqci_conv_avx512.c   oqcik_family_avx512vnni, oqcik_family_avx512vbmi,
- *                        oqcik_family_avxvnni, oqcik_conv_amx,
- *                        oqcik_amx_permit, oqcik_gemv4__avx512vnni
- *   oqci_conv_avx512_ukr.c  oqcik_q8conv_8x32c4__avx512vnni and its fused epilogues
- *                        (_rq, _rqt, _rqw)
  *   oqci_conv_neon.c     oqcik_family_neondot, oqcik_conv_dw__neondot
- * and each conv file but oqci_conv.c its configuration object OQCIK_CFG(file) (see
- * "build consistency" below: every conv file must be compiled with the same flags).
+ * The GEMM driver knows no ISA: what differs between families (kernels, packers, tails,
+ * grid policy, weight sums) is a slot of their Family table.  Each conv file but
+ * oqci_conv.c defines its configuration object OQCIK_CFG(file) (see "build consistency"
+ * below: every conv file must be compiled with the same flags).
  * oqci_conv_x86_int.h adds the x86 vector requantization. */
 #ifndef OQCI_CONV_INT_H
 #define OQCI_CONV_INT_H
@@ -683,7 +688,14 @@ static inline int rq_pre(const OqciConv *p, const int32_t *corr, int biased, RqP
 typedef void (*UkrFn)(int32_t nq, const void *panel, const int8_t *const *w, int32_t *t,
                       int acc, int32_t np, int32_t nk);
 
-/* A SIMD GEMM family. */
+/* A family's choice between grid panels and panels of outputs (oqcik_conv_gemm's
+ * use_grid), where grid_ok allows grid panels: always grid panels; panels of outputs
+ * where they compute at least 10% fewer pixels; that, but only where the packing of
+ * panels of outputs is cheap (taps packing, or at least 256 channels per group). */
+typedef enum FamilyGrid { GRID_ALWAYS, GRID_BY_WORK, GRID_BY_WORK_PACKED } FamilyGrid;
+
+/* A SIMD GEMM family (one table per family, in its ISA's file, with designated
+ * initialisers: the slots left out are NULL or 0). */
 typedef struct Family {
     int isa;          /* OQCI_ISA_* */
     int mr, nr;       /* tile: channels x pixels */
@@ -740,6 +752,14 @@ typedef struct Family {
     /* whether ukr_rq, ukr_rq_acc and ukr_rq_wide take modes RQ_I16B, RQ_I16BN (pre[].add with
      * RQ_BIAS: a family without it must never see such constants) */
     int rq_biased;
+    /* pixels the microkernels compute of a last, partial panel: 0, in steps of 8 (their
+     * 8-pixel bodies or paired tails); 1, the whole panel of nr */
+    int tail_whole;
+    /* when the GEMM takes grid panels where grid_ok allows them (use_grid) */
+    FamilyGrid grid;
+    /* the sum of n weight bytes (weight_corr, once per channel and call), or NULL: a
+     * plain C loop */
+    int64_t (*wsum)(const int8_t *w, int32_t n);
 } Family;
 /* oqcik_conv_gemm's weight row pointers (wtab) in its scratch: after the aligned panel block,
  * the K-block buffer and the band (bytes as gemm_scratch gives them) and the per-channel
@@ -822,7 +842,7 @@ static inline const int8_t **gemm_wtab(const OqciConv *p, void *scratch, size_t 
 extern const char OQCIK_CFG(gemm), OQCIK_CFG(avx2), OQCIK_CFG(dwx86), OQCIK_CFG(dwq),
     OQCIK_CFG(amxt), OQCIK_CFG(avx512), OQCIK_CFG(avx512_ukr), OQCIK_CFG(neon);
 
-/* ---- oqci_conv.c ------------------------------------------------------------------- */
+/* ---- oqci_conv_gemm.c, oqci_conv_dwq.c: in every build ------------------------------ */
 
 void oqcik_im2col(const OqciConv *p, const uint8_t *xg, int64_t p0, int64_t nr, uint8_t *s);
 int64_t oqcik_dw3q_geo(const OqciConv *p, int32_t *bs, int32_t *rows);
@@ -889,6 +909,8 @@ int oqcik_conv_amxt(const OqciConv *p, const void *x, void *y, void *scratch);
 #if HAVE_AVX512VNNI && !OQCI_EMU_VNNI
 void oqcik_q8conv_8x32c4__avx512vnni(int32_t nq, const void *panel, const int8_t *const *w,
                                      int32_t *t, int acc, int32_t np, int32_t nk);
+void oqcik_gemv4__avx512vnni(const uint8_t *a, int u8, const int8_t *const *w, int32_t len,
+                             int32_t acc[4]);
 #ifndef OQCI_NO_FLOAT
 void oqcik_q8conv_8x32c4_rq__avx512vnni(int32_t nq, const void *panel, const int8_t *const *w,
                                         const OqciConv *p, int32_t nk, const RqPre *pre,
@@ -915,10 +937,6 @@ void oqcik_q8conv_8x32c4_rqw__avx512vnni(int32_t nq, const void *panel,
 
 #if HAVE_AVX512VNNI
 extern const Family oqcik_family_avx512vnni;
-#endif
-#if HAVE_AVX512VNNI && !OQCI_EMU_VNNI
-void oqcik_gemv4__avx512vnni(const uint8_t *a, int u8, const int8_t *const *w, int32_t len,
-                             int32_t acc[4]);
 #endif
 #if HAVE_VBMI
 extern const Family oqcik_family_avx512vbmi;
