@@ -198,15 +198,31 @@ int oqcf_sgemm_force_isa(OqcfIsa isa) {
 #endif
 }
 
+/* The FP32 families of the ISA table (oqcf_isa.h), in ascending preference (-1: a row
+ * without one). */
+#define FP32_ROW(name, int8, fp32, x86, flags, files) fp32,
+static const int fp32_rows[] = {OQC_ISA_TABLE(FP32_ROW)};
+#undef FP32_ROW
+
+/* The kernel of family isa this build has, or NULL. */
+static const Kernel *kernel_of(int isa) {
+    for (int i = 0; i < NKERNELS; i++)
+        if ((int)all_kernels[i]->isa == isa)
+            return all_kernels[i];
+    return NULL;
+}
+
+/* The forced family, else the most preferred one this build has and the CPU runs. */
 static const Kernel *pick_kernel(void) {
 #ifdef OQCF_TEST_HOOKS
     int f = atomic_load(&forced_isa);
 #else
     const int f = OQCF_ISA_AUTO;
 #endif
-    for (int i = NKERNELS - 1; i >= 0; i--) {
-        const Kernel *k = all_kernels[i];
-        if (f == OQCF_ISA_AUTO ? oqcf_sgemm_isa_supported(k->isa) : (int)k->isa == f)
+    for (int i = (int)(sizeof fp32_rows / sizeof fp32_rows[0]) - 1; i >= 0; i--) {
+        int isa = fp32_rows[i];
+        const Kernel *k = isa > OQCF_ISA_AUTO ? kernel_of(isa) : NULL;
+        if (k && (f == OQCF_ISA_AUTO ? oqcf_sgemm_isa_supported(k->isa) : isa == f))
             return k;
     }
     return &kernel_c;

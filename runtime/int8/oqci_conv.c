@@ -265,10 +265,15 @@ int oqci_isa_available(int isa) {
     return isa >= 0 && isa < OQCI_ISA_COUNT && cpu_has(isa);
 }
 
-/* Preference order, best first. */
-static const int isa_order[] = {OQCI_ISA_AMX,     OQCI_ISA_AVX512VBMI, OQCI_ISA_AVX512VNNI,
-                                OQCI_ISA_AVXVNNI, OQCI_ISA_AVX2,       OQCI_ISA_NEONDOT,
-                                OQCI_ISA_PORTABLE};
+/* The INT8 conv families of the ISA table (oqcf_isa.h) with their names, in ascending
+ * preference (-1: a row without an INT8 family). */
+#define ISA_ROW(name, int8, fp32, x86, flags, files) {int8, name},
+static const struct {
+    int isa;
+    const char *name;
+} isa_rows[] = {OQC_ISA_TABLE(ISA_ROW)};
+#undef ISA_ROW
+#define ISA_ROWS (sizeof isa_rows / sizeof isa_rows[0])
 
 int oqci_conv_isa(void) {
     size_t i;
@@ -277,9 +282,9 @@ int oqci_conv_isa(void) {
     if (f != OQCI_ISA_AUTO)
         return f;
 #endif
-    for (i = 0; i < sizeof isa_order / sizeof isa_order[0]; i++)
-        if (cpu_has(isa_order[i]))
-            return isa_order[i];
+    for (i = ISA_ROWS; i-- > 0;)   /* the most preferred family this CPU runs */
+        if (isa_rows[i].isa > OQCI_ISA_AUTO && cpu_has(isa_rows[i].isa))
+            return isa_rows[i].isa;
     return OQCI_ISA_PORTABLE;
 }
 
@@ -293,10 +298,11 @@ int oqci_force_isa(int isa) {
 #endif
 
 const char *oqci_isa_name(int isa) {
-    static const char *const names[OQCI_ISA_COUNT] = {"auto",    "portable",  "avx2",
-                                                      "avxvnni", "avx512vnni", "neondot",
-                                                      "amx",     "avx512vbmi"};
-    return isa >= 0 && isa < OQCI_ISA_COUNT ? names[isa] : "?";
+    size_t i;
+    for (i = 0; i < ISA_ROWS && isa >= 0 && isa < OQCI_ISA_COUNT; i++)
+        if (isa_rows[i].isa == isa)
+            return isa_rows[i].name;
+    return "?";
 }
 
 /* Every field consistent (the pointers x, y and scratch are checked by the caller). */
@@ -396,12 +402,11 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {
     isa = oqci_conv_isa();
     (void)isa;
 #if HAVE_AVX2
-    if (isa == OQCI_ISA_AVX2 || isa == OQCI_ISA_AVXVNNI || isa == OQCI_ISA_AVX512VNNI ||
-        isa == OQCI_ISA_AVX512VBMI || isa == OQCI_ISA_AMX) {
+    if (oqci_isa_x86(isa) >= OQC_X86_AVX2) {
         int64_t npix = (int64_t)p->batch * p->out_h * p->out_w;
         /* AVX-512 kernels; with VBMI (the AMX CPUs have it) */
-        int z = isa == OQCI_ISA_AVX512VNNI || isa == OQCI_ISA_AVX512VBMI || isa == OQCI_ISA_AMX;
-        int vb = isa == OQCI_ISA_AVX512VBMI || isa == OQCI_ISA_AMX;
+        int z = oqci_isa_x86(isa) >= OQC_X86_AVX512;
+        int vb = oqci_isa_x86(isa) >= OQC_X86_VBMI;
         const Family *f = p->wpair16 ? &oqcik_family_avx2n : &oqcik_family_avx2;
 #ifndef OQCI_NO_FLOAT   /* (integer-only builds: depthwise goes through the GEMM) */
         if (is_dw(p)) {
