@@ -3,7 +3,7 @@
  * A runtime file brings what it includes (its #include "..." lines) and the sources it
  * calls into (runtime_needs; the INT8 conv, oqci_conv.c, the files of every family in
  * the table's files column: it chooses among them at run time and refers to each one's
- * configuration object, see runtime/int8/oqci_conv_int.h). */
+ * configuration object, see runtime/int8/oqci_conv_cfg_int.h). */
 #include "backend.h"
 
 #include <stdlib.h>

@@ -44,11 +44,13 @@
  *                         vpdpbusd);
  *   oqci_conv_amxt.c      the AMX family's thin 1x1 convs (reductions up to 64);
  *   oqci_conv_neon.c      Arm dot product, and Arm depthwise on int16 planes;
- *   oqci_conv_int.h       internal header: configuration, sizes, scratch layout, shared
- *                         types and helpers, what each file exports (prefix oqcik_);
+ *   oqci_conv_cfg_int.h   internal header: the families a build has (configuration);
+ *   oqci_conv_int.h       internal header: sizes, scratch layout, shared types and
+ *                         helpers, what each file exports (prefix oqcik_) and the order
+ *                         in which the files call each other;
  *   oqci_conv_x86_int.h   the x86 vector requantization (RqV, rq8, ...).
  * All of them must be compiled with the same flags: a file compiled with other -m flags
- * makes the link fail (OQCIK_CFG in oqci_conv_int.h).
+ * makes the link fail (OQCIK_CFG in oqci_conv_cfg_int.h).
  *
  * Family selection: compile-time macros decide which families a build has (AVX2 with
  * __AVX2__, AVX-VNNI with __AVXVNNI__, AVX-512 VNNI with __AVX512VNNI__ and

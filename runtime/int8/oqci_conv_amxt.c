@@ -28,7 +28,7 @@
  * the conv takes the general path. */
 #include "oqci_conv_x86_int.h"
 
-const char OQCIK_CFG(amxt) = 0;   /* (build consistency, see oqci_conv_int.h) */
+const char OQCIK_CFG(amxt) = 0;   /* (build consistency, see oqci_conv_cfg_int.h) */
 
 #if HAVE_AMX && HAVE_DWZ
 

@@ -31,7 +31,7 @@
  *     (q8gemv_4x16__avx2: vpmaddwd on 16-bit copies, horizontal sums at the end). */
 #include "oqci_conv_x86_int.h"
 
-const char OQCIK_CFG(avx2) = 0;   /* (build consistency, see oqci_conv_int.h) */
+const char OQCIK_CFG(avx2) = 0;   /* (build consistency, see oqci_conv_cfg_int.h) */
 
 #if HAVE_AVX2
 

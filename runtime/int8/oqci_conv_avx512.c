@@ -12,7 +12,7 @@
  *     the narrow AVX2 one, an epilogue in registers (16 lanes: rq16). */
 #include "oqci_conv_x86_int.h"
 
-const char OQCIK_CFG(avx512) = 0;   /* (build consistency, see oqci_conv_int.h) */
+const char OQCIK_CFG(avx512) = 0;   /* (build consistency, see oqci_conv_cfg_int.h) */
 
 #if HAVE_AVX512VNNI && OQCI_EMU_VNNI
 /* ---- q8conv_8x32c4__emu: the AVX-512 VNNI kernel's sums in plain C (tests only) ---- */

@@ -7,7 +7,7 @@
  * the AMX family's epilogue) and their packers are oqci_conv_avx512.c's. */
 #include "oqci_conv_x86_int.h"
 
-const char OQCIK_CFG(avx512_ukr) = 0;   /* (build consistency, see oqci_conv_int.h) */
+const char OQCIK_CFG(avx512_ukr) = 0;   /* (build consistency, see oqci_conv_cfg_int.h) */
 
 #if HAVE_AVX512VNNI && !OQCI_EMU_VNNI
 /* ---- q8conv_8x32c4__avx512vnni: 8 channels x 32 pixels, u8 panel -------------------

@@ -5,7 +5,7 @@
  * neither (their depthwise convs go through the GEMM). */
 #include "oqci_conv_x86_int.h"
 
-const char OQCIK_CFG(dwq) = 0;   /* (build consistency, see oqci_conv_int.h) */
+const char OQCIK_CFG(dwq) = 0;   /* (build consistency, see oqci_conv_cfg_int.h) */
 
 /* conv_dw3q's zero-padded byte plane: the image at (p_t, p_l), rows of *bs bytes (64
  * bytes readable from every vector's first column), *rows rows (every output row's

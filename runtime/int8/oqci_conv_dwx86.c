@@ -26,7 +26,7 @@
  *     sums. */
 #include "oqci_conv_x86_int.h"
 
-const char OQCIK_CFG(dwx86) = 0;   /* (build consistency, see oqci_conv_int.h) */
+const char OQCIK_CFG(dwx86) = 0;   /* (build consistency, see oqci_conv_cfg_int.h) */
 
 #if HAVE_AVX2 && !defined(OQCI_NO_FLOAT)   /* (integer-only: depthwise through the GEMM) */
 /* ---- depthwise on float planes: q8dw_16x9f__avx2 (9 taps), q8dw_16xNf__avx2 -------------

@@ -11,7 +11,7 @@
  *     reductions deeper than OQCI_KCHUNK. */
 #include "oqci_conv_int.h"
 
-const char OQCIK_CFG(neon) = 0;   /* (build consistency, see oqci_conv_int.h) */
+const char OQCIK_CFG(neon) = 0;   /* (build consistency, see oqci_conv_cfg_int.h) */
 
 #if HAVE_NEONDOT
 

@@ -14,7 +14,7 @@
 #      the check can fail;
 #   3. (x86-64) the conv files must all be compiled with the same flags: with one of
 #      them built with -mavx2 among portable ones the link fails on its configuration
-#      object (OQCIK_CFG in runtime/int8/oqci_conv_int.h), unused sections removed or not;
+#      object (OQCIK_CFG in runtime/int8/oqci_conv_cfg_int.h), unused sections removed or not;
 #      built alike, the same objects link and run.
 . tests/cli/lib.sh
 # These compile the runtime sources with the system's compilers: the same whichever
