@@ -11,11 +11,12 @@
  *           for ir over the block's MR-row panels
  *             microkernel: MR x NR tile += A panel * B panel (registers)
  *
- * Deviations from the textbook, each measured on conv-shaped problems:
+ * Deviations from the textbook, for conv-shaped problems:
  *   - A stored M x K (the usual case: Conv weights, Gemm without transA) is not packed:
  *     the microkernel broadcasts straight from its MR rows (rows lda apart, like
  *     MLAS).  Only a last partial MR panel is packed (with zero rows) so nothing past
- *     row M is read.  Packing A cost a third of the time when N is small (7x7 convs).
+ *     row M is read.  (Packing A would be a large share of the time when N is small, as
+ *     in 7x7 convs.)
  *   - B panels are packed B_CHUNK at a time right before the first A block uses them,
  *     so they are still in cache; later A blocks reuse the packed block.
  *   - A product with M == 1 or N == 1 (oqcf_sgemm only) skips packing altogether: it
@@ -25,8 +26,7 @@
  *   - op(B) given as rows (OqcfSgemmB.rows, koff: Conv's 1x1 and flat-offset paths) is
  *     read in place by `ukr_6x16r__avx2` when a thread's block has at most ROWS_MAX_M
  *     rows: a packed panel would then serve too few microkernel calls to pay for its
- *     packing (small-M convs gained 5-40%; from ~128 rows up packing wins: its panels
- *     are aligned and contiguous).  A last panel cut by column N is still packed.
+ *     packing (from ~128 rows up packing wins: its panels are aligned and contiguous).  A last panel cut by column N is still packed.
  *
  * The microkernel applies the epilogue when it writes its tile: alpha, beta (on the
  * first K block only; later blocks accumulate), and on the last K block the bias and

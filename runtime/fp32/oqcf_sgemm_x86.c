@@ -55,7 +55,7 @@ AVX2 static void ukr_6x16__avx2(int64_t kc, const float *restrict a, int64_t rsa
     ROWS6(DECL6)
     ROWS6(AROW)
     int64_t o = 0, k = 0;
-    for (; k + 2 <= kc; k += 2) {   /* unrolled twice: ~2% on conv shapes */
+    for (; k + 2 <= kc; k += 2) {   /* unrolled twice (fewer loop branches per FMA) */
         __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
         ROWS6(STEP6)
         o += csa;

@@ -8,14 +8,15 @@
  *     the panel holds the inputs widened to 16 bits (zero- or sign-extended) and the
  *     weight quad is sign-extended with one vpmovsxbw per channel and quad; vpmaddwd
  *     (16-bit pairs into int32, exact) then sums px's k0 k1 and k2 k3 in two lanes,
- *     added together once per tile.  Measured on Zen 3, this mix runs at ~61 GMAC/s
- *     against ~95 for the inexact vpmaddubsw sequence, and beats the exact split of u8
- *     inputs into low 7 bits and top bit (two vpmaddubsw + two vpmaddwd per 32 MACs).
+ *     added together once per tile.  It is exact for every 8-bit weight, and cheaper
+ *     than the other exact form, u8 inputs split into their low 7 bits and top bit (two
+ *     vpmaddubsw + two vpmaddwd per 32 MACs).
  *     s8 and u8 inputs need no offset: both widen exactly.
  *   - AVX2 with weights whose pairs fit int16 (p->wpair16, see oqci_conv_wpair16: 7-bit
  *     weights always do; oqc compile --weight-bits 7): q8conv_3x24c4n__avx2 on the VNNI
- *     panel (below), vpmaddubsw (exact for those weights) then vpmaddwd by ones, ~95
- *     GMAC/s on Zen 3; partial last panels (7x7 planes) run 8- or 16-pixel bodies.
+ *     panel (below), vpmaddubsw (exact for those weights) then vpmaddwd by ones, half
+ *     the operations of the 16-bit form; partial last panels (7x7 planes) run 8- or
+ *     16-pixel bodies.
  *   - Epilogue: per tile row, the channel's constants (RqV: correction, bias, whether
  *     the bias addition can overflow, the multiplier), then the AVX2 requantization
  *     (rq8) reproduces oqci_requant's float and fixed-point results exactly, 8 lanes at
@@ -443,7 +444,7 @@ T_AVX2 static void q8conv_2x28c4_rqw__avx2(int32_t nq, const void *panel, const 
 #undef Q8CONV_2X28_SUMS
 
 /* Family.band_pack: pack_band_body with the int16 transposes inlined (through
- * Family.tr4, every quad of every panel was a call). */
+ * Family.tr4, every quad of every panel would be a call). */
 BAND_PACKERS(avx2, AVX2_NR, 2, tr4_s16_s8__avx2, tr4_s16_u8__avx2)
 const Family oqcik_family_avx2 = {
     .isa = OQCI_ISA_AVX2,

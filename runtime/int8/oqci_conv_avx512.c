@@ -412,8 +412,8 @@ general:
 }
 
 /* Band panels of column stride 1 with VBMI (band_taps_ok: kernels at least 3 wide, their
- * taps inside 33 bytes, reductions up to 4 TAPS_MAXQ: 1152 measured 1% slower on an AMX
- * CPU, its band out of L1): the taps of Family.pack_taps on the band, where a run's 32
+ * taps inside 33 bytes, reductions up to 4 TAPS_MAXQ, so that the band stays in L1):
+ * the taps of Family.pack_taps on the band, where a run's 32
  * outputs read one window of each kernel row (its bytes from the row's first tap on:
  * the run's length plus (k_w - 1) d_w, loaded with a byte mask).  Quad q's four elements
  * lie in kernel rows A = 4 q / k_w and A + 1 at row columns j0 = 4 q - A k_w, j0 + 1, ...
@@ -521,8 +521,7 @@ T_VBMI static void pack_s2__amx(const OqciConv *p, const Geo *ge, const uint8_t 
  * run's 4 bytes per output.  Addresses are formed as integers: the window of a padded
  * column or row starts before the image, and only masked loads ever use it.  Where
  * every kernel row of the output row lies inside the input (inside), no row is
- * checked.  (32 outputs per pass over the quads, sharing their table reads, measured
- * no faster.) */
+ * checked. */
 T_VBMI static inline __attribute__((always_inline)) void
 taps_quads(const OqciConv *p, const Taps *t, int32_t q0, int32_t nq, uintptr_t base,
            int64_t ih0, __mmask64 m, __mmask64 sm, __m512i jv, __m512i fl, uint8_t *d,
@@ -636,8 +635,8 @@ void oqcik_conv_amx(const OqciConv *p, const void *x, void *y, void *scratch) {
     if (r && p->kpad > 64) {   /* (thin: no tails, see amx_begin) */
         int8_t *wt = (int8_t *)(void *)(amx_work(p, scratch) + amx_tail_off(p));
         /* (zeros first, then the weights over them: 64 bytes of zeros are a few vector
-         * stores, while 64 - r bytes, r unknown here since this file was split from
-         * oqci_conv's, became a rep stosb per channel, 13% of a 96x14x14 1x1 conv) */
+         * stores, while 64 - r bytes, r unknown at compile time, would be a rep stosb
+         * per channel) */
         for (k = 0; k < p->out_c; k++) {
             memset(wt + (size_t)k * 64, 0, 64);
             memcpy(wt + (size_t)k * 64, p->w + (size_t)k * (size_t)p->kpad + (p->kpad - r),

@@ -14,9 +14,9 @@ const char OQCIK_CFG(avx512_ukr) = 0;   /* (build consistency, see oqci_conv_cfg
  * Two zmm of 16 pixels per channel; a panel whose pixels fill only the first 16 (the
  * last panel of a 14x14 plane holds 4 of 32) runs an 8x16 body.  With float
  * requantization in one K block, the epilogue runs in registers: 64 sums at a time with
- * the clamp and rounding in int16 lanes (rq64) where rq_mode says that is exact (every
- * layer seen so far: it is 40% fewer uops, which thin layers, 16 to 32 input channels,
- * are bound by; u8 outputs of ReLU layers take its biased forms, 16 uops instead of 22:
+ * the clamp and rounding in int16 lanes (rq64) where rq_mode says that is exact (it
+ * takes fewer uops, which thin layers, 16 to 32 input channels, are bound by; u8
+ * outputs of ReLU layers take its biased forms, 16 uops instead of 22:
  * the accumulators start from pre[r].add, which then holds RQ_BIAS too), else 16 lanes
  * at a time (rq16: rq8's float steps) and vpmovsdb / vpmovusdb narrow the results
  * (already inside the output type: nothing saturates). */
@@ -322,10 +322,10 @@ T_AVX512VNNI void oqcik_q8conv_8x32c4_rqt__avx512vnni(int32_t nq, const void *pa
 #undef ZONE
 }
 
-/* Family.ukr_rq_wide: any nk, tiles of 8 rows in turn.  Its own function: with the loop
- * in q8conv_8x32c4_rqt__avx512vnni, gcc 12 put vector moves into the bodies' sums loop,
- * 7% slower where K is deep.  The bodies are always_inline: called from two functions,
- * gcc kept them out of line, which made thin layers 35% slower, not faster. */
+/* Family.ukr_rq_wide: any nk, tiles of 8 rows in turn.  Its own function, so that the
+ * loop over tiles does not change the compiler's register allocation of the bodies'
+ * sums loop in q8conv_8x32c4_rqt__avx512vnni.  The bodies are always_inline: called
+ * from two functions, they would otherwise stay out of line, a call per tile. */
 T_AVX512VNNI void oqcik_q8conv_8x32c4_rqw__avx512vnni(int32_t nq, const void *panel,
                                                       const int8_t *const *w, const int32_t *t,
                                                       const OqciConv *p, int32_t nk,

@@ -172,9 +172,9 @@
 #endif
 
 /* ---- build consistency ----------------------------------------------------------------
- * When the library was one file, one translation unit guaranteed that the selection and
- * every family agreed on the families compiled in and on the scratch layout.  Now each
- * conv file but oqci_conv.c defines the object OQCIK_CFG(file), whose name spells the
+ * The selection and every family must agree on the families compiled in and on the
+ * scratch layout, though they are separate translation units.  So each conv file but
+ * oqci_conv.c defines the object OQCIK_CFG(file), whose name spells the
  * configuration it was compiled in (the HAVE_* families, the tests' VNNI emulation,
  * OQCI_NO_FLOAT), and oqci_conv.c reads the names of its own configuration (cfg_check):
  * a file compiled with other flags (say -mavx2 for one file only) defines another name,

@@ -120,7 +120,7 @@ dw3q_rows4(const OqciConv *p, const uint8_t *b, int32_t bs, int32_t S, int32_t n
 }
 
 /* (Rows narrower than 12 outputs leave most of each 16-lane vector idle: the flat float
- * kernels, which run a small plane as one array, are faster there.) */
+ * kernels, which run a small plane as one array, fill their vectors there.) */
 int oqcik_dw3q_ok(const OqciConv *p) {
     int32_t bs, rows;
     return p->out_w >= 12 && oqcik_dw3q_geo(p, &bs, &rows) > 0 && dw3_all_fused(p);
@@ -185,8 +185,8 @@ T_VBMI void oqcik_conv_dw3q__avx512vbmi(const OqciConv *p, const void *x, void *
             _mm_storeu_si128((__m128i *)(void *)(dst), narrow16(q_, u8out));            \
     }
                 /* rows in fours with the int16 epilogue: where a row has more than one
-                 * vector (14-wide rows ran 10% slower, the groups' set-up and the rows
-                 * past out_h counting for more) */
+                 * vector (for narrower rows the groups' set-up and the rows past out_h
+                 * count for more than the rows saved) */
                 if (nvec > 1 && dw3q_i16_ok(p, k)) {
                     if (s == 1)
                         dw3q_rows4(p, b, bs, 1, nvec, tmask, idx, wq, addv, k, u8out, yk);

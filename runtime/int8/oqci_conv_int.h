@@ -5,7 +5,7 @@
  * oqci_conv_scratch and the kernels that use the scratch cannot disagree), the SIMD
  * GEMM's types (Seg, Geo, Band, RqPre, Family and the function types of its members),
  * small helpers (static inline: each file that uses one gets its copy, and the
- * always_inline ones are inlined as they were when the library was one file), and at the
+ * always_inline ones are inlined into the kernels' loops), and at the
  * end what each file exports to the others, all with the prefix oqcik_.  The files call
  * each other in one direction only, from the entry points down to the kernels' common
  * parts (each calls only files listed below it):
@@ -160,8 +160,8 @@ static inline int flat_table(const OqciConv *p) {
 
 /* The AMX path (oqcik_conv_amx) may run this conv, on some build and CPU: groups of at least
  * AMX_MIN_KG channels (every tile row a real channel), sums that fit int32, reductions
- * deeper than 32 (at most 32 of a chunk's 64 would be real: the AVX-512 VNNI kernels
- * are faster there, measured on MobileNet-v2's K 16-28 layers). */
+ * deeper than 32 (at most 32 of a chunk's 64 would be real, half the tile work wasted:
+ * the AVX-512 VNNI kernels take those). */
 #define AMX_MIN_KG 16
 #define RQ_WIDE_MAXQ 32   /* (Family.ukr_rq_wide: reductions up to 128) */
 #define AMX_SUMS_BYTES (32 * TILE_NR * 4)   /* one panel's tile sums: 32 channels */
@@ -193,12 +193,9 @@ typedef struct RqPre {
 /* oqcik_conv_amxt (oqci_conv_amxt.c): 1x1 convs with reductions of 20 to AMXT_MAXK
  * elements (at 16 the AVX-512 VNNI kernels are as fast), 16 channels or more per group,
  * 8-bit outputs, float requantization; unpadded, column stride 1 or 2 (is_flat, or
- * strided like ResNet's first downsample).  Not convs with taps: SqueezeNet's stem (3 x
- * 3 x 3, stride 2) ran 1.5x faster on it alone (193 -> 290 GMAC/s), but the network's
- * median 7% slower, every later layer (pools included) about 12% slower: the core's clock
- * dropped for the rest of the run (a chain of dependent adds timed between layers took
- * 0.79-0.81 TSC ticks per add against 0.70-0.72 with the stem on AVX-512 VNNI, 0.69-0.70
- * with no AMX at all).  Its scratch: two panels (kpad / 4 quads of 32 pixels), two slots
+ * strided like ResNet's first downsample).  Not convs with taps (a network's stem): the
+ * tile work lowers the core's clock for the rest of the run, which costs the later
+ * layers more than the stem gains.  Its scratch: two panels (kpad / 4 quads of 32 pixels), two slots
  * of step sums (32 x 32 int32), then per channel a row of 16 copies of its sums' start
  * and its RqPre. */
 #define AMXT_MAXK 64
@@ -219,8 +216,7 @@ static inline size_t amxt_scratch(const OqciConv *p) {
 /* Bytes of one AMX panel (the whole reduction, rows of 32 pixels) and how many panels
  * oqcik_conv_gemm packs before it runs the tiles over them: the tile unit of Sapphire Rapids
  * runs a short burst several times slower after the core has spent a microsecond or so
- * on other work (measured: a 32 x 32 x 144 step costs 240 TSC ticks back to back and
- * 1500 between packings), so panels go to it in batches of up to AMX_BATCH_MAX, within
+ * on other work, so panels go to it in batches of up to AMX_BATCH_MAX, within
  * AMX_BATCH_BYTES. */
 static inline size_t amx_panel_bytes(const OqciConv *p) {
     return (size_t)round_up(p->kpad, 64) * 32;
@@ -333,9 +329,8 @@ typedef struct Geo {
  * the windows of its kernel rows A and B = A + 1 (kernel row c k_h + i: channel c's
  * input row i d_h below the output row's first): byte 4 j + e = window byte s_w j +
  * pat_e, from A for pat_e < 64, from B (pat_e - 64) above.  No band, no transposes. */
-#define TAPS_MAXQ 160  /* quads described: reductions up to 640 (5.8 KB on the stack; 256
-                        * until a Zen 4 core measured 3x3/2 64 -> 128 at 56x56, K 576,
-                        * 188 -> 201 GMAC/s with taps and 3x3 32x7x7 -> 128 +5-15%) */
+#define TAPS_MAXQ 160  /* quads described: reductions up to 640 (5.8 KB on the stack),
+                        * e.g. 3x3 convs of 64 input channels (K 576) */
 typedef struct Taps {
     uint8_t j[64];                 /* byte 4 j + e: s_w j, the pixel's window offset */
     uint32_t pat[TAPS_MAXQ];       /* byte e: element 4 q + e's window byte (+64: row B) */
@@ -593,8 +588,8 @@ typedef struct Family {
     /* or NULL: ukr_rq_acc (t may be NULL) for any nk, its tiles of at most TILE_MR rows
      * in turn (w, t, pre and out advancing), which oqcik_conv_gemm calls with all of a
      * group's channels for outputs stored straight to y when nq is at most
-     * RQ_WIDE_MAXQ: one call per panel instead of one per tile, whose chain of calls
-     * (oqcik_fused_rq, ukr_rq, the body) cost thin layers 20% */
+     * RQ_WIDE_MAXQ: one call per panel instead of one per tile, saving thin layers the
+     * chain of calls (oqcik_fused_rq, ukr_rq, the body) per tile */
     void (*ukr_rq_wide)(int32_t nq, const void *panel, const int8_t *const *w,
                         const int32_t *t, const OqciConv *p, int32_t nk, const RqPre *pre,
                         uint8_t *out, int64_t ostride, int32_t np, int i16);
