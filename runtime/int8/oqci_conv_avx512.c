@@ -132,25 +132,22 @@ T_AVX512VNNI static void store_runs__avx512vnni(const OqciConv *p, const uint8_t
     }
 }
 
+/* What the AVX-512 VNNI family and its VBMI variant share: the microkernel, its fused
+ * epilogues, the tile store, the blocking. */
+#define FAMILY_AVX512VNNI_COMMON                                                            \
+    .mr = 8, .nr = 32, .esize = 1, .kbq = KBLOCK_Z / 4, .flip = OQCI_S8,                    \
+    .ukr = oqcik_q8conv_8x32c4__avx512vnni, .store = oqcik_store_tile__avx2,                \
+    .ukr_rq = UKR_RQ_AVX512VNNI, .ukr_rq_acc = UKR_RQ_ACC_AVX512VNNI,                       \
+    .ukr_rq_wide = UKR_RQ_WIDE_AVX512VNNI, .rq_biased = 1, .grid = GRID_BY_WORK_PACKED,     \
+    .wsum = oqcik_wsum__avx2
+
 const Family oqcik_family_avx512vnni = {
     .isa = OQCI_ISA_AVX512VNNI,
-    .mr = 8,
-    .nr = 32,
-    .esize = 1,
-    .kbq = KBLOCK_Z / 4,
-    .flip = OQCI_S8,
-    .ukr = oqcik_q8conv_8x32c4__avx512vnni,
+    FAMILY_AVX512VNNI_COMMON,
     .tr4 = {tr4_u8_s8__avx512vnni, tr4_u8_u8__avx512vnni},
     .gather = oqcik_gather__avx2,
-    .store = oqcik_store_tile__avx2,
-    .ukr_rq = UKR_RQ_AVX512VNNI,
     .band_pack = {pack_band_s8__avx512vnni, pack_band_u8__avx512vnni},
-    .ukr_rq_acc = UKR_RQ_ACC_AVX512VNNI,
     .runs = store_runs__avx512vnni,
-    .ukr_rq_wide = UKR_RQ_WIDE_AVX512VNNI,
-    .rq_biased = 1,
-    .grid = GRID_BY_WORK_PACKED,
-    .wsum = oqcik_wsum__avx2,
 };
 #endif
 
@@ -576,24 +573,12 @@ T_VBMI static void pack_taps__avx512vbmi(const OqciConv *p, const Geo *ge, const
  * on a CPU with AMX. */
 const Family oqcik_family_avx512vbmi = {
     .isa = OQCI_ISA_AVX512VBMI,
-    .mr = 8,
-    .nr = 32,
-    .esize = 1,
-    .kbq = KBLOCK_Z / 4,
-    .flip = OQCI_S8,
-    .ukr = oqcik_q8conv_8x32c4__avx512vnni,
+    FAMILY_AVX512VNNI_COMMON,
     .tr4 = {tr4_u8_s8__avx512vbmi, tr4_u8_u8__avx512vbmi},
     .gather = gather__avx512vbmi,
-    .store = oqcik_store_tile__avx2,
-    .ukr_rq = UKR_RQ_AVX512VNNI,
     .band_pack = {pack_band_s8__avx512vbmi, pack_band_u8__avx512vbmi},
-    .ukr_rq_acc = UKR_RQ_ACC_AVX512VNNI,
     .runs = store_runs__avx512vbmi,
     .pack_taps = pack_taps__avx512vbmi,
-    .ukr_rq_wide = UKR_RQ_WIDE_AVX512VNNI,
-    .rq_biased = 1,
-    .grid = GRID_BY_WORK_PACKED,
-    .wsum = oqcik_wsum__avx2,
 };
 #endif /* HAVE_VBMI */
 
