@@ -16,7 +16,12 @@
  * families in ascending preference (oqci_conv_isa and the FP32 matrix product take the
  * last row the CPU runs; neondot and the x86 rows never meet on one CPU).
  * Macros only, no includes, no code: the INT8 library includes it in freestanding builds,
- * and both libraries and the compiler include it (runtime/fp32 is the lowest layer). */
+ * and both libraries and the compiler include it (runtime/fp32 is the lowest layer).
+ * Adding an INT8 family: a row here (its id a new OQCI_ISA_* of oqci.h), its kernel
+ * file with its Family table (oqci_conv_int.h) and HAVE_/T_ macros
+ * (oqci_conv_cfg_int.h), its CPU test in oqci_conv.c's cpu_has and its branch in
+ * oqci_conv(), and its line in docs/compile.md's table of targets (which
+ * tests/unit/test_isa_table.c checks). */
 #ifndef OQCF_ISA_H
 #define OQCF_ISA_H
 
