@@ -6,8 +6,8 @@
  * configuration object, see runtime/int8/oqci_conv_cfg_int.h). */
 #include "backend.h"
 
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "emit_int.h"
@@ -85,7 +85,6 @@ const char *oqc_em_next_include(const char *text, const char *p, const char **na
     return NULL;
 }
 
-
 int oqc_em_set_has(const FileSet *s, const char *name) {
     for (int i = 0; i < s->n; i++)
         if (!strcmp(s->name[i], name))
@@ -106,9 +105,8 @@ static int add_conv_files(FileSet *s, OqcArena *a, int threads, OqcDiag *d) {
 }
 
 /* Adds `name` and everything it needs (runtime_needs, the conv files of oqci_conv.c,
- * #include "..." lines); for an
- * output with threads, the pool API is oqcf_pool.c and oqcf_threads.c instead of the
- * single-threaded oqcf_serial.c. */
+ * #include "..." lines); for an output with threads, the pool API is oqcf_pool.c and
+ * oqcf_threads.c instead of the single-threaded oqcf_serial.c. */
 int oqc_em_set_add(FileSet *s, OqcArena *a, const char *name, int threads, OqcDiag *d) {
     if (threads > 1 && !strcmp(name, "oqcf_serial.c"))
         return oqc_em_set_add(s, a, "oqcf_pool.c", threads, d) < 0
