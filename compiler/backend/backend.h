@@ -45,9 +45,11 @@ typedef struct OqcEmitOptions {
     const char *preprocess;             /* the --preprocess spec the model's images take
                                            (stated in README.md), or NULL */
 } OqcEmitOptions;
-/* The compiler flags of --target TARGET (native, portable, avx2, avxvnni, avx512vnni, amx,
- * neondot, dispatch), or NULL for an unknown target. */
+/* The compiler flags of --target TARGET (a row of the ISA table, OQC_ISA_TABLE in
+ * runtime/fp32/oqcf_isa.h, with flags), or NULL for an unknown target (emit_runtime.c). */
 const char *oqc_target_flags(const char *target);
+/* The --target names, "native, portable, ... or dispatch", into buf (size bytes). */
+void oqc_target_names(char *buf, size_t size);
 /* The --target used when none is given: dispatch when oqc runs on x86-64 or AArch64
  * Linux (the emitted code chooses its kernels at run time), else native. */
 const char *oqc_default_target(void);

@@ -103,120 +103,6 @@ const char *oqc_c_name_from_path(OqcArena *a, const char *path) {
     return oqc_arena_strdup(a, buf);
 }
 
-/* ---------------------------------------------------------- runtime files */
-
-/* Source files a runtime file needs besides the headers it includes (found by scanning
- * its #include lines): a file, then up to RUNTIME_NEEDS - 1 others (NULL after the last).
- * The thread pool API is runtime/fp32/oqcf_serial.c in emitted code; the INT8 conv is one file
- * per kernel family, all of them needed (oqci_conv.c chooses among them and refers to
- * each one's configuration object, see runtime/int8/oqci_conv_int.h). */
-#define RUNTIME_NEEDS 9
-static const char *const runtime_needs[][RUNTIME_NEEDS] = {
-    {"oqcf_conv.c", "oqcf_conv_dw.c", "oqcf_sgemm.c", "oqcf_serial.c"},
-    {"oqcf_gemm.c", "oqcf_sgemm.c", "oqcf_serial.c"},
-    {"oqcf_norm.c", "oqcf_sgemm.c", "oqcf_serial.c"},    /* oqcf_sgemm_isa() picks paths */
-    {"oqcf_pooling.c", "oqcf_sgemm.c", "oqcf_serial.c"}, /* likewise */
-    {"oqcf_sgemm.c", "oqcf_sgemm_x86.c", "oqcf_serial.c"},
-    {"oqci_conv.c", "oqci_conv_gemm.c", "oqci_conv_avx2.c", "oqci_conv_avx512.c",
-     "oqci_conv_avx512_ukr.c", "oqci_conv_dwx86.c", "oqci_conv_dwq.c", "oqci_conv_amxt.c", "oqci_conv_neon.c"},
-};
-
-/* The text of runtime file `name`: from $OQC_RUNTIME_DIR when set, else the copy
- * embedded at build time. NULL (with an error) when there is none. */
-static const char *runtime_text(OqcArena *a, const char *name, OqcDiag *d) {
-    const char *dir = getenv("OQC_RUNTIME_DIR");
-    if (dir && *dir) {
-        const char *path = oqc_arena_printf(a, "%s/%s", dir, name);
-        FILE *f = oqc_in_fopen(path, d);
-        if (!f) {
-            oqc_err(d, "%s: cannot read runtime file (OQC_RUNTIME_DIR)", path);
-            return NULL;
-        }
-        size_t cap = 1 << 16, len = 0;
-        char *buf = malloc(cap);
-        size_t got;
-        while (buf && (got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-            len += got;
-            if (len + 1 == cap) {
-                char *nb = realloc(buf, cap *= 2);
-                if (!nb)
-                    free(buf);
-                buf = nb;
-            }
-        }
-        fclose(f);
-        if (!buf)
-            oqc_panic(__FILE__, __LINE__, "out of memory");
-        buf[len] = 0;
-        char *r = oqc_arena_strdup(a, buf);
-        free(buf);
-        return r;
-    }
-    for (const OqcRuntimeFile *r = oqc_runtime_files; r->name; r++)
-        if (!strcmp(r->name, name))
-            return (const char *)r->text;
-    oqc_err(d, "oqc compile: runtime file '%s' is not part of this oqc build", name);
-    return NULL;
-}
-
-/* The next `#include "NAME"` line of text at or after p: *name and *len receive NAME;
- * NULL when there is none. Only lines that start with it count (not comments). */
-static const char *next_include(const char *text, const char *p, const char **name,
-                                size_t *len) {
-    for (; (p = strstr(p, "#include \"")) != NULL; p += 10) {
-        const char *q = strchr(p + 10, '"');
-        if ((p != text && p[-1] != '\n') || !q || memchr(p, '\n', (size_t)(q - p)))
-            continue;
-        *name = p + 10;
-        *len = (size_t)(q - p - 10);
-        return q;
-    }
-    return NULL;
-}
-
-
-int oqc_em_set_has(const FileSet *s, const char *name) {
-    for (int i = 0; i < s->n; i++)
-        if (!strcmp(s->name[i], name))
-            return 1;
-    return 0;
-}
-
-/* Adds `name` and everything it needs (runtime_needs, #include "..." lines); for an
- * output with threads, the pool API is oqcf_pool.c and oqcf_threads.c instead of the
- * single-threaded oqcf_serial.c. */
-static int set_add(FileSet *s, OqcArena *a, const char *name, int threads, OqcDiag *d) {
-    if (threads > 1 && !strcmp(name, "oqcf_serial.c"))
-        return set_add(s, a, "oqcf_pool.c", threads, d) < 0
-                   ? -1
-                   : set_add(s, a, "oqcf_threads.c", threads, d);
-    if (oqc_em_set_has(s, name))
-        return 0;
-    OQC_ASSERT(s->n < 64);
-    const char *text = runtime_text(a, name, d);
-    if (!text)
-        return -1;
-    int at = s->n++;
-    while (at > 0 && strcmp(s->name[at - 1], name) > 0) {
-        s->name[at] = s->name[at - 1];
-        s->text[at] = s->text[at - 1];
-        at--;
-    }
-    s->name[at] = oqc_arena_strdup(a, name);
-    s->text[at] = text;
-    for (size_t i = 0; i < sizeof runtime_needs / sizeof runtime_needs[0]; i++)
-        if (!strcmp(runtime_needs[i][0], name))
-            for (int k = 1; k < RUNTIME_NEEDS && runtime_needs[i][k]; k++)
-                if (set_add(s, a, runtime_needs[i][k], threads, d) < 0)
-                    return -1;
-    const char *inc;
-    size_t len;
-    for (const char *p = text; (p = next_include(text, p, &inc, &len)) != NULL;)
-        if (set_add(s, a, oqc_arena_strndup(a, inc, len), threads, d) < 0)
-            return -1;
-    return 0;
-}
-
 /* ---------------------------------------------------------------- output files */
 
 /* Files being written: temporary names renamed together at the end. */
@@ -581,7 +467,7 @@ static void kernel_headers(Em *m, const FileSet *all, FileSet *hdrs) {
         OQC_ASSERT(text);
         const char *inc;
         size_t len;
-        for (const char *p = text; (p = next_include(text, p, &inc, &len)) != NULL;) {
+        for (const char *p = text; (p = oqc_em_next_include(text, p, &inc, &len)) != NULL;) {
             const char *h = oqc_arena_strndup(m->a, inc, len);
             if (!is_internal_header(h) && !oqc_em_set_has(hdrs, h)) {
                 int at = hdrs->n++;
@@ -770,35 +656,6 @@ static int write_runtime(Em *m, OutSet *o, const FileSet *all, OqcDiag *d) {
             return -1;
     }
     return 0;
-}
-
-/* --target: the compiler flags that select the kernel family (the emitted code guards
- * each path with the compiler's feature macros and falls back to portable C). */
-static const char *const targets[][2] = {
-    {"native", "-march=native"},
-    {"portable", "-DOQCI_NO_DISPATCH"},
-    {"avx2", "-mavx2 -mfma"},
-    {"avxvnni", "-mavx2 -mfma -mavxvnni"},
-    {"avx512vnni", "-mavx512f -mavx512bw -mavx512vnni -mfma"},
-    {"avx512vbmi", "-mavx512f -mavx512bw -mavx512vnni -mavx512vbmi -mfma"},
-    {"amx", "-mavx512f -mavx512bw -mavx512vnni -mavx512vbmi -mfma -mamx-tile -mamx-int8"},
-    {"neondot", "-march=armv8.2-a+dotprod"},
-    {"dispatch", "-DOQCI_DISPATCH"},
-};
-
-const char *oqc_default_target(void) {
-#if defined(__x86_64__) || (defined(__aarch64__) && defined(__linux__))
-    return "dispatch";
-#else
-    return "native";
-#endif
-}
-
-const char *oqc_target_flags(const char *target) {
-    for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++)
-        if (!strcmp(targets[i][0], target ? target : oqc_default_target()))
-            return targets[i][1];
-    return NULL;
 }
 
 static int write_make(Em *m, OutSet *o, const char *model, const FileSet *all, int nconst,
@@ -1032,9 +889,9 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
     FileSet all = {.n = 0};
     int rc = 0;
     for (int i = 0; rc == 0 && i < m.kernels.n; i++)
-        rc = set_add(&all, a, m.kernels.name[i], m.threads, d);
+        rc = oqc_em_set_add(&all, a, m.kernels.name[i], m.threads, d);
     for (int i = 0; rc == 0 && i < opt->nextra; i++)
-        rc = set_add(&all, a, opt->extra_runtime[i], m.threads, d);
+        rc = oqc_em_set_add(&all, a, opt->extra_runtime[i], m.threads, d);
     size_t act_end = (e->arena_bytes + 63) / 64 * 64;
     size_t arena_total = e->scratch_bytes ? act_end + e->scratch_bytes : e->arena_bytes;
 

@@ -1,5 +1,7 @@
-/* emit_int.h - internal to `oqc compile`'s C emitter, which is two files sharing the
+/* emit_int.h - internal to `oqc compile`'s C emitter, which is three files sharing the
  * emission state (Em) and a few printing helpers (prefix oqc_em_):
+ *   - emit_runtime.c: the runtime files to copy (FileSet) and the --target flags, from
+ *     the runtime's ISA table (oqcf_isa.h);
  *   - emit_c.c: the driver (oqc_emit_c) and the output files: the model's header and
  *     run functions, its constants, the runtime files the calls need, NAME.mk, README;
  *   - emit_node.c: one node's parameter constants and kernel call (oqc_em_node), and
@@ -22,6 +24,14 @@ typedef struct FileSet {
 
 /* Whether set s holds file `name`. */
 int oqc_em_set_has(const FileSet *s, const char *name);
+/* Adds runtime file `name` and every file it needs to s (emit_runtime.c); threads > 1:
+ * the thread pool instead of its serial stand-in.  -1 (error in d) when a file is
+ * missing. */
+int oqc_em_set_add(FileSet *s, OqcArena *a, const char *name, int threads, OqcDiag *d);
+/* The next `#include "NAME"` line of text at or after p: *name and *len receive NAME;
+ * NULL when there is none (emit_runtime.c). */
+const char *oqc_em_next_include(const char *text, const char *p, const char **name,
+                                size_t *len);
 
 /* Where a tensor's data is during a run (the symbolic form of oqc_exec_run's ptr[]). */
 typedef enum LocKind {

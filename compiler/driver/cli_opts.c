@@ -174,10 +174,11 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
         } else if (!strcmp(name, "--name")) {
             o->name = val;
         } else if (!strcmp(name, "--target")) {
-            if (!oqc_target_flags(val))
-                return oqc_err(d, "oqc %s: unknown --target '%s' (native, portable, avx2, "
-                                  "avxvnni, avx512vnni, avx512vbmi, amx, neondot or "
-                                  "dispatch)", cmd, val);
+            if (!oqc_target_flags(val)) {
+                char names[256];
+                oqc_target_names(names, sizeof names);
+                return oqc_err(d, "oqc %s: unknown --target '%s' (%s)", cmd, val, names);
+            }
             o->target = val;
         } else if (!strcmp(name, "--fp32-nodes")) {
             o->fp32_nodes = val;

@@ -407,11 +407,10 @@ static int bench(long runs, long warmup) {
     return 0;
 }
 
-int main(int argc, char **argv) {
-    long runs = 0, warmup = 10;
-    int a, k, rc = 0;
-    size_t i;
-    sizes();
+/* Reads the options (-o, --times, --bench, --warmup): the index of the first file
+ * argument, or -1 after an error message. */
+static int parse_args(int argc, char **argv, long *runs, long *warmup) {
+    int a;
     for (a = 1; a < argc && argv[a][0] == '-'; a += 2) {
         char *end;
         if (!strcmp(argv[a], "-o") && a + 1 < argc) {
@@ -419,7 +418,7 @@ int main(int argc, char **argv) {
             out_npy = fopen(out_path, "wb");
             if (!out_npy || npy_header(out_npy, 0) != 0) {
                 fprintf(stderr, "%s: cannot write\n", argv[a + 1]);
-                return 1;
+                return -1;
             }
             continue;
         }
@@ -427,20 +426,28 @@ int main(int argc, char **argv) {
             times = fopen(argv[a + 1], "w");
             if (!times) {
                 fprintf(stderr, "%s: cannot write\n", argv[a + 1]);
-                return 1;
+                return -1;
             }
             continue;
         }
         long v = a + 1 < argc ? strtol(argv[a + 1], &end, 10) : -1;
         if (a + 1 >= argc || *end || v < 0 || (strcmp(argv[a], "--bench") && strcmp(argv[a], "--warmup"))) {
             fprintf(stderr, USAGE, argv[0]);
-            return 1;
+            return -1;
         }
         if (!strcmp(argv[a], "--bench"))
-            runs = v;
+            *runs = v;
         else
-            warmup = v;
+            *warmup = v;
     }
+    return a;
+}
+
+/* The arena, the fixed pseudo-random inputs and the outputs: 0, or 1 when out of
+ * memory. */
+static int alloc_io(void) {
+    int k;
+    size_t i;
     if (posix_memalign(&arena, 64, M(_ARENA_BYTES) ? M(_ARENA_BYTES) : 64) != 0)
         return 1;
     for (k = 0; k < M(_NUM_INPUTS); k++) {
@@ -456,78 +463,90 @@ int main(int argc, char **argv) {
     for (k = 0; k < M(_NUM_OUTPUTS); k++)
         if (!(outs[k] = malloc(out_size[k] * sizeof(float) + 1)))
             return 1;
+    return 0;
+}
+
+/* Runs the model on every sample of file argument arg (a .npy or raw float file; with
+ * OQC_MAIN_IMAGES an image or a folder of them): 0, or 1 after an error message. */
+static int run_arg(char *arg, long runs) {
+    size_t n, s;
+    float *x;
+    int rc = 0;
+#ifdef OQC_MAIN_IMAGES
+    struct stat st;
+    Paths l = {NULL, 0, 0};
+    int dir = stat(arg, &st) == 0 && S_ISDIR(st.st_mode);
+    if (dir) {
+        rc = list_images(arg, &l, 0);
+        if (rc == 0 && l.n == 0) {
+            fprintf(stderr, "%s: no JPEG or PNG image in the folder\n", arg);
+            rc = 1;
+        }
+    } else if (oqc_img_is_image_path(arg)) {
+        rc = push_path(&l, arg);
+    }
+    if (dir || l.v) { /* images: one sample each */
+        float *img = malloc(in_size[0] * sizeof *img + 1);
+        if (!img)
+            rc = 1;
+        for (s = 0; s < l.n; s++) {
+            if (rc == 0 && (rc = read_image(l.v[s], img)) == 0)
+                rc = sample(img, s, l.v[s], runs);
+            if (l.v[s] != arg)
+                free(l.v[s]);
+        }
+        free(l.v);
+        free(img);
+        return rc;
+    }
+#else
+    {
+        struct stat st;
+        unsigned char magic[8] = {0};
+        FILE *f = fopen(arg, "rb");
+        int dir = stat(arg, &st) == 0 && S_ISDIR(st.st_mode);
+        size_t got = f && !dir ? fread(magic, 1, sizeof magic, f) : 0;
+        if (f)
+            fclose(f);
+        if (dir || (got >= 3 && !memcmp(magic, "\xff\xd8\xff", 3)) ||
+            (got == 8 && !memcmp(magic, "\x89PNG\r\n\x1a\n", 8))) {
+            fprintf(stderr, "%s: %s: this driver reads images only for a model compiled "
+                            "with --preprocess, built with IMAGES=1\n", arg,
+                    dir ? "a folder" : "an image");
+            return 1;
+        }
+    }
+#endif
+    x = read_floats(arg, &n);
+    if (!x)
+        return 1;
+    if (n == 0 || n % in_size[0]) {
+        fprintf(stderr, "%s: %lu values are not whole samples of %lu\n", arg,
+                (unsigned long)n, (unsigned long)in_size[0]);
+        free(x);
+        return 1;
+    }
+    for (s = 0; s < n / in_size[0] && rc == 0; s++)
+        rc = sample(x + s * in_size[0], s, NULL, runs);
+    free(x);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    long runs = 0, warmup = 10;
+    int a, rc = 0;
+    sizes();
+    a = parse_args(argc, argv, &runs, &warmup);
+    if (a < 0 || alloc_io() != 0)
+        return 1;
     if (a == argc && runs == 0) {
         fprintf(stderr, USAGE, argv[0]);
         return 1;
     }
     printf("%s: arena %lu bytes, %d input(s), %d output(s)\n", OQC_MAIN_STR(OQC_MODEL_PREFIX),
            (unsigned long)M(_ARENA_BYTES), M(_NUM_INPUTS), M(_NUM_OUTPUTS));
-    for (; a < argc && rc == 0; a++) {
-        size_t n, s;
-        float *x;
-#ifdef OQC_MAIN_IMAGES
-        struct stat st;
-        Paths l = {NULL, 0, 0};
-        int dir = stat(argv[a], &st) == 0 && S_ISDIR(st.st_mode);
-        if (dir) {
-            rc = list_images(argv[a], &l, 0);
-            if (rc == 0 && l.n == 0) {
-                fprintf(stderr, "%s: no JPEG or PNG image in the folder\n", argv[a]);
-                rc = 1;
-            }
-        } else if (oqc_img_is_image_path(argv[a])) {
-            rc = push_path(&l, argv[a]);
-        }
-        if (dir || l.v) { /* images: one sample each */
-            float *img = malloc(in_size[0] * sizeof *img + 1);
-            if (!img)
-                rc = 1;
-            for (s = 0; s < l.n; s++) {
-                if (rc == 0 && (rc = read_image(l.v[s], img)) == 0)
-                    rc = sample(img, s, l.v[s], runs);
-                if (l.v[s] != argv[a])
-                    free(l.v[s]);
-            }
-            free(l.v);
-            free(img);
-            continue;
-        }
-#endif
-#ifndef OQC_MAIN_IMAGES
-        {
-            struct stat st;
-            unsigned char magic[8] = {0};
-            FILE *f = fopen(argv[a], "rb");
-            int dir = stat(argv[a], &st) == 0 && S_ISDIR(st.st_mode);
-            size_t got = f && !dir ? fread(magic, 1, sizeof magic, f) : 0;
-            if (f)
-                fclose(f);
-            if (dir || (got >= 3 && !memcmp(magic, "\xff\xd8\xff", 3)) ||
-                (got == 8 && !memcmp(magic, "\x89PNG\r\n\x1a\n", 8))) {
-                fprintf(stderr, "%s: %s: this driver reads images only for a model compiled "
-                                "with --preprocess, built with IMAGES=1\n", argv[a],
-                        dir ? "a folder" : "an image");
-                rc = 1;
-                break;
-            }
-        }
-#endif
-        x = read_floats(argv[a], &n);
-        if (!x) {
-            rc = 1;
-            break;
-        }
-        if (n == 0 || n % in_size[0]) {
-            fprintf(stderr, "%s: %lu values are not whole samples of %lu\n", argv[a],
-                    (unsigned long)n, (unsigned long)in_size[0]);
-            free(x);
-            rc = 1;
-            break;
-        }
-        for (s = 0; s < n / in_size[0] && rc == 0; s++)
-            rc = sample(x + s * in_size[0], s, NULL, runs);
-        free(x);
-    }
+    for (; a < argc && rc == 0; a++)
+        rc = run_arg(argv[a], runs);
     if (out_npy && rc != 0) { /* no partial -o file */
         fclose(out_npy);
         remove(out_path);

@@ -165,30 +165,6 @@ static void conv_pack_b(const void *ctx, int64_t k0, int64_t kc, int64_t j0, int
     }
 }
 
-/* ---- stride-2 gather (the depthwise and flat paths' phase split) --------------------- */
-
-/* dst[i] = src[2 i] for i < n (the stride-2 phase split of a padded row). */
-void oqcfk_gather2__c(float *restrict dst, const float *restrict src, int64_t n) {
-    for (int64_t i = 0; i < n; i++)
-        dst[i] = src[2 * i];
-}
-
-#if OQCF_CONV_X86
-AVX2 void oqcfk_gather2__avx2(float *restrict dst, const float *restrict src, int64_t n) {
-    int64_t i = 0;
-    /* src[2i .. 2i+15] holds 8 outputs at its even positions; the last vector must not
-     * read past src[2(n-1)], hence i + 9 <= n. */
-    for (; i + 9 <= n; i += 8) {
-        __m256 ev = _mm256_shuffle_ps(_mm256_loadu_ps(src + 2 * i),
-                                      _mm256_loadu_ps(src + 2 * i + 8), 0x88);
-        ev = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), 0xD8));
-        _mm256_storeu_ps(dst + i, ev);
-    }
-    for (; i < n; i++)
-        dst[i] = src[2 * i];
-}
-#endif
-
 /* ---- flat-offset conv (1-D and 2-D) ------------------------------------------------ */
 
 /* The input of one group is copied once into zero-padded planes split by phase modulo

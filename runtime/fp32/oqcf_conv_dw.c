@@ -5,10 +5,36 @@
  * zero-padded, phase-split scratch plane and each 8-output chunk is accumulated over
  * all taps in a register (AVX2 kernels unrolled for 3x3, four output rows at a time for
  * stride 1; portable C); 3-D, or a call without scratch, accumulates whole output rows
- * tap by tap.  Bias and activation are applied at the end of each output row. */
+ * tap by tap.  Bias and activation are applied at the end of each output row.
+ * The stride-2 row gather of the phase split (oqcfk_gather2__*) is here too; the flat
+ * path of oqcf_conv.c, which sits above this file, uses it as well. */
 #include "oqcf_conv_int.h"
 
 #include <string.h>
+
+/* ---- stride-2 gather (the depthwise and flat paths' phase split) --------------------- */
+
+/* dst[i] = src[2 i] for i < n (the stride-2 phase split of a padded row). */
+void oqcfk_gather2__c(float *restrict dst, const float *restrict src, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = src[2 * i];
+}
+
+#if OQCF_CONV_X86
+AVX2 void oqcfk_gather2__avx2(float *restrict dst, const float *restrict src, int64_t n) {
+    int64_t i = 0;
+    /* src[2i .. 2i+15] holds 8 outputs at its even positions; the last vector must not
+     * read past src[2(n-1)], hence i + 9 <= n. */
+    for (; i + 9 <= n; i += 8) {
+        __m256 ev = _mm256_shuffle_ps(_mm256_loadu_ps(src + 2 * i),
+                                      _mm256_loadu_ps(src + 2 * i + 8), 0x88);
+        ev = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), 0xD8));
+        _mm256_storeu_ps(dst + i, ev);
+    }
+    for (; i < n; i++)
+        dst[i] = src[2 * i];
+}
+#endif
 
 /* ---- depthwise ------------------------------------------------------------------- */
 

@@ -69,7 +69,7 @@ static inline void copy_run(float *restrict d, const float *restrict s, int64_t 
 }
 
 /* dst[i] = src[2 i] for i < n (the stride-2 phase split of a padded row): portable and
- * AVX2 (oqcf_conv.c). */
+ * AVX2 (oqcf_conv_dw.c). */
 typedef void (*Gather2Fn)(float *restrict dst, const float *restrict src, int64_t n);
 void oqcfk_gather2__c(float *restrict dst, const float *restrict src, int64_t n);
 #if OQCF_CONV_X86

@@ -210,7 +210,8 @@ static void mp_vmax__c(const float *const *rows, int64_t nr, float *y, int64_t n
             y[o] = rows[r][o] > y[o] ? rows[r][o] : y[o];
 }
 
-static const MpKernels mp_kernels_c = {mp_gather__c, mp_hmax__c, mp_vmax__c};
+static const MpKernels mp_kernels_c = {
+    .gather = mp_gather__c, .hmax = mp_hmax__c, .vmax = mp_vmax__c};
 
 #if OQCF_POOL_X86
 #define AVX2 __attribute__((target("avx2,fma")))
@@ -273,7 +274,8 @@ AVX2 static void mp_vmax__avx2(const float *const *rows, int64_t nr, float *y, i
     }
 }
 
-static const MpKernels mp_kernels_avx2 = {mp_gather__avx2, mp_hmax__avx2, mp_vmax__avx2};
+static const MpKernels mp_kernels_avx2 = {
+    .gather = mp_gather__avx2, .hmax = mp_hmax__avx2, .vmax = mp_vmax__avx2};
 #endif
 
 /* One plane through the fast path; work holds MP_STACK floats, its first m->rs (the

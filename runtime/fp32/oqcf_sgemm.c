@@ -11,11 +11,12 @@
  *           for ir over the block's MR-row panels
  *             microkernel: MR x NR tile += A panel * B panel (registers)
  *
- * Deviations from the textbook, each measured on conv-shaped problems:
+ * Deviations from the textbook, for conv-shaped problems:
  *   - A stored M x K (the usual case: Conv weights, Gemm without transA) is not packed:
  *     the microkernel broadcasts straight from its MR rows (rows lda apart, like
  *     MLAS).  Only a last partial MR panel is packed (with zero rows) so nothing past
- *     row M is read.  Packing A cost a third of the time when N is small (7x7 convs).
+ *     row M is read.  (Packing A would be a large share of the time when N is small, as
+ *     in 7x7 convs.)
  *   - B panels are packed B_CHUNK at a time right before the first A block uses them,
  *     so they are still in cache; later A blocks reuse the packed block.
  *   - A product with M == 1 or N == 1 (oqcf_sgemm only) skips packing altogether: it
@@ -25,8 +26,7 @@
  *   - op(B) given as rows (OqcfSgemmB.rows, koff: Conv's 1x1 and flat-offset paths) is
  *     read in place by `ukr_6x16r__avx2` when a thread's block has at most ROWS_MAX_M
  *     rows: a packed panel would then serve too few microkernel calls to pay for its
- *     packing (small-M convs gained 5-40%; from ~128 rows up packing wins: its panels
- *     are aligned and contiguous).  A last panel cut by column N is still packed.
+ *     packing (from ~128 rows up packing wins: its panels are aligned and contiguous).  A last panel cut by column N is still packed.
  *
  * The microkernel applies the epilogue when it writes its tile: alpha, beta (on the
  * first K block only; later blocks accumulate), and on the last K block the bias and
@@ -157,7 +157,7 @@ static void ukr_4x16__c(int64_t kc, const float *restrict a, int64_t rsa, int64_
 }
 /* ---- kernel table and selection -------------------------------------------------- */
 
-static const Kernel kernel_c = {OQCF_SGEMM_GEOM_C, ukr_4x16__c, NULL, NULL, NULL};
+static const Kernel kernel_c = {OQCF_SGEMM_GEOM_C, .ukr = ukr_4x16__c};
 #if OQCF_SGEMM_X86
 static const Kernel *const all_kernels[] = {&kernel_c, &oqcfk_sgemm_avx2, &oqcfk_sgemm_avx512};
 #else
@@ -198,15 +198,31 @@ int oqcf_sgemm_force_isa(OqcfIsa isa) {
 #endif
 }
 
+/* The FP32 families of the ISA table (oqcf_isa.h), in ascending preference (-1: a row
+ * without one). */
+#define FP32_ROW(name, int8, fp32, x86, flags, files) fp32,
+static const int fp32_rows[] = {OQC_ISA_TABLE(FP32_ROW)};
+#undef FP32_ROW
+
+/* The kernel of family isa this build has, or NULL. */
+static const Kernel *kernel_of(int isa) {
+    for (int i = 0; i < NKERNELS; i++)
+        if ((int)all_kernels[i]->isa == isa)
+            return all_kernels[i];
+    return NULL;
+}
+
+/* The forced family, else the most preferred one this build has and the CPU runs. */
 static const Kernel *pick_kernel(void) {
 #ifdef OQCF_TEST_HOOKS
     int f = atomic_load(&forced_isa);
 #else
     const int f = OQCF_ISA_AUTO;
 #endif
-    for (int i = NKERNELS - 1; i >= 0; i--) {
-        const Kernel *k = all_kernels[i];
-        if (f == OQCF_ISA_AUTO ? oqcf_sgemm_isa_supported(k->isa) : (int)k->isa == f)
+    for (int i = (int)(sizeof fp32_rows / sizeof fp32_rows[0]) - 1; i >= 0; i--) {
+        int isa = fp32_rows[i];
+        const Kernel *k = isa > OQCF_ISA_AUTO ? kernel_of(isa) : NULL;
+        if (k && (f == OQCF_ISA_AUTO ? oqcf_sgemm_isa_supported(k->isa) : isa == f))
             return k;
     }
     return &kernel_c;
@@ -245,9 +261,8 @@ static void pack_floats(const Kernel *kr, int64_t m, int64_t n, int64_t K, int64
 /* One thread's pack buffers: the most any family needs, on x86-64 or not (the families
  * this build lacks count too: oqc's arena sizes must not depend on its host). */
 static size_t per_thread_bytes(int64_t M, int64_t N, int64_t K) {
-    static const Kernel geoms[] = {{OQCF_SGEMM_GEOM_C, NULL, NULL, NULL, NULL},
-                                   {OQCF_SGEMM_GEOM_AVX2, NULL, NULL, NULL, NULL},
-                                   {OQCF_SGEMM_GEOM_AVX512, NULL, NULL, NULL, NULL}};
+    static const Kernel geoms[] = {
+        {OQCF_SGEMM_GEOM_C}, {OQCF_SGEMM_GEOM_AVX2}, {OQCF_SGEMM_GEOM_AVX512}};
     size_t best = 0;
     for (int i = 0; i < (int)(sizeof geoms / sizeof geoms[0]); i++) {
         int64_t fa, fb;

@@ -8,6 +8,7 @@
 
 #include "oqcf_nn.h"
 #include "oqcf_x86_int.h"   /* (AVX2, act8) */
+#include "oqcf_isa.h"       /* (the families in preference order: OQC_ISA_TABLE) */
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define OQCF_SGEMM_X86 1
@@ -70,13 +71,17 @@ static inline const OqcfAct *ukp_act(const Ukp *e, int64_t i) {
     return NULL;
 }
 
-/* The block geometry of every family (isa, mr, nr, mc, kc, nc), defined once: the
+/* The block geometry of every family (isa, mr, nr, mc, kc, nc, as designated
+ * initialisers of Kernel), defined once: the
  * kernels use them, and the scratch size is the largest any family needs on any
  * platform, so that oqc computes the same arena on every host (docs/testing.md) and
  * the emitted code gets it wherever it runs. */
-#define OQCF_SGEMM_GEOM_C OQCF_ISA_PORTABLE, 4, 16, 128, 256, 2048
-#define OQCF_SGEMM_GEOM_AVX2 OQCF_ISA_AVX2, 6, 16, 144, 256, 2048
-#define OQCF_SGEMM_GEOM_AVX512 OQCF_ISA_AVX512, 12, 32, 144, 384, 2048
+#define OQCF_SGEMM_GEOM_C                                                                  \
+    .isa = OQCF_ISA_PORTABLE, .mr = 4, .nr = 16, .mc = 128, .kc = 256, .nc = 2048
+#define OQCF_SGEMM_GEOM_AVX2                                                               \
+    .isa = OQCF_ISA_AVX2, .mr = 6, .nr = 16, .mc = 144, .kc = 256, .nc = 2048
+#define OQCF_SGEMM_GEOM_AVX512                                                             \
+    .isa = OQCF_ISA_AVX512, .mr = 12, .nr = 32, .mc = 144, .kc = 384, .nc = 2048
 
 #if OQCF_SGEMM_X86
 /* The AVX2 + FMA family (6x16) and the AVX-512F family (12x32), oqcf_sgemm_x86.c. */

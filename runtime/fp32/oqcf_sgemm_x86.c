@@ -55,7 +55,7 @@ AVX2 static void ukr_6x16__avx2(int64_t kc, const float *restrict a, int64_t rsa
     ROWS6(DECL6)
     ROWS6(AROW)
     int64_t o = 0, k = 0;
-    for (; k + 2 <= kc; k += 2) {   /* unrolled twice: ~2% on conv shapes */
+    for (; k + 2 <= kc; k += 2) {   /* unrolled twice (fewer loop branches per FMA) */
         __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
         ROWS6(STEP6)
         o += csa;
@@ -227,10 +227,11 @@ AVX512 static void ukr_12x16__avx512(int64_t kc, const float *restrict a, int64_
     ROWS12(STORE12H)
 }
 
-const Kernel oqcfk_sgemm_avx2 = {OQCF_SGEMM_GEOM_AVX2, ukr_6x16__avx2, ukr_6x8__avx2,
-                                 edge__avx2, ukr_6x16r__avx2};
-const Kernel oqcfk_sgemm_avx512 = {OQCF_SGEMM_GEOM_AVX512, ukr_12x32__avx512,
-                                   ukr_12x16__avx512, NULL, NULL};
+const Kernel oqcfk_sgemm_avx2 = {OQCF_SGEMM_GEOM_AVX2, .ukr = ukr_6x16__avx2,
+                                 .half = ukr_6x8__avx2, .edge = edge__avx2,
+                                 .rows = ukr_6x16r__avx2};
+const Kernel oqcfk_sgemm_avx512 = {OQCF_SGEMM_GEOM_AVX512, .ukr = ukr_12x32__avx512,
+                                   .half = ukr_12x16__avx512};
 #else
 typedef int oqcf_sgemm_x86_empty;   /* (ISO C: a translation unit declares something) */
 #endif /* OQCF_SGEMM_X86 */

@@ -302,6 +302,16 @@ int oqci_conv_par(const OqciConv *p, const void *x, void *y, void *scratch, int 
                                    vpermt2b) packing the panels and for 3x3 depthwise (Ice
                                    Lake, Zen 4 and later) */
 #define OQCI_ISA_COUNT 8
+/* The families' names, preference, x86 kernel levels and --target flags are rows of
+ * the one ISA table, OQC_ISA_TABLE (oqcf_isa.h, macros only). */
+#include "oqcf_isa.h"
+/* The x86 kernel level (OQC_X86_*) family isa's kernels use (the table's x86 column):
+ * which of the AVX2, AVX-512 and VBMI paths of the conv, pool and eltwise it may take. */
+#define OQCI_ISA_X86_OF(name, int8, fp32, x86, flags, files) isa == (int8) ? (x86) :
+static inline int oqci_isa_x86(int isa) {
+    return OQC_ISA_TABLE(OQCI_ISA_X86_OF) OQC_X86_NONE;
+}
+#undef OQCI_ISA_X86_OF
 /* 1 when this build has family isa and this CPU can run it (AUTO and PORTABLE: 1). */
 int oqci_isa_available(int isa);
 /* The family oqci_conv uses now (never OQCI_ISA_AUTO). */
@@ -483,9 +493,7 @@ int oqci_fixed_multiplier(double M, int32_t *m, int8_t *shift);
 #endif
 static int oqci_use_avx2(void) {
 #if defined(OQCI_TEST_HOOKS)
-    int isa = oqci_conv_isa();
-    return isa == OQCI_ISA_AVX2 || isa == OQCI_ISA_AVXVNNI || isa == OQCI_ISA_AVX512VNNI ||
-           isa == OQCI_ISA_AMX || isa == OQCI_ISA_AVX512VBMI;
+    return oqci_isa_x86(oqci_conv_isa()) >= OQC_X86_AVX2;
 #elif defined(__AVX2__)
     return 1;
 #else
@@ -508,8 +516,7 @@ static int oqci_use_avx2(void) {
 #endif
 static inline int oqci_use_avx512(void) {
 #if defined(OQCI_TEST_HOOKS)
-    int isa = oqci_conv_isa();
-    return isa == OQCI_ISA_AVX512VNNI || isa == OQCI_ISA_AMX || isa == OQCI_ISA_AVX512VBMI;
+    return oqci_isa_x86(oqci_conv_isa()) >= OQC_X86_AVX512;
 #elif defined(__AVX512BW__)
     return 1;
 #else

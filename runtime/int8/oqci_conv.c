@@ -44,11 +44,13 @@
  *                         vpdpbusd);
  *   oqci_conv_amxt.c      the AMX family's thin 1x1 convs (reductions up to 64);
  *   oqci_conv_neon.c      Arm dot product, and Arm depthwise on int16 planes;
- *   oqci_conv_int.h       internal header: configuration, sizes, scratch layout, shared
- *                         types and helpers, what each file exports (prefix oqcik_);
+ *   oqci_conv_cfg_int.h   internal header: the families a build has (configuration);
+ *   oqci_conv_int.h       internal header: sizes, scratch layout, shared types and
+ *                         helpers, what each file exports (prefix oqcik_) and the order
+ *                         in which the files call each other;
  *   oqci_conv_x86_int.h   the x86 vector requantization (RqV, rq8, ...).
  * All of them must be compiled with the same flags: a file compiled with other -m flags
- * makes the link fail (OQCIK_CFG in oqci_conv_int.h).
+ * makes the link fail (OQCIK_CFG in oqci_conv_cfg_int.h).
  *
  * Family selection: compile-time macros decide which families a build has (AVX2 with
  * __AVX2__, AVX-VNNI with __AVXVNNI__, AVX-512 VNNI with __AVX512VNNI__ and
@@ -140,42 +142,6 @@ static void dot_rows(const uint8_t *a, int32_t in_type, const int8_t *w, int32_t
     }
 }
 
-/* Unfolds output pixels p0 .. p0 + nr - 1 of one group (xg: its first input channel)
- * into nr rows of kpad bytes at s. */
-void oqcik_im2col(const OqciConv *p, const uint8_t *xg, int64_t p0, int64_t nr, uint8_t *s) {
-    int64_t plane = (int64_t)p->in_h * p->in_w, r;
-    int32_t cg = p->in_c / p->group;
-    int32_t oh = (int32_t)(p0 / p->out_w), ow = (int32_t)(p0 % p->out_w);
-    for (r = 0; r < nr; r++) {
-        uint8_t *row = s + r * p->kpad;
-        int64_t ih0 = (int64_t)oh * p->s_h - p->p_t, iw0 = (int64_t)ow * p->s_w - p->p_l;
-        int32_t t = 0, c, i, j;
-        for (c = 0; c < cg; c++) {
-            const uint8_t *xc = xg + c * plane;
-            for (i = 0; i < p->k_h; i++) {
-                int64_t ih = ih0 + (int64_t)i * p->d_h;
-                const uint8_t *xr;
-                if (ih < 0 || ih >= p->in_h) {
-                    for (j = 0; j < p->k_w; j++)
-                        row[t++] = 0;
-                    continue;
-                }
-                xr = xc + ih * p->in_w;
-                for (j = 0; j < p->k_w; j++) {
-                    int64_t iw = iw0 + (int64_t)j * p->d_w;
-                    row[t++] = iw >= 0 && iw < p->in_w ? xr[iw] : 0;
-                }
-            }
-        }
-        while (t < p->kpad)
-            row[t++] = 0;
-        if (++ow == p->out_w) {
-            ow = 0;
-            oh++;
-        }
-    }
-}
-
 static void conv_portable(const OqciConv *p, const void *x, void *y, void *scratch) {
     int64_t pix = (int64_t)p->out_h * p->out_w, plane = (int64_t)p->in_h * p->in_w, n, p0;
     int32_t cg = p->in_c / p->group, kg = p->out_c / p->group, g;
@@ -204,24 +170,6 @@ static void conv_portable(const OqciConv *p, const void *x, void *y, void *scrat
                 }
             }
         }
-}
-
-/* conv_dw3q's zero-padded byte plane: the image at (p_t, p_l), rows of *bs bytes (64
- * bytes readable from every vector's first column), *rows rows (every output row's
- * three).  Its bytes, 0 unless a 3x3 kernel at stride 1 or 2.  (Here, called by the
- * kernel in oqci_conv_dwq.c: inlined there, as a static inline of oqci_conv_int.h,
- * it changed gcc 12's layout of the kernel's loops, 4-6% slower on small planes.) */
-int64_t oqcik_dw3q_geo(const OqciConv *p, int32_t *bs, int32_t *rows) {
-    int64_t cols, r;
-    if (p->k_h != 3 || p->k_w != 3 || p->s_h != p->s_w || p->s_w > 2 || p->d_h != 1 ||
-        p->d_w != 1 || p->p_t > 2 || p->p_l > 2 || p->in_w > 4096 || p->out_w > 4096)
-        return 0;
-    cols = (int64_t)p->in_w + p->p_l;
-    r = (int64_t)(round_up(p->out_w, 16) - 16) * p->s_w + 64;
-    *bs = (int32_t)round_up(cols > r ? cols : r, 64);
-    r = (int64_t)(p->out_h - 1) * p->s_h + 3;
-    *rows = (int32_t)((int64_t)p->in_h + p->p_t > r ? (int64_t)p->in_h + p->p_t : r);
-    return (int64_t)*bs * *rows;
 }
 
 /* The depthwise planes: int16 (Arm) or float (x86) elements, or conv_dw3q's bytes. */
@@ -319,10 +267,15 @@ int oqci_isa_available(int isa) {
     return isa >= 0 && isa < OQCI_ISA_COUNT && cpu_has(isa);
 }
 
-/* Preference order, best first. */
-static const int isa_order[] = {OQCI_ISA_AMX,     OQCI_ISA_AVX512VBMI, OQCI_ISA_AVX512VNNI,
-                                OQCI_ISA_AVXVNNI, OQCI_ISA_AVX2,       OQCI_ISA_NEONDOT,
-                                OQCI_ISA_PORTABLE};
+/* The INT8 conv families of the ISA table (oqcf_isa.h) with their names, in ascending
+ * preference (-1: a row without an INT8 family). */
+#define ISA_ROW(name, int8, fp32, x86, flags, files) {int8, name},
+static const struct {
+    int isa;
+    const char *name;
+} isa_rows[] = {OQC_ISA_TABLE(ISA_ROW)};
+#undef ISA_ROW
+#define ISA_ROWS (sizeof isa_rows / sizeof isa_rows[0])
 
 int oqci_conv_isa(void) {
     size_t i;
@@ -331,9 +284,9 @@ int oqci_conv_isa(void) {
     if (f != OQCI_ISA_AUTO)
         return f;
 #endif
-    for (i = 0; i < sizeof isa_order / sizeof isa_order[0]; i++)
-        if (cpu_has(isa_order[i]))
-            return isa_order[i];
+    for (i = ISA_ROWS; i-- > 0;)   /* the most preferred family this CPU runs */
+        if (isa_rows[i].isa > OQCI_ISA_AUTO && cpu_has(isa_rows[i].isa))
+            return isa_rows[i].isa;
     return OQCI_ISA_PORTABLE;
 }
 
@@ -347,10 +300,11 @@ int oqci_force_isa(int isa) {
 #endif
 
 const char *oqci_isa_name(int isa) {
-    static const char *const names[OQCI_ISA_COUNT] = {"auto",    "portable",  "avx2",
-                                                      "avxvnni", "avx512vnni", "neondot",
-                                                      "amx",     "avx512vbmi"};
-    return isa >= 0 && isa < OQCI_ISA_COUNT ? names[isa] : "?";
+    size_t i;
+    for (i = 0; i < ISA_ROWS && isa >= 0 && isa < OQCI_ISA_COUNT; i++)
+        if (isa_rows[i].isa == isa)
+            return isa_rows[i].name;
+    return "?";
 }
 
 /* Every field consistent (the pointers x, y and scratch are checked by the caller). */
@@ -450,12 +404,11 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {
     isa = oqci_conv_isa();
     (void)isa;
 #if HAVE_AVX2
-    if (isa == OQCI_ISA_AVX2 || isa == OQCI_ISA_AVXVNNI || isa == OQCI_ISA_AVX512VNNI ||
-        isa == OQCI_ISA_AVX512VBMI || isa == OQCI_ISA_AMX) {
+    if (oqci_isa_x86(isa) >= OQC_X86_AVX2) {
         int64_t npix = (int64_t)p->batch * p->out_h * p->out_w;
         /* AVX-512 kernels; with VBMI (the AMX CPUs have it) */
-        int z = isa == OQCI_ISA_AVX512VNNI || isa == OQCI_ISA_AVX512VBMI || isa == OQCI_ISA_AMX;
-        int vb = isa == OQCI_ISA_AVX512VBMI || isa == OQCI_ISA_AMX;
+        int z = oqci_isa_x86(isa) >= OQC_X86_AVX512;
+        int vb = oqci_isa_x86(isa) >= OQC_X86_VBMI;
         const Family *f = p->wpair16 ? &oqcik_family_avx2n : &oqcik_family_avx2;
 #ifndef OQCI_NO_FLOAT   /* (integer-only builds: depthwise goes through the GEMM) */
         if (is_dw(p)) {

@@ -5,7 +5,7 @@
  * spend as many operations on the epilogue as on the dot products (at K = 32, 32
  * vpdpbusd and 14 epilogue operations per 64 outputs, both on the same two ports), and
  * oqcik_conv_amx's tiles, built for deep reductions (the generic panel, epilogue and
- * store machinery), were slower still.
+ * store machinery), spend more still.
  *
  * Here the tiles take the reduction as it is: A tiles (16 channels' weight rows, as
  * oqci.h lays them out) of kpad bytes per row, B tiles of kpad / 4 quad rows (16 output
@@ -18,9 +18,8 @@
  * x 32 output positions (tiles 0-3 its sums, 4-5 the weights, 6-7 the panel); its sums go
  * to one of two slots of scratch, and its epilogue runs after the next step's dot
  * products were issued and before their tile stores (loads issued after a tile store
- * wait for it).  On this project's Xeon the tile unit and the vector epilogue overlap
- * little (a standalone loop at K = 16: 90 TSC ticks per step for the tiles, 84 for the
- * epilogue, 160 for both), which is why reductions of 16 stay with AVX-512 VNNI.
+ * wait for it).  The tile unit and the vector epilogue overlap little, so at reductions
+ * of 16 the tiles save less than their epilogue costs: those stay with AVX-512 VNNI.
  * Exact: the tile sums are int32 sums of at most 64 products plus the bias (no overflow:
  * rq_pre checks bias_may_overflow for every channel), the same integers as every other
  * path's, and rq64 is oqci_requant's bits under rq_mode's conditions.  Where they fail
@@ -28,7 +27,7 @@
  * the conv takes the general path. */
 #include "oqci_conv_x86_int.h"
 
-const char OQCIK_CFG(amxt) = 0;   /* (build consistency, see oqci_conv_int.h) */
+const char OQCIK_CFG(amxt) = 0;   /* (build consistency, see oqci_conv_cfg_int.h) */
 
 #if HAVE_AMX && HAVE_DWZ
 

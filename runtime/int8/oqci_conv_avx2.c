@@ -8,14 +8,15 @@
  *     the panel holds the inputs widened to 16 bits (zero- or sign-extended) and the
  *     weight quad is sign-extended with one vpmovsxbw per channel and quad; vpmaddwd
  *     (16-bit pairs into int32, exact) then sums px's k0 k1 and k2 k3 in two lanes,
- *     added together once per tile.  Measured on Zen 3, this mix runs at ~61 GMAC/s
- *     against ~95 for the inexact vpmaddubsw sequence, and beats the exact split of u8
- *     inputs into low 7 bits and top bit (two vpmaddubsw + two vpmaddwd per 32 MACs).
+ *     added together once per tile.  It is exact for every 8-bit weight, and cheaper
+ *     than the other exact form, u8 inputs split into their low 7 bits and top bit (two
+ *     vpmaddubsw + two vpmaddwd per 32 MACs).
  *     s8 and u8 inputs need no offset: both widen exactly.
  *   - AVX2 with weights whose pairs fit int16 (p->wpair16, see oqci_conv_wpair16: 7-bit
  *     weights always do; oqc compile --weight-bits 7): q8conv_3x24c4n__avx2 on the VNNI
- *     panel (below), vpmaddubsw (exact for those weights) then vpmaddwd by ones, ~95
- *     GMAC/s on Zen 3; partial last panels (7x7 planes) run 8- or 16-pixel bodies.
+ *     panel (below), vpmaddubsw (exact for those weights) then vpmaddwd by ones, half
+ *     the operations of the 16-bit form; partial last panels (7x7 planes) run 8- or
+ *     16-pixel bodies.
  *   - Epilogue: per tile row, the channel's constants (RqV: correction, bias, whether
  *     the bias addition can overflow, the multiplier), then the AVX2 requantization
  *     (rq8) reproduces oqci_requant's float and fixed-point results exactly, 8 lanes at
@@ -31,7 +32,7 @@
  *     (q8gemv_4x16__avx2: vpmaddwd on 16-bit copies, horizontal sums at the end). */
 #include "oqci_conv_x86_int.h"
 
-const char OQCIK_CFG(avx2) = 0;   /* (build consistency, see oqci_conv_int.h) */
+const char OQCIK_CFG(avx2) = 0;   /* (build consistency, see oqci_conv_cfg_int.h) */
 
 #if HAVE_AVX2
 
@@ -443,13 +444,27 @@ T_AVX2 static void q8conv_2x28c4_rqw__avx2(int32_t nq, const void *panel, const 
 #undef Q8CONV_2X28_SUMS
 
 /* Family.band_pack: pack_band_body with the int16 transposes inlined (through
- * Family.tr4, every quad of every panel was a call). */
+ * Family.tr4, every quad of every panel would be a call). */
 BAND_PACKERS(avx2, AVX2_NR, 2, tr4_s16_s8__avx2, tr4_s16_u8__avx2)
-const Family oqcik_family_avx2 = {OQCI_ISA_AVX2, 2, AVX2_NR, 2, KBQ(AVX2_NR, 2), -1,
-                                  q8conv_2x28c4__avx2, {tr4_s16_s8__avx2, tr4_s16_u8__avx2},
-                                  oqcik_gather__avx2, oqcik_store_tile__avx2, UKR_RQ_AVX2,
-                                  {pack_band_s8__avx2, pack_band_u8__avx2}, UKR_RQ_ACC_AVX2,
-                                  NULL, NULL, NULL, NULL, UKR_RQ_WIDE_AVX2, 0};
+const Family oqcik_family_avx2 = {
+    .isa = OQCI_ISA_AVX2,
+    .mr = 2,
+    .nr = AVX2_NR,
+    .esize = 2,
+    .kbq = KBQ(AVX2_NR, 2),
+    .flip = -1,
+    .ukr = q8conv_2x28c4__avx2,
+    .tr4 = {tr4_s16_s8__avx2, tr4_s16_u8__avx2},
+    .gather = oqcik_gather__avx2,
+    .store = oqcik_store_tile__avx2,
+    .ukr_rq = UKR_RQ_AVX2,
+    .band_pack = {pack_band_s8__avx2, pack_band_u8__avx2},
+    .ukr_rq_acc = UKR_RQ_ACC_AVX2,
+    .ukr_rq_wide = UKR_RQ_WIDE_AVX2,
+    .tail_whole = 1,
+    .grid = GRID_BY_WORK,
+    .wsum = oqcik_wsum__avx2,
+};
 
 /* ---- q8conv_3x24c4n__avx2: 3 channels x 24 pixels, u8 panel, narrow weights --------
  * For weights whose pairs fit (p->wpair16, see oqci_conv_wpair16): vpmaddubsw's int16
@@ -608,12 +623,24 @@ T_AVX2 static void q8conv_3x24c4n_rq__avx2(int32_t nq, const void *panel, const 
 /* Family.band_pack: pack_band_body with the byte transposes inlined. */
 BAND_PACKERS(avx2n, N_NR, 1, tr4_bs8__avx2, tr4_bu8__avx2)
 
-const Family oqcik_family_avx2n = {OQCI_ISA_AVX2, 3, N_NR, 1, KBQ(N_NR, 1), OQCI_S8,
-                                   q8conv_3x24c4n__avx2,
-                                   {oqcik_tr4_u8_s8__avx2, oqcik_tr4_u8_u8__avx2},
-                                   oqcik_gather__avx2, oqcik_store_tile__avx2, UKR_RQ_AVX2N,
-                                   {pack_band_s8__avx2n, pack_band_u8__avx2n}, UKR_RQ_ACC_AVX2N,
-                                   NULL, NULL, NULL, NULL, UKR_RQ_WIDE_AVX2N, 0};
+const Family oqcik_family_avx2n = {
+    .isa = OQCI_ISA_AVX2,
+    .mr = 3,
+    .nr = N_NR,
+    .esize = 1,
+    .kbq = KBQ(N_NR, 1),
+    .flip = OQCI_S8,
+    .ukr = q8conv_3x24c4n__avx2,
+    .tr4 = {oqcik_tr4_u8_s8__avx2, oqcik_tr4_u8_u8__avx2},
+    .gather = oqcik_gather__avx2,
+    .store = oqcik_store_tile__avx2,
+    .ukr_rq = UKR_RQ_AVX2N,
+    .band_pack = {pack_band_s8__avx2n, pack_band_u8__avx2n},
+    .ukr_rq_acc = UKR_RQ_ACC_AVX2N,
+    .ukr_rq_wide = UKR_RQ_WIDE_AVX2N,
+    .grid = GRID_BY_WORK,
+    .wsum = oqcik_wsum__avx2,
+};
 
 /* ---- q8gemv_4x16__avx2: few pixels, dot products on 16-bit copies ------------------ */
 

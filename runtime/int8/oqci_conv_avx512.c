@@ -12,7 +12,7 @@
  *     the narrow AVX2 one, an epilogue in registers (16 lanes: rq16). */
 #include "oqci_conv_x86_int.h"
 
-const char OQCIK_CFG(avx512) = 0;   /* (build consistency, see oqci_conv_int.h) */
+const char OQCIK_CFG(avx512) = 0;   /* (build consistency, see oqci_conv_cfg_int.h) */
 
 #if HAVE_AVX512VNNI && OQCI_EMU_VNNI
 /* ---- q8conv_8x32c4__emu: the AVX-512 VNNI kernel's sums in plain C (tests only) ---- */
@@ -32,11 +32,20 @@ static void q8conv_8x32c4__emu(int32_t nq, const void *panel, const int8_t *cons
         }
 }
 
-const Family oqcik_family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, KBLOCK_Z / 4, OQCI_S8,
-                                        q8conv_8x32c4__emu,
-                                        {oqcik_tr4_u8_s8__avx2, oqcik_tr4_u8_u8__avx2},
-                                        oqcik_gather__avx2, oqcik_store_tile__avx2, NULL,
-                                        {NULL, NULL}, NULL, NULL, NULL, NULL, NULL, NULL, 0};
+const Family oqcik_family_avx512vnni = {
+    .isa = OQCI_ISA_AVX512VNNI,
+    .mr = 8,
+    .nr = 32,
+    .esize = 1,
+    .kbq = KBLOCK_Z / 4,
+    .flip = OQCI_S8,
+    .ukr = q8conv_8x32c4__emu,
+    .tr4 = {oqcik_tr4_u8_s8__avx2, oqcik_tr4_u8_u8__avx2},
+    .gather = oqcik_gather__avx2,
+    .store = oqcik_store_tile__avx2,
+    .grid = GRID_BY_WORK_PACKED,
+    .wsum = oqcik_wsum__avx2,
+};
 #elif HAVE_AVX512VNNI
 /* (its microkernels: oqci_conv_avx512_ukr.c) */
 
@@ -123,57 +132,23 @@ T_AVX512VNNI static void store_runs__avx512vnni(const OqciConv *p, const uint8_t
     }
 }
 
-/* ---- oqcik_gemv4__avx512vnni: oqcik_conv_gemv_avx2's dot products (few pixels) -------
- * The fully connected layers are bound by reading their weights once: 64 weight bytes
- * per row per vpdpbusd (the AVX2 kernel's 16-bit copies take 4 operations per 16), the
- * last partial 64 by masked loads (zero weights: nothing added).  s8 inputs go in as
- * a + 128 (u8) and 128 sum w[r] is subtracted, the sum made by a second vpdpbusd against
- * bytes of 1.  Exact: every partial sum is one of at most len <= OQCI_KCHUNK products of
- * magnitude <= 255 x 128, as in the int32 sums oqci.h allows. */
-T_AVX512VNNI static inline __attribute__((always_inline)) void
-gemv4_body(const uint8_t *a, int u8, const int8_t *const *w, int32_t len, int32_t acc[4]) {
-    const __m512i fl = _mm512_set1_epi8((char)0x80), one = _mm512_set1_epi8(1);
-    __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0, c0 = s0, c1 = s0,
-            c2 = s0, c3 = s0;
-    int32_t t;
-    for (t = 0; t < len; t += 64) {
-        __mmask64 m = len - t >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (len - t)) - 1;
-        __m512i av = _mm512_maskz_loadu_epi8(m, a + t);
-        if (!u8)
-            av = _mm512_xor_si512(av, fl);
-#define G(r)                                                                            \
-    {                                                                                   \
-        __m512i wv = _mm512_maskz_loadu_epi8(m, w[r] + t);                              \
-        s##r = _mm512_dpbusd_epi32(s##r, av, wv);                                       \
-        if (!u8)                                                                        \
-            c##r = _mm512_dpbusd_epi32(c##r, one, wv);                                  \
-    }
-        G(0) G(1) G(2) G(3)
-#undef G
-    }
-#define ACC(r)                                                                          \
-    acc[r] = (int32_t)((int64_t)_mm512_reduce_add_epi32(s##r) -                         \
-                       128 * (int64_t)_mm512_reduce_add_epi32(c##r));
-    ACC(0) ACC(1) ACC(2) ACC(3)
-#undef ACC
-}
+/* What the AVX-512 VNNI family and its VBMI variant share: the microkernel, its fused
+ * epilogues, the tile store, the blocking. */
+#define FAMILY_AVX512VNNI_COMMON                                                            \
+    .mr = 8, .nr = 32, .esize = 1, .kbq = KBLOCK_Z / 4, .flip = OQCI_S8,                    \
+    .ukr = oqcik_q8conv_8x32c4__avx512vnni, .store = oqcik_store_tile__avx2,                \
+    .ukr_rq = UKR_RQ_AVX512VNNI, .ukr_rq_acc = UKR_RQ_ACC_AVX512VNNI,                       \
+    .ukr_rq_wide = UKR_RQ_WIDE_AVX512VNNI, .rq_biased = 1, .grid = GRID_BY_WORK_PACKED,     \
+    .wsum = oqcik_wsum__avx2
 
-T_AVX512VNNI void oqcik_gemv4__avx512vnni(const uint8_t *a, int u8, const int8_t *const *w,
-                                          int32_t len, int32_t acc[4]) {
-    if (u8)
-        gemv4_body(a, 1, w, len, acc);
-    else
-        gemv4_body(a, 0, w, len, acc);
-}
-
-const Family oqcik_family_avx512vnni = {OQCI_ISA_AVX512VNNI, 8, 32, 1, KBLOCK_Z / 4, OQCI_S8,
-                                        oqcik_q8conv_8x32c4__avx512vnni,
-                                        {tr4_u8_s8__avx512vnni, tr4_u8_u8__avx512vnni},
-                                        oqcik_gather__avx2, oqcik_store_tile__avx2,
-                                        UKR_RQ_AVX512VNNI,
-                                        {pack_band_s8__avx512vnni, pack_band_u8__avx512vnni},
-                                        UKR_RQ_ACC_AVX512VNNI, NULL, store_runs__avx512vnni,
-                                        NULL, NULL, UKR_RQ_WIDE_AVX512VNNI, 1};
+const Family oqcik_family_avx512vnni = {
+    .isa = OQCI_ISA_AVX512VNNI,
+    FAMILY_AVX512VNNI_COMMON,
+    .tr4 = {tr4_u8_s8__avx512vnni, tr4_u8_u8__avx512vnni},
+    .gather = oqcik_gather__avx2,
+    .band_pack = {pack_band_s8__avx512vnni, pack_band_u8__avx512vnni},
+    .runs = store_runs__avx512vnni,
+};
 #endif
 
 #if HAVE_AMX
@@ -434,8 +409,8 @@ general:
 }
 
 /* Band panels of column stride 1 with VBMI (band_taps_ok: kernels at least 3 wide, their
- * taps inside 33 bytes, reductions up to 4 TAPS_MAXQ: 1152 measured 1% slower on an AMX
- * CPU, its band out of L1): the taps of Family.pack_taps on the band, where a run's 32
+ * taps inside 33 bytes, reductions up to 4 TAPS_MAXQ, so that the band stays in L1):
+ * the taps of Family.pack_taps on the band, where a run's 32
  * outputs read one window of each kernel row (its bytes from the row's first tap on:
  * the run's length plus (k_w - 1) d_w, loaded with a byte mask).  Quad q's four elements
  * lie in kernel rows A = 4 q / k_w and A + 1 at row columns j0 = 4 q - A k_w, j0 + 1, ...
@@ -543,8 +518,7 @@ T_VBMI static void pack_s2__amx(const OqciConv *p, const Geo *ge, const uint8_t 
  * run's 4 bytes per output.  Addresses are formed as integers: the window of a padded
  * column or row starts before the image, and only masked loads ever use it.  Where
  * every kernel row of the output row lies inside the input (inside), no row is
- * checked.  (32 outputs per pass over the quads, sharing their table reads, measured
- * no faster.) */
+ * checked. */
 T_VBMI static inline __attribute__((always_inline)) void
 taps_quads(const OqciConv *p, const Taps *t, int32_t q0, int32_t nq, uintptr_t base,
            int64_t ih0, __mmask64 m, __mmask64 sm, __m512i jv, __m512i fl, uint8_t *d,
@@ -598,20 +572,38 @@ T_VBMI static void pack_taps__avx512vbmi(const OqciConv *p, const Geo *ge, const
  * vpermt2b): OQCI_ISA_AVX512VBMI, and the layers the AMX family does not take (amx_fits)
  * on a CPU with AMX. */
 const Family oqcik_family_avx512vbmi = {
-    OQCI_ISA_AVX512VBMI, 8, 32, 1, KBLOCK_Z / 4, OQCI_S8, oqcik_q8conv_8x32c4__avx512vnni,
-    {tr4_u8_s8__avx512vbmi, tr4_u8_u8__avx512vbmi}, gather__avx512vbmi, oqcik_store_tile__avx2,
-    UKR_RQ_AVX512VNNI, {pack_band_s8__avx512vbmi, pack_band_u8__avx512vbmi},
-    UKR_RQ_ACC_AVX512VNNI, NULL, store_runs__avx512vbmi, NULL, pack_taps__avx512vbmi,
-    UKR_RQ_WIDE_AVX512VNNI, 1};
+    .isa = OQCI_ISA_AVX512VBMI,
+    FAMILY_AVX512VNNI_COMMON,
+    .tr4 = {tr4_u8_s8__avx512vbmi, tr4_u8_u8__avx512vbmi},
+    .gather = gather__avx512vbmi,
+    .band_pack = {pack_band_s8__avx512vbmi, pack_band_u8__avx512vbmi},
+    .runs = store_runs__avx512vbmi,
+    .pack_taps = pack_taps__avx512vbmi,
+};
 #endif /* HAVE_VBMI */
 
 #if HAVE_AMX
-static const Family family_amx = {OQCI_ISA_AMX, 32, 32, 1, 1 << 20, -1, NULL /* (tiles) */,
-                                  {tr4_u8_u8__avx512vbmi, tr4_u8_u8__avx512vbmi},
-                                  gather__avx512vbmi, oqcik_store_tile__avx2, UKR_RQ_AVX512VNNI,
-                                  {pack_band_u8__avx512vbmi, pack_band_u8__avx512vbmi},
-                                  UKR_RQ_ACC_AVX512VNNI, tiles__amx, store_runs__avx512vbmi,
-                                  pack_s2__amx, pack_taps__avx512vbmi, NULL /* (tiles) */, 1};
+/* (no ukr, no ukr_rq_wide: the tiles do the whole reduction) */
+static const Family family_amx = {
+    .isa = OQCI_ISA_AMX,
+    .mr = 32,
+    .nr = 32,
+    .esize = 1,
+    .kbq = 1 << 20,
+    .flip = -1,
+    .tr4 = {tr4_u8_u8__avx512vbmi, tr4_u8_u8__avx512vbmi},
+    .gather = gather__avx512vbmi,
+    .store = oqcik_store_tile__avx2,
+    .ukr_rq = UKR_RQ_AVX512VNNI,
+    .band_pack = {pack_band_u8__avx512vbmi, pack_band_u8__avx512vbmi},
+    .ukr_rq_acc = UKR_RQ_ACC_AVX512VNNI,
+    .tiles = tiles__amx,
+    .runs = store_runs__avx512vbmi,
+    .pack_s2 = pack_s2__amx,
+    .pack_taps = pack_taps__avx512vbmi,
+    .rq_biased = 1,
+    .wsum = oqcik_wsum__avx2,
+};
 
 /* Where oqcik_conv_amx's region starts: after wtab's kg + TILE_MR pointers. */
 static uint8_t *amx_work(const OqciConv *p, void *scratch) {
@@ -628,8 +620,8 @@ void oqcik_conv_amx(const OqciConv *p, const void *x, void *y, void *scratch) {
     if (r && p->kpad > 64) {   /* (thin: no tails, see amx_begin) */
         int8_t *wt = (int8_t *)(void *)(amx_work(p, scratch) + amx_tail_off(p));
         /* (zeros first, then the weights over them: 64 bytes of zeros are a few vector
-         * stores, while 64 - r bytes, r unknown here since this file was split from
-         * oqci_conv's, became a rep stosb per channel, 13% of a 96x14x14 1x1 conv) */
+         * stores, while 64 - r bytes, r unknown at compile time, would be a rep stosb
+         * per channel) */
         for (k = 0; k < p->out_c; k++) {
             memset(wt + (size_t)k * 64, 0, 64);
             memcpy(wt + (size_t)k * 64, p->w + (size_t)k * (size_t)p->kpad + (p->kpad - r),
@@ -693,9 +685,17 @@ T_AVXVNNI static void q8conv_4x24c4__avxvnni(int32_t nq, const void *panel,
 #undef ST
 }
 
-const Family oqcik_family_avxvnni = {OQCI_ISA_AVXVNNI, 4, 24, 1, KBQ(24, 1), OQCI_S8,
-                                     q8conv_4x24c4__avxvnni,
-                                     {oqcik_tr4_u8_s8__avx2, oqcik_tr4_u8_u8__avx2},
-                                     oqcik_gather__avx2, oqcik_store_tile__avx2, NULL,
-                                     {NULL, NULL}, NULL, NULL, NULL, NULL, NULL, NULL, 0};
+const Family oqcik_family_avxvnni = {
+    .isa = OQCI_ISA_AVXVNNI,
+    .mr = 4,
+    .nr = 24,
+    .esize = 1,
+    .kbq = KBQ(24, 1),
+    .flip = OQCI_S8,
+    .ukr = q8conv_4x24c4__avxvnni,
+    .tr4 = {oqcik_tr4_u8_s8__avx2, oqcik_tr4_u8_u8__avx2},
+    .gather = oqcik_gather__avx2,
+    .store = oqcik_store_tile__avx2,
+    .wsum = oqcik_wsum__avx2,
+};
 #endif

@@ -2,20 +2,21 @@
  * (oqci_conv_gemm.c): 8 output channels x up to 32 pixels per tile with vpdpbusd, their
  * sums stored (oqcik_q8conv_8x32c4__avx512vnni, Family.ukr) or requantized in registers
  * (the fused epilogues: oqcik_q8conv_8x32c4_rq / _rqt / _rqw__avx512vnni, Family.ukr_rq,
- * ukr_rq_acc, ukr_rq_wide).  The families that use them (AVX-512 VNNI, with VBMI, and
+ * ukr_rq_acc, ukr_rq_wide), and the few-pixel dot products of oqcik_conv_gemv_avx2
+ * (oqcik_gemv4__avx512vnni).  The families that use them (AVX-512 VNNI, with VBMI, and
  * the AMX family's epilogue) and their packers are oqci_conv_avx512.c's. */
 #include "oqci_conv_x86_int.h"
 
-const char OQCIK_CFG(avx512_ukr) = 0;   /* (build consistency, see oqci_conv_int.h) */
+const char OQCIK_CFG(avx512_ukr) = 0;   /* (build consistency, see oqci_conv_cfg_int.h) */
 
 #if HAVE_AVX512VNNI && !OQCI_EMU_VNNI
 /* ---- q8conv_8x32c4__avx512vnni: 8 channels x 32 pixels, u8 panel -------------------
  * Two zmm of 16 pixels per channel; a panel whose pixels fill only the first 16 (the
  * last panel of a 14x14 plane holds 4 of 32) runs an 8x16 body.  With float
  * requantization in one K block, the epilogue runs in registers: 64 sums at a time with
- * the clamp and rounding in int16 lanes (rq64) where rq_mode says that is exact (every
- * layer seen so far: it is 40% fewer uops, which thin layers, 16 to 32 input channels,
- * are bound by; u8 outputs of ReLU layers take its biased forms, 16 uops instead of 22:
+ * the clamp and rounding in int16 lanes (rq64) where rq_mode says that is exact (it
+ * takes fewer uops, which thin layers, 16 to 32 input channels, are bound by; u8
+ * outputs of ReLU layers take its biased forms, 16 uops instead of 22:
  * the accumulators start from pre[r].add, which then holds RQ_BIAS too), else 16 lanes
  * at a time (rq16: rq8's float steps) and vpmovsdb / vpmovusdb narrow the results
  * (already inside the output type: nothing saturates). */
@@ -321,10 +322,10 @@ T_AVX512VNNI void oqcik_q8conv_8x32c4_rqt__avx512vnni(int32_t nq, const void *pa
 #undef ZONE
 }
 
-/* Family.ukr_rq_wide: any nk, tiles of 8 rows in turn.  Its own function: with the loop
- * in q8conv_8x32c4_rqt__avx512vnni, gcc 12 put vector moves into the bodies' sums loop,
- * 7% slower where K is deep.  The bodies are always_inline: called from two functions,
- * gcc kept them out of line, which made thin layers 35% slower, not faster. */
+/* Family.ukr_rq_wide: any nk, tiles of 8 rows in turn.  Its own function, so that the
+ * loop over tiles does not change the compiler's register allocation of the bodies'
+ * sums loop in q8conv_8x32c4_rqt__avx512vnni.  The bodies are always_inline: called
+ * from two functions, they would otherwise stay out of line, a call per tile. */
 T_AVX512VNNI void oqcik_q8conv_8x32c4_rqw__avx512vnni(int32_t nq, const void *panel,
                                                       const int8_t *const *w, const int32_t *t,
                                                       const OqciConv *p, int32_t nk,
@@ -361,5 +362,48 @@ T_AVX512VNNI void oqcik_q8conv_8x32c4_rq__avx512vnni(int32_t nq, const void *pan
 #undef ZV2
 #undef ZV1
 #undef ZROWS
+
+/* ---- oqcik_gemv4__avx512vnni: oqcik_conv_gemv_avx2's dot products (few pixels) -------
+ * The fully connected layers are bound by reading their weights once: 64 weight bytes
+ * per row per vpdpbusd (the AVX2 kernel's 16-bit copies take 4 operations per 16), the
+ * last partial 64 by masked loads (zero weights: nothing added).  s8 inputs go in as
+ * a + 128 (u8) and 128 sum w[r] is subtracted, the sum made by a second vpdpbusd against
+ * bytes of 1.  Exact: every partial sum is one of at most len <= OQCI_KCHUNK products of
+ * magnitude <= 255 x 128, as in the int32 sums oqci.h allows. */
+T_AVX512VNNI static inline __attribute__((always_inline)) void
+gemv4_body(const uint8_t *a, int u8, const int8_t *const *w, int32_t len, int32_t acc[4]) {
+    const __m512i fl = _mm512_set1_epi8((char)0x80), one = _mm512_set1_epi8(1);
+    __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0, c0 = s0, c1 = s0,
+            c2 = s0, c3 = s0;
+    int32_t t;
+    for (t = 0; t < len; t += 64) {
+        __mmask64 m = len - t >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (len - t)) - 1;
+        __m512i av = _mm512_maskz_loadu_epi8(m, a + t);
+        if (!u8)
+            av = _mm512_xor_si512(av, fl);
+#define G(r)                                                                            \
+    {                                                                                   \
+        __m512i wv = _mm512_maskz_loadu_epi8(m, w[r] + t);                              \
+        s##r = _mm512_dpbusd_epi32(s##r, av, wv);                                       \
+        if (!u8)                                                                        \
+            c##r = _mm512_dpbusd_epi32(c##r, one, wv);                                  \
+    }
+        G(0) G(1) G(2) G(3)
+#undef G
+    }
+#define ACC(r)                                                                          \
+    acc[r] = (int32_t)((int64_t)_mm512_reduce_add_epi32(s##r) -                         \
+                       128 * (int64_t)_mm512_reduce_add_epi32(c##r));
+    ACC(0) ACC(1) ACC(2) ACC(3)
+#undef ACC
+}
+
+T_AVX512VNNI void oqcik_gemv4__avx512vnni(const uint8_t *a, int u8, const int8_t *const *w,
+                                          int32_t len, int32_t acc[4]) {
+    if (u8)
+        gemv4_body(a, 1, w, len, acc);
+    else
+        gemv4_body(a, 0, w, len, acc);
+}
 
 #endif /* HAVE_AVX512VNNI && !OQCI_EMU_VNNI */

@@ -5,7 +5,26 @@
  * neither (their depthwise convs go through the GEMM). */
 #include "oqci_conv_x86_int.h"
 
-const char OQCIK_CFG(dwq) = 0;   /* (build consistency, see oqci_conv_int.h) */
+const char OQCIK_CFG(dwq) = 0;   /* (build consistency, see oqci_conv_cfg_int.h) */
+
+/* conv_dw3q's zero-padded byte plane: the image at (p_t, p_l), rows of *bs bytes (64
+ * bytes readable from every vector's first column), *rows rows (every output row's
+ * three).  Its bytes, 0 unless a 3x3 kernel at stride 1 or 2.  In every build (the
+ * scratch size, oqci_conv.c's dw_scratch, needs it); a function, not a static inline of
+ * oqci_conv_int.h, so that it does not change the compiler's layout of the kernel's
+ * loops. */
+int64_t oqcik_dw3q_geo(const OqciConv *p, int32_t *bs, int32_t *rows) {
+    int64_t cols, r;
+    if (p->k_h != 3 || p->k_w != 3 || p->s_h != p->s_w || p->s_w > 2 || p->d_h != 1 ||
+        p->d_w != 1 || p->p_t > 2 || p->p_l > 2 || p->in_w > 4096 || p->out_w > 4096)
+        return 0;
+    cols = (int64_t)p->in_w + p->p_l;
+    r = (int64_t)(round_up(p->out_w, 16) - 16) * p->s_w + 64;
+    *bs = (int32_t)round_up(cols > r ? cols : r, 64);
+    r = (int64_t)(p->out_h - 1) * p->s_h + 3;
+    *rows = (int32_t)((int64_t)p->in_h + p->p_t > r ? (int64_t)p->in_h + p->p_t : r);
+    return (int64_t)*bs * *rows;
+}
 
 #if HAVE_VBMI && !defined(OQCI_NO_FLOAT)
 /* Each input channel is copied once into a zero-padded byte plane (oqcik_dw3q_geo; s8
@@ -101,7 +120,7 @@ dw3q_rows4(const OqciConv *p, const uint8_t *b, int32_t bs, int32_t S, int32_t n
 }
 
 /* (Rows narrower than 12 outputs leave most of each 16-lane vector idle: the flat float
- * kernels, which run a small plane as one array, are faster there.) */
+ * kernels, which run a small plane as one array, fill their vectors there.) */
 int oqcik_dw3q_ok(const OqciConv *p) {
     int32_t bs, rows;
     return p->out_w >= 12 && oqcik_dw3q_geo(p, &bs, &rows) > 0 && dw3_all_fused(p);
@@ -166,8 +185,8 @@ T_VBMI void oqcik_conv_dw3q__avx512vbmi(const OqciConv *p, const void *x, void *
             _mm_storeu_si128((__m128i *)(void *)(dst), narrow16(q_, u8out));            \
     }
                 /* rows in fours with the int16 epilogue: where a row has more than one
-                 * vector (14-wide rows ran 10% slower, the groups' set-up and the rows
-                 * past out_h counting for more) */
+                 * vector (for narrower rows the groups' set-up and the rows past out_h
+                 * count for more than the rows saved) */
                 if (nvec > 1 && dw3q_i16_ok(p, k)) {
                     if (s == 1)
                         dw3q_rows4(p, b, bs, 1, nvec, tmask, idx, wq, addv, k, u8out, yk);

@@ -26,7 +26,7 @@
  *     sums. */
 #include "oqci_conv_x86_int.h"
 
-const char OQCIK_CFG(dwx86) = 0;   /* (build consistency, see oqci_conv_int.h) */
+const char OQCIK_CFG(dwx86) = 0;   /* (build consistency, see oqci_conv_cfg_int.h) */
 
 #if HAVE_AVX2 && !defined(OQCI_NO_FLOAT)   /* (integer-only: depthwise through the GEMM) */
 /* ---- depthwise on float planes: q8dw_16x9f__avx2 (9 taps), q8dw_16xNf__avx2 -------------
@@ -193,7 +193,8 @@ T_AVX2F static void q8dw_16x9f__avx2(const float *base, const int64_t *off, cons
  * loaded vector of an input row serves every output row it is in the window of, so 6 x
  * 3 loads feed 36 multiply-adds.  c0, c1, c2: the three kernel columns' bases (phase
  * and shift); weights w00 .. w22 and the start bv are the caller's locals (a macro, not
- * a function taking an array: gcc 12 then kept the weights on the stack, 30% slower). */
+ * a function taking an array, which compilers may keep on the stack instead of in
+ * registers). */
 #define DW_W9(w)                                                                        \
     const __m256 w00 = _mm256_set1_ps((w)[0]), w01 = _mm256_set1_ps((w)[1]);            \
     const __m256 w02 = _mm256_set1_ps((w)[2]), w10 = _mm256_set1_ps((w)[3]);            \
@@ -433,8 +434,8 @@ T_AVX2 static void dw_store__avx2(const OqciConv *p, const int32_t *t, int32_t n
 #if HAVE_DWZ
 /* ---- oqcik_conv_dw3flat__avx512vnni: 3x3 / stride 1 / pad 1 depthwise on small planes -------
  * On planes of at most DWFLAT_MAX outputs (all of MobileNet-v2's stride-1 ones: on 7x7
- * and 14x14 planes the row kernels' per-row set-up costs more than the sums, and on
- * larger ones this is still ~25% faster).  The output plane equals the
+ * and 14x14 planes the row kernels' per-row set-up costs more than the sums, and
+ * larger ones keep the saving of that set-up).  The output plane equals the
  * input plane here, so it is computed as one flat array: the input channel as floats
  * after W + 1 zeros (the row above the image and the left pad of its first row) and
  * before as many plus a vector's; output i sums tap (di, dj) from flat index

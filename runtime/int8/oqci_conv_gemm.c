@@ -1,4 +1,5 @@
-/* oqci_conv_gemm.c - the driver of the INT8 conv's SIMD families, in plain C: a GEMM over
+/* oqci_conv_gemm.c - the driver of the INT8 conv's SIMD families, in plain C (and the
+ * portable im2col, oqcik_im2col, which the portable and few-pixel paths share): a GEMM over
  * packed pixel panels (oqcik_conv_gemm) that packs the panels (from the input or from a
  * band of its rows), runs a family's microkernel over them and its epilogue (Family,
  * oqci_conv_int.h: each family's file brings its kernels, transposes and stores).
@@ -28,7 +29,46 @@
  * quad by quad from windows of input rows (Family.pack_taps, see Taps). */
 #include "oqci_conv_int.h"
 
-const char OQCIK_CFG(gemm) = 0;   /* (build consistency, see oqci_conv_int.h) */
+const char OQCIK_CFG(gemm) = 0;   /* (build consistency, see oqci_conv_cfg_int.h) */
+
+/* The portable unfolding (im2col), shared by the portable family (oqci_conv.c) and the
+ * few-pixel path (oqcik_conv_gemv_avx2): in every build. */
+
+/* Unfolds output pixels p0 .. p0 + nr - 1 of one group (xg: its first input channel)
+ * into nr rows of kpad bytes at s. */
+void oqcik_im2col(const OqciConv *p, const uint8_t *xg, int64_t p0, int64_t nr, uint8_t *s) {
+    int64_t plane = (int64_t)p->in_h * p->in_w, r;
+    int32_t cg = p->in_c / p->group;
+    int32_t oh = (int32_t)(p0 / p->out_w), ow = (int32_t)(p0 % p->out_w);
+    for (r = 0; r < nr; r++) {
+        uint8_t *row = s + r * p->kpad;
+        int64_t ih0 = (int64_t)oh * p->s_h - p->p_t, iw0 = (int64_t)ow * p->s_w - p->p_l;
+        int32_t t = 0, c, i, j;
+        for (c = 0; c < cg; c++) {
+            const uint8_t *xc = xg + c * plane;
+            for (i = 0; i < p->k_h; i++) {
+                int64_t ih = ih0 + (int64_t)i * p->d_h;
+                const uint8_t *xr;
+                if (ih < 0 || ih >= p->in_h) {
+                    for (j = 0; j < p->k_w; j++)
+                        row[t++] = 0;
+                    continue;
+                }
+                xr = xc + ih * p->in_w;
+                for (j = 0; j < p->k_w; j++) {
+                    int64_t iw = iw0 + (int64_t)j * p->d_w;
+                    row[t++] = iw >= 0 && iw < p->in_w ? xr[iw] : 0;
+                }
+            }
+        }
+        while (t < p->kpad)
+            row[t++] = 0;
+        if (++ow == p->out_w) {
+            ow = 0;
+            oh++;
+        }
+    }
+}
 
 #if HAVE_SIMD
 
@@ -50,37 +90,30 @@ static int64_t grid_cols(const OqciConv *p) {
     return (int64_t)p->out_w + (int64_t)(p->k_w - 1) * p->d_w;
 }
 
-/* Pixels family f's kernels compute for n positions in panels: the AVX-512 VNNI ones 32
- * per whole panel, and 8, 16, 24 or 32 for the last (their paired tails); the AVX2
- * vpmaddubsw kernel's last panel in steps of 8 (its 8- and 16-pixel bodies); the AVX2
- * vpmaddwd kernel whole panels of 28. */
+/* Pixels family f's kernels compute for n positions in panels: nr per whole panel, and
+ * for the last one either the whole panel (Family.tail_whole) or its pixels rounded up
+ * to a multiple of 8 (the 8-pixel bodies and paired tails). */
 static int64_t computed(const Family *f, int64_t n) {
     int64_t r = n % f->nr;
-    if (f->isa == OQCI_ISA_AVX2 && f->esize == 2)
-        return n - r + (r ? f->nr : 0);
-    return n - r + (r + 7) / 8 * 8;
+    return n - r + round_up(r, f->tail_whole ? f->nr : 8);
 }
 
-/* Grid panels for this conv (family f): grid_ok and a band.  The AVX-512 VNNI and AVX2
- * families take panels of outputs instead where those compute at least 10% less (the
- * grid's dropped positions and tails: on AVX-512 a 7x7 plane's 49 outputs cost 56
- * against the grid's 64, a 14x14 one's 200 against 224; 28x28 and wider keep the grid;
- * with AVX2's 28-pixel panels a 7x7 plane costs 56 against 84).  On AVX-512 only where
- * their packing costs little beside the work, too: taps packing, or at least 256
- * channels per group.  Measured on a Zen 4 core (int8_conv_bench): 512x7x7 3x3 +9%,
- * 256x14x14 +11%, GoogLeNet's 16x14x14 -> 48 (taps) +9%; but a band's per-row runs
- * made 32x14x14 -> 32 and 48x7x7 -> 64 10% slower, and 32x7x7 -> 128 gained 1%.  The
- * AVX2 families gain on a Zen 3 core with many channels or few (8-bit weights: 512x7x7
- * 3x3 +50%, 256x14x14 +16%; 48x7x7 -> 64 +30%, GoogLeNet's 32x7x7 -> 128 +45% and
- * 16x14x14 -> 48 +30%, 32x14x14 -> 32 level within the noise; 7-bit +7% to +22%), so
- * they take panels of outputs by the computed pixels alone. */
+/* Grid panels for this conv (family f): grid_ok and a band, unless the family
+ * (Family.grid) prefers panels of outputs here.  Panels of outputs compute no dropped
+ * positions but need per-row runs, so they pay where the grid computes at least 10% more
+ * pixels (the dropped positions and the tails: with 32-pixel panels a 7x7 plane's 49
+ * outputs cost 56 against the grid's 64, a 14x14 one's 200 against 224, 28x28 and
+ * wider keep the grid; with 28-pixel panels a 7x7 plane costs 56 against 84).
+ * GRID_BY_WORK_PACKED families take them only where their packing is cheap beside the
+ * work, too: taps packing, or at least 256 channels per group (with few channels the
+ * band's per-row runs cost more than the pixels saved). */
 static int use_grid(const OqciConv *p, const Family *f) {
     int64_t rows, cols;
     if (!grid_ok(p) || band_dims(p, &rows, &cols) == 0)
         return 0;
-    if (f->isa != OQCI_ISA_AVX2 &&   /* (AVX2: no packing condition, see above) */
-        ((f->isa != OQCI_ISA_AVX512VNNI && f->isa != OQCI_ISA_AVX512VBMI) ||
-         (p->out_c / p->group < 256 && !(f->pack_taps && taps_fit(p)))))
+    if (f->grid == GRID_ALWAYS ||
+        (f->grid == GRID_BY_WORK_PACKED && p->out_c / p->group < 256 &&
+         !(f->pack_taps && taps_fit(p))))
         return 1;
     return 10 * computed(f, (int64_t)p->batch * p->out_h * p->out_w) >
            9 * (int64_t)p->batch * computed(f, (p->out_h - 1) * grid_cols(p) + p->out_w);
@@ -376,19 +409,19 @@ static void taps_setup(const OqciConv *p, const Geo *ge, int flip, Taps *t) {
 }
 
 /* The exact correction of channel k's sums for flipped inputs: -128 sum w for s8 inputs
- * packed as x + 128 (VNNI), +128 sum w for u8 inputs packed as x - 128 (sdot).  (Once
- * per call and channel: a pass over the weights, vectorized on x86, where every family
- * has AVX2.) */
-static int64_t weight_corr(const OqciConv *p, int32_t k) {
+ * packed as x + 128 (VNNI), +128 sum w for u8 inputs packed as x - 128 (sdot).  Once
+ * per call and channel: a pass over the weights, by the family's vector sum where it
+ * has one (Family.wsum). */
+static int64_t weight_corr(const OqciConv *p, const Family *f, int32_t k) {
     const int8_t *w = p->w + (size_t)k * (size_t)p->kpad;
     int64_t s = 0;
-#if HAVE_AVX2
-    s = oqcik_wsum__avx2(w, p->kpad);
-#else
-    int32_t t;
-    for (t = 0; t < p->kpad; t++)
-        s += w[t];
-#endif
+    if (f->wsum) {
+        s = f->wsum(w, p->kpad);
+    } else {
+        int32_t t;
+        for (t = 0; t < p->kpad; t++)
+            s += w[t];
+    }
     return p->in_type == OQCI_S8 ? -128 * s : 128 * s;
 }
 
@@ -435,207 +468,269 @@ void oqcik_fused_rq(const OqciConv *p, const Family *f, int32_t nq, const uint8_
             oqcik_store_runs(p, q + r * TILE_NR, k + r, segs, nseg, y);
 }
 
-void oqcik_conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
-                     void *scratch) {
+/* One oqcik_conv_gemm call's state: the conv, the family, the data, the scratch's parts
+ * (set up once by gemm_setup) and the band's current rows. */
+typedef struct GemmRun {
+    const OqciConv *p;
+    const Family *f;
+    const uint8_t *x;
+    void *y;
     Geo ge;
-    size_t panel_bytes, cbuf_bytes, band_bytes;
-    uint8_t *panel = align_up(scratch);
+    uint8_t *panel;                   /* the packed panel (f->tiles: the batch's first) */
+    size_t band_bytes;                /* the band's scratch (gemm_scratch), or 0 */
     Band band;
-    int64_t band_n = -1, band_r0 = 0, band_r1 = 0, band_g = -1;
-    int32_t *c32;
-    int64_t *c64;
-    int32_t *corr = NULL;
-    RqPre *pre = NULL;
-    const int8_t **wtab;
-    uint8_t *work;
-    int32_t kg = p->out_c / p->group, nq = p->kpad / 4, g, k;
-    int32_t nblk = (nq + f->kbq - 1) / f->kbq, bsize;
-    int deep = p->kpad > OQCI_KCHUNK, fused = 0, flat = 0, i16 = 0;
-    int s2 = f->pack_s2 && s2_direct(p);   /* packed from x: no band to set up or fill */
-    int taps = 0, direct = s2;
+    int64_t band_n, band_r0, band_r1, band_g;   /* what the band holds: image, rows, group */
+    int32_t *c32;                     /* the group's sums over several K blocks, int32 */
+    int64_t *c64;                     /* the same buffer, int64 (deep reductions) */
+    int32_t *corr;                    /* per-channel correction of flipped inputs, or NULL */
+    RqPre *pre;                       /* fused epilogue's constants, or NULL */
+    const int8_t **wtab;              /* weight rows at the block's first quad */
+    uint8_t *work;                    /* f->tiles: amx_work's region */
+    int32_t kg, nq, nblk, bsize;      /* channels per group, quads, K blocks, their size */
+    int deep, fused, flat, i16;       /* sums past OQCI_KCHUNK, fused epilogue (mode i16),
+                                       * flat band */
+    int s2, taps, direct;             /* packed from x: 1x1 stride 2, taps; either */
     Taps tt;
-    int64_t total, P0;
+    Tr4Fn tr4;
+    BandPackFn band_pack;
     int32_t tile[TILE_MR * TILE_NR];
     uint8_t *bpanel[AMX_BATCH_MAX];   /* f->tiles: the batch's panels, */
     int64_t bP0[AMX_BATCH_MAX];       /* their first positions */
-    int32_t bnp[AMX_BATCH_MAX], np;   /* and pixels */
-    int nbatch = 1, nb = 0;
-    Tr4Fn tr4 = f->tr4[p->in_type == OQCI_U8];
-    BandPackFn band_pack = f->band_pack[p->in_type == OQCI_U8];
-    make_geo(p, f, &ge);
-    if (!s2 && f->pack_taps && taps_direct(p, &ge)) {
-        taps = direct = 1;
-        taps_setup(p, &ge, p->in_type == f->flip, &tt);
+    int32_t bnp[AMX_BATCH_MAX];       /* and pixels */
+    int nbatch, nb;
+} GemmRun;
+
+/* The call's geometry, packing mode, band, corrections, fused epilogue constants and
+ * scratch pointers. */
+static void gemm_setup(GemmRun *R, const OqciConv *p, const Family *f, const void *x, void *y,
+                       void *scratch) {
+    size_t panel_bytes, cbuf_bytes;
+    int32_t k;
+    R->p = p;
+    R->f = f;
+    R->x = (const uint8_t *)x;
+    R->y = y;
+    R->panel = align_up(scratch);
+    R->band_n = -1;
+    R->band_r0 = R->band_r1 = 0;
+    R->band_g = -1;
+    R->corr = NULL;
+    R->pre = NULL;
+    R->kg = p->out_c / p->group;
+    R->nq = p->kpad / 4;
+    R->nblk = (R->nq + f->kbq - 1) / f->kbq;
+    R->deep = p->kpad > OQCI_KCHUNK;
+    R->fused = R->flat = R->i16 = 0;
+    R->s2 = f->pack_s2 && s2_direct(p);   /* packed from x: no band to set up or fill */
+    R->taps = 0;
+    R->direct = R->s2;
+    R->nbatch = 1;
+    R->nb = 0;
+    R->tr4 = f->tr4[p->in_type == OQCI_U8];
+    R->band_pack = f->band_pack[p->in_type == OQCI_U8];
+    make_geo(p, f, &R->ge);
+    if (!R->s2 && f->pack_taps && taps_direct(p, &R->ge)) {
+        R->taps = R->direct = 1;
+        taps_setup(p, &R->ge, p->in_type == f->flip, &R->tt);
     }
-    gemm_scratch(p, HAVE_AMX, &panel_bytes, &cbuf_bytes, &band_bytes);
-    c32 = (int32_t *)(void *)(panel + panel_bytes);
-    c64 = (int64_t *)(void *)c32;
-    band.buf = panel + panel_bytes + cbuf_bytes;
-    if (band_bytes && !direct) {
-        size_t bb = band_dims(p, &band.rows, &band.cols);
-        band.koff = (int32_t *)(void *)(band.buf + bb);
-        band.data = band.buf;
+    gemm_scratch(p, HAVE_AMX, &panel_bytes, &cbuf_bytes, &R->band_bytes);
+    R->c32 = (int32_t *)(void *)(R->panel + panel_bytes);
+    R->c64 = (int64_t *)(void *)R->c32;
+    R->band.buf = R->panel + panel_bytes + cbuf_bytes;
+    if (R->band_bytes && !R->direct) {
+        size_t bb = band_dims(p, &R->band.rows, &R->band.cols);
+        R->band.koff = (int32_t *)(void *)(R->band.buf + bb);
+        R->band.data = R->band.buf;
         if (bb) {
-            band_setup(p, &band);
-            memset(band.buf, 0, bb);   /* the padding columns, once (see fill_band) */
+            band_setup(p, &R->band);
+            memset(R->band.buf, 0, bb);   /* the padding columns, once (see fill_band) */
         } else {   /* flat: element k is input channel k's plane */
-            flat = 1;
-            band.rows = 1;
-            band.cols = ge.plane;
+            R->flat = 1;
+            R->band.rows = 1;
+            R->band.cols = R->ge.plane;
             for (k = 0; k < p->kdim; k++)
-                band.koff[k] = (int32_t)(k * ge.plane);
+                R->band.koff[k] = (int32_t)(k * R->ge.plane);
         }
     }
     if (p->in_type == f->flip) {   /* modulo 2^32 (exact, see bias_may_overflow) */
-        corr = (int32_t *)(void *)(panel + panel_bytes + cbuf_bytes + band_bytes);
+        R->corr = (int32_t *)(void *)(R->panel + panel_bytes + cbuf_bytes + R->band_bytes);
         for (k = 0; k < p->out_c; k++)
-            corr[k] = (int32_t)(uint32_t)(uint64_t)weight_corr(p, k);
+            R->corr[k] = (int32_t)(uint32_t)(uint64_t)weight_corr(p, f, k);
     }
     /* the epilogue in the microkernel: 8-bit outputs (accumulator outputs, whose rq is
      * not read, go through f->store), float requantization, no bias whose addition may
      * overflow (rq_pre checks every channel), and one block or
      * (ukr_rq_acc) the last of several whose int32 sums are exact */
-    if (f->ukr_rq && (nblk == 1 || (f->ukr_rq_acc && !deep)) && p->out_type != OQCI_S32 &&
-        p->rq.mode == OQCI_REQ_FLOAT) {
-        pre = (RqPre *)(void *)(panel + panel_bytes + cbuf_bytes + band_bytes +
-                                (size_t)p->out_c * 4);
-        i16 = rq_pre(p, corr, f->rq_biased, pre);
-        fused = i16 >= 0;
+    if (f->ukr_rq && (R->nblk == 1 || (f->ukr_rq_acc && !R->deep)) &&
+        p->out_type != OQCI_S32 && p->rq.mode == OQCI_REQ_FLOAT) {
+        R->pre = (RqPre *)(void *)(R->panel + panel_bytes + cbuf_bytes + R->band_bytes +
+                                   (size_t)p->out_c * 4);
+        R->i16 = rq_pre(p, R->corr, f->rq_biased, R->pre);
+        R->fused = R->i16 >= 0;
     }
-    if (!fused) {
-        pre = NULL;
-        i16 = RQ_F32;
+    if (!R->fused) {
+        R->pre = NULL;
+        R->i16 = RQ_F32;
     }
     /* row k of the group's weights at the block's first quad, rows past kg repeating
      * the last (a tile's rows past nk): built per group, or per block with several */
-    wtab = gemm_wtab(p, scratch, panel_bytes, cbuf_bytes, band_bytes);
-    work = f->tiles ? align_up((void *)(wtab + kg + TILE_MR)) : NULL;   /* (amx_work) */
+    R->wtab = gemm_wtab(p, scratch, panel_bytes, cbuf_bytes, R->band_bytes);
+    R->work = f->tiles ? align_up((void *)(R->wtab + R->kg + TILE_MR)) : NULL;   /* (amx_work) */
     if (f->tiles) {   /* the batch's panels: oqcik_conv_gemm's, then those in amx_work's region */
         size_t apb = amx_panel_bytes(p);
-        nbatch = amx_batch(p);
-        for (k = 0; k < nbatch; k++)
-            bpanel[k] = k ? work + AMX_PANELS_OFF + (size_t)(k - 1) * apb : panel;
+        R->nbatch = amx_batch(p);
+        for (k = 0; k < R->nbatch; k++)
+            R->bpanel[k] = k ? R->work + AMX_PANELS_OFF + (size_t)(k - 1) * apb : R->panel;
     }
-    bsize = (nq + nblk - 1) / nblk;   /* balanced blocks */
-    total = (int64_t)p->batch * ge.gpix;
-    for (g = 0; g < p->group; g++)
-        for (P0 = 0; P0 < total; P0 += np) {
-            Seg segs[TILE_NR], gseg, *ps = segs;
-            int32_t q0, kk;
-            int nseg, npk;
-            np = panel_np(&ge, P0, total, f->nr);
-            nseg = oqcik_make_segs(&ge, P0, np, segs);
-            npk = nseg;
-            /* the band: the input rows of the panel (one image), kept while they serve */
-            int use_band = band_bytes && !direct && segs[0].n == segs[nseg - 1].n;
-            if (use_band && flat)
-                band.data = (const uint8_t *)x +
-                            (segs[0].n * p->in_c + (int64_t)g * ge.cg) * ge.plane;
-            int64_t r0 = (int64_t)segs[0].oh * p->s_h - p->p_t;
-            int64_t r1 = (int64_t)segs[nseg - 1].oh * p->s_h - p->p_t +
-                         (int64_t)(p->k_h - 1) * p->d_h + 1;
-            if (ge.grid) {   /* packed as one run of np positions (from row oh, column ow) */
-                int64_t q = P0 % ge.gpix;
-                gseg = segs[0];
-                gseg.oh = (int32_t)(q / ge.gcols);
-                gseg.ow = (int32_t)(q % ge.gcols);
-                gseg.len = np;
-                gseg.off = 0;
-                ps = &gseg;
-                npk = 1;
-                r0 = (int64_t)gseg.oh - p->p_t;
-                r1 = (q + np - 1) / ge.gcols - p->p_t + (int64_t)(p->k_h - 1) * p->d_h + 1;
-            }
-            if (use_band && !flat &&
-                (segs[0].n != band_n || g != band_g || r0 < band_r0 || r1 > band_r1)) {
-                /* every row the band holds from r0 (rows past the input are zeros) */
-                fill_band(p, &ge, &band,
-                          (const uint8_t *)x + (segs[0].n * p->in_c + (int64_t)g * ge.cg) * ge.plane,
-                          r0, f->gather);
-                band_n = segs[0].n;
-                band_g = g;
-                band_r0 = r0;
-                band_r1 = r0 + band.rows;
-            }
-            for (q0 = 0; q0 < nq; q0 += bsize) {
-                int32_t bq = nq - q0 < bsize ? nq - q0 : bsize;
-                if (nblk > 1 || P0 == 0)
-                    for (k = 0; k < kg + TILE_MR; k++)   /* (any tile's mr rows) */
-                        wtab[k] = p->w +
-                                  (size_t)(g * kg + (k < kg ? k : kg - 1)) * (size_t)p->kpad +
-                                  (size_t)q0 * 4;
-                uint8_t *pd = f->tiles ? bpanel[nb] : panel;
-                if (s2)
-                    f->pack_s2(p, &ge, (const uint8_t *)x, g, segs, nseg, q0, bq, pd);
-                else if (taps)
-                    f->pack_taps(p, &ge, &tt, (const uint8_t *)x, g, segs, nseg, q0, bq, pd);
-                else if (use_band && band_pack)
-                    band_pack(p, &band, band_r0, ps, npk, q0, bq, pd);
-                else if (use_band)
-                    pack_band(p, &band, band_r0, ps, npk, q0, bq, pd, f->nr, f->esize,
-                              tr4);
-                else
-                    pack_panel(p, &ge, (const uint8_t *)x, g, segs, nseg, q0, bq, pd, f->nr,
-                               f->esize, tr4, f->gather);
-                pack_tail(pd, bq, np, f->nr, f->esize);
-                if (f->tiles) {   /* (one block) the batch, when full or at the group's end */
-                    bP0[nb] = P0;
-                    bnp[nb++] = np;
-                    if (nb == nbatch || P0 + np >= total) {
-                        f->tiles(p, f, &ge, bpanel, bP0, bnp, nb, bq, g, fused ? pre : NULL,
-                                 i16, work, y);
-                        nb = 0;
-                    }
-                    continue;
-                }
-                if (fused && q0 + bq >= nq && f->ukr_rq_wide && bq <= RQ_WIDE_MAXQ &&
-                    rq_direct(f, segs, nseg, np)) {   /* (all channels in one call) */
-                    f->ukr_rq_wide(bq, panel, wtab, nblk > 1 ? c32 : NULL, p, kg, pre + g * kg,
-                                   (uint8_t *)y + rq_direct_off(p, g * kg, segs),
-                                   (int64_t)p->out_h * p->out_w, np, i16);
-                    continue;
-                }
-                for (kk = 0; kk < kg; kk += f->mr) {
-                    const int8_t *const *w = wtab + kk;
-                    int32_t nk = kg - kk < f->mr ? kg - kk : f->mr, r, e;
-                    if (fused && q0 + bq >= nq) {   /* (the last block's sums so far in c32) */
-                        oqcik_fused_rq(p, f, bq, panel, w, nblk > 1 ? c32 + (size_t)kk * TILE_NR : NULL,
-                                 g * kg + kk, nk, pre, i16, segs, nseg, np, y);
-                    } else if (nblk == 1) {
-                        f->ukr(bq, panel, w, tile, 0, np, nk);
-                        f->store(p, tile, TILE_NR, g * kg + kk, nk, corr ? corr + g * kg + kk : NULL,
-                                 0, segs, nseg, y);
-                    } else if (!deep) {   /* exact: the whole sum fits int32 */
-                        f->ukr(bq, panel, w, c32 + (size_t)kk * TILE_NR, q0 > 0, np, nk);
-                    } else {
-                        f->ukr(bq, panel, w, tile, 0, np, nk);
-                        for (r = 0; r < nk; r++)
-                            for (e = 0; e < np; e++) {
-                                size_t ci = (size_t)(kk + r) * TILE_NR + e;
-                                c64[ci] = (q0 ? c64[ci] : 0) + tile[r * TILE_NR + e];
-                            }
-                    }
-                }
-            }
-            if (nblk == 1 || fused)
-                continue;
-            for (kk = 0; kk < kg; kk += TILE_MR) {
-                int32_t nk = kg - kk < TILE_MR ? kg - kk : TILE_MR, r, e;
-                int32_t k0 = g * kg + kk;
-                if (!deep) {
-                    f->store(p, c32 + (size_t)kk * TILE_NR, TILE_NR, k0, nk,
-                             corr ? corr + k0 : NULL, 0, segs, nseg, y);
-                    continue;
-                }
-                for (r = 0; r < nk; r++) {   /* correction and bias added here, in int64 */
-                    int64_t cr = corr ? weight_corr(p, k0 + r) : 0;
-                    int64_t b = p->bias ? p->bias[k0 + r] : 0;
-                    for (e = 0; e < np; e++)
-                        tile[r * TILE_NR + e] = sat32(c64[(size_t)(kk + r) * TILE_NR + e] + cr + b);
-                }
-                f->store(p, tile, TILE_NR, k0, nk, NULL, 1, segs, nseg, y);
-            }
+    R->bsize = (R->nq + R->nblk - 1) / R->nblk;   /* balanced blocks */
+}
+
+/* Packs quads q0 .. q0 + bq - 1 of the panel at P0 (np positions, runs segs; packed as
+ * the runs ps, npk of them; from the band when use_band) of group g, and runs the
+ * microkernels over it: sums into the tile, c32 or c64, or stored through the fused
+ * epilogue or the family's store. */
+static void gemm_block(GemmRun *R, int32_t g, int64_t P0, int32_t np, const Seg *segs,
+                       int nseg, const Seg *ps, int npk, int use_band, int32_t q0, int32_t bq) {
+    const OqciConv *p = R->p;
+    const Family *f = R->f;
+    int32_t kg = R->kg, k, kk;
+    if (R->nblk > 1 || P0 == 0)
+        for (k = 0; k < kg + TILE_MR; k++)   /* (any tile's mr rows) */
+            R->wtab[k] = p->w + (size_t)(g * kg + (k < kg ? k : kg - 1)) * (size_t)p->kpad +
+                         (size_t)q0 * 4;
+    uint8_t *pd = f->tiles ? R->bpanel[R->nb] : R->panel;
+    if (R->s2)
+        f->pack_s2(p, &R->ge, R->x, g, segs, nseg, q0, bq, pd);
+    else if (R->taps)
+        f->pack_taps(p, &R->ge, &R->tt, R->x, g, segs, nseg, q0, bq, pd);
+    else if (use_band && R->band_pack)
+        R->band_pack(p, &R->band, R->band_r0, ps, npk, q0, bq, pd);
+    else if (use_band)
+        pack_band(p, &R->band, R->band_r0, ps, npk, q0, bq, pd, f->nr, f->esize, R->tr4);
+    else
+        pack_panel(p, &R->ge, R->x, g, segs, nseg, q0, bq, pd, f->nr, f->esize, R->tr4,
+                   f->gather);
+    pack_tail(pd, bq, np, f->nr, f->esize);
+    if (f->tiles) {   /* (one block) the batch, when full or at the group's end */
+        R->bP0[R->nb] = P0;
+        R->bnp[R->nb++] = np;
+        if (R->nb == R->nbatch || P0 + np >= (int64_t)p->batch * R->ge.gpix) {
+            f->tiles(p, f, &R->ge, R->bpanel, R->bP0, R->bnp, R->nb, bq, g,
+                     R->fused ? R->pre : NULL, R->i16, R->work, R->y);
+            R->nb = 0;
         }
+        return;
+    }
+    if (R->fused && q0 + bq >= R->nq && f->ukr_rq_wide && bq <= RQ_WIDE_MAXQ &&
+        rq_direct(f, segs, nseg, np)) {   /* (all channels in one call) */
+        f->ukr_rq_wide(bq, R->panel, R->wtab, R->nblk > 1 ? R->c32 : NULL, p, kg,
+                       R->pre + g * kg, (uint8_t *)R->y + rq_direct_off(p, g * kg, segs),
+                       (int64_t)p->out_h * p->out_w, np, R->i16);
+        return;
+    }
+    for (kk = 0; kk < kg; kk += f->mr) {
+        const int8_t *const *w = R->wtab + kk;
+        int32_t nk = kg - kk < f->mr ? kg - kk : f->mr, r, e;
+        if (R->fused && q0 + bq >= R->nq) {   /* (the last block's sums so far in c32) */
+            oqcik_fused_rq(p, f, bq, R->panel, w,
+                           R->nblk > 1 ? R->c32 + (size_t)kk * TILE_NR : NULL, g * kg + kk,
+                           nk, R->pre, R->i16, segs, nseg, np, R->y);
+        } else if (R->nblk == 1) {
+            f->ukr(bq, R->panel, w, R->tile, 0, np, nk);
+            f->store(p, R->tile, TILE_NR, g * kg + kk, nk,
+                     R->corr ? R->corr + g * kg + kk : NULL, 0, segs, nseg, R->y);
+        } else if (!R->deep) {   /* exact: the whole sum fits int32 */
+            f->ukr(bq, R->panel, w, R->c32 + (size_t)kk * TILE_NR, q0 > 0, np, nk);
+        } else {
+            f->ukr(bq, R->panel, w, R->tile, 0, np, nk);
+            for (r = 0; r < nk; r++)
+                for (e = 0; e < np; e++) {
+                    size_t ci = (size_t)(kk + r) * TILE_NR + e;
+                    R->c64[ci] = (q0 ? R->c64[ci] : 0) + R->tile[r * TILE_NR + e];
+                }
+        }
+    }
+}
+
+/* With several K blocks and no fused epilogue: the group's sums of the panel (c32, or
+ * c64 with the correction and bias added in int64) through the family's store. */
+static void gemm_store_sums(GemmRun *R, int32_t g, const Seg *segs, int nseg, int32_t np) {
+    const OqciConv *p = R->p;
+    int32_t kk;
+    for (kk = 0; kk < R->kg; kk += TILE_MR) {
+        int32_t nk = R->kg - kk < TILE_MR ? R->kg - kk : TILE_MR, r, e;
+        int32_t k0 = g * R->kg + kk;
+        if (!R->deep) {
+            R->f->store(p, R->c32 + (size_t)kk * TILE_NR, TILE_NR, k0, nk,
+                        R->corr ? R->corr + k0 : NULL, 0, segs, nseg, R->y);
+            continue;
+        }
+        for (r = 0; r < nk; r++) {   /* correction and bias added here, in int64 */
+            int64_t cr = R->corr ? weight_corr(p, R->f, k0 + r) : 0;
+            int64_t b = p->bias ? p->bias[k0 + r] : 0;
+            for (e = 0; e < np; e++)
+                R->tile[r * TILE_NR + e] =
+                    sat32(R->c64[(size_t)(kk + r) * TILE_NR + e] + cr + b);
+        }
+        R->f->store(p, R->tile, TILE_NR, k0, nk, NULL, 1, segs, nseg, R->y);
+    }
+}
+
+/* The panel of group g at position P0: its runs, the band holding its input rows
+ * (refilled only when it does not), every K block; returns its positions. */
+static int32_t gemm_panel(GemmRun *R, int32_t g, int64_t P0) {
+    const OqciConv *p = R->p;
+    const Geo *ge = &R->ge;
+    int64_t total = (int64_t)p->batch * ge->gpix;
+    Seg segs[TILE_NR], gseg, *ps = segs;
+    int32_t q0, np = panel_np(ge, P0, total, R->f->nr);
+    int nseg = oqcik_make_segs(ge, P0, np, segs), npk = nseg;
+    /* the band: the input rows of the panel (one image), kept while they serve */
+    int use_band = R->band_bytes && !R->direct && segs[0].n == segs[nseg - 1].n;
+    const uint8_t *xg = R->x + (segs[0].n * p->in_c + (int64_t)g * ge->cg) * ge->plane;
+    if (use_band && R->flat)
+        R->band.data = xg;
+    int64_t r0 = (int64_t)segs[0].oh * p->s_h - p->p_t;
+    int64_t r1 = (int64_t)segs[nseg - 1].oh * p->s_h - p->p_t + (int64_t)(p->k_h - 1) * p->d_h + 1;
+    if (ge->grid) {   /* packed as one run of np positions (from row oh, column ow) */
+        int64_t q = P0 % ge->gpix;
+        gseg = segs[0];
+        gseg.oh = (int32_t)(q / ge->gcols);
+        gseg.ow = (int32_t)(q % ge->gcols);
+        gseg.len = np;
+        gseg.off = 0;
+        ps = &gseg;
+        npk = 1;
+        r0 = (int64_t)gseg.oh - p->p_t;
+        r1 = (q + np - 1) / ge->gcols - p->p_t + (int64_t)(p->k_h - 1) * p->d_h + 1;
+    }
+    if (use_band && !R->flat &&
+        (segs[0].n != R->band_n || g != R->band_g || r0 < R->band_r0 || r1 > R->band_r1)) {
+        /* every row the band holds from r0 (rows past the input are zeros) */
+        fill_band(p, ge, &R->band, xg, r0, R->f->gather);
+        R->band_n = segs[0].n;
+        R->band_g = g;
+        R->band_r0 = r0;
+        R->band_r1 = r0 + R->band.rows;
+    }
+    for (q0 = 0; q0 < R->nq; q0 += R->bsize)
+        gemm_block(R, g, P0, np, segs, nseg, ps, npk, use_band, q0,
+                   R->nq - q0 < R->bsize ? R->nq - q0 : R->bsize);
+    if (R->nblk > 1 && !R->fused)
+        gemm_store_sums(R, g, segs, nseg, np);
+    return np;
+}
+
+void oqcik_conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
+                     void *scratch) {
+    GemmRun R;
+    int32_t g;
+    int64_t P0, total;
+    gemm_setup(&R, p, f, x, y, scratch);
+    total = (int64_t)p->batch * R.ge.gpix;
+    for (g = 0; g < p->group; g++)
+        for (P0 = 0; P0 < total;)
+            P0 += gemm_panel(&R, g, P0);
 }
 
 #endif /* HAVE_SIMD */

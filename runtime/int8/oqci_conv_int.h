@@ -5,182 +5,37 @@
  * oqci_conv_scratch and the kernels that use the scratch cannot disagree), the SIMD
  * GEMM's types (Seg, Geo, Band, RqPre, Family and the function types of its members),
  * small helpers (static inline: each file that uses one gets its copy, and the
- * always_inline ones are inlined as they were when the library was one file), and at the
- * end what each file exports to the others, all with the prefix oqcik_:
- *   oqci_conv.c          oqcik_im2col, oqcik_dw3q_geo
- *   oqci_conv_gemm.c     oqcik_conv_gemm, oqcik_make_segs, oqcik_fused_rq, oqcik_store_runs
+ * always_inline ones are inlined into the kernels' loops), and at the
+ * end what each file exports to the others, all with the prefix oqcik_.  The files call
+ * each other in one direction only, from the entry points down to the kernels' common
+ * parts (each calls only files listed below it):
+ *   oqci_conv.c          the entry points, family selection, the portable family
+ *   oqci_conv_avx512.c   oqcik_family_avx512vnni, oqcik_family_avx512vbmi,
+ *                        oqcik_family_avxvnni, oqcik_conv_amx, oqcik_amx_permit
  *   oqci_conv_avx2.c     oqcik_family_avx2, oqcik_family_avx2n, oqcik_conv_gemv_avx2 and
  *                        the pieces the other x86 families reuse: oqcik_tr4_u8_s8__avx2,
  *                        oqcik_tr4_u8_u8__avx2, oqcik_gather__avx2, oqcik_store_tile__avx2,
  *                        oqcik_wsum__avx2
+ *   oqci_conv_gemm.c     the families' GEMM driver: oqcik_conv_gemm, oqcik_make_segs,
+ *                        oqcik_fused_rq, oqcik_store_runs; and oqcik_im2col
+ *   oqci_conv_avx512_ukr.c  oqcik_q8conv_8x32c4__avx512vnni and its fused epilogues
+ *                        (_rq, _rqt, _rqw), oqcik_gemv4__avx512vnni
  *   oqci_conv_dwx86.c    oqcik_conv_dwf__avx2, oqcik_conv_dw3flat__avx512vnni,
  *                        oqcik_conv_dw3s2flat__avx512vnni and their conditions
  *                        oqcik_dw3flat_ok, oqcik_dw3s2flat_ok
- *   oqci_conv_dwq.c      oqcik_conv_dw3q__avx512vbmi and its condition oqcik_dw3q_ok
+ *   oqci_conv_dwq.c      oqcik_conv_dw3q__avx512vbmi and its condition oqcik_dw3q_ok;
+ *                        oqcik_dw3q_geo
  *   oqci_conv_amxt.c     oqcik_conv_amxt (its condition amxt_fits, below)
- *   oqci_conv_avx512.c   oqcik_family_avx512vnni, oqcik_family_avx512vbmi,
- *                        oqcik_family_avxvnni, oqcik_conv_amx,
- *                        oqcik_amx_permit, oqcik_gemv4__avx512vnni
- *   oqci_conv_avx512_ukr.c  oqcik_q8conv_8x32c4__avx512vnni and its fused epilogues
- *                        (_rq, _rqt, _rqw)
  *   oqci_conv_neon.c     oqcik_family_neondot, oqcik_conv_dw__neondot
- * and each conv file but oqci_conv.c its configuration object OQCIK_CFG(file) (see
- * "build consistency" below: every conv file must be compiled with the same flags).
+ * The GEMM driver knows no ISA: what differs between families (kernels, packers, tails,
+ * grid policy, weight sums) is a slot of their Family table.  Each conv file but
+ * oqci_conv.c defines its configuration object OQCIK_CFG(file) (see oqci_conv_cfg_int.h:
+ * every conv file must be compiled with the same flags).
  * oqci_conv_x86_int.h adds the x86 vector requantization. */
 #ifndef OQCI_CONV_INT_H
 #define OQCI_CONV_INT_H
 
-#include "oqci.h"
-
-/* ---- families this build has ------------------------------------------------------ */
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#define OQCI_X86 1
-#else
-#define OQCI_X86 0
-#endif
-#if OQCI_X86 && defined(OQCI_DISPATCH)
-#define OQCI_X86_DISPATCH 1
-#else
-#define OQCI_X86_DISPATCH 0
-#endif
-/* Compiler support for the VNNI families when they are only used through target
- * attributes and chosen at run time (AVX-512 VNNI: gcc 8, clang 6; AVX-VNNI: gcc 11,
- * whose __builtin_cpu_supports knows "avxvnni" -- clang 14's does not, and CPUID on
- * every call would be slow, in a VM very slow, so clang builds get AVX-VNNI only from
- * -mavxvnni). */
-#if defined(__clang__)
-#define OQCI_CC_AVXVNNI 0
-#define OQCI_CC_AVX512VNNI (__clang_major__ >= 6)
-#elif defined(__GNUC__)
-#define OQCI_CC_AVXVNNI (__GNUC__ >= 11)
-#define OQCI_CC_AVX512VNNI (__GNUC__ >= 8)
-#else
-#define OQCI_CC_AVXVNNI 0
-#define OQCI_CC_AVX512VNNI 0
-#endif
-/* AMX-INT8 through target attributes: gcc 11, clang 13. */
-#if defined(__clang__)
-#define OQCI_CC_AMX (__clang_major__ >= 13)
-#elif defined(__GNUC__)
-#define OQCI_CC_AMX (__GNUC__ >= 11)
-#else
-#define OQCI_CC_AMX 0
-#endif
-
-#if OQCI_X86 && (defined(__AVX2__) || OQCI_X86_DISPATCH)
-#define HAVE_AVX2 1
-#else
-#define HAVE_AVX2 0
-#endif
-#if OQCI_X86 && (defined(__AVXVNNI__) || (OQCI_X86_DISPATCH && OQCI_CC_AVXVNNI))
-#define HAVE_AVXVNNI 1
-#else
-#define HAVE_AVXVNNI 0
-#endif
-#if OQCI_X86 && ((defined(__AVX512VNNI__) && defined(__AVX512BW__)) ||                   \
-                 (OQCI_X86_DISPATCH && OQCI_CC_AVX512VNNI))
-#define HAVE_AVX512VNNI 1
-#else
-#define HAVE_AVX512VNNI 0
-#endif
-/* AMX-INT8 tiles (Linux only: the process asks the kernel for the tile state, see
- * oqcik_amx_permit), on top of the AVX-512 VNNI family, whose packers and epilogue it uses:
- * oqci.h's OQCI_AMX_BUILD (which the emitted NAME.h sizes its arena by), that is Linux
- * and either the flags (gcc says __AMX_INT8__, clang __AMXINT8__) with AVX-512 VNNI/BW or
- * OQCI_DISPATCH with OQCI_CC_AMX. */
-#if (defined(__AMX_INT8__) && defined(__AMX_TILE__)) || (defined(__AMXINT8__) && defined(__AMXTILE__))
-#define OQCI_AMX_FLAGS 1
-#else
-#define OQCI_AMX_FLAGS 0
-#endif
-#define HAVE_AMX OQCI_AMX_BUILD
-#if HAVE_AMX && !(HAVE_AVX512VNNI && (OQCI_AMX_FLAGS || (OQCI_X86_DISPATCH && OQCI_CC_AMX)))
-#error "OQCI_AMX_BUILD (oqci.h) disagrees with the families this build has"
-#endif
-/* NEON dot product: from the flags (-march=armv8.2-a+dotprod and later), or with
- * OQCI_DISPATCH on AArch64 Linux with gcc 10 or later (a target attribute, chosen by
- * HWCAP_ASIMDDP at run time: OQCI_ARM_DISPATCH). */
-#if defined(__aarch64__) && defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD)
-#define HAVE_NEONDOT 1
-#define OQCI_ARM_DISPATCH 0
-#elif defined(__aarch64__) && defined(__ARM_NEON) && defined(OQCI_DISPATCH) &&             \
-    defined(__linux__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 10
-#define HAVE_NEONDOT 1
-#define OQCI_ARM_DISPATCH 1
-#else
-#define HAVE_NEONDOT 0
-#define OQCI_ARM_DISPATCH 0
-#endif
-/* Tests only (tests/cli/int8_simd_arm.sh): OQCI_TEST_EMULATE_VNNI with -mavx2 builds both
- * VNNI families for an AVX2 CPU, vpdpbusd ymm emulated exactly with AVX2 (so
- * q8conv_4x24c4__avxvnni runs as written) and the AVX-512 microkernel replaced by plain
- * C with its tile and panel (q8conv_8x32c4__emu): everything of the two families but the
- * instructions this CPU lacks runs and is compared with the portable family. */
-#if defined(OQCI_TEST_EMULATE_VNNI) && OQCI_X86 && defined(__AVX2__) &&                   \
-    !defined(__AVXVNNI__) && !defined(__AVX512VNNI__)
-#define OQCI_EMU_VNNI 1
-#undef HAVE_AVXVNNI
-#define HAVE_AVXVNNI 1
-#undef HAVE_AVX512VNNI
-#define HAVE_AVX512VNNI 1
-#undef HAVE_AMX
-#define HAVE_AMX 0
-#else
-#define OQCI_EMU_VNNI 0
-#endif
-/* AVX-512 VBMI (vpermb, vpermt2b) on top of AVX-512 VNNI: the avx512vbmi family's
- * packers and 3x3 depthwise kernel (OQCI_ISA_AVX512VBMI), which the AMX family uses
- * too (every AMX CPU has VBMI): from the flags (gcc and clang say __AVX512VBMI__), with
- * AMX, or OQCI_DISPATCH. */
-#if HAVE_AVX512VNNI && !OQCI_EMU_VNNI &&                                                   \
-    (defined(__AVX512VBMI__) || HAVE_AMX || OQCI_X86_DISPATCH)
-#define HAVE_VBMI 1
-#else
-#define HAVE_VBMI 0
-#endif
-
-/* The portable family needs no header beyond oqci.h's (a freestanding Cortex-M0 build
- * has no <string.h>); the SIMD ones are built for hosted targets. */
-#if HAVE_AVX2 || HAVE_NEONDOT
-#include <string.h>
-#endif
-#if HAVE_AVX2 || HAVE_AVXVNNI || HAVE_AVX512VNNI
-#include <immintrin.h>
-#endif
-#if HAVE_NEONDOT
-#include <arm_neon.h>
-#endif
-
-/* Target attributes: needed only when the family's macro is not defined (dispatch). */
-#if defined(__AVX2__)
-#define T_AVX2
-#else
-#define T_AVX2 __attribute__((target("avx2")))
-#endif
-#if defined(__AVXVNNI__) || OQCI_EMU_VNNI
-#define T_AVXVNNI
-#else
-#define T_AVXVNNI __attribute__((target("avx2,avxvnni")))
-#endif
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-#define T_AVX512VNNI
-#else
-#define T_AVX512VNNI __attribute__((target("avx2,avx512f,avx512bw,avx512vnni")))
-#endif
-#if OQCI_AMX_FLAGS && defined(__AVX512VNNI__) && defined(__AVX512BW__)
-#define T_AMX
-#else
-#define T_AMX __attribute__((target("avx2,avx512f,avx512bw,avx512vnni,amx-tile,amx-int8")))
-#endif
-
-/* AVX-512 VBMI (vpermb, vpermt2b; every AMX CPU has it): the avx512vbmi and AMX families'
- * kernels (HAVE_VBMI). */
-#if defined(__AVX512VBMI__) && defined(__AVX512VNNI__) && defined(__AVX512BW__)
-#define T_VBMI
-#else
-#define T_VBMI __attribute__((target("avx2,avx512f,avx512bw,avx512vnni,avx512vbmi")))
-#endif
+#include "oqci_conv_cfg_int.h"   /* (oqci.h, the families compiled in, OQCIK_CFG) */
 
 /* ---- sizes --------------------------------------------------------------------------- */
 
@@ -305,8 +160,8 @@ static inline int flat_table(const OqciConv *p) {
 
 /* The AMX path (oqcik_conv_amx) may run this conv, on some build and CPU: groups of at least
  * AMX_MIN_KG channels (every tile row a real channel), sums that fit int32, reductions
- * deeper than 32 (at most 32 of a chunk's 64 would be real: the AVX-512 VNNI kernels
- * are faster there, measured on MobileNet-v2's K 16-28 layers). */
+ * deeper than 32 (at most 32 of a chunk's 64 would be real, half the tile work wasted:
+ * the AVX-512 VNNI kernels take those). */
 #define AMX_MIN_KG 16
 #define RQ_WIDE_MAXQ 32   /* (Family.ukr_rq_wide: reductions up to 128) */
 #define AMX_SUMS_BYTES (32 * TILE_NR * 4)   /* one panel's tile sums: 32 channels */
@@ -338,12 +193,9 @@ typedef struct RqPre {
 /* oqcik_conv_amxt (oqci_conv_amxt.c): 1x1 convs with reductions of 20 to AMXT_MAXK
  * elements (at 16 the AVX-512 VNNI kernels are as fast), 16 channels or more per group,
  * 8-bit outputs, float requantization; unpadded, column stride 1 or 2 (is_flat, or
- * strided like ResNet's first downsample).  Not convs with taps: SqueezeNet's stem (3 x
- * 3 x 3, stride 2) ran 1.5x faster on it alone (193 -> 290 GMAC/s), but the network's
- * median 7% slower, every later layer (pools included) about 12% slower: the core's clock
- * dropped for the rest of the run (a chain of dependent adds timed between layers took
- * 0.79-0.81 TSC ticks per add against 0.70-0.72 with the stem on AVX-512 VNNI, 0.69-0.70
- * with no AMX at all).  Its scratch: two panels (kpad / 4 quads of 32 pixels), two slots
+ * strided like ResNet's first downsample).  Not convs with taps (a network's stem): the
+ * tile work lowers the core's clock for the rest of the run, which costs the later
+ * layers more than the stem gains.  Its scratch: two panels (kpad / 4 quads of 32 pixels), two slots
  * of step sums (32 x 32 int32), then per channel a row of 16 copies of its sums' start
  * and its RqPre. */
 #define AMXT_MAXK 64
@@ -364,8 +216,7 @@ static inline size_t amxt_scratch(const OqciConv *p) {
 /* Bytes of one AMX panel (the whole reduction, rows of 32 pixels) and how many panels
  * oqcik_conv_gemm packs before it runs the tiles over them: the tile unit of Sapphire Rapids
  * runs a short burst several times slower after the core has spent a microsecond or so
- * on other work (measured: a 32 x 32 x 144 step costs 240 TSC ticks back to back and
- * 1500 between packings), so panels go to it in batches of up to AMX_BATCH_MAX, within
+ * on other work, so panels go to it in batches of up to AMX_BATCH_MAX, within
  * AMX_BATCH_BYTES. */
 static inline size_t amx_panel_bytes(const OqciConv *p) {
     return (size_t)round_up(p->kpad, 64) * 32;
@@ -443,7 +294,6 @@ static inline int64_t dw_tap_off(const OqciConv *p, const DwGeo *d, int32_t i, i
 }
 #endif
 
-#define HAVE_SIMD (HAVE_AVX2 || HAVE_NEONDOT)
 #if HAVE_SIMD
 
 /* ---- SIMD families: shared types and helpers ------------------------------------- */
@@ -479,9 +329,8 @@ typedef struct Geo {
  * the windows of its kernel rows A and B = A + 1 (kernel row c k_h + i: channel c's
  * input row i d_h below the output row's first): byte 4 j + e = window byte s_w j +
  * pat_e, from A for pat_e < 64, from B (pat_e - 64) above.  No band, no transposes. */
-#define TAPS_MAXQ 160  /* quads described: reductions up to 640 (5.8 KB on the stack; 256
-                        * until a Zen 4 core measured 3x3/2 64 -> 128 at 56x56, K 576,
-                        * 188 -> 201 GMAC/s with taps and 3x3 32x7x7 -> 128 +5-15%) */
+#define TAPS_MAXQ 160  /* quads described: reductions up to 640 (5.8 KB on the stack),
+                        * e.g. 3x3 convs of 64 input channels (K 576) */
 typedef struct Taps {
     uint8_t j[64];                 /* byte 4 j + e: s_w j, the pixel's window offset */
     uint32_t pat[TAPS_MAXQ];       /* byte e: element 4 q + e's window byte (+64: row B) */
@@ -683,7 +532,14 @@ static inline int rq_pre(const OqciConv *p, const int32_t *corr, int biased, RqP
 typedef void (*UkrFn)(int32_t nq, const void *panel, const int8_t *const *w, int32_t *t,
                       int acc, int32_t np, int32_t nk);
 
-/* A SIMD GEMM family. */
+/* A family's choice between grid panels and panels of outputs (oqcik_conv_gemm's
+ * use_grid), where grid_ok allows grid panels: always grid panels; panels of outputs
+ * where they compute at least 10% fewer pixels; that, but only where the packing of
+ * panels of outputs is cheap (taps packing, or at least 256 channels per group). */
+typedef enum FamilyGrid { GRID_ALWAYS, GRID_BY_WORK, GRID_BY_WORK_PACKED } FamilyGrid;
+
+/* A SIMD GEMM family (one table per family, in its ISA's file, with designated
+ * initialisers: the slots left out are NULL or 0). */
 typedef struct Family {
     int isa;          /* OQCI_ISA_* */
     int mr, nr;       /* tile: channels x pixels */
@@ -732,14 +588,22 @@ typedef struct Family {
     /* or NULL: ukr_rq_acc (t may be NULL) for any nk, its tiles of at most TILE_MR rows
      * in turn (w, t, pre and out advancing), which oqcik_conv_gemm calls with all of a
      * group's channels for outputs stored straight to y when nq is at most
-     * RQ_WIDE_MAXQ: one call per panel instead of one per tile, whose chain of calls
-     * (oqcik_fused_rq, ukr_rq, the body) cost thin layers 20% */
+     * RQ_WIDE_MAXQ: one call per panel instead of one per tile, saving thin layers the
+     * chain of calls (oqcik_fused_rq, ukr_rq, the body) per tile */
     void (*ukr_rq_wide)(int32_t nq, const void *panel, const int8_t *const *w,
                         const int32_t *t, const OqciConv *p, int32_t nk, const RqPre *pre,
                         uint8_t *out, int64_t ostride, int32_t np, int i16);
     /* whether ukr_rq, ukr_rq_acc and ukr_rq_wide take modes RQ_I16B, RQ_I16BN (pre[].add with
      * RQ_BIAS: a family without it must never see such constants) */
     int rq_biased;
+    /* pixels the microkernels compute of a last, partial panel: 0, in steps of 8 (their
+     * 8-pixel bodies or paired tails); 1, the whole panel of nr */
+    int tail_whole;
+    /* when the GEMM takes grid panels where grid_ok allows them (use_grid) */
+    FamilyGrid grid;
+    /* the sum of n weight bytes (weight_corr, once per channel and call), or NULL: a
+     * plain C loop */
+    int64_t (*wsum)(const int8_t *w, int32_t n);
 } Family;
 /* oqcik_conv_gemm's weight row pointers (wtab) in its scratch: after the aligned panel block,
  * the K-block buffer and the band (bytes as gemm_scratch gives them) and the per-channel
@@ -752,77 +616,7 @@ static inline const int8_t **gemm_wtab(const OqciConv *p, void *scratch, size_t 
 
 #endif /* HAVE_SIMD */
 
-/* The AVX-512 depthwise kernels and float epilogue (oqci_conv_dwx86.c, rqf16 in
- * oqci_conv_x86_int.h): float planes, so not in integer-only builds, and not in the
- * tests' VNNI emulation (OQCI_EMU_VNNI), which has no AVX-512. */
-#if HAVE_AVX2 && !defined(OQCI_NO_FLOAT) && HAVE_AVX512VNNI && !OQCI_EMU_VNNI
-#define HAVE_DWZ 1
-#else
-#define HAVE_DWZ 0
-#endif
-
-/* ---- build consistency ----------------------------------------------------------------
- * When the library was one file, one translation unit guaranteed that the selection and
- * every family agreed on the families compiled in and on the scratch layout.  Now each
- * conv file but oqci_conv.c defines the object OQCIK_CFG(file), whose name spells the
- * configuration it was compiled in (the HAVE_* families, the tests' VNNI emulation,
- * OQCI_NO_FLOAT), and oqci_conv.c reads the names of its own configuration (cfg_check):
- * a file compiled with other flags (say -mavx2 for one file only) defines another name,
- * and the link fails on an undefined oqcik_cfg_FILE__avx2_..., instead of the families
- * and the scratch layout silently disagreeing.  The object also keeps a file none of
- * whose families is compiled in from being an empty translation unit, which ISO C
- * forbids. */
-#if HAVE_AVX2
-#define OQCIK_CFG_AVX2 1
-#else
-#define OQCIK_CFG_AVX2 0
-#endif
-#if HAVE_AVXVNNI
-#define OQCIK_CFG_AVXVNNI 1
-#else
-#define OQCIK_CFG_AVXVNNI 0
-#endif
-#if HAVE_AVX512VNNI
-#define OQCIK_CFG_AVX512VNNI 1
-#else
-#define OQCIK_CFG_AVX512VNNI 0
-#endif
-#if HAVE_AMX
-#define OQCIK_CFG_AMX 1
-#else
-#define OQCIK_CFG_AMX 0
-#endif
-#if HAVE_VBMI
-#define OQCIK_CFG_VBMI 1
-#else
-#define OQCIK_CFG_VBMI 0
-#endif
-#if HAVE_NEONDOT
-#define OQCIK_CFG_NEONDOT 1
-#else
-#define OQCIK_CFG_NEONDOT 0
-#endif
-#if OQCI_EMU_VNNI
-#define OQCIK_CFG_EMU 1
-#else
-#define OQCIK_CFG_EMU 0
-#endif
-#if defined(OQCI_NO_FLOAT)
-#define OQCIK_CFG_NOFLOAT 1
-#else
-#define OQCIK_CFG_NOFLOAT 0
-#endif
-#define OQCIK_CFG_NAME(file, a, v, z, m, b, n, e, f)                                        \
-    oqcik_cfg_##file##__avx2_##a##_avxvnni_##v##_avx512vnni_##z##_amx_##m##_vbmi_##b##        \
-        _neondot_##n##_emu_##e##_nofloat_##f
-#define OQCIK_CFG_X(file, a, v, z, m, b, n, e, f) OQCIK_CFG_NAME(file, a, v, z, m, b, n, e, f)
-#define OQCIK_CFG(file)                                                                     \
-    OQCIK_CFG_X(file, OQCIK_CFG_AVX2, OQCIK_CFG_AVXVNNI, OQCIK_CFG_AVX512VNNI, OQCIK_CFG_AMX,  \
-                OQCIK_CFG_VBMI, OQCIK_CFG_NEONDOT, OQCIK_CFG_EMU, OQCIK_CFG_NOFLOAT)
-extern const char OQCIK_CFG(gemm), OQCIK_CFG(avx2), OQCIK_CFG(dwx86), OQCIK_CFG(dwq),
-    OQCIK_CFG(amxt), OQCIK_CFG(avx512), OQCIK_CFG(avx512_ukr), OQCIK_CFG(neon);
-
-/* ---- oqci_conv.c ------------------------------------------------------------------- */
+/* ---- oqci_conv_gemm.c, oqci_conv_dwq.c: in every build ------------------------------ */
 
 void oqcik_im2col(const OqciConv *p, const uint8_t *xg, int64_t p0, int64_t nr, uint8_t *s);
 int64_t oqcik_dw3q_geo(const OqciConv *p, int32_t *bs, int32_t *rows);
@@ -889,6 +683,8 @@ int oqcik_conv_amxt(const OqciConv *p, const void *x, void *y, void *scratch);
 #if HAVE_AVX512VNNI && !OQCI_EMU_VNNI
 void oqcik_q8conv_8x32c4__avx512vnni(int32_t nq, const void *panel, const int8_t *const *w,
                                      int32_t *t, int acc, int32_t np, int32_t nk);
+void oqcik_gemv4__avx512vnni(const uint8_t *a, int u8, const int8_t *const *w, int32_t len,
+                             int32_t acc[4]);
 #ifndef OQCI_NO_FLOAT
 void oqcik_q8conv_8x32c4_rq__avx512vnni(int32_t nq, const void *panel, const int8_t *const *w,
                                         const OqciConv *p, int32_t nk, const RqPre *pre,
@@ -915,10 +711,6 @@ void oqcik_q8conv_8x32c4_rqw__avx512vnni(int32_t nq, const void *panel,
 
 #if HAVE_AVX512VNNI
 extern const Family oqcik_family_avx512vnni;
-#endif
-#if HAVE_AVX512VNNI && !OQCI_EMU_VNNI
-void oqcik_gemv4__avx512vnni(const uint8_t *a, int u8, const int8_t *const *w, int32_t len,
-                             int32_t acc[4]);
 #endif
 #if HAVE_VBMI
 extern const Family oqcik_family_avx512vbmi;

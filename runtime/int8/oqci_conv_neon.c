@@ -11,7 +11,7 @@
  *     reductions deeper than OQCI_KCHUNK. */
 #include "oqci_conv_int.h"
 
-const char OQCIK_CFG(neon) = 0;   /* (build consistency, see oqci_conv_int.h) */
+const char OQCIK_CFG(neon) = 0;   /* (build consistency, see oqci_conv_cfg_int.h) */
 
 #if HAVE_NEONDOT
 
@@ -238,8 +238,16 @@ static void q8conv_4x16c4__neondot(int32_t nq, const void *panel, const int8_t *
 #undef ST
 }
 
-const Family oqcik_family_neondot = {OQCI_ISA_NEONDOT, 4, 16, 1, KBQ(16, 1), OQCI_U8,
-                                     q8conv_4x16c4__neondot, {tr4_s8_s8__c, tr4_s8_u8__c},
-                                     gather__c, store_tile__c, NULL, {NULL, NULL}, NULL, NULL,
-                                     NULL, NULL, NULL, NULL, 0};
+const Family oqcik_family_neondot = {
+    .isa = OQCI_ISA_NEONDOT,
+    .mr = 4,
+    .nr = 16,
+    .esize = 1,
+    .kbq = KBQ(16, 1),
+    .flip = OQCI_U8,
+    .ukr = q8conv_4x16c4__neondot,
+    .tr4 = {tr4_s8_s8__c, tr4_s8_u8__c},
+    .gather = gather__c,
+    .store = store_tile__c,
+};
 #endif

@@ -4,10 +4,9 @@
  * channel's constants, broadcast; rqv_make), rq8 (8 lanes, float or fixed point),
  * pack32 and rq32 (32 outputs as bytes), and with AVX-512 RqFZ, rqf16 (16 lanes, float)
  * and narrow16.  All static inline, most always_inline: they are the inner steps of the
- * microkernels' epilogues, which inline them as they did when the library was one file;
- * rqv_make and rq32 are static and stay out of line (NOINLINE), as gcc compiled them
- * then (inlined into a caller, RqV's fixed-point fields, unused in float mode, made gcc
- * 12 warn them maybe uninitialized). */
+ * microkernels' epilogues, which inline them; rqv_make and rq32 are static and stay
+ * out of line (NOINLINE: inlined into a caller, RqV's fixed-point fields, unused in
+ * float mode, make gcc 12 warn them maybe uninitialized). */
 #ifndef OQCI_CONV_X86_INT_H
 #define OQCI_CONV_X86_INT_H
 

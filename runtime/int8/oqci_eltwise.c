@@ -283,8 +283,7 @@ T_AVX2 static int64_t quantize__avx2(const float *x, void *y, int32_t out_type, 
 
 #if HAVE_AVX512
 /* Elements [0, count rounded down to 16) of oqci_quantize, the same bits, without
- * dividing where the result cannot depend on it (vdivps bound the AVX2 loop: 30 us for
- * a 3x224x224 input).  With r = fl(1 / s) (s in [2^-125, 2^125]: r normal) and
+ * dividing where the result cannot depend on it (vdivps would bound the loop).  With r = fl(1 / s) (s in [2^-125, 2^125]: r normal) and
  * y = fl(x r), t = fl(x / s) (what oqci_round_clamp rounds), |y - t| <= (3 u + u^2) |x / s|
  * with u = 2^-24 (three roundings), so below 2^-12 wherever |y| <= 1024; values and
  * results that are subnormal err by at most 2^-149, and are nowhere near +-0.5.  The

@@ -544,9 +544,8 @@ mpz_body(const OqciPool *p, const void *x, void *y, const __mmask64 *m0, const _
 
 /* Narrow planes (out_w <= 15 at width 3, 16 at width 2: every window column inside 32
  * bytes from the first output's): mpz_body's steps on 256-bit vectors, AVX-512 VL.  Its
- * 64-byte loads cross a cache line wherever they start, and cost about twice these
- * (an oqci_maxpool loop: GoogLeNet's 480x28x28 pool 27 -> 14 us, 832x14x14 24 -> 12).
- * Wider rows in two such chunks measured no faster than mpz_body's one.  Its own
+ * 64-byte loads cross a cache line wherever they start, and cost about twice these.
+ * Wider rows stay with mpz_body (two such chunks per row gain nothing).  Its own
  * function: VL is not among T_AVX512's features, nor -mavx512bw's. */
 #define MPZ_NARROW(k3) ((k3) ? 15 : 16)
 #define T_AVX512VL __attribute__((target("avx2,avx512f,avx512bw,avx512vl")))

@@ -1,7 +1,8 @@
 #!/bin/sh
 # int8_runtime_c99.sh - the INT8 kernel library (runtime/int8/oqci.h, runtime/int8/oqci_*.c) is
 # copied verbatim into every INT8 output of `oqc compile`, so it must build on its own:
-#   1. each oqci_*.c, copied alone with oqci.h (and the internal headers oqci_*_int.h)
+#   1. each oqci_*.c, copied alone with oqci.h, the ISA table oqcf_isa.h it includes
+#      (and the internal headers oqci_*_int.h)
 #      into an empty directory, compiles as strict C99 (-std=c99 -pedantic -Wall
 #      -Wextra -Werror) with gcc and with clang, as is and with -DOQCI_NO_FLOAT (the
 #      integer-only configuration);
@@ -13,7 +14,7 @@
 #      the check can fail;
 #   3. (x86-64) the conv files must all be compiled with the same flags: with one of
 #      them built with -mavx2 among portable ones the link fails on its configuration
-#      object (OQCIK_CFG in runtime/int8/oqci_conv_int.h), unused sections removed or not;
+#      object (OQCIK_CFG in runtime/int8/oqci_conv_cfg_int.h), unused sections removed or not;
 #      built alike, the same objects link and run.
 . tests/cli/lib.sh
 # These compile the runtime sources with the system's compilers: the same whichever
@@ -21,7 +22,7 @@
 only_config default
 C99="-std=c99 -pedantic -O2 -Wall -Wextra -Werror"
 mkdir -p "$TMP/rt"
-cp runtime/int8/oqci.h runtime/int8/oqci_*_int.h runtime/int8/oqci_*.c "$TMP/rt/"
+cp runtime/int8/oqci.h runtime/fp32/oqcf_isa.h runtime/int8/oqci_*_int.h runtime/int8/oqci_*.c "$TMP/rt/"
 srcs=$(cd "$TMP/rt" && ls oqci_*.c)
 [ -n "$srcs" ] && ok "runtime/int8/oqci_*.c found" || fail "no runtime/int8/oqci_*.c"
 

@@ -46,7 +46,7 @@ conv_objs() {
     objs=""
     for c in $CONV; do
         o="$TMP/$name.$(basename "$c" .c).o"
-        "$@" -c "$c" -o "$o" 2>"$TMP/err" || return 1
+        "$@" $RT_INC -c "$c" -o "$o" 2>"$TMP/err" || return 1
         objs="$objs $o"
     done
 }
