@@ -334,20 +334,26 @@ static const char *q_array(Em *m, const char *suffix, const char *ctype, const v
     return name;
 }
 
+/* The initializer of a requantization the kernel does not read (an int32 output, a max
+ * pooling at its input's scale). */
+#define Q_RQ_UNUSED "{.mode = OQCI_REQ_FLOAT, .per_index = 0, .mult = NULL}"
+
 /* The initializer of requantization r with n entries (arrays in NAME_weights.c). */
 static const char *q_requant(Em *m, const char *suffix, const OqciRequant *r, int64_t n) {
     if (!r->per_index)
         n = 1;
-    const char *mult = "NULL", *mm = "NULL", *sh = "NULL";
+    const char *mult = NULL, *mm = NULL, *sh = NULL;
     if (r->mode == OQCI_REQ_FLOAT) {
         mult = q_array(m, oqc_arena_printf(m->a, "%s_mult", suffix), "float", r->mult, n, 4);
     } else {
         mm = q_array(m, oqc_arena_printf(m->a, "%s_m", suffix), "int32_t", r->m, n, 4);
         sh = q_array(m, oqc_arena_printf(m->a, "%s_shift", suffix), "int8_t", r->shift, n, 1);
     }
-    return oqc_arena_printf(m->a, "{%s, %d, %s, %s, %s}",
-                            r->mode == OQCI_REQ_FLOAT ? "OQCI_REQ_FLOAT" : "OQCI_REQ_FIXED",
-                            (int)r->per_index, mult, mm, sh);
+    if (r->mode == OQCI_REQ_FLOAT)
+        return oqc_arena_printf(m->a, "{.mode = OQCI_REQ_FLOAT, .per_index = %d, .mult = %s}",
+                                (int)r->per_index, mult);
+    return oqc_arena_printf(m->a, "{.mode = OQCI_REQ_FIXED, .per_index = %d, .m = %s, "
+                                  ".shift = %s}", (int)r->per_index, mm, sh);
 }
 
 const char *oqc_em_qtype_name(int32_t t) {
@@ -392,16 +398,17 @@ static void emit_q(Em *m, int node, FILE *b) {
         for (int k = 0; k < q->nconv; k++) {
             const OqciConv *p = &q->conv[k];
             const char *rq = p->out_type == OQCI_S32   /* (not read) */
-                                 ? "{OQCI_REQ_FLOAT, 0, NULL, NULL, NULL}"
+                                 ? Q_RQ_UNUSED
                                  : q_requant(m, oqc_arena_printf(m->a, "_%d", k), &p->rq, p->out_c);
             fprintf(decl(m),
                     "static const OqciConv q%d_%d = {\n"
-                    "    %d, %d, %d, %d, /* batch, in_c, in_h, in_w */\n"
-                    "    %d, %d, %d, /* out_c, out_h, out_w */\n"
-                    "    %d, %d, %d, %d, %d, %d, %d, %d, /* k_h, k_w, s_h, s_w, d_h, d_w, p_t, p_l */\n"
-                    "    %d, %d, %d, %d, %d, /* group, kdim, kpad, out_ctotal, out_coff */\n"
-                    "    %s, %s, %s, %s, %d, /* in_type, out_type, lo, hi, wpair16 */\n"
-                    "    %s + %td, %s%s%s,\n    %s};\n",
+                    "    .batch = %d, .in_c = %d, .in_h = %d, .in_w = %d,\n"
+                    "    .out_c = %d, .out_h = %d, .out_w = %d,\n"
+                    "    .k_h = %d, .k_w = %d, .s_h = %d, .s_w = %d, .d_h = %d, .d_w = %d, "
+                    ".p_t = %d, .p_l = %d,\n"
+                    "    .group = %d, .kdim = %d, .kpad = %d, .out_ctotal = %d, .out_coff = %d,\n"
+                    "    .in_type = %s, .out_type = %s, .lo = %s, .hi = %s, .wpair16 = %d,\n"
+                    "    .w = %s + %td, .bias = %s%s,\n    .rq = %s};\n",
                     node, k, p->batch, p->in_c, p->in_h, p->in_w, p->out_c, p->out_h, p->out_w,
                     p->k_h, p->k_w, p->s_h, p->s_w, p->d_h, p->d_w, p->p_t, p->p_l, p->group,
                     p->kdim, p->kpad, p->out_ctotal, p->out_coff, oqc_em_qtype_name(p->in_type),
@@ -409,7 +416,7 @@ static void emit_q(Em *m, int node, FILE *b) {
                     p->wpair16,
                     w, p->w - p0->w,
                     bias ? bias : "NULL",
-                    bias ? oqc_arena_printf(m->a, " + %td", p->bias - p0->bias) : "", "", rq);
+                    bias ? oqc_arena_printf(m->a, " + %td", p->bias - p0->bias) : "", rq);
             if (m->threads > 1)
                 fprintf(b, "    TRY(oqci_conv_par(&q%d_%d, %s, %s, %s, %s_THREADS, pool->run, "
                            "pool->ctx));\n", node, k, X(0), out_base(m, node, k),
@@ -429,9 +436,12 @@ static void emit_q(Em *m, int node, FILE *b) {
         const char *rq = q_requant(m, "", &p->rq, p->out_c);
         fprintf(decl(m),
                 "static const OqciDeconv q%d = {\n"
-                "    %d, %d, %d, %d, %d, %d, %d, /* batch, in_c, in_h, in_w, out_c, out_h, out_w */\n"
-                "    %d, %d, %d, %d, %d, %d, %d, %d, %d, /* k_h, k_w, s_h, s_w, d_h, d_w, p_t, p_l, group */\n"
-                "    %s, %s, %s, %s, /* in_type, out_type, lo, hi */\n    %s, %s,\n    %s};\n",
+                "    .batch = %d, .in_c = %d, .in_h = %d, .in_w = %d,\n"
+                "    .out_c = %d, .out_h = %d, .out_w = %d,\n"
+                "    .k_h = %d, .k_w = %d, .s_h = %d, .s_w = %d, .d_h = %d, .d_w = %d, "
+                ".p_t = %d, .p_l = %d, .group = %d,\n"
+                "    .in_type = %s, .out_type = %s, .lo = %s, .hi = %s,\n"
+                "    .w = %s, .bias = %s,\n    .rq = %s};\n",
                 node, p->batch, p->in_c, p->in_h, p->in_w, p->out_c, p->out_h, p->out_w,
                 p->k_h, p->k_w, p->s_h, p->s_w, p->d_h, p->d_w, p->p_t, p->p_l, p->group,
                 oqc_em_qtype_name(p->in_type), oqc_em_qtype_name(p->out_type),
@@ -446,14 +456,17 @@ static void emit_q(Em *m, int node, FILE *b) {
         const OqciPool *p = &q->pool;
         int64_t entries = p->rq.per_index ? (int64_t)p->k_h * p->k_w + 1 : 1;
         const char *rq = (q->kind == OQC_Q_MAXPOOL && !p->requant) || p->out_type == OQCI_S32
-                             ? "{OQCI_REQ_FLOAT, 0, NULL, NULL, NULL}"
+                             ? Q_RQ_UNUSED
                              : q_requant(m, "", &p->rq, entries);
         fprintf(decl(m),
                 "static const OqciPool q%d = {\n"
-                "    %d, %d, %d, %d, %d, %d, /* batch, channels, in_h, in_w, out_h, out_w */\n"
-                "    %d, %d, %d, %d, %d, %d, %d, %d, /* k_h, k_w, s_h, s_w, d_h, d_w, p_t, p_l */\n"
-                "    %d, %d, %d, /* count_include_pad, out_ctotal, out_coff */\n"
-                "    %s, %s, %s, %s, %d, /* in_type, out_type, lo, hi, requant */\n    %s};\n",
+                "    .batch = %d, .channels = %d, .in_h = %d, .in_w = %d, .out_h = %d, "
+                ".out_w = %d,\n"
+                "    .k_h = %d, .k_w = %d, .s_h = %d, .s_w = %d, .d_h = %d, .d_w = %d, "
+                ".p_t = %d, .p_l = %d,\n"
+                "    .count_include_pad = %d, .out_ctotal = %d, .out_coff = %d,\n"
+                "    .in_type = %s, .out_type = %s, .lo = %s, .hi = %s, .requant = %d,\n"
+                "    .rq = %s};\n",
                 node, p->batch, p->channels, p->in_h, p->in_w, p->out_h, p->out_w, p->k_h,
                 p->k_w, p->s_h, p->s_w, p->d_h, p->d_w, p->p_t, p->p_l, p->count_include_pad,
                 p->out_ctotal, p->out_coff, oqc_em_qtype_name(p->in_type),
@@ -470,11 +483,12 @@ static void emit_q(Em *m, int node, FILE *b) {
         const char *rqs[OQCI_ADD_MAX];
         for (int k = 0; k < p->ninputs; k++)
             rqs[k] = q_requant(m, oqc_arena_printf(m->a, "_%d", k), &p->rq[k], 1);
-        fprintf(f, "static const OqciAdd q%d = {%d, %" PRId64 ", {", node, p->ninputs, p->count);
-        for (int k = 0; k < OQCI_ADD_MAX; k++)
-            fprintf(f, "%s%s", k ? ", " : "",
-                    k < p->ninputs ? oqc_em_qtype_name(p->in_type[k]) : "0");
-        fprintf(f, "},\n    %s, %d, %d, {", oqc_em_qtype_name(p->out_type), p->lo, p->hi);
+        fprintf(f, "static const OqciAdd q%d = {.ninputs = %d, .count = %" PRId64 ", .in_type = {",
+                node, p->ninputs, p->count);
+        for (int k = 0; k < p->ninputs; k++)
+            fprintf(f, "%s%s", k ? ", " : "", oqc_em_qtype_name(p->in_type[k]));
+        fprintf(f, "},\n    .out_type = %s, .lo = %d, .hi = %d, .rq = {",
+                oqc_em_qtype_name(p->out_type), p->lo, p->hi);
         for (int k = 0; k < p->ninputs; k++)
             fprintf(f, "%s\n    %s", k ? "," : "", rqs[k]);
         fputs("}};\n", f);
@@ -494,8 +508,9 @@ static void emit_q(Em *m, int node, FILE *b) {
         use_kernel(m, "oqci_eltwise.c");
         const OqciMul *p = &q->mul;
         const char *rq = q_requant(m, "", &p->rq, 1);
-        fprintf(decl(m), "static const OqciMul q%d = {%" PRId64 ", %" PRId64 ", %s, %s, %s, %d, "
-                         "%d,\n    %s};\n", node, p->outer, p->inner, oqc_em_qtype_name(p->a_type),
+        fprintf(decl(m), "static const OqciMul q%d = {.outer = %" PRId64 ", .inner = %" PRId64
+                         ", .a_type = %s, .b_type = %s,\n    .out_type = %s, .lo = %d, .hi = %d, "
+                         ".rq = %s};\n", node, p->outer, p->inner, oqc_em_qtype_name(p->a_type),
                 oqc_em_qtype_name(p->b_type), oqc_em_qtype_name(p->out_type), p->lo, p->hi, rq);
         fprintf(b, "    TRY(oqci_mul(&q%d, %s, %s, %s));\n", node, X(0), X(1), Y(0));
         break;
@@ -541,7 +556,7 @@ static void emit_q(Em *m, int node, FILE *b) {
         }
         use_kernel(m, "oqci_resize.c");
         const OqciResize *p = &q->resize;
-        const char *ax[2] = {"{0, 0, NULL, NULL}", "{0, 0, NULL, NULL}"};
+        const char *ax[2] = {NULL, NULL};
         for (int k = 0; k < p->naxes; k++) {
             const OqciResizeAxis *a = &p->ax[k];
             const char *ix = q_array(m, oqc_arena_printf(m->a, "_i%d", k), "int32_t", a->idx,
@@ -553,14 +568,14 @@ static void emit_q(Em *m, int node, FILE *b) {
                 fprintf(m->qc, "%s%d", i % 16 ? ", " : i ? ",\n    " : "\n    ", a->w[i]);
             fputs("};\n", m->qc);
             m->qbytes += (size_t)(2 * a->out_len) * 2;
-            ax[k] = oqc_arena_printf(m->a, "{%d, %" PRId64 ", %s, %s}", a->axis, a->out_len, ix,
-                                     wn);
+            ax[k] = oqc_arena_printf(m->a, "{.axis = %d, .out_len = %" PRId64 ", .idx = %s, "
+                                           ".w = %s}", a->axis, a->out_len, ix, wn);
         }
-        fprintf(decl(m), "static const OqciResize q%d = {%s, %d, ", node,
+        fprintf(decl(m), "static const OqciResize q%d = {.type = %s, .rank = %d, .in = ", node,
                 oqc_em_qtype_name(p->type), p->rank);
         put_i64s(decl(m), p->in, OQCI_RESIZE_MAX_RANK);
-        fprintf(decl(m), ", %d,\n    {%s,\n     %s}}; /* type, rank, in, naxes, ax */\n",
-                p->naxes, ax[0], ax[1]);
+        fprintf(decl(m), ", .naxes = %d,\n    .ax = {%s%s%s}};\n", p->naxes, ax[0],
+                ax[1] ? ",\n           " : "", ax[1] ? ax[1] : "");
         fprintf(b, "    TRY(oqci_resize(&q%d, %s, %s));\n", node, X(0), Y(0));
         break;
     }
