@@ -363,6 +363,7 @@ typedef enum OqcQKind {
                            (oqcf_resize on bytes, tables in rs), linear runs oqci_resize */
     OQC_Q_QUANTIZE,     /* float -> s8/u8 at an FP32/INT8 boundary: oqci_quantize */
     OQC_Q_DEQUANTIZE,   /* s8/u8 -> float at an INT8/FP32 boundary: oqci_dequantize */
+    OQC_Q_KIND_COUNT
 } OqcQKind;
 
 /* An INT8 node's kernel parameters; the arrays they point to live in the graph's arena
