@@ -170,7 +170,7 @@ static const float *vec(int t, const int *ids, float (*vals)[256], int nv) {
 /* y = node n applied to its inputs: the float executor's kernels on 256 elements. */
 static int eval_node(const Q *q, const OqcNode *n, const int *ids, float (*vals)[256], int nv,
                      float *y, char *why) {
-    static const OqcfShape vs = {1, {256}}, ss = {0, {0}};
+    static const OqcfShape vs = {.rank = 1, .d = {256}}, ss = {.rank = 0};
     const float *a = vec(n->in[0], ids, vals, nv);
     OqcfUnaryOp u;
     float alpha, beta;

@@ -45,12 +45,21 @@ int oqc_quant_can_avgpool(const Q *q, int i, char *why) {
 
 /* ------------------------------------------------------------- step 3: parameters */
 
-/* The OqciPool of node i but its requantization: geometry, types, view, clamp; 0, or -1
- * with why. */
-static int pool_params(Q *q, int i, OqciPool *p, char *why) {
+/* Node i's kind and its OqciPool but the requantization (geometry, types, view,
+ * clamp); *qx and *qy the input's and the output's quantization (a max pooling's output,
+ * unless it writes a concat buffer, takes its input's); 0, or -1 with why. */
+static int pool_params(Q *q, int i, OqcQKind kind, OqcQNode *qn, const OqcQuant **qx,
+                       const OqcQuant **qy, char *why) {
     OqcGraph *g = q->g;
     const OqcNode *n = &g->nodes[i];
     const OqcShape *xs = &TT(q, n->in[0])->shape;
+    if (!(*qx = cal(q, n->in[0])))
+        return FAIL("its input has no calibration");
+    if (kind == OQC_Q_MAXPOOL && g->tensors[n->out[0]].view_base < 0)
+        g->tensors[n->out[0]].quant = **qx;
+    *qy = &TT(q, base_of(g, n->out[0]))->quant;
+    qn->kind = kind;
+    OqciPool *p = &qn->pool;
     *p = (OqciPool){.batch = (int32_t)xs->d[0], .channels = (int32_t)xs->d[1],
                     .in_h = (int32_t)xs->d[2], .in_w = (int32_t)xs->d[3]};
     if (n->op == OQC_OP_GlobalAveragePool) {
@@ -75,26 +84,18 @@ static int pool_params(Q *q, int i, OqciPool *p, char *why) {
         p->out_w = (int32_t)w.out[1];
         p->count_include_pad = (int32_t)oqc_attr_int(n, "count_include_pad", 0);
     }
-    p->in_type = qtype(&TT(q, base_of(g, n->in[0]))->quant);
-    p->out_type = qtype(&TT(q, base_of(g, n->out[0]))->quant);
+    p->in_type = qtype(*qx);
+    p->out_type = qtype(*qy);
     oqc_quant_view_of(q, n->out[0], &p->out_ctotal, &p->out_coff);
     oqc_quant_clamp_of(NULL, p->out_type, 0.0f, &p->lo, &p->hi);
     return 0;
 }
 
 int oqc_quant_build_maxpool(Q *q, int i, OqcQNode *qn, char *why) {
-    OqcGraph *g = q->g;
-    const OqcNode *n = &g->nodes[i];
-    const OqcQuant *qx = cal(q, n->in[0]);
-    if (!qx)
-        return FAIL("its input has no calibration");
-    if (g->tensors[n->out[0]].view_base < 0)   /* its input's scale: no requantization */
-        g->tensors[n->out[0]].quant = *qx;
-    const OqcQuant *qy = &TT(q, base_of(g, n->out[0]))->quant;
-    OqciPool *p = &qn->pool;
-    qn->kind = OQC_Q_MAXPOOL;
-    if (pool_params(q, i, p, why) < 0)
+    const OqcQuant *qx, *qy;
+    if (pool_params(q, i, OQC_Q_MAXPOOL, qn, &qx, &qy, why) < 0)
         return -1;
+    OqciPool *p = &qn->pool;
     p->requant = qx->scale != qy->scale || p->in_type != p->out_type;
     if (!p->requant)
         return 0;
@@ -103,21 +104,15 @@ int oqc_quant_build_maxpool(Q *q, int i, OqcQNode *qn, char *why) {
 }
 
 int oqc_quant_build_avgpool(Q *q, int i, OqcQNode *qn, char *why) {
-    OqcGraph *g = q->g;
-    const OqcNode *n = &g->nodes[i];
-    const OqcQuant *qx = cal(q, n->in[0]);
-    if (!qx)
-        return FAIL("its input has no calibration");
-    const OqcQuant *qy = &TT(q, base_of(g, n->out[0]))->quant;
-    OqciPool *p = &qn->pool;
-    qn->kind = OQC_Q_AVGPOOL;
-    if (pool_params(q, i, p, why) < 0)
+    const OqcQuant *qx, *qy;
+    if (pool_params(q, i, OQC_Q_AVGPOOL, qn, &qx, &qy, why) < 0)
         return -1;
+    OqciPool *p = &qn->pool;
     int64_t window = (int64_t)p->k_h * p->k_w;
     if (window > 1 << 20)
         return FAIL("window of %lld elements", (long long)window);
     double base = (double)qx->scale / qy->scale;
-    if (n->op == OQC_OP_GlobalAveragePool || p->count_include_pad ||
+    if (q->g->nodes[i].op == OQC_OP_GlobalAveragePool || p->count_include_pad ||
         (p->p_t == 0 && p->p_l == 0 && (int64_t)(p->out_h - 1) * p->s_h + p->k_h <= p->in_h &&
          (int64_t)(p->out_w - 1) * p->s_w + p->k_w <= p->in_w)) {
         /* every window counts k_h * k_w elements: one multiplier */
@@ -125,7 +120,7 @@ int oqc_quant_build_avgpool(Q *q, int i, OqcQNode *qn, char *why) {
         p->count_include_pad = 1;
         return oqc_quant_requant(q, &M, 1, 0, &p->rq, why);
     }
-    double *M = oqc_arena_alloc(g->arena, (size_t)(window + 1) * sizeof *M);
+    double *M = oqc_arena_alloc(q->g->arena, (size_t)(window + 1) * sizeof *M);
     for (int64_t c = 1; c <= window; c++)
         M[c] = base / (double)c;
     return oqc_quant_requant(q, M, (int)window + 1, 1, &p->rq, why);
