@@ -1,10 +1,16 @@
-/* quantize_int.h - internal to pass "quantize", which is two files sharing the pass's
- * state (Q) and a few one-line accessors (static inline), prefix oqc_quant_:
+/* quantize_int.h - internal to pass "quantize", whose files share the pass's state (Q), a
+ * few one-line accessors (static inline) and one set of hooks per INT8 kernel kind
+ * (prefix oqc_quant_):
  *   - quantize.c: the pass (pass_quantize): which nodes run in INT8 (steps 1 and 2),
  *     their scales and the walk over the graph (step 3), accumulator outputs (3b),
- *     Quantize/Dequantize at the boundaries (step 4); and oqc_quant_apply;
- *   - quantize_params.c: step 3's kernel parameters of one INT8 node (weights, biases,
- *     requantization multipliers, clamps). */
+ *     Quantize/Dequantize at the boundaries (step 4), through the table of kinds below;
+ *     and oqc_quant_apply;
+ *   - one file per family of kinds, each kind's "can it run in INT8" test (step 1), its
+ *     kernel parameters (step 3) and its int32 output (step 3b): quantize_conv.c (CONV,
+ *     DECONV), quantize_pool.c (MAXPOOL, AVGPOOL), quantize_eltwise.c (ADD, MUL, CLAMP,
+ *     RESIZE, VIEW), quantize_lut.c (LUT);
+ *   - quantize_params.c: the parameter pieces every kind uses (requantization, clamps,
+ *     biases, channel views). */
 #ifndef OQC_QUANTIZE_INT_H
 #define OQC_QUANTIZE_INT_H
 
@@ -38,7 +44,7 @@ static inline int base_of(const OqcGraph *g, int t) {
 /* Tensor t of the graph. */
 static inline const OqcTensor *TT(const Q *q, int t) { return &q->g->tensors[t]; }
 
-/* A float constant of at most `rank` dims; NULL otherwise. */
+/* The elements of tensor t when it is a float constant; NULL otherwise. */
 static inline const float *const_f32(const Q *q, int t) {
     if (t < 0)
         return NULL;
@@ -52,27 +58,46 @@ static inline const OqcQuant *cal(const Q *q, int t) {
     return x->valid && x->scale > 0 && isfinite(x->scale) ? x : NULL;
 }
 
-/* quantize_params.c: the output clamp [*lo, *hi] of a tensor of storage type t
- * (OQCI_U8 or OQCI_S8) at scale s holding activation act (NULL or none: t's range). */
-void oqc_quant_clamp_of(const OqcfAct *act, int32_t t, float s, int32_t *lo, int32_t *hi);
-/* quantize_params.c: Conv/Gemm/MatMul node i's kernel parameters into qn, one OqciConv
- * per output; 0, or -1 with the reason the node stays float in why. */
+/* One INT8 kernel kind's hooks (quantize.c's table, one row per OqcQKind). */
+typedef struct QKind {
+    /* Step 1: the op-local conditions for node i (its op lowers to this kind, its input
+     * is f32 and its outputs are calibrated) to run in INT8: 1, or 0 with the reason in
+     * why.  NULL: the kind follows its input (INT8 when the input is, at its scale). */
+    int (*can)(const Q *q, int i, char *why);
+    /* Step 3: node i's kernel parameters into qn (its kind set), the scales of the
+     * outputs that keep their input's; 0, or -1 with the reason node i stays float. */
+    int (*build)(Q *q, int i, OqcQNode *qn, char *why);
+    /* Step 3b (NULL: never): when node i's output leaves the INT8 domain, its int32
+     * accumulator's float scale and 8-bit requantization into *acc and its parameters
+     * switched to an int32 output; 1, or 0 when it keeps its 8-bit output. */
+    int (*widen)(Q *q, int i, OqcAcc *acc);
+} QKind;
+
+/* quantize_conv.c: CONV (Conv, Gemm, MatMul: one OqciConv per output) and DECONV
+ * (ConvTranspose). */
+int oqc_quant_can_conv(const Q *q, int i, char *why);
 int oqc_quant_build_conv(Q *q, int i, OqcQNode *qn, char *why);
-/* quantize_params.c: MaxPool/AveragePool/GlobalAveragePool node i's parameters into qn
- * (an OqciPool); 0, or -1 with the reason in why. */
-int oqc_quant_build_pool(Q *q, int i, OqcQNode *qn, char *why);
-/* quantize_params.c: Mul node i's parameters into qn (an OqciMul; the inputs are
- * swapped when input 0 is the broadcast one); 0, or -1 with the reason in why. */
-int oqc_quant_build_mul(Q *q, int i, OqcQNode *qn, char *why);
-/* quantize_params.c: Add/Sum node i's parameters into qn (an OqciAdd, with its fused
- * Relu/Clip as the clamp); 0, or -1 with the reason in why. */
-int oqc_quant_build_add(Q *q, int i, OqcQNode *qn, char *why);
-/* Resize / Upsample node i (input INT8) at its input's scale: nearest (any axes) as a
- * move of codes, linear over at most two axes as oqci_resize; else -1 and why. */
-int oqc_quant_build_resize(Q *q, int i, OqcQNode *qn, char *why);
-/* ConvTranspose node i (2-D, constant weights): per output channel weight scales, int32
- * biases, requantization; -1 and why when its sums could overflow int32. */
+int oqc_quant_widen_conv(Q *q, int i, OqcAcc *acc);
+int oqc_quant_can_deconv(const Q *q, int i, char *why);
 int oqc_quant_build_deconv(Q *q, int i, OqcQNode *qn, char *why);
+
+/* quantize_pool.c: MAXPOOL (MaxPool) and AVGPOOL (AveragePool, GlobalAveragePool). */
+int oqc_quant_can_maxpool(const Q *q, int i, char *why);
+int oqc_quant_build_maxpool(Q *q, int i, OqcQNode *qn, char *why);
+int oqc_quant_can_avgpool(const Q *q, int i, char *why);
+int oqc_quant_build_avgpool(Q *q, int i, OqcQNode *qn, char *why);
+int oqc_quant_widen_avgpool(Q *q, int i, OqcAcc *acc);
+
+/* quantize_eltwise.c: ADD (Add, Sum), MUL (Mul of two activations), and the kinds that
+ * follow their input: CLAMP (Relu, Clip), RESIZE (Resize, Upsample), VIEW (Flatten,
+ * Reshape, Squeeze, Unsqueeze, Identity). */
+int oqc_quant_can_add(const Q *q, int i, char *why);
+int oqc_quant_build_add(Q *q, int i, OqcQNode *qn, char *why);
+int oqc_quant_can_mul(const Q *q, int i, char *why);
+int oqc_quant_build_mul(Q *q, int i, OqcQNode *qn, char *why);
+int oqc_quant_build_clamp(Q *q, int i, OqcQNode *qn, char *why);
+int oqc_quant_build_resize(Q *q, int i, OqcQNode *qn, char *why);
+int oqc_quant_build_view(Q *q, int i, OqcQNode *qn, char *why);
 
 /* quantize_lut.c: the cluster of float element-wise nodes ending at node `root` that
  * computes a function of one tensor (see quantize_lut.c): its nodes (root included, at
@@ -86,5 +111,20 @@ int oqc_quant_lut_cluster(Q *q, int root, const unsigned char *skip, int *member
  * output (an OQC_Q_LUT into qn); 0, or -1 with the reason in why (a NaN entry). */
 int oqc_quant_build_lut(Q *q, int root, const int *members, int nmem, int src, OqcQNode *qn,
                         char *why);
+
+/* quantize_params.c: rq with the n multipliers M[i] in the configured mode (per_index:
+ * one per index, else M[0] for all); 0, or -1 with why when one is out of the mode's
+ * range. */
+int oqc_quant_requant(Q *q, const double *M, int n, int per_index, OqciRequant *rq,
+                      char *why);
+/* quantize_params.c: the output clamp [*lo, *hi] of a tensor of storage type t
+ * (OQCI_U8 or OQCI_S8) at scale s holding activation act (NULL or none: t's range). */
+void oqc_quant_clamp_of(const OqcfAct *act, int32_t t, float s, int32_t *lo, int32_t *hi);
+/* quantize_params.c: the int32 bias of channel k, float bias b at accumulator scale
+ * sacc, rounded half away from zero; 0, or -1 with why when it does not fit. */
+int oqc_quant_bias(double b, double sacc, int64_t k, int32_t *bias, char *why);
+/* quantize_params.c: the channel view tensor t is written as: channels per image of
+ * its buffer (a concat buffer, or t) and its first channel there. */
+void oqc_quant_view_of(const Q *q, int t, int32_t *ctotal, int32_t *coff);
 
 #endif

@@ -170,7 +170,7 @@ static const float *vec(int t, const int *ids, float (*vals)[256], int nv) {
 /* y = node n applied to its inputs: the float executor's kernels on 256 elements. */
 static int eval_node(const Q *q, const OqcNode *n, const int *ids, float (*vals)[256], int nv,
                      float *y, char *why) {
-    static const OqcfShape vs = {1, {256}}, ss = {0, {0}};
+    static const OqcfShape vs = {.rank = 1, .d = {256}}, ss = {.rank = 0};
     const float *a = vec(n->in[0], ids, vals, nv);
     OqcfUnaryOp u;
     float alpha, beta;
@@ -216,8 +216,8 @@ int oqc_quant_build_lut(Q *q, int root, const int *members, int nmem, int src, O
                         char *why) {
     OqcGraph *g = q->g;
     const OqcQuant *qx = &g->tensors[base_of(g, src)].quant, *qy = cal(q, g->nodes[root].out[0]);
-    int32_t tin = qtype(qx), tout = qtype(qy);
-    int32_t lo = tout == OQCI_U8 ? 0 : -127, hi = tout == OQCI_U8 ? 255 : 127;
+    int32_t tin = qtype(qx), tout = qtype(qy), lo, hi;
+    oqc_quant_clamp_of(NULL, tout, 0.0f, &lo, &hi);
     int order[OQC_LUT_MAX_NODES], ids[OQC_LUT_MAX_NODES + 1];
     float(*vals)[256] = malloc((size_t)(nmem + 1) * sizeof *vals);
     memcpy(order, members, (size_t)nmem * sizeof *order);
@@ -239,16 +239,14 @@ int oqc_quant_build_lut(Q *q, int root, const int *members, int nmem, int src, O
                      (double)vals[0][b]);
         }
     if (ok) {
-        qn->kind = OQC_Q_LUT;
-        qn->in_type = tin;
-        qn->out_type = tout;
-        qn->count = oqc_shape_numel(&TT(q, g->nodes[root].out[0])->shape);
-        qn->nfused = nmem;
-        qn->table = oqc_arena_alloc(g->arena, 256);
+        uint8_t *table = oqc_arena_alloc(g->arena, 256);
         for (int b = 0; b < 256; b++) {
             int32_t code = oqci_round_clamp(y[b] / qy->scale, lo, hi);   /* oqci_quantize */
-            qn->table[b] = (uint8_t)(code & 0xff);
+            table[b] = (uint8_t)(code & 0xff);
         }
+        *qn = (OqcQNode){.kind = OQC_Q_LUT, .in_type = tin, .out_type = tout,
+                         .count = oqc_shape_numel(&TT(q, g->nodes[root].out[0])->shape),
+                         .table = table, .nfused = nmem};
     }
     free(vals);
     return ok ? 0 : -1;

@@ -91,4 +91,23 @@ void oqc_em_node(Em *m, int node);
 /* The symbolic pointer plan: oqc_exec_run's ptr[] computation, step for step. */
 void oqc_em_plan_locs(Em *m);
 
+/* Shared by the FP32 and INT8 emission (emit_node.c): decl, after a comment naming the
+ * node being emitted the first time it is used; records runtime file `file` as used;
+ * where a kernel writes output k (a view's base buffer: the kernel adds the offset); the
+ * scratch arguments "SCRATCH, SCRATCH_BYTES" (or "NULL, 0"); "{v0, v1, ...}" ("{0}" for
+ * none); static const OqcfShape s<node>[] of inputs 0..nin-1; the tables of Resize plan
+ * r as constants rzi<node>_<k>, rzw<node>_<k> and rz<node>. */
+FILE *oqc_em_decl(Em *m);
+void oqc_em_use_kernel(Em *m, const char *file);
+const char *oqc_em_out_base(Em *m, int node, int k);
+const char *oqc_em_scratch_args(Em *m);
+void oqc_em_i64s(FILE *f, const int64_t *v, int n);
+void oqc_em_in_shapes(Em *m, int node, int nin);
+void oqc_em_resize_tables(Em *m, int node, const OqcResize *r);
+
+/* emit_q.c: INT8 node `node` (OqcNode.q set; its ExecNode kind EXEC_Q): its parameter
+ * struct, arrays and oqci_* call into b, one function per OqcQKind.  It also defines
+ * oqc_em_qtype_name and oqc_em_q_boundary (declared above). */
+void oqc_em_q(Em *m, int node, FILE *b);
+
 #endif /* OQC_EMIT_INT_H */

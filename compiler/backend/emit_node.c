@@ -26,7 +26,7 @@ LAST_FIELD(OqcfSlice, out);
 LAST_FIELD(OqcfAct, p1);
 
 /* decl, after a comment naming the node being emitted the first time it is used. */
-static FILE *decl(Em *m) {
+FILE *oqc_em_decl(Em *m) {
     if (!m->headed) {
         const OqcNode *n = &m->g->nodes[m->node];
         fprintf(m->decl, "\n/* %d: %s '", m->node, n->op_type);
@@ -100,7 +100,7 @@ void oqc_em_i64(FILE *f, int64_t v) {
         fprintf(f, "%" PRId64, v);
 }
 
-static void put_i64s(FILE *f, const int64_t *v, int n) {
+void oqc_em_i64s(FILE *f, const int64_t *v, int n) {
     fputc('{', f);
     for (int i = 0; i < n; i++) {
         if (i)
@@ -114,7 +114,7 @@ static void put_i64s(FILE *f, const int64_t *v, int n) {
 
 static void put_shape(FILE *f, const OqcfShape *s) {
     fprintf(f, "{%d, ", s->rank);
-    put_i64s(f, s->d, s->rank);
+    oqc_em_i64s(f, s->d, s->rank);
     fputc('}', f);
 }
 
@@ -189,13 +189,13 @@ const char *oqc_em_ptr(Em *m, int t) {
 #define Y(k) oqc_em_ptr(m, n->out[k])                /* YOUT */
 
 /* Where a kernel writes output k: the view's base buffer (the kernel adds y_coff). */
-static const char *out_base(Em *m, int node, int k) {
+const char *oqc_em_out_base(Em *m, int node, int k) {
     const OqcTensor *t = &m->g->tensors[m->g->nodes[node].out[k]];
     return oqc_em_ptr(m, t->view_base >= 0 ? t->view_base : m->g->nodes[node].out[k]);
 }
 
 /* The scratch arguments every scratch-taking call gets: the executor's shared buffer. */
-static const char *scratch_args(Em *m) {
+const char *oqc_em_scratch_args(Em *m) {
     return m->e->scratch_bytes ? "SCRATCH, SCRATCH_BYTES" : "NULL, 0";
 }
 
@@ -204,7 +204,7 @@ static const char *pool_arg(const Em *m) {
     return m->threads > 1 ? "pool" : "NULL";
 }
 
-static void use_kernel(Em *m, const char *file) {
+void oqc_em_use_kernel(Em *m, const char *file) {
     if (oqc_em_set_has(&m->kernels, file))
         return;
     OQC_ASSERT(m->kernels.n < 64);
@@ -220,13 +220,13 @@ static void put_geometry(FILE *f, const int64_t *in_size, const int64_t *out_siz
     const int64_t *v[] = {in_size, out_size, kernel, stride, dilation, pad_begin, pad_end};
     for (int i = 0; i < 7; i++) {
         fputs("    ", f);
-        put_i64s(f, v[i], OQCF_MAX_SPATIAL);
+        oqc_em_i64s(f, v[i], OQCF_MAX_SPATIAL);
         fprintf(f, ", /* %s */\n", geo[i]);
     }
 }
 
 static void conv_params(Em *m, const char *pname, const OqcfConvParams *p, int node) {
-    FILE *f = decl(m);
+    FILE *f = oqc_em_decl(m);
     const OqcNode *n = &m->g->nodes[node];
     fprintf(f, "static const OqcfConvParams %s = {\n", pname);
     fprintf(f, "    %d, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
@@ -247,7 +247,7 @@ static void conv_params(Em *m, const char *pname, const OqcfConvParams *p, int n
 }
 
 static void pool_params(Em *m, int node, const OqcfPoolParams *p) {
-    FILE *f = decl(m);
+    FILE *f = oqc_em_decl(m);
     fprintf(f, "static const OqcfPoolParams p%d = {\n", node);
     fprintf(f, "    %d, %" PRId64 ", %" PRId64 ", /* nspatial, batch, channels */\n",
             p->nspatial, p->batch, p->channels);
@@ -261,23 +261,23 @@ static void pool_params(Em *m, int node, const OqcfPoolParams *p) {
 }
 
 /* static const OqcfShape s<node>[] = {shapes of inputs 0..nin-1}. */
-static void in_shapes(Em *m, int node, int nin) {
+void oqc_em_in_shapes(Em *m, int node, int nin) {
     const OqcNode *n = &m->g->nodes[node];
-    fprintf(decl(m), "static const OqcfShape s%d[%d] = {", node, nin);
+    fprintf(oqc_em_decl(m), "static const OqcfShape s%d[%d] = {", node, nin);
     for (int k = 0; k < nin; k++) {
-        fputs(k ? ",\n    " : "\n    ", decl(m));
+        fputs(k ? ",\n    " : "\n    ", oqc_em_decl(m));
         OqcShape s = m->g->tensors[n->in[k]].shape;
         if (n->op == OQC_OP_PRelu && k == 1)   /* as run_binary broadcasts it */
             s = oqc_prelu_slope_shape(n, &m->g->tensors[n->in[0]].shape, &s);
-        put_shape(decl(m), &s);
+        put_shape(oqc_em_decl(m), &s);
     }
-    fputs("};\n", decl(m));
+    fputs("};\n", oqc_em_decl(m));
 }
 
 /* The tables of Resize plan r as constants: rzi<node>_<k> (indices), rzw<node>_<k>
  * (weights) and rz<node>, the OqcfResizeAxis array of its passes. */
-static void resize_tables(Em *m, int node, const OqcResize *r) {
-    FILE *f = decl(m);
+void oqc_em_resize_tables(Em *m, int node, const OqcResize *r) {
+    FILE *f = oqc_em_decl(m);
     for (int k = 0; k < r->naxes; k++) {
         const OqcfResizeAxis *a = &r->axes[k];
         int64_t cnt = a->out_len * a->taps;
@@ -305,268 +305,6 @@ static void resize_tables(Em *m, int node, const OqcResize *r) {
             fputs("NULL}", f);
     }
     fputs(r->naxes ? "}; /* axis, taps, out_len, idx, w */\n" : "{0, 1, 0, NULL, NULL}};\n", f);
-}
-
-/* ------------------------------------------------------------------ INT8 nodes */
-
-/* An INT8 constant array NAME_q<node><suffix> in NAME_weights.c; returns its name. */
-static const char *q_array(Em *m, const char *suffix, const char *ctype, const void *v,
-                           int64_t n, size_t esize) {
-    const char *name = oqc_arena_printf(m->a, "%s_q%d%s", m->name, m->node, suffix);
-    fprintf(m->qh, "extern const %s %s[%" PRId64 "];\n", ctype, name, n);
-    fprintf(m->qc, "\nconst %s %s[%" PRId64 "] = {", ctype, name, n);
-    int per = esize == 1 ? 24 : esize == 4 && !strcmp(ctype, "float") ? 6 : 10;
-    for (int64_t i = 0; i < n; i++) {
-        fputs(i % per ? ", " : i ? ",\n    " : "\n    ", m->qc);
-        char b[48];
-        if (!strcmp(ctype, "int8_t"))
-            fprintf(m->qc, "%d", ((const int8_t *)v)[i]);
-        else if (!strcmp(ctype, "uint8_t"))
-            fprintf(m->qc, "%u", (unsigned)((const uint8_t *)v)[i]);
-        else if (!strcmp(ctype, "int32_t"))
-            fprintf(m->qc, ((const int32_t *)v)[i] == INT32_MIN ? "(-2147483647 - 1)" : "%" PRId32,
-                    ((const int32_t *)v)[i]);
-        else
-            fputs(oqc_em_flit(b, sizeof b, ((const float *)v)[i]), m->qc);
-    }
-    fputs("};\n", m->qc);
-    m->qbytes += (size_t)n * esize;
-    return name;
-}
-
-/* The initializer of requantization r with n entries (arrays in NAME_weights.c). */
-static const char *q_requant(Em *m, const char *suffix, const OqciRequant *r, int64_t n) {
-    if (!r->per_index)
-        n = 1;
-    const char *mult = "NULL", *mm = "NULL", *sh = "NULL";
-    if (r->mode == OQCI_REQ_FLOAT) {
-        mult = q_array(m, oqc_arena_printf(m->a, "%s_mult", suffix), "float", r->mult, n, 4);
-    } else {
-        mm = q_array(m, oqc_arena_printf(m->a, "%s_m", suffix), "int32_t", r->m, n, 4);
-        sh = q_array(m, oqc_arena_printf(m->a, "%s_shift", suffix), "int8_t", r->shift, n, 1);
-    }
-    return oqc_arena_printf(m->a, "{%s, %d, %s, %s, %s}",
-                            r->mode == OQCI_REQ_FLOAT ? "OQCI_REQ_FLOAT" : "OQCI_REQ_FIXED",
-                            (int)r->per_index, mult, mm, sh);
-}
-
-const char *oqc_em_qtype_name(int32_t t) {
-    return t == OQCI_U8 ? "OQCI_U8" : t == OQCI_S32 ? "OQCI_S32" : "OQCI_S8";
-}
-
-/* An int32 bound as a C expression (INT32_MIN has no literal). */
-static const char *i32_lit(Em *m, int32_t v) {
-    return v == INT32_MIN ? "(-2147483647 - 1)" : oqc_arena_printf(m->a, "%" PRId32, v);
-}
-
-/* Whether node `node` is the INT8 model's float boundary: the Quantize of the graph
- * input or the Dequantize of the graph output (the integer-I/O API skips them). */
-int oqc_em_q_boundary(const Em *m, int node) {
-    const OqcGraph *g = m->g;
-    const OqcNode *n = &g->nodes[node];
-    if (!n->q || g->ninputs != 1 || g->noutputs != 1)
-        return 0;
-    if (n->q->kind == OQC_Q_QUANTIZE)
-        return n->in[0] == g->inputs[0];
-    if (n->q->kind == OQC_Q_DEQUANTIZE)
-        return n->out[0] == g->outputs[0];
-    return 0;
-}
-
-/* The parameter constants and kernel call of INT8 node `node` (mirrors run_q in
- * exec_q.c: the same structs, so the same bits). */
-static void emit_q(Em *m, int node, FILE *b) {
-    const OqcNode *n = &m->g->nodes[node];
-    const OqcQNode *q = n->q;
-    switch (q->kind) {
-    case OQC_Q_CONV: {
-        use_kernel(m, "oqci_conv.c");
-        const OqciConv *p0 = &q->conv[0];
-        int64_t wn = 0, bn = 0;
-        for (int k = 0; k < q->nconv; k++) {
-            wn += (int64_t)q->conv[k].out_c * q->conv[k].kpad;
-            bn += q->conv[k].out_c;
-        }
-        const char *w = q_array(m, "_w", "int8_t", p0->w, wn, 1);
-        const char *bias = p0->bias ? q_array(m, "_b", "int32_t", p0->bias, bn, 4) : NULL;
-        for (int k = 0; k < q->nconv; k++) {
-            const OqciConv *p = &q->conv[k];
-            const char *rq = p->out_type == OQCI_S32   /* (not read) */
-                                 ? "{OQCI_REQ_FLOAT, 0, NULL, NULL, NULL}"
-                                 : q_requant(m, oqc_arena_printf(m->a, "_%d", k), &p->rq, p->out_c);
-            fprintf(decl(m),
-                    "static const OqciConv q%d_%d = {\n"
-                    "    %d, %d, %d, %d, /* batch, in_c, in_h, in_w */\n"
-                    "    %d, %d, %d, /* out_c, out_h, out_w */\n"
-                    "    %d, %d, %d, %d, %d, %d, %d, %d, /* k_h, k_w, s_h, s_w, d_h, d_w, p_t, p_l */\n"
-                    "    %d, %d, %d, %d, %d, /* group, kdim, kpad, out_ctotal, out_coff */\n"
-                    "    %s, %s, %s, %s, %d, /* in_type, out_type, lo, hi, wpair16 */\n"
-                    "    %s + %td, %s%s%s,\n    %s};\n",
-                    node, k, p->batch, p->in_c, p->in_h, p->in_w, p->out_c, p->out_h, p->out_w,
-                    p->k_h, p->k_w, p->s_h, p->s_w, p->d_h, p->d_w, p->p_t, p->p_l, p->group,
-                    p->kdim, p->kpad, p->out_ctotal, p->out_coff, oqc_em_qtype_name(p->in_type),
-                    oqc_em_qtype_name(p->out_type), i32_lit(m, p->lo), i32_lit(m, p->hi),
-                    p->wpair16,
-                    w, p->w - p0->w,
-                    bias ? bias : "NULL",
-                    bias ? oqc_arena_printf(m->a, " + %td", p->bias - p0->bias) : "", "", rq);
-            if (m->threads > 1)
-                fprintf(b, "    TRY(oqci_conv_par(&q%d_%d, %s, %s, %s, %s_THREADS, pool->run, "
-                           "pool->ctx));\n", node, k, X(0), out_base(m, node, k),
-                        m->e->scratch_bytes ? "SCRATCH" : "NULL", m->name);
-            else
-                fprintf(b, "    TRY(oqci_conv(&q%d_%d, %s, %s, %s));\n", node, k, X(0),
-                        out_base(m, node, k), m->e->scratch_bytes ? "SCRATCH" : "NULL");
-        }
-        break;
-    }
-    case OQC_Q_DECONV: {
-        use_kernel(m, "oqci_deconv.c");
-        const OqciDeconv *p = &q->deconv;
-        const char *w = q_array(m, "_w", "int8_t", p->w,
-                                (int64_t)p->in_c * (p->out_c / p->group) * p->k_h * p->k_w, 1);
-        const char *bias = p->bias ? q_array(m, "_b", "int32_t", p->bias, p->out_c, 4) : "NULL";
-        const char *rq = q_requant(m, "", &p->rq, p->out_c);
-        fprintf(decl(m),
-                "static const OqciDeconv q%d = {\n"
-                "    %d, %d, %d, %d, %d, %d, %d, /* batch, in_c, in_h, in_w, out_c, out_h, out_w */\n"
-                "    %d, %d, %d, %d, %d, %d, %d, %d, %d, /* k_h, k_w, s_h, s_w, d_h, d_w, p_t, p_l, group */\n"
-                "    %s, %s, %s, %s, /* in_type, out_type, lo, hi */\n    %s, %s,\n    %s};\n",
-                node, p->batch, p->in_c, p->in_h, p->in_w, p->out_c, p->out_h, p->out_w,
-                p->k_h, p->k_w, p->s_h, p->s_w, p->d_h, p->d_w, p->p_t, p->p_l, p->group,
-                oqc_em_qtype_name(p->in_type), oqc_em_qtype_name(p->out_type),
-                i32_lit(m, p->lo), i32_lit(m, p->hi), w, bias, rq);
-        fprintf(b, "    TRY(oqci_deconv(&q%d, %s, %s, %s));\n", node, X(0), Y(0),
-                m->e->scratch_bytes ? "SCRATCH" : "NULL");
-        break;
-    }
-    case OQC_Q_MAXPOOL:
-    case OQC_Q_AVGPOOL: {
-        use_kernel(m, "oqci_pool.c");
-        const OqciPool *p = &q->pool;
-        int64_t entries = p->rq.per_index ? (int64_t)p->k_h * p->k_w + 1 : 1;
-        const char *rq = (q->kind == OQC_Q_MAXPOOL && !p->requant) || p->out_type == OQCI_S32
-                             ? "{OQCI_REQ_FLOAT, 0, NULL, NULL, NULL}"
-                             : q_requant(m, "", &p->rq, entries);
-        fprintf(decl(m),
-                "static const OqciPool q%d = {\n"
-                "    %d, %d, %d, %d, %d, %d, /* batch, channels, in_h, in_w, out_h, out_w */\n"
-                "    %d, %d, %d, %d, %d, %d, %d, %d, /* k_h, k_w, s_h, s_w, d_h, d_w, p_t, p_l */\n"
-                "    %d, %d, %d, /* count_include_pad, out_ctotal, out_coff */\n"
-                "    %s, %s, %s, %s, %d, /* in_type, out_type, lo, hi, requant */\n    %s};\n",
-                node, p->batch, p->channels, p->in_h, p->in_w, p->out_h, p->out_w, p->k_h,
-                p->k_w, p->s_h, p->s_w, p->d_h, p->d_w, p->p_t, p->p_l, p->count_include_pad,
-                p->out_ctotal, p->out_coff, oqc_em_qtype_name(p->in_type),
-                oqc_em_qtype_name(p->out_type),
-                i32_lit(m, p->lo), i32_lit(m, p->hi), p->requant, rq);
-        fprintf(b, "    TRY(oqci_%s(&q%d, %s, %s));\n",
-                q->kind == OQC_Q_MAXPOOL ? "maxpool" : "avgpool", node, X(0), out_base(m, node, 0));
-        break;
-    }
-    case OQC_Q_ADD: {
-        use_kernel(m, "oqci_eltwise.c");
-        const OqciAdd *p = &q->add;
-        FILE *f = decl(m);
-        const char *rqs[OQCI_ADD_MAX];
-        for (int k = 0; k < p->ninputs; k++)
-            rqs[k] = q_requant(m, oqc_arena_printf(m->a, "_%d", k), &p->rq[k], 1);
-        fprintf(f, "static const OqciAdd q%d = {%d, %" PRId64 ", {", node, p->ninputs, p->count);
-        for (int k = 0; k < OQCI_ADD_MAX; k++)
-            fprintf(f, "%s%s", k ? ", " : "",
-                    k < p->ninputs ? oqc_em_qtype_name(p->in_type[k]) : "0");
-        fprintf(f, "},\n    %s, %d, %d, {", oqc_em_qtype_name(p->out_type), p->lo, p->hi);
-        for (int k = 0; k < p->ninputs; k++)
-            fprintf(f, "%s\n    %s", k ? "," : "", rqs[k]);
-        fputs("}};\n", f);
-        fprintf(b, "    {\n        const void *x_[%d];\n", p->ninputs);
-        for (int k = 0; k < p->ninputs; k++)
-            fprintf(b, "        x_[%d] = %s;\n", k, X(k));
-        fprintf(b, "        TRY(oqci_add(&q%d, x_, %s));\n    }\n", node, Y(0));
-        break;
-    }
-    case OQC_Q_CLAMP:
-        use_kernel(m, "oqci_eltwise.c");
-        fprintf(b, "    TRY(oqci_clamp(%s, %s, %s, %s, %" PRId64 ", %d, %d));\n", X(0),
-                oqc_em_qtype_name(q->in_type), Y(0), oqc_em_qtype_name(q->out_type), q->count,
-                q->lo, q->hi);
-        break;
-    case OQC_Q_MUL: {
-        use_kernel(m, "oqci_eltwise.c");
-        const OqciMul *p = &q->mul;
-        const char *rq = q_requant(m, "", &p->rq, 1);
-        fprintf(decl(m), "static const OqciMul q%d = {%" PRId64 ", %" PRId64 ", %s, %s, %s, %d, "
-                         "%d,\n    %s};\n", node, p->outer, p->inner, oqc_em_qtype_name(p->a_type),
-                oqc_em_qtype_name(p->b_type), oqc_em_qtype_name(p->out_type), p->lo, p->hi, rq);
-        fprintf(b, "    TRY(oqci_mul(&q%d, %s, %s, %s));\n", node, X(0), X(1), Y(0));
-        break;
-    }
-    case OQC_Q_LUT:
-        use_kernel(m, "oqci_eltwise.c");
-        fprintf(b, "    TRY(oqci_lut(%s, %s, %" PRId64 ", %s));\n", X(0), Y(0), q->count,
-                q_array(m, "_lut", "uint8_t", q->table, 256, 1));
-        break;
-    case OQC_Q_QUANTIZE: {
-        use_kernel(m, "oqci_eltwise.c");
-        char sb[48];
-        fprintf(b, "    TRY(oqci_quantize(%s, %s, %s, %" PRId64 ", %s));\n", X(0), Y(0),
-                oqc_em_qtype_name(q->out_type), q->count, oqc_em_flit(sb, sizeof sb, q->scale));
-        break;
-    }
-    case OQC_Q_DEQUANTIZE: {
-        use_kernel(m, "oqci_eltwise.c");
-        char sb[48];
-        const OqcAcc *a = q->acc;
-        if (!a) {
-            fprintf(b, "    TRY(oqci_dequantize(%s, %s, %s, %" PRId64 ", %s));\n", X(0),
-                    oqc_em_qtype_name(q->in_type), Y(0), q->count,
-                    oqc_em_flit(sb, sizeof sb, q->scale));
-            break;
-        }
-        const char *sc = q_array(m, "_s", "float", a->scale, a->per_channel ? a->channels : 1, 4);
-        fprintf(b, "    TRY(oqci_dequantize_s32(%s, %s, %" PRId64 ", %d, %" PRId64 ", %s, %d));\n",
-                X(0), Y(0), a->outer, a->channels, a->inner, sc, a->per_channel);
-        if (m->pre && oqc_em_q_boundary(m, node))   /* the integer API's output: see write_source */
-            fprintf(decl(m), "static const OqciRequant q%d_rq = %s;\n", node,
-                    q_requant(m, "_rq", &a->rq, a->channels));
-        break;
-    }
-    case OQC_Q_RESIZE: {
-        if (!q->resize.naxes) {   /* nearest: the float kernel's tables, on bytes */
-            use_kernel(m, "oqcf_resize.c");
-            in_shapes(m, node, 1);
-            resize_tables(m, node, q->rs);
-            fprintf(b, "    TRY(oqcf_resize(%s, &s%d[0], rz%d, %d, 0.0f, 1, %s, %s));\n", X(0),
-                    node, node, q->rs->naxes, Y(0), scratch_args(m));
-            break;
-        }
-        use_kernel(m, "oqci_resize.c");
-        const OqciResize *p = &q->resize;
-        const char *ax[2] = {"{0, 0, NULL, NULL}", "{0, 0, NULL, NULL}"};
-        for (int k = 0; k < p->naxes; k++) {
-            const OqciResizeAxis *a = &p->ax[k];
-            const char *ix = q_array(m, oqc_arena_printf(m->a, "_i%d", k), "int32_t", a->idx,
-                                     2 * a->out_len, 4);
-            const char *wn = oqc_arena_printf(m->a, "%s_q%d_w%d", m->name, node, k);
-            fprintf(m->qh, "extern const int16_t %s[%" PRId64 "];\n", wn, 2 * a->out_len);
-            fprintf(m->qc, "\nconst int16_t %s[%" PRId64 "] = {", wn, 2 * a->out_len);
-            for (int64_t i = 0; i < 2 * a->out_len; i++)
-                fprintf(m->qc, "%s%d", i % 16 ? ", " : i ? ",\n    " : "\n    ", a->w[i]);
-            fputs("};\n", m->qc);
-            m->qbytes += (size_t)(2 * a->out_len) * 2;
-            ax[k] = oqc_arena_printf(m->a, "{%d, %" PRId64 ", %s, %s}", a->axis, a->out_len, ix,
-                                     wn);
-        }
-        fprintf(decl(m), "static const OqciResize q%d = {%s, %d, ", node,
-                oqc_em_qtype_name(p->type), p->rank);
-        put_i64s(decl(m), p->in, OQCI_RESIZE_MAX_RANK);
-        fprintf(decl(m), ", %d,\n    {%s,\n     %s}}; /* type, rank, in, naxes, ax */\n",
-                p->naxes, ax[0], ax[1]);
-        fprintf(b, "    TRY(oqci_resize(&q%d, %s, %s));\n", node, X(0), Y(0));
-        break;
-    }
-    case OQC_Q_VIEW:
-        break;
-    }
 }
 
 /* Why the emitter cannot compile node `node`, or NULL when it can. */
@@ -606,10 +344,10 @@ void oqc_em_node(Em *m, int node) {
     const OqcTensor *in0 = &g->tensors[n->in[0]];
     switch (x->kind) {
     case EXEC_Q:
-        emit_q(m, node, b);
+        oqc_em_q(m, node, b);
         break;
     case EXEC_CONV: {
-        use_kernel(m, "oqcf_conv.c");
+        oqc_em_use_kernel(m, "oqcf_conv.c");
         const char *bias = n->nin > 2 && n->in[2] >= 0 ? X(2) : NULL;
         if (n->act_per_channel) {
             int64_t total = 0;
@@ -618,17 +356,17 @@ void oqc_em_node(Em *m, int node) {
                     total += x->convs[k].out_channels;
             else
                 total = x->conv.out_channels;
-            fprintf(decl(m), "static const OqcfAct act%d[%" PRId64 "] = {", node, total);
+            fprintf(oqc_em_decl(m), "static const OqcfAct act%d[%" PRId64 "] = {", node, total);
             for (int64_t c = 0; c < total; c++) {
-                fputs(c % 4 ? ", " : c ? ",\n    " : "\n    ", decl(m));
-                put_act(decl(m), &n->act_per_channel[c]);
+                fputs(c % 4 ? ", " : c ? ",\n    " : "\n    ", oqc_em_decl(m));
+                put_act(oqc_em_decl(m), &n->act_per_channel[c]);
             }
-            fputs("};\n", decl(m));
+            fputs("};\n", oqc_em_decl(m));
         }
         if (!x->convs) {
             conv_params(m, oqc_arena_printf(m->a, "p%d", node), &x->conv, node);
             fprintf(b, "    TRY(oqcf_conv(%s, &p%d, %s, %s, %s, %s, %s));\n", pool_arg(m), node,
-                    X(0), X(1), bias ? bias : "NULL", out_base(m, node, 0), scratch_args(m));
+                    X(0), X(1), bias ? bias : "NULL", oqc_em_out_base(m, node, 0), oqc_em_scratch_args(m));
             break;
         }
         /* A merged conv: one call per output range of weight rows. */
@@ -643,27 +381,27 @@ void oqc_em_node(Em *m, int node) {
             if (bias)
                 bk = x->koff[k] ? oqc_arena_printf(m->a, "%s + %" PRId64, bias, x->koff[k]) : bias;
             fprintf(b, "    TRY(oqcf_conv(%s, &%s, %s, %s, %s, %s, %s));\n", pool_arg(m), pn,
-                    X(0), w, bk, out_base(m, node, k), scratch_args(m));
+                    X(0), w, bk, oqc_em_out_base(m, node, k), oqc_em_scratch_args(m));
         }
         break;
     }
     case EXEC_CONV_TRANSPOSE:
-        use_kernel(m, "oqcf_deconv.c");
+        oqc_em_use_kernel(m, "oqcf_deconv.c");
         conv_params(m, oqc_arena_printf(m->a, "p%d", node), &x->conv, node);
         fprintf(b, "    TRY(oqcf_conv_transpose(&p%d, %s, %s, %s, %s));\n", node, X(0), X(1),
                 n->nin > 2 && n->in[2] >= 0 ? X(2) : "NULL", Y(0));
         break;
     case EXEC_MAXPOOL: {
-        use_kernel(m, "oqcf_pooling.c");
+        oqc_em_use_kernel(m, "oqcf_pooling.c");
         pool_params(m, node, &x->pool);
         const char *idx = n->nout > 1 && n->out[1] >= 0 ? Y(1) : "NULL";
         if (in0->dtype == OQCF_FLOAT) {
             fprintf(b, "    TRY(oqcf_maxpool(%s, &p%d, %s, %s, %s));\n", pool_arg(m), node, X(0),
-                    out_base(m, node, 0), idx);
+                    oqc_em_out_base(m, node, 0), idx);
             break;
         }
         /* 8-bit inputs: max commutes with the exact conversion to float and back. */
-        use_kernel(m, "oqcf_cast.c");
+        oqc_em_use_kernel(m, "oqcf_cast.c");
         int64_t nx = oqc_shape_numel(&in0->shape), ny = numel_out(m->e, node, 0);
         fprintf(b, "    TRY(oqcf_cast(%s, %s, SCRATCH, OQCF_FLOAT, %" PRId64 "));\n", X(0),
                 dtype_enum(in0->dtype), nx);
@@ -674,20 +412,20 @@ void oqc_em_node(Em *m, int node) {
         break;
     }
     case EXEC_AVGPOOL:
-        use_kernel(m, "oqcf_pooling.c");
+        oqc_em_use_kernel(m, "oqcf_pooling.c");
         pool_params(m, node, &x->pool);
         fprintf(b, "    TRY(oqcf_avgpool(%s, &p%d, %s, %s));\n", pool_arg(m), node, X(0),
-                out_base(m, node, 0));
+                oqc_em_out_base(m, node, 0));
         break;
     case EXEC_GLOBAL_POOL:
-        use_kernel(m, "oqcf_pooling.c");
+        oqc_em_use_kernel(m, "oqcf_pooling.c");
         fprintf(b, "    TRY(oqcf_global_%s(%s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %s, %s));\n",
                 n->op == OQC_OP_GlobalAveragePool ? "avgpool" : "maxpool", pool_arg(m), x->a,
                 x->b, x->c, X(0),
                 Y(0));
         break;
     case EXEC_BATCHNORM:
-        use_kernel(m, "oqcf_norm.c");
+        oqc_em_use_kernel(m, "oqcf_norm.c");
         fprintf(b, "    TRY(oqcf_batchnorm(%s, %" PRId64 ", %" PRId64 ", %" PRId64
                    ", %s, %s, %s, %s, %s, ", pool_arg(m), x->a, x->b, x->c, X(0), X(1), X(2), X(3),
                 X(4));
@@ -695,7 +433,7 @@ void oqc_em_node(Em *m, int node) {
         fprintf(b, ", %s));\n", Y(0));
         break;
     case EXEC_LRN:
-        use_kernel(m, "oqcf_norm.c");
+        oqc_em_use_kernel(m, "oqcf_norm.c");
         fprintf(b, "    TRY(oqcf_lrn(%s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %s, %" PRId64
                    ", ", pool_arg(m), x->a, x->b, x->c, X(0), oqc_attr_int(n, "size", 1));
         put_f(b, oqc_attr_float(n, "alpha", 1e-4f));
@@ -706,7 +444,7 @@ void oqc_em_node(Em *m, int node) {
         fprintf(b, ", %s));\n", Y(0));
         break;
     case EXEC_LAYERNORM:
-        use_kernel(m, "oqcf_norm.c");
+        oqc_em_use_kernel(m, "oqcf_norm.c");
         fprintf(b, "    TRY(oqcf_layernorm(%" PRId64 ", %" PRId64 ", %s, %s, %s, ", x->a, x->b, X(0),
                 X(1), n->nin > 2 && n->in[2] >= 0 ? X(2) : "NULL");
         put_f(b, x->f0);
@@ -714,38 +452,38 @@ void oqc_em_node(Em *m, int node) {
                 n->nout > 2 && n->out[2] >= 0 ? Y(2) : "NULL");
         break;
     case EXEC_INSTANCENORM:
-        use_kernel(m, "oqcf_norm.c");
+        oqc_em_use_kernel(m, "oqcf_norm.c");
         fprintf(b, "    TRY(oqcf_instancenorm(%" PRId64 ", %" PRId64 ", %" PRId64 ", %s, %s, %s, ",
                 x->a, x->b, x->c, X(0), X(1), X(2));
         put_f(b, x->f0);
         fprintf(b, ", %s));\n", Y(0));
         break;
     case EXEC_GEMM: {
-        use_kernel(m, "oqcf_gemm.c");
+        oqc_em_use_kernel(m, "oqcf_gemm.c");
         const OqcfGemmParams *p = &x->gemm;
-        fprintf(decl(m), "static const OqcfGemmParams p%d = {\n    %" PRId64 ", %" PRId64 ", %" PRId64
+        fprintf(oqc_em_decl(m), "static const OqcfGemmParams p%d = {\n    %" PRId64 ", %" PRId64 ", %" PRId64
                      ", %d, %d, /* M, N, K, trans_a, trans_b */\n    ",
                 node, p->M, p->N, p->K, p->trans_a, p->trans_b);
-        put_f(decl(m), p->alpha);
-        fputs(", ", decl(m));
-        put_f(decl(m), p->beta);
-        fprintf(decl(m), ", %d, /* alpha, beta, has_c */\n    ", p->has_c);
-        put_shape(decl(m), &p->c_shape);
-        fputs(", ", decl(m));
-        put_act(decl(m), &p->act);
-        fputs("}; /* c_shape, act */\n", decl(m));
+        put_f(oqc_em_decl(m), p->alpha);
+        fputs(", ", oqc_em_decl(m));
+        put_f(oqc_em_decl(m), p->beta);
+        fprintf(oqc_em_decl(m), ", %d, /* alpha, beta, has_c */\n    ", p->has_c);
+        put_shape(oqc_em_decl(m), &p->c_shape);
+        fputs(", ", oqc_em_decl(m));
+        put_act(oqc_em_decl(m), &p->act);
+        fputs("}; /* c_shape, act */\n", oqc_em_decl(m));
         fprintf(b, "    TRY(oqcf_gemm(%s, &p%d, %s, %s, %s, %s, %s));\n", pool_arg(m), node,
-                X(0), X(1), p->has_c ? X(2) : "NULL", Y(0), scratch_args(m));
+                X(0), X(1), p->has_c ? X(2) : "NULL", Y(0), oqc_em_scratch_args(m));
         break;
     }
     case EXEC_MATMUL:
-        use_kernel(m, "oqcf_gemm.c");
-        in_shapes(m, node, 2);
+        oqc_em_use_kernel(m, "oqcf_gemm.c");
+        oqc_em_in_shapes(m, node, 2);
         fprintf(b, "    TRY(oqcf_matmul(%s, &s%d[0], %s, &s%d[1], %s, %s, %s));\n", pool_arg(m),
-                node, X(0), node, X(1), Y(0), scratch_args(m));
+                node, X(0), node, X(1), Y(0), oqc_em_scratch_args(m));
         break;
     case EXEC_UNARY: {
-        use_kernel(m, "oqcf_eltwise.c");
+        oqc_em_use_kernel(m, "oqcf_eltwise.c");
         int64_t cnt = numel_out(m->e, node, 0);
         OqcfUnaryOp uop;
         float alpha, beta;
@@ -783,7 +521,7 @@ void oqc_em_node(Em *m, int node) {
         break;
     }
     case EXEC_CLIP: {
-        use_kernel(m, "oqcf_eltwise.c");
+        oqc_em_use_kernel(m, "oqcf_eltwise.c");
         const char *lo = "NULL", *hi = "NULL";
         if (n->opset >= 11) {
             if (n->nin > 1 && n->in[1] >= 0)
@@ -791,11 +529,11 @@ void oqc_em_node(Em *m, int node) {
             if (n->nin > 2 && n->in[2] >= 0)
                 hi = X(2);
         } else {
-            fprintf(decl(m), "static const float v%d[2] = {", node);
-            put_f(decl(m), x->f0);
-            fputs(", ", decl(m));
-            put_f(decl(m), x->f1);
-            fputs("}; /* min, max */\n", decl(m));
+            fprintf(oqc_em_decl(m), "static const float v%d[2] = {", node);
+            put_f(oqc_em_decl(m), x->f0);
+            fputs(", ", oqc_em_decl(m));
+            put_f(oqc_em_decl(m), x->f1);
+            fputs("}; /* min, max */\n", oqc_em_decl(m));
             lo = oqc_arena_printf(m->a, "&v%d[0]", node);
             hi = oqc_arena_printf(m->a, "&v%d[1]", node);
         }
@@ -804,21 +542,21 @@ void oqc_em_node(Em *m, int node) {
         break;
     }
     case EXEC_BINARY: {
-        use_kernel(m, "oqcf_eltwise.c");
+        oqc_em_use_kernel(m, "oqcf_eltwise.c");
         const char *op = n->op == OQC_OP_Add ? "OQCF_ADD" : n->op == OQC_OP_Sub ? "OQCF_SUB"
                        : n->op == OQC_OP_Mul ? "OQCF_MUL" : n->op == OQC_OP_Div ? "OQCF_DIV"
                        : n->op == OQC_OP_Pow ? "OQCF_POW" : n->op == OQC_OP_PRelu ? "OQCF_PRELU"
                        : NULL;
         OQC_ASSERT(op);
-        in_shapes(m, node, 2);
+        oqc_em_in_shapes(m, node, 2);
         fprintf(b, "    TRY(oqcf_binary(%s, %s, %s, &s%d[0], %s, &s%d[1], %s));\n", op,
                 dtype_enum(g->tensors[n->out[0]].dtype), X(0), node, X(1), node, Y(0));
         break;
     }
     case EXEC_POW_CAST: {   /* run_pow_cast: through double in the scratch */
-        use_kernel(m, "oqcf_eltwise.c");
-        use_kernel(m, "oqcf_cast.c");
-        in_shapes(m, node, 2);
+        oqc_em_use_kernel(m, "oqcf_eltwise.c");
+        oqc_em_use_kernel(m, "oqcf_cast.c");
+        oqc_em_in_shapes(m, node, 2);
         int64_t na = oqc_shape_numel(&in0->shape), nb = oqc_shape_numel(&g->tensors[n->in[1]].shape);
         fprintf(b, "    TRY(oqcf_cast(%s, %s, SCRATCH, OQCF_DOUBLE, %" PRId64 "));\n", X(0),
                 dtype_enum(in0->dtype), na);
@@ -833,21 +571,21 @@ void oqc_em_node(Em *m, int node) {
         break;
     }
     case EXEC_SUM:
-        use_kernel(m, "oqcf_eltwise.c");
-        in_shapes(m, node, n->nin);
+        oqc_em_use_kernel(m, "oqcf_eltwise.c");
+        oqc_em_in_shapes(m, node, n->nin);
         fputs("    {\n        const float *const x[] = {", b);
         for (int k = 0; k < n->nin; k++)
             fprintf(b, "%s%s", k ? ", " : "", X(k));
         fprintf(b, "};\n        TRY(oqcf_sum(x, s%d, %d, %s));\n    }\n", node, n->nin, Y(0));
         break;
     case EXEC_SOFTMAX:
-        use_kernel(m, "oqcf_eltwise.c");
+        oqc_em_use_kernel(m, "oqcf_eltwise.c");
         fprintf(b, "    TRY(oqcf_softmax(%s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 "));\n", X(0),
                 Y(0), x->a, x->b, x->c);
         break;
     case EXEC_CONCAT:
-        use_kernel(m, "oqcf_layout.c");
-        in_shapes(m, node, n->nin);
+        oqc_em_use_kernel(m, "oqcf_layout.c");
+        oqc_em_in_shapes(m, node, n->nin);
         fputs("    {\n        const void *const x[] = {", b);
         for (int k = 0; k < n->nin; k++)
             fprintf(b, "%s%s", k ? ", " : "", X(k));
@@ -855,14 +593,14 @@ void oqc_em_node(Em *m, int node) {
                 x->axis, oqcf_dtype_size(g->tensors[n->out[0]].dtype), Y(0));
         break;
     case EXEC_SPLIT: {
-        use_kernel(m, "oqcf_layout.c");
-        in_shapes(m, node, 1);
+        oqc_em_use_kernel(m, "oqcf_layout.c");
+        oqc_em_in_shapes(m, node, 1);
         int64_t sizes[256];
         for (int k = 0; k < n->nout; k++)
             sizes[k] = g->tensors[n->out[k]].shape.d[x->axis];
-        fprintf(decl(m), "static const int64_t sz%d[%d] = ", node, n->nout);
-        put_i64s(decl(m), sizes, n->nout);
-        fputs(";\n", decl(m));
+        fprintf(oqc_em_decl(m), "static const int64_t sz%d[%d] = ", node, n->nout);
+        oqc_em_i64s(oqc_em_decl(m), sizes, n->nout);
+        fputs(";\n", oqc_em_decl(m));
         fputs("    {\n        void *const y[] = {", b);
         for (int k = 0; k < n->nout; k++)
             fprintf(b, "%s%s", k ? ", " : "", Y(k));
@@ -871,42 +609,42 @@ void oqc_em_node(Em *m, int node) {
         break;
     }
     case EXEC_SLICE:
-        use_kernel(m, "oqcf_layout.c");
-        in_shapes(m, node, 1);
-        fprintf(decl(m), "static const OqcfSlice p%d = {\n    ", node);
-        put_i64s(decl(m), x->slice.start, OQCF_MAX_RANK);
-        fputs(", /* start */\n    ", decl(m));
-        put_i64s(decl(m), x->slice.step, OQCF_MAX_RANK);
-        fputs(", /* step */\n    ", decl(m));
-        put_shape(decl(m), &x->slice.out);
-        fputs("}; /* out */\n", decl(m));
+        oqc_em_use_kernel(m, "oqcf_layout.c");
+        oqc_em_in_shapes(m, node, 1);
+        fprintf(oqc_em_decl(m), "static const OqcfSlice p%d = {\n    ", node);
+        oqc_em_i64s(oqc_em_decl(m), x->slice.start, OQCF_MAX_RANK);
+        fputs(", /* start */\n    ", oqc_em_decl(m));
+        oqc_em_i64s(oqc_em_decl(m), x->slice.step, OQCF_MAX_RANK);
+        fputs(", /* step */\n    ", oqc_em_decl(m));
+        put_shape(oqc_em_decl(m), &x->slice.out);
+        fputs("}; /* out */\n", oqc_em_decl(m));
         fprintf(b, "    TRY(oqcf_slice(%s, &s%d[0], &p%d, %zu, %s));\n", X(0), node, node,
                 oqcf_dtype_size(in0->dtype), Y(0));
         break;
     case EXEC_TRANSPOSE: {
-        use_kernel(m, "oqcf_layout.c");
-        in_shapes(m, node, 1);
-        fprintf(decl(m), "static const int perm%d[%d] = {", node, OQC_MAX_RANK);
+        oqc_em_use_kernel(m, "oqcf_layout.c");
+        oqc_em_in_shapes(m, node, 1);
+        fprintf(oqc_em_decl(m), "static const int perm%d[%d] = {", node, OQC_MAX_RANK);
         for (int i = 0; i < OQC_MAX_RANK; i++)
-            fprintf(decl(m), "%s%d", i ? ", " : "", x->perm[i]);
-        fputs("};\n", decl(m));
+            fprintf(oqc_em_decl(m), "%s%d", i ? ", " : "", x->perm[i]);
+        fputs("};\n", oqc_em_decl(m));
         fprintf(b, "    TRY(oqcf_transpose(%s, &s%d[0], perm%d, %zu, %s));\n", X(0), node, node,
                 oqcf_dtype_size(in0->dtype), Y(0));
         break;
     }
     case EXEC_PAD: {
-        use_kernel(m, "oqcf_layout.c");
-        in_shapes(m, node, 1);
-        fprintf(decl(m), "static const int64_t pads%d[%d] = ", node, 2 * OQC_MAX_RANK);
-        put_i64s(decl(m), x->pads, 2 * OQC_MAX_RANK);
-        fputs(";\n", decl(m));
+        oqc_em_use_kernel(m, "oqcf_layout.c");
+        oqc_em_in_shapes(m, node, 1);
+        fprintf(oqc_em_decl(m), "static const int64_t pads%d[%d] = ", node, 2 * OQC_MAX_RANK);
+        oqc_em_i64s(oqc_em_decl(m), x->pads, 2 * OQC_MAX_RANK);
+        fputs(";\n", oqc_em_decl(m));
         const char *value = "NULL";
         if (n->opset >= 11 && n->nin > 2 && n->in[2] >= 0) {
             value = X(2);
         } else if (n->opset < 11) {
-            fprintf(decl(m), "static const float v%d = ", node);
-            put_f(decl(m), x->f0);
-            fputs("; /* value */\n", decl(m));
+            fprintf(oqc_em_decl(m), "static const float v%d = ", node);
+            put_f(oqc_em_decl(m), x->f0);
+            fputs("; /* value */\n", oqc_em_decl(m));
             value = oqc_arena_printf(m->a, "&v%d", node);
         }
         static const char *const modes[] = {[OQCF_PAD_CONSTANT] = "OQCF_PAD_CONSTANT",
@@ -917,8 +655,8 @@ void oqc_em_node(Em *m, int node) {
         break;
     }
     case EXEC_GATHER: {
-        use_kernel(m, "oqcf_layout.c");
-        in_shapes(m, node, 1);
+        oqc_em_use_kernel(m, "oqcf_layout.c");
+        oqc_em_in_shapes(m, node, 1);
         const OqcTensor *ix = &g->tensors[n->in[1]];
         fprintf(b, "    TRY(oqcf_gather(%s, &s%d[0], %d, %s, %s, %" PRId64 ", %zu, %s));\n", X(0),
                 node, x->axis, X(1), dtype_enum(ix->dtype), oqc_shape_numel(&ix->shape),
@@ -930,57 +668,57 @@ void oqc_em_node(Em *m, int node) {
                                            [OQCF_REDUCE_MEAN] = "OQCF_REDUCE_MEAN",
                                            [OQCF_REDUCE_MAX] = "OQCF_REDUCE_MAX",
                                            [OQCF_REDUCE_MIN] = "OQCF_REDUCE_MIN"};
-        use_kernel(m, "oqcf_reduce.c");
-        in_shapes(m, node, 1);
+        oqc_em_use_kernel(m, "oqcf_reduce.c");
+        oqc_em_in_shapes(m, node, 1);
         fprintf(b, "    TRY(oqcf_reduce(%s, %s, &s%d[0], %uu, %s));\n",
                 rops[oqc_reduce_op(n->op)], X(0), node, x->mask, Y(0));
         break;
     }
     case EXEC_ARGMAX:
-        use_kernel(m, "oqcf_reduce.c");
+        oqc_em_use_kernel(m, "oqcf_reduce.c");
         fprintf(b, "    TRY(oqcf_argmax(%s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %d, %d, %s));\n",
                 X(0), x->a, x->b, x->c, n->op == OQC_OP_ArgMin, x->axis, Y(0));
         break;
     case EXEC_TILE: {
-        use_kernel(m, "oqcf_layout.c");
+        oqc_em_use_kernel(m, "oqcf_layout.c");
         const OqcTensor *y = &g->tensors[n->out[0]];
-        in_shapes(m, node, 1);
-        fprintf(decl(m), "static const OqcfShape ys%d = ", node);
-        put_shape(decl(m), &y->shape);
-        fputs(";\n", decl(m));
+        oqc_em_in_shapes(m, node, 1);
+        fprintf(oqc_em_decl(m), "static const OqcfShape ys%d = ", node);
+        put_shape(oqc_em_decl(m), &y->shape);
+        fputs(";\n", oqc_em_decl(m));
         fprintf(b, "    TRY(oqcf_tile(%s, &s%d[0], &ys%d, %zu, %s));\n", X(0), node, node,
                 oqcf_dtype_size(y->dtype), Y(0));
         break;
     }
     case EXEC_SPACE_DEPTH:
-        use_kernel(m, "oqcf_layout.c");
-        fprintf(decl(m), "static const OqcfShape v%d = ", node);
-        put_shape(decl(m), &x->view);
-        fprintf(decl(m), "; /* the 6-D view of the input */\nstatic const int perm%d[%d] = {",
+        oqc_em_use_kernel(m, "oqcf_layout.c");
+        fprintf(oqc_em_decl(m), "static const OqcfShape v%d = ", node);
+        put_shape(oqc_em_decl(m), &x->view);
+        fprintf(oqc_em_decl(m), "; /* the 6-D view of the input */\nstatic const int perm%d[%d] = {",
                 node, OQC_MAX_RANK);
         for (int i = 0; i < OQC_MAX_RANK; i++)
-            fprintf(decl(m), "%s%d", i ? ", " : "", x->perm[i]);
-        fputs("};\n", decl(m));
+            fprintf(oqc_em_decl(m), "%s%d", i ? ", " : "", x->perm[i]);
+        fputs("};\n", oqc_em_decl(m));
         fprintf(b, "    TRY(oqcf_transpose(%s, &v%d, perm%d, %zu, %s));\n", X(0), node, node,
                 oqcf_dtype_size(in0->dtype), Y(0));
         break;
     case EXEC_RESIZE:
-        use_kernel(m, "oqcf_resize.c");
-        in_shapes(m, node, 1);
-        resize_tables(m, node, x->resize);
+        oqc_em_use_kernel(m, "oqcf_resize.c");
+        oqc_em_in_shapes(m, node, 1);
+        oqc_em_resize_tables(m, node, x->resize);
         fprintf(b, "    TRY(oqcf_resize(%s, &s%d[0], rz%d, %d, ", X(0), node, node,
                 x->resize->naxes);
         put_f(b, x->resize->extrapolation);
-        fprintf(b, ", %zu, %s, %s));\n", oqcf_dtype_size(in0->dtype), Y(0), scratch_args(m));
+        fprintf(b, ", %zu, %s, %s));\n", oqcf_dtype_size(in0->dtype), Y(0), oqc_em_scratch_args(m));
         break;
     case EXEC_CAST:
-        use_kernel(m, "oqcf_cast.c");
+        oqc_em_use_kernel(m, "oqcf_cast.c");
         fprintf(b, "    TRY(oqcf_cast(%s, %s, %s, %s, %" PRId64 "));\n", X(0),
                 dtype_enum(in0->dtype), Y(0), dtype_enum(g->tensors[n->out[0]].dtype),
                 numel_out(m->e, node, 0));
         break;
     case EXEC_QDQ: {
-        use_kernel(m, "oqcf_cast.c");
+        oqc_em_use_kernel(m, "oqcf_cast.c");
         const char *zp = n->nin > 2 && n->in[2] >= 0 ? X(2) : "NULL";
         if (n->op == OQC_OP_QuantizeLinear)
             fprintf(b, "    TRY(oqcf_quantize_linear(%s, %s, %s, %s, %s, %" PRId64 ", %" PRId64

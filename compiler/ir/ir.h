@@ -347,7 +347,10 @@ static inline int32_t oqc_weight_qmax(const OqcQuantConfig *cfg) {
     return (int32_t)(1 << (oqc_weight_bits(cfg) - 1)) - 1;
 }
 
-/* What an INT8 node runs (the runtime's parameter structs, see runtime/int8/oqci.h). */
+/* What an INT8 node runs (the runtime's parameter structs, see runtime/int8/oqci.h).
+ * Each kind has its test and parameters in passes/quantize_<family>.c (hooks in
+ * quantize.c's kinds[] table), its run function in exec/exec_q.c and its emission in
+ * backend/emit_q.c, the last two in tables indexed by kind. */
 typedef enum OqcQKind {
     OQC_Q_CONV,         /* Conv, Gemm, MatMul: one oqci_conv per output (merged convs) */
     OQC_Q_DECONV,       /* ConvTranspose: oqci_deconv */
@@ -363,6 +366,7 @@ typedef enum OqcQKind {
                            (oqcf_resize on bytes, tables in rs), linear runs oqci_resize */
     OQC_Q_QUANTIZE,     /* float -> s8/u8 at an FP32/INT8 boundary: oqci_quantize */
     OQC_Q_DEQUANTIZE,   /* s8/u8 -> float at an INT8/FP32 boundary: oqci_dequantize */
+    OQC_Q_KIND_COUNT    /* the number of kinds (table sizes) */
 } OqcQKind;
 
 /* An INT8 node's kernel parameters; the arrays they point to live in the graph's arena

@@ -96,8 +96,8 @@ tgs=portable
 for t in $tgs; do
     "$OQC" compile "$M" -o "$TMP/w7_$t" --name fashion --calib $D/calib_500.npy --weight-bits 7 \
         --target $t -q || fail "compile --weight-bits 7 --target $t"
-    nconv=$(grep -c "lo, hi, wpair16" "$TMP/w7_$t/fashion.c")
-    nflag=$(grep "lo, hi, wpair16" "$TMP/w7_$t/fashion.c" | grep -c ", 1, /[*]")
+    nconv=$(grep -c "[.]wpair16 = " "$TMP/w7_$t/fashion.c")
+    nflag=$(grep -c "[.]wpair16 = 1," "$TMP/w7_$t/fashion.c")
     [ "$nconv" -ge 3 ] && [ "$nflag" = "$nconv" ] && ok "--weight-bits 7: all $nconv convs have wpair16 1" ||
         fail "--weight-bits 7: $nflag of $nconv convs flagged"
     wmax=$(sed -n '/^const int8_t .*_w\[/,/};$/p' "$TMP/w7_$t"/fashion_weights.c | grep -v '^const' |

@@ -1,0 +1,174 @@
+/* quantize_eltwise.c - pass "quantize", the element-wise and data-movement kinds:
+ * OQC_Q_ADD (Add, Sum with a fused Relu/Clip: oqci_add), OQC_Q_MUL (Mul of two
+ * activations: oqci_mul), and the kinds that follow their input into INT8 at its scale:
+ * OQC_Q_CLAMP (Relu, Clip: oqci_clamp), OQC_Q_RESIZE (Resize, Upsample) and OQC_Q_VIEW
+ * (Flatten, Reshape, ...).  For each, whether a node can run in INT8 (step 1, ADD and
+ * MUL) and its kernel parameters (step 3); see quantize.c for the pass.  Element-wise
+ * functions of one tensor are tables (quantize_lut.c). */
+#include "quantize_int.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ step 1: can it */
+
+int oqc_quant_can_add(const Q *q, int i, char *why) {
+    const OqcNode *n = &q->g->nodes[i];
+    if (n->nin < 2 || n->nin > OQCI_ADD_MAX)
+        return WHY("%d inputs (INT8 adds take 2 to %d)", n->nin, OQCI_ADD_MAX);
+    for (int k = 0; k < n->nin; k++) {
+        const OqcTensor *x = n->in[k] >= 0 ? TT(q, n->in[k]) : NULL;
+        if (!x || x->is_const || !oqc_shape_equal(&x->shape, &TT(q, n->out[0])->shape))
+            return WHY("its inputs are not same-shape activations (no broadcast)");
+    }
+    return 1;
+}
+
+/* A full activation times one that is the same or constant over its trailing dims (a
+ * squeeze-excitation gate): oqci_mul's (outer, inner) blocks. */
+int oqc_quant_can_mul(const Q *q, int i, char *why) {
+    const OqcNode *n = &q->g->nodes[i];
+    const OqcShape *xs = &TT(q, n->in[0])->shape, *ys = &TT(q, n->out[0])->shape;
+    if (n->nin != 2 || n->in[1] < 0 || TT(q, n->in[0])->is_const ||
+        TT(q, n->in[1])->is_const || TT(q, n->in[1])->dtype != OQCF_FLOAT)
+        return WHY("INT8 Mul takes two activations (not a constant)");
+    if (TT(q, n->out[0])->view_base >= 0)
+        return WHY("it writes into a concat buffer");
+    int full = oqc_shape_equal(xs, ys) ? 0 : 1;
+    const OqcShape *bs = &TT(q, n->in[1 - full])->shape;
+    if (!oqc_shape_equal(&TT(q, n->in[full])->shape, ys))
+        return WHY("neither input has the output's shape");
+    int off = ys->rank - bs->rank, k = ys->rank;
+    while (k > 0 && (k - 1 < off || bs->d[k - 1 - off] == 1))
+        k--;   /* the trailing dims where the other input is 1 */
+    for (int j = 0; j < k; j++)
+        if (j < off || bs->d[j - off] != ys->d[j])
+            return WHY("its broadcast is not one value per block of trailing elements");
+    return 1;
+}
+
+/* ------------------------------------------------------------- step 3: parameters */
+
+/* Each input requantized to the output's scale with 8 fraction bits (M_k = 256 s_k /
+ * s_y), summed, clamped to the fused activation. */
+int oqc_quant_build_add(Q *q, int i, OqcQNode *qn, char *why) {
+    OqcGraph *g = q->g;
+    const OqcNode *n = &g->nodes[i];
+    const OqcQuant *qy = &TT(q, base_of(g, n->out[0]))->quant;
+    OqciAdd *p = &qn->add;
+    qn->kind = OQC_Q_ADD;
+    *p = (OqciAdd){.ninputs = n->nin, .count = oqc_shape_numel(&TT(q, n->out[0])->shape),
+                   .out_type = qtype(qy)};
+    oqc_quant_clamp_of(&n->act, p->out_type, qy->scale, &p->lo, &p->hi);
+    for (int k = 0; k < n->nin; k++) {
+        const OqcQuant *qx = &TT(q, base_of(g, n->in[k]))->quant;
+        double M = 256.0 * qx->scale / qy->scale;
+        p->in_type[k] = qtype(qx);
+        if (oqc_quant_requant(q, &M, 1, 0, &p->rq[k], why) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The full input becomes input 0 (the kernel's a; the inputs are swapped when the
+ * broadcast one came first); M = s_a s_b / s_y. */
+int oqc_quant_build_mul(Q *q, int i, OqcQNode *qn, char *why) {
+    OqcGraph *g = q->g;
+    OqcNode *n = &g->nodes[i];
+    const OqcTensor *y = TT(q, n->out[0]);
+    if (oqc_shape_numel(&TT(q, n->in[0])->shape) != oqc_shape_numel(&y->shape)) {
+        int t = n->in[0];
+        n->in[0] = n->in[1];
+        n->in[1] = t;
+    }
+    const OqcQuant *qa = &TT(q, base_of(g, n->in[0]))->quant,
+                   *qb = &TT(q, base_of(g, n->in[1]))->quant,
+                   *qy = &TT(q, base_of(g, n->out[0]))->quant;
+    OqciMul *p = &qn->mul;
+    qn->kind = OQC_Q_MUL;
+    int64_t outer = oqc_shape_numel(&TT(q, n->in[1])->shape);
+    *p = (OqciMul){.outer = outer, .inner = outer ? oqc_shape_numel(&y->shape) / outer : 0,
+                   .a_type = qtype(qa), .b_type = qtype(qb), .out_type = qtype(qy)};
+    oqc_quant_clamp_of(NULL, p->out_type, qy->scale, &p->lo, &p->hi);
+    double M = (double)qa->scale * qb->scale / qy->scale;
+    return oqc_quant_requant(q, &M, 1, 0, &p->rq, why);
+}
+
+/* The kinds below follow their input (INT8 when it is) and keep its scale. */
+
+/* Relu/Clip: a clamp to the activation's bounds at the input's scale. */
+int oqc_quant_build_clamp(Q *q, int i, OqcQNode *qn, char *why) {
+    OqcGraph *g = q->g;
+    const OqcNode *n = &g->nodes[i];
+    OqcfAct act;
+    if (!oqc_pass_act_of(g, i, &act, why))
+        return FAIL("its bounds are not constants");
+    const OqcQuant *qx = &g->tensors[base_of(g, n->in[0])].quant;
+    qn->kind = OQC_Q_CLAMP;
+    qn->in_type = qn->out_type = qtype(qx);
+    qn->count = oqc_shape_numel(&g->tensors[n->out[0]].shape);
+    oqc_quant_clamp_of(&act, qn->out_type, qx->scale, &qn->lo, &qn->hi);
+    g->tensors[n->out[0]].quant = *qx;
+    return 0;
+}
+
+/* Resize / Upsample: nearest (any axes) moves codes; linear over at most two axes is
+ * oqci_resize, each output the weighted sum of two inputs per axis (weights in
+ * 2^-OQCI_RESIZE_BITS). Cubic overshoots its inputs' range: it stays float. */
+int oqc_quant_build_resize(Q *q, int i, OqcQNode *qn, char *why) {
+    OqcGraph *g = q->g;
+    const OqcNode *n = &g->nodes[i];
+    const OqcTensor *x = TT(q, n->in[0]);
+    OqcResize *r = oqc_arena_alloc(g->arena, sizeof *r);
+    OqcDiag quiet = {0};
+    if (oqc_resize_plan(g, i, &x->shape, r, g->arena, &quiet) < 0) {
+        oqc_diag_free(&quiet);
+        return FAIL("its parameters are not static");
+    }
+    if (r->mode == OQC_RESIZE_CUBIC)
+        return FAIL("cubic resampling overshoots its inputs' range (INT8 Resize: nearest "
+                    "and linear)");
+    if (r->extrapolates)
+        return FAIL("tf_crop_and_resize extrapolates with a float value");
+    if (x->shape.rank > OQCI_RESIZE_MAX_RANK)
+        return FAIL("rank %d (INT8 Resize: at most %d)", x->shape.rank, OQCI_RESIZE_MAX_RANK);
+    const OqcQuant *qx = &TT(q, base_of(g, n->in[0]))->quant;
+    g->tensors[n->out[0]].quant = *qx;   /* moves or averages codes: the same scale */
+    qn->kind = OQC_Q_RESIZE;
+    qn->rs = r;
+    qn->in_type = qn->out_type = qtype(qx);
+    int weighted = 0;
+    for (int k = 0; k < r->naxes; k++)
+        weighted += r->axes[k].w != NULL;
+    if (!weighted)
+        return 0;
+    if (r->naxes > 2)
+        return FAIL("linear over %d axes (INT8 Resize: at most two)", r->naxes);
+    OqciResize *p = &qn->resize;
+    *p = (OqciResize){.type = qn->in_type, .rank = x->shape.rank, .naxes = r->naxes};
+    for (int k = 0; k < p->rank; k++)
+        p->in[k] = x->shape.d[k];
+    for (int k = 0; k < r->naxes; k++) {
+        const OqcfResizeAxis *a = &r->axes[k];
+        int16_t *w = oqc_arena_alloc(g->arena, (size_t)(2 * a->out_len) * sizeof *w);
+        for (int64_t j = 0; j < a->out_len; j++) {
+            /* the second tap's weight to the nearest 2^-BITS, the first the rest */
+            double t = floor((double)a->w[2 * j + 1] * (1 << OQCI_RESIZE_BITS) + 0.5);
+            w[2 * j + 1] = (int16_t)t;
+            w[2 * j] = (int16_t)((1 << OQCI_RESIZE_BITS) - t);
+        }
+        p->ax[k] = (OqciResizeAxis){.axis = a->axis, .out_len = a->out_len, .idx = a->idx,
+                                    .w = w};
+    }
+    return 0;
+}
+
+/* Flatten, Reshape, ...: nothing runs; the output is the input's bytes and scale. */
+int oqc_quant_build_view(Q *q, int i, OqcQNode *qn, char *why) {
+    OqcGraph *g = q->g;
+    const OqcNode *n = &g->nodes[i];
+    (void)why;
+    qn->kind = OQC_Q_VIEW;
+    g->tensors[n->out[0]].quant = g->tensors[base_of(g, n->in[0])].quant;
+    return 0;
+}
