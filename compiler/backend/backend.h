@@ -46,7 +46,7 @@ typedef struct OqcEmitOptions {
                                            (stated in README.md), or NULL */
 } OqcEmitOptions;
 /* The compiler flags of --target TARGET (a row of the ISA table, OQC_ISA_TABLE in
- * runtime/fp32/oqcf_isa.h, with flags), or NULL for an unknown target (emit_runtime.c). */
+ * runtime/fp32/oqc_isa.h, with flags), or NULL for an unknown target (emit_runtime.c). */
 const char *oqc_target_flags(const char *target);
 /* The --target names, "native, portable, ... or dispatch", into buf (size bytes). */
 void oqc_target_names(char *buf, size_t size);

@@ -1,7 +1,7 @@
 /* emit_int.h - internal to `oqc compile`'s C emitter, which is three files sharing the
  * emission state (Em) and a few printing helpers (prefix oqc_em_):
  *   - emit_runtime.c: the runtime files to copy (FileSet) and the --target flags, from
- *     the runtime's ISA table (oqcf_isa.h);
+ *     the runtime's ISA table (oqc_isa.h);
  *   - emit_c.c: the driver (oqc_emit_c) and the output files: the model's header and
  *     run functions, its constants, the runtime files the calls need, NAME.mk, README;
  *   - emit_node.c: one node's parameter constants and kernel call (oqc_em_node), and

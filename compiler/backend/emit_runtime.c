@@ -1,5 +1,5 @@
 /* emit_runtime.c - the runtime files `oqc compile` copies next to a model, and the
- * --target flags: both from the runtime's one ISA table (OQC_ISA_TABLE, oqcf_isa.h).
+ * --target flags: both from the runtime's one ISA table (OQC_ISA_TABLE, oqc_isa.h).
  * A runtime file brings what it includes (its #include "..." lines) and the sources it
  * calls into (runtime_needs; the INT8 conv, oqci_conv.c, the files of every family in
  * the table's files column: it chooses among them at run time and refers to each one's

@@ -198,7 +198,7 @@ int oqcf_sgemm_force_isa(OqcfIsa isa) {
 #endif
 }
 
-/* The FP32 families of the ISA table (oqcf_isa.h), in ascending preference (-1: a row
+/* The FP32 families of the ISA table (oqc_isa.h), in ascending preference (-1: a row
  * without one). */
 #define FP32_ROW(name, int8, fp32, x86, flags, files) fp32,
 static const int fp32_rows[] = {OQC_ISA_TABLE(FP32_ROW)};

@@ -8,7 +8,7 @@
 
 #include "oqcf_nn.h"
 #include "oqcf_x86_int.h"   /* (AVX2, act8) */
-#include "oqcf_isa.h"       /* (the families in preference order: OQC_ISA_TABLE) */
+#include "oqc_isa.h"       /* (the families in preference order: OQC_ISA_TABLE) */
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define OQCF_SGEMM_X86 1

@@ -303,8 +303,8 @@ int oqci_conv_par(const OqciConv *p, const void *x, void *y, void *scratch, int 
                                    Lake, Zen 4 and later) */
 #define OQCI_ISA_COUNT 8
 /* The families' names, preference, x86 kernel levels and --target flags are rows of
- * the one ISA table, OQC_ISA_TABLE (oqcf_isa.h, macros only). */
-#include "oqcf_isa.h"
+ * the one ISA table, OQC_ISA_TABLE (oqc_isa.h, macros only). */
+#include "oqc_isa.h"
 /* The x86 kernel level (OQC_X86_*) family isa's kernels use (the table's x86 column):
  * which of the AVX2, AVX-512 and VBMI paths of the conv, pool and eltwise it may take. */
 #define OQCI_ISA_X86_OF(name, int8, fp32, x86, flags, files) isa == (int8) ? (x86) :

@@ -267,7 +267,7 @@ int oqci_isa_available(int isa) {
     return isa >= 0 && isa < OQCI_ISA_COUNT && cpu_has(isa);
 }
 
-/* The INT8 conv families of the ISA table (oqcf_isa.h) with their names, in ascending
+/* The INT8 conv families of the ISA table (oqc_isa.h) with their names, in ascending
  * preference (-1: a row without an INT8 family). */
 #define ISA_ROW(name, int8, fp32, x86, flags, files) {int8, name},
 static const struct {

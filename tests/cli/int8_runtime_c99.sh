@@ -1,7 +1,7 @@
 #!/bin/sh
 # int8_runtime_c99.sh - the INT8 kernel library (runtime/int8/oqci.h, runtime/int8/oqci_*.c) is
 # copied verbatim into every INT8 output of `oqc compile`, so it must build on its own:
-#   1. each oqci_*.c, copied alone with oqci.h, the ISA table oqcf_isa.h it includes
+#   1. each oqci_*.c, copied alone with oqci.h, the ISA table oqc_isa.h it includes
 #      (and the internal headers oqci_*_int.h)
 #      into an empty directory, compiles as strict C99 (-std=c99 -pedantic -Wall
 #      -Wextra -Werror) with gcc and with clang, as is and with -DOQCI_NO_FLOAT (the
@@ -22,7 +22,7 @@
 only_config default
 C99="-std=c99 -pedantic -O2 -Wall -Wextra -Werror"
 mkdir -p "$TMP/rt"
-cp runtime/int8/oqci.h runtime/fp32/oqcf_isa.h runtime/int8/oqci_*_int.h runtime/int8/oqci_*.c "$TMP/rt/"
+cp runtime/int8/oqci.h runtime/fp32/oqc_isa.h runtime/int8/oqci_*_int.h runtime/int8/oqci_*.c "$TMP/rt/"
 srcs=$(cd "$TMP/rt" && ls oqci_*.c)
 [ -n "$srcs" ] && ok "runtime/int8/oqci_*.c found" || fail "no runtime/int8/oqci_*.c"
 

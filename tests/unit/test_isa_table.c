@@ -1,4 +1,4 @@
-/* test_isa_table.c - the one ISA table (OQC_ISA_TABLE, runtime/fp32/oqcf_isa.h) and what
+/* test_isa_table.c - the one ISA table (OQC_ISA_TABLE, runtime/fp32/oqc_isa.h) and what
  * is derived from it or must agree with it: the --target flags and names of
  * `oqc compile`, the INT8 family names and x86 kernel levels, and the lists of targets
  * in docs/compile.md (its table of --target flags), docs/cli.md and docs/oqc.1. */

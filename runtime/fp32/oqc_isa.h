@@ -1,4 +1,4 @@
-/* oqcf_isa.h - the one table of the instruction-set families of oqc's runtime and of
+/* oqc_isa.h - the one table of the instruction-set families of oqc's runtime and of
  * `oqc compile --target`, an X-macro: OQC_ISA_TABLE(X) expands X once per row,
  *     X(name, int8, fp32, x86, flags, files)
  * name   the family as `--target`, oqci_isa_name() and the docs (docs/compile.md's table
@@ -22,8 +22,8 @@
  * (oqci_conv_cfg_int.h), its CPU test in oqci_conv.c's cpu_has and its branch in
  * oqci_conv(), and its line in docs/compile.md's table of targets (which
  * tests/unit/test_isa_table.c checks). */
-#ifndef OQCF_ISA_H
-#define OQCF_ISA_H
+#ifndef OQC_ISA_H
+#define OQC_ISA_H
 
 #define OQC_X86_NONE 0     /* no x86 kernels (portable C, Arm) */
 #define OQC_X86_AVX2 1     /* AVX2 (and FMA) */
@@ -54,4 +54,4 @@
     X("dispatch", -1, -1, OQC_X86_NONE, "-DOQCI_DISPATCH", "")
 /* clang-format on */
 
-#endif /* OQCF_ISA_H */
+#endif /* OQC_ISA_H */
