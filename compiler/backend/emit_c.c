@@ -552,6 +552,129 @@ int oqc_emit_check(OqcExec *e, int max_nodes, OqcDiag *d) {
     return bad;
 }
 
+/* --preprocess: parsed into *pp, with the model input's channels, height and width
+ * (*ch, *hh, *ww); an error for a model without exactly one image-shaped input. */
+static int check_preprocess(const OqcGraph *g, const char *spec, OqcPreprocess *pp, int *ch,
+                            int *hh, int *ww, OqcDiag *d) {
+    if (oqc_preprocess_parse(spec, pp, d) < 0)
+        return -1;
+    if (g->ninputs != 1)
+        return oqc_err(d, "%s: --preprocess: the model has %d inputs; image preprocessing "
+                          "is for models with one", g->path, g->ninputs);
+    return oqc_image_geometry(pp, &g->tensors[g->inputs[0]].shape, ch, hh, ww, d);
+}
+
+/* The text emit_node.c writes into m's streams: declarations, the layers, the INT8
+ * constants (declarations, definitions) and, with integer I/O, the calls around the
+ * INT8 layers; each malloc'd. */
+typedef struct Texts {
+    char *decl, *body, *qh, *qc, *pre, *post;
+    size_t decl_len, body_len, qh_len, qc_len, pre_len, post_len;
+} Texts;
+
+/* Emits every node of m's graph into the texts t; *qin, *qout receive the quantized
+ * input and output of the integer-I/O entry point, -1 when it has none. */
+static void emit_calls(Em *m, Texts *t, int *qin, int *qout) {
+    const OqcGraph *g = m->g;
+    m->decl = open_memstream(&t->decl, &t->decl_len);
+    m->body = open_memstream(&t->body, &t->body_len);
+    m->qh = open_memstream(&t->qh, &t->qh_len);
+    m->qc = open_memstream(&t->qc, &t->qc_len);
+    if (!m->decl || !m->body || !m->qh || !m->qc)
+        oqc_panic(__FILE__, __LINE__, "out of memory");
+    /* An INT8 model whose one input only feeds its Quantize and whose one output comes
+     * from its Dequantize also gets the integer-I/O entry point. */
+    *qin = *qout = -1;
+    if (g->ninputs == 1 && g->noutputs == 1) {
+        const OqcTensor *it = &g->tensors[g->inputs[0]], *ot = &g->tensors[g->outputs[0]];
+        if (it->nconsumers == 1 && oqc_em_q_boundary(m, it->consumers[0]) && ot->producer >= 0 &&
+            oqc_em_q_boundary(m, ot->producer)) {
+            *qin = g->nodes[it->consumers[0]].out[0];
+            *qout = g->nodes[ot->producer].in[0];
+            m->pre = open_memstream(&t->pre, &t->pre_len);
+            m->post = open_memstream(&t->post, &t->post_len);
+            if (!m->pre || !m->post)
+                oqc_panic(__FILE__, __LINE__, "out of memory");
+        }
+    }
+    for (int i = 0; i < g->nnodes; i++)
+        oqc_em_node(m, i);
+    for (int i = 0; i < g->noutputs; i++)
+        oqc_em_ptr(m, g->outputs[i]); /* marks constant outputs as used */
+    static const char *const pool_files[] = {"oqcf_pool.c", "oqcf_threads.c"};
+    for (int i = 0; m->threads > 1 && i < 2; i++)   /* NAME.c's pool (write_source) */
+        if (!oqc_em_set_has(&m->kernels, pool_files[i]))
+            m->kernels.name[m->kernels.n++] = pool_files[i];
+    fclose(m->decl);
+    fclose(m->body);
+    fclose(m->qh);
+    fclose(m->qc);
+    if (m->pre) {
+        fclose(m->pre);
+        fclose(m->post);
+    }
+}
+
+/* NAME_run_u8's tables: per model channel, every pixel value preprocessed as pp says and
+ * quantized as the input's Quantize node of g does. */
+static void u8_tables(const OqcGraph *g, const OqcPreprocess *pp, IntIO *io) {
+    const OqcQNode *q = g->nodes[g->tensors[g->inputs[0]].consumers[0]].q;
+    io->u8 = 1;
+    for (int c = 0; c < io->pp_c; c++) {
+        float v[256];
+        for (int p = 0; p < 256; p++)
+            v[p] = oqc_img_value((unsigned char)p, pp->mul, pp->div, pp->mean[c], pp->std[c]);
+        OQC_ASSERT(oqci_quantize(v, io->u8_table[c], q->out_type, 256, q->scale) == 0);
+    }
+}
+
+/* Renames the files of o into place when rc is 0 (NAME.c last); else removes this run's
+ * files (temporaries, and any already renamed) and the directories made[0..nmade), but
+ * nothing an earlier compile left.  rc, or -1. */
+static int commit_files(const OutSet *o, const char *const *made, int nmade, int rc,
+                        OqcDiag *d) {
+    int renamed = 0;
+    for (; rc == 0 && renamed < o->n; renamed++)
+        if (rename(o->tmp[renamed], o->final[renamed]) != 0)
+            rc = oqc_err(d, "%s: cannot rename the finished file into place: %s",
+                         o->final[renamed], strerror(errno));
+    for (int i = 0; i < o->n; i++)
+        oqc_tmp_forget(o->tmp[i]);
+    for (int i = nmade - 1; i >= 0; i--)
+        oqc_tmp_forget(made[i]);
+    if (rc < 0) {
+        for (int i = 0; i < o->n; i++)
+            remove(i < renamed - 1 ? o->final[i] : o->tmp[i]);
+        for (int i = nmade - 1; i >= 0; i--)
+            rmdir(made[i]);
+        return -1;
+    }
+    for (int i = 0; i < o->n; i++)
+        oqc_out_done(o->final[i]);
+    return 0;
+}
+
+/* What oqc compile reports of the emitted code (OqcEmitStats). */
+static void fill_stats(const Em *m, const OutSet *o, const FileSet *all, size_t act_end,
+                       size_t arena_total, int nconst, OqcEmitStats *st) {
+    const OqcGraph *g = m->g;
+    size_t wbytes = 0;
+    for (int t = 0; t < g->ntensors; t++)
+        if (m->used[t])
+            wbytes += g->tensors[t].nbytes;
+    st->arena_bytes = arena_total;
+    st->arena_bytes_noamx = m->e->scratch_noamx_bytes < m->e->scratch_bytes
+                                ? act_end + m->e->scratch_noamx_bytes
+                                : arena_total;
+    st->weight_bytes = wbytes + m->qbytes;
+    st->nconst = nconst;
+    st->nfiles = o->n;
+    const char **files = oqc_arena_alloc(m->a, (size_t)(o->n + 1) * sizeof *files);
+    memcpy(files, o->final, (size_t)o->n * sizeof *files);
+    st->files = files;
+    st->nruntime = all->n;
+}
+
 int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
     OqcGraph *g = e->g;
     OqcArena *a = g->arena;
@@ -566,77 +689,22 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
             .threads = oqcf_pool_threads(e->pool)};
     if (oqc_emit_check(e, 8, d) > 0)
         return -1;
-    int bad = 0;
     OqcPreprocess pp;
     int ch = 0, hh = 0, ww = 0;
-    if (opt->preprocess) {
-        if (oqc_preprocess_parse(opt->preprocess, &pp, d) < 0)
-            return -1;
-        if (g->ninputs != 1)
-            bad += oqc_err(d, "%s: --preprocess: the model has %d inputs; image preprocessing "
-                              "is for models with one", g->path, g->ninputs) < 0;
-        else if (oqc_image_geometry(&pp, &g->tensors[g->inputs[0]].shape, &ch, &hh, &ww, d) < 0)
-            bad++;
-    }
-    if (bad)
+    if (opt->preprocess && check_preprocess(g, opt->preprocess, &pp, &ch, &hh, &ww, d) < 0)
         return -1;
 
     m.loc = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof *m.loc);
     m.used = oqc_arena_alloc(a, (size_t)(g->ntensors + 1));
     oqc_em_plan_locs(&m);
-    char *decl = NULL, *body = NULL;
-    size_t decl_len = 0, body_len = 0;
-    char *qh = NULL, *qc = NULL, *pre = NULL, *post = NULL;
-    size_t qh_len = 0, qc_len = 0, pre_len = 0, post_len = 0;
-    m.decl = open_memstream(&decl, &decl_len);
-    m.body = open_memstream(&body, &body_len);
-    m.qh = open_memstream(&qh, &qh_len);
-    m.qc = open_memstream(&qc, &qc_len);
-    if (!m.decl || !m.body || !m.qh || !m.qc)
-        oqc_panic(__FILE__, __LINE__, "out of memory");
-    /* An INT8 model whose one input only feeds its Quantize and whose one output comes
-     * from its Dequantize also gets the integer-I/O entry point. */
-    int qin = -1, qout = -1;
-    if (g->ninputs == 1 && g->noutputs == 1) {
-        const OqcTensor *it = &g->tensors[g->inputs[0]], *ot = &g->tensors[g->outputs[0]];
-        if (it->nconsumers == 1 && oqc_em_q_boundary(&m, it->consumers[0]) && ot->producer >= 0 &&
-            oqc_em_q_boundary(&m, ot->producer)) {
-            qin = g->nodes[it->consumers[0]].out[0];
-            qout = g->nodes[ot->producer].in[0];
-            m.pre = open_memstream(&pre, &pre_len);
-            m.post = open_memstream(&post, &post_len);
-            if (!m.pre || !m.post)
-                oqc_panic(__FILE__, __LINE__, "out of memory");
-        }
-    }
-    for (int i = 0; i < g->nnodes; i++)
-        oqc_em_node(&m, i);
-    for (int i = 0; i < g->noutputs; i++)
-        oqc_em_ptr(&m, g->outputs[i]); /* marks constant outputs as used */
-    static const char *const pool_files[] = {"oqcf_pool.c", "oqcf_threads.c"};
-    for (int i = 0; m.threads > 1 && i < 2; i++)   /* NAME.c's pool (write_source) */
-        if (!oqc_em_set_has(&m.kernels, pool_files[i]))
-            m.kernels.name[m.kernels.n++] = pool_files[i];
-    fclose(m.decl);
-    fclose(m.body);
-    fclose(m.qh);
-    fclose(m.qc);
-    if (m.pre) {
-        fclose(m.pre);
-        fclose(m.post);
-    }
-    IntIO io = {qin, qout, pre, post, qh, qc, opt->preprocess ? &pp : NULL, ch, hh, ww, 0,
-                {{0}}};
-    if (io.pp && qin >= 0) {   /* NAME_run_u8: the tables, with the input's own quantization */
-        const OqcQNode *q = g->nodes[g->tensors[g->inputs[0]].consumers[0]].q;
-        io.u8 = 1;
-        for (int c = 0; c < ch; c++) {
-            float v[256];
-            for (int p = 0; p < 256; p++)
-                v[p] = oqc_img_value((unsigned char)p, pp.mul, pp.div, pp.mean[c], pp.std[c]);
-            OQC_ASSERT(oqci_quantize(v, io.u8_table[c], q->out_type, 256, q->scale) == 0);
-        }
-    }
+    Texts tx = {0};
+    int qin, qout;
+    emit_calls(&m, &tx, &qin, &qout);
+    IntIO io = {.qin = qin, .qout = qout, .pre = tx.pre, .post = tx.post, .qh = tx.qh,
+                .qc = tx.qc, .pp = opt->preprocess ? &pp : NULL, .pp_c = ch, .pp_h = hh,
+                .pp_w = ww};
+    if (io.pp && qin >= 0)   /* NAME_run_u8: the tables, with the input's own quantization */
+        u8_tables(g, &pp, &io);
     int nconst = m.qbytes > 0;
     for (int t = 0; t < g->ntensors; t++)
         nconst += m.used[t];
@@ -665,50 +733,17 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
     if (rc == 0)
         rc = oqc_em_write_header(&m, &o, model, precision, arena_total, &io, d);
     if (rc == 0)
-        rc = write_source(&m, &o, model, precision, &all, act_end, nconst, decl,
-                          body, &io, d);
-    free(decl);
-    free(body);
-    free(qh);
-    free(qc);
-    free(pre);
-    free(post);
-    /* Rename into place (NAME.c last); on failure remove this run's files (temporaries,
-     * and any already renamed) but nothing an earlier compile left. */
-    int renamed = 0;
-    for (; rc == 0 && renamed < o.n; renamed++)
-        if (rename(o.tmp[renamed], o.final[renamed]) != 0)
-            rc = oqc_err(d, "%s: cannot rename the finished file into place: %s",
-                         o.final[renamed], strerror(errno));
-    for (int i = 0; i < o.n; i++)
-        oqc_tmp_forget(o.tmp[i]);
-    for (int i = nmade - 1; i >= 0; i--)
-        oqc_tmp_forget(made[i]);
-    if (rc < 0) {
-        for (int i = 0; i < o.n; i++)
-            remove(i < renamed - 1 ? o.final[i] : o.tmp[i]);
-        for (int i = nmade - 1; i >= 0; i--)
-            rmdir(made[i]);
+        rc = write_source(&m, &o, model, precision, &all, act_end, nconst, tx.decl,
+                          tx.body, &io, d);
+    free(tx.decl);
+    free(tx.body);
+    free(tx.qh);
+    free(tx.qc);
+    free(tx.pre);
+    free(tx.post);
+    if (commit_files(&o, made, nmade, rc, d) < 0)
         return -1;
-    }
-    for (int i = 0; i < o.n; i++)
-        oqc_out_done(o.final[i]);
-    if (opt->stats) {
-        size_t wbytes = 0;
-        for (int t = 0; t < g->ntensors; t++)
-            if (m.used[t])
-                wbytes += g->tensors[t].nbytes;
-        opt->stats->arena_bytes = arena_total;
-        opt->stats->arena_bytes_noamx =
-            e->scratch_noamx_bytes < e->scratch_bytes ? act_end + e->scratch_noamx_bytes
-                                                      : arena_total;
-        opt->stats->weight_bytes = wbytes + m.qbytes;
-        opt->stats->nconst = nconst;
-        opt->stats->nfiles = o.n;
-        const char **files = oqc_arena_alloc(a, (size_t)(o.n + 1) * sizeof *files);
-        memcpy(files, o.final, (size_t)o.n * sizeof *files);
-        opt->stats->files = files;
-        opt->stats->nruntime = all.n;
-    }
+    if (opt->stats)
+        fill_stats(&m, &o, &all, act_end, arena_total, nconst, opt->stats);
     return 0;
 }
