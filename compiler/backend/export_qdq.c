@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "onnx.pb-c.h"
+#include "qdq_weights.h"
 
 /* The export's state. */
 typedef struct X {
@@ -331,9 +332,6 @@ static void emit_qdq(X *x, int t) {
     x->st->nact_zp0 += q->is_unsigned;
 }
 
-/* round half away from zero, as passes/quantize_params.c */
-static double round_ha(double v) { return v < 0 ? -floor(-v + 0.5) : floor(v + 0.5); }
-
 /* The float constant of input k of node n, or NULL. */
 static const OqcTensor *const_f32(const X *x, const OqcNode *n, int k) {
     if (k >= n->nin || n->in[k] < 0)
@@ -361,93 +359,6 @@ static int runs_int8(const X *x, int node) {
         return 0;
     const OqcNode *p = &gq->nodes[gq->tensors[t].producer];
     return p->q && p->q->kind == OQC_Q_CONV && p->op == n->op;
-}
-
-/* How a Conv/Gemm/MatMul holds its weights W. */
-typedef struct WLayout {
-    int64_t K, C, axis;   /* output channels, reduction depth, weight axis of K */
-    int tb;               /* W element (k, c) at k * C + c (else c * K + k) */
-    float alpha, beta;    /* Gemm's factors (1 for the other ops) */
-} WLayout;
-
-static WLayout weight_layout(const OqcNode *n, const OqcShape *ws) {
-    WLayout l = {.tb = 1, .alpha = 1.0f, .beta = 1.0f};
-    if (n->op == OQC_OP_Conv) {
-        l.K = ws->d[0];
-        l.C = oqc_shape_numel(ws) / (l.K ? l.K : 1);
-        l.axis = 0;
-    } else if (n->op == OQC_OP_Gemm) {
-        l.tb = (int)oqc_attr_int(n, "transB", 0);
-        l.K = l.tb ? ws->d[0] : ws->d[1];
-        l.C = l.tb ? ws->d[1] : ws->d[0];
-        l.axis = l.tb ? 0 : 1;
-        l.alpha = oqc_attr_float(n, "alpha", 1.0f);
-        l.beta = oqc_attr_float(n, "beta", 1.0f);
-    } else { /* MatMul, B [C, K] */
-        l.tb = 0;
-        l.C = ws->d[0];
-        l.K = ws->d[1];
-        l.axis = 1;
-    }
-    return l;
-}
-
-/* W quantized per output channel as oqc quantizes it (oqc_quant_build_conv): wq in W's
- * layout, the scales sw[K]; an error for a channel that is not finite. */
-static int quantize_weights(X *x, int node, const float *W, const WLayout *l, int8_t *wq,
-                            float *sw) {
-    const OqcNode *n = &x->g->nodes[node];
-    int64_t K = l->K, C = l->C;
-    int tb = l->tb;
-    int32_t wmax = oqc_weight_qmax(x->gq->qcfg);
-    float *row = malloc((size_t)(C + 1) * sizeof *row);
-    if (!row)
-        oqc_panic(__FILE__, __LINE__, "out of memory");
-    int rc = 0;
-    for (int64_t k = 0; k < K && rc == 0; k++) {
-        /* the row as oqc quantizes it: alpha * W[k][c] in float (oqc_quant_build_conv) */
-        for (int64_t c = 0; c < C; c++)
-            row[c] = n->op == OQC_OP_Gemm ? l->alpha * (tb ? W[k * C + c] : W[c * K + k])
-                                          : (tb ? W[k * C + c] : W[c * K + k]);
-        float m = 0;
-        for (int64_t c = 0; c < C; c++)
-            m = fmaxf(m, fabsf(row[c]));
-        if (!isfinite(m)) {
-            rc = oqc_err_node(x->d, x->g, node, "weights of output channel %lld are not finite",
-                              (long long)k);
-            break;
-        }
-        sw[k] = m > 0 ? m / (float)wmax : OQC_ZERO_RANGE_SCALE;
-        for (int64_t c = 0; c < C; c++)
-            wq[tb ? k * C + c : c * K + k] = (int8_t)oqci_round_clamp(row[c] / sw[k], -wmax, wmax);
-    }
-    free(row);
-    return rc;
-}
-
-/* The int32 bias at scale s_in * sw[k] (bq, its scales bs; Gemm's beta folded in); 1 when
- * it is not one value per output channel, -1 with an error when one does not fit int32. */
-static int quantize_bias(X *x, int node, const OqcTensor *bt, const OqcQuant *qx,
-                         const float *sw, const WLayout *l, int32_t *bq, float *bs) {
-    const OqcNode *n = &x->g->nodes[node];
-    int64_t nb = oqc_shape_numel(&bt->shape);
-    if (nb != 1 && nb != l->K) {
-        oqc_info(x->d, "export-qdq: '%s' (%s) keeps float weights: its bias is not one "
-                       "value per output channel", n->name, n->op_type);
-        return 1;
-    }
-    const float *B = bt->data;
-    for (int64_t k = 0; k < l->K; k++) {
-        double sacc = (double)qx->scale * sw[k];
-        double r = round_ha((double)B[nb == 1 ? 0 : k] * (n->op == OQC_OP_Gemm ? l->beta : 1.0f)
-                            / sacc);
-        if (!(fabs(r) < 2147483647.0))
-            return oqc_err_node(x->d, x->g, node, "bias of channel %lld does not fit int32 "
-                                                  "at scale %g", (long long)k, sacc);
-        bq[k] = (int32_t)r;
-        bs[k] = (float)sacc;
-    }
-    return 0;
 }
 
 /* A DequantizeLinear of the initializers qn, sn, zn along axis; the name of its output. */
@@ -480,7 +391,7 @@ static int emit_weights(X *x, int node, const char **in, int *folded) {
         return 1;
     }
     const OqcShape *ws = &wt->shape;
-    WLayout l = weight_layout(n, ws);
+    WLayout l = oqc_qdq_weight_layout(n, ws);
     int64_t K = l.K, C = l.C;
     if (ws->rank < 2 || K <= 0) {
         oqc_info(x->d, "export-qdq: '%s' (%s) keeps float weights: unexpected weight shape",
@@ -490,7 +401,8 @@ static int emit_weights(X *x, int node, const char **in, int *folded) {
     int8_t *wq = oqc_arena_alloc(x->a, (size_t)(K * C) + 1);
     float *sw = oqc_arena_alloc(x->a, (size_t)K * sizeof *sw);
     uint8_t *wz = oqc_arena_alloc(x->a, (size_t)K + 1);
-    if (quantize_weights(x, node, wt->data, &l, wq, sw) < 0)
+    if (oqc_qdq_quantize_weights(g, node, oqc_weight_qmax(x->gq->qcfg), wt->data, &l, wq, sw,
+                                 x->d) < 0)
         return -1;
     int32_t *bq = NULL, *bz = NULL;
     float *bs = NULL;
@@ -498,7 +410,7 @@ static int emit_weights(X *x, int node, const char **in, int *folded) {
         bq = oqc_arena_alloc(x->a, (size_t)K * sizeof *bq);
         bs = oqc_arena_alloc(x->a, (size_t)K * sizeof *bs);
         bz = oqc_arena_alloc(x->a, (size_t)K * sizeof *bz);
-        int r = quantize_bias(x, node, bt, qx, sw, &l, bq, bs);
+        int r = oqc_qdq_quantize_bias(g, node, bt, qx->scale, sw, &l, bq, bs, x->d);
         if (r != 0)
             return r;
     }
