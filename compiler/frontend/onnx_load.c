@@ -545,13 +545,11 @@ static int64_t opset_of(const OqcGraph *g, const char *domain) {
     return -1;
 }
 
-/* Builds the IR from the unpacked model. */
-static int build_graph(Loader *L, const Onnx__ModelProto *m) {
+/* The model's name, IR version, producer and opset imports into L->g. */
+static int load_model_info(Loader *L, const Onnx__ModelProto *m) {
     OqcGraph *g = L->g;
     OqcArena *a = g->arena;
-    const Onnx__GraphProto *gp = m->graph;
-    int rc = 0;
-    g->name = oqc_arena_strdup(a, gp->name);
+    g->name = oqc_arena_strdup(a, m->graph->name);
     g->ir_version = m->has_ir_version ? m->ir_version : 0;
     g->producer = oqc_arena_printf(a, "%s%s%s", m->producer_name ? m->producer_name : "",
                                    m->producer_version && m->producer_version[0] ? " " : "",
@@ -568,8 +566,14 @@ static int build_graph(Loader *L, const Onnx__ModelProto *m) {
         g->opsets[g->nopsets].version = op->has_version ? op->version : 1;
         g->nopsets++;
     }
+    return 0;
+}
 
-    /* Initializers first: a graph input with an initializer is a constant. */
+/* The initializers as constant tensors (first: a graph input with an initializer is a
+ * constant); every bad one is reported. */
+static int load_initializers(Loader *L, const Onnx__GraphProto *gp) {
+    OqcGraph *g = L->g;
+    int rc = 0;
     for (size_t i = 0; i < gp->n_initializer; i++) {
         const Onnx__TensorProto *tp = gp->initializer[i];
         if (!tp->name || !tp->name[0]) {
@@ -591,10 +595,14 @@ static int build_graph(Loader *L, const Onnx__ModelProto *m) {
     if (gp->n_sparse_initializer)
         rc = oqc_err(L->d, "%s: sparse initializers are not supported (%zu found)", L->path,
                      gp->n_sparse_initializer);
-    if (rc < 0)
-        return rc;
+    return rc;
+}
 
-    g->inputs = oqc_arena_alloc(a, (gp->n_input + 1) * sizeof *g->inputs);
+/* The graph inputs that are not initializers, with their types and shapes. */
+static int load_inputs(Loader *L, const Onnx__GraphProto *gp) {
+    OqcGraph *g = L->g;
+    int rc = 0;
+    g->inputs = oqc_arena_alloc(g->arena, (gp->n_input + 1) * sizeof *g->inputs);
     for (size_t i = 0; i < gp->n_input; i++) {
         const Onnx__ValueInfoProto *vi = gp->input[i];
         const char *nm = vi->name ? vi->name : "";
@@ -611,46 +619,65 @@ static int build_graph(Loader *L, const Onnx__ModelProto *m) {
             rc = -1;
         g->inputs[g->ninputs++] = id;
     }
+    return rc;
+}
 
+/* Node i of the graph proto added to L->g (its tensors created on first use, unnamed
+ * nodes named OPTYPE_i); *id receives its index.  -1 when it is bad (reported). */
+static int load_node(Loader *L, const Onnx__NodeProto *np, size_t i, int *id) {
+    OqcGraph *g = L->g;
+    OqcArena *a = g->arena;
+    int rc = 0;
+    const char *dom = np->domain ? np->domain : "";
+    if (strcmp(dom, "ai.onnx") == 0)
+        dom = "";
+    const char *op_type = np->op_type ? np->op_type : "";
+    int *ins = oqc_arena_alloc(a, (np->n_input + 1) * sizeof *ins);
+    int *outs = oqc_arena_alloc(a, (np->n_output + 1) * sizeof *outs);
+    for (size_t k = 0; k < np->n_input; k++)
+        ins[k] = np->input[k][0] ? oqc_tensor_get(g, np->input[k]) : -1;
+    for (size_t k = 0; k < np->n_output; k++)
+        outs[k] = np->output[k][0] ? oqc_tensor_get(g, np->output[k]) : -1;
+    OqcOp op = oqc_op_lookup(dom, op_type);
+    const char *name = np->name && np->name[0] ? oqc_arena_strdup(a, np->name)
+                                               : oqc_arena_printf(a, "%s_%zu", op_type, i);
+    *id = oqc_node_add(g, op, oqc_arena_strdup(a, op_type), name, (int)np->n_input, ins,
+                       (int)np->n_output, outs);
+    OqcNode *n = &g->nodes[*id];
+    n->domain = oqc_arena_strdup(a, dom);
+    n->opset = opset_of(g, dom);
+    if (!op_type[0])
+        rc = oqc_err_node(L->d, g, *id, "node has no op_type");
+    if (n->opset < 0)
+        rc = oqc_err_node(L->d, g, *id, "domain '%s' is not imported by the model "
+                                        "(no opset_import for it)", dom[0] ? dom : "ai.onnx");
+    n->nattr = (int)np->n_attribute;
+    n->attr = oqc_arena_alloc(a, (np->n_attribute + 1) * sizeof *n->attr);
+    for (size_t k = 0; k < np->n_attribute; k++)
+        if (load_attr(L, *id, np->attribute[k], &n->attr[k]) < 0)
+            rc = -1;
+    return rc;
+}
+
+/* Every node; a Constant's value is folded while everything so far is good (rc: the
+ * inputs' result).  rc, or -1. */
+static int load_nodes(Loader *L, const Onnx__GraphProto *gp, int rc) {
     for (size_t i = 0; i < gp->n_node; i++) {
-        const Onnx__NodeProto *np = gp->node[i];
-        const char *dom = np->domain ? np->domain : "";
-        if (strcmp(dom, "ai.onnx") == 0)
-            dom = "";
-        const char *op_type = np->op_type ? np->op_type : "";
-        int *ins = oqc_arena_alloc(a, (np->n_input + 1) * sizeof *ins);
-        int *outs = oqc_arena_alloc(a, (np->n_output + 1) * sizeof *outs);
-        for (size_t k = 0; k < np->n_input; k++)
-            ins[k] = np->input[k][0] ? oqc_tensor_get(g, np->input[k]) : -1;
-        for (size_t k = 0; k < np->n_output; k++)
-            outs[k] = np->output[k][0] ? oqc_tensor_get(g, np->output[k]) : -1;
-        OqcOp op = oqc_op_lookup(dom, op_type);
-        const char *name = np->name && np->name[0]
-                               ? oqc_arena_strdup(a, np->name)
-                               : oqc_arena_printf(a, "%s_%zu", op_type, i);
-        int id = oqc_node_add(g, op, oqc_arena_strdup(a, op_type), name, (int)np->n_input,
-                              ins, (int)np->n_output, outs);
-        OqcNode *n = &g->nodes[id];
-        n->domain = oqc_arena_strdup(a, dom);
-        n->opset = opset_of(g, dom);
-        if (!op_type[0])
-            rc = oqc_err_node(L->d, g, id, "node has no op_type");
-        if (n->opset < 0)
-            rc = oqc_err_node(L->d, g, id, "domain '%s' is not imported by the model "
-                                           "(no opset_import for it)", dom[0] ? dom : "ai.onnx");
-        n->nattr = (int)np->n_attribute;
-        n->attr = oqc_arena_alloc(a, (np->n_attribute + 1) * sizeof *n->attr);
-        for (size_t k = 0; k < np->n_attribute; k++)
-            if (load_attr(L, id, np->attribute[k], &n->attr[k]) < 0)
-                rc = -1;
-        if (rc == 0 && op == OQC_OP_Constant && fold_constant_node(L, id, np) < 0)
+        int id;
+        if (load_node(L, gp->node[i], i, &id) < 0)
+            rc = -1;
+        if (rc == 0 && L->g->nodes[id].op == OQC_OP_Constant &&
+            fold_constant_node(L, id, gp->node[i]) < 0)
             rc = -1;
     }
-    if (rc < 0)
-        return rc;
+    return rc;
+}
 
-    /* Constant and ConstantOfShape(constant) nodes become constants. */
-    unsigned char *dead = oqc_arena_alloc(a, (size_t)g->nnodes + 1);
+/* Constant and ConstantOfShape(constant) nodes become constants: their nodes are
+ * dropped (the graph is linked again afterwards). */
+static int fold_constants(Loader *L) {
+    OqcGraph *g = L->g;
+    unsigned char *dead = oqc_arena_alloc(g->arena, (size_t)g->nnodes + 1);
     int ndead = 0;
     for (int pass = 0; pass < 2; pass++) /* a ConstantOfShape may read another's output */
         for (int i = 0; i < g->nnodes; i++) {
@@ -667,9 +694,15 @@ static int build_graph(Loader *L, const Onnx__ModelProto *m) {
             }
         }
     if (ndead)
-        oqc_graph_drop_nodes(g, dead);   /* linked (and checked) below */
+        oqc_graph_drop_nodes(g, dead);
+    return 0;
+}
 
-    g->outputs = oqc_arena_alloc(a, (gp->n_output + 1) * sizeof *g->outputs);
+/* The graph outputs; an error for a name nothing defines, or none at all. */
+static int load_outputs(Loader *L, const Onnx__GraphProto *gp) {
+    OqcGraph *g = L->g;
+    int rc = 0;
+    g->outputs = oqc_arena_alloc(g->arena, (gp->n_output + 1) * sizeof *g->outputs);
     for (size_t i = 0; i < gp->n_output; i++) {
         const char *nm = gp->output[i]->name ? gp->output[i]->name : "";
         int id = oqc_tensor_find(g, nm);
@@ -683,11 +716,14 @@ static int build_graph(Loader *L, const Onnx__ModelProto *m) {
     }
     if (gp->n_output == 0)
         rc = oqc_err(L->d, "%s: the graph has no outputs", L->path);
-    if (rc < 0 || oqc_graph_link(g, L->d) < 0)
-        return -1;
+    return rc;
+}
 
-    /* Every tensor read or listed as an output must come from somewhere. */
-    int reported = 0;
+/* Every tensor read or listed as an output must come from somewhere (the first 20
+ * node inputs that do not are reported). */
+static int check_sources(Loader *L) {
+    const OqcGraph *g = L->g;
+    int rc = 0, reported = 0;
     for (int i = 0; i < g->nnodes; i++)
         for (int k = 0; k < g->nodes[i].nin; k++) {
             int t = g->nodes[i].in[k];
@@ -702,9 +738,22 @@ static int build_graph(Loader *L, const Onnx__ModelProto *m) {
             rc = oqc_err(L->d, "%s: graph output '%s' is not produced by any node, "
                                "initializer or input", L->path, tt->name);
     }
-    if (rc < 0)
-        return rc;
-    return oqc_graph_toposort(g, L->d);
+    return rc;
+}
+
+/* Builds the IR from the unpacked model. */
+static int build_graph(Loader *L, const Onnx__ModelProto *m) {
+    const Onnx__GraphProto *gp = m->graph;
+    if (load_model_info(L, m) < 0 || load_initializers(L, gp) < 0)
+        return -1;
+    int rc = load_nodes(L, gp, load_inputs(L, gp));
+    if (rc < 0 || fold_constants(L) < 0)
+        return -1;
+    if (load_outputs(L, gp) < 0 || oqc_graph_link(L->g, L->d) < 0)
+        return -1;
+    if (check_sources(L) < 0)
+        return -1;
+    return oqc_graph_toposort(L->g, L->d);
 }
 
 static char *dir_of(OqcArena *a, const char *path) {
