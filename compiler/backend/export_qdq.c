@@ -525,7 +525,7 @@ static int write_model(X *x, const char *path, Onnx__ModelProto *m) {
     OqcOutFile of;   /* completely or not at all; a device is written directly */
     if (oqc_out_open(&of, path, x->d) < 0)
         return -1;
-    FileBuf fb = {{filebuf_append}, of.f, 0, 0};
+    FileBuf fb = {.base = {.append = filebuf_append}, .f = of.f};
     onnx__model_proto__pack_to_buffer(m, &fb.base);
     if (fb.err)
         oqc_err(x->d, "%s: error writing: %s", path, strerror(fb.err));

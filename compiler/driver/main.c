@@ -67,10 +67,22 @@ static int cmd_eval(int argc, char **argv, OqcDiag *d) {
     if (!gf)
         rc = -1;
     if (rc == 0) {
-        OqcEvalOptions eo = {images ? NULL : &data, o.data[0], o.labels ? &labels : NULL,
-                             o.labels, o.threads ? o.threads : oqc_cli_default_threads(), 1,
-                             o.requant ? o.requant : "float", o.save_int8, o.save_fp32,
-                             NULL, stdout, o.limit, images, nimages, &o.pre, o.json};
+        OqcEvalOptions eo = {.data = images ? NULL : &data,
+                             .data_path = o.data[0],
+                             .labels = o.labels ? &labels : NULL,
+                             .labels_path = o.labels,
+                             .threads = o.threads ? o.threads : oqc_cli_default_threads(),
+                             .per_layer = 1,
+                             .requant_name = o.requant ? o.requant : "float",
+                             .save_int8 = o.save_int8,
+                             .save_fp32 = o.save_fp32,
+                             .sqnr = NULL,
+                             .out = stdout,
+                             .limit = o.limit,
+                             .images = images,
+                             .nimages = nimages,
+                             .pre = &o.pre,
+                             .json = o.json};
         rc = oqc_eval(gf, gq, &eo, d);
     }
     if (rc == 0 && o.sensitivity) {
@@ -241,7 +253,7 @@ static int cmd_export_qdq(int argc, char **argv, OqcDiag *d) {
                                           "--threads", "--portable-fp32", "-v", "-q", "-MD",
                                           "-MF", "-MT", NULL};
     /* --weight-type is this command's own option: taken out before parse_opts */
-    OqcQdqOptions xo = {NULL, 0};
+    OqcQdqOptions xo = {.path = NULL, .weight_uint8 = 0};
     char **args = malloc((size_t)(argc + 1) * sizeof *args);
     int nargs = 0, rc = 0;
     if (!args)
@@ -309,14 +321,14 @@ typedef struct Command {
 } Command;
 
 static const Command commands[] = {
-    {"dump", oqc_cli_dump},
-    {"check", oqc_cli_check},
-    {"run", oqc_cli_run},
-    {"calibrate", oqc_cli_calibrate},
-    {"compile", cmd_compile},
-    {"export-qdq", cmd_export_qdq},
-    {"eval", cmd_eval},
-    {"bench", cmd_bench},
+    {.name = "dump", .fn = oqc_cli_dump},
+    {.name = "check", .fn = oqc_cli_check},
+    {.name = "run", .fn = oqc_cli_run},
+    {.name = "calibrate", .fn = oqc_cli_calibrate},
+    {.name = "compile", .fn = cmd_compile},
+    {.name = "export-qdq", .fn = cmd_export_qdq},
+    {.name = "eval", .fn = cmd_eval},
+    {.name = "bench", .fn = cmd_bench},
 };
 
 int main(int argc, char **argv) {

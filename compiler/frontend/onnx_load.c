@@ -773,8 +773,8 @@ OqcGraph *oqc_load_onnx(const char *path, OqcDiag *d) {
     }
     OqcGraph *g = oqc_graph_new(path);
     Loader L = {.g = g, .d = d, .path = g->path, .dir = dir_of(g->arena, path),
-                .pb = {pb_alloc, pb_free, g->arena}};
-    L.ctx = (OqcOnnxCtx){g->arena, d, L.path, L.dir};
+                .pb = {.alloc = pb_alloc, .free = pb_free, .allocator_data = g->arena}};
+    L.ctx = (OqcOnnxCtx){.arena = g->arena, .d = d, .path = L.path, .dir = L.dir};
     Onnx__ModelProto *m = read_model(&L, fd, (uint64_t)st.st_size);
     close(fd);
     if (!m || build_graph(&L, m) < 0) {
@@ -809,8 +809,8 @@ int oqc_load_tensor_pb(const char *path, OqcArena *a, OqcValue *out, const char 
     /* A throwaway graph gives convert_tensor its arena and error context. */
     OqcGraph tmp = {.arena = a, .path = path};
     Loader L = {.g = &tmp, .d = d, .path = path, .dir = dir_of(a, path),
-                .pb = {pb_alloc, pb_free, a}};
-    L.ctx = (OqcOnnxCtx){a, d, path, L.dir};
+                .pb = {.alloc = pb_alloc, .free = pb_free, .allocator_data = a}};
+    L.ctx = (OqcOnnxCtx){.arena = a, .d = d, .path = path, .dir = L.dir};
     Onnx__TensorProto *tp = n ? onnx__tensor_proto__unpack(&L.pb, n, buf) : NULL;
     free(buf);
     if (!tp)

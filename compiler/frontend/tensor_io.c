@@ -17,9 +17,18 @@ static const struct {
     const char *descr;   /* numpy dtype string */
     OqcfDType dt;        /* oqc dtype */
 } npy_types[] = {
-    {"<f4", OQCF_FLOAT}, {"<f8", OQCF_DOUBLE}, {"<f2", OQCF_FLOAT16}, {"|u1", OQCF_UINT8},
-    {"|i1", OQCF_INT8},  {"<u2", OQCF_UINT16}, {"<i2", OQCF_INT16},   {"<i4", OQCF_INT32},
-    {"<i8", OQCF_INT64}, {"<u4", OQCF_UINT32}, {"<u8", OQCF_UINT64},  {"|b1", OQCF_BOOL},
+    {.descr = "<f4", .dt = OQCF_FLOAT},
+    {.descr = "<f8", .dt = OQCF_DOUBLE},
+    {.descr = "<f2", .dt = OQCF_FLOAT16},
+    {.descr = "|u1", .dt = OQCF_UINT8},
+    {.descr = "|i1", .dt = OQCF_INT8},
+    {.descr = "<u2", .dt = OQCF_UINT16},
+    {.descr = "<i2", .dt = OQCF_INT16},
+    {.descr = "<i4", .dt = OQCF_INT32},
+    {.descr = "<i8", .dt = OQCF_INT64},
+    {.descr = "<u4", .dt = OQCF_UINT32},
+    {.descr = "<u8", .dt = OQCF_UINT64},
+    {.descr = "|b1", .dt = OQCF_BOOL},
 };
 
 static int npy_bad(OqcDiag *d, const char *path, const char *why) {
