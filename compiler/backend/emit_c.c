@@ -218,63 +218,6 @@ static int set_add(FileSet *s, OqcArena *a, const char *name, int threads, OqcDi
     return 0;
 }
 
-/* ---------------------------------------------------------------- output files */
-
-/* Opens a temporary file for dir/name (emit_files.h). */
-FILE *oqc_em_out_file(OutSet *o, OqcArena *a, const char *name, OqcDiag *d) {
-    OQC_ASSERT(o->n < 80);
-    const char *final = oqc_arena_printf(a, "%s/%s", o->dir, name);
-    const char *tmp = oqc_arena_printf(a, "%s/.%s.tmp%ld", o->dir, name, (long)getpid());
-    if (oqc_out_refuse_input(final, d) < 0)
-        return NULL;
-    oqc_tmp_add(tmp);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        oqc_tmp_forget(tmp);
-        oqc_err(d, "%s: cannot write: %s", final, strerror(errno));
-        return NULL;
-    }
-    o->tmp[o->n] = tmp;
-    o->final[o->n++] = final;
-    return f;
-}
-
-/* Closes f; -1 with an error naming what when writing failed. */
-int oqc_em_out_close(FILE *f, const char *what, OqcDiag *d) {
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad)
-        return oqc_err(d, "%s: error writing: %s", what, strerror(errno));
-    return 0;
-}
-
-/* Creates dir and its missing parents; *created receives how many were made. */
-static int make_dirs(OqcArena *a, const char *dir, const char **made, int *nmade, OqcDiag *d) {
-    char *p = oqc_arena_strdup(a, dir);
-    *nmade = 0;
-    for (char *s = p + 1;; s++) {
-        if (*s != '/' && *s)
-            continue;
-        char c = *s;
-        *s = 0;
-        if (mkdir(p, 0777) == 0) {
-            if (*nmade < 16) {
-                oqc_tmp_add_dir(p);
-                made[(*nmade)++] = oqc_arena_strdup(a, p);
-            }
-        } else if (errno != EEXIST) {
-            oqc_err(d, "%s: cannot create directory: %s", p, strerror(errno));
-            return -1;
-        }
-        *s = c;
-        if (!c)
-            break;
-    }
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return oqc_err(d, "%s: not a directory", dir);
-    return 0;
-}
-
 /* An internal header of the runtime (NAME_int.h, e.g. oqci_conv_int.h): copied with the
  * files that include it, but not part of the API NAME.c calls. */
 static int is_internal_header(const char *h) {
@@ -628,32 +571,6 @@ static void u8_tables(const OqcGraph *g, const OqcPreprocess *pp, IntIO *io) {
     }
 }
 
-/* Renames the files of o into place when rc is 0 (NAME.c last); else removes this run's
- * files (temporaries, and any already renamed) and the directories made[0..nmade), but
- * nothing an earlier compile left.  rc, or -1. */
-static int commit_files(const OutSet *o, const char *const *made, int nmade, int rc,
-                        OqcDiag *d) {
-    int renamed = 0;
-    for (; rc == 0 && renamed < o->n; renamed++)
-        if (rename(o->tmp[renamed], o->final[renamed]) != 0)
-            rc = oqc_err(d, "%s: cannot rename the finished file into place: %s",
-                         o->final[renamed], strerror(errno));
-    for (int i = 0; i < o->n; i++)
-        oqc_tmp_forget(o->tmp[i]);
-    for (int i = nmade - 1; i >= 0; i--)
-        oqc_tmp_forget(made[i]);
-    if (rc < 0) {
-        for (int i = 0; i < o->n; i++)
-            remove(i < renamed - 1 ? o->final[i] : o->tmp[i]);
-        for (int i = nmade - 1; i >= 0; i--)
-            rmdir(made[i]);
-        return -1;
-    }
-    for (int i = 0; i < o->n; i++)
-        oqc_out_done(o->final[i]);
-    return 0;
-}
-
 /* What oqc compile reports of the emitted code (OqcEmitStats). */
 static void fill_stats(const Em *m, const OutSet *o, const FileSet *all, size_t act_end,
                        size_t arena_total, int nconst, OqcEmitStats *st) {
@@ -723,7 +640,7 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
     int nmade = 0;
     OutSet o = {.dir = opt->outdir};
     if (rc == 0)
-        rc = make_dirs(a, opt->outdir, made, &nmade, d);
+        rc = oqc_em_make_dirs(a, opt->outdir, made, &nmade, d);
     if (rc == 0)
         rc = write_runtime(&m, &o, &all, d);
     if (rc == 0 && nconst)
@@ -741,7 +658,7 @@ int oqc_emit_c(OqcExec *e, const OqcEmitOptions *opt, OqcDiag *d) {
     free(tx.qc);
     free(tx.pre);
     free(tx.post);
-    if (commit_files(&o, made, nmade, rc, d) < 0)
+    if (oqc_em_commit(&o, made, nmade, rc, d) < 0)
         return -1;
     if (opt->stats)
         fill_stats(&m, &o, &all, act_end, arena_total, nconst, opt->stats);

@@ -1,7 +1,8 @@
 /* emit_files.h - internal to the C emitter (compiler/backend/emit_*.c): the set of
  * output files being written and the writers of the files around the kernel calls, one
  * file each: emit_c.c (NAME.c, the runtime copies, the whole emission), emit_header.c
- * (NAME.h), emit_weights.c (NAME_weights.h/.c), emit_make.c (NAME.mk, README.md). */
+ * (NAME.h), emit_weights.c (NAME_weights.h/.c), emit_make.c (NAME.mk, README.md), and
+ * emit_out.c (the set of files, renamed into place together). */
 #ifndef OQC_EMIT_FILES_H
 #define OQC_EMIT_FILES_H
 
@@ -15,11 +16,17 @@ typedef struct OutSet {
     int n;                  /* count */
 } OutSet;
 
-/* emit_c.c: opens a temporary file for o->dir/name, renamed into place with the set
- * (oqc_emit_c); NULL with an error. */
+/* emit_out.c: opens a temporary file for o->dir/name, renamed into place with the set
+ * (oqc_em_commit); NULL with an error. */
 FILE *oqc_em_out_file(OutSet *o, OqcArena *a, const char *name, OqcDiag *d);
-/* emit_c.c: closes f; -1 with an error naming what when writing failed. */
+/* emit_out.c: closes f; -1 with an error naming what when writing failed. */
 int oqc_em_out_close(FILE *f, const char *what, OqcDiag *d);
+/* emit_out.c: creates dir and its missing parents; made[0..*nmade) receives those it
+ * made (at most 16), removed again by oqc_em_commit on failure. */
+int oqc_em_make_dirs(OqcArena *a, const char *dir, const char **made, int *nmade, OqcDiag *d);
+/* emit_out.c: renames the files of o into place when rc is 0 (NAME.c last); else
+ * removes this run's files and the directories made[0..nmade).  rc, or -1. */
+int oqc_em_commit(const OutSet *o, const char *const *made, int nmade, int rc, OqcDiag *d);
 
 /* The INT8 parts of the output: the integer-I/O entry point's tensors and the
  * boundary calls, and the INT8 constants. */
