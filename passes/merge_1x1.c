@@ -50,6 +50,92 @@ static const char *unmergeable(const OqcGraph *g, int i) {
     return NULL;
 }
 
+/* The 1x1 convs reading tensor t as their data input that may merge (not yet used),
+ * in node order, into cand (at most 256); their count.  -v says why others may not. */
+static int candidates(const OqcGraph *g, int t, const unsigned char *used, int *cand,
+                      OqcDiag *d) {
+    const OqcTensor *x = &g->tensors[t];
+    int nc = 0;
+    for (int c = 0; c < x->nconsumers && nc < 256; c++) {
+        int i = x->consumers[c];
+        if (used[i] || g->nodes[i].in[0] != t)
+            continue;
+        const char *why = g->nodes[i].op == OQC_OP_Conv ? unmergeable(g, i) : "";
+        if (why && why[0])
+            oqc_info(d, "merge-1x1: '%s' (reads '%s' with %d other nodes) not merged: %s",
+                     g->nodes[i].name, x->name, x->nconsumers - 1, why);
+        if (!why) {
+            int dup = 0;
+            for (int k = 0; k < nc; k++)
+                dup |= cand[k] == i;
+            if (!dup)
+                cand[nc++] = i;
+        }
+    }
+    return nc;
+}
+
+/* Adds the conv that computes the ng convs group[] reading t at once: their weights and
+ * biases concatenated, one output per conv (out_channels), and their activations (one,
+ * or per channel when they differ).  Its node index. */
+static int merge_group(OqcGraph *g, int t, const int *group, int ng, OqcDiag *d) {
+    const OqcTensor *w0 = &g->tensors[g->nodes[group[0]].in[1]];
+    int64_t cin = w0->shape.d[1], ktot = 0;
+    for (int k = 0; k < ng; k++)
+        ktot += g->tensors[g->nodes[group[k]].in[1]].shape.d[0];
+    float *wm = oqc_arena_alloc_raw(g->arena, (size_t)(ktot * cin) * sizeof(float));
+    float *bm = oqc_arena_alloc(g->arena, (size_t)ktot * sizeof(float));
+    OqcfAct *acts = oqc_arena_alloc(g->arena, (size_t)ktot * sizeof *acts);
+    int64_t *outc = oqc_arena_alloc(g->arena, (size_t)ng * sizeof *outc);
+    int *outs = oqc_arena_alloc(g->arena, (size_t)ng * sizeof *outs);
+    int same_act = 1;
+    int64_t off = 0;
+    for (int k = 0; k < ng; k++) {
+        const OqcNode *n = &g->nodes[group[k]];
+        const OqcTensor *w = &g->tensors[n->in[1]];
+        int64_t kk = w->shape.d[0];
+        memcpy(wm + off * cin, w->data, (size_t)(kk * cin) * sizeof(float));
+        if (n->nin > 2 && n->in[2] >= 0)
+            memcpy(bm + off, g->tensors[n->in[2]].data, (size_t)kk * sizeof(float));
+        for (int64_t c = 0; c < kk; c++)
+            acts[off + c] = n->act;
+        same_act &= memcmp(&n->act, &g->nodes[group[0]].act, sizeof n->act) == 0;
+        outc[k] = kk;
+        outs[k] = n->out[0];
+        off += kk;
+    }
+    const OqcNode *first = &g->nodes[group[0]];
+    const char *name = oqc_arena_printf(g->arena, "%s+merged%d", first->name, ng);
+    int wid = oqc_tensor_add(g, oqc_arena_printf(g->arena, "%s.weight", name));
+    int bid = oqc_tensor_add(g, oqc_arena_printf(g->arena, "%s.bias", name));
+    OqcTensor *wt = &g->tensors[wid], *bt = &g->tensors[bid]; /* (the array may have moved) */
+    wt->is_const = bt->is_const = 1;
+    wt->dtype = bt->dtype = OQCF_FLOAT;
+    wt->shape = g->tensors[g->nodes[group[0]].in[1]].shape;
+    wt->shape.d[0] = ktot;
+    wt->data = wm;
+    wt->nbytes = (size_t)(ktot * cin) * sizeof(float);
+    bt->shape = (OqcShape){.rank = 1, .d = {ktot}};
+    bt->data = bm;
+    bt->nbytes = (size_t)ktot * sizeof(float);
+    int ins[3] = {t, wid, bid};
+    int id = oqc_node_add(g, OQC_OP_Conv, "Conv", name, 3, ins, ng, outs);
+    OqcNode *m = &g->nodes[id];
+    first = &g->nodes[group[0]]; /* nodes may have moved */
+    m->domain = first->domain;
+    m->opset = first->opset;
+    m->attr = first->attr;
+    m->nattr = first->nattr;
+    m->out_channels = outc;
+    if (same_act)
+        m->act = first->act;
+    else
+        m->act_per_channel = acts;
+    oqc_info(d, "merge-1x1: merged %d sibling 1x1 convs reading '%s' into '%s' "
+                "(%" PRId64 " output channels)", ng, g->tensors[t].name, name, ktot);
+    return id;
+}
+
 int pass_merge_1x1(OqcGraph *g, OqcDiag *d) {
     int merges = 0, merged_convs = 0;
     unsigned char *dead = oqc_arena_alloc(g->arena, (size_t)g->nnodes + 1);
@@ -57,27 +143,10 @@ int pass_merge_1x1(OqcGraph *g, OqcDiag *d) {
     OqcDiag quiet;
     oqc_diag_init(&quiet);
     for (int t = 0; t < g->ntensors; t++) {
-        const OqcTensor *x = &g->tensors[t];
-        if (x->nconsumers < 2)
+        if (g->tensors[t].nconsumers < 2)
             continue;
-        /* Candidates: 1x1 convs reading t as their data input, in node order. */
-        int cand[256], nc = 0;
-        for (int c = 0; c < x->nconsumers && nc < 256; c++) {
-            int i = x->consumers[c];
-            if (used[i] || g->nodes[i].in[0] != t)
-                continue;
-            const char *why = g->nodes[i].op == OQC_OP_Conv ? unmergeable(g, i) : "";
-            if (why && why[0])
-                oqc_info(d, "merge-1x1: '%s' (reads '%s' with %d other nodes) not merged: %s",
-                         g->nodes[i].name, x->name, x->nconsumers - 1, why);
-            if (!why) {
-                int dup = 0;
-                for (int k = 0; k < nc; k++)
-                    dup |= cand[k] == i;
-                if (!dup)
-                    cand[nc++] = i;
-            }
-        }
+        int cand[256];
+        int nc = candidates(g, t, used, cand, d);
         /* Group the candidates by geometry; merge each group of two or more. */
         for (int a = 0; a < nc; a++) {
             if (used[cand[a]])
@@ -95,62 +164,7 @@ int pass_merge_1x1(OqcGraph *g, OqcDiag *d) {
             }
             if (ng < 2)
                 continue;
-            /* Build the merged weight, bias and activations. */
-            const OqcTensor *w0 = &g->tensors[g->nodes[group[0]].in[1]];
-            int64_t cin = w0->shape.d[1], ktot = 0;
-            for (int k = 0; k < ng; k++)
-                ktot += g->tensors[g->nodes[group[k]].in[1]].shape.d[0];
-            float *wm = oqc_arena_alloc_raw(g->arena, (size_t)(ktot * cin) * sizeof(float));
-            float *bm = oqc_arena_alloc(g->arena, (size_t)ktot * sizeof(float));
-            OqcfAct *acts = oqc_arena_alloc(g->arena, (size_t)ktot * sizeof *acts);
-            int64_t *outc = oqc_arena_alloc(g->arena, (size_t)ng * sizeof *outc);
-            int *outs = oqc_arena_alloc(g->arena, (size_t)ng * sizeof *outs);
-            int same_act = 1;
-            int64_t off = 0;
-            for (int k = 0; k < ng; k++) {
-                const OqcNode *n = &g->nodes[group[k]];
-                const OqcTensor *w = &g->tensors[n->in[1]];
-                int64_t kk = w->shape.d[0];
-                memcpy(wm + off * cin, w->data, (size_t)(kk * cin) * sizeof(float));
-                if (n->nin > 2 && n->in[2] >= 0)
-                    memcpy(bm + off, g->tensors[n->in[2]].data, (size_t)kk * sizeof(float));
-                for (int64_t c = 0; c < kk; c++)
-                    acts[off + c] = n->act;
-                same_act &= memcmp(&n->act, &g->nodes[group[0]].act, sizeof n->act) == 0;
-                outc[k] = kk;
-                outs[k] = n->out[0];
-                off += kk;
-            }
-            const OqcNode *first = &g->nodes[group[0]];
-            const char *name = oqc_arena_printf(g->arena, "%s+merged%d", first->name, ng);
-            int wid = oqc_tensor_add(g, oqc_arena_printf(g->arena, "%s.weight", name));
-            int bid = oqc_tensor_add(g, oqc_arena_printf(g->arena, "%s.bias", name));
-            OqcTensor *wt = &g->tensors[wid], *bt = &g->tensors[bid];
-            x = &g->tensors[t]; /* adding tensors may move the array */
-            wt->is_const = bt->is_const = 1;
-            wt->dtype = bt->dtype = OQCF_FLOAT;
-            wt->shape = g->tensors[g->nodes[group[0]].in[1]].shape;
-            wt->shape.d[0] = ktot;
-            wt->data = wm;
-            wt->nbytes = (size_t)(ktot * cin) * sizeof(float);
-            bt->shape = (OqcShape){.rank = 1, .d = {ktot}};
-            bt->data = bm;
-            bt->nbytes = (size_t)ktot * sizeof(float);
-            int ins[3] = {t, wid, bid};
-            int id = oqc_node_add(g, OQC_OP_Conv, "Conv", name, 3, ins, ng, outs);
-            OqcNode *m = &g->nodes[id];
-            first = &g->nodes[group[0]]; /* nodes may have moved */
-            m->domain = first->domain;
-            m->opset = first->opset;
-            m->attr = first->attr;
-            m->nattr = first->nattr;
-            m->out_channels = outc;
-            if (same_act)
-                m->act = first->act;
-            else
-                m->act_per_channel = acts;
-            oqc_info(d, "merge-1x1: merged %d sibling 1x1 convs reading '%s' into '%s' "
-                        "(%" PRId64 " output channels)", ng, x->name, name, ktot);
+            int id = merge_group(g, t, group, ng, d);
             /* dead/used are indexed by the old node count: the new node is last. */
             dead = oqc_arena_grow(g->arena, dead, (size_t)g->nnodes - 1, (size_t)g->nnodes + 1, 1);
             used = oqc_arena_grow(g->arena, used, (size_t)g->nnodes - 1, (size_t)g->nnodes + 1, 1);
@@ -161,7 +175,6 @@ int pass_merge_1x1(OqcGraph *g, OqcDiag *d) {
             }
             merges++;
             merged_convs += ng;
-            x = &g->tensors[t];
         }
     }
     oqc_diag_free(&quiet);

@@ -1,36 +1,54 @@
 /* pipeline.c - the one ordered list of passes and the driver that runs them (see
  * passes.h). The order matters: cleanup first (removing Identity and folding constants
  * exposes Conv -> BN -> Relu chains, and makes the constants fold-patterns matches;
- * fold-patterns before reduce-pool, whose means it may absorb; reduce-pool turns global means into pooling before
- * anything looks for pools), BN folding before fusion (the fused node must
- * carry the folded bias), fusion before merging (the merged conv carries each branch's
- * activation), merging before concat elimination (a merged conv's outputs can then be
- * written straight into the concat buffer), and quantize last: it lowers the final
- * float graph, calibrated after all the others (it does nothing without a calibration,
- * so `oqc compile` runs the list up to concat-elim, calibrates, then runs quantize).
+ * fold-patterns before reduce-pool, whose means it may absorb; reduce-pool turns global
+ * means into pooling before anything looks for pools), BN folding before fusion (the
+ * fused node must carry the folded bias), fusion before merging (the merged conv
+ * carries each branch's activation), merging before concat elimination (a merged conv's
+ * outputs can then be written straight into the concat buffer), and quantize last: it
+ * lowers the final float graph, calibrated after all the others (it does nothing without
+ * a calibration, so `oqc compile` runs the list up to concat-elim, calibrates, then runs
+ * quantize).
  * Each pass removes the nodes it absorbs itself, so no second cleanup is needed. */
 #include "passes.h"
 
 #include <string.h>
 
 static const OqcPass pipeline[] = {
-    {"cleanup", pass_cleanup,
-     "remove Identity/Dropout, fold constant subgraphs, drop dead nodes", 1},
-    {"fold-patterns", pass_fold_patterns,
-     "fold x * HardSigmoid(x) into HardSwish and the ReduceMean form of LayerNorm into "
-     "LayerNormalization", 1},
-    {"reduce-pool", pass_reduce_pool,
-     "turn ReduceMean over all spatial axes (or a chain of them) into GlobalAveragePool", 1},
-    {"fold-bn", pass_fold_bn,
-     "fold BatchNormalization (and per-channel Mul/Add) into the preceding Conv/Gemm", 1},
-    {"fuse-cbr", pass_fuse_cbr,
-     "fuse Relu/Clip/LeakyRelu into the preceding Conv/Gemm", 1},
-    {"merge-1x1", pass_merge_1x1,
-     "merge sibling 1x1 convs that read the same tensor into one conv", 1},
-    {"concat-elim", pass_concat_elim,
-     "make a channel Concat's producers write into its output; drop the Concat", 1},
-    {"quantize", pass_quantize,
-     "lower to INT8 with the calibration (compile and eval only; else a no-op)", 0},
+    {.name = "cleanup",
+     .fn = pass_cleanup,
+     .summary = "remove Identity/Dropout, fold constant subgraphs, drop dead nodes",
+     .reinfer = 1},
+    {.name = "fold-patterns",
+     .fn = pass_fold_patterns,
+     .summary = "fold x * HardSigmoid(x) into HardSwish and the ReduceMean form of LayerNorm "
+                "into LayerNormalization",
+     .reinfer = 1},
+    {.name = "reduce-pool",
+     .fn = pass_reduce_pool,
+     .summary = "turn ReduceMean over all spatial axes (or a chain of them) into "
+                "GlobalAveragePool",
+     .reinfer = 1},
+    {.name = "fold-bn",
+     .fn = pass_fold_bn,
+     .summary = "fold BatchNormalization (and per-channel Mul/Add) into the preceding Conv/Gemm",
+     .reinfer = 1},
+    {.name = "fuse-cbr",
+     .fn = pass_fuse_cbr,
+     .summary = "fuse Relu/Clip/LeakyRelu into the preceding Conv/Gemm",
+     .reinfer = 1},
+    {.name = "merge-1x1",
+     .fn = pass_merge_1x1,
+     .summary = "merge sibling 1x1 convs that read the same tensor into one conv",
+     .reinfer = 1},
+    {.name = "concat-elim",
+     .fn = pass_concat_elim,
+     .summary = "make a channel Concat's producers write into its output; drop the Concat",
+     .reinfer = 1},
+    {.name = "quantize",
+     .fn = pass_quantize,
+     .summary = "lower to INT8 with the calibration (compile and eval only; else a no-op)",
+     .reinfer = 0},
 };
 
 const OqcPass *oqc_pipeline(int *n) {

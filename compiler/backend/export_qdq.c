@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "onnx.pb-c.h"
+#include "qdq_weights.h"
 
 /* The export's state. */
 typedef struct X {
@@ -330,9 +331,6 @@ static void emit_qdq(X *x, int t) {
     x->st->nact_zp0 += q->is_unsigned;
 }
 
-/* round half away from zero, as passes/quantize_params.c */
-static double round_ha(double v) { return v < 0 ? -floor(-v + 0.5) : floor(v + 0.5); }
-
 /* The float constant of input k of node n, or NULL. */
 static const OqcTensor *const_f32(const X *x, const OqcNode *n, int k) {
     if (k >= n->nin || n->in[k] < 0)
@@ -362,6 +360,19 @@ static int runs_int8(const X *x, int node) {
     return p->q && p->q->kind == OQC_Q_CONV && p->op == n->op;
 }
 
+/* A DequantizeLinear of the initializers qn, sn, zn along axis; the name of its output. */
+static const char *dq_node(X *x, const char *qn, const char *sn, const char *zn, int64_t axis) {
+    const char *out = fresh(x, oqc_arena_printf(x->a, "%s_DequantizeLinear_Output", qn));
+    const char *in[3] = {qn, sn, zn};
+    Onnx__NodeProto *p = node_proto(x, "DequantizeLinear", "",
+                                    oqc_arena_printf(x->a, "%s_DequantizeLinear", qn), 3, in,
+                                    1, &out);
+    Onnx__AttributeProto **at = oqc_arena_alloc(x->a, sizeof *at);
+    at[0] = attr_int(x, "axis", axis);
+    node_attrs(p, at, 1);
+    return out;
+}
+
 /* int8 weights and int32 bias of an INT8 Conv/Gemm/MatMul behind DequantizeLinear nodes;
  * in[1] and in[2] receive the names the node reads.  Gemm: alpha is folded into the
  * weights and beta into the bias, and *folded is set (write them as 1).  0, or -1 with
@@ -378,29 +389,9 @@ static int emit_weights(X *x, int node, const char **in, int *folded) {
                                                          : "its bias is not a float constant");
         return 1;
     }
-    const float *W = wt->data;
     const OqcShape *ws = &wt->shape;
-    int64_t K, C, axis;   /* output channels, reduction depth, weight axis of K */
-    int32_t wmax = oqc_weight_qmax(x->gq->qcfg);
-    int tb = 1;           /* W element (k, c) at k * C + c (else c * K + k) */
-    float alpha = 1.0f, beta = 1.0f;
-    if (n->op == OQC_OP_Conv) {
-        K = ws->d[0];
-        C = oqc_shape_numel(ws) / (K ? K : 1);
-        axis = 0;
-    } else if (n->op == OQC_OP_Gemm) {
-        tb = (int)oqc_attr_int(n, "transB", 0);
-        K = tb ? ws->d[0] : ws->d[1];
-        C = tb ? ws->d[1] : ws->d[0];
-        axis = tb ? 0 : 1;
-        alpha = oqc_attr_float(n, "alpha", 1.0f);
-        beta = oqc_attr_float(n, "beta", 1.0f);
-    } else { /* MatMul, B [C, K] */
-        tb = 0;
-        C = ws->d[0];
-        K = ws->d[1];
-        axis = 1;
-    }
+    WLayout l = oqc_qdq_weight_layout(n, ws);
+    int64_t K = l.K, C = l.C;
     if (ws->rank < 2 || K <= 0) {
         oqc_info(x->d, "export-qdq: '%s' (%s) keeps float weights: unexpected weight shape",
                  n->name, n->op_type);
@@ -409,54 +400,18 @@ static int emit_weights(X *x, int node, const char **in, int *folded) {
     int8_t *wq = oqc_arena_alloc(x->a, (size_t)(K * C) + 1);
     float *sw = oqc_arena_alloc(x->a, (size_t)K * sizeof *sw);
     uint8_t *wz = oqc_arena_alloc(x->a, (size_t)K + 1);
-    float *row = malloc((size_t)(C + 1) * sizeof *row);
-    if (!row)
-        oqc_panic(__FILE__, __LINE__, "out of memory");
-    int rc = 0;
-    for (int64_t k = 0; k < K && rc == 0; k++) {
-        /* the row as oqc quantizes it: alpha * W[k][c] in float (oqc_quant_build_conv) */
-        for (int64_t c = 0; c < C; c++)
-            row[c] = n->op == OQC_OP_Gemm ? alpha * (tb ? W[k * C + c] : W[c * K + k])
-                                          : (tb ? W[k * C + c] : W[c * K + k]);
-        float m = 0;
-        for (int64_t c = 0; c < C; c++)
-            m = fmaxf(m, fabsf(row[c]));
-        if (!isfinite(m)) {
-            rc = oqc_err_node(x->d, g, node, "weights of output channel %lld are not finite",
-                              (long long)k);
-            break;
-        }
-        sw[k] = m > 0 ? m / (float)wmax : OQC_ZERO_RANGE_SCALE;
-        for (int64_t c = 0; c < C; c++)
-            wq[tb ? k * C + c : c * K + k] = (int8_t)oqci_round_clamp(row[c] / sw[k], -wmax, wmax);
-    }
-    free(row);
-    if (rc < 0)
+    if (oqc_qdq_quantize_weights(g, node, oqc_weight_qmax(x->gq->qcfg), wt->data, &l, wq, sw,
+                                 x->d) < 0)
         return -1;
-    int32_t *bq = NULL;
+    int32_t *bq = NULL, *bz = NULL;
     float *bs = NULL;
-    int32_t *bz = NULL;
     if (bt) {
-        int64_t nb = oqc_shape_numel(&bt->shape);
-        if (nb != 1 && nb != K) {
-            oqc_info(x->d, "export-qdq: '%s' (%s) keeps float weights: its bias is not one "
-                           "value per output channel", n->name, n->op_type);
-            return 1;
-        }
-        const float *B = bt->data;
         bq = oqc_arena_alloc(x->a, (size_t)K * sizeof *bq);
         bs = oqc_arena_alloc(x->a, (size_t)K * sizeof *bs);
         bz = oqc_arena_alloc(x->a, (size_t)K * sizeof *bz);
-        for (int64_t k = 0; k < K; k++) {
-            double sacc = (double)qx->scale * sw[k];
-            double r = round_ha((double)B[nb == 1 ? 0 : k] * (n->op == OQC_OP_Gemm ? beta : 1.0f)
-                                / sacc);
-            if (!(fabs(r) < 2147483647.0))
-                return oqc_err_node(x->d, g, node, "bias of channel %lld does not fit int32 "
-                                                   "at scale %g", (long long)k, sacc);
-            bq[k] = (int32_t)r;
-            bs[k] = (float)sacc;
-        }
+        int r = oqc_qdq_quantize_bias(g, node, bt, qx->scale, sw, &l, bq, bs, x->d);
+        if (r != 0)
+            return r;
     }
     /* weights: int8 initializer of W's shape, per-channel scale and zero point 0; or the
      * same integers + 128 as uint8 with zero point 128 (--weight-type uint8) */
@@ -471,15 +426,7 @@ static int emit_weights(X *x, int node, const char **in, int *folded) {
     add_init(x, tensor_proto(x, wqn, wt8, ws, wq, (size_t)(K * C)));
     const char *wsn = new_init(x, oqc_arena_printf(x->a, "%s_scale", wn), OQCF_FLOAT, K, sw);
     const char *wzn = new_init(x, oqc_arena_printf(x->a, "%s_zero_point", wn), wt8, K, wz);
-    const char *wdq = fresh(x, oqc_arena_printf(x->a, "%s_DequantizeLinear_Output", wqn));
-    const char *win[3] = {wqn, wsn, wzn};
-    Onnx__NodeProto *p = node_proto(x, "DequantizeLinear", "",
-                                    oqc_arena_printf(x->a, "%s_DequantizeLinear", wqn), 3, win,
-                                    1, &wdq);
-    Onnx__AttributeProto **at = oqc_arena_alloc(x->a, sizeof *at);
-    at[0] = attr_int(x, "axis", axis);
-    node_attrs(p, at, 1);
-    in[1] = wdq;
+    in[1] = dq_node(x, wqn, wsn, wzn, l.axis);
     x->st->nweights++;
     if (bt) {
         const char *bn = bt->name;
@@ -489,14 +436,7 @@ static int emit_weights(X *x, int node, const char **in, int *folded) {
                                    K, bz);
         add_init(x, tensor_proto(x, bqn, OQCF_INT32,
                                  &(OqcShape){.rank = 1, .d = {K}}, bq, (size_t)K * 4));
-        const char *bdq = fresh(x, oqc_arena_printf(x->a, "%s_DequantizeLinear_Output", bqn));
-        const char *bin[3] = {bqn, bsn, bzn};
-        p = node_proto(x, "DequantizeLinear", "",
-                       oqc_arena_printf(x->a, "%s_DequantizeLinear", bqn), 3, bin, 1, &bdq);
-        at = oqc_arena_alloc(x->a, sizeof *at);
-        at[0] = attr_int(x, "axis", 0);
-        node_attrs(p, at, 1);
-        in[2] = bdq;
+        in[2] = dq_node(x, bqn, bsn, bzn, 0);
         x->st->nbias++;
     }
     *folded = n->op == OQC_OP_Gemm;
@@ -584,7 +524,7 @@ static int write_model(X *x, const char *path, Onnx__ModelProto *m) {
     OqcOutFile of;   /* completely or not at all; a device is written directly */
     if (oqc_out_open(&of, path, x->d) < 0)
         return -1;
-    FileBuf fb = {{filebuf_append}, of.f, 0, 0};
+    FileBuf fb = {.base = {.append = filebuf_append}, .f = of.f};
     onnx__model_proto__pack_to_buffer(m, &fb.base);
     if (fb.err)
         oqc_err(x->d, "%s: error writing: %s", path, strerror(fb.err));
@@ -594,6 +534,200 @@ static int write_model(X *x, const char *path, Onnx__ModelProto *m) {
 }
 
 /* ----------------------------------------------------------------- the export */
+
+/* Which tensors of g get a Q/DQ pair: every tensor oqc's INT8 graph holds in 8 bits
+ * (x->aq); errors for a graph export-qdq cannot write. */
+static int find_activations(X *x) {
+    OqcGraph *g = x->g;
+    const OqcGraph *gq = x->gq;
+    /* What passes other than cleanup and fold-bn add has no ONNX form. */
+    for (int i = 0; i < g->nnodes; i++) {
+        const OqcNode *n = &g->nodes[i];
+        if (n->act.kind != OQCF_ACT_NONE || n->act_per_channel || n->out_channels || n->q)
+            return oqc_err_node(x->d, g, i, "internal: export-qdq needs the graph after "
+                                            "cleanup and fold-bn only (this node has a fused "
+                                            "activation, merged outputs or INT8 parameters)");
+    }
+    for (int t = 0; t < x->nt; t++) {
+        OqcTensor *tt = &g->tensors[t];
+        x->rd[t] = x->wr[t] = tt->name;
+        if (tt->view_base >= 0)
+            return oqc_err(x->d, "internal: export-qdq: tensor '%s' is a concat view", tt->name);
+        if (tt->is_const && !tt->data && tt->dtype != OQCF_UNDEFINED)
+            return oqc_err(x->d, "%s: constant '%s' has no data (an XML dump loaded without "
+                                 "its .data file?)", g->path, tt->name);
+        if (tt->is_const || tt->has_value || tt->dtype != OQCF_FLOAT ||
+            (tt->nconsumers == 0 && !tt->is_output))
+            continue;
+        int q = gq_q8(gq, tt->name);
+        if (q >= 0)
+            x->aq[t] = quant_ok(&gq->tensors[q].quant);
+        if (!x->aq[t]) {
+            int f = oqc_tensor_find(gq, tt->name);
+            if (f >= 0 && quant_ok(&gq->tensors[f].quant)) {
+                x->st->nunused++;
+                oqc_info(x->d, "export-qdq: '%s' stays float: oqc's INT8 code does not hold "
+                               "it in 8 bits", tt->name);
+            }
+        }
+    }
+    /* Names: a quantized graph output keeps its name on the DequantizeLinear output; its
+     * producer writes NAME_QuantizeLinear_Input. */
+    for (int t = 0; t < x->nt; t++) {
+        if (!x->aq[t])
+            continue;
+        const char *nm = g->tensors[t].name;
+        if (g->tensors[t].is_output && !g->tensors[t].is_input)
+            x->wr[t] = fresh(x, oqc_arena_printf(x->a, "%s_QuantizeLinear_Input", nm));
+        else
+            x->rd[t] = fresh(x, oqc_arena_printf(x->a, "%s_DequantizeLinear_Output", nm));
+    }
+    return 0;
+}
+
+/* The attributes node i is written with into at (*na of them); Gemm with folded
+ * alpha/beta writes them as 1; raised from opset 11/12, Squeeze/Unsqueeze axes become
+ * the input in[*nin] and Softmax-likes get their axis explicitly.  -1 with an error. */
+static int node_attributes(X *x, int i, int folded, const char **in, int *nin,
+                           Onnx__AttributeProto **at, int *na) {
+    const OqcGraph *g = x->g;
+    const OqcNode *n = &g->nodes[i];
+    int squeeze_axes = x->bump && (n->op == OQC_OP_Squeeze || n->op == OQC_OP_Unsqueeze) &&
+                       (!n->domain[0] || !strcmp(n->domain, "ai.onnx"));
+    *na = 0;
+    for (int k = 0; k < n->nattr; k++) {
+        const OqcAttr *a = &n->attr[k];
+        if (folded && (!strcmp(a->name, "alpha") || !strcmp(a->name, "beta")))
+            continue;
+        if (squeeze_axes && !strcmp(a->name, "axes") && a->type == OQC_ATTR_INTS) {
+            /* opset 13: the axes are an int64 input */
+            in[(*nin)++] = new_init(x, oqc_arena_printf(x->a, "%s_axes", n->name), OQCF_INT64,
+                                    a->n, a->ints);
+            continue;
+        }
+        if (!(at[*na] = attr_proto(x, i, a)))
+            return -1;
+        (*na)++;
+    }
+    if (folded) {
+        at[(*na)++] = attr_float(x, "alpha", 1.0f);
+        at[(*na)++] = attr_float(x, "beta", 1.0f);
+    }
+    if (x->bump && (!strcmp(n->op_type, "Softmax") || !strcmp(n->op_type, "LogSoftmax")) &&
+        !oqc_attr_find(n, "axis"))
+        at[(*na)++] = attr_int(x, "axis", g->tensors[n->in[0]].shape.rank - 1);
+    return 0;
+}
+
+/* Writes node i: its quantized weights when oqc runs it in INT8, the node reading the
+ * DequantizeLinear outputs, and the Q/DQ pairs of its 8-bit outputs. */
+static int write_node(X *x, int i) {
+    const OqcGraph *g = x->g;
+    const OqcNode *n = &g->nodes[i];
+    const char **in = oqc_arena_alloc(x->a, (size_t)(n->nin + 2) * sizeof *in);
+    const char **out = oqc_arena_alloc(x->a, (size_t)(n->nout + 1) * sizeof *out);
+    int nin = n->nin, folded = 0, wq = 0;
+    if ((n->op == OQC_OP_Conv || n->op == OQC_OP_Gemm || n->op == OQC_OP_MatMul) &&
+        runs_int8(x, i)) {
+        int r = emit_weights(x, i, in, &folded);
+        if (r < 0)
+            return -1;
+        wq = r == 0;
+    }
+    for (int k = 0; k < n->nin; k++) {
+        int t = n->in[k];
+        if (wq && (k == 1 || (k == 2 && in[2])))
+            continue;
+        if (t < 0) {
+            in[k] = "";
+            continue;
+        }
+        in[k] = x->rd[t];
+        x->used[t] |= g->tensors[t].is_const;
+    }
+    for (int k = 0; k < n->nout; k++)
+        out[k] = n->out[k] >= 0 ? x->wr[n->out[k]] : "";
+    int na = 0;
+    Onnx__AttributeProto **at = oqc_arena_alloc(x->a, (size_t)(n->nattr + 3) * sizeof *at);
+    if (node_attributes(x, i, folded, in, &nin, at, &na) < 0)
+        return -1;
+    Onnx__NodeProto *p = node_proto(x, n->op_type, n->domain, n->name, nin, in, n->nout, out);
+    node_attrs(p, at, na);
+    for (int k = 0; k < n->nout; k++)
+        if (n->out[k] >= 0 && x->aq[n->out[k]])
+            emit_qdq(x, n->out[k]);
+    return 0;
+}
+
+/* The graph's initializers: the constants what was written reads (and constant graph
+ * outputs), then those the export added; *n receives their count. */
+static Onnx__TensorProto **initializers(X *x, size_t *n) {
+    const OqcGraph *g = x->g;
+    for (int i = 0; i < g->noutputs; i++)
+        x->used[g->outputs[i]] |= g->tensors[g->outputs[i]].is_const;
+    Onnx__TensorProto **orig = oqc_arena_alloc(x->a, (size_t)(x->nt + 1) * sizeof *orig);
+    size_t norig = 0;
+    for (int t = 0; t < x->nt; t++)
+        if (x->used[t]) {
+            const OqcTensor *tt = &g->tensors[t];
+            orig[norig++] = tensor_proto(x, tt->name, tt->dtype, &tt->shape, tt->data,
+                                         tt->nbytes);
+        }
+    Onnx__TensorProto **inits = oqc_arena_alloc(x->a, (norig + x->ninits + 1) * sizeof *inits);
+    memcpy(inits, orig, norig * sizeof *inits);
+    if (x->ninits) /* x->inits is NULL for a model without weights */
+        memcpy(inits + norig, x->inits, x->ninits * sizeof *inits);
+    *n = norig + x->ninits;
+    return inits;
+}
+
+/* The graph proto: the nodes written, the initializers, inputs and outputs. */
+static Onnx__GraphProto *graph_proto(X *x) {
+    const OqcGraph *g = x->g;
+    Onnx__GraphProto *gp = oqc_arena_alloc(x->a, sizeof *gp);
+    onnx__graph_proto__init(gp);
+    gp->name = (char *)(g->name && g->name[0] ? g->name : "oqc_export_qdq");
+    gp->n_node = x->nnodes;
+    gp->node = x->nodes;
+    gp->initializer = initializers(x, &gp->n_initializer);
+    gp->n_input = (size_t)g->ninputs;
+    gp->input = oqc_arena_alloc(x->a, (size_t)(g->ninputs + 1) * sizeof *gp->input);
+    for (int i = 0; i < g->ninputs; i++)
+        gp->input[i] = value_info(x, g->inputs[i]);
+    gp->n_output = (size_t)g->noutputs;
+    gp->output = oqc_arena_alloc(x->a, (size_t)(g->noutputs + 1) * sizeof *gp->output);
+    for (int i = 0; i < g->noutputs; i++)
+        gp->output[i] = value_info(x, g->outputs[i]);
+    gp->doc_string = "QuantizeLinear/DequantizeLinear written by oqc export-qdq: oqc's INT8 "
+                     "quantization (per-channel int8 weights, int32 biases, u8 activations "
+                     "with zero point 0 (scale T/255) or 128 (scale T/127))";
+    return gp;
+}
+
+/* One opset import of m. */
+static void add_opset(X *x, Onnx__ModelProto *m, const char *domain, int64_t version) {
+    Onnx__OperatorSetIdProto *o = oqc_arena_alloc(x->a, sizeof *o);
+    onnx__operator_set_id_proto__init(o);
+    o->domain = (char *)domain;
+    o->has_version = 1;
+    o->version = version;
+    m->opset_import[m->n_opset_import++] = o;
+}
+
+/* m's opset imports: the model's, the default domain at x->opset (added when absent). */
+static void model_opsets(X *x, Onnx__ModelProto *m) {
+    const OqcGraph *g = x->g;
+    int nops = g->nopsets;
+    m->opset_import = oqc_arena_alloc(x->a, (size_t)(nops + 2) * sizeof *m->opset_import);
+    int have_default = 0;
+    for (int i = 0; i < nops; i++) {
+        int def = !g->opsets[i].domain[0] || !strcmp(g->opsets[i].domain, "ai.onnx");
+        add_opset(x, m, g->opsets[i].domain, def ? x->opset : g->opsets[i].version);
+        have_default |= def;
+    }
+    if (!have_default)
+        add_opset(x, m, "", 13);
+}
 
 int oqc_export_qdq(OqcGraph *g, const OqcGraph *gq, const OqcQdqOptions *opt,
                    OqcQdqStats *st, OqcDiag *d) {
@@ -610,177 +744,25 @@ int oqc_export_qdq(OqcGraph *g, const OqcGraph *gq, const OqcQdqOptions *opt,
     int nt = x.nt = g->ntensors;
     if (check_opset(&x) < 0)
         return -1;
-    /* What passes other than cleanup and fold-bn add has no ONNX form. */
-    for (int i = 0; i < g->nnodes; i++) {
-        const OqcNode *n = &g->nodes[i];
-        if (n->act.kind != OQCF_ACT_NONE || n->act_per_channel || n->out_channels || n->q)
-            return oqc_err_node(d, g, i, "internal: export-qdq needs the graph after cleanup "
-                                         "and fold-bn only (this node has a fused activation, "
-                                         "merged outputs or INT8 parameters)");
-    }
     x.aq = oqc_arena_alloc(x.a, (size_t)(nt + 1) * sizeof *x.aq);
     x.rd = oqc_arena_alloc(x.a, (size_t)(nt + 1) * sizeof *x.rd);
     x.wr = oqc_arena_alloc(x.a, (size_t)(nt + 1) * sizeof *x.wr);
     x.used = oqc_arena_alloc(x.a, (size_t)nt + 1);
-    /* 8-bit activations: every tensor oqc's INT8 graph holds in 8 bits. */
-    for (int t = 0; t < nt; t++) {
-        OqcTensor *tt = &g->tensors[t];
-        x.rd[t] = x.wr[t] = tt->name;
-        if (tt->view_base >= 0)
-            return oqc_err(d, "internal: export-qdq: tensor '%s' is a concat view", tt->name);
-        if (tt->is_const && !tt->data && tt->dtype != OQCF_UNDEFINED)
-            return oqc_err(d, "%s: constant '%s' has no data (an XML dump loaded without "
-                              "its .data file?)", g->path, tt->name);
-        if (tt->is_const || tt->has_value || tt->dtype != OQCF_FLOAT ||
-            (tt->nconsumers == 0 && !tt->is_output))
-            continue;
-        int q = gq_q8(gq, tt->name);
-        if (q >= 0)
-            x.aq[t] = quant_ok(&gq->tensors[q].quant);
-        if (!x.aq[t]) {
-            int f = oqc_tensor_find(gq, tt->name);
-            if (f >= 0 && quant_ok(&gq->tensors[f].quant)) {
-                x.st->nunused++;
-                oqc_info(d, "export-qdq: '%s' stays float: oqc's INT8 code does not hold it "
-                            "in 8 bits", tt->name);
-            }
-            continue;
-        }
-    }
-    /* Names: a quantized graph output keeps its name on the DequantizeLinear output; its
-     * producer writes NAME_QuantizeLinear_Input. */
-    for (int t = 0; t < nt; t++) {
-        if (!x.aq[t])
-            continue;
-        const char *nm = g->tensors[t].name;
-        if (g->tensors[t].is_output && !g->tensors[t].is_input) {
-            x.wr[t] = fresh(&x, oqc_arena_printf(x.a, "%s_QuantizeLinear_Input", nm));
-        } else {
-            x.rd[t] = fresh(&x, oqc_arena_printf(x.a, "%s_DequantizeLinear_Output", nm));
-        }
-    }
+    if (find_activations(&x) < 0)
+        return -1;
     for (int i = 0; i < g->ninputs; i++)
         if (x.aq[g->inputs[i]])
             emit_qdq(&x, g->inputs[i]);
-    for (int i = 0; i < g->nnodes; i++) {
-        const OqcNode *n = &g->nodes[i];
-        const char **in = oqc_arena_alloc(x.a, (size_t)(n->nin + 2) * sizeof *in);
-        const char **out = oqc_arena_alloc(x.a, (size_t)(n->nout + 1) * sizeof *out);
-        int nin = n->nin, folded = 0, wq = 0;
-        if ((n->op == OQC_OP_Conv || n->op == OQC_OP_Gemm || n->op == OQC_OP_MatMul) &&
-            runs_int8(&x, i)) {
-            int r = emit_weights(&x, i, in, &folded);
-            if (r < 0)
-                return -1;
-            wq = r == 0;
-        }
-        for (int k = 0; k < n->nin; k++) {
-            int t = n->in[k];
-            if (wq && (k == 1 || (k == 2 && in[2])))
-                continue;
-            if (t < 0) {
-                in[k] = "";
-                continue;
-            }
-            in[k] = x.rd[t];
-            x.used[t] |= g->tensors[t].is_const;
-        }
-        for (int k = 0; k < n->nout; k++)
-            out[k] = n->out[k] >= 0 ? x.wr[n->out[k]] : "";
-        /* attributes (Gemm with folded alpha/beta: written as 1) */
-        int na = 0;
-        Onnx__AttributeProto **at = oqc_arena_alloc(x.a, (size_t)(n->nattr + 3) * sizeof *at);
-        int squeeze_axes = x.bump && (n->op == OQC_OP_Squeeze || n->op == OQC_OP_Unsqueeze) &&
-                           (!n->domain[0] || !strcmp(n->domain, "ai.onnx"));
-        for (int k = 0; k < n->nattr; k++) {
-            const OqcAttr *a = &n->attr[k];
-            if (folded && (!strcmp(a->name, "alpha") || !strcmp(a->name, "beta")))
-                continue;
-            if (squeeze_axes && !strcmp(a->name, "axes") && a->type == OQC_ATTR_INTS) {
-                /* opset 13: the axes are an int64 input */
-                in[nin++] = new_init(&x, oqc_arena_printf(x.a, "%s_axes", n->name), OQCF_INT64,
-                                     a->n, a->ints);
-                continue;
-            }
-            if (!(at[na] = attr_proto(&x, i, a)))
-                return -1;
-            na++;
-        }
-        if (folded) {
-            at[na++] = attr_float(&x, "alpha", 1.0f);
-            at[na++] = attr_float(&x, "beta", 1.0f);
-        }
-        if (x.bump && (!strcmp(n->op_type, "Softmax") || !strcmp(n->op_type, "LogSoftmax")) &&
-            !oqc_attr_find(n, "axis"))
-            at[na++] = attr_int(&x, "axis", g->tensors[n->in[0]].shape.rank - 1);
-        Onnx__NodeProto *p = node_proto(&x, n->op_type, n->domain, n->name, nin, in, n->nout,
-                                        out);
-        node_attrs(p, at, na);
-        for (int k = 0; k < n->nout; k++)
-            if (n->out[k] >= 0 && x.aq[n->out[k]])
-                emit_qdq(&x, n->out[k]);
-    }
-    /* Constants read by what was written (and constant graph outputs). */
-    for (int i = 0; i < g->noutputs; i++)
-        x.used[g->outputs[i]] |= g->tensors[g->outputs[i]].is_const;
-    Onnx__TensorProto **orig = oqc_arena_alloc(x.a, (size_t)(nt + 1) * sizeof *orig);
-    size_t norig = 0;
-    for (int t = 0; t < nt; t++)
-        if (x.used[t]) {
-            const OqcTensor *tt = &g->tensors[t];
-            orig[norig++] = tensor_proto(&x, tt->name, tt->dtype, &tt->shape, tt->data,
-                                         tt->nbytes);
-        }
-    Onnx__TensorProto **inits = oqc_arena_alloc(x.a, (norig + x.ninits + 1) * sizeof *inits);
-    memcpy(inits, orig, norig * sizeof *inits);
-    if (x.ninits) /* x.inits is NULL for a model without weights */
-        memcpy(inits + norig, x.inits, x.ninits * sizeof *inits);
-    /* The graph and the model. */
-    Onnx__GraphProto *gp = oqc_arena_alloc(x.a, sizeof *gp);
-    onnx__graph_proto__init(gp);
-    gp->name = (char *)(g->name && g->name[0] ? g->name : "oqc_export_qdq");
-    gp->n_node = x.nnodes;
-    gp->node = x.nodes;
-    gp->n_initializer = norig + x.ninits;
-    gp->initializer = inits;
-    gp->n_input = (size_t)g->ninputs;
-    gp->input = oqc_arena_alloc(x.a, (size_t)(g->ninputs + 1) * sizeof *gp->input);
-    for (int i = 0; i < g->ninputs; i++)
-        gp->input[i] = value_info(&x, g->inputs[i]);
-    gp->n_output = (size_t)g->noutputs;
-    gp->output = oqc_arena_alloc(x.a, (size_t)(g->noutputs + 1) * sizeof *gp->output);
-    for (int i = 0; i < g->noutputs; i++)
-        gp->output[i] = value_info(&x, g->outputs[i]);
-    gp->doc_string = "QuantizeLinear/DequantizeLinear written by oqc export-qdq: oqc's INT8 "
-                     "quantization (per-channel int8 weights, int32 biases, u8 activations "
-                     "with zero point 0 (scale T/255) or 128 (scale T/127))";
+    for (int i = 0; i < g->nnodes; i++)
+        if (write_node(&x, i) < 0)
+            return -1;
     Onnx__ModelProto m;
     onnx__model_proto__init(&m);
     m.has_ir_version = 1;
     m.ir_version = g->ir_version > 7 ? g->ir_version : 7;
     m.producer_name = "oqc";
     m.producer_version = (char *)oqc_version();
-    m.graph = gp;
-    int nops = g->nopsets;
-    m.opset_import = oqc_arena_alloc(x.a, (size_t)(nops + 2) * sizeof *m.opset_import);
-    int have_default = 0;
-    for (int i = 0; i < nops; i++) {
-        Onnx__OperatorSetIdProto *o = oqc_arena_alloc(x.a, sizeof *o);
-        onnx__operator_set_id_proto__init(o);
-        int def = !g->opsets[i].domain[0] || !strcmp(g->opsets[i].domain, "ai.onnx");
-        o->domain = (char *)g->opsets[i].domain;
-        o->has_version = 1;
-        o->version = def ? x.opset : g->opsets[i].version;
-        have_default |= def;
-        m.opset_import[m.n_opset_import++] = o;
-    }
-    if (!have_default) {
-        Onnx__OperatorSetIdProto *o = oqc_arena_alloc(x.a, sizeof *o);
-        onnx__operator_set_id_proto__init(o);
-        o->domain = "";
-        o->has_version = 1;
-        o->version = 13;
-        m.opset_import[m.n_opset_import++] = o;
-    }
+    m.graph = graph_proto(&x);
+    model_opsets(&x, &m);
     return write_model(&x, opt->path, &m);
 }

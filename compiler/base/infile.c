@@ -24,8 +24,8 @@
 
 /* The files read so far by this process. */
 typedef struct InFile {
-    dev_t dev;
-    ino_t ino;
+    dev_t dev;    /* the device it is on */
+    ino_t ino;    /* its inode there */
     char *path;   /* the name it was first read by (for messages) */
 } InFile;
 
@@ -55,7 +55,7 @@ static void remember(const struct stat *st, const char *path) {
         char *p = strdup(path);
         if (!p)
             oqc_panic(__FILE__, __LINE__, "out of memory");
-        inputs[ninputs++] = (InFile){st->st_dev, st->st_ino, p};
+        inputs[ninputs++] = (InFile){.dev = st->st_dev, .ino = st->st_ino, .path = p};
     }
     pthread_mutex_unlock(&inputs_lock);
 }

@@ -116,7 +116,7 @@ void oqc_entropy_expand(const double *p, int i, int levels, double *q) {
 /* An unevaluated sum hi + lo (double-double): added to with Knuth's two-sum, so a sum
  * of many terms, or the difference of two such sums, keeps ~1e-32 of their size. */
 typedef struct DSum {
-    double hi, lo;
+    double hi, lo;   /* the sum is hi + lo: lo gathers what rounding hi dropped */
 } DSum;
 
 static inline void dsum_add(DSum *s, double v) {
@@ -227,7 +227,7 @@ static void entropy_groups(Entropy *E, int g, int L) {
     E->ngrp = E->ngeq = 0;
     E->minq = INFINITY;
     E->maxinv = 0;
-    E->sb = E->a1 = (DSum){0, 0};
+    E->sb = E->a1 = (DSum){.hi = 0, .lo = 0};
     E->ss = E->snz = E->sslb = E->a2 = 0;
     for (int m = 0; m < 4; m++)
         E->si[m] = E->bq[m] = 0;
@@ -379,7 +379,7 @@ static int entropy_search(const OqcHist *h, int L, double *div) {
             E.nzi[p] = k;
             E.run[p] = p > 0 && h->bins[E.nzi[p - 1]] == v ? E.run[p - 1] : p;
         }
-        DSum blb = {E.blb_hi[k], E.blb_lo[k]};
+        DSum blb = {.hi = E.blb_hi[k], .lo = E.blb_lo[k]};
         dsum_add(&blb, bd * lb);
         E.blb_hi[k + 1] = blb.hi;
         E.blb_lo[k + 1] = blb.lo;

@@ -275,7 +275,8 @@ static void legend(FILE *f, double x, double y, const LegendItem *it, int n) {
 
 /* Opens a plot: the <svg> element, its title and the plot area for [0, xmax]. */
 static Plot plot_open(FILE *f, const char *cls, double xmax, double ylo, double yhi) {
-    Plot p = {PAD_L, SVG_W - PAD_R, PAD_T, SVG_H - PAD_B, xmax, ylo, yhi};
+    Plot p = {.x0 = PAD_L, .x1 = SVG_W - PAD_R, .ytop = PAD_T, .ybot = SVG_H - PAD_B,
+              .xmax = xmax, .ylo = ylo, .yhi = yhi};
     putf(f,
          "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"%s\" width=\"%d\" height=\"%d\" "
          "viewBox=\"0 0 %d %d\">",
@@ -400,10 +401,10 @@ static void plot_hist(FILE *f, const OqcCalibEntry *e) {
         marker_x(f, &p, "thr", t, lbl);
     }
     static const LegendItem items[] = {
-        {SW_FILL, "hist", "count per bin"},
-        {SW_LINE, "thr", "threshold T"},
-        {SW_LINE, "amax", "amax"},
-        {SW_FILL, "clip", "clipped: |x| > T"},
+        {.kind = SW_FILL, .cls = "hist", .label = "count per bin"},
+        {.kind = SW_LINE, .cls = "thr", .label = "threshold T"},
+        {.kind = SW_LINE, .cls = "amax", .label = "amax"},
+        {.kind = SW_FILL, .cls = "clip", .label = "clipped: |x| > T"},
     };
     legend(f, p.x0, SVG_H - 12, items, 4);
     fputs("</svg>\n", f);
@@ -506,8 +507,8 @@ static int plot_divergence(FILE *f, const OqcCalibEntry *e) {
         }
     }
     static const LegendItem items[] = {
-        {SW_LINE, "div", "divergence"},
-        {SW_DOT, "pick", "chosen T"},
+        {.kind = SW_LINE, .cls = "div", .label = "divergence"},
+        {.kind = SW_DOT, .cls = "pick", .label = "chosen T"},
     };
     legend(f, p.x0, SVG_H - 12, items, 2);
     fputs("</svg>\n", f);

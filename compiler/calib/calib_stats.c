@@ -67,12 +67,12 @@ int oqc_calib_stats_write(const char *path, const OqcCalibStats *st, OqcDiag *d)
 
 /* The reader's state: the file, its current line (malloc'd) and its number. */
 typedef struct Reader {
-    FILE *f;
-    const char *path;
-    char *line;
-    size_t cap;
-    int lineno;
-    OqcDiag *d;
+    FILE *f;             /* the statistics file */
+    const char *path;    /* its name, for messages */
+    char *line;          /* the current line (malloc'd) */
+    size_t cap;          /* line's capacity */
+    int lineno;          /* its number, from 1 */
+    OqcDiag *d;          /* errors */
 } Reader;
 
 /* The next line without its newline, or NULL (an error) at the end of the file. */
@@ -168,7 +168,7 @@ int oqc_calib_stats_read(const char *path, OqcArena *a, OqcCalibStats *st, OqcDi
     FILE *f = oqc_in_fopen(path, d);
     if (!f)
         return -1;
-    Reader r = {f, path, NULL, 0, 0, d};
+    Reader r = {.f = f, .path = path, .d = d};
     int64_t v;
     int rc = -1;
     char *l = next_line(&r, STATS_MAGIC);

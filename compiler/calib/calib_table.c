@@ -105,7 +105,8 @@ static uint64_t hash_str(const char *s) {
 static long nameset_add(NameSet *S, const char *name, long line) {
     if (2 * (S->n + 1) > S->cap) { /* keep it at most half full: rehash into twice the size */
         size_t cap = S->cap ? 2 * S->cap : 64;
-        NameSet T = {calloc(cap, sizeof *T.slot), calloc(cap, sizeof *T.line), cap, 0};
+        NameSet T = {.slot = calloc(cap, sizeof *T.slot), .line = calloc(cap, sizeof *T.line),
+                     .cap = cap, .n = 0};
         if (!T.slot || !T.line)
             oqc_panic(__FILE__, __LINE__, "out of memory");
         for (size_t i = 0; i < S->cap; i++)
@@ -385,7 +386,9 @@ int oqc_table_write_xml_ex(const char *path, const OqcCalibEntry *e, int n, int6
     for (int i = 0; i < n && !bad; i++) {
         char *name = xml_escape(e[i].name), *method = xml_escape(e[i].method);
         const struct { const char *attr; float v; } fl[] = {
-            {"amax", e[i].amax}, {"threshold", e[i].threshold}, {"scale", e[i].scale}};
+            {.attr = "amax", .v = e[i].amax},
+            {.attr = "threshold", .v = e[i].threshold},
+            {.attr = "scale", .v = e[i].scale}};
         bad |= xmlTextWriterStartElement(w, BAD_CAST "tensor") < 0 ||
                xmlTextWriterWriteAttribute(w, BAD_CAST "name", BAD_CAST name) < 0 ||
                xmlTextWriterWriteAttribute(w, BAD_CAST "method", BAD_CAST method) < 0 ||
@@ -632,7 +635,7 @@ int oqc_table_read_xml(const char *path, OqcArena *a, OqcCalibEntry **e, int *n,
 
 int oqc_table_read_xml_ex(const char *path, OqcArena *a, OqcCalibEntry **e, int *n,
                           int64_t *samples, OqcTableExtra *extra, OqcDiag *d) {
-    OqcTableExtra x = {NULL, NULL};
+    OqcTableExtra x = {.float_layers = NULL, .preprocess = NULL};
     if (extra)
         *extra = x;
     *e = NULL;

@@ -330,51 +330,49 @@ void oqc_calib_placeholder(const OqcGraph *g, OqcArena *a, OqcCalibEntry **e, in
                                            .threshold = 1, .method = "table"};
 }
 
-int oqc_calibrate(OqcGraph *g, OqcGraph *gb, int64_t b, const OqcCalibOptions *o,
-                  OqcCalibEntry **entries, int *nentries, int64_t *nsamples, OqcDiag *d) {
+/* One calibration: what its phases share. */
+typedef struct Run {
+    OqcGraph *g;                  /* the batch-1 graph */
+    const OqcCalibOptions *o;     /* the options */
+    const OqcTensor *x;           /* the graph's input */
+    const char **files;           /* the data files */
+    int nfiles;                   /* their count */
+    Worker *ws;                   /* the workers */
+    int nw;                       /* their count */
+    int64_t b;                    /* samples per batched run */
+    Progress pr;                  /* the progress bar */
+    int64_t done;                 /* samples done in the current pass by all workers */
+    int64_t total;                /* samples per pass */
+} Run;
+
+/* Sets up r's workers over g and gb: executors with the histogram hooks, output and
+ * batch buffers; -1 with an error when an executor cannot be built. */
+static int start_workers(Run *r, OqcGraph *gb, OqcDiag *d) {
+    OqcGraph *g = r->g;
     OqcArena *a = g->arena;
-    if (oqc_calib_check_input(g, d) < 0)
-        return -1;
-    const OqcTensor *x = &g->tensors[g->inputs[0]];
-    const char **files = NULL;
-    int nfiles = 0;
-    if (!o->merged && oqc_data_files(a, o->data, o->ndata, &files, &nfiles, d) < 0)
-        return -1;
-    if (oqc_data_has_images(files, nfiles) && !(o->pre && o->pre->given))
-        return oqc_err(d, "%s: image data needs --preprocess (imagenet, cifar, raw or "
-                          "keys; see docs/images.md)", o->data[0]);
-    if (!gb || b < 2)
-        b = 1;
-    int nw = o->threads > 1 && !o->merged ? o->threads : 1;
-    if (nw > MAX_WORKERS)
-        nw = MAX_WORKERS;
-    Worker *ws = oqc_arena_alloc(a, (size_t)nw * sizeof *ws);
-    size_t sample_bytes = (size_t)oqc_shape_numel(&x->shape) * sizeof(float);
-    int64_t done = 0;
-    Progress pr = {.on = o->progress};
-    Calib c = {0};   /* the merged result (worker 0's accumulators) */
-    int *slot1 = NULL;
-    int rc = 0;
-    for (int i = 0; i < nw && rc == 0; i++) {
-        Worker *w = &ws[i];
+    int64_t b = r->b;
+    size_t sample_bytes = (size_t)oqc_shape_numel(&r->x->shape) * sizeof(float);
+    for (int i = 0; i < r->nw; i++) {
+        Worker *w = &r->ws[i];
         w->g = g;
         w->gb = gb;
         w->b = b;
         w->sample_bytes = sample_bytes;
-        w->done = &done;
-        w->pr = &pr;
+        w->done = &r->done;
+        w->pr = &r->pr;
         w->id = i;
         oqc_diag_init(&w->diag);
         w->e = oqc_exec_new(g, 1, d);
         w->eb = w->e && b > 1 ? oqc_exec_new(gb, 1, d) : NULL;
-        if (!w->e || (b > 1 && !w->eb)) {
-            rc = -1;
-            break;
-        }
+        if (!w->e || (b > 1 && !w->eb))
+            return -1;
         w->c.hists = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof *w->c.hists);
         w->c.names = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof *w->c.names);
-        w->h1 = (Hook){&w->c, make_slots(g, NULL, NULL, &w->c, o->bins), 1};
-        w->hb = (Hook){&w->c, b > 1 ? make_slots(gb, g, w->h1.slot, &w->c, o->bins) : NULL, b};
+        w->h1 = (Hook){.c = &w->c, .slot = make_slots(g, NULL, NULL, &w->c, r->o->bins),
+                       .batch = 1};
+        w->hb = (Hook){.c = &w->c,
+                       .slot = b > 1 ? make_slots(gb, g, w->h1.slot, &w->c, r->o->bins) : NULL,
+                       .batch = b};
         oqc_exec_set_hook(w->e, hook, &w->h1);
         if (w->eb)
             oqc_exec_set_hook(w->eb, hook, &w->hb);
@@ -386,123 +384,158 @@ int oqc_calibrate(OqcGraph *g, OqcGraph *gb, int64_t b, const OqcCalibOptions *o
         }
         w->batch = oqc_arena_alloc_raw(a, sample_bytes * (size_t)b + 1);
     }
-    int64_t total = 0;
-    /* The passes to run: both; pass 1 alone when saving its statistics; pass 2 alone
-     * over a given range; none from merged histograms. */
-    int first = o->merged ? 3 : o->range ? 2 : 1, last = o->save && !o->range ? 1 : 2;
-    const OqcCalibStats *given = o->merged ? o->merged : o->range;
-    if (rc == 0 && given && stats_match(g, &ws[0].c, o->bins, given, d) < 0)
-        rc = -1;
-    for (int i = 0; rc == 0 && o->range && i < nw; i++)
-        ws[i].c.seen = oqc_arena_alloc(a, (size_t)(ws[i].c.nhists + 1) * sizeof(float));
-    for (int hi = 0; rc == 0 && o->range && hi < ws[0].c.nhists; hi++)
-        for (int i = 0; i < nw; i++)
-            ws[i].c.hists[hi].amax = o->range->hists[hi].amax;
-    for (int pass = first; pass <= last && rc == 0; pass++) {
-        for (int i = 0; i < nw; i++)
-            ws[i].c.pass = ws[i].pass = pass;
-        clock_gettime(CLOCK_MONOTONIC, &pr.t0);
-        done = 0;
-        for (int f = 0; f < nfiles && rc == 0; f++) {
-            /* Each file (or run of up to `chunk` images) is read into a scratch arena:
-             * memory stays bounded by one file. */
-            OqcArena *fa = oqc_arena_new();
-            OqcValue v;
-            int64_t s = 0, chunk = 4 * (int64_t)nw * b < 16 ? 16 : 4 * (int64_t)nw * b, nimg = 0;
-            while (f + nimg < nfiles && nimg < chunk && oqc_is_image_path(files[f + nimg]))
-                nimg++;
-            if (nimg > 0) {
-                rc = oqc_images_read(files + f, nimg, o->pre, &x->shape, fa, &v, d);
-                s = nimg;
-                f += (int)nimg - 1;
-            } else if (oqc_tensor_read(files[f], &x->shape, fa, &v, d) < 0 ||
-                oqc_samples_of(files[f], &v, &x->shape, &s, d) < 0) {
-                rc = -1;
-            } else if (v.dtype != OQCF_FLOAT) {
-                rc = oqc_err(d, "%s: holds %s data; the input '%s' is f32", files[f],
-                             oqc_dtype_name(v.dtype), x->name);
-            }
-            /* Contiguous shares of the file's samples, whole batches where possible. */
-            int used = nw;
-            while (used > 1 && s < (int64_t)used * b)
-                used--;
-            pthread_t tid[MAX_WORKERS];
-            int started[MAX_WORKERS] = {0};
-            for (int i = 0; rc == 0 && i < used; i++) {
-                Worker *w = &ws[i];
-                int64_t nb = (s + b - 1) / b; /* batches, the last maybe short */
-                w->data = v.data;
-                w->k0 = nb * i / used * b;
-                w->k1 = i + 1 == used ? s : nb * (i + 1) / used * b;
-                w->rc = 0;
-                if (i > 0)
-                    started[i] = pthread_create(&tid[i], NULL, worker_run, w) == 0;
-                if (i > 0 && !started[i])
-                    worker_run(w); /* no thread: run it here */
-            }
-            if (rc == 0)
-                worker_run(&ws[0]);
-            for (int i = 1; i < used; i++)
-                if (started[i])
-                    pthread_join(tid[i], NULL);
-            for (int i = 0; rc == 0 && i < used; i++)
-                if (ws[i].rc < 0) {
-                    rc = oqc_err(d, "%.*s", (int)(ws[i].diag.len && ws[i].diag.buf[ws[i].diag.len - 1] == '\n'
-                                                      ? ws[i].diag.len - 1 : ws[i].diag.len),
-                                 ws[i].diag.buf ? ws[i].diag.buf : "calibration failed");
-                }
-            oqc_arena_free(fa);
-        }
-        if (pass == 1) {
-            total = done;
-            pr.total = done;
-            if (pr.on)
-                fputc('\n', stderr);
-        }
-        if (pass == 2 && o->range)
-            total = done;
-        for (int hi = 0; rc == 0 && pass == 2 && o->range && hi < ws[0].c.nhists; hi++)
-            for (int i = 0; rc == 0 && i < nw; i++)
-                if (ws[i].c.seen[hi] > o->range->hists[hi].amax)
-                    rc = oqc_err(d, "%s: tensor '%s' takes |x| up to %g on this data, beyond "
-                                    "the range %g of %s: the range must merge the pass-1 "
-                                    "statistics of every shard, this one included",
-                                 g->path, ws[0].c.names[hi], (double)ws[i].c.seen[hi],
-                                 (double)o->range->hists[hi].amax, o->range->path);
-        if (rc == 0 && done == 0)
-            rc = oqc_err(d, "no calibration samples in the given data");
-        if (rc == 0 && pass == 1) {   /* every worker bins over the global amax */
-            const char *nan = NULL;
-            for (int i = 0; i < nw && !nan; i++)
-                nan = ws[i].c.nan_name;
-            if (nan)
-                rc = oqc_err(d, "%s: tensor '%s' takes NaN values on the calibration data",
-                             g->path, nan);
-            for (int hi = 0; rc == 0 && hi < ws[0].c.nhists; hi++) {
-                float m = 0;
-                for (int i = 0; i < nw; i++)
-                    m = ws[i].c.hists[hi].amax > m ? ws[i].c.hists[hi].amax : m;
-                for (int i = 0; i < nw; i++)
-                    ws[i].c.hists[hi].amax = m;
-                if (!isfinite(m))
-                    rc = oqc_err(d, "%s: an activation takes infinite values on the "
-                                    "calibration data", g->path);
-            }
-        }
+    return 0;
+}
+
+/* Reads the data file files[*f] (or a run of up to `chunk` images from it on, *f then
+ * moving to the last) into arena fa: the samples *v, their count *s. */
+static int read_chunk(Run *r, int *f, OqcArena *fa, OqcValue *v, int64_t *s, OqcDiag *d) {
+    const char **files = r->files;
+    int64_t chunk = 4 * (int64_t)r->nw * r->b < 16 ? 16 : 4 * (int64_t)r->nw * r->b, nimg = 0;
+    while (*f + nimg < r->nfiles && nimg < chunk && oqc_is_image_path(files[*f + nimg]))
+        nimg++;
+    if (nimg > 0) {
+        *s = nimg;
+        int rc = oqc_images_read(files + *f, nimg, r->o->pre, &r->x->shape, fa, v, d);
+        *f += (int)nimg - 1;
+        return rc;
     }
-    for (int i = 0; i < nw; i++) {
-        oqc_exec_free(ws[i].e);
-        oqc_exec_free(ws[i].eb);
-        oqc_diag_free(&ws[i].diag);
-    }
-    if (rc < 0)
+    if (oqc_tensor_read(files[*f], &r->x->shape, fa, v, d) < 0 ||
+        oqc_samples_of(files[*f], v, &r->x->shape, s, d) < 0)
         return -1;
-    /* Merge: worker 0 holds the sum of every worker's counts. */
-    c = ws[0].c;
-    slot1 = ws[0].h1.slot;
+    if (v->dtype != OQCF_FLOAT)
+        return oqc_err(d, "%s: holds %s data; the input '%s' is f32", files[*f],
+                       oqc_dtype_name(v->dtype), r->x->name);
+    return 0;
+}
+
+/* Runs the s samples at data on the workers, each a contiguous share (whole batches
+ * where possible) on its own thread; the first worker's error, if any. */
+static int run_chunk(Run *r, const char *data, int64_t s, OqcDiag *d) {
+    int64_t b = r->b;
+    int used = r->nw;
+    while (used > 1 && s < (int64_t)used * b)
+        used--;
+    pthread_t tid[MAX_WORKERS];
+    int started[MAX_WORKERS] = {0};
+    for (int i = 0; i < used; i++) {
+        Worker *w = &r->ws[i];
+        int64_t nb = (s + b - 1) / b; /* batches, the last maybe short */
+        w->data = data;
+        w->k0 = nb * i / used * b;
+        w->k1 = i + 1 == used ? s : nb * (i + 1) / used * b;
+        w->rc = 0;
+        if (i > 0)
+            started[i] = pthread_create(&tid[i], NULL, worker_run, w) == 0;
+        if (i > 0 && !started[i])
+            worker_run(w); /* no thread: run it here */
+    }
+    worker_run(&r->ws[0]);
+    for (int i = 1; i < used; i++)
+        if (started[i])
+            pthread_join(tid[i], NULL);
+    for (int i = 0; i < used; i++) {
+        const OqcDiag *wd = &r->ws[i].diag;
+        if (r->ws[i].rc < 0)
+            return oqc_err(d, "%.*s",
+                           (int)(wd->len && wd->buf[wd->len - 1] == '\n' ? wd->len - 1
+                                                                         : wd->len),
+                           wd->buf ? wd->buf : "calibration failed");
+    }
+    return 0;
+}
+
+/* Pass 2 over a given range (--range): sets every histogram's amax to it, and has the
+ * hooks record the largest |x| binned, which must not exceed it. */
+static void use_range(Run *r) {
+    OqcArena *a = r->g->arena;
+    for (int i = 0; i < r->nw; i++)
+        r->ws[i].c.seen = oqc_arena_alloc(a, (size_t)(r->ws[i].c.nhists + 1) * sizeof(float));
+    for (int hi = 0; hi < r->ws[0].c.nhists; hi++)
+        for (int i = 0; i < r->nw; i++)
+            r->ws[i].c.hists[hi].amax = r->o->range->hists[hi].amax;
+}
+
+/* After pass 2 over a given range: an error when a tensor took values beyond it. */
+static int check_range(const Run *r, OqcDiag *d) {
+    const OqcCalibStats *range = r->o->range;
+    for (int hi = 0; hi < r->ws[0].c.nhists; hi++)
+        for (int i = 0; i < r->nw; i++)
+            if (r->ws[i].c.seen[hi] > range->hists[hi].amax)
+                return oqc_err(d, "%s: tensor '%s' takes |x| up to %g on this data, beyond "
+                                  "the range %g of %s: the range must merge the pass-1 "
+                                  "statistics of every shard, this one included",
+                               r->g->path, r->ws[0].c.names[hi], (double)r->ws[i].c.seen[hi],
+                               (double)range->hists[hi].amax, range->path);
+    return 0;
+}
+
+/* After pass 1: every worker bins over the global amax (the maximum of theirs); an
+ * error when a tensor took NaN or infinite values. */
+static int share_amax(Run *r, OqcDiag *d) {
+    const char *nan = NULL;
+    for (int i = 0; i < r->nw && !nan; i++)
+        nan = r->ws[i].c.nan_name;
+    if (nan)
+        return oqc_err(d, "%s: tensor '%s' takes NaN values on the calibration data",
+                       r->g->path, nan);
+    for (int hi = 0; hi < r->ws[0].c.nhists; hi++) {
+        float m = 0;
+        for (int i = 0; i < r->nw; i++)
+            m = r->ws[i].c.hists[hi].amax > m ? r->ws[i].c.hists[hi].amax : m;
+        for (int i = 0; i < r->nw; i++)
+            r->ws[i].c.hists[hi].amax = m;
+        if (!isfinite(m))
+            return oqc_err(d, "%s: an activation takes infinite values on the "
+                              "calibration data", r->g->path);
+    }
+    return 0;
+}
+
+/* One pass (1: amax, 2: histograms) over every data file; pass 1 learns the sample
+ * count (r->total). */
+static int run_pass(Run *r, int pass, OqcDiag *d) {
+    int rc = 0;
+    for (int i = 0; i < r->nw; i++)
+        r->ws[i].c.pass = r->ws[i].pass = pass;
+    clock_gettime(CLOCK_MONOTONIC, &r->pr.t0);
+    r->done = 0;
+    for (int f = 0; f < r->nfiles && rc == 0; f++) {
+        /* Each file (or run of up to `chunk` images) is read into a scratch arena:
+         * memory stays bounded by one file. */
+        OqcArena *fa = oqc_arena_new();
+        OqcValue v;
+        int64_t s = 0;
+        rc = read_chunk(r, &f, fa, &v, &s, d);
+        if (rc == 0)
+            rc = run_chunk(r, v.data, s, d);
+        oqc_arena_free(fa);
+    }
+    if (pass == 1) {
+        r->total = r->done;
+        r->pr.total = r->done;
+        if (r->pr.on)
+            fputc('\n', stderr);
+    }
+    if (pass == 2 && r->o->range)
+        r->total = r->done;
+    if (rc == 0 && pass == 2 && r->o->range)
+        rc = check_range(r, d);
+    if (rc == 0 && r->done == 0)
+        rc = oqc_err(d, "no calibration samples in the given data");
+    if (rc == 0 && pass == 1)
+        rc = share_amax(r, d);
+    return rc;
+}
+
+/* The workers' accumulators merged into worker 0's (the sum of every worker's counts),
+ * or, from merged statistics, theirs. */
+static Calib merge_workers(const Run *r) {
+    const OqcCalibOptions *o = r->o;
+    Calib c = r->ws[0].c;
     for (int hi = 0; hi < c.nhists; hi++)
-        for (int i = 1; i < nw; i++) {
-            OqcHist *h = &c.hists[hi], *o2 = &ws[i].c.hists[hi];
+        for (int i = 1; i < r->nw; i++) {
+            OqcHist *h = &c.hists[hi], *o2 = &r->ws[i].c.hists[hi];
             for (int k = 0; k < h->nbins; k++)
                 h->bins[k] += o2->bins[k];
             h->count += o2->count;
@@ -513,26 +546,64 @@ int oqc_calibrate(OqcGraph *g, OqcGraph *gb, int64_t b, const OqcCalibOptions *o
         h->count = o->merged->hists[hi].count;
         memcpy(h->bins, o->merged->hists[hi].bins, (size_t)h->nbins * sizeof *h->bins);
     }
-    if (o->merged)
-        total = o->merged->samples;
-    if (o->save) {
-        *o->save = (OqcCalibStats){.stage = o->range ? 2 : 1, .nhists = c.nhists,
-                                   .bins = o->bins, .names = c.names, .hists = c.hists,
-                                   .samples = total,
-                                   .range_samples = o->range ? o->range->samples : 0,
-                                   .preprocess = o->pre && o->pre->given ? o->pre->spec : NULL};
-        *entries = NULL;
-        *nentries = 0;
-        *nsamples = total;
-        return 0;
+    return c;
+}
+
+/* The histogram tensor t is calibrated with: its root's (views share their base's),
+ * or, for a MaxPool that writes its own tensor, its input's - it runs at its input's
+ * scale (pass quantize), so the table and report show what INT8 runs. */
+static int calib_root(const OqcGraph *g, const int *slot, int t) {
+    const OqcTensor *tt = &g->tensors[t];
+    int root = tt->view_base >= 0 ? tt->view_base : t;
+    for (;;) {
+        int p = g->tensors[root].producer;
+        int in = p >= 0 && g->nodes[p].op == OQC_OP_MaxPool && g->tensors[root].view_base < 0
+                     ? g->nodes[p].in[0]
+                     : -1;
+        int inr = in >= 0 && g->tensors[in].view_base >= 0 ? g->tensors[in].view_base : in;
+        if (inr < 0 || slot[inr] < 0)
+            break;
+        root = inr;
     }
+    return root;
+}
+
+/* en's threshold and scale: the imported table's when it names the tensor (the user's
+ * scale factor wins, bit for bit), else chosen from histogram h by the method. */
+static int choose_threshold(const OqcGraph *g, const OqcCalibOptions *o, OqcHist *h,
+                            OqcCalibEntry *en, OqcDiag *d) {
+    int imported = -1;
+    for (int k = 0; k < o->ntable; k++)
+        if (!strcmp(o->table[k].name, en->name))
+            imported = k;
+    if (imported >= 0) {
+        en->threshold = o->table[imported].threshold;
+        en->scale = o->table[imported].scale;
+        en->amax = h->amax;
+        en->method = "table";
+        en->kl = NAN;
+    } else {
+        en->divergence = o->method == OQC_CALIB_ENTROPY
+                             ? oqc_arena_alloc(g->arena, (size_t)o->bins * sizeof(double))
+                             : NULL;
+        if (oqc_calib_threshold(h, o->method, o->param, 128, en, en->divergence) < 0)
+            return oqc_err(d, "%s: cannot choose a threshold for '%s'", g->path, en->name);
+        en->method = o->method_name;
+    }
+    if (imported < 0 || en->is_unsigned)
+        en->scale = en->threshold / (en->is_unsigned ? 255.0f : 127.0f);
+    return 0;
+}
+
+/* The thresholds of every calibrated tensor of g from the merged histograms c (slot:
+ * g's tensors' histogram indices) into *entries, *nentries. */
+static int thresholds(OqcGraph *g, Calib *c, const int *slot, const OqcCalibOptions *o,
+                      OqcCalibEntry **entries, int *nentries, OqcDiag *d) {
+    OqcArena *a = g->arena;
     unsigned char *is_base = oqc_arena_alloc(a, (size_t)g->ntensors + 1);
     for (int t = 0; t < g->ntensors; t++)
         if (g->tensors[t].view_base >= 0)
             is_base[g->tensors[t].view_base] = 1;
-    Calib *cp = &c;
-    int *slot = slot1;
-    /* Thresholds, per tensor (views share their base's). */
     unsigned char *nonneg = oqc_arena_alloc(a, (size_t)(g->ntensors + 1));
     oqc_find_unsigned(g, nonneg);
     OqcCalibEntry *es = oqc_arena_alloc(a, (size_t)(g->ntensors + 1) * sizeof *es);
@@ -541,18 +612,7 @@ int oqc_calibrate(OqcGraph *g, OqcGraph *gb, int64_t b, const OqcCalibOptions *o
         if (!calibrated(g, is_base, t))
             continue;
         const OqcTensor *tt = &g->tensors[t];
-        int root = tt->view_base >= 0 ? tt->view_base : t;
-        /* A MaxPool that writes its own tensor runs at its input's scale (pass quantize):
-         * its entry is its input's, so the table and report show what INT8 runs. */
-        for (;;) {
-            int p = g->tensors[root].producer;
-            int in = p >= 0 && g->nodes[p].op == OQC_OP_MaxPool &&
-                             g->tensors[root].view_base < 0 ? g->nodes[p].in[0] : -1;
-            int inr = in >= 0 && g->tensors[in].view_base >= 0 ? g->tensors[in].view_base : in;
-            if (inr < 0 || slot[inr] < 0)
-                break;
-            root = inr;
-        }
+        int root = calib_root(g, slot, t);
         int s = slot[root];
         if (s < 0)
             continue;
@@ -563,31 +623,64 @@ int oqc_calibrate(OqcGraph *g, OqcGraph *gb, int64_t b, const OqcCalibOptions *o
                : is_base[t]        ? "Concat (in place)"   /* an eliminated Concat's buffer */
                                    : "input";
         en->is_unsigned = nonneg[root];
-        en->hist = &cp->hists[s];
-        int imported = -1;
-        for (int k = 0; k < o->ntable; k++)
-            if (!strcmp(o->table[k].name, tt->name))
-                imported = k;
-        if (imported >= 0) { /* the user's scale factor wins, bit for bit */
-            en->threshold = o->table[imported].threshold;
-            en->scale = o->table[imported].scale;
-            en->amax = cp->hists[s].amax;
-            en->method = "table";
-            en->kl = NAN;
-        } else {
-            en->divergence = o->method == OQC_CALIB_ENTROPY
-                                 ? oqc_arena_alloc(a, (size_t)o->bins * sizeof(double))
-                                 : NULL;
-            if (oqc_calib_threshold(&cp->hists[s], o->method, o->param,
-                                    128, en, en->divergence) < 0)
-                return oqc_err(d, "%s: cannot choose a threshold for '%s'", g->path, tt->name);
-            en->method = o->method_name;
-        }
-        if (imported < 0 || en->is_unsigned)
-            en->scale = en->threshold / (en->is_unsigned ? 255.0f : 127.0f);
+        en->hist = &c->hists[s];
+        if (choose_threshold(g, o, &c->hists[s], en, d) < 0)
+            return -1;
     }
     *entries = es;
     *nentries = ne;
-    *nsamples = total;
+    return 0;
+}
+
+int oqc_calibrate(OqcGraph *g, OqcGraph *gb, int64_t b, const OqcCalibOptions *o,
+                  OqcCalibEntry **entries, int *nentries, int64_t *nsamples, OqcDiag *d) {
+    if (oqc_calib_check_input(g, d) < 0)
+        return -1;
+    Run r = {.g = g, .o = o, .x = &g->tensors[g->inputs[0]], .pr = {.on = o->progress}};
+    if (!o->merged && oqc_data_files(g->arena, o->data, o->ndata, &r.files, &r.nfiles, d) < 0)
+        return -1;
+    if (oqc_data_has_images(r.files, r.nfiles) && !(o->pre && o->pre->given))
+        return oqc_err(d, "%s: image data needs --preprocess (imagenet, cifar, raw or "
+                          "keys; see docs/images.md)", o->data[0]);
+    r.b = !gb || b < 2 ? 1 : b;
+    r.nw = o->threads > 1 && !o->merged ? o->threads : 1;
+    if (r.nw > MAX_WORKERS)
+        r.nw = MAX_WORKERS;
+    r.ws = oqc_arena_alloc(g->arena, (size_t)r.nw * sizeof *r.ws);
+    int rc = start_workers(&r, gb, d);
+    /* The passes to run: both; pass 1 alone when saving its statistics; pass 2 alone
+     * over a given range; none from merged histograms. */
+    int first = o->merged ? 3 : o->range ? 2 : 1, last = o->save && !o->range ? 1 : 2;
+    const OqcCalibStats *given = o->merged ? o->merged : o->range;
+    if (rc == 0 && given && stats_match(g, &r.ws[0].c, o->bins, given, d) < 0)
+        rc = -1;
+    if (rc == 0 && o->range)
+        use_range(&r);
+    for (int pass = first; pass <= last && rc == 0; pass++)
+        rc = run_pass(&r, pass, d);
+    for (int i = 0; i < r.nw; i++) {
+        oqc_exec_free(r.ws[i].e);
+        oqc_exec_free(r.ws[i].eb);
+        oqc_diag_free(&r.ws[i].diag);
+    }
+    if (rc < 0)
+        return -1;
+    Calib c = merge_workers(&r);
+    if (o->merged)
+        r.total = o->merged->samples;
+    if (o->save) {
+        *o->save = (OqcCalibStats){.stage = o->range ? 2 : 1, .nhists = c.nhists,
+                                   .bins = o->bins, .names = c.names, .hists = c.hists,
+                                   .samples = r.total,
+                                   .range_samples = o->range ? o->range->samples : 0,
+                                   .preprocess = o->pre && o->pre->given ? o->pre->spec : NULL};
+        *entries = NULL;
+        *nentries = 0;
+        *nsamples = r.total;
+        return 0;
+    }
+    if (thresholds(g, &c, r.ws[0].h1.slot, o, entries, nentries, d) < 0)
+        return -1;
+    *nsamples = r.total;
     return 0;
 }

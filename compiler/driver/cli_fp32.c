@@ -346,6 +346,111 @@ static int print_accuracy(const char *path, const OqcValue *y, const OqcValue *l
     return 0;
 }
 
+/* Reads run's --input [NAME=]FILE arguments into vals (one slot per graph input) and
+ * their common sample count into *samples; image data of the first input with --labels
+ * also reads the labels (*labels, *have_labels). */
+static int read_run_inputs(const OqcGraph *g, Opts *o, OqcValue *vals, int64_t *samples,
+                           OqcValue *labels, int *have_labels, OqcDiag *d) {
+    OqcArena *a = g->arena;
+    for (int i = 0; i < o->ninputs; i++) {
+        const char *arg = o->inputs[i], *eq = strchr(arg, '=');
+        int slot = i;
+        if (eq) {
+            char *name = oqc_arena_strndup(a, arg, (size_t)(eq - arg));
+            int t = oqc_tensor_find(g, name);
+            for (slot = 0; slot < g->ninputs && g->inputs[slot] != t; slot++)
+                ;
+            if (slot == g->ninputs)
+                return oqc_err(d, "%s: --input names '%s', which is not a graph input",
+                               o->model, name);
+            arg = eq + 1;
+        }
+        const OqcTensor *in = &g->tensors[g->inputs[slot]];
+        int64_t s;
+        const char **images;
+        int nimages;
+        if (oqc_cli_images(arg, o, a, &images, &nimages, i == 0 ? o->labels : NULL, labels,
+                           d) < 0)
+            return -1;
+        if (images && i == 0 && o->labels)
+            *have_labels = 1;
+        if (images ? oqc_images_read(images, nimages, &o->pre, &in->shape, a, &vals[slot], d) < 0
+                   : oqc_tensor_read(arg, &in->shape, a, &vals[slot], d) < 0 ||
+                         oqc_samples_of(arg, &vals[slot], &in->shape, &s, d) < 0)
+            return -1;
+        if (images)
+            s = nimages;
+        if (vals[slot].dtype != in->dtype)
+            return oqc_err(d, "%s: holds %s data but input '%s' is %s", arg,
+                           oqc_dtype_name(vals[slot].dtype), in->name,
+                           oqc_dtype_name(in->dtype));
+        if (*samples >= 0 && s != *samples)
+            return oqc_err(d, "%s: holds %lld samples but another input holds %lld", arg,
+                           (long long)s, (long long)*samples);
+        *samples = s;
+    }
+    return 0;
+}
+
+/* The output buffers of run for samples samples (stacked on a new leading axis, or on
+ * the batch axis when the inputs were), in g's arena. */
+static OqcValue *run_outputs(const OqcGraph *g, const OqcValue *vals, int64_t samples) {
+    OqcValue *outs = oqc_arena_alloc(g->arena, (size_t)(g->noutputs + 1) * sizeof *outs);
+    for (int i = 0; i < g->noutputs; i++) {
+        const OqcTensor *t = &g->tensors[g->outputs[i]];
+        outs[i].dtype = t->dtype;
+        outs[i].shape = t->shape;
+        if (samples > 1) { /* stack on a new leading axis, or on the batch axis */
+            int stacked_on_batch = vals[0].shape.rank == g->tensors[g->inputs[0]].shape.rank;
+            if (stacked_on_batch && t->shape.rank > 0) {
+                outs[i].shape.d[0] *= samples;
+            } else {
+                for (int k = outs[i].shape.rank; k > 0; k--)
+                    outs[i].shape.d[k] = outs[i].shape.d[k - 1];
+                outs[i].shape.d[0] = samples;
+                outs[i].shape.rank++;
+            }
+        }
+        outs[i].nbytes = (size_t)oqc_shape_numel(&outs[i].shape) * oqcf_dtype_size(t->dtype);
+        outs[i].data = oqc_arena_alloc_raw(g->arena, outs[i].nbytes + 1);
+    }
+    return outs;
+}
+
+/* run -o OUT: the one output as OUT (.npy), or every output as OUT/NAME.npy. */
+static int write_run_outputs(const char *out, const OqcGraph *g, const OqcValue *outs,
+                             OqcDiag *d) {
+    if (g->noutputs == 1)
+        return oqc_npy_write(out, &outs[0], d);
+    if (mkdir(out, 0777) != 0 && errno != EEXIST)
+        return oqc_err(d, "%s: cannot create directory: %s", out, strerror(errno));
+    for (int i = 0; i < g->noutputs; i++) {
+        char *nm = oqc_arena_strdup(g->arena, g->tensors[g->outputs[i]].name);
+        for (char *p = nm; *p; p++)
+            if (*p == '/' || *p == '\\' || *p == ':')
+                *p = '_';
+        if (oqc_npy_write(oqc_arena_printf(g->arena, "%s/%s.npy", out, nm), &outs[i], d) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Runs e over every sample: the inputs vals and outputs outs hold samples of them. */
+static int run_samples(OqcExec *e, const OqcGraph *g, const OqcValue *vals, int64_t samples,
+                       const OqcValue *outs, OqcDiag *d) {
+    const void **inp = oqc_arena_alloc(g->arena, (size_t)(g->ninputs + 1) * sizeof *inp);
+    void **outp = oqc_arena_alloc(g->arena, (size_t)(g->noutputs + 1) * sizeof *outp);
+    for (int64_t s = 0; s < samples; s++) {
+        for (int i = 0; i < g->ninputs; i++)
+            inp[i] = (const char *)vals[i].data + (size_t)s * (vals[i].nbytes / (size_t)samples);
+        for (int i = 0; i < g->noutputs; i++)
+            outp[i] = (char *)outs[i].data + (size_t)s * (outs[i].nbytes / (size_t)samples);
+        if (oqc_exec_run(e, inp, outp, d) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 int oqc_cli_run(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"-o", "--input", "--input-shape", "--threads",
                                           "--labels", "--preprocess", "--passes", "--disable-pass",
@@ -366,92 +471,22 @@ int oqc_cli_run(int argc, char **argv, OqcDiag *d) {
         oqc_cli_free_opts(&o);
         return -1;
     }
-    OqcArena *a = g->arena;
     if (o.ninputs != g->ninputs)
         rc = oqc_err(d, "%s: the model has %d input(s) but %d --input given", o.model,
                      g->ninputs, o.ninputs);
-    OqcValue *vals = oqc_arena_alloc(a, (size_t)(g->ninputs + 1) * sizeof *vals);
+    OqcValue *vals = oqc_arena_alloc(g->arena, (size_t)(g->ninputs + 1) * sizeof *vals);
     int64_t samples = -1;
     OqcValue labels;     /* of image --input data, when --labels is given */
     int have_labels = 0;
-    for (int i = 0; rc == 0 && i < o.ninputs; i++) {
-        const char *arg = o.inputs[i], *eq = strchr(arg, '=');
-        int slot = i;
-        if (eq) {
-            char *name = oqc_arena_strndup(a, arg, (size_t)(eq - arg));
-            int t = oqc_tensor_find(g, name);
-            for (slot = 0; slot < g->ninputs && g->inputs[slot] != t; slot++)
-                ;
-            if (slot == g->ninputs) {
-                rc = oqc_err(d, "%s: --input names '%s', which is not a graph input", o.model,
-                             name);
-                break;
-            }
-            arg = eq + 1;
-        }
-        const OqcTensor *in = &g->tensors[g->inputs[slot]];
-        int64_t s;
-        const char **images;
-        int nimages;
-        if (oqc_cli_images(arg, &o, a, &images, &nimages, i == 0 ? o.labels : NULL, &labels,
-                           d) < 0) {
-            rc = -1;
-            break;
-        }
-        if (images && i == 0 && o.labels)
-            have_labels = 1;
-        if (images ? oqc_images_read(images, nimages, &o.pre, &in->shape, a, &vals[slot], d) < 0
-                   : oqc_tensor_read(arg, &in->shape, a, &vals[slot], d) < 0 ||
-                         oqc_samples_of(arg, &vals[slot], &in->shape, &s, d) < 0) {
-            rc = -1;
-            break;
-        }
-        if (images)
-            s = nimages;
-        if (vals[slot].dtype != in->dtype) {
-            rc = oqc_err(d, "%s: holds %s data but input '%s' is %s", arg,
-                         oqc_dtype_name(vals[slot].dtype), in->name, oqc_dtype_name(in->dtype));
-            break;
-        }
-        if (samples >= 0 && s != samples) {
-            rc = oqc_err(d, "%s: holds %lld samples but another input holds %lld", arg,
-                         (long long)s, (long long)samples);
-            break;
-        }
-        samples = s;
-    }
+    if (rc == 0)
+        rc = read_run_inputs(g, &o, vals, &samples, &labels, &have_labels, d);
     if (rc == 0)
         e = oqc_exec_new(g, o.threads ? o.threads : oqc_cli_default_threads(), d);
     if (rc == 0 && !e)
         rc = -1;
-    OqcValue *outs = oqc_arena_alloc(a, (size_t)(g->noutputs + 1) * sizeof *outs);
-    for (int i = 0; rc == 0 && i < g->noutputs; i++) {
-        const OqcTensor *t = &g->tensors[g->outputs[i]];
-        outs[i].dtype = t->dtype;
-        outs[i].shape = t->shape;
-        if (samples > 1) { /* stack on a new leading axis, or on the batch axis */
-            int stacked_on_batch = vals[0].shape.rank == g->tensors[g->inputs[0]].shape.rank;
-            if (stacked_on_batch && t->shape.rank > 0) {
-                outs[i].shape.d[0] *= samples;
-            } else {
-                for (int k = outs[i].shape.rank; k > 0; k--)
-                    outs[i].shape.d[k] = outs[i].shape.d[k - 1];
-                outs[i].shape.d[0] = samples;
-                outs[i].shape.rank++;
-            }
-        }
-        outs[i].nbytes = (size_t)oqc_shape_numel(&outs[i].shape) * oqcf_dtype_size(t->dtype);
-        outs[i].data = oqc_arena_alloc_raw(a, outs[i].nbytes + 1);
-    }
-    const void **inp = oqc_arena_alloc(a, (size_t)(g->ninputs + 1) * sizeof *inp);
-    void **outp = oqc_arena_alloc(a, (size_t)(g->noutputs + 1) * sizeof *outp);
-    for (int64_t s = 0; rc == 0 && s < samples; s++) {
-        for (int i = 0; i < g->ninputs; i++)
-            inp[i] = (const char *)vals[i].data + (size_t)s * (vals[i].nbytes / (size_t)samples);
-        for (int i = 0; i < g->noutputs; i++)
-            outp[i] = (char *)outs[i].data + (size_t)s * (outs[i].nbytes / (size_t)samples);
-        rc = oqc_exec_run(e, inp, outp, d);
-    }
+    OqcValue *outs = rc == 0 ? run_outputs(g, vals, samples) : NULL;
+    if (rc == 0)
+        rc = run_samples(e, g, vals, samples, outs, d);
     for (int i = 0; rc == 0 && !o.quiet && i < g->noutputs; i++) {
         char buf[128];
         const OqcValue *v = &outs[i];
@@ -462,22 +497,9 @@ int oqc_cli_run(int argc, char **argv, OqcDiag *d) {
             print_top5(v->data, oqc_shape_numel(&v->shape) / cols, cols);
     }
     if (rc == 0 && o.labels)
-        rc = print_accuracy(o.labels, &outs[0], have_labels ? &labels : NULL, a, d);
-    if (rc == 0 && o.out) {
-        if (g->noutputs == 1) {
-            rc = oqc_npy_write(o.out, &outs[0], d);
-        } else {
-            if (mkdir(o.out, 0777) != 0 && errno != EEXIST)
-                rc = oqc_err(d, "%s: cannot create directory: %s", o.out, strerror(errno));
-            for (int i = 0; rc == 0 && i < g->noutputs; i++) {
-                char *nm = oqc_arena_strdup(a, g->tensors[g->outputs[i]].name);
-                for (char *p = nm; *p; p++)
-                    if (*p == '/' || *p == '\\' || *p == ':')
-                        *p = '_';
-                rc = oqc_npy_write(oqc_arena_printf(a, "%s/%s.npy", o.out, nm), &outs[i], d);
-            }
-        }
-    }
+        rc = print_accuracy(o.labels, &outs[0], have_labels ? &labels : NULL, g->arena, d);
+    if (rc == 0 && o.out)
+        rc = write_run_outputs(o.out, g, outs, d);
     oqc_exec_free(e);
     oqc_graph_free(g);
     oqc_cli_free_opts(&o);

@@ -1,11 +1,15 @@
 /* cli_int.h - internal to the oqc command-line driver (build/oqc only, not liboqc),
- * which is three files sharing the parsed options (Opts) and a few helpers (prefix
- * oqc_cli_):
- *   - main.c: the command table, main(), and the commands that lower a model to INT8
- *     (calibrate, eval, compile, export-qdq), so the pipeline reads top to bottom;
+ * whose files share the parsed options (Opts) and a few helpers (prefix oqc_cli_):
+ *   - main.c: the command table, main(), and the commands eval, compile, bench and
+ *     export-qdq, so the pipeline reads top to bottom;
+ *   - cli_calib.c: the calibrate command;
+ *   - cli_lower.c: what the commands that lower to INT8 share (table, calibration
+ *     settings, mixed precision, the INT8 lowering itself);
  *   - cli_opts.c: parsing a command's arguments into an Opts and the settings the
  *     options select (which passes run, how many threads);
- *   - cli_fp32.c: the commands on the float graph (dump, check, run). */
+ *   - cli_fp32.c: the commands on the float graph (dump, check, run);
+ *   - cli_bench.c, cli_depfile.c, cli_json.c: bench's build and run, -MD dependency
+ *     files, the --json document. */
 #ifndef OQC_CLI_INT_H
 #define OQC_CLI_INT_H
 
@@ -134,6 +138,51 @@ void oqc_cli_remove_dir(const char *dir);
 int oqc_cli_write_depfile(const Opts *o, const char *main, const char *dflt, OqcDiag *d);
 /* cli_opts.c: the thread count when --threads is not given (the online CPUs, 1 to 8). */
 int oqc_cli_default_threads(void);
+
+/* What every mixed-precision measurement lowers from: the same options and thresholds,
+ * only the float layers differ (OqcInt8Builder). */
+typedef struct Builder {
+    const Opts *o;               /* the options (model, passes, shapes) */
+    const OqcQuantConfig *cfg;   /* requantization and weight bits */
+    const OqcCalibEntry *es;     /* thresholds */
+    int n;                       /* their count */
+} Builder;
+
+/* cli_lower.c: --table (nothing when not given) read into *e, *n, with an XML table's
+ * float layers and preprocessing in *x (NULL fields when absent); its preprocessing
+ * becomes o->pre unless --preprocess differs (an error). */
+int oqc_cli_load_table(Opts *o, OqcArena *a, OqcCalibEntry **e, int *n, OqcTableExtra *x,
+                       OqcDiag *d);
+/* cli_lower.c: a and b joined with a comma (either may be NULL or empty), in arena ar. */
+const char *oqc_cli_join_list(OqcArena *ar, const char *a, const char *b);
+/* cli_lower.c: whether the options ask for automatic mixed precision. */
+int oqc_cli_wants_mixprec(const Opts *o);
+/* cli_lower.c: the requantization and weight settings of the options (no float layers). */
+OqcQuantConfig oqc_cli_quant_config(const Opts *o);
+/* cli_lower.c: the calibration settings of the options over data[0..ndata); 0, or -1
+ * for an unknown --method. */
+int oqc_cli_calib_options(Opts *o, const char *const *data, int ndata, OqcCalibOptions *co,
+                          OqcDiag *d);
+/* cli_lower.c: the passes run on g as o says, with -v statistics only when shown is 0
+ * and without pass quantize when no_quantize (a second copy of the model). */
+int oqc_cli_reoptimize(OqcGraph *g, const Opts *o, int shown, int no_quantize, OqcDiag *d);
+/* cli_lower.c: o->model prepared again, re-batched for --batch N and optimised
+ * (oqc_cli_reoptimize, shown); NULL with an error. */
+OqcGraph *oqc_cli_rebatched(const Opts *o, int no_quantize, OqcDiag *d);
+/* cli_lower.c: on validation inputs data (labels may be NULL), against the float model:
+ * the mixed-precision search when chosen is given (*chosen: the layers to keep float, in
+ * arena a, NULL for none), else the sensitivity analysis into *sens. */
+int oqc_cli_on_validation(const Opts *o, Builder *b, const char *data, const char *labels,
+                          OqcArena *a, const char **chosen, OqcSensitivity *sens, OqcDiag *d);
+/* cli_lower.c: the INT8 lowering of o->model (calibrated over --calib and/or --table,
+ * quantized); keep (or NULL) receives what the sensitivity analysis lowers from; cfg must
+ * outlive the graph.  NULL with an error. */
+OqcGraph *oqc_cli_build_int8(const char *cmd, Opts *o, OqcQuantConfig *cfg, Builder *keep,
+                             OqcDiag *d);
+
+/* cli_calib.c: `oqc calibrate`, given the words after its command word; 0, or -1 with
+ * the errors in d. */
+int oqc_cli_calibrate(int argc, char **argv, OqcDiag *d);
 
 /* cli_fp32.c: the commands, each given the words after its command word and returning
  * 0, or -1 with the errors in d.  `oqc dump`: the IR as text, XML or Graphviz. */

@@ -8,6 +8,7 @@
 #include "usage.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -25,17 +26,236 @@ static const char *pass_names(char *buf, size_t size) {
     return buf;
 }
 
-/* Appends val to list (*n of cap) of a repeatable option; -1 when it is full. */
-static int push(const char **list, int *n, int cap, const char *val, const char *cmd,
-                const char *name, OqcDiag *d) {
-    if (*n == cap)
-        return oqc_err(d, "oqc %s: too many %s options", cmd, name);
-    list[(*n)++] = val;
+/* The first name of the comma list *p into one (size bytes); *p moves past it (NULL at
+ * the end of the list). */
+static const char *next_name(const char **p, char *one, size_t size) {
+    const char *comma = strchr(*p, ',');
+    snprintf(one, size, "%.*s", comma ? (int)(comma - *p) : (int)strlen(*p), *p);
+    *p = comma ? comma + 1 : NULL;
+    return one;
+}
+
+/* How an option is stored in Opts. */
+typedef enum OptKind {
+    OPT_FLAG,    /* an int set to 1, no value */
+    OPT_COUNT,   /* an int counting the times given (-v), no value */
+    OPT_STR,     /* a string: the value, the last one given */
+    OPT_LIST,    /* a repeatable string: the values in order, with their count */
+    OPT_INT,     /* an int in [min, max] */
+    OPT_OTHER    /* checked and stored by other_option (or, --merge-stats, merge_stats) */
+} OptKind;
+
+/* One option of the table below. */
+typedef struct OptSpec {
+    const char *name;   /* as written on the command line */
+    OptKind kind;       /* how it is stored */
+    size_t field;       /* offsetof the Opts field (not OPT_OTHER) */
+    size_t count;       /* OPT_LIST: offsetof the count field */
+    int cap;            /* OPT_LIST: the array's capacity */
+    int min, max;       /* OPT_INT: the accepted range */
+} OptSpec;
+
+#define FLAG(n, f) {.name = n, .kind = OPT_FLAG, .field = offsetof(Opts, f)}
+#define STR(n, f) {.name = n, .kind = OPT_STR, .field = offsetof(Opts, f)}
+#define LIST(n, f, nf)                                                                     \
+    {.name = n, .kind = OPT_LIST, .field = offsetof(Opts, f), .count = offsetof(Opts, nf), \
+     .cap = (int)(sizeof((Opts *)0)->f / sizeof((Opts *)0)->f[0])}
+#define INT(n, f, lo, hi) \
+    {.name = n, .kind = OPT_INT, .field = offsetof(Opts, f), .min = lo, .max = hi}
+#define OTHER(n) {.name = n, .kind = OPT_OTHER}
+
+/* Every option of every command (which command accepts which: its allowed list). */
+static const OptSpec options[] = {
+    {.name = "-v", .kind = OPT_COUNT, .field = offsetof(Opts, verbose)},
+    FLAG("-q", quiet),
+    FLAG("--sensitivity", sensitivity),
+    FLAG("--no-opt", no_opt),
+    FLAG("--main", main_driver),
+    FLAG("-MD", md),
+    FLAG("--json", json_fd), /* started at the end, once the options are known to be good */
+    OTHER("--portable-fp32"),
+    STR("-o", out),
+    STR("--save-stats", save_stats),
+    STR("--range", range),
+    OTHER("--merge-stats"),
+    STR("-MF", mf),
+    LIST("-MT", mt, nmt),
+    STR("--format", format),
+    LIST("--data", data, ndata),
+    STR("--method", method),
+    /* at most 65536: the entropy search grows with the square of the bins */
+    INT("--bins", bins, 128, 65536),
+    INT("--batch", batch, 1, 4096),
+    STR("--report", report),
+    LIST("--calib", calib, ncalib),
+    OTHER("--requant"),
+    INT("--weight-bits", weight_bits, 2, 8),
+    STR("--precision", precision),
+    STR("--name", name),
+    OTHER("--target"),
+    STR("--fp32-nodes", fp32_nodes),
+    OTHER("--min-sqnr"),
+    OTHER("--max-drop"),
+    STR("--val", val),
+    STR("--val-labels", val_labels),
+    STR("--save-table", save_table),
+    STR("--save-int8", save_int8),
+    STR("--save-fp32", save_fp32),
+    OTHER("--limit"),
+    STR("--table", table),
+    STR("--after", after),
+    STR("--passes", passes),
+    OTHER("--disable-pass"),
+    STR("--labels", labels),
+    LIST("--input", inputs, ninputs),
+    INT("--threads", threads, 1, 64),
+    OTHER("--runs"),
+    OTHER("--warmup"),
+    OTHER("--preprocess"),
+    OTHER("--input-shape"),
+};
+
+/* The options whose value needs more than a table row: checked and stored into o. */
+static int other_option(Opts *o, const char *name, const char *val, const char *cmd,
+                        OqcDiag *d) {
+    if (!strcmp(name, "--requant")) {
+        if (strcmp(val, "float") && strcmp(val, "fixed"))
+            return oqc_err(d, "oqc %s: --requant '%s': expected float or fixed", cmd, val);
+        o->requant = val;
+    } else if (!strcmp(name, "--target")) {
+        if (!oqc_target_flags(val)) {
+            char names[256];
+            oqc_target_names(names, sizeof names);
+            return oqc_err(d, "oqc %s: unknown --target '%s' (%s)", cmd, val, names);
+        }
+        o->target = val;
+    } else if (!strcmp(name, "--min-sqnr") || !strcmp(name, "--max-drop")) {
+        char *end;
+        double v = strtod(val, &end);
+        if (*end || end == val || !(v >= 0) || v > 1000)
+            return oqc_err(d, "oqc %s: %s '%s' must be a number from 0 to 1000", cmd, name,
+                           val);
+        *(!strcmp(name, "--min-sqnr") ? &o->min_sqnr : &o->max_drop) = v;
+    } else if (!strcmp(name, "--limit")) {
+        char *end;
+        long long v = strtoll(val, &end, 10);
+        if (*end || v < 1)
+            return oqc_err(d, "oqc %s: --limit '%s' must be a positive number", cmd, val);
+        o->limit = v;
+    } else if (!strcmp(name, "--disable-pass")) {
+        size_t used = strlen(o->disable_buf);
+        if (used + strlen(val) + 2 > sizeof o->disable_buf)
+            return oqc_err(d, "oqc %s: --disable-pass lists are too long", cmd);
+        snprintf(o->disable_buf + used, sizeof o->disable_buf - used, "%s%s", used ? "," : "",
+                 val);
+        o->disable = o->disable_buf;
+    } else if (!strcmp(name, "--runs") || !strcmp(name, "--warmup")) {
+        char *end;
+        long v = strtol(val, &end, 10);
+        if (*end || end == val || v < (name[2] == 'r') || v > 1000000)
+            return oqc_err(d, "oqc %s: %s '%s' must be a number from %d to 1000000", cmd, name,
+                           val, name[2] == 'r');
+        *(name[2] == 'r' ? &o->runs : &o->warmup) = v;
+    } else if (!strcmp(name, "--preprocess")) {
+        return oqc_preprocess_parse(val, &o->pre, d);
+    } else if (!strcmp(name, "--input-shape")) {
+        if (o->nshapes == (int)(sizeof o->shapes / sizeof o->shapes[0]))
+            return oqc_err(d, "oqc %s: too many --input-shape options", cmd);
+        if (oqc_parse_input_shape(val, &o->shapes[o->nshapes], d) < 0)
+            return -1;
+        o->nshapes++;
+    }
     return 0;
 }
-#define PUSH(arr, n, val) push(arr, &(n), (int)(sizeof arr / sizeof arr[0]), val, cmd, name, d)
 
-/* Parses the options a command accepts (allowed: string of option letters/names). */
+/* Stores the value val of option s into o (s->kind is neither a flag nor OPT_OTHER). */
+static int table_option(Opts *o, const OptSpec *s, const char *val, const char *cmd,
+                        OqcDiag *d) {
+    char *field = (char *)o + s->field;
+    if (s->kind == OPT_STR) {
+        *(const char **)field = val;
+    } else if (s->kind == OPT_LIST) {
+        int *n = (int *)((char *)o + s->count);
+        if (*n == s->cap)
+            return oqc_err(d, "oqc %s: too many %s options", cmd, s->name);
+        ((const char **)field)[(*n)++] = val;
+    } else if (s->kind == OPT_INT) {
+        char *end;
+        long v = strtol(val, &end, 10);
+        if (*end || end == val || v < s->min || v > s->max)
+            return oqc_err(d, "oqc %s: %s '%s' must be a number from %d to %d", cmd, s->name,
+                           val, s->min, s->max);
+        *(int *)field = (int)v;
+    }
+    return 0;
+}
+
+/* A flag (an option without a value) into o. */
+static int flag_option(Opts *o, const OptSpec *s, const char *cmd, OqcDiag *d) {
+    if (s->kind == OPT_COUNT)
+        (*(int *)((char *)o + s->field))++;
+    else if (s->kind == OPT_FLAG)
+        *(int *)((char *)o + s->field) = 1;
+    /* --portable-fp32: every FP32 kernel oqc itself runs (calibration, mixed-precision
+     * measurements, constant folding) sums as the portable C family does, so the outputs
+     * are the same bits on every host (docs/testing.md) */
+    else if (oqcf_sgemm_force_isa(OQCF_ISA_PORTABLE) != 0)
+        return oqc_err(d, "oqc %s: --portable-fp32: cannot select the portable kernels", cmd);
+    return 0;
+}
+
+/* --merge-stats FILE...: val and every following word up to the next option; *i moves to
+ * the last word taken. */
+static void merge_stats(Opts *o, const char *val, int argc, char **argv, int *i) {
+    int n = 1;
+    while (*i + n < argc && (argv[*i + n][0] != '-' || !argv[*i + n][1]))
+        n++;
+    const char **m = realloc(o->merge, (size_t)(o->nmerge + n) * sizeof *m);
+    if (!m)
+        oqc_panic(__FILE__, __LINE__, "out of memory");
+    o->merge = m;
+    o->merge[o->nmerge++] = val;
+    for (int k = 1; k < n; k++)
+        o->merge[o->nmerge++] = argv[++*i];
+}
+
+/* The row of option name (which allowed lists), or NULL with an error when the command
+ * does not take it. */
+static const OptSpec *find_option(const char *name, const char *cmd,
+                                  const char *const *allowed, OqcDiag *d) {
+    int ok = 0;
+    for (const char *const *p = allowed; *p; p++)
+        ok |= !strcmp(*p, name);
+    for (size_t k = 0; ok && k < sizeof options / sizeof options[0]; k++)
+        if (!strcmp(options[k].name, name))
+            return &options[k];
+    if (ok)
+        oqc_panic(__FILE__, __LINE__, "option missing from the options table");
+    oqc_err(d, "oqc %s: unknown option '%s' (see `oqc help %s`)", cmd, name, cmd);
+    return NULL;
+}
+
+/* The checks made once every option is read: the model, -MF/-MT without -MD, the pass
+ * names (checked whether or not the passes run - dump without --after, --no-opt - so a
+ * misspelt name is an error, never silently ignored); then --json starts. */
+static int finish_opts(Opts *o, const char *cmd, OqcDiag *d) {
+    if (!o->model)
+        return oqc_err(d, "oqc %s: missing MODEL argument\n%s", cmd, oqc_usage(cmd));
+    if ((o->mf || o->nmt) && !o->md)
+        return oqc_err(d, "oqc %s: -MF FILE and -MT TARGET shape the dependency file of "
+                          "-MD: add -MD", cmd);
+    const char *lists[2][2] = {{o->passes, "--passes"}, {o->disable, "--disable-pass"}};
+    for (int k = 0; k < 2; k++)
+        for (const char *p = lists[k][0]; p && *p;) {
+            char one[64], names[256];
+            if (!oqc_pass_find(next_name(&p, one, sizeof one)))
+                return oqc_err(d, "oqc %s: %s: unknown pass '%s' (passes: %s)", cmd,
+                               lists[k][1], one, pass_names(names, sizeof names));
+        }
+    return o->json_fd ? oqc_cli_json_start(o, cmd, d) : 0;
+}
+
+/* Parses the options a command accepts (allowed: their names, NULL-terminated). */
 int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const *allowed,
                        Opts *o, OqcDiag *d) {
     memset(o, 0, sizeof *o);
@@ -60,47 +280,12 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
         } else {
             snprintf(name, sizeof name, "%s", a);
         }
-        int ok = 0;
-        for (const char *const *p = allowed; *p; p++)
-            ok |= !strcmp(*p, name);
-        if (!ok)
-            return oqc_err(d, "oqc %s: unknown option '%s' (see `oqc help %s`)", cmd, name,
-                           cmd);
-        if (!strcmp(name, "-v")) {
-            o->verbose++;
-            continue;
-        }
-        if (!strcmp(name, "-q")) {
-            o->quiet = 1;
-            continue;
-        }
-        if (!strcmp(name, "--sensitivity")) {
-            o->sensitivity = 1;
-            continue;
-        }
-        if (!strcmp(name, "--no-opt")) {
-            o->no_opt = 1;
-            continue;
-        }
-        if (!strcmp(name, "--main")) {
-            o->main_driver = 1;
-            continue;
-        }
-        if (!strcmp(name, "-MD")) {
-            o->md = 1;
-            continue;
-        }
-        if (!strcmp(name, "--portable-fp32")) {
-            /* every FP32 kernel oqc itself runs (calibration, mixed-precision
-             * measurements, constant folding) sums as the portable C family does, so the
-             * outputs are the same bits on every host (docs/testing.md) */
-            if (oqcf_sgemm_force_isa(OQCF_ISA_PORTABLE) != 0)
-                return oqc_err(d, "oqc %s: --portable-fp32: cannot select the portable "
-                                  "kernels", cmd);
-            continue;
-        }
-        if (!strcmp(name, "--json")) {
-            o->json_fd = 1; /* started below, once the options are known to be good */
+        const OptSpec *s = find_option(name, cmd, allowed, d);
+        if (!s)
+            return -1;
+        if (s->kind == OPT_FLAG || s->kind == OPT_COUNT || !strcmp(name, "--portable-fp32")) {
+            if (flag_option(o, s, cmd, d) < 0)
+                return -1;
             continue;
         }
         if (!val) {
@@ -108,166 +293,13 @@ int oqc_cli_parse_opts(int argc, char **argv, const char *cmd, const char *const
                 return oqc_err(d, "oqc %s: option '%s' needs a value", cmd, name);
             val = argv[++i];
         }
-        if (!strcmp(name, "-o")) {
-            o->out = val;
-        } else if (!strcmp(name, "--save-stats")) {
-            o->save_stats = val;
-        } else if (!strcmp(name, "--range")) {
-            o->range = val;
-        } else if (!strcmp(name, "--merge-stats")) {
-            /* FILE... : this value and every following word up to the next option */
-            int n = 1;
-            while (i + n < argc && (argv[i + n][0] != '-' || !argv[i + n][1]))
-                n++;
-            const char **m = realloc(o->merge, (size_t)(o->nmerge + n) * sizeof *m);
-            if (!m)
-                oqc_panic(__FILE__, __LINE__, "out of memory");
-            o->merge = m;
-            o->merge[o->nmerge++] = val;
-            for (int k = 1; k < n; k++)
-                o->merge[o->nmerge++] = argv[++i];
-        } else if (!strcmp(name, "-MF")) {
-            o->mf = val;
-        } else if (!strcmp(name, "-MT")) {
-            if (PUSH(o->mt, o->nmt, val) < 0)
-                return -1;
-        } else if (!strcmp(name, "--format")) {
-            o->format = val;
-        } else if (!strcmp(name, "--data")) {
-            if (PUSH(o->data, o->ndata, val) < 0)
-                return -1;
-        } else if (!strcmp(name, "--method")) {
-            o->method = val;
-        } else if (!strcmp(name, "--bins")) {
-            char *end;
-            long b = strtol(val, &end, 10);
-            /* at most 65536: the entropy search grows with the square of the bins */
-            if (*end || end == val || b < 128 || b > 65536)
-                return oqc_err(d, "oqc %s: --bins '%s' must be a number from 128 to 65536",
-                               cmd, val);
-            o->bins = (int)b;
-        } else if (!strcmp(name, "--batch")) {
-            char *end;
-            long b = strtol(val, &end, 10);
-            if (*end || b < 1 || b > 4096)
-                return oqc_err(d, "oqc %s: --batch '%s' must be a number from 1 to 4096", cmd,
-                               val);
-            o->batch = (int)b;
-        } else if (!strcmp(name, "--report")) {
-            o->report = val;
-        } else if (!strcmp(name, "--calib")) {
-            if (PUSH(o->calib, o->ncalib, val) < 0)
-                return -1;
-        } else if (!strcmp(name, "--requant")) {
-            if (strcmp(val, "float") && strcmp(val, "fixed"))
-                return oqc_err(d, "oqc %s: --requant '%s': expected float or fixed", cmd, val);
-            o->requant = val;
-        } else if (!strcmp(name, "--weight-bits")) {
-            char *end;
-            long b = strtol(val, &end, 10);
-            if (*end || end == val || b < 2 || b > 8)
-                return oqc_err(d, "oqc %s: --weight-bits '%s' must be a number from 2 to 8",
-                               cmd, val);
-            o->weight_bits = (int)b;
-        } else if (!strcmp(name, "--precision")) {
-            o->precision = val;
-        } else if (!strcmp(name, "--name")) {
-            o->name = val;
-        } else if (!strcmp(name, "--target")) {
-            if (!oqc_target_flags(val)) {
-                char names[256];
-                oqc_target_names(names, sizeof names);
-                return oqc_err(d, "oqc %s: unknown --target '%s' (%s)", cmd, val, names);
-            }
-            o->target = val;
-        } else if (!strcmp(name, "--fp32-nodes")) {
-            o->fp32_nodes = val;
-        } else if (!strcmp(name, "--min-sqnr") || !strcmp(name, "--max-drop")) {
-            char *end;
-            double v = strtod(val, &end);
-            if (*end || end == val || !(v >= 0) || v > 1000)
-                return oqc_err(d, "oqc %s: %s '%s' must be a number from 0 to 1000", cmd, name,
-                               val);
-            *(!strcmp(name, "--min-sqnr") ? &o->min_sqnr : &o->max_drop) = v;
-        } else if (!strcmp(name, "--val")) {
-            o->val = val;
-        } else if (!strcmp(name, "--val-labels")) {
-            o->val_labels = val;
-        } else if (!strcmp(name, "--save-table")) {
-            o->save_table = val;
-        } else if (!strcmp(name, "--save-int8")) {
-            o->save_int8 = val;
-        } else if (!strcmp(name, "--save-fp32")) {
-            o->save_fp32 = val;
-        } else if (!strcmp(name, "--limit")) {
-            char *end;
-            long long v = strtoll(val, &end, 10);
-            if (*end || v < 1)
-                return oqc_err(d, "oqc %s: --limit '%s' must be a positive number", cmd, val);
-            o->limit = v;
-        } else if (!strcmp(name, "--table")) {
-            o->table = val;
-        } else if (!strcmp(name, "--after")) {
-            o->after = val;
-        } else if (!strcmp(name, "--passes")) {
-            o->passes = val;
-        } else if (!strcmp(name, "--disable-pass")) {
-            size_t used = strlen(o->disable_buf);
-            if (used + strlen(val) + 2 > sizeof o->disable_buf)
-                return oqc_err(d, "oqc %s: --disable-pass lists are too long", cmd);
-            snprintf(o->disable_buf + used, sizeof o->disable_buf - used, "%s%s",
-                     used ? "," : "", val);
-            o->disable = o->disable_buf;
-        } else if (!strcmp(name, "--labels")) {
-            o->labels = val;
-        } else if (!strcmp(name, "--input")) {
-            if (PUSH(o->inputs, o->ninputs, val) < 0)
-                return -1;
-        } else if (!strcmp(name, "--threads")) {
-            char *end;
-            long t = strtol(val, &end, 10);
-            if (*end || t < 1 || t > 64)
-                return oqc_err(d, "oqc %s: --threads '%s' must be a number from 1 to 64", cmd,
-                               val);
-            o->threads = (int)t;
-        } else if (!strcmp(name, "--runs") || !strcmp(name, "--warmup")) {
-            char *end;
-            long v = strtol(val, &end, 10);
-            if (*end || end == val || v < (name[2] == 'r') || v > 1000000)
-                return oqc_err(d, "oqc %s: %s '%s' must be a number from %d to 1000000", cmd,
-                               name, val, name[2] == 'r');
-            *(name[2] == 'r' ? &o->runs : &o->warmup) = v;
-        } else if (!strcmp(name, "--preprocess")) {
-            if (oqc_preprocess_parse(val, &o->pre, d) < 0)
-                return -1;
-        } else if (!strcmp(name, "--input-shape")) {
-            if (o->nshapes == (int)(sizeof o->shapes / sizeof o->shapes[0]))
-                return oqc_err(d, "oqc %s: too many --input-shape options", cmd);
-            if (oqc_parse_input_shape(val, &o->shapes[o->nshapes], d) < 0)
-                return -1;
-            o->nshapes++;
-        }
+        if (!strcmp(name, "--merge-stats"))
+            merge_stats(o, val, argc, argv, &i);
+        else if ((s->kind == OPT_OTHER ? other_option(o, name, val, cmd, d)
+                                       : table_option(o, s, val, cmd, d)) < 0)
+            return -1;
     }
-    if (!o->model)
-        return oqc_err(d, "oqc %s: missing MODEL argument\n%s", cmd, oqc_usage(cmd));
-    if ((o->mf || o->nmt) && !o->md)
-        return oqc_err(d, "oqc %s: -MF FILE and -MT TARGET shape the dependency file of "
-                          "-MD: add -MD", cmd);
-    /* pass names are checked whether or not the passes run (dump without --after,
-     * --no-opt): a misspelt name is an error, never silently ignored */
-    const char *lists[2][2] = {{o->passes, "--passes"}, {o->disable, "--disable-pass"}};
-    for (int k = 0; k < 2; k++)
-        for (const char *p = lists[k][0]; p && *p;) {
-            const char *comma = strchr(p, ',');
-            char one[64];
-            snprintf(one, sizeof one, "%.*s", comma ? (int)(comma - p) : (int)strlen(p), p);
-            char names[256];
-            if (!oqc_pass_find(one))
-                return oqc_err(d, "oqc %s: %s: unknown pass '%s' (passes: %s)", cmd,
-                               lists[k][1], one, pass_names(names, sizeof names));
-            p = comma ? comma + 1 : NULL;
-        }
-    return o->json_fd ? oqc_cli_json_start(o, cmd, d) : 0;
+    return finish_opts(o, cmd, d);
 }
 
 void oqc_cli_free_opts(Opts *o) {
@@ -300,12 +332,9 @@ int oqc_cli_optimize(OqcGraph *g, const Opts *o, OqcDiag *d) {
                            pass_names(names, sizeof names));
         }
         for (const char *p = o->passes; p && *p;) { /* --passes names must exist */
-            const char *comma = strchr(p, ',');
             char one[64];
-            snprintf(one, sizeof one, "%.*s", comma ? (int)(comma - p) : (int)strlen(p), p);
-            if (!oqc_pass_find(one))
+            if (!oqc_pass_find(next_name(&p, one, sizeof one)))
                 return oqc_err(d, "--passes: unknown pass '%s'", one);
-            p = comma ? comma + 1 : NULL;
         }
         for (int i = 0; i < n; i++) {
             int selected = !o->passes;

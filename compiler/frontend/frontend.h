@@ -24,6 +24,18 @@ int oqc_onnx_check_dims(const OqcOnnxCtx *c, const char *what, const char *name,
 int oqc_onnx_tensor(const OqcOnnxCtx *c, const struct Onnx__TensorProto *tp,
                     const char *what, OqcValue *v);
 
+/* ================================================================= onnx_read.c */
+
+struct Onnx__ModelProto;
+struct ProtobufCAllocator;
+/* Reads the .onnx file fd (size bytes; path for messages) into a ModelProto unpacked with
+ * pb (which allocates from arena): the model minus its graph, the graph minus its
+ * initializers, and each initializer unpacked on its own, reassembled; NULL with an
+ * error for a file that is not a valid model. */
+struct Onnx__ModelProto *oqc_onnx_read_model(int fd, uint64_t size,
+                                             struct ProtobufCAllocator *pb, OqcArena *arena,
+                                             const char *path, OqcDiag *d);
+
 /* ================================================================= onnx_load.c */
 
 /* Loads an ONNX model file into a new graph: tensors, constants (every storage form,

@@ -403,7 +403,7 @@ static int read_list(OqcArena *a, const char *path, const char ***paths, long lo
         return -1;
     const char *slash = strrchr(path, '/');
     char *base = slash ? oqc_arena_strndup(a, path, (size_t)(slash - path)) : NULL;
-    PathList l = {a, NULL, 0, 0};
+    PathList l = {.a = a};
     long long *c = NULL;
     int cap = 0, rc = 0;
     char *line = NULL;
@@ -434,7 +434,7 @@ static int read_list(OqcArena *a, const char *path, const char ***paths, long lo
 
 int oqc_data_files(OqcArena *a, const char *const *paths, int npaths, const char ***out,
                    int *n, OqcDiag *d) {
-    PathList l = {a, NULL, 0, 0};
+    PathList l = {.a = a};
     for (int p = 0; p < npaths; p++) {
         struct stat st;
         if (stat(paths[p], &st) != 0)

@@ -45,21 +45,26 @@ static const struct XmlSpec {
     const char *attrs;     /* allowed attributes, space-separated */
     const char *children;  /* allowed children in order */
 } xml_spec[] = {
-    {"oqc-ir", "version name ir_version producer", "opset* tensor* input* node* output*"},
-    {"opset", "domain version", ""},
-    {"tensor", "name dtype shape flags summary data offset nbytes view_of view_coff",
-     "dim* quant? strings?"},
-    {"dim", "axis param", ""},
-    {"quant", "unsigned amax threshold scale method", ""},
-    {"strings", "", "s*"},
-    {"s", "", "#text"},
-    {"input", "name", ""},
-    {"output", "name", ""},
-    {"node", "op_type domain name opset act out_channels acts", "in* out* attr*"},
-    {"in", "name", ""},
-    {"out", "name", ""},
-    {"attr", "name type value summary", "s* value*"},
-    {"value", "dtype shape hex", "s*"},
+    {.el = "oqc-ir",
+     .attrs = "version name ir_version producer",
+     .children = "opset* tensor* input* node* output*"},
+    {.el = "opset", .attrs = "domain version", .children = ""},
+    {.el = "tensor",
+     .attrs = "name dtype shape flags summary data offset nbytes view_of view_coff",
+     .children = "dim* quant? strings?"},
+    {.el = "dim", .attrs = "axis param", .children = ""},
+    {.el = "quant", .attrs = "unsigned amax threshold scale method", .children = ""},
+    {.el = "strings", .attrs = "", .children = "s*"},
+    {.el = "s", .attrs = "", .children = "#text"},
+    {.el = "input", .attrs = "name", .children = ""},
+    {.el = "output", .attrs = "name", .children = ""},
+    {.el = "node",
+     .attrs = "op_type domain name opset act out_channels acts",
+     .children = "in* out* attr*"},
+    {.el = "in", .attrs = "name", .children = ""},
+    {.el = "out", .attrs = "name", .children = ""},
+    {.el = "attr", .attrs = "name type value summary", .children = "s* value*"},
+    {.el = "value", .attrs = "dtype shape hex", .children = "s*"},
 };
 
 /* Error about element n: "FILE:LINE: <elem>: message". */
@@ -571,15 +576,15 @@ static int read_ranges(Reader *R, xmlNodePtr n, OqcNode *nd, const char *name) {
         int used = 0;
         if (sscanf(p, "%lld:%15[a-z]%n", &run, kind, &used) != 2 || run <= 0 || run > total - c)
             return rerr(R, n, "node '%s': bad acts '%s'", name, acts);
-        OqcfAct a = {OQCF_ACT_NONE, 0, 0};
+        OqcfAct a = {.kind = OQCF_ACT_NONE};
         p += used;
         if (!strcmp(kind, "relu")) {
             a.kind = OQCF_ACT_RELU;
         } else if (!strcmp(kind, "clip") && sscanf(p, ":%f:%f%n", &p0, &p1, &used) == 2) {
-            a = (OqcfAct){OQCF_ACT_CLIP, p0, p1};
+            a = (OqcfAct){.kind = OQCF_ACT_CLIP, .p0 = p0, .p1 = p1};
             p += used;
         } else if (!strcmp(kind, "leaky") && sscanf(p, ":%f%n", &p0, &used) == 1) {
-            a = (OqcfAct){OQCF_ACT_LEAKY, p0, 0};
+            a = (OqcfAct){.kind = OQCF_ACT_LEAKY, .p0 = p0};
             p += used;
         } else if (strcmp(kind, "none")) {
             return rerr(R, n, "node '%s': bad acts '%s'", name, acts);
@@ -603,7 +608,7 @@ static int read_node(Reader *R, xmlNodePtr n) {
         get_str(R, n, "name", REQUIRED, &name, NULL) < 0 || get_num(R, n, "opset", &opset, NULL) < 0)
         return -1;
     const char *act;
-    OqcfAct fused = {OQCF_ACT_NONE, 0, 0};
+    OqcfAct fused = {.kind = OQCF_ACT_NONE};
     if (get_str(R, n, "act", OPTIONAL, &act, NULL) < 0)
         return -1;
     if (act) {
@@ -611,11 +616,11 @@ static int read_node(Reader *R, xmlNodePtr n) {
         float p0 = 0, p1 = 0;
         int got = sscanf(act, "%15s %f %f %c", word, &p0, &p1, &extra);
         if (got == 1 && !strcmp(word, "relu"))
-            fused = (OqcfAct){OQCF_ACT_RELU, 0, 0};
+            fused = (OqcfAct){.kind = OQCF_ACT_RELU};
         else if (got == 3 && !strcmp(word, "clip"))
-            fused = (OqcfAct){OQCF_ACT_CLIP, p0, p1};
+            fused = (OqcfAct){.kind = OQCF_ACT_CLIP, .p0 = p0, .p1 = p1};
         else if (got == 2 && !strcmp(word, "leaky"))
-            fused = (OqcfAct){OQCF_ACT_LEAKY, p0, 0};
+            fused = (OqcfAct){.kind = OQCF_ACT_LEAKY, .p0 = p0};
         else
             return rerr(R, n, "node '%s': act '%s' is not \"relu\", \"clip LO HI\" or "
                               "\"leaky ALPHA\"", name, act);

@@ -1,12 +1,11 @@
 /* onnx_load.c - the ONNX frontend: a .onnx file into the IR (see ir.h).
  *
- * Memory: a model is mostly initializer bytes, so the file is never held whole. A small
- * protobuf wire-format walker reads the file through a buffer, unpacks each
- * GraphProto.initializer (field 5) on its own with protobuf-c into the model's arena,
- * and collects every other field of ModelProto and GraphProto into two small buffers
- * that protobuf-c unpacks afterwards. protobuf-c's allocator is the arena, and the IR
- * points at the unpacked raw_data instead of copying it: peak memory is about the
- * size of the weights plus the largest single initializer.
+ * Memory: a model is mostly initializer bytes, so the file is never held whole:
+ * onnx_read.c walks the protobuf wire format through a buffer and unpacks each
+ * GraphProto.initializer on its own with protobuf-c into the model's arena, the other
+ * fields of ModelProto and GraphProto afterwards. protobuf-c's allocator is the arena,
+ * and the IR points at the unpacked raw_data instead of copying it: peak memory is
+ * about the size of the weights plus the largest single initializer.
  *
  * Validation here is structural: every reference resolves, dims are sane, data sizes
  * match, attributes have the types attrs.def expects, opset domains are imported, and
@@ -41,258 +40,6 @@ static void *pb_alloc(void *arena, size_t n) {
     return n >= 256 ? oqc_arena_alloc_raw(arena, n) : oqc_arena_alloc(arena, n);
 }
 static void pb_free(void *arena, void *p) { (void)arena; (void)p; }
-
-/* ------------------------------------------------------- wire-format walker */
-
-/* Buffered sequential reader over a file descriptor. */
-typedef struct Reader {
-    int fd;                   /* the model file */
-    uint64_t size;            /* file size */
-    uint64_t pos;             /* absolute position of the next byte */
-    unsigned char buf[65536]; /* read-ahead buffer */
-    uint64_t bstart;          /* file offset of buf[0] */
-    size_t blen;              /* valid bytes in buf */
-} Reader;
-
-/* A growable byte buffer (malloc'd; only for the small non-initializer fields). */
-typedef struct Bytes {
-    unsigned char *p;  /* data */
-    size_t n;          /* used */
-    size_t cap;        /* allocated */
-} Bytes;
-
-static int bytes_reserve(Bytes *b, size_t need) {
-    if (need > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < need)
-            cap *= 2;
-        unsigned char *p = realloc(b->p, cap);
-        if (!p)
-            return -1;
-        b->p = p;
-        b->cap = cap;
-    }
-    return 0;
-}
-
-static int bytes_put(Bytes *b, const void *src, size_t n) {
-    if (bytes_reserve(b, b->n + n) < 0)
-        return -1;
-    if (n)
-        memcpy(b->p + b->n, src, n);
-    b->n += n;
-    return 0;
-}
-
-static int bytes_varint(Bytes *b, uint64_t v) {
-    unsigned char tmp[10];
-    size_t n = 0;
-    do {
-        tmp[n] = (unsigned char)(v & 0x7f);
-        v >>= 7;
-        if (v)
-            tmp[n] |= 0x80;
-        n++;
-    } while (v);
-    return bytes_put(b, tmp, n);
-}
-
-/* Copies n bytes at the reader's position to dst (dst may be NULL to skip). */
-static int rd_bytes(Reader *r, void *dst, uint64_t n) {
-    if (n > r->size - r->pos)
-        return -1;
-    unsigned char *out = dst;
-    while (n > 0) {
-        if (r->pos >= r->bstart && r->pos < r->bstart + r->blen) {
-            size_t off = (size_t)(r->pos - r->bstart);
-            size_t k = r->blen - off;
-            if (k > n)
-                k = (size_t)n;
-            if (out) {
-                memcpy(out, r->buf + off, k);
-                out += k;
-            }
-            r->pos += k;
-            n -= k;
-        } else if (n >= sizeof r->buf || !out) {
-            /* Large copies go straight to the destination; skips just move. */
-            if (out) {
-                size_t k = (size_t)n;
-                while (k > 0) {
-                    ssize_t got = pread(r->fd, out, k, (off_t)r->pos);
-                    if (got <= 0)
-                        return -1;
-                    out += got;
-                    r->pos += (uint64_t)got;
-                    k -= (size_t)got;
-                }
-                n = 0;
-            } else {
-                r->pos += n;
-                n = 0;
-            }
-        } else {
-            ssize_t got = pread(r->fd, r->buf, sizeof r->buf, (off_t)r->pos);
-            if (got <= 0)
-                return -1;
-            r->bstart = r->pos;
-            r->blen = (size_t)got;
-        }
-    }
-    return 0;
-}
-
-static int rd_varint(Reader *r, uint64_t *v) {
-    *v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        unsigned char b;
-        if (rd_bytes(r, &b, 1) < 0)
-            return -1;
-        *v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80))
-            return 0;
-    }
-    return -1;
-}
-
-/* Copies the field whose tag was just read into out (re-encoding tag and length). */
-static int copy_field(Reader *r, uint64_t tag, uint64_t end, Bytes *out) {
-    if (bytes_varint(out, tag) < 0)
-        return -1;
-    uint64_t v;
-    unsigned char tmp[8];
-    switch (tag & 7) {
-    case 0:
-        return rd_varint(r, &v) < 0 || r->pos > end ? -1 : bytes_varint(out, v);
-    case 1:
-    case 5: {
-        size_t n = (tag & 7) == 1 ? 8 : 4;
-        if (r->pos + n > end || rd_bytes(r, tmp, n) < 0)
-            return -1;
-        return bytes_put(out, tmp, n);
-    }
-    case 2: {
-        if (rd_varint(r, &v) < 0 || r->pos > end || v > end - r->pos ||
-            bytes_varint(out, v) < 0)
-            return -1;
-        size_t at = out->n;
-        if (bytes_reserve(out, at + (size_t)v) < 0)
-            return -1;
-        if (rd_bytes(r, out->p + at, v) < 0)
-            return -1;
-        out->n = at + (size_t)v;
-        return 0;
-    }
-    default:
-        return -1; /* groups (3, 4) are not used by ONNX; 6, 7 are invalid */
-    }
-}
-
-/* Splits the model file into "model minus graph", "graph minus initializers" and the
- * individually unpacked initializers; returns the reassembled ModelProto. */
-static Onnx__ModelProto *read_model(Loader *L, int fd, uint64_t size) {
-    Reader *r = malloc(sizeof *r);
-    Bytes model_rest = {0}, graph_rest = {0};
-    unsigned char *scratch = NULL;
-    size_t scratch_cap = 0;
-    Onnx__TensorProto **inits = NULL;
-    size_t ninits = 0, cap_inits = 0;
-    Onnx__ModelProto *m = NULL;
-    int ngraphs = 0;
-    const char *bad = NULL;
-    if (!r)
-        oqc_panic(__FILE__, __LINE__, "out of memory");
-    memset(r, 0, sizeof *r);
-    r->fd = fd;
-    r->size = size;
-
-    while (!bad && r->pos < size) {
-        uint64_t tag, len;
-        if (rd_varint(r, &tag) < 0) {
-            bad = "truncated field tag";
-            break;
-        }
-        if ((tag >> 3) != 7 || (tag & 7) != 2) {
-            if (copy_field(r, tag, size, &model_rest) < 0)
-                bad = "truncated or malformed ModelProto field";
-            continue;
-        }
-        if (rd_varint(r, &len) < 0 || len > size - r->pos) {
-            bad = "truncated graph";
-            break;
-        }
-        if (++ngraphs > 1) {
-            bad = "more than one graph";
-            break;
-        }
-        uint64_t end = r->pos + len;
-        while (!bad && r->pos < end) {
-            uint64_t gtag, tlen;
-            if (rd_varint(r, &gtag) < 0 || r->pos > end) {
-                bad = "truncated GraphProto field tag";
-                break;
-            }
-            if ((gtag >> 3) != 5 || (gtag & 7) != 2) {
-                if (copy_field(r, gtag, end, &graph_rest) < 0)
-                    bad = "truncated or malformed GraphProto field";
-                continue;
-            }
-            if (rd_varint(r, &tlen) < 0 || r->pos > end || tlen > end - r->pos) {
-                bad = "truncated initializer";
-                break;
-            }
-            if (tlen > scratch_cap) {
-                free(scratch);
-                scratch_cap = (size_t)tlen;
-                scratch = malloc(scratch_cap ? scratch_cap : 1);
-                if (!scratch)
-                    oqc_panic(__FILE__, __LINE__, "out of memory reading an initializer");
-            }
-            if (rd_bytes(r, scratch, tlen) < 0) {
-                bad = "truncated initializer";
-                break;
-            }
-            Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&L->pb, (size_t)tlen, scratch);
-            if (!tp) {
-                bad = "malformed initializer (TensorProto)";
-                break;
-            }
-            if (ninits == cap_inits) {
-                size_t cap = cap_inits ? 2 * cap_inits : 64;
-                inits = oqc_arena_grow(L->g->arena, inits, ninits, cap, sizeof *inits);
-                cap_inits = cap;
-            }
-            inits[ninits++] = tp;
-        }
-        if (!bad && r->pos != end)
-            bad = "graph field overruns its length";
-    }
-    if (!bad) {
-        m = onnx__model_proto__unpack(&L->pb, model_rest.n, model_rest.p);
-        if (!m)
-            bad = "malformed ModelProto";
-    }
-    if (!bad && ngraphs == 0)
-        bad = "no graph in the model";
-    if (!bad) {
-        m->graph = onnx__graph_proto__unpack(&L->pb, graph_rest.n, graph_rest.p);
-        if (!m->graph)
-            bad = "malformed GraphProto";
-    }
-    if (bad) {
-        oqc_err(L->d, "%s: not a valid ONNX model: %s (at byte %" PRIu64 " of %" PRIu64 ")",
-                L->path, bad, r->pos, size);
-        m = NULL;
-    } else {
-        m->graph->initializer = inits;
-        m->graph->n_initializer = ninits;
-    }
-    free(r);
-    free(scratch);
-    free(model_rest.p);
-    free(graph_rest.p);
-    return m;
-}
 
 /* ------------------------------------------------------------ graph pieces */
 
@@ -545,13 +292,11 @@ static int64_t opset_of(const OqcGraph *g, const char *domain) {
     return -1;
 }
 
-/* Builds the IR from the unpacked model. */
-static int build_graph(Loader *L, const Onnx__ModelProto *m) {
+/* The model's name, IR version, producer and opset imports into L->g. */
+static int load_model_info(Loader *L, const Onnx__ModelProto *m) {
     OqcGraph *g = L->g;
     OqcArena *a = g->arena;
-    const Onnx__GraphProto *gp = m->graph;
-    int rc = 0;
-    g->name = oqc_arena_strdup(a, gp->name);
+    g->name = oqc_arena_strdup(a, m->graph->name);
     g->ir_version = m->has_ir_version ? m->ir_version : 0;
     g->producer = oqc_arena_printf(a, "%s%s%s", m->producer_name ? m->producer_name : "",
                                    m->producer_version && m->producer_version[0] ? " " : "",
@@ -568,8 +313,14 @@ static int build_graph(Loader *L, const Onnx__ModelProto *m) {
         g->opsets[g->nopsets].version = op->has_version ? op->version : 1;
         g->nopsets++;
     }
+    return 0;
+}
 
-    /* Initializers first: a graph input with an initializer is a constant. */
+/* The initializers as constant tensors (first: a graph input with an initializer is a
+ * constant); every bad one is reported. */
+static int load_initializers(Loader *L, const Onnx__GraphProto *gp) {
+    OqcGraph *g = L->g;
+    int rc = 0;
     for (size_t i = 0; i < gp->n_initializer; i++) {
         const Onnx__TensorProto *tp = gp->initializer[i];
         if (!tp->name || !tp->name[0]) {
@@ -591,10 +342,14 @@ static int build_graph(Loader *L, const Onnx__ModelProto *m) {
     if (gp->n_sparse_initializer)
         rc = oqc_err(L->d, "%s: sparse initializers are not supported (%zu found)", L->path,
                      gp->n_sparse_initializer);
-    if (rc < 0)
-        return rc;
+    return rc;
+}
 
-    g->inputs = oqc_arena_alloc(a, (gp->n_input + 1) * sizeof *g->inputs);
+/* The graph inputs that are not initializers, with their types and shapes. */
+static int load_inputs(Loader *L, const Onnx__GraphProto *gp) {
+    OqcGraph *g = L->g;
+    int rc = 0;
+    g->inputs = oqc_arena_alloc(g->arena, (gp->n_input + 1) * sizeof *g->inputs);
     for (size_t i = 0; i < gp->n_input; i++) {
         const Onnx__ValueInfoProto *vi = gp->input[i];
         const char *nm = vi->name ? vi->name : "";
@@ -611,46 +366,65 @@ static int build_graph(Loader *L, const Onnx__ModelProto *m) {
             rc = -1;
         g->inputs[g->ninputs++] = id;
     }
+    return rc;
+}
 
+/* Node i of the graph proto added to L->g (its tensors created on first use, unnamed
+ * nodes named OPTYPE_i); *id receives its index.  -1 when it is bad (reported). */
+static int load_node(Loader *L, const Onnx__NodeProto *np, size_t i, int *id) {
+    OqcGraph *g = L->g;
+    OqcArena *a = g->arena;
+    int rc = 0;
+    const char *dom = np->domain ? np->domain : "";
+    if (strcmp(dom, "ai.onnx") == 0)
+        dom = "";
+    const char *op_type = np->op_type ? np->op_type : "";
+    int *ins = oqc_arena_alloc(a, (np->n_input + 1) * sizeof *ins);
+    int *outs = oqc_arena_alloc(a, (np->n_output + 1) * sizeof *outs);
+    for (size_t k = 0; k < np->n_input; k++)
+        ins[k] = np->input[k][0] ? oqc_tensor_get(g, np->input[k]) : -1;
+    for (size_t k = 0; k < np->n_output; k++)
+        outs[k] = np->output[k][0] ? oqc_tensor_get(g, np->output[k]) : -1;
+    OqcOp op = oqc_op_lookup(dom, op_type);
+    const char *name = np->name && np->name[0] ? oqc_arena_strdup(a, np->name)
+                                               : oqc_arena_printf(a, "%s_%zu", op_type, i);
+    *id = oqc_node_add(g, op, oqc_arena_strdup(a, op_type), name, (int)np->n_input, ins,
+                       (int)np->n_output, outs);
+    OqcNode *n = &g->nodes[*id];
+    n->domain = oqc_arena_strdup(a, dom);
+    n->opset = opset_of(g, dom);
+    if (!op_type[0])
+        rc = oqc_err_node(L->d, g, *id, "node has no op_type");
+    if (n->opset < 0)
+        rc = oqc_err_node(L->d, g, *id, "domain '%s' is not imported by the model "
+                                        "(no opset_import for it)", dom[0] ? dom : "ai.onnx");
+    n->nattr = (int)np->n_attribute;
+    n->attr = oqc_arena_alloc(a, (np->n_attribute + 1) * sizeof *n->attr);
+    for (size_t k = 0; k < np->n_attribute; k++)
+        if (load_attr(L, *id, np->attribute[k], &n->attr[k]) < 0)
+            rc = -1;
+    return rc;
+}
+
+/* Every node; a Constant's value is folded while everything so far is good (rc: the
+ * inputs' result).  rc, or -1. */
+static int load_nodes(Loader *L, const Onnx__GraphProto *gp, int rc) {
     for (size_t i = 0; i < gp->n_node; i++) {
-        const Onnx__NodeProto *np = gp->node[i];
-        const char *dom = np->domain ? np->domain : "";
-        if (strcmp(dom, "ai.onnx") == 0)
-            dom = "";
-        const char *op_type = np->op_type ? np->op_type : "";
-        int *ins = oqc_arena_alloc(a, (np->n_input + 1) * sizeof *ins);
-        int *outs = oqc_arena_alloc(a, (np->n_output + 1) * sizeof *outs);
-        for (size_t k = 0; k < np->n_input; k++)
-            ins[k] = np->input[k][0] ? oqc_tensor_get(g, np->input[k]) : -1;
-        for (size_t k = 0; k < np->n_output; k++)
-            outs[k] = np->output[k][0] ? oqc_tensor_get(g, np->output[k]) : -1;
-        OqcOp op = oqc_op_lookup(dom, op_type);
-        const char *name = np->name && np->name[0]
-                               ? oqc_arena_strdup(a, np->name)
-                               : oqc_arena_printf(a, "%s_%zu", op_type, i);
-        int id = oqc_node_add(g, op, oqc_arena_strdup(a, op_type), name, (int)np->n_input,
-                              ins, (int)np->n_output, outs);
-        OqcNode *n = &g->nodes[id];
-        n->domain = oqc_arena_strdup(a, dom);
-        n->opset = opset_of(g, dom);
-        if (!op_type[0])
-            rc = oqc_err_node(L->d, g, id, "node has no op_type");
-        if (n->opset < 0)
-            rc = oqc_err_node(L->d, g, id, "domain '%s' is not imported by the model "
-                                           "(no opset_import for it)", dom[0] ? dom : "ai.onnx");
-        n->nattr = (int)np->n_attribute;
-        n->attr = oqc_arena_alloc(a, (np->n_attribute + 1) * sizeof *n->attr);
-        for (size_t k = 0; k < np->n_attribute; k++)
-            if (load_attr(L, id, np->attribute[k], &n->attr[k]) < 0)
-                rc = -1;
-        if (rc == 0 && op == OQC_OP_Constant && fold_constant_node(L, id, np) < 0)
+        int id;
+        if (load_node(L, gp->node[i], i, &id) < 0)
+            rc = -1;
+        if (rc == 0 && L->g->nodes[id].op == OQC_OP_Constant &&
+            fold_constant_node(L, id, gp->node[i]) < 0)
             rc = -1;
     }
-    if (rc < 0)
-        return rc;
+    return rc;
+}
 
-    /* Constant and ConstantOfShape(constant) nodes become constants. */
-    unsigned char *dead = oqc_arena_alloc(a, (size_t)g->nnodes + 1);
+/* Constant and ConstantOfShape(constant) nodes become constants: their nodes are
+ * dropped (the graph is linked again afterwards). */
+static int fold_constants(Loader *L) {
+    OqcGraph *g = L->g;
+    unsigned char *dead = oqc_arena_alloc(g->arena, (size_t)g->nnodes + 1);
     int ndead = 0;
     for (int pass = 0; pass < 2; pass++) /* a ConstantOfShape may read another's output */
         for (int i = 0; i < g->nnodes; i++) {
@@ -667,9 +441,15 @@ static int build_graph(Loader *L, const Onnx__ModelProto *m) {
             }
         }
     if (ndead)
-        oqc_graph_drop_nodes(g, dead);   /* linked (and checked) below */
+        oqc_graph_drop_nodes(g, dead);
+    return 0;
+}
 
-    g->outputs = oqc_arena_alloc(a, (gp->n_output + 1) * sizeof *g->outputs);
+/* The graph outputs; an error for a name nothing defines, or none at all. */
+static int load_outputs(Loader *L, const Onnx__GraphProto *gp) {
+    OqcGraph *g = L->g;
+    int rc = 0;
+    g->outputs = oqc_arena_alloc(g->arena, (gp->n_output + 1) * sizeof *g->outputs);
     for (size_t i = 0; i < gp->n_output; i++) {
         const char *nm = gp->output[i]->name ? gp->output[i]->name : "";
         int id = oqc_tensor_find(g, nm);
@@ -683,11 +463,14 @@ static int build_graph(Loader *L, const Onnx__ModelProto *m) {
     }
     if (gp->n_output == 0)
         rc = oqc_err(L->d, "%s: the graph has no outputs", L->path);
-    if (rc < 0 || oqc_graph_link(g, L->d) < 0)
-        return -1;
+    return rc;
+}
 
-    /* Every tensor read or listed as an output must come from somewhere. */
-    int reported = 0;
+/* Every tensor read or listed as an output must come from somewhere (the first 20
+ * node inputs that do not are reported). */
+static int check_sources(Loader *L) {
+    const OqcGraph *g = L->g;
+    int rc = 0, reported = 0;
     for (int i = 0; i < g->nnodes; i++)
         for (int k = 0; k < g->nodes[i].nin; k++) {
             int t = g->nodes[i].in[k];
@@ -702,9 +485,22 @@ static int build_graph(Loader *L, const Onnx__ModelProto *m) {
             rc = oqc_err(L->d, "%s: graph output '%s' is not produced by any node, "
                                "initializer or input", L->path, tt->name);
     }
-    if (rc < 0)
-        return rc;
-    return oqc_graph_toposort(g, L->d);
+    return rc;
+}
+
+/* Builds the IR from the unpacked model. */
+static int build_graph(Loader *L, const Onnx__ModelProto *m) {
+    const Onnx__GraphProto *gp = m->graph;
+    if (load_model_info(L, m) < 0 || load_initializers(L, gp) < 0)
+        return -1;
+    int rc = load_nodes(L, gp, load_inputs(L, gp));
+    if (rc < 0 || fold_constants(L) < 0)
+        return -1;
+    if (load_outputs(L, gp) < 0 || oqc_graph_link(L->g, L->d) < 0)
+        return -1;
+    if (check_sources(L) < 0)
+        return -1;
+    return oqc_graph_toposort(L->g, L->d);
 }
 
 static char *dir_of(OqcArena *a, const char *path) {
@@ -724,9 +520,10 @@ OqcGraph *oqc_load_onnx(const char *path, OqcDiag *d) {
     }
     OqcGraph *g = oqc_graph_new(path);
     Loader L = {.g = g, .d = d, .path = g->path, .dir = dir_of(g->arena, path),
-                .pb = {pb_alloc, pb_free, g->arena}};
-    L.ctx = (OqcOnnxCtx){g->arena, d, L.path, L.dir};
-    Onnx__ModelProto *m = read_model(&L, fd, (uint64_t)st.st_size);
+                .pb = {.alloc = pb_alloc, .free = pb_free, .allocator_data = g->arena}};
+    L.ctx = (OqcOnnxCtx){.arena = g->arena, .d = d, .path = L.path, .dir = L.dir};
+    Onnx__ModelProto *m =
+        oqc_onnx_read_model(fd, (uint64_t)st.st_size, &L.pb, g->arena, L.path, d);
     close(fd);
     if (!m || build_graph(&L, m) < 0) {
         oqc_graph_free(g);
@@ -760,8 +557,8 @@ int oqc_load_tensor_pb(const char *path, OqcArena *a, OqcValue *out, const char 
     /* A throwaway graph gives convert_tensor its arena and error context. */
     OqcGraph tmp = {.arena = a, .path = path};
     Loader L = {.g = &tmp, .d = d, .path = path, .dir = dir_of(a, path),
-                .pb = {pb_alloc, pb_free, a}};
-    L.ctx = (OqcOnnxCtx){a, d, path, L.dir};
+                .pb = {.alloc = pb_alloc, .free = pb_free, .allocator_data = a}};
+    L.ctx = (OqcOnnxCtx){.arena = a, .d = d, .path = path, .dir = L.dir};
     Onnx__TensorProto *tp = n ? onnx__tensor_proto__unpack(&L.pb, n, buf) : NULL;
     free(buf);
     if (!tp)

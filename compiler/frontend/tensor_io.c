@@ -17,60 +17,67 @@ static const struct {
     const char *descr;   /* numpy dtype string */
     OqcfDType dt;        /* oqc dtype */
 } npy_types[] = {
-    {"<f4", OQCF_FLOAT}, {"<f8", OQCF_DOUBLE}, {"<f2", OQCF_FLOAT16}, {"|u1", OQCF_UINT8},
-    {"|i1", OQCF_INT8},  {"<u2", OQCF_UINT16}, {"<i2", OQCF_INT16},   {"<i4", OQCF_INT32},
-    {"<i8", OQCF_INT64}, {"<u4", OQCF_UINT32}, {"<u8", OQCF_UINT64},  {"|b1", OQCF_BOOL},
+    {.descr = "<f4", .dt = OQCF_FLOAT},
+    {.descr = "<f8", .dt = OQCF_DOUBLE},
+    {.descr = "<f2", .dt = OQCF_FLOAT16},
+    {.descr = "|u1", .dt = OQCF_UINT8},
+    {.descr = "|i1", .dt = OQCF_INT8},
+    {.descr = "<u2", .dt = OQCF_UINT16},
+    {.descr = "<i2", .dt = OQCF_INT16},
+    {.descr = "<i4", .dt = OQCF_INT32},
+    {.descr = "<i8", .dt = OQCF_INT64},
+    {.descr = "<u4", .dt = OQCF_UINT32},
+    {.descr = "<u8", .dt = OQCF_UINT64},
+    {.descr = "|b1", .dt = OQCF_BOOL},
 };
 
 static int npy_bad(OqcDiag *d, const char *path, const char *why) {
     return oqc_err(d, "%s: not a valid .npy file: %s", path, why);
 }
 
-int oqc_npy_read(const char *path, OqcArena *a, OqcValue *v, OqcDiag *d) {
-    memset(v, 0, sizeof *v);
-    FILE *f = oqc_in_fopen(path, d);
-    if (!f)
-        return -1;
+/* The header of the .npy file f after its magic and version (a malloc'd string), or
+ * NULL with an error naming path. */
+static char *npy_header(FILE *f, const char *path, OqcDiag *d) {
     unsigned char pre[12];
-    int rc = 0;
-    char *hdr = NULL;
     if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6) != 0) {
-        rc = npy_bad(d, path, "missing the \\x93NUMPY magic");
-        goto out;
+        npy_bad(d, path, "missing the \\x93NUMPY magic");
+        return NULL;
     }
     uint32_t hlen;
     if (pre[6] == 1) {
         hlen = (uint32_t)pre[8] | (uint32_t)pre[9] << 8;
     } else if (pre[6] == 2 || pre[6] == 3) {
         if (fread(pre + 10, 1, 2, f) != 2) {
-            rc = npy_bad(d, path, "truncated header");
-            goto out;
+            npy_bad(d, path, "truncated header");
+            return NULL;
         }
         hlen = (uint32_t)pre[8] | (uint32_t)pre[9] << 8 | (uint32_t)pre[10] << 16 |
                (uint32_t)pre[11] << 24;
     } else {
-        rc = npy_bad(d, path, "unknown format version");
-        goto out;
+        npy_bad(d, path, "unknown format version");
+        return NULL;
     }
     if (hlen > (1u << 20)) {
-        rc = npy_bad(d, path, "header too long");
-        goto out;
+        npy_bad(d, path, "header too long");
+        return NULL;
     }
-    hdr = malloc(hlen + 1);
+    char *hdr = malloc(hlen + 1);
     if (!hdr || fread(hdr, 1, hlen, f) != hlen) {
-        rc = npy_bad(d, path, "truncated header");
-        goto out;
+        free(hdr);
+        npy_bad(d, path, "truncated header");
+        return NULL;
     }
     hdr[hlen] = 0;
-    /* The header is a Python dict literal: {'descr': '<f4', 'fortran_order': False,
-     * 'shape': (2, 3), } */
+    return hdr;
+}
+
+/* The header's 'descr' as an oqc dtype (*dt); an error for one oqc does not read. */
+static int npy_dtype(const char *hdr, const char *path, OqcfDType *dt, OqcDiag *d) {
     const char *p = strstr(hdr, "'descr'");
     char descr[16] = "";
     if (!p || sscanf(p, "'descr' : '%15[^']'", descr) != 1) {
-        if (!p || sscanf(p, "'descr': '%15[^']'", descr) != 1) {
-            rc = npy_bad(d, path, "no 'descr' in the header");
-            goto out;
-        }
+        if (!p || sscanf(p, "'descr': '%15[^']'", descr) != 1)
+            return npy_bad(d, path, "no 'descr' in the header");
     }
     if (!strcmp(descr, "<u1") || !strcmp(descr, "|u1") || !strcmp(descr, "u1"))
         strcpy(descr, "|u1");
@@ -78,16 +85,19 @@ int oqc_npy_read(const char *path, OqcArena *a, OqcValue *v, OqcDiag *d) {
         strcpy(descr, "|i1");
     if (!strcmp(descr, "<b1") || !strcmp(descr, "|b1"))
         strcpy(descr, "|b1");
-    v->dtype = OQCF_UNDEFINED;
+    *dt = OQCF_UNDEFINED;
     for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++)
         if (!strcmp(descr, npy_types[i].descr))
-            v->dtype = npy_types[i].dt;
-    if (v->dtype == OQCF_UNDEFINED) {
-        rc = oqc_err(d, "%s: .npy dtype '%s' is not supported (expected a little-endian "
-                        "numeric type such as '<f4')", path, descr);
-        goto out;
-    }
-    p = strstr(hdr, "'fortran_order'");
+            *dt = npy_types[i].dt;
+    if (*dt == OQCF_UNDEFINED)
+        return oqc_err(d, "%s: .npy dtype '%s' is not supported (expected a little-endian "
+                          "numeric type such as '<f4')", path, descr);
+    return 0;
+}
+
+/* The header's 'fortran_order' must be False (C order). */
+static int npy_c_order(const char *hdr, const char *path, OqcDiag *d) {
+    const char *p = strstr(hdr, "'fortran_order'");
     int fortran = -1; /* its value: 1 True, 0 False, -1 missing or anything else */
     if (p) {
         p += strlen("'fortran_order'");
@@ -99,24 +109,24 @@ int oqc_npy_read(const char *path, OqcArena *a, OqcValue *v, OqcDiag *d) {
         else if (!strncmp(p, "True", 4) && !isalnum((unsigned char)p[4]))
             fortran = 1;
     }
-    if (fortran < 0) {
-        rc = npy_bad(d, path, "the header's 'fortran_order' must be True or False");
-        goto out;
-    }
-    if (fortran) {
-        rc = oqc_err(d, "%s: .npy in Fortran order is not supported; save it with "
-                        "numpy.ascontiguousarray", path);
-        goto out;
-    }
-    p = strstr(hdr, "'shape'");
+    if (fortran < 0)
+        return npy_bad(d, path, "the header's 'fortran_order' must be True or False");
+    if (fortran)
+        return oqc_err(d, "%s: .npy in Fortran order is not supported; save it with "
+                          "numpy.ascontiguousarray", path);
+    return 0;
+}
+
+/* The header's 'shape' tuple into *shape, its element count into *numel. */
+static int npy_shape(const char *hdr, const char *path, OqcShape *shape, int64_t *numel,
+                     OqcDiag *d) {
+    const char *p = strstr(hdr, "'shape'");
     p = p ? strchr(p, '(') : NULL;
-    if (!p) {
-        rc = npy_bad(d, path, "no 'shape' in the header");
-        goto out;
-    }
+    if (!p)
+        return npy_bad(d, path, "no 'shape' in the header");
     p++;
-    v->shape.rank = 0;
-    int64_t numel = 1;
+    shape->rank = 0;
+    *numel = 1;
     for (;;) {
         while (*p == ' ' || *p == ',')
             p++;
@@ -125,29 +135,42 @@ int oqc_npy_read(const char *path, OqcArena *a, OqcValue *v, OqcDiag *d) {
         char *end;
         errno = 0;
         long long dim = strtoll(p, &end, 10);
-        if (end == p || errno || dim < 0 || v->shape.rank == OQC_MAX_RANK) {
-            rc = npy_bad(d, path, "bad shape in the header");
-            goto out;
-        }
-        v->shape.d[v->shape.rank++] = dim;
-        if (dim && numel > OQC_MAX_ELEMENTS / dim) {
-            rc = oqc_err(d, "%s: .npy array is absurdly large", path);
-            goto out;
-        }
-        numel *= dim;
+        if (end == p || errno || dim < 0 || shape->rank == OQC_MAX_RANK)
+            return npy_bad(d, path, "bad shape in the header");
+        shape->d[shape->rank++] = dim;
+        if (dim && *numel > OQC_MAX_ELEMENTS / dim)
+            return oqc_err(d, "%s: .npy array is absurdly large", path);
+        *numel *= dim;
         p = end;
         while (*p == 'L')
             p++;
     }
-    size_t need = (size_t)numel * oqcf_dtype_size(v->dtype);
-    v->data = oqc_arena_alloc_raw(a, need ? need : 1);
-    v->nbytes = need;
-    if (fread(v->data, 1, need, f) != need) {
-        char buf[128];
-        rc = oqc_err(d, "%s: .npy data is truncated (shape %s needs %zu bytes)", path,
-                     oqc_shape_str(&v->shape, buf, sizeof buf), need);
+    return 0;
+}
+
+int oqc_npy_read(const char *path, OqcArena *a, OqcValue *v, OqcDiag *d) {
+    memset(v, 0, sizeof *v);
+    FILE *f = oqc_in_fopen(path, d);
+    if (!f)
+        return -1;
+    /* The header is a Python dict literal: {'descr': '<f4', 'fortran_order': False,
+     * 'shape': (2, 3), } */
+    char *hdr = npy_header(f, path, d);
+    int64_t numel = 0;
+    int rc = hdr && npy_dtype(hdr, path, &v->dtype, d) == 0 && npy_c_order(hdr, path, d) == 0 &&
+                     npy_shape(hdr, path, &v->shape, &numel, d) == 0
+                 ? 0
+                 : -1;
+    if (rc == 0) {
+        size_t need = (size_t)numel * oqcf_dtype_size(v->dtype);
+        v->data = oqc_arena_alloc_raw(a, need ? need : 1);
+        v->nbytes = need;
+        if (fread(v->data, 1, need, f) != need) {
+            char buf[128];
+            rc = oqc_err(d, "%s: .npy data is truncated (shape %s needs %zu bytes)", path,
+                         oqc_shape_str(&v->shape, buf, sizeof buf), need);
+        }
     }
-out:
     free(hdr);
     fclose(f);
     return rc;
