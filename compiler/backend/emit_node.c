@@ -18,7 +18,7 @@
  * of them must be printed too (these fail when the last field changes). */
 #define LAST_FIELD(T, f)                                                                  \
     _Static_assert(offsetof(T, f) + sizeof(((T *)0)->f) + _Alignof(T) > sizeof(T),       \
-                   #T "." #f " is no longer its last field: emit_c.c must print the new ones")
+                   #T "." #f " is no longer its last field: emit_node.c must print the new ones")
 LAST_FIELD(OqcfConvParams, act_per_channel);
 LAST_FIELD(OqcfPoolParams, y_coff);
 LAST_FIELD(OqcfGemmParams, act);
@@ -113,15 +113,15 @@ static void put_i64s(FILE *f, const int64_t *v, int n) {
 }
 
 static void put_shape(FILE *f, const OqcfShape *s) {
-    fprintf(f, "{%d, ", s->rank);
+    fprintf(f, "{.rank = %d, .d = ", s->rank);
     put_i64s(f, s->d, s->rank);
     fputc('}', f);
 }
 
 static void put_act(FILE *f, const OqcfAct *a) {
-    fprintf(f, "{%s, ", act_enum(a->kind));
+    fprintf(f, "{.kind = %s, .p0 = ", act_enum(a->kind));
     put_f(f, a->p0);
-    fputs(", ", f);
+    fputs(", .p1 = ", f);
     put_f(f, a->p1);
     fputc('}', f);
 }
@@ -211,7 +211,7 @@ static void use_kernel(Em *m, const char *file) {
     m->kernels.name[m->kernels.n++] = file;
 }
 
-/* The geometry arrays conv and pool parameters share, one commented line each. */
+/* The geometry arrays conv and pool parameters share, one line each. */
 static void put_geometry(FILE *f, const int64_t *in_size, const int64_t *out_size,
                          const int64_t *kernel, const int64_t *stride, const int64_t *dilation,
                          const int64_t *pad_begin, const int64_t *pad_end) {
@@ -219,45 +219,49 @@ static void put_geometry(FILE *f, const int64_t *in_size, const int64_t *out_siz
                                       "pad_begin", "pad_end"};
     const int64_t *v[] = {in_size, out_size, kernel, stride, dilation, pad_begin, pad_end};
     for (int i = 0; i < 7; i++) {
-        fputs("    ", f);
+        fprintf(f, "    .%s = ", geo[i]);
         put_i64s(f, v[i], OQCF_MAX_SPATIAL);
-        fprintf(f, ", /* %s */\n", geo[i]);
+        fputs(",\n", f);
     }
+}
+
+/* The channel views conv and pool parameters share, then `end`. */
+static void put_views(FILE *f, int64_t x_ctotal, int64_t x_coff, int64_t y_ctotal,
+                      int64_t y_coff, const char *end) {
+    fprintf(f, "    .x_ctotal = %" PRId64 ", .x_coff = %" PRId64 ", .y_ctotal = %" PRId64
+               ", .y_coff = %" PRId64 "%s", x_ctotal, x_coff, y_ctotal, y_coff, end);
 }
 
 static void conv_params(Em *m, const char *pname, const OqcfConvParams *p, int node) {
     FILE *f = decl(m);
     const OqcNode *n = &m->g->nodes[node];
     fprintf(f, "static const OqcfConvParams %s = {\n", pname);
-    fprintf(f, "    %d, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
-               ", /* nspatial, batch, channels, out_channels, group */\n",
+    fprintf(f, "    .nspatial = %d, .batch = %" PRId64 ", .channels = %" PRId64
+               ", .out_channels = %" PRId64 ", .group = %" PRId64 ",\n",
             p->nspatial, p->batch, p->channels, p->out_channels, p->group);
     put_geometry(f, p->in_size, p->out_size, p->kernel, p->stride, p->dilation, p->pad_begin,
                  p->pad_end);
-    fprintf(f, "    %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
-               ", /* x_ctotal, x_coff, y_ctotal, y_coff */\n    ",
-            p->x_ctotal, p->x_coff, p->y_ctotal, p->y_coff);
+    put_views(f, p->x_ctotal, p->x_coff, p->y_ctotal, p->y_coff, ",\n    .act = ");
     put_act(f, &p->act);
     if (p->act_per_channel) {
         OQC_ASSERT(n->act_per_channel && p->act_per_channel >= n->act_per_channel);
-        fprintf(f, ", &act%d[%td]};\n", node, p->act_per_channel - n->act_per_channel);
+        fprintf(f, ",\n    .act_per_channel = &act%d[%td]};\n", node,
+                p->act_per_channel - n->act_per_channel);
     } else {
-        fputs(", NULL};\n", f);
+        fputs(",\n    .act_per_channel = NULL};\n", f);
     }
 }
 
 static void pool_params(Em *m, int node, const OqcfPoolParams *p) {
     FILE *f = decl(m);
     fprintf(f, "static const OqcfPoolParams p%d = {\n", node);
-    fprintf(f, "    %d, %" PRId64 ", %" PRId64 ", /* nspatial, batch, channels */\n",
+    fprintf(f, "    .nspatial = %d, .batch = %" PRId64 ", .channels = %" PRId64 ",\n",
             p->nspatial, p->batch, p->channels);
     put_geometry(f, p->in_size, p->out_size, p->kernel, p->stride, p->dilation, p->pad_begin,
                  p->pad_end);
-    fprintf(f, "    %d, %d, /* count_include_pad, storage_order */\n", p->count_include_pad,
+    fprintf(f, "    .count_include_pad = %d, .storage_order = %d,\n", p->count_include_pad,
             p->storage_order);
-    fprintf(f, "    %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
-               "}; /* x_ctotal, x_coff, y_ctotal, y_coff */\n",
-            p->x_ctotal, p->x_coff, p->y_ctotal, p->y_coff);
+    put_views(f, p->x_ctotal, p->x_coff, p->y_ctotal, p->y_coff, "};\n");
 }
 
 /* static const OqcfShape s<node>[] = {shapes of inputs 0..nin-1}. */
@@ -297,14 +301,14 @@ static void resize_tables(Em *m, int node, const OqcResize *r) {
     fprintf(f, "static const OqcfResizeAxis rz%d[%d] = {", node, r->naxes ? r->naxes : 1);
     for (int k = 0; k < r->naxes; k++) {
         const OqcfResizeAxis *a = &r->axes[k];
-        fprintf(f, "%s\n    {%d, %d, %" PRId64 ", rzi%d_%d, ", k ? "," : "", a->axis, a->taps,
-                a->out_len, node, k);
+        fprintf(f, "%s\n    {.axis = %d, .taps = %d, .out_len = %" PRId64 ", .idx = rzi%d_%d, ",
+                k ? "," : "", a->axis, a->taps, a->out_len, node, k);
         if (a->w)
-            fprintf(f, "rzw%d_%d}", node, k);
+            fprintf(f, ".w = rzw%d_%d}", node, k);
         else
-            fputs("NULL}", f);
+            fputs(".w = NULL}", f);
     }
-    fputs(r->naxes ? "}; /* axis, taps, out_len, idx, w */\n" : "{0, 1, 0, NULL, NULL}};\n", f);
+    fputs(r->naxes ? "};\n" : "{.axis = 0, .taps = 1, .out_len = 0, .idx = NULL, .w = NULL}};\n", f);
 }
 
 /* ------------------------------------------------------------------ INT8 nodes */
@@ -620,7 +624,7 @@ void oqc_em_node(Em *m, int node) {
                 total = x->conv.out_channels;
             fprintf(decl(m), "static const OqcfAct act%d[%" PRId64 "] = {", node, total);
             for (int64_t c = 0; c < total; c++) {
-                fputs(c % 4 ? ", " : c ? ",\n    " : "\n    ", decl(m));
+                fputs(c % 2 ? ", " : c ? ",\n    " : "\n    ", decl(m));
                 put_act(decl(m), &n->act_per_channel[c]);
             }
             fputs("};\n", decl(m));
@@ -723,17 +727,17 @@ void oqc_em_node(Em *m, int node) {
     case EXEC_GEMM: {
         use_kernel(m, "oqcf_gemm.c");
         const OqcfGemmParams *p = &x->gemm;
-        fprintf(decl(m), "static const OqcfGemmParams p%d = {\n    %" PRId64 ", %" PRId64 ", %" PRId64
-                     ", %d, %d, /* M, N, K, trans_a, trans_b */\n    ",
+        fprintf(decl(m), "static const OqcfGemmParams p%d = {\n    .M = %" PRId64 ", .N = %" PRId64
+                         ", .K = %" PRId64 ", .trans_a = %d, .trans_b = %d,\n    .alpha = ",
                 node, p->M, p->N, p->K, p->trans_a, p->trans_b);
         put_f(decl(m), p->alpha);
-        fputs(", ", decl(m));
+        fputs(", .beta = ", decl(m));
         put_f(decl(m), p->beta);
-        fprintf(decl(m), ", %d, /* alpha, beta, has_c */\n    ", p->has_c);
+        fprintf(decl(m), ", .has_c = %d,\n    .c_shape = ", p->has_c);
         put_shape(decl(m), &p->c_shape);
-        fputs(", ", decl(m));
+        fputs(",\n    .act = ", decl(m));
         put_act(decl(m), &p->act);
-        fputs("}; /* c_shape, act */\n", decl(m));
+        fputs("};\n", decl(m));
         fprintf(b, "    TRY(oqcf_gemm(%s, &p%d, %s, %s, %s, %s, %s));\n", pool_arg(m), node,
                 X(0), X(1), p->has_c ? X(2) : "NULL", Y(0), scratch_args(m));
         break;
@@ -873,13 +877,13 @@ void oqc_em_node(Em *m, int node) {
     case EXEC_SLICE:
         use_kernel(m, "oqcf_layout.c");
         in_shapes(m, node, 1);
-        fprintf(decl(m), "static const OqcfSlice p%d = {\n    ", node);
+        fprintf(decl(m), "static const OqcfSlice p%d = {\n    .start = ", node);
         put_i64s(decl(m), x->slice.start, OQCF_MAX_RANK);
-        fputs(", /* start */\n    ", decl(m));
+        fputs(",\n    .step = ", decl(m));
         put_i64s(decl(m), x->slice.step, OQCF_MAX_RANK);
-        fputs(", /* step */\n    ", decl(m));
+        fputs(",\n    .out = ", decl(m));
         put_shape(decl(m), &x->slice.out);
-        fputs("}; /* out */\n", decl(m));
+        fputs("};\n", decl(m));
         fprintf(b, "    TRY(oqcf_slice(%s, &s%d[0], &p%d, %zu, %s));\n", X(0), node, node,
                 oqcf_dtype_size(in0->dtype), Y(0));
         break;
