@@ -754,14 +754,11 @@ void oqc_em_node(Em *m, int node) {
         OqcfUnaryOp uop;
         float alpha, beta;
         if (oqc_unary_of(n, &uop, &alpha, &beta)) {
-            static const char *const names[] = {
-                [OQCF_UN_ABS] = "ABS", [OQCF_UN_NEG] = "NEG", [OQCF_UN_EXP] = "EXP",
-                [OQCF_UN_LOG] = "LOG", [OQCF_UN_SQRT] = "SQRT", [OQCF_UN_ERF] = "ERF",
-                [OQCF_UN_RECIPROCAL] = "RECIPROCAL", [OQCF_UN_FLOOR] = "FLOOR",
-                [OQCF_UN_CEIL] = "CEIL", [OQCF_UN_SIGN] = "SIGN", [OQCF_UN_SOFTSIGN] = "SOFTSIGN",
-                [OQCF_UN_SOFTPLUS] = "SOFTPLUS", [OQCF_UN_ELU] = "ELU", [OQCF_UN_CELU] = "CELU",
-                [OQCF_UN_SELU] = "SELU", [OQCF_UN_THRESHOLDED_RELU] = "THRESHOLDED_RELU",
-                [OQCF_UN_HARD_SWISH] = "HARD_SWISH"};
+            static const char *const names[OQCF_UN_COUNT] = {
+#define UNARY_NAME(name, value) [OQCF_UN_##name] = #name,
+                OQCF_UNARY_OPS(UNARY_NAME)
+#undef UNARY_NAME
+            };
             fprintf(b, "    TRY(oqcf_unary(OQCF_UN_%s, %s, %s, %" PRId64 ", ", names[x->uop],
                     X(0), Y(0), cnt);
             put_f(b, x->f0);

@@ -145,28 +145,25 @@ static int run_unary(OqcExec *e, int node) {
     return 0;
 }
 
+/* Per op: its oqcf_unary op plus 1 (0: not one), from ops.def's OQC_UNARY rows. */
+static const unsigned char unary_ops[OQC_OP_COUNT] = {
+#define OQC_OP(name, flags)
+#define OQC_UNARY(name, un, flags) [OQC_OP_##name] = OQCF_UN_##un + 1,
+#include "ops.def"
+#undef OQC_UNARY
+#undef OQC_OP
+};
+
 int oqc_unary_of(const OqcNode *n, OqcfUnaryOp *op, float *alpha, float *beta) {
-    static const struct { OqcOp op; OqcfUnaryOp u; } map[] = {
-        {OQC_OP_Abs, OQCF_UN_ABS}, {OQC_OP_Neg, OQCF_UN_NEG}, {OQC_OP_Exp, OQCF_UN_EXP},
-        {OQC_OP_Log, OQCF_UN_LOG}, {OQC_OP_Sqrt, OQCF_UN_SQRT}, {OQC_OP_Erf, OQCF_UN_ERF},
-        {OQC_OP_Reciprocal, OQCF_UN_RECIPROCAL}, {OQC_OP_Floor, OQCF_UN_FLOOR},
-        {OQC_OP_Ceil, OQCF_UN_CEIL}, {OQC_OP_Sign, OQCF_UN_SIGN},
-        {OQC_OP_Softsign, OQCF_UN_SOFTSIGN}, {OQC_OP_Softplus, OQCF_UN_SOFTPLUS},
-        {OQC_OP_Elu, OQCF_UN_ELU}, {OQC_OP_Celu, OQCF_UN_CELU}, {OQC_OP_Selu, OQCF_UN_SELU},
-        {OQC_OP_ThresholdedRelu, OQCF_UN_THRESHOLDED_RELU},
-        {OQC_OP_HardSwish, OQCF_UN_HARD_SWISH}};
-    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
-        if (map[i].op != n->op)
-            continue;
-        *op = map[i].u;
-        /* ONNX's defaults; Selu's are float32 roundings of its exact constants */
-        *alpha = oqc_attr_float(n, "alpha", n->op == OQC_OP_Selu ? 1.67326319217681884765625f
-                                                                 : 1.0f);
-        *beta = n->op == OQC_OP_Selu ? oqc_attr_float(n, "gamma", 1.05070102214813232421875f)
-                                     : 0.0f;
-        return 1;
-    }
-    return 0;
+    if ((unsigned)n->op >= OQC_OP_COUNT || !unary_ops[n->op])
+        return 0;
+    *op = (OqcfUnaryOp)(unary_ops[n->op] - 1);
+    /* ONNX's defaults; Selu's are float32 roundings of its exact constants */
+    *alpha = oqc_attr_float(n, "alpha", n->op == OQC_OP_Selu ? 1.67326319217681884765625f
+                                                             : 1.0f);
+    *beta = n->op == OQC_OP_Selu ? oqc_attr_float(n, "gamma", 1.05070102214813232421875f)
+                                 : 0.0f;
+    return 1;
 }
 
 static int run_clip(OqcExec *e, int node) {
@@ -683,17 +680,6 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
         x->run = run_unary;
         x->kind = EXEC_UNARY;
         return 0;
-    case OQC_OP_Abs: case OQC_OP_Neg: case OQC_OP_Exp: case OQC_OP_Log: case OQC_OP_Sqrt:
-    case OQC_OP_Erf: case OQC_OP_Reciprocal: case OQC_OP_Floor: case OQC_OP_Ceil:
-    case OQC_OP_Sign: case OQC_OP_Softsign: case OQC_OP_Softplus: case OQC_OP_Elu:
-    case OQC_OP_Celu: case OQC_OP_Selu: case OQC_OP_ThresholdedRelu: case OQC_OP_HardSwish:
-        if (!is_float(in0))
-            return PERR("%s on %s tensors is not supported (f32 only)", n->op_type,
-                        oqc_dtype_name(in0->dtype));
-        OQC_ASSERT(oqc_unary_of(n, &x->uop, &x->f0, &x->f1));
-        x->run = run_unary;
-        x->kind = EXEC_UNARY;
-        return 0;
     case OQC_OP_Clip:
         if (n->opset < 11 && !is_float(in0))
             return PERR("only f32 is supported");
@@ -977,6 +963,14 @@ int oqc_exec_prepare(OqcExec *e, int node, OqcDiag *d) {
         return 0;
     }
     default:
+        if (oqc_unary_of(n, &x->uop, &x->f0, &x->f1)) {   /* an OQC_UNARY row of ops.def */
+            if (!is_float(in0))
+                return PERR("%s on %s tensors is not supported (f32 only)", n->op_type,
+                            oqc_dtype_name(in0->dtype));
+            x->run = run_unary;
+            x->kind = EXEC_UNARY;
+            return 0;
+        }
         return PERR("the FP32 executor cannot run this op");
     }
 }
