@@ -71,7 +71,8 @@ OqcfStatus oqcf_tanh(const float *x, float *y, int64_t n);
     X(SELU, v <= 0.0f ? beta * (alpha * expm1f(v)) : beta * v)                            \
     X(THRESHOLDED_RELU, v > alpha ? v : v != v ? v : 0.0f)                                \
     /* x * max(0, min(1, x / 6 + 1 / 2)) */                                               \
-    X(HARD_SWISH, v * clip1(v * (1.0f / 6.0f) + 0.5f, 0.0f, 1.0f))
+    X(HARD_SWISH, v * clip1(v * (1.0f / 6.0f) + 0.5f, 0.0f, 1.0f))                       \
+    X(SIN, sinf(v))
 
 typedef enum OqcfUnaryOp {
 #define OQCF_UNARY_ENUM_(name, value) OQCF_UN_##name,
