@@ -5,7 +5,7 @@
  * (the visit in topological order, readiness, size limits, value propagation), which
  * knows no op's rule: adding an op means a rule and a table entry here.  The per-node
  * context both files share (Ctx, IN, OUT, int_list, ...) is shape_int.h. */
-#include "shape_int.h"
+#include "ops_shape.h"
 
 #include <math.h>
 #include <inttypes.h>
