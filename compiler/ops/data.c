@@ -1,4 +1,5 @@
-/* data.c - the op family Cast, Shape, ConstantOfShape, Quantize/DequantizeLinear, Reduce*, ArgMax/ArgMin: FP32 preparation (oqc_prep_*), the
+/* data.c - the op family Cast, Shape, ConstantOfShape, Quantize/DequantizeLinear,
+ * Reduce*, ArgMax/ArgMin: shape rules (oqc_rule_*), FP32 preparation (oqc_prep_*), the
  * run functions the executor calls and their C emission (oqc_em_*). */
 #include <inttypes.h>
 #include <math.h>
@@ -15,6 +16,135 @@ OqcfReduceOp oqc_reduce_op(OqcOp op) {
     return op == OQC_OP_ReduceSum ? OQCF_REDUCE_SUM
          : op == OQC_OP_ReduceMean ? OQCF_REDUCE_MEAN
          : op == OQC_OP_ReduceMin ? OQCF_REDUCE_MIN : OQCF_REDUCE_MAX;
+}
+
+/* ------------------------------------------------------------------ shape */
+
+/* ReduceMean/ReduceMax/ReduceMin/ReduceSum: reduced axes become 1 (keepdims) or disappear. */
+int oqc_rule_reduce(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    unsigned mask;
+    int keep;
+    if (oqc_reduce_axes(c->g, c->node, x->shape.rank, &mask, &keep, c->d) < 0)
+        return -1;
+    OqcShape s = {.rank = 0};
+    for (int i = 0; i < x->shape.rank; i++)
+        if (!(mask & (1u << i)))
+            s.d[s.rank++] = x->shape.d[i];
+        else if (keep)
+            s.d[s.rank++] = 1;
+    set_out(c, 0, x->dtype, &s);
+    return 0;
+}
+
+/* ArgMax/ArgMin: int64 indices; the axis becomes 1 (keepdims) or disappears. */
+int oqc_rule_argmax(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    int r = x->shape.rank;
+    if (r == 0)
+        return ERR("needs an input of rank 1 or more");
+    int axis = norm_axis(c, oqc_attr_int(c->n, "axis", 0), r, "axis");
+    if (axis < 0)
+        return -1;
+    if (x->shape.d[axis] == 0)
+        return ERR("axis %d of %s is empty: no index to return", axis, sstr(&x->shape));
+    OqcShape s = x->shape;
+    if (oqc_attr_int(c->n, "keepdims", 1)) {
+        s.d[axis] = 1;
+    } else {
+        for (int i = axis; i + 1 < r; i++)
+            s.d[i] = s.d[i + 1];
+        s.rank--;
+    }
+    set_out(c, 0, OQCF_INT64, &s);
+    return 0;
+}
+
+int oqc_rule_shape(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    int r = x->shape.rank;
+    int64_t start = oqc_attr_int(c->n, "start", 0), end = oqc_attr_int(c->n, "end", r);
+    if (start < 0)
+        start += r;
+    if (end < 0)
+        end += r;
+    start = start < 0 ? 0 : start > r ? r : start;
+    end = end < 0 ? 0 : end > r ? r : end;
+    int64_t n = end > start ? end - start : 0;
+    OqcShape s = {.rank = 1, .d = {n}};
+    set_out(c, 0, OQCF_INT64, &s);
+    OqcTensor *y = OUT(c, 0);
+    if (y && oqc_shape_known(&x->shape)) {
+        int64_t *v = oqc_arena_alloc(c->g->arena, (size_t)(n ? n : 1) * sizeof *v);
+        for (int64_t i = 0; i < n; i++)
+            v[i] = x->shape.d[start + i];
+        y->data = v;
+        y->nbytes = (size_t)n * sizeof *v;
+        y->has_value = 1;
+    }
+    return 0;
+}
+
+int oqc_rule_cast(Ctx *c) {
+    const OqcAttr *to = oqc_attr_find(c->n, "to");
+    if (!to)
+        return ERR("attribute 'to' is required");
+    OqcfDType dt = (OqcfDType)to->i;
+    if (to->i <= 0 || to->i > OQCF_BFLOAT16 || (oqcf_dtype_size(dt) == 0 && dt != OQCF_STRING))
+        return ERR("attribute 'to' = %" PRId64 " is not a valid element type", to->i);
+    set_out(c, 0, dt, &IN(c, 0)->shape);
+    return 0;
+}
+
+int oqc_rule_constant_of_shape(Ctx *c) {
+    int64_t v[OQC_MAX_RANK + 1];
+    int n = int_list(c, 0, v, OQC_MAX_RANK + 1);
+    if (n < -1)
+        return -1;
+    if (n < 0)
+        return ERR("shape input '%s' must be a constant oqc can compute", IN(c, 0)->name);
+    if (n > OQC_MAX_RANK)
+        return ERR("rank %d exceeds %d", n, OQC_MAX_RANK);
+    OqcShape s = {.rank = n};
+    for (int i = 0; i < n; i++) {
+        if (v[i] < 0)
+            return ERR("negative dimension %" PRId64, v[i]);
+        s.d[i] = v[i];
+    }
+    const OqcAttr *va = oqc_attr_find(c->n, "value");
+    set_out(c, 0, va ? va->tensors[0].dtype : OQCF_FLOAT, &s);
+    return 0;
+}
+
+/* A constant scale of QuantizeLinear (x / scale) or DequantizeLinear (q * scale) must
+ * be finite, and not 0 for QuantizeLinear: the kernel refuses anything else on every
+ * run, so the model is refused here, naming the value. */
+static int check_qdq_scale(Ctx *c, int nonzero) {
+    const OqcTensor *s = IN(c, 1);
+    if (!s)
+        return ERR("needs a scale input");
+    const float *v = s->dtype == OQCF_FLOAT ? known_values(s) : NULL;
+    int64_t n = v ? oqc_shape_numel(&s->shape) : 0;
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(v[i]) || (nonzero && v[i] == 0))
+            return ERR("scale '%s' element %" PRId64 " is %g: a scale must be finite%s",
+                       s->name, i, (double)v[i], nonzero ? " and not 0" : "");
+    return 0;
+}
+
+int oqc_rule_quantize(Ctx *c) {
+    if (check_qdq_scale(c, 1) < 0)
+        return -1;
+    const OqcTensor *zp = IN(c, 2);
+    set_out(c, 0, zp ? zp->dtype : OQCF_UINT8, &IN(c, 0)->shape);
+    return 0;
+}
+
+int oqc_rule_dequantize(Ctx *c) {
+    if (check_qdq_scale(c, 0) < 0)
+        return -1;
+    set_out(c, 0, OQCF_FLOAT, &IN(c, 0)->shape);
+    return 0;
 }
 
 /* ------------------------------------------------------------------ run */

@@ -1,5 +1,6 @@
-/* eltwise.c - the op family element-wise: unary functions, Clip, binary ops, Sum, Softmax: FP32 preparation (oqc_prep_*), the
- * run functions the executor calls and their C emission (oqc_em_*). */
+/* eltwise.c - the op family element-wise: unary functions, Clip, binary ops, Sum,
+ * Softmax: shape rules (oqc_rule_*), FP32 preparation (oqc_prep_*), the run functions
+ * the executor calls and their C emission (oqc_em_*). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -29,6 +30,82 @@ int oqc_unary_of(const OqcNode *n, OqcfUnaryOp *op, float *alpha, float *beta) {
     *beta = n->op == OQC_OP_Selu ? oqc_attr_float(n, "gamma", 1.05070102214813232421875f)
                                  : 0.0f;
     return 1;
+}
+
+/* ------------------------------------------------------------------ shape */
+
+int oqc_rule_broadcast(Ctx *c) {
+    OqcShape s = IN(c, 0)->shape;
+    OqcfDType dt = IN(c, 0)->dtype;
+    if (c->n->op != OQC_OP_Sum && c->n->nin != 2)
+        return ERR("needs two inputs; it has %d", c->n->nin);
+    if (same_type(c, c->n->nin) < 0)
+        return -1;
+    for (int k = 1; k < c->n->nin; k++) {
+        const OqcTensor *x = IN(c, k);
+        if (!x)
+            return ERR("input %d is empty", k);
+        OqcShape r;
+        if (oqcf_broadcast_shape(&s, &x->shape, &r) != OQCF_OK)
+            return ERR("shapes %s and %s ('%s') do not broadcast", sstr(&s), sstr(&x->shape),
+                       x->name);
+        s = r;
+    }
+    set_out(c, 0, dt, &s);
+    return 0;
+}
+
+/* PRelu: the slope broadcasts to X (unidirectionally; per channel before opset 7); the
+ * output is X's shape. */
+int oqc_rule_prelu(Ctx *c) {
+    const OqcTensor *x = IN(c, 0), *sl = IN(c, 1);
+    if (!sl)
+        return ERR("needs a slope input");
+    if (same_type(c, 2) < 0)
+        return -1;
+    OqcShape r, ss = oqc_prelu_slope_shape(c->n, &x->shape, &sl->shape);
+    if (oqcf_broadcast_shape(&x->shape, &ss, &r) != OQCF_OK ||
+        !oqc_shape_equal(&r, &x->shape))
+        return ERR("slope '%s' %s does not broadcast to the input's shape %s", sl->name,
+                   sstr(&sl->shape), sstr(&x->shape));
+    return shape_same(c);
+}
+
+/* Pow: numpy broadcasting; the exponent may have another numeric type (ONNX's T1), the
+ * output has the base's. */
+int oqc_rule_pow(Ctx *c) {
+    const OqcTensor *x = IN(c, 0), *p = IN(c, 1);
+    if (!p || c->n->nin != 2)
+        return ERR("needs two inputs");
+    for (int k = 0; k < 2; k++) {
+        OqcfDType dt = IN(c, k)->dtype;
+        if (dt == OQCF_STRING || dt == OQCF_BOOL || oqcf_dtype_size(dt) == 0)
+            return ERR("input %d '%s' is %s, not a number", k, IN(c, k)->name,
+                       oqc_dtype_name(dt));
+    }
+    OqcShape s;
+    if (oqcf_broadcast_shape(&x->shape, &p->shape, &s) != OQCF_OK)
+        return ERR("shapes %s and %s ('%s') do not broadcast", sstr(&x->shape),
+                   sstr(&p->shape), p->name);
+    set_out(c, 0, x->dtype, &s);
+    return 0;
+}
+
+int oqc_rule_clip(Ctx *c) {
+    if (same_type(c, 3) < 0)
+        return -1;
+    for (int k = 1; k < c->n->nin && k < 3; k++)
+        if (IN(c, k) && oqc_shape_numel(&IN(c, k)->shape) != 1)
+            return ERR("min/max input '%s' must be a scalar", IN(c, k)->name);
+    return shape_same(c);
+}
+
+int oqc_rule_softmax(Ctx *c) {
+    int r = IN(c, 0)->shape.rank;
+    int64_t axis = oqc_attr_int(c->n, "axis", c->n->opset >= 13 ? -1 : 1);
+    if (r > 0 && norm_axis(c, axis, r, "axis") < 0)
+        return -1;
+    return shape_same(c);
 }
 
 /* ------------------------------------------------------------------ run */

@@ -1,5 +1,6 @@
-/* layout.c - the op family data movement: views, Concat, Split, Slice, Transpose, Pad, Gather, Tile, DepthToSpace/SpaceToDepth, Resize: FP32 preparation (oqc_prep_*), the
- * run functions the executor calls and their C emission (oqc_em_*). */
+/* layout.c - the op family data movement: views, Concat, Split, Slice, Transpose, Pad,
+ * Gather: shape rules (oqc_rule_*), FP32 preparation (oqc_prep_*), the run functions the
+ * executor calls and their C emission (oqc_em_*). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -9,6 +10,358 @@
 
 #define X(k) oqc_em_ptr(m, n->in[k])   /* emitted pointer to input k */
 #define Y(k) oqc_em_ptr(m, n->out[k])  /* emitted pointer to output k */
+
+/* ------------------------------------------------------------------ shape */
+
+/* ------------------------------------------------------------ data movement */
+
+int oqc_rule_concat(Ctx *c) {
+    const OqcTensor *x0 = IN(c, 0);
+    if (!oqc_attr_find(c->n, "axis"))
+        return ERR("attribute 'axis' is required");
+    int axis = norm_axis(c, oqc_attr_int(c->n, "axis", 0), x0->shape.rank, "axis");
+    if (axis < 0)
+        return -1;
+    OqcShape s = x0->shape;
+    for (int k = 1; k < c->n->nin; k++) {
+        const OqcTensor *x = IN(c, k);
+        if (!x)
+            continue;
+        if (x->dtype != x0->dtype || x->shape.rank != s.rank)
+            return ERR("input '%s' (%s %s) does not match '%s' (%s %s)", x->name,
+                       oqc_dtype_name(x->dtype), sstr(&x->shape), x0->name,
+                       oqc_dtype_name(x0->dtype), sstr(&x0->shape));
+        for (int i = 0; i < s.rank; i++)
+            if (i != axis && x->shape.d[i] != s.d[i])
+                return ERR("input '%s' %s differs from %s outside axis %d", x->name,
+                           sstr(&x->shape), sstr(&x0->shape), axis);
+        s.d[axis] += x->shape.d[axis];
+    }
+    set_out(c, 0, x0->dtype, &s);
+    return 0;
+}
+
+int oqc_rule_split(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    int axis = norm_axis(c, oqc_attr_int(c->n, "axis", 0), x->shape.rank, "axis");
+    if (axis < 0)
+        return -1;
+    int64_t sizes[MAX_VALUES];
+    int nout = c->n->nout, ns = -1;
+    const int64_t *av;
+    if (IN(c, 1)) {
+        ns = int_list(c, 1, sizes, MAX_VALUES);
+        if (ns < -1)
+            return -1;
+        if (ns < 0)
+            return ERR("split sizes '%s' must be a constant", IN(c, 1)->name);
+    } else if ((ns = oqc_attr_ints(c->n, "split", &av)) >= 0) {
+        if (ns > MAX_VALUES)
+            return ERR("too many split sizes");
+        memcpy(sizes, av, (size_t)ns * sizeof *sizes);
+    }
+    int64_t dim = x->shape.d[axis];
+    if (ns < 0) { /* equal parts; the last may be smaller (opset 18) */
+        if (nout > MAX_VALUES || nout <= 0)
+            return ERR("bad number of outputs %d", nout);
+        int64_t part = (dim + nout - 1) / nout;
+        if (oqc_attr_find(c->n, "num_outputs") == NULL && dim % nout)
+            return ERR("axis %d of size %" PRId64 " does not split into %d equal parts", axis,
+                       dim, nout);
+        for (int i = 0; i < nout; i++)
+            sizes[i] = i < nout - 1 ? part : dim - part * (nout - 1);
+        ns = nout;
+    }
+    if (ns != nout)
+        return ERR("%d split sizes for %d outputs", ns, nout);
+    int64_t total = 0;
+    for (int i = 0; i < ns; i++) {   /* (each compared before it is added: no overflow) */
+        if (sizes[i] < 0)
+            return ERR("negative split size %" PRId64, sizes[i]);
+        if (sizes[i] > dim - total)
+            return ERR("split sizes add up to more than axis %d's size %" PRId64 " (split %d: %" PRId64
+                       ")", axis, dim, i, sizes[i]);
+        total += sizes[i];
+    }
+    if (total != dim)
+        return ERR("split sizes add up to %" PRId64 " but axis %d has size %" PRId64, total,
+                   axis, dim);
+    for (int i = 0; i < nout; i++) {
+        OqcShape s = x->shape;
+        s.d[axis] = sizes[i];
+        set_out(c, i, x->dtype, &s);
+    }
+    return 0;
+}
+
+int oqc_rule_slice(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    int64_t st[OQC_MAX_RANK], en[OQC_MAX_RANK], ax[OQC_MAX_RANK], sp[OQC_MAX_RANK];
+    int n, na = -1, nsp = -1;
+    if (c->n->opset < 10) {
+        const int64_t *v;
+        n = oqc_attr_ints(c->n, "starts", &v);
+        if (n < 0 || n > OQC_MAX_RANK || oqc_attr_ints(c->n, "ends", &v) != n)
+            return ERR("attributes 'starts' and 'ends' must have the same length <= rank");
+        oqc_attr_ints(c->n, "starts", &v);
+        memcpy(st, v, (size_t)n * sizeof *st);
+        oqc_attr_ints(c->n, "ends", &v);
+        memcpy(en, v, (size_t)n * sizeof *en);
+        if ((na = oqc_attr_ints(c->n, "axes", &v)) >= 0) {
+            if (na != n)
+                return ERR("'axes' has %d entries, 'starts' %d", na, n);
+            memcpy(ax, v, (size_t)na * sizeof *ax);
+        }
+    } else {
+        if (!IN(c, 1) || !IN(c, 2))
+            return ERR("needs inputs starts and ends");
+        n = int_list(c, 1, st, OQC_MAX_RANK);
+        int ne = int_list(c, 2, en, OQC_MAX_RANK);
+        na = IN(c, 3) ? int_list(c, 3, ax, OQC_MAX_RANK) : -1;
+        nsp = IN(c, 4) ? int_list(c, 4, sp, OQC_MAX_RANK) : -1;
+        if (n < -1 || ne < -1 || na < -1 || nsp < -1)
+            return -1;
+        if (n < 0 || ne < 0 || (IN(c, 3) && na < 0) || (IN(c, 4) && nsp < 0))
+            return ERR("starts, ends, axes and steps must be constants");
+        if (ne != n || (na >= 0 && na != n) || (nsp >= 0 && nsp != n))
+            return ERR("starts, ends, axes and steps must have the same length");
+    }
+    OqcfSlice sl;
+    if (oqcf_slice_resolve(&x->shape, st, en, n, na >= 0 ? ax : NULL, nsp >= 0 ? sp : NULL,
+                           &sl) != OQCF_OK)
+        return ERR("invalid slice of %s (axis out of range, repeated axis or zero step)",
+                   sstr(&x->shape));
+    set_out(c, 0, x->dtype, &sl.out);
+    return 0;
+}
+
+int oqc_rule_flatten(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    int64_t axis = oqc_attr_int(c->n, "axis", 1);
+    int r = x->shape.rank;
+    if (axis < -r || axis > r)
+        return ERR("axis %" PRId64 " is out of range for rank %d", axis, r);
+    if (axis < 0)
+        axis += r;
+    OqcShape s = {.rank = 2, .d = {1, 1}};
+    for (int i = 0; i < r; i++)
+        s.d[i >= axis] = oqc_mul_sat(s.d[i >= axis], x->shape.d[i]);
+    set_out(c, 0, x->dtype, &s);
+    return 0;
+}
+
+int oqc_rule_reshape(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    int64_t v[OQC_MAX_RANK + 1];
+    int n;
+    if (c->n->opset < 5) {
+        const int64_t *a;
+        n = oqc_attr_ints(c->n, "shape", &a);
+        if (n < 0 || n > OQC_MAX_RANK)
+            return ERR("attribute 'shape' is missing or too long");
+        memcpy(v, a, (size_t)n * sizeof *v);
+    } else {
+        if (!IN(c, 1))
+            return ERR("needs a shape input");
+        n = int_list(c, 1, v, OQC_MAX_RANK + 1);
+        if (n < -1)
+            return -1;
+        if (n < 0)
+            return ERR("shape input '%s' is not a constant oqc can compute", IN(c, 1)->name);
+        if (n > OQC_MAX_RANK)
+            return ERR("target rank %d exceeds %d", n, OQC_MAX_RANK);
+    }
+    int allowzero = (int)oqc_attr_int(c->n, "allowzero", 0);
+    OqcShape s = {.rank = n};
+    int64_t known = 1, total = oqc_shape_numel(&x->shape);
+    int minus = -1;
+    for (int i = 0; i < n; i++) {
+        if (v[i] == -1) {
+            if (minus >= 0)
+                return ERR("shape has more than one -1");
+            minus = i;
+            continue;
+        }
+        if (v[i] < -1)
+            return ERR("shape entry %" PRId64 " is invalid", v[i]);
+        s.d[i] = v[i] == 0 && !allowzero ? (i < x->shape.rank ? x->shape.d[i] : -2) : v[i];
+        if (s.d[i] == -2)
+            return ERR("shape entry 0 at axis %d copies a dimension the input (rank %d) "
+                       "does not have", i, x->shape.rank);
+        known = oqc_mul_sat(known, s.d[i]);
+    }
+    if (minus >= 0) {
+        if (known == 0 || total % known)
+            return ERR("cannot reshape %s into %d dims with -1 (%" PRId64
+                       " elements do not divide by %" PRId64 ")", sstr(&x->shape), n, total,
+                       known);
+        s.d[minus] = total / known;
+    } else if (known != total) {
+        return ERR("cannot reshape %s (%" PRId64 " elements) into %s", sstr(&x->shape), total,
+                   sstr(&s));
+    }
+    set_out(c, 0, x->dtype, &s);
+    return 0;
+}
+
+int oqc_rule_transpose(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    int r = x->shape.rank;
+    const int64_t *perm;
+    int np = oqc_attr_ints(c->n, "perm", &perm);
+    OqcShape s = {.rank = r};
+    int seen[OQC_MAX_RANK] = {0};
+    if (np >= 0 && np != r)
+        return ERR("perm has %d entries for rank %d", np, r);
+    for (int i = 0; i < r; i++) {
+        int64_t p = np >= 0 ? perm[i] : r - 1 - i;
+        if (p < 0 || p >= r || seen[p]++)
+            return ERR("perm is not a permutation of 0..%d", r - 1);
+        s.d[i] = x->shape.d[p];
+    }
+    set_out(c, 0, x->dtype, &s);
+    return 0;
+}
+
+int oqc_rule_squeeze(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    int64_t ax[OQC_MAX_RANK];
+    int na = axes_arg(c, ax, OQC_MAX_RANK);
+    if (na == -1 || na < -2)
+        return -1;
+    int drop[OQC_MAX_RANK] = {0};
+    if (na == -2) {
+        for (int i = 0; i < x->shape.rank; i++)
+            drop[i] = x->shape.d[i] == 1;
+    } else {
+        for (int i = 0; i < na; i++) {
+            int a = norm_axis(c, ax[i], x->shape.rank, "axis");
+            if (a < 0)
+                return -1;
+            if (x->shape.d[a] != 1)
+                return ERR("cannot squeeze axis %d of %s: its size is not 1", a,
+                           sstr(&x->shape));
+            drop[a] = 1;
+        }
+    }
+    OqcShape s = {.rank = 0};
+    for (int i = 0; i < x->shape.rank; i++)
+        if (!drop[i])
+            s.d[s.rank++] = x->shape.d[i];
+    set_out(c, 0, x->dtype, &s);
+    return 0;
+}
+
+int oqc_rule_unsqueeze(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    int64_t ax[OQC_MAX_RANK];
+    int na = axes_arg(c, ax, OQC_MAX_RANK);
+    if (na == -2)
+        return ERR("axes are required");
+    if (na < 0)
+        return -1;
+    int r = x->shape.rank + na;
+    if (r > OQC_MAX_RANK)
+        return ERR("output rank %d exceeds %d", r, OQC_MAX_RANK);
+    int ins[OQC_MAX_RANK] = {0};
+    for (int i = 0; i < na; i++) {
+        int a = norm_axis(c, ax[i], r, "axis");
+        if (a < 0)
+            return -1;
+        if (ins[a]++)
+            return ERR("axis %d is repeated", a);
+    }
+    OqcShape s = {.rank = r};
+    for (int i = 0, j = 0; i < r; i++)
+        s.d[i] = ins[i] ? 1 : x->shape.d[j++];
+    set_out(c, 0, x->dtype, &s);
+    return 0;
+}
+
+int oqc_rule_dropout(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    set_out(c, 0, x->dtype, &x->shape);
+    set_out(c, 1, OQCF_BOOL, &x->shape);
+    return 0;
+}
+
+int oqc_rule_pad(Ctx *c) {
+    const OqcTensor *x = IN(c, 0), *cv = c->n->nin > 2 ? IN(c, 2) : NULL;
+    int r = x->shape.rank;
+    if (cv && (cv->dtype != x->dtype || oqc_shape_numel(&cv->shape) != 1))
+        return ERR("constant_value '%s' must be one %s element (it is %s %s)", cv->name,
+                   oqc_dtype_name(x->dtype), oqc_dtype_name(cv->dtype), sstr(&cv->shape));
+    int64_t pads[2 * OQC_MAX_RANK] = {0}, raw[2 * OQC_MAX_RANK], ax[OQC_MAX_RANK];
+    int np;
+    if (c->n->opset < 11) {
+        const int64_t *v;
+        np = oqc_attr_ints(c->n, "pads", &v);
+        if (np != 2 * r)
+            return ERR("attribute 'pads' must have %d entries", 2 * r);
+        memcpy(pads, v, (size_t)np * sizeof *pads);
+    } else {
+        if (!IN(c, 1))
+            return ERR("needs a pads input");
+        np = int_list(c, 1, raw, 2 * OQC_MAX_RANK);
+        if (np < -1)
+            return -1;
+        if (np < 0)
+            return ERR("pads input '%s' must be a constant", IN(c, 1)->name);
+        int na = IN(c, 3) ? int_list(c, 3, ax, OQC_MAX_RANK) : -1;
+        if (IN(c, 3) && na < 0)
+            return ERR("axes input must be a constant");
+        int nax = na >= 0 ? na : r;
+        if (np != 2 * nax)
+            return ERR("pads has %d entries; expected %d", np, 2 * nax);
+        for (int i = 0; i < nax; i++) {
+            int a = na >= 0 ? norm_axis(c, ax[i], r, "axis") : i;
+            if (a < 0)
+                return -1;
+            pads[a] = raw[i];
+            pads[r + a] = raw[nax + i];
+        }
+    }
+    const char *mode = oqc_attr_string(c->n, "mode", "constant");
+    if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge"))
+        return ERR("pad mode '%s' is not supported (constant, reflect, edge)", mode);
+    for (int i = 0; i < 2 * r; i++)
+        if (pads[i] > OQC_MAX_ELEMENTS || pads[i] < -OQC_MAX_ELEMENTS)
+            return ERR("pad %" PRId64 " is absurd (magnitude above %" PRId64 ")", pads[i],
+                       OQC_MAX_ELEMENTS);
+    OqcShape s;
+    if (oqcf_pad_shape(&x->shape, pads, &s) != OQCF_OK)
+        return ERR("pads make a dimension of %s negative", sstr(&x->shape));
+    set_out(c, 0, x->dtype, &s);
+    return 0;
+}
+
+int oqc_rule_gather(Ctx *c) {
+    const OqcTensor *x = IN(c, 0), *ix = IN(c, 1);
+    if (!ix)
+        return ERR("needs an indices input");
+    if (ix->dtype != OQCF_INT64 && ix->dtype != OQCF_INT32)
+        return ERR("indices '%s' must be int32 or int64, not %s", ix->name,
+                   oqc_dtype_name(ix->dtype));
+    int axis = norm_axis(c, oqc_attr_int(c->n, "axis", 0), x->shape.rank, "axis");
+    if (axis < 0)
+        return -1;
+    OqcShape s;
+    if (oqcf_gather_shape(&x->shape, &ix->shape, axis, &s) != OQCF_OK)
+        return ERR("output rank would exceed %d", OQC_MAX_RANK);
+    /* constant indices are checked now: the kernel would fail on every run */
+    const void *iv = known_values(ix);
+    int64_t dim = x->shape.d[axis], nidx = iv ? oqc_shape_numel(&ix->shape) : 0;
+    for (int64_t i = 0; i < nidx; i++) {
+        int64_t k = ix->dtype == OQCF_INT64 ? ((const int64_t *)iv)[i]
+                                             : ((const int32_t *)iv)[i];
+        if (k < -dim || k >= dim)
+            return ERR("index %" PRId64 " (element %" PRId64 " of '%s') is out of range for "
+                       "axis %d of '%s', which has %" PRId64 " entries", k, i, ix->name, axis,
+                       x->name, dim);
+    }
+    set_out(c, 0, x->dtype, &s);
+    return 0;
+}
 
 /* ------------------------------------------------------------------ run */
 
@@ -70,79 +423,10 @@ static int run_gather(OqcExec *e, int node) {
     return 0;
 }
 
-static int run_tile(OqcExec *e, int node) {
-    const OqcTensor *y = T(e, N(e, node)->out[0]);
-    CHECK(oqcf_tile(XIN(e, node, 0), SH(e, node, 0), &y->shape, esize_of(y), YOUT(e, node, 0)));
-    return 0;
-}
-
-static int run_space_depth(OqcExec *e, int node) {
-    ExecNode *x = EN(e, node);
-    CHECK(oqcf_transpose(XIN(e, node, 0), &x->view, x->perm, esize_of(T(e, N(e, node)->in[0])),
-                         YOUT(e, node, 0)));
-    return 0;
-}
-
-static int run_resize(OqcExec *e, int node) {
-    const OqcResize *r = EN(e, node)->resize;
-    CHECK(oqcf_resize(XIN(e, node, 0), SH(e, node, 0), r->axes, r->naxes, r->extrapolation,
-                      esize_of(T(e, N(e, node)->in[0])), YOUT(e, node, 0), e->scratch,
-                      e->scratch_bytes));
-    return 0;
-}
-
 static int run_dropout_mask(OqcExec *e, int node) {
     const OqcNode *n = N(e, node);
     if (n->nout > 1 && n->out[1] >= 0)
         memset(YOUT(e, node, 1), 1, (size_t)numel_out(e, node, 1)); /* inference: keep all */
-    return 0;
-}
-
-/* ------------------------------------------------------------------ prepare */
-
-/* Tile, Expand */
-int oqc_prep_tile(OqcExec *e, int node, OqcDiag *d) {
-    ExecNode *x = &e->nodes[node];
-    (void)d;
-    (void)node;
-    x->run = run_tile;
-    x->kind = EXEC_TILE;
-    return 0;
-}
-
-/* DepthToSpace, SpaceToDepth */
-int oqc_prep_depth_to_space(OqcExec *e, int node, OqcDiag *d) {
-    const OqcNode *n = &e->g->nodes[node];
-    ExecNode *x = &e->nodes[node];
-    const OqcTensor *in0 = &e->g->tensors[n->in[0]];
-    (void)d;
-    (void)node;
-    space_depth_view(n, &in0->shape, &x->view, x->perm);
-    x->run = run_space_depth;
-    x->kind = EXEC_SPACE_DEPTH;
-    return 0;
-}
-
-/* Resize, Upsample */
-int oqc_prep_resize(OqcExec *e, int node, OqcDiag *d) {
-    OqcGraph *g = e->g;
-    const OqcNode *n = &e->g->nodes[node];
-    ExecNode *x = &e->nodes[node];
-    const OqcTensor *in0 = &e->g->tensors[n->in[0]];
-    OqcResize *r = oqc_arena_alloc(g->arena, sizeof *r);
-    if (oqc_resize_plan(g, node, &in0->shape, r, g->arena, d) < 0)
-        return -1;
-    int weighted = 0;
-    for (int k = 0; k < r->naxes; k++)
-        weighted |= r->axes[k].w != NULL;
-    if ((weighted || r->extrapolates) && !is_float(in0))
-        return PERR("%s %s on %s tensors is not supported (f32 only; nearest moves any "
-                    "type)", n->op_type, r->mode == OQC_RESIZE_NEAREST ? "extrapolating"
-                    : "interpolation", oqc_dtype_name(in0->dtype));
-    x->resize = r;
-    x->scratch = oqcf_resize_scratch_size(&in0->shape, r->axes, r->naxes, esize_of(in0));
-    x->run = run_resize;
-    x->kind = EXEC_RESIZE;
     return 0;
 }
 
@@ -421,49 +705,4 @@ void oqc_em_gather(Em *m, int node, FILE *b) {
     fprintf(b, "    TRY(oqcf_gather(%s, &s%d[0], %d, %s, %s, %" PRId64 ", %zu, %s));\n", X(0),
             node, x->axis, X(1), oqc_em_dtype_enum(ix->dtype), oqc_shape_numel(&ix->shape),
             oqcf_dtype_size(in0->dtype), Y(0));
-}
-
-/* The call of EXEC_TILE (run_tile). */
-void oqc_em_tile(Em *m, int node, FILE *b) {
-    const OqcNode *n = &m->g->nodes[node];
-    const OqcGraph *g = m->g;
-    oqc_em_use_kernel(m, "oqcf_layout.c");
-    const OqcTensor *y = &g->tensors[n->out[0]];
-    oqc_em_in_shapes(m, node, 1);
-    fprintf(oqc_em_decl(m), "static const OqcfShape ys%d = ", node);
-    oqc_em_shape(oqc_em_decl(m), &y->shape);
-    fputs(";\n", oqc_em_decl(m));
-    fprintf(b, "    TRY(oqcf_tile(%s, &s%d[0], &ys%d, %zu, %s));\n", X(0), node, node,
-            oqcf_dtype_size(y->dtype), Y(0));
-}
-
-/* The call of EXEC_SPACE_DEPTH (run_space_depth). */
-void oqc_em_space_depth(Em *m, int node, FILE *b) {
-    const OqcNode *n = &m->g->nodes[node];
-    const ExecNode *x = &m->e->nodes[node];
-    const OqcTensor *in0 = &m->g->tensors[n->in[0]];
-    oqc_em_use_kernel(m, "oqcf_layout.c");
-    fprintf(oqc_em_decl(m), "static const OqcfShape v%d = ", node);
-    oqc_em_shape(oqc_em_decl(m), &x->view);
-    fprintf(oqc_em_decl(m), "; /* the 6-D view of the input */\nstatic const int perm%d[%d] = {",
-            node, OQC_MAX_RANK);
-    for (int i = 0; i < OQC_MAX_RANK; i++)
-        fprintf(oqc_em_decl(m), "%s%d", i ? ", " : "", x->perm[i]);
-    fputs("};\n", oqc_em_decl(m));
-    fprintf(b, "    TRY(oqcf_transpose(%s, &v%d, perm%d, %zu, %s));\n", X(0), node, node,
-            oqcf_dtype_size(in0->dtype), Y(0));
-}
-
-/* The call of EXEC_RESIZE (run_resize). */
-void oqc_em_resize(Em *m, int node, FILE *b) {
-    const OqcNode *n = &m->g->nodes[node];
-    const ExecNode *x = &m->e->nodes[node];
-    const OqcTensor *in0 = &m->g->tensors[n->in[0]];
-    oqc_em_use_kernel(m, "oqcf_resize.c");
-    oqc_em_in_shapes(m, node, 1);
-    oqc_em_resize_tables(m, node, x->resize);
-    fprintf(b, "    TRY(oqcf_resize(%s, &s%d[0], rz%d, %d, ", X(0), node, node,
-            x->resize->naxes);
-    oqc_em_f(b, x->resize->extrapolation);
-    fprintf(b, ", %zu, %s, %s));\n", oqcf_dtype_size(in0->dtype), Y(0), oqc_em_scratch_args(m));
 }

@@ -1,5 +1,6 @@
-/* nn.c - the op family conv, deconv, pooling, normalisation, gemm/matmul: FP32 preparation (oqc_prep_*), the
- * run functions the executor calls and their C emission (oqc_em_*). */
+/* nn.c - the op family conv, deconv, pooling, gemm/matmul: shape rules (oqc_rule_*),
+ * FP32 preparation (oqc_prep_*), the run functions the executor calls and their C
+ * emission (oqc_em_*). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -63,6 +64,138 @@ static void pool_params(Em *m, int node, const OqcfPoolParams *p) {
     put_views(f, p->x_ctotal, p->x_coff, p->y_ctotal, p->y_coff, "};\n");
 }
 
+/* ------------------------------------------------------------------ shape */
+
+/* ---------------------------------------------------------- conv / pooling */
+
+int oqc_rule_conv(Ctx *c) {
+    const OqcTensor *x = IN(c, 0), *w = IN(c, 1);
+    if (!w)
+        return ERR("needs a weight input");
+    if (same_type(c, 3) < 0)
+        return -1;
+    OqcWindow win;
+    if (oqc_conv_geometry(c->g, c->node, &x->shape, &w->shape, &win, c->d) < 0)
+        return -1;
+    const OqcTensor *b = IN(c, 2);
+    if (b && (b->shape.rank != 1 || b->shape.d[0] != win.out_channels))
+        return ERR("bias '%s' has shape %s; expected [%" PRId64 "]", b->name,
+                   sstr(&b->shape), win.out_channels);
+    OqcShape s = {.rank = x->shape.rank};
+    s.d[0] = x->shape.d[0];
+    s.d[1] = win.out_channels;
+    for (int i = 0; i < win.nsp; i++)
+        s.d[2 + i] = win.out[i];
+    if (!c->n->out_channels) {
+        set_out(c, 0, x->dtype, &s);
+        return 0;
+    }
+    /* A merged conv: output k holds the next out_channels[k] channels. */
+    int64_t total = 0;
+    for (int k = 0; k < c->n->nout; k++) {
+        s.d[1] = c->n->out_channels[k];
+        total += s.d[1];
+        set_out(c, k, x->dtype, &s);
+    }
+    if (total != win.out_channels)
+        return ERR("output channel ranges add up to %" PRId64 " but the weight has %" PRId64,
+                   total, win.out_channels);
+    return 0;
+}
+
+int oqc_rule_conv_transpose(Ctx *c) {
+    const OqcTensor *x = IN(c, 0), *w = IN(c, 1);
+    if (!w)
+        return ERR("needs a weight input");
+    if (same_type(c, 3) < 0)
+        return -1;
+    OqcWindow win;
+    if (oqc_conv_transpose_geometry(c->g, c->node, &x->shape, &w->shape, &win, c->d) < 0)
+        return -1;
+    OqcShape s = {.rank = x->shape.rank};
+    s.d[0] = x->shape.d[0];
+    s.d[1] = win.out_channels;
+    for (int i = 0; i < win.nsp; i++)
+        s.d[2 + i] = win.out[i];
+    set_out(c, 0, x->dtype, &s);
+    return 0;
+}
+
+int oqc_rule_pool(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    OqcWindow win;
+    if (oqc_pool_geometry(c->g, c->node, &x->shape, &win, c->d) < 0)
+        return -1;
+    OqcShape s = x->shape;
+    for (int i = 0; i < win.nsp; i++)
+        s.d[2 + i] = win.out[i];
+    set_out(c, 0, x->dtype, &s);
+    set_out(c, 1, OQCF_INT64, &s); /* MaxPool's optional Indices */
+    return 0;
+}
+
+int oqc_rule_global_pool(Ctx *c) {
+    OqcShape s = IN(c, 0)->shape;
+    if (s.rank < 3)
+        return ERR("input '%s' has rank %d; needs N x C x spatial...", IN(c, 0)->name, s.rank);
+    for (int i = 2; i < s.rank; i++)
+        s.d[i] = 1;
+    set_out(c, 0, IN(c, 0)->dtype, &s);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ linear */
+
+int oqc_rule_gemm(Ctx *c) {
+    const OqcTensor *a = IN(c, 0), *b = IN(c, 1), *cc = IN(c, 2);
+    if (!b)
+        return ERR("needs inputs A and B");
+    if (same_type(c, 3) < 0)
+        return -1;
+    if (a->shape.rank != 2 || b->shape.rank != 2)
+        return ERR("A '%s' %s and B '%s' %s must both be 2-D", a->name, sstr(&a->shape),
+                   b->name, sstr(&b->shape));
+    int ta = oqc_attr_int(c->n, "transA", 0) != 0, tb = oqc_attr_int(c->n, "transB", 0) != 0;
+    int64_t m = a->shape.d[ta], k = a->shape.d[!ta], kb = b->shape.d[tb], n = b->shape.d[!tb];
+    if (k != kb)
+        return ERR("inner dimensions differ: A%s is %s, B%s is %s", ta ? "^T" : "",
+                   sstr(&a->shape), tb ? "^T" : "", sstr(&b->shape));
+    OqcShape s = {.rank = 2, .d = {m, n}}, r;
+    if (cc && (oqcf_broadcast_shape(&cc->shape, &s, &r) != OQCF_OK || !oqc_shape_equal(&r, &s)))
+        return ERR("C '%s' %s does not broadcast to %s", cc->name, sstr(&cc->shape), sstr(&s));
+    set_out(c, 0, a->dtype, &s);
+    return 0;
+}
+
+int oqc_rule_matmul(Ctx *c) {
+    const OqcTensor *a = IN(c, 0), *b = IN(c, 1);
+    if (!b)
+        return ERR("needs two inputs");
+    if (same_type(c, 2) < 0)
+        return -1;
+    OqcShape as = a->shape, bs = b->shape;
+    if (as.rank == 0 || bs.rank == 0)
+        return ERR("MatMul inputs must have rank >= 1 (got %s and %s)", sstr(&as), sstr(&bs));
+    int a1 = as.rank == 1, b1 = bs.rank == 1;
+    if (a1) { as.rank = 2; as.d[1] = as.d[0]; as.d[0] = 1; }
+    if (b1) { bs.rank = 2; bs.d[1] = 1; }
+    if (as.d[as.rank - 1] != bs.d[bs.rank - 2])
+        return ERR("inner dimensions differ: %s x %s", sstr(&a->shape), sstr(&b->shape));
+    OqcShape ab = as, bb = bs, batch;
+    ab.rank -= 2;
+    bb.rank -= 2;
+    if (oqcf_broadcast_shape(&ab, &bb, &batch) != OQCF_OK)
+        return ERR("batch dimensions of %s and %s do not broadcast", sstr(&a->shape),
+                   sstr(&b->shape));
+    OqcShape s = batch;
+    if (!a1)
+        s.d[s.rank++] = as.d[as.rank - 2];
+    if (!b1)
+        s.d[s.rank++] = bs.d[bs.rank - 1];
+    set_out(c, 0, a->dtype, &s);
+    return 0;
+}
+
 /* ------------------------------------------------------------------ run */
 
 static int run_conv(OqcExec *e, int node) {
@@ -122,37 +255,6 @@ static int run_global_pool(OqcExec *e, int node) {
         CHECK(oqcf_global_avgpool(e->pool, x->a, x->b, x->c, XIN(e, node, 0), YOUT(e, node, 0)));
     else
         CHECK(oqcf_global_maxpool(e->pool, x->a, x->b, x->c, XIN(e, node, 0), YOUT(e, node, 0)));
-    return 0;
-}
-
-static int run_batchnorm(OqcExec *e, int node) {
-    ExecNode *x = EN(e, node);
-    CHECK(oqcf_batchnorm(e->pool, x->a, x->b, x->c, XIN(e, node, 0), XIN(e, node, 1),
-                         XIN(e, node, 2), XIN(e, node, 3), XIN(e, node, 4), x->f0,
-                         YOUT(e, node, 0)));
-    return 0;
-}
-
-static int run_lrn(OqcExec *e, int node) {
-    ExecNode *x = EN(e, node);
-    const OqcNode *n = N(e, node);
-    CHECK(oqcf_lrn(e->pool, x->a, x->b, x->c, XIN(e, node, 0), oqc_attr_int(n, "size", 1),
-                   oqc_attr_float(n, "alpha", 1e-4f), oqc_attr_float(n, "beta", 0.75f),
-                   oqc_attr_float(n, "bias", 1.0f), YOUT(e, node, 0)));
-    return 0;
-}
-
-static int run_layernorm(OqcExec *e, int node) {
-    ExecNode *x = EN(e, node);
-    CHECK(oqcf_layernorm(x->a, x->b, XIN(e, node, 0), XIN(e, node, 1), opt_in(e, node, 2),
-                         x->f0, YOUT(e, node, 0), opt_out(e, node, 1), opt_out(e, node, 2)));
-    return 0;
-}
-
-static int run_instancenorm(OqcExec *e, int node) {
-    ExecNode *x = EN(e, node);
-    CHECK(oqcf_instancenorm(x->a, x->b, x->c, XIN(e, node, 0), XIN(e, node, 1),
-                            XIN(e, node, 2), x->f0, YOUT(e, node, 0)));
     return 0;
 }
 
@@ -263,77 +365,6 @@ int oqc_prep_global_average_pool(OqcExec *e, int node, OqcDiag *d) {
     nc_inner(x, &in0->shape);
     x->run = run_global_pool;
     x->kind = EXEC_GLOBAL_POOL;
-    return 0;
-}
-
-/* BatchNormalization */
-int oqc_prep_batch_normalization(OqcExec *e, int node, OqcDiag *d) {
-    OqcGraph *g = e->g;
-    const OqcNode *n = &e->g->nodes[node];
-    ExecNode *x = &e->nodes[node];
-    const OqcTensor *in0 = &e->g->tensors[n->in[0]];
-    if (oqc_attr_int(n, "training_mode", 0) != 0 || (n->opset < 7 && oqc_attr_int(n, "is_test", 1) == 0))
-        return PERR("training-mode BatchNormalization is not supported (inference only)");
-    if (oqc_attr_int(n, "spatial", 1) == 0)
-        return PERR("BatchNormalization with spatial=0 is not supported");
-    for (int k = 1; k < n->nout; k++)
-        if (n->out[k] >= 0)
-            return PERR("BatchNormalization with training outputs is not supported");
-    if (!is_float(in0))
-        return PERR("only f32 is supported");
-    nc_inner(x, &in0->shape);
-    x->f0 = oqc_attr_float(n, "epsilon", 1e-5f);
-    x->run = run_batchnorm;
-    x->kind = EXEC_BATCHNORM;
-    return 0;
-}
-
-/* LRN */
-int oqc_prep_lrn(OqcExec *e, int node, OqcDiag *d) {
-    OqcGraph *g = e->g;
-    const OqcNode *n = &e->g->nodes[node];
-    ExecNode *x = &e->nodes[node];
-    const OqcTensor *in0 = &e->g->tensors[n->in[0]];
-    if (!is_float(in0))
-        return PERR("only f32 is supported");
-    nc_inner(x, &in0->shape);
-    x->run = run_lrn;
-    x->kind = EXEC_LRN;
-    return 0;
-}
-
-/* LayerNormalization */
-int oqc_prep_layer_normalization(OqcExec *e, int node, OqcDiag *d) {
-    OqcGraph *g = e->g;
-    const OqcNode *n = &e->g->nodes[node];
-    ExecNode *x = &e->nodes[node];
-    const OqcTensor *in0 = &e->g->tensors[n->in[0]];
-    if (!is_float(in0))
-        return PERR("only f32 is supported");
-    int r = in0->shape.rank;
-    int64_t axis = oqc_attr_int(n, "axis", -1);
-    if (axis < 0)
-        axis += r;
-    x->a = prod(&in0->shape, 0, (int)axis);
-    x->b = prod(&in0->shape, (int)axis, r);
-    x->f0 = oqc_attr_float(n, "epsilon", 1e-5f);
-    x->run = run_layernorm;
-    x->kind = EXEC_LAYERNORM;
-    return 0;
-}
-
-/* InstanceNormalization */
-int oqc_prep_instance_normalization(OqcExec *e, int node, OqcDiag *d) {
-    OqcGraph *g = e->g;
-    const OqcNode *n = &e->g->nodes[node];
-    ExecNode *x = &e->nodes[node];
-    const OqcTensor *in0 = &e->g->tensors[n->in[0]];
-    if (!is_float(in0))
-        return PERR("only f32 is supported");
-    nc_inner(x, &in0->shape);
-    x->f0 = oqc_attr_float(n, "epsilon", 1e-5f);
-    x->run = run_instancenorm;
-    x->kind = EXEC_INSTANCENORM;
     return 0;
 }
 
@@ -514,56 +545,6 @@ void oqc_em_global_pool(Em *m, int node, FILE *b) {
             n->op == OQC_OP_GlobalAveragePool ? "avgpool" : "maxpool", oqc_em_pool_arg(m), x->a,
             x->b, x->c, X(0),
             Y(0));
-}
-
-/* The call of EXEC_BATCHNORM (run_batchnorm). */
-void oqc_em_batchnorm(Em *m, int node, FILE *b) {
-    const OqcNode *n = &m->g->nodes[node];
-    const ExecNode *x = &m->e->nodes[node];
-    oqc_em_use_kernel(m, "oqcf_norm.c");
-    fprintf(b, "    TRY(oqcf_batchnorm(%s, %" PRId64 ", %" PRId64 ", %" PRId64
-               ", %s, %s, %s, %s, %s, ", oqc_em_pool_arg(m), x->a, x->b, x->c, X(0), X(1), X(2), X(3),
-            X(4));
-    oqc_em_f(b, x->f0);
-    fprintf(b, ", %s));\n", Y(0));
-}
-
-/* The call of EXEC_LRN (run_lrn). */
-void oqc_em_lrn(Em *m, int node, FILE *b) {
-    const OqcNode *n = &m->g->nodes[node];
-    const ExecNode *x = &m->e->nodes[node];
-    oqc_em_use_kernel(m, "oqcf_norm.c");
-    fprintf(b, "    TRY(oqcf_lrn(%s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %s, %" PRId64
-               ", ", oqc_em_pool_arg(m), x->a, x->b, x->c, X(0), oqc_attr_int(n, "size", 1));
-    oqc_em_f(b, oqc_attr_float(n, "alpha", 1e-4f));
-    fputs(", ", b);
-    oqc_em_f(b, oqc_attr_float(n, "beta", 0.75f));
-    fputs(", ", b);
-    oqc_em_f(b, oqc_attr_float(n, "bias", 1.0f));
-    fprintf(b, ", %s));\n", Y(0));
-}
-
-/* The call of EXEC_LAYERNORM (run_layernorm). */
-void oqc_em_layernorm(Em *m, int node, FILE *b) {
-    const OqcNode *n = &m->g->nodes[node];
-    const ExecNode *x = &m->e->nodes[node];
-    oqc_em_use_kernel(m, "oqcf_norm.c");
-    fprintf(b, "    TRY(oqcf_layernorm(%" PRId64 ", %" PRId64 ", %s, %s, %s, ", x->a, x->b, X(0),
-            X(1), n->nin > 2 && n->in[2] >= 0 ? X(2) : "NULL");
-    oqc_em_f(b, x->f0);
-    fprintf(b, ", %s, %s, %s));\n", Y(0), n->nout > 1 && n->out[1] >= 0 ? Y(1) : "NULL",
-            n->nout > 2 && n->out[2] >= 0 ? Y(2) : "NULL");
-}
-
-/* The call of EXEC_INSTANCENORM (run_instancenorm). */
-void oqc_em_instancenorm(Em *m, int node, FILE *b) {
-    const OqcNode *n = &m->g->nodes[node];
-    const ExecNode *x = &m->e->nodes[node];
-    oqc_em_use_kernel(m, "oqcf_norm.c");
-    fprintf(b, "    TRY(oqcf_instancenorm(%" PRId64 ", %" PRId64 ", %" PRId64 ", %s, %s, %s, ",
-            x->a, x->b, x->c, X(0), X(1), X(2));
-    oqc_em_f(b, x->f0);
-    fprintf(b, ", %s));\n", Y(0));
 }
 
 /* The call of EXEC_GEMM (run_gemm). */

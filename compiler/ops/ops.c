@@ -7,6 +7,70 @@
 /* 1 for ops whose first output is a view of their first input. */
 int oqc_exec_is_view_op(const OqcNode *n) { return !!(oqc_op_flags(n->op) & OQC_OPF_VIEW); }
 
+const ShapeFn oqc_shape_fns[OQC_OP_COUNT] = {
+    /* ops.def's OQC_UNARY rows: one output of the input's shape */
+#define OQC_OP(name, flags)
+#define OQC_UNARY(name, un, flags) [OQC_OP_##name] = shape_same,
+#include "ops.def"
+#undef OQC_UNARY
+#undef OQC_OP
+    [OQC_OP_Add] = oqc_rule_broadcast,
+    [OQC_OP_ArgMax] = oqc_rule_argmax,
+    [OQC_OP_ArgMin] = oqc_rule_argmax,
+    [OQC_OP_AveragePool] = oqc_rule_pool,
+    [OQC_OP_BatchNormalization] = oqc_rule_batchnorm,
+    [OQC_OP_Cast] = oqc_rule_cast,
+    [OQC_OP_Clip] = oqc_rule_clip,
+    [OQC_OP_Concat] = oqc_rule_concat,
+    [OQC_OP_ConstantOfShape] = oqc_rule_constant_of_shape,
+    [OQC_OP_Conv] = oqc_rule_conv,
+    [OQC_OP_ConvTranspose] = oqc_rule_conv_transpose,
+    [OQC_OP_DepthToSpace] = oqc_rule_space_depth,
+    [OQC_OP_DequantizeLinear] = oqc_rule_dequantize,
+    [OQC_OP_Div] = oqc_rule_broadcast,
+    [OQC_OP_Dropout] = oqc_rule_dropout,
+    [OQC_OP_Expand] = oqc_rule_expand,
+    [OQC_OP_Flatten] = oqc_rule_flatten,
+    [OQC_OP_Gather] = oqc_rule_gather,
+    [OQC_OP_Gemm] = oqc_rule_gemm,
+    [OQC_OP_GlobalAveragePool] = oqc_rule_global_pool,
+    [OQC_OP_GlobalMaxPool] = oqc_rule_global_pool,
+    [OQC_OP_HardSigmoid] = shape_same,
+    [OQC_OP_Identity] = shape_same,
+    [OQC_OP_InstanceNormalization] = oqc_rule_instancenorm,
+    [OQC_OP_LRN] = oqc_rule_lrn,
+    [OQC_OP_LayerNormalization] = oqc_rule_layernorm,
+    [OQC_OP_LeakyRelu] = shape_same,
+    [OQC_OP_MatMul] = oqc_rule_matmul,
+    [OQC_OP_MaxPool] = oqc_rule_pool,
+    [OQC_OP_Mul] = oqc_rule_broadcast,
+    [OQC_OP_PRelu] = oqc_rule_prelu,
+    [OQC_OP_Pad] = oqc_rule_pad,
+    [OQC_OP_Pow] = oqc_rule_pow,
+    [OQC_OP_QuantizeLinear] = oqc_rule_quantize,
+    [OQC_OP_ReduceMax] = oqc_rule_reduce,
+    [OQC_OP_ReduceMean] = oqc_rule_reduce,
+    [OQC_OP_ReduceMin] = oqc_rule_reduce,
+    [OQC_OP_ReduceSum] = oqc_rule_reduce,
+    [OQC_OP_Relu] = shape_same,
+    [OQC_OP_Reshape] = oqc_rule_reshape,
+    [OQC_OP_Resize] = oqc_rule_resize,
+    [OQC_OP_Shape] = oqc_rule_shape,
+    [OQC_OP_Sigmoid] = shape_same,
+    [OQC_OP_Slice] = oqc_rule_slice,
+    [OQC_OP_Softmax] = oqc_rule_softmax,
+    [OQC_OP_SpaceToDepth] = oqc_rule_space_depth,
+    [OQC_OP_Split] = oqc_rule_split,
+    [OQC_OP_Squeeze] = oqc_rule_squeeze,
+    [OQC_OP_Sub] = oqc_rule_broadcast,
+    [OQC_OP_Sum] = oqc_rule_broadcast,
+    [OQC_OP_Tanh] = shape_same,
+    [OQC_OP_Tile] = oqc_rule_tile,
+    [OQC_OP_Transpose] = oqc_rule_transpose,
+    [OQC_OP_Unsqueeze] = oqc_rule_unsqueeze,
+    [OQC_OP_Upsample] = oqc_rule_resize,
+};
+
 typedef int (*PrepFn)(OqcExec *e, int node, OqcDiag *d);
 typedef void (*EmitFn)(Em *m, int node, FILE *b);
 

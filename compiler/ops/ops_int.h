@@ -122,6 +122,83 @@ static inline int set_out_view(const OqcGraph *g, int t, int64_t *ctotal, int64_
     return 0;
 }
 
+/* ------------------------------------------------------------------ shape helpers */
+
+static inline void set_out(Ctx *c, int k, OqcfDType dt, const OqcShape *s) {
+    OqcTensor *t = OUT(c, k);
+    if (t && !t->is_const) {
+        t->dtype = dt;
+        t->shape = *s;
+    }
+}
+
+static inline char *sstr(const OqcShape *s) {
+    static char bufs[4][128];
+    static int i;
+    i = (i + 1) & 3;
+    return oqc_shape_str(s, bufs[i], sizeof bufs[i]);
+}
+
+static inline int norm_axis(Ctx *c, int64_t axis, int rank, const char *what) {
+    if (axis < -rank || axis >= rank)
+        return ERR("%s %" PRId64 " is out of range for rank %d", what, axis, rank);
+    return (int)(axis < 0 ? axis + rank : axis);
+}
+
+/* ------------------------------------------------------------- element-wise */
+
+static inline int shape_same(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    set_out(c, 0, x->dtype, &x->shape);
+    return 0;
+}
+
+/* Inputs 1 .. nin - 1 that are present have input 0's element type (the operator's one
+ * type T in ONNX; the kernels read them all as that type). */
+static inline int same_type(Ctx *c, int nin) {
+    const OqcTensor *x0 = IN(c, 0);
+    for (int k = 1; k < nin && k < c->n->nin; k++) {
+        const OqcTensor *x = IN(c, k);
+        if (x && x->dtype != x0->dtype)
+            return ERR("input %d '%s' is %s but input 0 '%s' is %s (oqc's %s kernels take one "
+                       "element type)",
+                       k, x->name, oqc_dtype_name(x->dtype), x0->name,
+                       oqc_dtype_name(x0->dtype), c->n->op_type);
+    }
+    return 0;
+}
+
+/* Axes of Squeeze/Unsqueeze: the input (opset >= 13) or the attribute. */
+static inline int axes_arg(Ctx *c, int64_t *ax, int max) {
+    if (c->n->opset >= 13) {
+        if (!IN(c, 1))
+            return -2; /* absent */
+        int n = int_list(c, 1, ax, max);
+        if (n == -1)
+            return ERR("axes input '%s' must be a constant", IN(c, 1)->name);
+        return n;
+    }
+    const int64_t *v;
+    int n = oqc_attr_ints(c->n, "axes", &v);
+    if (n < 0)
+        return -2;
+    if (n > max)
+        return ERR("too many axes");
+    memcpy(ax, v, (size_t)n * sizeof *ax);
+    return n;
+}
+
+/* Input 1 of Tile/Expand, a constant list of at most OQC_MAX_RANK integers, into v:
+ * its length, or -1 after an error naming it `what`. */
+static inline int const_list_1(Ctx *c, int64_t *v, const char *what) {
+    int n = IN(c, 1) ? int_list(c, 1, v, OQC_MAX_RANK) : -1;
+    if (n < -1)
+        return -1;
+    if (n < 0)
+        return ERR("%s must be a constant int64 input", what);
+    return n;
+}
+
 /* The hooks of the families: oqc_prep_<op> prepares a node of that op (as
  * oqc_op_prepare), oqc_em_<kind> prints the kernel call of a node of that ExecKind
  * into b (as oqc_em_fp32). */
@@ -190,5 +267,44 @@ void oqc_em_reduce(Em *m, int node, FILE *b);
 void oqc_em_argmax(Em *m, int node, FILE *b);
 void oqc_em_cast(Em *m, int node, FILE *b);
 void oqc_em_qdq(Em *m, int node, FILE *b);
+
+/* The shape rules of the families (oqc_shape_fns indexes them). */
+int oqc_rule_broadcast(Ctx *c);
+int oqc_rule_prelu(Ctx *c);
+int oqc_rule_pow(Ctx *c);
+int oqc_rule_clip(Ctx *c);
+int oqc_rule_conv(Ctx *c);
+int oqc_rule_conv_transpose(Ctx *c);
+int oqc_rule_pool(Ctx *c);
+int oqc_rule_global_pool(Ctx *c);
+int oqc_rule_batchnorm(Ctx *c);
+int oqc_rule_layernorm(Ctx *c);
+int oqc_rule_instancenorm(Ctx *c);
+int oqc_rule_lrn(Ctx *c);
+int oqc_rule_gemm(Ctx *c);
+int oqc_rule_matmul(Ctx *c);
+int oqc_rule_concat(Ctx *c);
+int oqc_rule_split(Ctx *c);
+int oqc_rule_slice(Ctx *c);
+int oqc_rule_flatten(Ctx *c);
+int oqc_rule_reshape(Ctx *c);
+int oqc_rule_transpose(Ctx *c);
+int oqc_rule_squeeze(Ctx *c);
+int oqc_rule_unsqueeze(Ctx *c);
+int oqc_rule_softmax(Ctx *c);
+int oqc_rule_reduce(Ctx *c);
+int oqc_rule_argmax(Ctx *c);
+int oqc_rule_tile(Ctx *c);
+int oqc_rule_expand(Ctx *c);
+int oqc_rule_space_depth(Ctx *c);
+int oqc_rule_resize(Ctx *c);
+int oqc_rule_dropout(Ctx *c);
+int oqc_rule_pad(Ctx *c);
+int oqc_rule_shape(Ctx *c);
+int oqc_rule_gather(Ctx *c);
+int oqc_rule_cast(Ctx *c);
+int oqc_rule_constant_of_shape(Ctx *c);
+int oqc_rule_quantize(Ctx *c);
+int oqc_rule_dequantize(Ctx *c);
 
 #endif /* OQC_OPS_INT_H */
