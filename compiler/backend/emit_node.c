@@ -1,10 +1,11 @@
 /* emit_node.c - `oqc compile`: one node of the prepared executor as C (emit_c.c writes
  * the files around it; emit_int.h has what the two share).
  *
- * oqc_em_node is the one switch over what a node does (ExecNode.kind, set by
- * exec_ops.c with the run function; the two must change together). Each case prints
- * parameter constants into NAME.c's declarations and one kernel call into its body:
- * loops belong in runtime/, never in emitted code. Pointers are symbolic (Loc:
+ * oqc_em_node prints a node's frame and its call: an INT8 node's here (emit_q), an
+ * FP32 node's by its op family (compiler/ops/, oqc_em_fp32 dispatching on
+ * ExecNode.kind, which the family's preparation set with the run function). Each
+ * prints parameter constants into NAME.c's declarations and kernel calls into its
+ * body: loops belong in runtime/, never in emitted code. Pointers are symbolic (Loc:
  * oqc_em_plan_locs repeats oqc_exec_run's computation), constants exact (C99 hex
  * floats). */
 #include <inttypes.h>
@@ -288,8 +289,8 @@ static void emit_q(Em *m, int node, FILE *b) {
     }
 }
 
-/* Prints node `node`'s parameter constants and kernel call. Each case mirrors the
- * run_* function of exec_ops.c with the same kind. */
+/* Prints node `node`'s parameter constants and kernel call, each mirroring the run
+ * function the executor calls (exec_q.c's run_q, or the op family's run_*). */
 void oqc_em_node(Em *m, int node) {
     const OqcNode *n = &m->g->nodes[node];
     const ExecNode *x = &m->e->nodes[node];

@@ -1,5 +1,7 @@
-/* ops.c - the dispatch tables from an op to its family's hooks (shape rules:
- * shape_ops.c's oqc_shape_fns), and the op table's derived answers. */
+/* ops.c - the dispatch tables from an op to its family's hooks: its shape rule
+ * (oqc_shape_fns, for shape/shape.c), its FP32 preparation (oqc_op_prepare, for
+ * exec/exec.c) and, by the ExecKind the preparation chose, its emission (oqc_em_fp32,
+ * for backend/emit_node.c). */
 #include <stdlib.h>
 
 #include "ops_int.h"

@@ -10,7 +10,7 @@
 
 typedef int (*RunFn)(OqcExec *e, int node);
 
-/* Which run function a node has: oqc_exec_prepare sets `kind` together with `run`, so
+/* Which run function a node has: its family's preparation sets `kind` together with `run`, so
  * the C emitter can emit the same kernel call. EXEC_NONE: no work (a view). */
 typedef enum ExecKind {
     EXEC_NONE = 0, EXEC_CONV, EXEC_MAXPOOL, EXEC_AVGPOOL, EXEC_GLOBAL_POOL, EXEC_BATCHNORM,
