@@ -272,7 +272,6 @@ int oqc_prep_shape(OqcExec *e, int node, OqcDiag *d) {
 int oqc_prep_constant_of_shape(OqcExec *e, int node, OqcDiag *d) {
     ExecNode *x = &e->nodes[node];
     (void)d;
-    (void)node;
     x->run = run_constant_of_shape;
     x->kind = EXEC_CONSTANT_OF_SHAPE;
     return 0;

@@ -261,7 +261,6 @@ int oqc_prep_pow(OqcExec *e, int node, OqcDiag *d) {
 int oqc_prep_add(OqcExec *e, int node, OqcDiag *d) {
     ExecNode *x = &e->nodes[node];
     (void)d;
-    (void)node;
     x->run = run_binary;
     x->kind = EXEC_BINARY;
     return 0;

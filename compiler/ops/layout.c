@@ -504,7 +504,6 @@ int oqc_prep_transpose(OqcExec *e, int node, OqcDiag *d) {
     ExecNode *x = &e->nodes[node];
     const OqcTensor *in0 = &e->g->tensors[n->in[0]];
     (void)d;
-    (void)node;
     const int64_t *perm;
     int np = oqc_attr_ints(n, "perm", &perm);
     for (int i = 0; i < in0->shape.rank; i++)
@@ -557,7 +556,6 @@ int oqc_prep_gather(OqcExec *e, int node, OqcDiag *d) {
     ExecNode *x = &e->nodes[node];
     const OqcTensor *in0 = &e->g->tensors[n->in[0]];
     (void)d;
-    (void)node;
     x->axis = (int)oqc_attr_int(n, "axis", 0);
     if (x->axis < 0)
         x->axis += in0->shape.rank;
@@ -591,7 +589,6 @@ int oqc_prep_dropout(OqcExec *e, int node, OqcDiag *d) {
 int oqc_prep_identity(OqcExec *e, int node, OqcDiag *d) {
     ExecNode *x = &e->nodes[node];
     (void)d;
-    (void)node;
     x->run = NULL; /* views: no work */
     x->kind = EXEC_NONE;
     return 0;

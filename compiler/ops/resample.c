@@ -118,7 +118,6 @@ static int run_resize(OqcExec *e, int node) {
 int oqc_prep_tile(OqcExec *e, int node, OqcDiag *d) {
     ExecNode *x = &e->nodes[node];
     (void)d;
-    (void)node;
     x->run = run_tile;
     x->kind = EXEC_TILE;
     return 0;
@@ -130,7 +129,6 @@ int oqc_prep_depth_to_space(OqcExec *e, int node, OqcDiag *d) {
     ExecNode *x = &e->nodes[node];
     const OqcTensor *in0 = &e->g->tensors[n->in[0]];
     (void)d;
-    (void)node;
     space_depth_view(n, &in0->shape, &x->view, x->perm);
     x->run = run_space_depth;
     x->kind = EXEC_SPACE_DEPTH;
