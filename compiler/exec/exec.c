@@ -18,6 +18,30 @@
 #include "exec_int.h"
 
 
+/* Prepares node `node`: nothing for a node whose outputs are all empty, an INT8 node
+ * through exec_q.c, any other through its op family (compiler/ops/). */
+static int prepare(OqcExec *e, int node, OqcDiag *d) {
+    const OqcGraph *g = e->g;
+    const OqcNode *n = &g->nodes[node];
+    ExecNode *x = &e->nodes[node];
+    /* A node whose outputs all have no elements computes nothing: no kernel is prepared
+     * (its geometry may divide by a zero extent) and none runs (EXEC_NONE, which the C
+     * emitter skips too).  Shape inference has refused the cases where empty inputs
+     * would have to make a non-empty output. */
+    int empty = n->nout > 0;
+    for (int k = 0; k < n->nout; k++)
+        if (n->out[k] >= 0 && oqc_shape_numel(&g->tensors[n->out[k]].shape) != 0)
+            empty = 0;
+    if (empty) {
+        x->run = NULL;
+        x->kind = EXEC_NONE;
+        return 0;
+    }
+    if (n->q)   /* an INT8 node: exec_q.c */
+        return oqc_exec_prepare_q(e, node, d);
+    return oqc_op_prepare(e, node, d);
+}
+
 OqcExec *oqc_exec_new(OqcGraph *g, int nthreads, OqcDiag *d) {
     if (oqc_check_supported(g, d) < 0)
         return NULL;
@@ -46,7 +70,7 @@ OqcExec *oqc_exec_new(OqcGraph *g, int nthreads, OqcDiag *d) {
     }
     int rc = 0;
     for (int i = 0; i < g->nnodes; i++) {
-        if (oqc_exec_prepare(e, i, d) < 0) {
+        if (prepare(e, i, d) < 0) {
             rc = -1;
             continue;
         }
@@ -193,7 +217,7 @@ int oqc_exec_fold_node(OqcGraph *g, int node, OqcDiag *d) {
     e.ptr = calloc((size_t)g->ntensors, sizeof *e.ptr);
     if (!e.nodes || !e.ptr)
         oqc_panic(__FILE__, __LINE__, "out of memory");
-    int rc = oqc_exec_prepare(&e, node, d);
+    int rc = prepare(&e, node, d);
     if (rc == 0 && e.nodes[node].scratch && !(e.scratch = malloc(e.nodes[node].scratch)))
         oqc_panic(__FILE__, __LINE__, "out of memory");
     e.scratch_bytes = e.nodes[node].scratch;

@@ -22,12 +22,8 @@ size_t oqc_memplan(OqcLive *bufs, int n, size_t align);
 
 /* ====================================================================== exec.c */
 
-/* The FP32 executor: runs the graph in topological order over one planned arena in
- * which dead tensors' memory is reused; reshapes are views. */
-typedef struct OqcExec OqcExec;
-
-/* Called after a node runs, once per output tensor, with its data (calibration). */
-typedef void (*OqcTensorHook)(void *ctx, const OqcGraph *g, int tensor, const void *data);
+/* The FP32 executor (OqcExec, ops.h): runs the graph in topological order over one
+ * planned arena in which dead tensors' memory is reused; reshapes are views. */
 
 /* Plans buffers and kernels for a shape-inferred graph; nthreads >= 1. */
 OqcExec *oqc_exec_new(OqcGraph *g, int nthreads, OqcDiag *d);

@@ -11,8 +11,8 @@
  * Reshape at the end of such a chain has a static shape.
  *
  * This file is the machinery: the visit, which nodes are ready, the size limit, value
- * propagation.  The rule of each op is in shape_ops.c (the per-node context both
- * share: shape_int.h). */
+ * propagation.  The rule of each op is in its family's file in compiler/ops/, found
+ * through oqc_shape_fns (the per-node context both share: ops_shape.h). */
 #include "shape_int.h"
 
 #include <inttypes.h>

@@ -3,7 +3,7 @@
 #ifndef OQC_SHAPE_H
 #define OQC_SHAPE_H
 
-#include "ir.h"
+#include "ops.h"
 
 /* ===================================================================== shape.c */
 

@@ -1334,6 +1334,18 @@ def _(b):
     b.node("Conv", [r, b.randw("W2", [4, 4, 1, 1], 0.5)], "y")
     b.out("y", [1, 4, 6, 6])
 
+@model("lut_sin")
+def _(b):
+    # Sin between two convs: an element-wise function of one tensor, so INT8 runs it as a
+    # 256-entry table (oqci_lut) with no code of its own in passes/
+    b.inp("x", [1, 3, 6, 6])
+    c = b.node("Conv", ["x", b.randw("W", [4, 3, 3, 3], 0.4), b.randw("B", [4], 0.1)], "c",
+               pads=[1, 1, 1, 1])
+    s = b.node("Sin", [c], "s")
+    b.node("Conv", [s, b.randw("W2", [4, 4, 1, 1], 0.5)], "y")
+    b.out("y", [1, 4, 6, 6])
+
+
 # -----------------------------------------------------------------------------
 # Models whose opset is newer than onnx 1.12's checker knows (shape inference still runs).
 UNCHECKED = {"reduce_mean_opset18"}

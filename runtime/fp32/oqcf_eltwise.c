@@ -146,35 +146,21 @@ OqcfStatus oqcf_tanh(const float *x, float *y, int64_t n) {
     return OQCF_OK;
 }
 
-/* One element of oqcf_unary's op (alpha, beta: the op's attributes, see oqcf_tensor.h).
- * Every branch keeps NaN: it is computed by the libm function or passes through. */
+/* One element of oqcf_unary's op (alpha, beta: the op's attributes): the values of
+ * OQCF_UNARY_OPS in oqcf_tensor.h. */
 static inline float unary1(OqcfUnaryOp op, float v, float alpha, float beta) {
     switch (op) {
-    case OQCF_UN_ABS: return fabsf(v);
-    case OQCF_UN_NEG: return -v;
-    case OQCF_UN_EXP: return expf(v);
-    case OQCF_UN_LOG: return logf(v);
-    case OQCF_UN_SQRT: return sqrtf(v);
-    case OQCF_UN_ERF: return erff(v);
-    case OQCF_UN_RECIPROCAL: return 1.0f / v;
-    case OQCF_UN_FLOOR: return floorf(v);
-    case OQCF_UN_CEIL: return ceilf(v);
-    case OQCF_UN_SIGN: return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : v;   /* 0, -0, NaN kept */
-    case OQCF_UN_SOFTSIGN: return v / (1.0f + fabsf(v));
-    /* log(1 + e^v) = max(v, 0) + log1p(e^-|v|): no overflow for large |v| */
-    case OQCF_UN_SOFTPLUS: return (v > 0.0f ? v : 0.0f) + log1pf(expf(-fabsf(v)));
-    case OQCF_UN_ELU: return v < 0.0f ? alpha * expm1f(v) : v;
-    case OQCF_UN_CELU: return v < 0.0f ? alpha * expm1f(v / alpha) : v;
-    case OQCF_UN_SELU: return v <= 0.0f ? beta * (alpha * expm1f(v)) : beta * v;
-    case OQCF_UN_THRESHOLDED_RELU: return v > alpha ? v : v != v ? v : 0.0f;
-    case OQCF_UN_HARD_SWISH: return v * clip1(v * (1.0f / 6.0f) + 0.5f, 0.0f, 1.0f);
+#define UNARY_CASE(name, value) case OQCF_UN_##name: return value;
+    OQCF_UNARY_OPS(UNARY_CASE)
+#undef UNARY_CASE
+    case OQCF_UN_COUNT: break;
     }
     return v;
 }
 
 OqcfStatus oqcf_unary(OqcfUnaryOp op, const float *x, float *y, int64_t n, float alpha,
                       float beta) {
-    if (!unary_args_ok(x, y, n) || (unsigned)op > OQCF_UN_HARD_SWISH)
+    if (!unary_args_ok(x, y, n) || (unsigned)op >= OQCF_UN_COUNT)
         return OQCF_EINVAL;
     for (int64_t i = 0; i < n; i++)
         y[i] = unary1(op, x[i], alpha, beta);

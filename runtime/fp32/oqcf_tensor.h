@@ -46,19 +46,39 @@ OqcfStatus oqcf_hard_sigmoid(const float *x, float *y, int64_t n, float alpha,
                              float beta);        /* max(0, min(1, alpha * x + beta)) */
 OqcfStatus oqcf_tanh(const float *x, float *y, int64_t n);
 
-/* The other unary float ops, by name: y = op(x), alpha and beta their attributes. */
+/* The other unary float ops, by name: y = op(x), alpha and beta their attributes.
+ * OQCF_UNARY_OPS(X) is their list, one X(NAME, value) each: NAME gives the enum value
+ * OQCF_UN_NAME, value is y for an element v (oqcf_eltwise.c's switch, with its clip1;
+ * every value keeps NaN). Emitted code names the enum values: new ones go at the end. */
+#define OQCF_UNARY_OPS(X)                                                                 \
+    X(ABS, fabsf(v))                                                                      \
+    X(NEG, -v)                                                                            \
+    X(EXP, expf(v))                                                                       \
+    X(LOG, logf(v))                                                                       \
+    X(SQRT, sqrtf(v))                                                                     \
+    X(ERF, erff(v))                                                                       \
+    X(RECIPROCAL, 1.0f / v)                                                               \
+    X(FLOOR, floorf(v))                                                                   \
+    X(CEIL, ceilf(v))                                                                     \
+    /* -1, 0 or 1; 0, -0 and NaN kept */                                                  \
+    X(SIGN, v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : v)                                        \
+    X(SOFTSIGN, v / (1.0f + fabsf(v)))                                                    \
+    /* log(1 + e^v) = max(v, 0) + log1p(e^-|v|): no overflow for large |v| */             \
+    X(SOFTPLUS, (v > 0.0f ? v : 0.0f) + log1pf(expf(-fabsf(v))))                          \
+    X(ELU, v < 0.0f ? alpha * expm1f(v) : v)                                              \
+    X(CELU, v < 0.0f ? alpha * expm1f(v / alpha) : v)                                     \
+    /* beta is Selu's gamma */                                                            \
+    X(SELU, v <= 0.0f ? beta * (alpha * expm1f(v)) : beta * v)                            \
+    X(THRESHOLDED_RELU, v > alpha ? v : v != v ? v : 0.0f)                                \
+    /* x * max(0, min(1, x / 6 + 1 / 2)) */                                               \
+    X(HARD_SWISH, v * clip1(v * (1.0f / 6.0f) + 0.5f, 0.0f, 1.0f))                       \
+    X(SIN, sinf(v))
+
 typedef enum OqcfUnaryOp {
-    OQCF_UN_ABS, OQCF_UN_NEG, OQCF_UN_EXP, OQCF_UN_LOG, OQCF_UN_SQRT, OQCF_UN_ERF,
-    OQCF_UN_RECIPROCAL,        /* 1 / x */
-    OQCF_UN_FLOOR, OQCF_UN_CEIL,
-    OQCF_UN_SIGN,              /* -1, 0 or 1 (0 and -0 kept) */
-    OQCF_UN_SOFTSIGN,          /* x / (1 + |x|) */
-    OQCF_UN_SOFTPLUS,          /* log(1 + e^x) */
-    OQCF_UN_ELU,               /* x < 0 ? alpha * (e^x - 1) : x */
-    OQCF_UN_CELU,              /* x < 0 ? alpha * (e^(x / alpha) - 1) : x */
-    OQCF_UN_SELU,              /* beta * (x <= 0 ? alpha * (e^x - 1) : x) (beta: gamma) */
-    OQCF_UN_THRESHOLDED_RELU,  /* x > alpha ? x : 0 */
-    OQCF_UN_HARD_SWISH,        /* x * max(0, min(1, x / 6 + 1 / 2)) */
+#define OQCF_UNARY_ENUM_(name, value) OQCF_UN_##name,
+    OQCF_UNARY_OPS(OQCF_UNARY_ENUM_)
+#undef OQCF_UNARY_ENUM_
+    OQCF_UN_COUNT   /* the number of ops (not an op) */
 } OqcfUnaryOp;
 OqcfStatus oqcf_unary(OqcfUnaryOp op, const float *x, float *y, int64_t n, float alpha,
                       float beta);

@@ -14,7 +14,10 @@
 #     broadcast per channel, and a same-shape product) runs in INT8 (oqci_mul) with an
 #     output SQNR of at least 25 dB (test_quantize's floor for INT8 against float; the
 #     float-island form, --fp32-nodes, is printed too: its convs keep their int32
-#     accumulators, so it is slightly better), and the emitted C gives eval's bits.
+#     accumulators, so it is slightly better), and the emitted C gives eval's bits;
+#   - Sin (models/tiny/lut_sin.onnx), an op added as one OQC_UNARY row of ops.def and
+#     one OQCF_UNARY_OPS entry with no code in passes/, is a table too: nothing stays
+#     float, output SQNR at least 25 dB (the floor above), emitted C gives eval's bits.
 . tests/cli/lib.sh
 only_config default
 FLAGS="-std=c99 -O2 -Wall -Wextra -Werror -pedantic -ffp-contract=off"
@@ -89,4 +92,22 @@ for r in float fixed; do
         ok "se_block, $r: emitted C (gcc -pedantic) bit-identical with oqc eval" ||
         fail "se_block, $r: $(head -3 "$TMP/cc.log")"
 done
+
+L=models/tiny/lut_sin.onnx
+"$OQC" eval $L --data "$TMP/in6.npy" --calib "$TMP/in6.npy" -v --save-int8 "$TMP/sin_e.npy" \
+    > "$TMP/sin_v.txt" 2>&1 || fail "lut_sin: eval"
+grep -q "'Sin_1' (Sin): a 256-entry table of 'c' replaces 1 node(s)" "$TMP/sin_v.txt" &&
+    grep -q "tables 1 of 1 nodes, views 0), 0 float" "$TMP/sin_v.txt" &&
+    ok "Sin is an INT8 table, nothing stays float" ||
+    fail "lut_sin: $(grep 'nodes INT8' "$TMP/sin_v.txt")"
+s8=$(sed -n "s/^output 'y': SQNR \([-0-9.]*\) dB.*/\1/p" "$TMP/sin_v.txt")
+awk -v a="$s8" 'BEGIN { exit !(a != "" && a >= 25) }' &&
+    ok "lut_sin: INT8 output SQNR $s8 dB >= 25" || fail "lut_sin: INT8 SQNR $s8 dB < 25"
+"$OQC" compile $L -o "$TMP/sin_c" --name sn --calib "$TMP/in6.npy" -q || fail "lut_sin: compile"
+grep -q "oqci_lut(" "$TMP/sin_c/sn.c" && gcc $FLAGS -I "$TMP/sin_c" -DOQC_MODEL_HEADER='"sn.h"' \
+    -DOQC_MODEL_PREFIX=sn tests/emit/emitted_main.c "$TMP/sin_c"/*.c -lm -o "$TMP/run_sn" \
+    2> "$TMP/cc.log" && "$TMP/run_sn" "$TMP/in6.npy" "$TMP/sin_o.npy" > /dev/null &&
+    same_data "$TMP/sin_o.npy" "$TMP/sin_e.npy" &&
+    ok "lut_sin: emitted C calls oqci_lut and is bit-identical with oqc eval" ||
+    fail "lut_sin: emitted C: $(head -3 "$TMP/cc.log")"
 finish
