@@ -196,7 +196,7 @@ OqcGraph *oqc_cli_rebatched(const Opts *o, int no_quantize, OqcDiag *d) {
     return gb;
 }
 
-/* The thresholds build_int8 lowers g with, into co: --table's and --calib's.  When the
+/* The thresholds oqc_cli_build_int8 lowers g with, into co: --table's and --calib's.  When the
  * options search mixed precision, save the table or keep what the sensitivity analysis
  * needs (keep), calibration runs first and co then carries its thresholds as a table;
  * cfg->fp32_nodes receives the layers kept float. */
