@@ -21,7 +21,7 @@
  * Per INT8 Conv/Gemm/MatMul:
  *   weights int8, per output channel, scale max|W[k]|/127 (1 for an all-zero channel;
  *   max|W[k]|/(2^(b-1) - 1) with --weight-bits b),
- *   rounded half away from zero, exactly as oqc_quant_build_conv (passes/quantize_params.c),
+ *   rounded half away from zero, exactly as oqc_quant_build_conv (passes/quantize_conv.c),
  *   behind a DequantizeLinear with axis = the output-channel axis and int8 zero points 0;
  *   bias int32 = round(b[k] / (s_in * s_w[k])) (the very integers oqc adds to its
  *   accumulators) behind a DequantizeLinear at scale s_in * s_w[k]: ONNX Runtime fuses

@@ -1,6 +1,6 @@
 /* qdq_weights.c - the integer weights and biases `oqc export-qdq` writes for an INT8
  * Conv/Gemm/MatMul, quantized exactly as pass quantize quantizes them
- * (oqc_quant_build_conv, passes/quantize_params.c): per output channel, rounded half
+ * (oqc_quant_build_conv, passes/quantize_conv.c): per output channel, rounded half
  * away from zero, Gemm's alpha and beta folded in. */
 #include "qdq_weights.h"
 

@@ -2,7 +2,7 @@
  * parameters, and the IR's geometry helpers and dumps.
  *
  * Each layer of compiler/ has one header that includes the one below it (base.h <
- * ir.h < shape.h < exec.h / frontend.h < calib.h < passes.h < backend.h), organised as
+ * ir.h < ops.h < shape.h < exec.h / frontend.h < calib.h < passes.h < backend.h), organised as
  * one banner per source file listing what that file exports (chibicc style); see
  * docs/architecture.md.  The public API for library users is oqc.h.
  *
