@@ -404,11 +404,12 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {
     isa = oqci_conv_isa();
     (void)isa;
 #if HAVE_AVX2
-    if (oqci_isa_x86(isa) >= OQC_X86_AVX2) {
+    int level = oqci_isa_x86(isa);   /* the table's x86 column, looked up once */
+    if (level >= OQC_X86_AVX2) {
         int64_t npix = (int64_t)p->batch * p->out_h * p->out_w;
         /* AVX-512 kernels; with VBMI (the AMX CPUs have it) */
-        int z = oqci_isa_x86(isa) >= OQC_X86_AVX512;
-        int vb = oqci_isa_x86(isa) >= OQC_X86_VBMI;
+        int z = level >= OQC_X86_AVX512;
+        int vb = level >= OQC_X86_VBMI;
         const Family *f = p->wpair16 ? &oqcik_family_avx2n : &oqcik_family_avx2;
 #ifndef OQCI_NO_FLOAT   /* (integer-only builds: depthwise goes through the GEMM) */
         if (is_dw(p)) {
