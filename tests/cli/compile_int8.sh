@@ -30,7 +30,7 @@ mknpy "$N, 1, 28, 28" $D/test_1000.npy "$TMP/in.npy"
 build() {
     cc=$1 out=$2 dir=$3 name=$4
     shift 4
-    $cc $FLAGS "$@" -I "$dir" -DOQC_MODEL_HEADER="\"$name.h\"" -DOQC_MODEL_PREFIX="$name" \
+    cc_cached $cc $FLAGS "$@" -I "$dir" -DOQC_MODEL_HEADER="\"$name.h\"" -DOQC_MODEL_PREFIX="$name" \
         $DRIVER "$dir"/*.c -lm -o "$out" 2>"$TMP/cc.log"
 }
 
@@ -78,7 +78,7 @@ for t in $tgs; do
     "$OQC" compile "$M" -o "$TMP/tg_$t" --name fashion --calib $D/calib_500.npy --requant fixed \
         --target $t -q
     tf=$(sed -n 's/^fashion_CFLAGS := //p' "$TMP/tg_$t/fashion.mk")
-    gcc $tf -Wall -Wextra -Werror -pedantic -I "$TMP/tg_$t" -DOQC_MODEL_HEADER='"fashion.h"' \
+    cc_cached gcc $tf -Wall -Wextra -Werror -pedantic -I "$TMP/tg_$t" -DOQC_MODEL_HEADER='"fashion.h"' \
         -DOQC_MODEL_PREFIX=fashion $DRIVER "$TMP/tg_$t"/*.c -lm -o "$TMP/run_tg" 2>"$TMP/cc.log" &&
         "$TMP/run_tg" "$TMP/in.npy" "$TMP/out_tg.npy" >/dev/null &&
         same_data "$TMP/out_tg.npy" "$TMP/eval_fixed.npy" &&
@@ -105,7 +105,7 @@ for t in $tgs; do
     [ "$wmax" = 63 ] && ok "--weight-bits 7: weights reach and stay within +-63" ||
         fail "--weight-bits 7: largest |weight| $wmax"
     tf=$(sed -n 's/^fashion_CFLAGS := //p' "$TMP/w7_$t/fashion.mk")
-    gcc $tf -Wall -Wextra -Werror -pedantic -I "$TMP/w7_$t" -DOQC_MODEL_HEADER='"fashion.h"' \
+    cc_cached gcc $tf -Wall -Wextra -Werror -pedantic -I "$TMP/w7_$t" -DOQC_MODEL_HEADER='"fashion.h"' \
         -DOQC_MODEL_PREFIX=fashion $DRIVER "$TMP/w7_$t"/*.c -lm -o "$TMP/run_w7" 2>"$TMP/cc.log" &&
         "$TMP/run_w7" "$TMP/in.npy" "$TMP/out_w7.npy" >/dev/null &&
         same_data "$TMP/out_w7.npy" "$TMP/eval_w7.npy" &&
@@ -164,13 +164,13 @@ int main(void) {
 EOF
 O="$TMP/f_fixed"
 cp "$TMP/in.npy" "$O/../in.npy" 2>/dev/null
-gcc $FLAGS -I "$O" "$TMP/int8io.c" "$O"/*.c -lm -o "$TMP/int8io" 2>"$TMP/cc.log" &&
+cc_cached gcc $FLAGS -I "$O" "$TMP/int8io.c" "$O"/*.c -lm -o "$TMP/int8io" 2>"$TMP/cc.log" &&
     (cd "$TMP" && ./int8io >/dev/null) &&
     ok "fashion_run_int8: the nearest 8-bit step of fashion_run's outputs" ||
     fail "integer I/O: $(head -n 3 "$TMP/cc.log")"
 
 # Sanitizers (one build, the fixed model).
-if gcc $FLAGS -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I "$O" \
+if cc_cached gcc $FLAGS -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I "$O" \
         -DOQC_MODEL_HEADER='"fashion.h"' -DOQC_MODEL_PREFIX=fashion $DRIVER "$O"/*.c -lm \
         -o "$TMP/run_san" 2>"$TMP/cc.log"; then
     "$TMP/run_san" "$TMP/in.npy" "$TMP/out_san.npy" 10 >/dev/null 2>"$TMP/san.log" &&
@@ -264,7 +264,7 @@ void t_end(int i, const char *name, const char *op, long long macs) {
 EOF
     O="$TMP/f_fixed"
     mknpy "1, 1, 28, 28" $D/test_1000.npy "$TMP/in1.npy"
-    if gcc $FLAGS -I "$O" -I "$TMP" -DOQC_LAYER_HOOKS='"hooks.h"' -DOQC_MODEL_HEADER='"fashion.h"' \
+    if cc_cached gcc $FLAGS -I "$O" -I "$TMP" -DOQC_LAYER_HOOKS='"hooks.h"' -DOQC_MODEL_HEADER='"fashion.h"' \
             -DOQC_MODEL_PREFIX=fashion $DRIVER "$O"/*.c "$TMP/hooks.c" -lm -o "$TMP/run_hooks" \
             2>"$TMP/cc.log" && "$TMP/run_hooks" "$TMP/in1.npy" "$TMP/out_hooks.npy" >"$TMP/hooks.out"; then
         # (the driver runs sample 0 twice: distinct layers)
@@ -340,7 +340,7 @@ if [ "${OQC_CONFIG:-default}" = default ]; then
             for f in "$TMP/q_$m"/oqc*.c; do
                 tail -n +2 "$f" | cmp -s - "$(rt_src "$f")" || echo "$f" >>"$TMP/err"
             done &&
-            gcc $FLAGS -I "$TMP/q_$m" -DOQC_MODEL_HEADER='"t.h"' -DOQC_MODEL_PREFIX=t $DRIVER \
+            cc_cached gcc $FLAGS -I "$TMP/q_$m" -DOQC_MODEL_HEADER='"t.h"' -DOQC_MODEL_PREFIX=t $DRIVER \
                 "$TMP/q_$m"/t*.c "$TMP"/rt/*.o -lm -o "$TMP/run_$m" 2>"$TMP/cc.log" &&
             "$TMP/run_$m" "$TMP/in_$m.npy" "$TMP/out_$m.npy" >/dev/null &&
             same_data "$TMP/out_$m.npy" "$TMP/ev_$m.npy" && nt=$((nt + 1)) ||

@@ -30,7 +30,7 @@ mknpy "100, 1, 28, 28" $D/test_1000.npy "$TMP/in.npy"
 build() {
     out=$1 dir=$2
     shift 2
-    gcc $FLAGS "$@" -I "$dir" -DOQC_MODEL_HEADER='"m.h"' -DOQC_MODEL_PREFIX=m \
+    cc_cached gcc $FLAGS "$@" -I "$dir" -DOQC_MODEL_HEADER='"m.h"' -DOQC_MODEL_PREFIX=m \
         $DRIVER "$dir"/*.c -lm -o "$out" 2>"$TMP/cc.log"
 }
 
@@ -92,7 +92,7 @@ if [ "${OQC_CONFIG:-default}" = default ]; then
         shift 2
         cmp -s "$d/m_weights.c" "$d1/m_weights.c" || { echo "m_weights.c differs" >"$TMP/cc.log"; return 1; }
         [ -e "$d1/w.o" ] || gcc $FLAGS -c "$d1/m_weights.c" -o "$d1/w.o" 2>"$TMP/cc.log" || return 1
-        gcc $FLAGS "$@" -I "$d" -DOQC_MODEL_HEADER='"m.h"' -DOQC_MODEL_PREFIX=m $DRIVER \
+        cc_cached gcc $FLAGS "$@" -I "$d" -DOQC_MODEL_HEADER='"m.h"' -DOQC_MODEL_PREFIX=m $DRIVER \
             $(ls "$d"/*.c | grep -v m_weights.c) "$d1/w.o" -lm -o "$TMP/run" 2>"$TMP/cc.log"
     }
     for prec in int8 fp32; do

@@ -51,7 +51,7 @@ for r in float fixed; do
     grep -q "oqci_lut(" "$TMP/c_$r/lut.c" && ok "$r: the emitted code calls oqci_lut" ||
         fail "$r: no oqci_lut call"
     for cc in $ccs; do
-        $cc $FLAGS -I "$TMP/c_$r" -DOQC_MODEL_HEADER='"lut.h"' -DOQC_MODEL_PREFIX=lut \
+        cc_cached $cc $FLAGS -I "$TMP/c_$r" -DOQC_MODEL_HEADER='"lut.h"' -DOQC_MODEL_PREFIX=lut \
             tests/emit/emitted_main.c "$TMP/c_$r"/*.c -lm -o "$TMP/run" 2> "$TMP/cc.log" ||
             { fail "$cc, $r: build: $(head -3 "$TMP/cc.log")"; continue; }
         "$TMP/run" "$TMP/in.npy" "$TMP/o.npy" > /dev/null &&
@@ -85,7 +85,7 @@ for r in float fixed; do
         --save-int8 "$TMP/se_$r.npy" -q > /dev/null || fail "se_block: eval ($r)"
     "$OQC" compile $S -o "$TMP/s_$r" --name se --calib "$TMP/se.npy" --method max --requant $r -q ||
         fail "se_block: compile ($r)"
-    gcc $FLAGS -I "$TMP/s_$r" -DOQC_MODEL_HEADER='"se.h"' -DOQC_MODEL_PREFIX=se \
+    cc_cached gcc $FLAGS -I "$TMP/s_$r" -DOQC_MODEL_HEADER='"se.h"' -DOQC_MODEL_PREFIX=se \
         tests/emit/emitted_main.c "$TMP/s_$r"/*.c -lm -o "$TMP/run_se" 2> "$TMP/cc.log" &&
         "$TMP/run_se" "$TMP/se.npy" "$TMP/se_o.npy" > /dev/null &&
         same_data "$TMP/se_o.npy" "$TMP/se_$r.npy" &&
@@ -104,7 +104,7 @@ s8=$(sed -n "s/^output 'y': SQNR \([-0-9.]*\) dB.*/\1/p" "$TMP/sin_v.txt")
 awk -v a="$s8" 'BEGIN { exit !(a != "" && a >= 25) }' &&
     ok "lut_sin: INT8 output SQNR $s8 dB >= 25" || fail "lut_sin: INT8 SQNR $s8 dB < 25"
 "$OQC" compile $L -o "$TMP/sin_c" --name sn --calib "$TMP/in6.npy" -q || fail "lut_sin: compile"
-grep -q "oqci_lut(" "$TMP/sin_c/sn.c" && gcc $FLAGS -I "$TMP/sin_c" -DOQC_MODEL_HEADER='"sn.h"' \
+grep -q "oqci_lut(" "$TMP/sin_c/sn.c" && cc_cached gcc $FLAGS -I "$TMP/sin_c" -DOQC_MODEL_HEADER='"sn.h"' \
     -DOQC_MODEL_PREFIX=sn tests/emit/emitted_main.c "$TMP/sin_c"/*.c -lm -o "$TMP/run_sn" \
     2> "$TMP/cc.log" && "$TMP/run_sn" "$TMP/in6.npy" "$TMP/sin_o.npy" > /dev/null &&
     same_data "$TMP/sin_o.npy" "$TMP/sin_e.npy" &&

@@ -86,7 +86,7 @@ for r in float fixed; do
     "$OQC" compile $M -o "$TMP/e_$r" --name fmix --table "$TMP/mp.xml" --requant $r -q &&
     "$OQC" eval $M --data "$TMP/val.npy" --table "$TMP/mp.xml" --requant $r \
         --save-int8 "$TMP/ev_$r.npy" -q >/dev/null &&
-    cc -std=c99 -O2 -Wall -Wextra -Werror -pedantic -ffp-contract=off -I "$TMP/e_$r" \
+    cc_cached cc -std=c99 -O2 -Wall -Wextra -Werror -pedantic -ffp-contract=off -I "$TMP/e_$r" \
         -DOQC_MODEL_HEADER='"fmix.h"' -DOQC_MODEL_PREFIX=fmix tests/emit/emitted_main.c \
         "$TMP/e_$r"/*.c -lm -o "$TMP/run_$r" 2>"$TMP/cc.log" &&
     "$TMP/run_$r" "$TMP/val.npy" "$TMP/out_$r.npy" >/dev/null &&

@@ -34,7 +34,7 @@ u8_case() {
         { fail "$label: no m_run_u8 in m.h"; return; }
     "$IT" "$spec" "$shape" "$d/x.npy" $IMGS && "$IT" "$geom" "$shape" "$d/px.npy" $IMGS ||
         { fail "$label: image_tensor"; return; }
-    if ! gcc $FLAGS -DOQC_TEST_U8 -I "$d" -DOQC_MODEL_HEADER='"m.h"' -DOQC_MODEL_PREFIX=m \
+    if ! cc_cached gcc $FLAGS -DOQC_TEST_U8 -I "$d" -DOQC_MODEL_HEADER='"m.h"' -DOQC_MODEL_PREFIX=m \
             tests/emit/emitted_main.c "$d"/*.c -lm -o "$d/run" 2>"$TMP/cc.log"; then
         fail "$label: build: $(head -n 5 "$TMP/cc.log")"; return
     fi
@@ -94,7 +94,7 @@ u8_case rgb-fixed "$TMP/rgb.xml" 1x3x8x8 'resize=8,crop=8,scale=1/255,mean=0.5,s
 
 # Under AddressSanitizer + UBSan (the arena of exactly m_ARENA_BYTES): no overrun
 d="$TMP/rgb-nhwc"
-if gcc $FLAGS -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -DOQC_TEST_U8 -I "$d" \
+if cc_cached gcc $FLAGS -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -DOQC_TEST_U8 -I "$d" \
         -DOQC_MODEL_HEADER='"m.h"' -DOQC_MODEL_PREFIX=m tests/emit/emitted_main.c "$d"/*.c -lm \
         -o "$d/run_san" 2>"$TMP/cc.log"; then
     "$d/run_san" "$d/x.npy" "$d/out.npy" "$d/px.npy" "$d/out_u8.npy" >/dev/null 2>"$TMP/err" &&
@@ -107,7 +107,7 @@ fi
 d="$TMP/gray"
 "$OQC" compile models/fashion/fashion_cnn.onnx --calib "$TMP/imgs" -o "$TMP/off" --name m -q \
     --preprocess 'resize=28x28,scale=1/255,mean=0.2861,std=0.3530,color=gray' &&
-    gcc $FLAGS -DOQC_TEST_U8 -I "$TMP/off" -DOQC_MODEL_HEADER='"m.h"' -DOQC_MODEL_PREFIX=m \
+    cc_cached gcc $FLAGS -DOQC_TEST_U8 -I "$TMP/off" -DOQC_MODEL_HEADER='"m.h"' -DOQC_MODEL_PREFIX=m \
         tests/emit/emitted_main.c "$TMP/off"/*.c -lm -o "$TMP/off/run" &&
     if "$TMP/off/run" "$d/x.npy" "$d/out.npy" "$d/px.npy" "$d/out_u8.npy" >/dev/null 2>&1; then
         fail "run_u8 with mean 0.2861 passed against mean 0.2860 (the check is dead)"
