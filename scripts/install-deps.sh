@@ -2,7 +2,37 @@
 # install-deps.sh - make sure the Debian packages oqc builds and tests with are present.
 # Installs the missing ones with apt-get when run as root; otherwise names them and fails.
 # Usage: scripts/install-deps.sh [extra-package ...]
+#        scripts/install-deps.sh --arm64
+# --arm64 (run by `make check` only): the arm64 builds of the libraries oqc links, which
+# tests/cli/reproducible_aarch64.sh cross-builds an aarch64 oqc against (run under
+# qemu-user).  It adds arm64 to dpkg's foreign architectures (Debian multiarch) when it
+# is not there yet, which is why no other target asks for it.
 set -u
+if [ "${1:-}" = --arm64 ]; then
+    arm="libprotobuf-c-dev:arm64 libxml2-dev:arm64 libjpeg62-turbo-dev:arm64 libpng-dev:arm64"
+    missing=""
+    for p in $arm; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+            missing="$missing $p"
+    done
+    [ -z "$missing" ] && exit 0
+    if [ "$(id -u)" != 0 ]; then
+        echo "oqc: missing Debian packages (arm64 multiarch):$missing" >&2
+        echo "oqc: install them with: sudo dpkg --add-architecture arm64 && sudo apt-get update && sudo apt-get install$missing" >&2
+        exit 1
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+        echo "oqc: adding arm64 to dpkg's foreign architectures (for the aarch64 test build)" >&2
+        dpkg --add-architecture arm64 || { echo "oqc: dpkg --add-architecture arm64 failed" >&2; exit 1; }
+    fi
+    echo "oqc: installing missing Debian packages:$missing" >&2
+    apt-get update -q >&2 || { echo "oqc: apt-get update failed" >&2; exit 1; }
+    # shellcheck disable=SC2086
+    apt-get install -y -q --no-install-recommends $missing >&2 ||
+        { echo "oqc: apt-get install$missing failed" >&2; exit 1; }
+    exit 0
+fi
 # chromium renders the calibration report (tests/cli/report_render.sh), python3-onnx
 # runs onnx.checker on export-qdq output (tests/cli/export_qdq.sh): both must run in CI;
 # libjpeg-turbo and libpng decode image data (compiler/frontend/image_io.c); cmake, ninja-build

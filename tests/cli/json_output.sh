@@ -7,7 +7,8 @@
 #     (INT8) and eval, on 4 samples of their input shape cut from squeezenet's image data
 #     (the devset networks on their own data and tables, the Fashion CNN on its own);
 #   - bench builds and runs the emitted code (seconds per model): on the Fashion CNN
-#     (INT8 and FP32), two tiny models and resnet32 with its table;
+#     (INT8 and FP32), two tiny models and resnet32 with its table (every bundled model:
+#     json_bench.sh);
 #   - the document holds the same facts as the text (Fashion CNN: nodes, arena, files,
 #     tensors, samples, agreement, accuracy, latency compared with the text lines);
 #   - with --json the text goes to standard error; with -q nothing does;

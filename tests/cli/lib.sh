@@ -17,60 +17,9 @@ unset MAKEFLAGS MFLAGS MAKELEVEL
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-# cc_cached CC ARG...: the same as `CC ARG...` for a compile-and-link of C sources
-# (`gcc $FLAGS -I d a.c b.c -lm -o prog`), but each .c is compiled on its own and its
-# object kept in $OQC_OBJCACHE (default build/objcache, shared by the three
-# configurations of make check) under the hash of: the compiler and its version, the
-# flags but -I (what they find is in the text), and the source's preprocessed text with
-# the folders taken out of its line markers and the test's $TMP path replaced (both
-# differ per model and per run; file names, line numbers and contents stay in).  The
-# runtime copies emitted next to every model are the same files, so they compile once
-# per make check instead of once per model and configuration (about 10 s of gcc -O2
-# each time).  A hit is the object this compiler makes from the same preprocessed text
-# with the same flags (only folder names in debug information can differ); the
-# compiler's messages are kept with it and printed again.  A failed compile is not
-# kept.  Arguments must hold no blanks (paths under $TMP and the repository).
-OQC_OBJCACHE=${OQC_OBJCACHE:-build/objcache}
-cc_cached() {
-    _cc=$1
-    shift
-    _fl="" _kfl="" _src="" _lk="" _out=a.out
-    while [ $# -gt 0 ]; do
-        case $1 in
-            -o) _out=$2; shift ;;
-            -I) _fl="$_fl -I $2"; shift ;;
-            -I*) _fl="$_fl $1" ;;
-            *.c) _src="$_src $1" ;;
-            *.o|-l*|-L*|-Wl,*) _lk="$_lk $1" ;;
-            *) _fl="$_fl $1"; _kfl="$_kfl $1" ;;
-        esac
-        shift
-    done
-    mkdir -p "$OQC_OBJCACHE" "$TMP/.objs" || return 1
-    _ver=$($_cc --version 2>/dev/null | head -n 1)
-    _objs="" _i=0
-    for _c in $_src; do
-        _i=$((_i + 1))
-        # shellcheck disable=SC2086
-        _key=$( { echo "$_cc $_ver"; echo "$_kfl" | sed "s|$TMP|@TMP@|g"
-                  $_cc $_fl -E "$_c" 2>/dev/null |
-                      sed -e 's|^\(# [0-9]* "\)[^"]*/|\1|' -e "s|$TMP|@TMP@|g"; } | sha256sum | cut -c1-64)
-        _o="$OQC_OBJCACHE/$_key.o"
-        if [ -e "$_o" ]; then
-            cat "$OQC_OBJCACHE/$_key.msg" >&2 2>/dev/null
-        else
-            # shellcheck disable=SC2086
-            $_cc $_fl -c "$_c" -o "$TMP/.objs/new.o" 2>"$TMP/.objs/msg" || { cat "$TMP/.objs/msg" >&2; return 1; }
-            cat "$TMP/.objs/msg" >&2
-            # stored under a unique name, then renamed: configurations run at once
-            cp "$TMP/.objs/msg" "$OQC_OBJCACHE/$_key.msg.$$" && mv -f "$OQC_OBJCACHE/$_key.msg.$$" "$OQC_OBJCACHE/$_key.msg"
-            cp "$TMP/.objs/new.o" "$OQC_OBJCACHE/$_key.o.$$" && mv -f "$OQC_OBJCACHE/$_key.o.$$" "$_o"
-        fi
-        cp "$_o" "$TMP/.objs/$_i.o" && _objs="$_objs $TMP/.objs/$_i.o"
-    done
-    # shellcheck disable=SC2086
-    $_cc $_fl $_objs $_lk -o "$_out"
-}
+# cc_cached CC ARG...: `CC ARG...` through the object cache of tests/tools/cc_cached.sh
+# (the runtime copies emitted next to every model compile once per make check).
+cc_cached() { OQC_CC_TMP=$TMP sh tests/tools/cc_cached.sh "$@"; }
 ok()   { T_PASS=$((T_PASS + 1)); echo "ok   $*"; }
 fail() { T_FAIL=$((T_FAIL + 1)); echo "FAIL $*"; }
 # check NAME COMMAND...: passes when the command exits 0

@@ -1,0 +1,102 @@
+#!/bin/sh
+# json_bench.sh - `oqc bench --json` on every bundled model (docs/json.md): FP32 on every
+# model, and INT8 on those with one float32 input (calibrated on 4 samples of their input
+# shape cut from squeezenet's image data; the Fashion CNN and the devset networks on
+# their own data), each either a document that validates against
+# docs/oqc-json.schema.json with a per-layer profile in node order, or a clean refusal
+# (exit 1, the message on stderr, nothing on stdout), as json_output.sh checks for the
+# other commands.  bench builds the emitted code with $CC: here the object cache of
+# tests/tools/cc_cached.sh, so the runtime copies compile once, not once per model (the
+# figures measured are not the point: one run, no warm-up).
+# Clang configuration only: the documents come from the same code in every build, and
+# the clang configuration of make check is the shortest.
+. tests/cli/lib.sh
+only_config clang
+PY=/usr/bin/python3
+SCHEMA=docs/oqc-json.schema.json
+"$PY" -c 'import jsonschema' 2>/dev/null || {
+    skip "python3-jsonschema not installed (scripts/install-deps.sh installs it)"; finish; exit $?; }
+CC="sh $(pwd)/tests/tools/cc_cached.sh ${CC:-cc}"
+export CC OQC_CC_TMP="$TMP"
+mkdir -p "$TMP/docs"
+
+# bench NAME ARGS...: `oqc bench ARGS... --json`; OK, REFUSED or "BAD why".
+bench() {
+    name=$1
+    shift
+    out="$TMP/docs/$name.json"
+    "$OQC" bench "$@" --runs 1 --warmup 0 --json >"$out" 2>"$TMP/err$W"
+    st=$?
+    if [ "$st" = 0 ]; then
+        [ -s "$out" ] && echo OK || echo "BAD $name: exit 0 but no document"
+    elif [ "$st" = 1 ] && [ ! -s "$out" ] && [ -s "$TMP/err$W" ]; then
+        rm -f "$out"
+        echo "REFUSED $name: $(head -n 1 "$TMP/err$W" | cut -c1-120)"
+    else
+        echo "BAD $name: status $st, $(wc -c <"$out") bytes on stdout: $(head -n 2 "$TMP/err$W")"
+        rm -f "$out"
+    fi
+}
+
+one() {
+    mf=$1
+    m=$(basename "$mf" .onnx)
+    # shellcheck disable=SC2046
+    set -- $(shape_args "$m")
+    bench "$m-fp32" "$mf" "$@" --precision fp32
+    "$OQC" compile "$mf" "$@" --precision fp32 -o "$TMP/h$W" --name t -q 2>/dev/null || return
+    case "$m" in
+        fashion_cnn) data=models/fashion/calib_500.npy ;;
+        resnet32_cifar10 | mobilenetv2_cifar10_fp32) data=models/devset/calib_200.npy ;;
+        *) sample_data "$TMP/h$W/t.h" "$TMP/in$W.npy" || { rm -rf "$TMP/h$W"; return; }
+           data=$TMP/in$W.npy ;;
+    esac
+    rm -rf "$TMP/h$W"
+    bench "$m-int8" "$mf" "$@" --calib "$data"
+}
+
+bundled_models >"$TMP/models"
+over_models one "$TMP/models"
+bad_lines "OK\|REFUSED"
+nf=$(ls "$TMP/docs" | grep -c -- '-fp32\.json$')
+ni=$(ls "$TMP/docs" | grep -c -- '-int8\.json$')
+nr=$(grep -c '^REFUSED' "$TMP/res")
+nm=$(wc -l <"$TMP/models")
+echo "  $nm models: $nf FP32 and $ni INT8 bench documents, $nr refusals"
+grep '^REFUSED' "$TMP/res" | sed 's/^/  /' | head -n 20
+[ "$BAD" = 0 ] && [ "$OTHER" = 0 ] &&
+    ok "bench --json on every model either wrote a document or failed cleanly" ||
+    fail "$BAD bench commands did neither, $OTHER unexpected lines (above)"
+# floors from this tree (209 models: 201 FP32 and 192 INT8 documents when written):
+# a change that makes many models fail bench must show here
+[ "$nm" -ge 200 ] && [ "$nf" -ge 195 ] && [ "$ni" -ge 185 ] &&
+    ok "documents for $nf of $nm models (FP32) and $ni (INT8)" ||
+    fail "too few bench documents: $nf FP32, $ni INT8 of $nm models"
+if "$PY" tests/tools/validate_json.py "$SCHEMA" "$TMP"/docs/*.json >"$TMP/val.out"; then
+    ok "$(ls "$TMP/docs" | wc -l) bench documents validate against $SCHEMA"
+else
+    fail "bench documents do not validate: $(head -n 5 "$TMP/val.out")"
+fi
+# the profile: layers in node order (strictly increasing indices, below the node count),
+# their shares adding up to 100% (rounding aside) when there are any (a model of views
+# and constants only runs no layer)
+if "$PY" - "$TMP/docs" <<'EOF'; then
+import json, os, sys
+bad = []
+for f in sorted(os.listdir(sys.argv[1])):
+    d = json.load(open(os.path.join(sys.argv[1], f)))
+    lay, n = d["layers"], d["compiled"]["nodes"]
+    idx = [l["index"] for l in lay]
+    share = sum(l["percent"] for l in lay)
+    if idx != sorted(set(idx)) or any(i < 0 or i >= n for i in idx) \
+            or (lay and abs(share - 100) > 0.01):
+        bad.append("%s: layers %s, %d nodes, %.3f%%" % (f, idx[:8], n, share))
+if bad:
+    print("\n".join(bad[:5]))
+sys.exit(1 if bad else 0)
+EOF
+    ok "every document's profile lists its layers in node order, shares adding up to 100%"
+else
+    fail "profiles out of order or not adding up to 100% (above)"
+fi
+finish
