@@ -9,10 +9,10 @@
  *      Add/Sum of same-shape inputs, Mul of two activations (one may be broadcast per
  *      block, as a squeeze-excitation gate), Relu/Clip, and view ops (Flatten, Reshape, ...)
  *      whose input is INT8, Resize/Upsample whose input is INT8 (nearest, or linear over
- *      at most two axes).  Everything else, nodes named in --fp32-nodes and nodes
+ *      at most two axes), Transpose whose input is INT8 (a move of the codes).  Everything else, nodes named in --fp32-nodes and nodes
  *      whose tensors lack a calibration stay float, with a -v line saying why;
  *   2. gives every INT8 tensor its storage type and scale: s8 (T/127) or u8 (T/255) as
- *      calibrated; max pooling, clamps, views and Resize keep their input's scale (they
+ *      calibrated; max pooling, clamps, views, Resize and Transpose keep their input's scale (they
  *      only move, clamp or average values); the producers writing into one concat buffer all use the
  *      buffer's scale, so the concat stays free (a max pool writing there requantizes);
  *   3. computes each INT8 node's kernel parameters (runtime/int8/oqci.h): per output channel
@@ -65,6 +65,7 @@ static const QOp ops[OQC_OP_COUNT] = {
     [OQC_OP_Clip] = {.lowers = 1, .kind = OQC_Q_CLAMP},
     [OQC_OP_Resize] = {.lowers = 1, .kind = OQC_Q_RESIZE},
     [OQC_OP_Upsample] = {.lowers = 1, .kind = OQC_Q_RESIZE},
+    [OQC_OP_Transpose] = {.lowers = 1, .kind = OQC_Q_TRANSPOSE},
     [OQC_OP_Flatten] = {.lowers = 1, .kind = OQC_Q_VIEW},
     [OQC_OP_Reshape] = {.lowers = 1, .kind = OQC_Q_VIEW},
     [OQC_OP_Squeeze] = {.lowers = 1, .kind = OQC_Q_VIEW},
@@ -85,6 +86,7 @@ static const QKind kinds[OQC_Q_KIND_COUNT] = {
     [OQC_Q_MUL] = {.can = oqc_quant_can_mul, .build = oqc_quant_build_mul},
     [OQC_Q_CLAMP] = {.build = oqc_quant_build_clamp},
     [OQC_Q_RESIZE] = {.build = oqc_quant_build_resize},
+    [OQC_Q_TRANSPOSE] = {.build = oqc_quant_build_transpose},
     [OQC_Q_VIEW] = {.build = oqc_quant_build_view},
 };
 
@@ -338,14 +340,34 @@ static OqcQNode *lower_compute(Q *q, int i) {
     return qn;
 }
 
-/* Node i of a kind that follows its input: INT8 when its input is and it writes no
- * concat buffer; NULL otherwise (when its parameters fail, their reason is kept). */
+/* Whether Transpose node i reads a calibrated graph input and only INT8 candidates read
+ * its output (an NHWC model's first node): it then moves the input's codes, with the
+ * Quantize on the graph input, which is exact (quantizing commutes with a permutation,
+ * and the two tensors hold the same values, so the same threshold), and the model's
+ * input is integer (NAME_run_int8, NAME_run_u8). */
+static int transposes_input(const Q *q, const Plan *P, int i) {
+    const OqcGraph *g = q->g;
+    const OqcNode *n = &g->nodes[i];
+    if (n->op != OQC_OP_Transpose || n->in[0] < 0 || n->out[0] < 0)
+        return 0;
+    const OqcTensor *x = &g->tensors[n->in[0]], *y = &g->tensors[n->out[0]];
+    if (!x->is_input || !x->quant.valid || y->is_output || y->nconsumers == 0)
+        return 0;
+    for (int c = 0; c < y->nconsumers; c++)
+        if (!P->compute[y->consumers[c]] || P->dead[y->consumers[c]])
+            return 0;
+    return 1;
+}
+
+/* Node i of a kind that follows its input: INT8 when its input is (or it transposes a
+ * graph input for INT8 readers) and it writes no concat buffer; NULL otherwise (when
+ * its parameters fail, their reason is kept). */
 static OqcQNode *lower_follower(Q *q, Plan *P, int i) {
     OqcGraph *g = q->g;
     const OqcNode *n = &g->nodes[i];
     char why[OQC_WHY_SIZE];
-    if (n->in[0] < 0 || !q->qdom[n->in[0]] || n->out[0] < 0 ||
-        g->tensors[n->out[0]].view_base >= 0)
+    if (n->in[0] < 0 || (!q->qdom[n->in[0]] && !transposes_input(q, P, i)) ||
+        n->out[0] < 0 || g->tensors[n->out[0]].view_base >= 0)
         return NULL;
     /* a view runs nothing: --fp32-nodes leaves it a view of its input */
     if (ops[n->op].kind != OQC_Q_VIEW && in_list(q->cfg->fp32_nodes, n->name))
@@ -564,12 +586,14 @@ static void report(const Q *q, const Plan *P) {
     const int *nq = q->nq;
     oqc_info(q->d, "quantize: %d nodes INT8 (Conv %d, Gemm %d, MatMul %d, MaxPool %d, "
                    "AveragePool %d, GlobalAveragePool %d, Add %d, Sum %d, Mul %d, Relu %d, "
-                   "Clip %d, Resize %d, ConvTranspose %d, tables %d of %d nodes, views %d), "
+                   "Clip %d, Resize %d, Transpose %d, ConvTranspose %d, tables %d of %d nodes, "
+                   "views %d), "
                    "%d float; %d Quantize and %d Dequantize inserted; requant %s",
              P->nint8, nq[OQC_OP_Conv], nq[OQC_OP_Gemm], nq[OQC_OP_MatMul], nq[OQC_OP_MaxPool],
              nq[OQC_OP_AveragePool], nq[OQC_OP_GlobalAveragePool], nq[OQC_OP_Add],
              nq[OQC_OP_Sum], nq[OQC_OP_Mul], nq[OQC_OP_Relu], nq[OQC_OP_Clip],
-             nq[OQC_OP_Resize] + nq[OQC_OP_Upsample], nq[OQC_OP_ConvTranspose], P->nlut,
+             nq[OQC_OP_Resize] + nq[OQC_OP_Upsample], nq[OQC_OP_Transpose],
+             nq[OQC_OP_ConvTranspose], P->nlut,
              P->nlut_nodes,
              nq[OQC_OP_Flatten] + nq[OQC_OP_Reshape] + nq[OQC_OP_Squeeze] +
                  nq[OQC_OP_Unsqueeze] + nq[OQC_OP_Identity],

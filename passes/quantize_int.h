@@ -98,6 +98,7 @@ int oqc_quant_build_mul(Q *q, int i, OqcQNode *qn, char *why);
 int oqc_quant_build_clamp(Q *q, int i, OqcQNode *qn, char *why);
 int oqc_quant_build_resize(Q *q, int i, OqcQNode *qn, char *why);
 int oqc_quant_build_view(Q *q, int i, OqcQNode *qn, char *why);
+int oqc_quant_build_transpose(Q *q, int i, OqcQNode *qn, char *why);
 
 /* quantize_lut.c: the cluster of float element-wise nodes ending at node `root` that
  * computes a function of one tensor (see quantize_lut.c): its nodes (root included, at

@@ -277,6 +277,20 @@ static void em_resize(Em *m, int node, FILE *b) {
     fprintf(b, "    TRY(oqci_resize(&q%d, %s, %s));\n", node, xin(m, n, 0), yout(m, n, 0));
 }
 
+/* OQC_Q_TRANSPOSE: the float kernel on one-byte elements (oqcf_transpose, perm<node>). */
+static void em_transpose(Em *m, int node, FILE *b) {
+    const OqcNode *n = &m->g->nodes[node];
+    FILE *f = oqc_em_decl(m);
+    oqc_em_use_kernel(m, "oqcf_layout.c");
+    oqc_em_in_shapes(m, node, 1);
+    fprintf(f, "static const int perm%d[%d] = {", node, OQC_MAX_RANK);
+    for (int i = 0; i < OQC_MAX_RANK; i++)
+        fprintf(f, "%s%d", i ? ", " : "", n->q->perm[i]);
+    fputs("};\n", f);
+    fprintf(b, "    TRY(oqcf_transpose(%s, &s%d[0], perm%d, 1, %s));\n", xin(m, n, 0), node,
+            node, yout(m, n, 0));
+}
+
 /* OQC_Q_QUANTIZE: oqci_quantize. */
 static void em_quantize(Em *m, int node, FILE *b) {
     const OqcNode *n = &m->g->nodes[node];
@@ -322,6 +336,7 @@ static void (*const emit_kind[OQC_Q_KIND_COUNT])(Em *m, int node, FILE *b) = {
     [OQC_Q_LUT] = em_lut,
     [OQC_Q_VIEW] = NULL,
     [OQC_Q_RESIZE] = em_resize,
+    [OQC_Q_TRANSPOSE] = em_transpose,
     [OQC_Q_QUANTIZE] = em_quantize,
     [OQC_Q_DEQUANTIZE] = em_dequantize,
 };

@@ -76,6 +76,13 @@ static int run_resize(OqcExec *e, int node) {
     return 0;
 }
 
+/* OQC_Q_TRANSPOSE: the codes moved as one-byte elements. */
+static int run_transpose(OqcExec *e, int node) {
+    CHECK(oqcf_transpose(XIN(e, node, 0), SH(e, node, 0), N(e, node)->q->perm, 1,
+                         YOUT(e, node, 0)));
+    return 0;
+}
+
 static int run_quantize(OqcExec *e, int node) {
     const OqcQNode *q = N(e, node)->q;
     CHECK(oqci_quantize(XIN(e, node, 0), YOUT(e, node, 0), q->out_type, q->count, q->scale));
@@ -107,6 +114,7 @@ static int (*const run_kind[OQC_Q_KIND_COUNT])(OqcExec *e, int node) = {
     [OQC_Q_LUT] = run_lut,
     [OQC_Q_VIEW] = NULL,
     [OQC_Q_RESIZE] = run_resize,
+    [OQC_Q_TRANSPOSE] = run_transpose,
     [OQC_Q_QUANTIZE] = run_quantize,
     [OQC_Q_DEQUANTIZE] = run_dequantize,
 };

@@ -364,6 +364,8 @@ typedef enum OqcQKind {
     OQC_Q_VIEW,         /* Flatten, Reshape, ...: nothing runs (a view of the input) */
     OQC_Q_RESIZE,       /* Resize / Upsample at the input's scale: nearest moves codes
                            (oqcf_resize on bytes, tables in rs), linear runs oqci_resize */
+    OQC_Q_TRANSPOSE,    /* Transpose at the input's scale: moves the codes (oqcf_transpose
+                           on bytes, perm) */
     OQC_Q_QUANTIZE,     /* float -> s8/u8 at an FP32/INT8 boundary: oqci_quantize */
     OQC_Q_DEQUANTIZE,   /* s8/u8 -> float at an INT8/FP32 boundary: oqci_dequantize */
     OQC_Q_KIND_COUNT    /* the number of kinds (table sizes) */
@@ -390,6 +392,7 @@ typedef struct OqcQNode {
     const struct OqcResize *rs;  /* RESIZE: the plan (nearest: its tables run as is) */
     OqciResize resize;   /* RESIZE, linear: the integer kernel's parameters */
     OqciDeconv deconv;   /* DECONV */
+    int perm[OQC_MAX_RANK];  /* TRANSPOSE: output dim j is input dim perm[j] */
 } OqcQNode;
 
 #endif

@@ -391,6 +391,30 @@ def _(b):
     b.out("y", [1, 2, 12, 14])
 
 
+@model("transpose_cnn")
+def _(b):
+    # Conv, Relu, a Transpose swapping H and W (INT8: a move of the codes at the input's
+    # scale), Conv
+    b.inp("x", [1, 3, 6, 8])
+    c = conv3x3(b, "x", 3, 4, "c", "W", "B")
+    r = b.node("Relu", [c], "r")
+    t = b.node("Transpose", [r], "t", perm=[0, 1, 3, 2])
+    conv3x3(b, t, 4, 2, "y", "W2", "B2")
+    b.out("y", [1, 2, 8, 6])
+
+
+@model("transpose_nhwc_cnn")
+def _(b):
+    # an NHWC input (a TensorFlow export's): Transpose to NCHW first (INT8: the Quantize
+    # moves onto the graph input, the Transpose moves its codes), Conv, Relu, MaxPool
+    b.inp("x", [1, 6, 6, 3])
+    t = b.node("Transpose", ["x"], "t", perm=[0, 3, 1, 2])
+    c = conv3x3(b, t, 3, 4, "c", "W", "B")
+    r = b.node("Relu", [c], "r")
+    b.node("MaxPool", [r], "y", kernel_shape=[2, 2], strides=[2, 2])
+    b.out("y", [1, 4, 3, 3])
+
+
 # ------------------------------------------------------------- pass fold-patterns
 @model("pattern_hardswish")
 def _(b):

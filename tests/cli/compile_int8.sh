@@ -327,7 +327,8 @@ if [ "${OQC_CONFIG:-default}" = default ]; then
              matmul_2d matmul_bcast_3d_2d sum_three clip_minmax relu_basic \
              pass_gemm_bn mixed_small_cnn pass_leaky pass_relu6_opset12 add_bcast_channel \
              pass_caffe2_muladd resize_linear_cnn upsample_nearest_cnn convtranspose_basic \
-             convtranspose_group convtranspose_asym convtranspose_pads_outpad; do
+             convtranspose_group convtranspose_asym convtranspose_pads_outpad transpose_cnn \
+             transpose_nhwc_cnn; do
         mf=models/tiny/$m.onnx
         nm=$((nm + 1))
         "$OQC" compile $mf --precision fp32 -o "$TMP/shape_$m" --name t -q 2>/dev/null || {

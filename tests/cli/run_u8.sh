@@ -88,6 +88,29 @@ xm_end y
 u8_case rgb-nhwc "$TMP/nhwc.xml" 1x8x8x3 \
     'resize=8,crop=8,scale=1/255,mean=0.5:0.4:0.3,std=0.25:0.2:0.3,layout=nhwc' \
     'resize=8,crop=8,layout=nhwc' 1
+# NHWC into a Transpose to NCHW (a TensorFlow export's first node): the Transpose moves
+# the input's codes in INT8, so the input is integer and m_run_u8 exists; no float node
+xm_begin nhwct
+xm_input x f32 1x8x8x3
+xm_const W f32 4x3x3x3 pattern 108
+xm_const B f32 4 zeros 16
+xm_node Transpose x t '<attr name="perm" type="INTS" value="0 3 1 2"/>'
+xm_node Conv t,W,B c '<attr name="pads" type="INTS" value="1 1 1 1"/>'
+xm_node Relu c r
+xm_node MaxPool r y '<attr name="kernel_shape" type="INTS" value="2 2"/><attr name="strides" type="INTS" value="2 2"/>'
+xm_end y
+for rq in float fixed; do
+    u8_case "nhwc-transpose-$rq" "$TMP/nhwct.xml" 1x8x8x3 \
+        'resize=8,crop=8,scale=1/255,mean=0.5:0.4:0.3,std=0.25:0.2:0.3,layout=nhwc' \
+        'resize=8,crop=8,layout=nhwc' 1 --requant $rq
+done
+"$OQC" compile "$TMP/nhwct.xml" --calib "$TMP/imgs" -q -v -o "$TMP/nhwct_v" --name m \
+    --preprocess 'resize=8,crop=8,scale=1/255,mean=0.5:0.4:0.3,std=0.25:0.2:0.3,layout=nhwc' \
+    >"$TMP/nhwct.log" 2>&1
+grep -q 'Transpose 1, ConvTranspose 0, .*), 0 float; 1 Quantize and 1 Dequantize' "$TMP/nhwct.log" &&
+    ok "NHWC Transpose first: INT8 (a move of the input's codes), no float node" ||
+    fail "NHWC Transpose first: $(grep 'quantize:' "$TMP/nhwct.log")"
+
 # integer requantization too
 u8_case rgb-fixed "$TMP/rgb.xml" 1x3x8x8 'resize=8,crop=8,scale=1/255,mean=0.5,std=0.25' \
     'resize=8,crop=8' 1 --requant fixed
