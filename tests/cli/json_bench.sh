@@ -2,14 +2,13 @@
 # json_bench.sh - `oqc bench --json` on every bundled model (docs/json.md): INT8 on those
 # with one float32 input (calibrated on 4 samples of their input shape cut from
 # squeezenet's image data; the Fashion CNN and the devset networks on their own data),
-# FP32 on the others and on five more (FP32 and INT8 documents differ in their
-# precision and ops only, and each bench costs a build), each either a document that
-# validates against
-# docs/oqc-json.schema.json with a per-layer profile in node order, or a clean refusal
-# (exit 1, the message on stderr, nothing on stdout), as json_output.sh checks for the
-# other commands.  bench builds the emitted code with $CC: here the object cache of
-# tests/tools/cc_cached.sh, so the runtime copies compile once, not once per model (the
-# figures measured are not the point: one run, no warm-up).
+# FP32 on the others and on five more (FP32 and INT8 documents differ in their precision
+# and ops only, and each bench costs a build).  Each is either a document that validates
+# against docs/oqc-json.schema.json, with a per-layer profile in node order, or a clean
+# refusal (exit 1, the message on stderr, nothing on stdout), as json_output.sh checks
+# for the other commands.  bench builds the emitted code with $CC: here the object cache
+# of tests/tools/cc_cached.sh, so the runtime copies compile once, not once per model
+# (the figures measured are not the point: one run, no warm-up).
 # Clang configuration only: the documents come from the same code in every build, and
 # the clang configuration of make check is the shortest.
 . tests/cli/lib.sh
