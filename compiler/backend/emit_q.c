@@ -157,12 +157,20 @@ static void em_deconv(Em *m, int node, FILE *b) {
             q_scratch(m));
 }
 
-/* OQC_Q_MAXPOOL, OQC_Q_AVGPOOL: OqciPool q<node>, oqci_maxpool or oqci_avgpool. */
+/* The thread arguments of a _par kernel call (oqci.h): none for one thread. */
+static const char *par_args(Em *m) {
+    if (m->threads < 2)
+        return "";
+    return oqc_arena_printf(m->a, ", %s_THREADS, pool->run, pool->ctx", m->name);
+}
+
+/* OQC_Q_MAXPOOL, OQC_Q_AVGPOOL: OqciPool q<node>, oqci_maxpool or oqci_avgpool (their _par
+ * forms with threads). */
 static void em_pool(Em *m, int node, FILE *b) {
     const OqcNode *n = &m->g->nodes[node];
     const OqcQNode *q = n->q;
     const OqciPool *p = &q->pool;
-    oqc_em_use_kernel(m, "oqci_pool.c");
+    oqc_em_use_kernel(m, m->threads > 1 ? "oqci_par.c" : "oqci_pool.c");
     int64_t entries = p->rq.per_index ? (int64_t)p->k_h * p->k_w + 1 : 1;
     const char *rq = (q->kind == OQC_Q_MAXPOOL && !p->requant) || p->out_type == OQCI_S32
                          ? Q_RQ_UNUSED
@@ -181,15 +189,17 @@ static void em_pool(Em *m, int node, FILE *b) {
             p->out_ctotal, p->out_coff, oqc_em_qtype_name(p->in_type),
             oqc_em_qtype_name(p->out_type), i32_lit(m, p->lo), i32_lit(m, p->hi), p->requant,
             rq);
-    fprintf(b, "    TRY(oqci_%s(&q%d, %s, %s));\n", q->kind == OQC_Q_MAXPOOL ? "maxpool" : "avgpool",
-            node, xin(m, n, 0), oqc_em_out_base(m, node, 0));
+    fprintf(b, "    TRY(oqci_%s%s(&q%d, %s, %s%s));\n",
+            q->kind == OQC_Q_MAXPOOL ? "maxpool" : "avgpool", m->threads > 1 ? "_par" : "", node,
+            xin(m, n, 0), oqc_em_out_base(m, node, 0), par_args(m));
 }
 
-/* OQC_Q_ADD: OqciAdd q<node>, oqci_add on an array of the input pointers. */
+/* OQC_Q_ADD: OqciAdd q<node>, oqci_add (oqci_add_par with threads) on an array of the
+ * input pointers. */
 static void em_add(Em *m, int node, FILE *b) {
     const OqcNode *n = &m->g->nodes[node];
     const OqciAdd *p = &n->q->add;
-    oqc_em_use_kernel(m, "oqci_eltwise.c");
+    oqc_em_use_kernel(m, m->threads > 1 ? "oqci_par.c" : "oqci_eltwise.c");
     FILE *f = oqc_em_decl(m);
     const char *rqs[OQCI_ADD_MAX];
     for (int k = 0; k < p->ninputs; k++)
@@ -206,7 +216,8 @@ static void em_add(Em *m, int node, FILE *b) {
     fprintf(b, "    {\n        const void *x_[%d];\n", p->ninputs);
     for (int k = 0; k < p->ninputs; k++)
         fprintf(b, "        x_[%d] = %s;\n", k, xin(m, n, k));
-    fprintf(b, "        TRY(oqci_add(&q%d, x_, %s));\n    }\n", node, yout(m, n, 0));
+    fprintf(b, "        TRY(oqci_add%s(&q%d, x_, %s%s));\n    }\n", m->threads > 1 ? "_par" : "",
+            node, yout(m, n, 0), par_args(m));
 }
 
 /* OQC_Q_MUL: OqciMul q<node>, oqci_mul. */

@@ -28,13 +28,20 @@ static int run_deconv(OqcExec *e, int node) {
     return 0;
 }
 
+/* Pools and sums split over e->pool's threads as convs are (oqci.h, "Threads for pooling
+ * and sums"). */
+#define PAR_ARGS(e) oqcf_pool_threads((e)->pool), (e)->pool ? (e)->pool->run : NULL, \
+                    (e)->pool ? (e)->pool->ctx : NULL
+
 static int run_maxpool(OqcExec *e, int node) {
-    CHECK(oqci_maxpool(&N(e, node)->q->pool, XIN(e, node, 0), q_out(e, node, 0)));
+    CHECK(oqci_maxpool_par(&N(e, node)->q->pool, XIN(e, node, 0), q_out(e, node, 0),
+                           PAR_ARGS(e)));
     return 0;
 }
 
 static int run_avgpool(OqcExec *e, int node) {
-    CHECK(oqci_avgpool(&N(e, node)->q->pool, XIN(e, node, 0), q_out(e, node, 0)));
+    CHECK(oqci_avgpool_par(&N(e, node)->q->pool, XIN(e, node, 0), q_out(e, node, 0),
+                           PAR_ARGS(e)));
     return 0;
 }
 
@@ -42,7 +49,7 @@ static int run_add(OqcExec *e, int node) {
     const void *xs[OQCI_ADD_MAX];
     for (int k = 0; k < N(e, node)->nin; k++)
         xs[k] = XIN(e, node, k);
-    CHECK(oqci_add(&N(e, node)->q->add, xs, YOUT(e, node, 0)));
+    CHECK(oqci_add_par(&N(e, node)->q->add, xs, YOUT(e, node, 0), PAR_ARGS(e)));
     return 0;
 }
 

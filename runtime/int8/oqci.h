@@ -373,6 +373,22 @@ typedef struct OqciAdd {
 } OqciAdd;
 int oqci_add(const OqciAdd *p, const void *const *x, void *y);
 
+/* Threads for pooling and sums (oqci_par.c), as oqci_conv_par: a pool is split into
+ * runs of channels (one image) or of images, a sum into ranges of elements (multiples of
+ * 64), at most nthreads parts and none reading fewer than OQCI_PAR_MIN_BYTES input bytes
+ * (a few microseconds of work); run NULL or one part: the plain call on the calling
+ * thread.  Every output depends on its own channel or element only, so the result is
+ * the plain call's, bit for bit.  No scratch. */
+#ifndef OQCI_PAR_MIN_BYTES
+#define OQCI_PAR_MIN_BYTES 65536
+#endif
+int oqci_maxpool_par(const OqciPool *p, const void *x, void *y, int nthreads,
+                     OqciParallelFor run, void *ctx);
+int oqci_avgpool_par(const OqciPool *p, const void *x, void *y, int nthreads,
+                     OqciParallelFor run, void *ctx);
+int oqci_add_par(const OqciAdd *p, const void *const *x, void *y, int nthreads,
+                 OqciParallelFor run, void *ctx);
+
 /* Product of two 8-bit tensors, the second broadcast along the first's inner elements:
  * a holds outer x inner elements, b outer (one per block of inner: a squeeze-excitation
  * gate [N, C, 1, 1] against [N, C, H, W]; inner 1 for same-shape inputs), and

@@ -8,7 +8,8 @@
 #     family this CPU runs (portable, AVX2, AVX-512 VNNI, AVX-512 VBMI); Fashion FP32 and
 #     squeezenet1_1 INT8 through an application's parallel-for (NAME_set_parallel; tasks
 #     in reverse order, and the layers really split into N tasks; Fashion's INT8 convs are
-#     below the INT8 split's minimum work, OQCI_PAR_MIN_MACS);
+#     below the INT8 split's minimum work, OQCI_PAR_MIN_MACS; squeezenet's INT8 max pools
+#     split too, OQCI_PAR_MIN_BYTES; the split itself: test_int8_pool's test_par_split);
 #   - the one-thread output holds no thread code: no source mentions pthread, and the
 #     objects of a -DOQCI_NO_DISPATCH build (a microcontroller's) reference no pthread
 #     symbol, where the two-thread ones do;

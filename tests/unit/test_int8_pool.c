@@ -982,6 +982,142 @@ static void test_quantize_isas(void) {
     printf("\n  quantize: %lld cases over %d families", (long long)cases, nisas);
 }
 
+/* ---- threads ------------------------------------------------------------------------ */
+
+/* A parallel-for running the tasks on the caller in reverse order; counts the calls. */
+static int64_t reverse_calls, reverse_tasks;
+static void reverse_for(void *ctx, void (*task)(void *, int), void *arg, int n) {
+    (void)ctx;
+    reverse_calls++;
+    reverse_tasks += n;
+    for (int i = n - 1; i >= 0; i--)
+        task(arg, i);
+}
+
+/* oqci_maxpool_par, oqci_avgpool_par, oqci_add_par with 2 threads (tasks in reverse on the
+ * caller) and 3 (oqcf_threads.c's pool): exactly the plain call's bytes, the channels
+ * outside an output view untouched; the split is the documented one: a pool of one
+ * image by channels, of several by images, a sum by element ranges, each part reading
+ * at least OQCI_PAR_MIN_BYTES (the last shapes are too small to share: one call, no
+ * task). */
+static void test_par_split(void) {
+    static const int pools[][9] = {
+        /* N, C, H, W, k, s, pad, avg, ctotal-extra (view) */
+        {1, 64, 56, 56, 3, 2, 1, 0, 5},    /* max, channels, view */
+        {1, 96, 111, 111, 3, 2, 0, 0, 0},  /* squeezenet's first max pool */
+        {3, 16, 64, 64, 2, 2, 0, 0, 2},    /* max, images */
+        {1, 1024, 14, 14, 14, 1, 0, 1, 0}, /* global average, s32 accumulators */
+        {1, 64, 64, 64, 3, 1, 1, 1, 3},    /* average 3x3, view */
+        {1, 4, 8, 8, 2, 2, 0, 0, 0},       /* too small */
+    };
+    OqcfThreads *th = oqcf_threads_create(3);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(th);
+    rnd_seed(43);
+    int64_t bad = 0, want_calls = 0;
+    reverse_calls = reverse_tasks = 0;
+    for (size_t si = 0; si < sizeof pools / sizeof pools[0]; si++) {
+        const int *v = pools[si];
+        OqciPool p;
+        memset(&p, 0, sizeof p);
+        p.batch = v[0];
+        p.channels = v[1];
+        p.in_h = v[2];
+        p.in_w = v[3];
+        p.k_h = p.k_w = v[4];
+        p.s_h = p.s_w = v[5];
+        p.p_t = p.p_l = v[6];
+        p.d_h = p.d_w = 1;
+        p.out_h = (p.in_h + 2 * p.p_t - p.k_h) / p.s_h + 1;
+        p.out_w = (p.in_w + 2 * p.p_l - p.k_w) / p.s_w + 1;
+        p.out_coff = v[8] ? 2 : 0;
+        p.out_ctotal = p.channels + v[8];
+        p.in_type = (int32_t)(si % 2);
+        int avg = v[7];
+        double Ms[10], M0 = 0.7;
+        for (int c = 0; c <= 9; c++)
+            Ms[c] = c ? M0 / c : 0.0;
+        Rq r = rq_make(OQCI_REQ_FIXED, 1, 10, Ms);
+        if (avg && p.k_h == p.in_h) {   /* accumulators */
+            p.out_type = OQCI_S32;
+            p.lo = INT32_MIN;
+            p.hi = INT32_MAX;
+            p.rq = unread_rq(0);
+        } else {
+            p.out_type = p.in_type;
+            rnd_clamp(p.out_type, &p.lo, &p.hi);
+            p.rq = r.rq;
+            if (!avg)
+                p.rq.per_index = 0;
+        }
+        int64_t inbytes = (int64_t)p.batch * p.channels * p.in_h * p.in_w;
+        int64_t units = p.batch == 1 ? p.channels : p.batch;
+        int share = inbytes >= 2 * (int64_t)OQCI_PAR_MIN_BYTES && units >= 2;
+        uint8_t *x = rnd_q(inbytes, p.in_type);
+        size_t yb = (size_t)p.batch * (size_t)p.out_ctotal * (size_t)(p.out_h * p.out_w) *
+                    osize(p.out_type);
+        uint8_t *y1 = malloc(yb), *y2 = malloc(yb);
+        memset(y1, 0x5A, yb);
+        CU_ASSERT_EQUAL(avg ? oqci_avgpool(&p, x, y1) : oqci_maxpool(&p, x, y1), OQCI_OK);
+        for (int t = 2; t <= 3; t++) {
+            OqciParallelFor run = t == 2 ? reverse_for : oqcf_threads_run;
+            void *ctx = t == 2 ? NULL : th;
+            memset(y2, 0x5A, yb);
+            int st = avg ? oqci_avgpool_par(&p, x, y2, t, run, ctx)
+                         : oqci_maxpool_par(&p, x, y2, t, run, ctx);
+            CU_ASSERT_EQUAL(st, OQCI_OK);
+            if (memcmp(y1, y2, yb) && bad++ < 3)
+                printf("\n  pool shape %zu, %d threads: bytes differ", si, t);
+        }
+        want_calls += share;   /* the reverse_for run (t = 2) */
+        free(x);
+        free(y1);
+        free(y2);
+        rq_free(&r);
+    }
+    CU_ASSERT_EQUAL(reverse_calls, want_calls);
+    /* sums: 2 and 3 inputs, 8-bit outputs; an odd count; too small */
+    static const int64_t counts[] = {200003, 3 * 56 * 56 * 64, 1000};
+    for (size_t ci = 0; ci < 3; ci++) {
+        OqciAdd p;
+        memset(&p, 0, sizeof p);
+        p.ninputs = ci == 1 ? 3 : 2;
+        p.count = counts[ci];
+        p.out_type = (int32_t)(ci % 2);
+        rnd_clamp(p.out_type, &p.lo, &p.hi);
+        uint8_t *xs[3];
+        Rq r[3];
+        for (int i = 0; i < p.ninputs; i++) {
+            p.in_type[i] = (int32_t)((ci + (size_t)i) % 2);
+            xs[i] = rnd_q(p.count, p.in_type[i]);
+            double M = 256.0 * (0.3 + 0.2 * i);
+            r[i] = rq_make(ci % 2 ? OQCI_REQ_FIXED : OQCI_REQ_FLOAT, 0, 1, &M);
+            p.rq[i] = r[i].rq;
+        }
+        uint8_t *y1 = malloc((size_t)p.count), *y2 = malloc((size_t)p.count);
+        CU_ASSERT_EQUAL(oqci_add(&p, (const void *const *)xs, y1), OQCI_OK);
+        int64_t before = reverse_calls;
+        for (int t = 2; t <= 3; t++) {
+            memset(y2, 0x5A, (size_t)p.count);
+            CU_ASSERT_EQUAL(oqci_add_par(&p, (const void *const *)xs, y2, t,
+                                         t == 2 ? reverse_for : oqcf_threads_run,
+                                         t == 2 ? NULL : (void *)th), OQCI_OK);
+            if (memcmp(y1, y2, (size_t)p.count) && bad++ < 6)
+                printf("\n  add count %lld, %d threads: bytes differ", (long long)p.count, t);
+        }
+        CU_ASSERT_EQUAL(reverse_calls - before,
+                        p.count * p.ninputs >= 2 * (int64_t)OQCI_PAR_MIN_BYTES ? 1 : 0);
+        free(y1);
+        free(y2);
+        for (int i = 0; i < p.ninputs; i++) {
+            free(xs[i]);
+            rq_free(&r[i]);
+        }
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT(reverse_tasks >= 2 * reverse_calls);
+    oqcf_threads_destroy(th);
+}
+
 OQC_TEST_MAIN("int8-pool", OQC_TEST(test_maxpool_random), OQC_TEST(test_avgpool_random),
               OQC_TEST(test_pool_examples), OQC_TEST(test_pool_einval),
               OQC_TEST(test_add_random), OQC_TEST(test_add_examples), OQC_TEST(test_clamp),
@@ -989,4 +1125,4 @@ OQC_TEST_MAIN("int8-pool", OQC_TEST(test_maxpool_random), OQC_TEST(test_avgpool_
               OQC_TEST(test_maxpool_narrow_isas), OQC_TEST(test_maxpool_same3_isas),
               OQC_TEST(test_avgpool_isas),
               OQC_TEST(test_avgpool_s32_isas), OQC_TEST(test_add_isas),
-              OQC_TEST(test_quantize_isas))
+              OQC_TEST(test_quantize_isas), OQC_TEST(test_par_split))

@@ -1,0 +1,134 @@
+/* oqci_par.c - INT8 pooling and sums split over threads (oqci.h, "Threads for pooling and
+ * sums"): oqci_maxpool_par, oqci_avgpool_par and oqci_add_par run the plain kernels of
+ * oqci_pool.c and oqci_eltwise.c on disjoint parts of the output through the caller's
+ * parallel-for.  A pool of one image splits by runs of channels (the output channel view
+ * moves with them), a pool of several by images, a sum by ranges of elements (multiples
+ * of 64).  Each output depends on its own channel or element only, so the bits are the
+ * plain call's.  The parameters are checked first by the plain kernel on zero images
+ * (zero elements), which reads and writes nothing: the tasks then cannot fail. */
+#include "oqci.h"
+
+/* ---- pooling ------------------------------------------------------------------------- */
+
+typedef struct PoolJob {
+    const OqciPool *p;
+    const uint8_t *x;
+    uint8_t *y;
+    int by_image, n, avg;
+    int32_t units;
+} PoolJob;
+
+static int pool_call(const OqciPool *p, const void *x, void *y, int avg) {
+    return avg ? oqci_avgpool(p, x, y) : oqci_maxpool(p, x, y);
+}
+
+/* Part i of j's n: channels or images [u0, u1). */
+static void pool_task(void *arg, int i) {
+    const PoolJob *j = arg;
+    const OqciPool *p = j->p;
+    OqciPool sub = *p;
+    int32_t u0 = (int32_t)((int64_t)j->units * i / j->n);
+    int32_t u1 = (int32_t)((int64_t)j->units * (i + 1) / j->n);
+    size_t plane = (size_t)p->in_h * (size_t)p->in_w, xo, yo = 0;
+    if (j->by_image) {
+        sub.batch = u1 - u0;
+        xo = (size_t)u0 * (size_t)p->channels * plane;
+        yo = (size_t)u0 * (size_t)p->out_ctotal * (size_t)p->out_h * (size_t)p->out_w *
+             (p->out_type == OQCI_S32 ? 4u : 1u);
+    } else {
+        sub.channels = u1 - u0;
+        sub.out_coff = p->out_coff + u0;
+        xo = (size_t)u0 * plane;
+    }
+    (void)pool_call(&sub, j->x + xo, j->y + yo, j->avg);
+}
+
+static int pool_par(const OqciPool *p, const void *x, void *y, int nthreads,
+                    OqciParallelFor run, void *ctx, int avg) {
+    PoolJob j;
+    OqciPool none;
+    int64_t cap;
+    if (!p)
+        return OQCI_EINVAL;
+    none = *p;
+    none.batch = 0;
+    if (pool_call(&none, x, y, avg) != OQCI_OK)
+        return OQCI_EINVAL;
+    j.by_image = p->batch != 1;
+    j.units = j.by_image ? p->batch : p->channels;
+    cap = (int64_t)p->batch * p->channels * p->in_h * p->in_w / OQCI_PAR_MIN_BYTES;
+    j.n = nthreads < j.units ? nthreads : (int)j.units;
+    if (j.n > cap)
+        j.n = (int)cap;
+    if (!run || j.n < 2)
+        return pool_call(p, x, y, avg);
+    j.p = p;
+    j.x = (const uint8_t *)x;
+    j.y = (uint8_t *)y;
+    j.avg = avg;
+    run(ctx, pool_task, &j, j.n);
+    return OQCI_OK;
+}
+
+int oqci_maxpool_par(const OqciPool *p, const void *x, void *y, int nthreads,
+                     OqciParallelFor run, void *ctx) {
+    return pool_par(p, x, y, nthreads, run, ctx, 0);
+}
+
+int oqci_avgpool_par(const OqciPool *p, const void *x, void *y, int nthreads,
+                     OqciParallelFor run, void *ctx) {
+    return pool_par(p, x, y, nthreads, run, ctx, 1);
+}
+
+/* ---- sums ---------------------------------------------------------------------------- */
+
+typedef struct AddJob {
+    const OqciAdd *p;
+    const void *const *x;
+    uint8_t *y;
+    int n;
+} AddJob;
+
+/* The first element of part i of n (n: the count): multiples of 64. */
+static int64_t add_bound(const AddJob *j, int i) {
+    int64_t e = i >= j->n ? j->p->count : (j->p->count * i / j->n + 63) / 64 * 64;
+    return e < j->p->count ? e : j->p->count;
+}
+
+static void add_task(void *arg, int i) {
+    const AddJob *j = arg;
+    OqciAdd sub = *j->p;
+    const void *xs[OQCI_ADD_MAX];
+    int64_t e0 = add_bound(j, i), e1 = add_bound(j, i + 1);
+    int32_t k;
+    if (e1 <= e0)
+        return;
+    sub.count = e1 - e0;
+    for (k = 0; k < sub.ninputs; k++)   /* 8-bit inputs: byte offsets */
+        xs[k] = (const uint8_t *)j->x[k] + e0;
+    (void)oqci_add(&sub, xs, j->y + e0 * (sub.out_type == OQCI_S32 ? 4 : 1));
+}
+
+int oqci_add_par(const OqciAdd *p, const void *const *x, void *y, int nthreads,
+                 OqciParallelFor run, void *ctx) {
+    AddJob j;
+    OqciAdd none;
+    int64_t cap;
+    if (!p)
+        return OQCI_EINVAL;
+    none = *p;
+    none.count = 0;
+    if (oqci_add(&none, x, y) != OQCI_OK || p->count < 0)
+        return OQCI_EINVAL;
+    cap = p->count * p->ninputs / OQCI_PAR_MIN_BYTES;
+    j.n = nthreads;
+    if (j.n > cap)
+        j.n = (int)cap;
+    if (!run || j.n < 2)
+        return oqci_add(p, x, y);
+    j.p = p;
+    j.x = x;
+    j.y = (uint8_t *)y;
+    run(ctx, add_task, &j, j.n);
+    return OQCI_OK;
+}
