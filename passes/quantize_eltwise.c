@@ -2,9 +2,9 @@
  * OQC_Q_ADD (Add, Sum with a fused Relu/Clip: oqci_add), OQC_Q_MUL (Mul of two
  * activations: oqci_mul), and the kinds that follow their input into INT8 at its scale:
  * OQC_Q_CLAMP (Relu, Clip: oqci_clamp), OQC_Q_RESIZE (Resize, Upsample), OQC_Q_TRANSPOSE
- * and OQC_Q_VIEW (Flatten, Reshape, ...).  For each, whether a node can run in INT8 (step 1, ADD and
- * MUL) and its kernel parameters (step 3); see quantize.c for the pass.  Element-wise
- * functions of one tensor are tables (quantize_lut.c). */
+ * and OQC_Q_VIEW (Flatten, Reshape, ...).  For each, whether a node can run in INT8
+ * (step 1, ADD and MUL) and its kernel parameters (step 3); see quantize.c for the pass.
+ * Element-wise functions of one tensor are tables (quantize_lut.c). */
 #include "quantize_int.h"
 
 #include <math.h>
@@ -174,17 +174,12 @@ int oqc_quant_build_view(Q *q, int i, OqcQNode *qn, char *why) {
 }
 
 /* OQC_Q_TRANSPOSE: a move of the codes (oqcf_transpose on one-byte elements), so the
- * output keeps the input's scale and type; perm as the FP32 executor reads it (absent:
- * the dims reversed). */
+ * output keeps the input's scale and type; the FP32 op's permutation. */
 int oqc_quant_build_transpose(Q *q, int i, OqcQNode *qn, char *why) {
     OqcGraph *g = q->g;
     const OqcNode *n = &g->nodes[i];
-    const OqcTensor *x = TT(q, n->in[0]);
-    const int64_t *perm;
-    int np = oqc_attr_ints(n, "perm", &perm);
     (void)why;
-    for (int k = 0; k < OQC_MAX_RANK; k++)
-        qn->perm[k] = k < x->shape.rank ? (np >= 0 ? (int)perm[k] : x->shape.rank - 1 - k) : 0;
+    oqc_transpose_perm(n, TT(q, n->in[0])->shape.rank, qn->perm);
     const OqcQuant *qx = &TT(q, base_of(g, n->in[0]))->quant;
     g->tensors[n->out[0]].quant = *qx;
     qn->kind = OQC_Q_TRANSPOSE;

@@ -88,6 +88,18 @@ int oqc_em_q_boundary(const Em *m, int node) {
 
 /* ------------------------------------------------------------ one function per kind */
 
+/* The name suffix and the thread arguments of a kernel call that splits over threads
+ * (oqci.h's _par forms of conv, pooling and sums): none for one thread. */
+static const char *par_name(const Em *m) {
+    return m->threads > 1 ? "_par" : "";
+}
+
+static const char *par_args(Em *m) {
+    if (m->threads < 2)
+        return "";
+    return oqc_arena_printf(m->a, ", %s_THREADS, pool->run, pool->ctx", m->name);
+}
+
 /* OQC_Q_CONV: one OqciConv q<node>_<k> and oqci_conv (or oqci_conv_par) call per output
  * k; the outputs' weights and biases are consecutive ranges of one array each. */
 static void em_conv(Em *m, int node, FILE *b) {
@@ -122,13 +134,8 @@ static void em_conv(Em *m, int node, FILE *b) {
                 oqc_em_qtype_name(p->out_type), i32_lit(m, p->lo), i32_lit(m, p->hi),
                 p->wpair16, w, p->w - p0->w, bias ? bias : "NULL",
                 bias ? oqc_arena_printf(m->a, " + %td", p->bias - p0->bias) : "", rq);
-        if (m->threads > 1)
-            fprintf(b, "    TRY(oqci_conv_par(&q%d_%d, %s, %s, %s, %s_THREADS, pool->run, "
-                       "pool->ctx));\n", node, k, xin(m, n, 0), oqc_em_out_base(m, node, k),
-                    q_scratch(m), m->name);
-        else
-            fprintf(b, "    TRY(oqci_conv(&q%d_%d, %s, %s, %s));\n", node, k, xin(m, n, 0),
-                    oqc_em_out_base(m, node, k), q_scratch(m));
+        fprintf(b, "    TRY(oqci_conv%s(&q%d_%d, %s, %s, %s%s));\n", par_name(m), node, k,
+                xin(m, n, 0), oqc_em_out_base(m, node, k), q_scratch(m), par_args(m));
     }
 }
 
@@ -157,13 +164,6 @@ static void em_deconv(Em *m, int node, FILE *b) {
             q_scratch(m));
 }
 
-/* The thread arguments of a _par kernel call (oqci.h): none for one thread. */
-static const char *par_args(Em *m) {
-    if (m->threads < 2)
-        return "";
-    return oqc_arena_printf(m->a, ", %s_THREADS, pool->run, pool->ctx", m->name);
-}
-
 /* OQC_Q_MAXPOOL, OQC_Q_AVGPOOL: OqciPool q<node>, oqci_maxpool or oqci_avgpool (their _par
  * forms with threads). */
 static void em_pool(Em *m, int node, FILE *b) {
@@ -190,7 +190,7 @@ static void em_pool(Em *m, int node, FILE *b) {
             oqc_em_qtype_name(p->out_type), i32_lit(m, p->lo), i32_lit(m, p->hi), p->requant,
             rq);
     fprintf(b, "    TRY(oqci_%s%s(&q%d, %s, %s%s));\n",
-            q->kind == OQC_Q_MAXPOOL ? "maxpool" : "avgpool", m->threads > 1 ? "_par" : "", node,
+            q->kind == OQC_Q_MAXPOOL ? "maxpool" : "avgpool", par_name(m), node,
             xin(m, n, 0), oqc_em_out_base(m, node, 0), par_args(m));
 }
 
@@ -216,8 +216,8 @@ static void em_add(Em *m, int node, FILE *b) {
     fprintf(b, "    {\n        const void *x_[%d];\n", p->ninputs);
     for (int k = 0; k < p->ninputs; k++)
         fprintf(b, "        x_[%d] = %s;\n", k, xin(m, n, k));
-    fprintf(b, "        TRY(oqci_add%s(&q%d, x_, %s%s));\n    }\n", m->threads > 1 ? "_par" : "",
-            node, yout(m, n, 0), par_args(m));
+    fprintf(b, "        TRY(oqci_add%s(&q%d, x_, %s%s));\n    }\n", par_name(m), node,
+            yout(m, n, 0), par_args(m));
 }
 
 /* OQC_Q_MUL: OqciMul q<node>, oqci_mul. */
@@ -288,18 +288,10 @@ static void em_resize(Em *m, int node, FILE *b) {
     fprintf(b, "    TRY(oqci_resize(&q%d, %s, %s));\n", node, xin(m, n, 0), yout(m, n, 0));
 }
 
-/* OQC_Q_TRANSPOSE: the float kernel on one-byte elements (oqcf_transpose, perm<node>). */
+/* OQC_Q_TRANSPOSE: the float op's call on one-byte elements (oqcf_transpose). */
 static void em_transpose(Em *m, int node, FILE *b) {
     const OqcNode *n = &m->g->nodes[node];
-    FILE *f = oqc_em_decl(m);
-    oqc_em_use_kernel(m, "oqcf_layout.c");
-    oqc_em_in_shapes(m, node, 1);
-    fprintf(f, "static const int perm%d[%d] = {", node, OQC_MAX_RANK);
-    for (int i = 0; i < OQC_MAX_RANK; i++)
-        fprintf(f, "%s%d", i ? ", " : "", n->q->perm[i]);
-    fputs("};\n", f);
-    fprintf(b, "    TRY(oqcf_transpose(%s, &s%d[0], perm%d, 1, %s));\n", xin(m, n, 0), node,
-            node, yout(m, n, 0));
+    oqc_em_transpose_call(m, node, n->q->perm, 1, xin(m, n, 0), yout(m, n, 0), b);
 }
 
 /* OQC_Q_QUANTIZE: oqci_quantize. */

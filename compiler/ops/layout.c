@@ -498,16 +498,20 @@ int oqc_prep_slice(OqcExec *e, int node, OqcDiag *d) {
     return 0;
 }
 
-/* Transpose */
+/* Transpose (the INT8 kind moves codes with the same permutation and call:
+ * passes/quantize_eltwise.c, backend/emit_q.c) */
+void oqc_transpose_perm(const OqcNode *n, int rank, int *perm) {
+    const int64_t *p;
+    int np = oqc_attr_ints(n, "perm", &p);
+    for (int i = 0; i < OQC_MAX_RANK; i++)
+        perm[i] = i >= rank ? 0 : np >= 0 ? (int)p[i] : rank - 1 - i;
+}
+
 int oqc_prep_transpose(OqcExec *e, int node, OqcDiag *d) {
     const OqcNode *n = &e->g->nodes[node];
     ExecNode *x = &e->nodes[node];
-    const OqcTensor *in0 = &e->g->tensors[n->in[0]];
     (void)d;
-    const int64_t *perm;
-    int np = oqc_attr_ints(n, "perm", &perm);
-    for (int i = 0; i < in0->shape.rank; i++)
-        x->perm[i] = np >= 0 ? (int)perm[i] : in0->shape.rank - 1 - i;
+    oqc_transpose_perm(n, e->g->tensors[n->in[0]].shape.rank, x->perm);
     x->run = run_transpose;
     x->kind = EXEC_TRANSPOSE;
     return 0;
@@ -649,19 +653,23 @@ void oqc_em_slice(Em *m, int node, FILE *b) {
             oqcf_dtype_size(in0->dtype), Y(0));
 }
 
-/* The call of EXEC_TRANSPOSE (run_transpose). */
-void oqc_em_transpose(Em *m, int node, FILE *b) {
-    const OqcNode *n = &m->g->nodes[node];
-    const ExecNode *x = &m->e->nodes[node];
-    const OqcTensor *in0 = &m->g->tensors[n->in[0]];
+void oqc_em_transpose_call(Em *m, int node, const int *perm, size_t esize, const char *x,
+                           const char *y, FILE *b) {
     oqc_em_use_kernel(m, "oqcf_layout.c");
     oqc_em_in_shapes(m, node, 1);
     fprintf(oqc_em_decl(m), "static const int perm%d[%d] = {", node, OQC_MAX_RANK);
     for (int i = 0; i < OQC_MAX_RANK; i++)
-        fprintf(oqc_em_decl(m), "%s%d", i ? ", " : "", x->perm[i]);
+        fprintf(oqc_em_decl(m), "%s%d", i ? ", " : "", perm[i]);
     fputs("};\n", oqc_em_decl(m));
-    fprintf(b, "    TRY(oqcf_transpose(%s, &s%d[0], perm%d, %zu, %s));\n", X(0), node, node,
-            oqcf_dtype_size(in0->dtype), Y(0));
+    fprintf(b, "    TRY(oqcf_transpose(%s, &s%d[0], perm%d, %zu, %s));\n", x, node, node, esize,
+            y);
+}
+
+/* The call of EXEC_TRANSPOSE (run_transpose). */
+void oqc_em_transpose(Em *m, int node, FILE *b) {
+    const OqcNode *n = &m->g->nodes[node];
+    oqc_em_transpose_call(m, node, m->e->nodes[node].perm,
+                          oqcf_dtype_size(m->g->tensors[n->in[0]].dtype), X(0), Y(0), b);
 }
 
 /* The call of EXEC_PAD (run_pad). */

@@ -24,6 +24,9 @@ typedef void (*OqcTensorHook)(void *ctx, const OqcGraph *g, int tensor, const vo
 int oqc_unary_of(const OqcNode *n, OqcfUnaryOp *op, float *alpha, float *beta);
 /* The runtime reduction (oqcf_reduce) of ReduceSum/ReduceMean/ReduceMax/ReduceMin. */
 OqcfReduceOp oqc_reduce_op(OqcOp op);
+/* Transpose node n's permutation of a rank-`rank` input (output dim j is input dim
+ * perm[j]; no perm attribute: the dims reversed), 0 past rank: OQC_MAX_RANK entries. */
+void oqc_transpose_perm(const OqcNode *n, int rank, int *perm);
 /* 1 for ops whose first output is a view of their first input. */
 int oqc_exec_is_view_op(const OqcNode *n);
 

@@ -84,6 +84,10 @@ const char *oqc_em_pool_arg(const Em *m);
 void oqc_em_use_kernel(Em *m, const char *file);
 /* static const OqcfShape s<node>[] = {shapes of inputs 0..nin-1}. */
 void oqc_em_in_shapes(Em *m, int node, int nin);
+/* Transpose node `node` of x into y (elements of esize bytes): its perm<node> constant
+ * and the oqcf_transpose call (the FP32 op and the INT8 kind, which moves codes). */
+void oqc_em_transpose_call(Em *m, int node, const int *perm, size_t esize, const char *x,
+                           const char *y, FILE *b);
 /* The tables of Resize plan r as constants rzi<node>_<k>, rzw<node>_<k>, rz<node>. */
 void oqc_em_resize_tables(Em *m, int node, const OqcResize *r);
 
