@@ -13,13 +13,17 @@ static void *q_out(OqcExec *e, int node, int k) {
     return (void *)(t->view_base >= 0 ? e->ptr[t->view_base] : e->ptr[N(e, node)->out[k]]);
 }
 
+/* The thread arguments of the _par kernels (oqci.h): e->pool's threads and parallel-for;
+ * e->pool NULL: one thread, the plain kernel. */
+#define PAR_ARGS(e) oqcf_pool_threads((e)->pool), (e)->pool ? (e)->pool->run : NULL, \
+                    (e)->pool ? (e)->pool->ctx : NULL
+
 /* OQC_Q_CONV: one oqci_conv per output (split over e->pool's threads when it has one). */
 static int run_conv(OqcExec *e, int node) {
     const OqcQNode *q = N(e, node)->q;
-    for (int k = 0; k < q->nconv; k++)   /* (e->pool NULL: one thread, oqci_conv) */
+    for (int k = 0; k < q->nconv; k++)
         CHECK(oqci_conv_par(&q->conv[k], XIN(e, node, 0), q_out(e, node, k), e->scratch,
-                            oqcf_pool_threads(e->pool), e->pool ? e->pool->run : NULL,
-                            e->pool ? e->pool->ctx : NULL));
+                            PAR_ARGS(e)));
     return 0;
 }
 
@@ -28,11 +32,8 @@ static int run_deconv(OqcExec *e, int node) {
     return 0;
 }
 
-/* Pools and sums split over e->pool's threads as convs are (oqci.h, "Threads for pooling
- * and sums"). */
-#define PAR_ARGS(e) oqcf_pool_threads((e)->pool), (e)->pool ? (e)->pool->run : NULL, \
-                    (e)->pool ? (e)->pool->ctx : NULL
-
+/* Pools and sums: split over e->pool's threads as convs are (oqci.h, "Threads for
+ * pooling and sums"). */
 static int run_maxpool(OqcExec *e, int node) {
     CHECK(oqci_maxpool_par(&N(e, node)->q->pool, XIN(e, node, 0), q_out(e, node, 0),
                            PAR_ARGS(e)));

@@ -4,9 +4,22 @@
  * parallel-for.  A pool of one image splits by runs of channels (the output channel view
  * moves with them), a pool of several by images, a sum by ranges of elements (multiples
  * of 64).  Each output depends on its own channel or element only, so the bits are the
- * plain call's.  The parameters are checked first by the plain kernel on zero images
- * (zero elements), which reads and writes nothing: the tasks then cannot fail. */
+ * plain call's.  With one part the plain call runs (and checks the parameters);
+ * before a split they are checked by the plain kernel on zero images (zero elements),
+ * which reads and writes nothing, so the tasks cannot fail. */
 #include "oqci.h"
+
+/* Parts for nthreads threads: at most nthreads and units, none reading fewer than
+ * OQCI_PAR_MIN_BYTES of `bytes` (unsigned: parameters not checked yet cannot overflow
+ * it; absurd ones are refused before any split). */
+static int nparts(int nthreads, int64_t units, uint64_t bytes) {
+    uint64_t n = nthreads > 0 ? (uint64_t)nthreads : 1, cap = bytes / OQCI_PAR_MIN_BYTES;
+    if (units < 1)
+        return 1;
+    if (n > (uint64_t)units)
+        n = (uint64_t)units;
+    return (int)(n > cap ? cap : n);
+}
 
 /* ---- pooling ------------------------------------------------------------------------- */
 
@@ -47,21 +60,18 @@ static int pool_par(const OqciPool *p, const void *x, void *y, int nthreads,
                     OqciParallelFor run, void *ctx, int avg) {
     PoolJob j;
     OqciPool none;
-    int64_t cap;
     if (!p)
         return OQCI_EINVAL;
+    j.by_image = p->batch != 1;
+    j.units = j.by_image ? p->batch : p->channels;
+    j.n = nparts(nthreads, j.units, (uint64_t)p->batch * (uint64_t)p->channels *
+                                        (uint64_t)p->in_h * (uint64_t)p->in_w);
+    if (!run || j.n < 2)
+        return pool_call(p, x, y, avg);
     none = *p;
     none.batch = 0;
     if (pool_call(&none, x, y, avg) != OQCI_OK)
         return OQCI_EINVAL;
-    j.by_image = p->batch != 1;
-    j.units = j.by_image ? p->batch : p->channels;
-    cap = (int64_t)p->batch * p->channels * p->in_h * p->in_w / OQCI_PAR_MIN_BYTES;
-    j.n = nthreads < j.units ? nthreads : (int)j.units;
-    if (j.n > cap)
-        j.n = (int)cap;
-    if (!run || j.n < 2)
-        return pool_call(p, x, y, avg);
     j.p = p;
     j.x = (const uint8_t *)x;
     j.y = (uint8_t *)y;
@@ -113,19 +123,15 @@ int oqci_add_par(const OqciAdd *p, const void *const *x, void *y, int nthreads,
                  OqciParallelFor run, void *ctx) {
     AddJob j;
     OqciAdd none;
-    int64_t cap;
     if (!p)
         return OQCI_EINVAL;
-    none = *p;
-    none.count = 0;
-    if (oqci_add(&none, x, y) != OQCI_OK || p->count < 0)
-        return OQCI_EINVAL;
-    cap = p->count * p->ninputs / OQCI_PAR_MIN_BYTES;
-    j.n = nthreads;
-    if (j.n > cap)
-        j.n = (int)cap;
+    j.n = nparts(nthreads, p->count, (uint64_t)p->count * (uint64_t)p->ninputs);
     if (!run || j.n < 2)
         return oqci_add(p, x, y);
+    none = *p;
+    none.count = 0;
+    if (oqci_add(&none, x, y) != OQCI_OK)
+        return OQCI_EINVAL;
     j.p = p;
     j.x = x;
     j.y = (uint8_t *)y;
