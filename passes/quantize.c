@@ -9,12 +9,14 @@
  *      Add/Sum of same-shape inputs, Mul of two activations (one may be broadcast per
  *      block, as a squeeze-excitation gate), Relu/Clip, and view ops (Flatten, Reshape, ...)
  *      whose input is INT8, Resize/Upsample whose input is INT8 (nearest, or linear over
- *      at most two axes), Transpose whose input is INT8 (a move of the codes).  Everything else, nodes named in --fp32-nodes and nodes
- *      whose tensors lack a calibration stay float, with a -v line saying why;
+ *      at most two axes), Transpose whose input is INT8 (a move of the codes).
+ *      Everything else, nodes named in --fp32-nodes and nodes whose tensors lack a
+ *      calibration stay float, with a -v line saying why;
  *   2. gives every INT8 tensor its storage type and scale: s8 (T/127) or u8 (T/255) as
- *      calibrated; max pooling, clamps, views, Resize and Transpose keep their input's scale (they
- *      only move, clamp or average values); the producers writing into one concat buffer all use the
- *      buffer's scale, so the concat stays free (a max pool writing there requantizes);
+ *      calibrated; max pooling, clamps, views, Resize and Transpose keep their input's
+ *      scale (they only move, clamp or average values); the producers writing into one
+ *      concat buffer all use the buffer's scale, so the concat stays free (a max pool
+ *      writing there requantizes);
  *   3. computes each INT8 node's kernel parameters (runtime/int8/oqci.h): per output channel
  *      weight scales max|W[k]|/127 (no saturation; an all-zero channel gets scale 1;
  *      /63 and so on with cfg->weight_bits 7 or fewer, then every conv has wpair16),
