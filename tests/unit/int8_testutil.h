@@ -115,4 +115,15 @@ static inline int int8_isas(int isas[OQCI_ISA_COUNT]) {
     return n;
 }
 
+/* A parallel-for (oqci.h's OqciParallelFor) running the tasks on the caller in reverse
+ * order; counts its calls and the tasks they ran. */
+static int64_t reverse_calls, reverse_tasks;
+static inline void reverse_for(void *ctx, void (*task)(void *, int), void *arg, int n) {
+    (void)ctx;
+    reverse_calls++;
+    reverse_tasks += n;
+    for (int i = n - 1; i >= 0; i--)
+        task(arg, i);
+}
+
 #endif /* OQC_INT8_TESTUTIL_H */

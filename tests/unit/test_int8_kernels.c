@@ -1332,15 +1332,6 @@ static void test_conv_scratch_size(void) {
     }
 }
 
-/* A parallel-for running the tasks on the caller in reverse order; counts them. */
-static int64_t reverse_tasks;
-static void reverse_for(void *ctx, void (*task)(void *, int), void *arg, int n) {
-    (void)ctx;
-    reverse_tasks += n;
-    for (int i = n - 1; i >= 0; i--)
-        task(arg, i);
-}
-
 /* oqci_conv_par: split for 2 threads (tasks run in reverse order on the caller) and for
  * 3 (on oqcf_threads.c's pool), every family gives exactly the reference's bits (conv_run
  * compares every output element, and checks the channels outside a view stay untouched)

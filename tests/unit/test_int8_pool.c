@@ -984,16 +984,6 @@ static void test_quantize_isas(void) {
 
 /* ---- threads ------------------------------------------------------------------------ */
 
-/* A parallel-for running the tasks on the caller in reverse order; counts the calls. */
-static int64_t reverse_calls, reverse_tasks;
-static void reverse_for(void *ctx, void (*task)(void *, int), void *arg, int n) {
-    (void)ctx;
-    reverse_calls++;
-    reverse_tasks += n;
-    for (int i = n - 1; i >= 0; i--)
-        task(arg, i);
-}
-
 /* oqci_maxpool_par, oqci_avgpool_par, oqci_add_par with 2 threads (tasks in reverse on the
  * caller) and 3 (oqcf_threads.c's pool): exactly the plain call's bytes, the channels
  * outside an output view untouched; the split is the documented one: a pool of one
