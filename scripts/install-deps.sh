@@ -8,29 +8,41 @@
 # qemu-user).  It adds arm64 to dpkg's foreign architectures (Debian multiarch) when it
 # is not there yet, which is why no other target asks for it.
 set -u
-if [ "${1:-}" = --arm64 ]; then
-    arm="libprotobuf-c-dev:arm64 libxml2-dev:arm64 libjpeg62-turbo-dev:arm64 libpng-dev:arm64"
+# missing_of PKG...: the packages of the list dpkg does not have installed ($missing).
+missing_of() {
     missing=""
-    for p in $arm; do
+    for p in "$@"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
             missing="$missing $p"
     done
-    [ -z "$missing" ] && exit 0
+}
+# install_missing WHAT SUDO_FIRST: $missing through apt-get (root), or a message naming
+# them and the command to run (others; SUDO_FIRST is what that command does first).
+install_missing() {
     if [ "$(id -u)" != 0 ]; then
-        echo "oqc: missing Debian packages (arm64 multiarch):$missing" >&2
-        echo "oqc: install them with: sudo dpkg --add-architecture arm64 && sudo apt-get update && sudo apt-get install$missing" >&2
+        echo "oqc: missing Debian packages$1:$missing" >&2
+        echo "oqc: install them with: $2sudo apt-get install$missing" >&2
         exit 1
     fi
     export DEBIAN_FRONTEND=noninteractive
-    if ! dpkg --print-foreign-architectures | grep -qx arm64; then
-        echo "oqc: adding arm64 to dpkg's foreign architectures (for the aarch64 test build)" >&2
-        dpkg --add-architecture arm64 || { echo "oqc: dpkg --add-architecture arm64 failed" >&2; exit 1; }
-    fi
+    [ -z "$2" ] || "$3"
     echo "oqc: installing missing Debian packages:$missing" >&2
     apt-get update -q >&2 || { echo "oqc: apt-get update failed" >&2; exit 1; }
     # shellcheck disable=SC2086
     apt-get install -y -q --no-install-recommends $missing >&2 ||
         { echo "oqc: apt-get install$missing failed" >&2; exit 1; }
+}
+# Debian multiarch: arm64 among dpkg's foreign architectures.
+add_arm64() {
+    dpkg --print-foreign-architectures | grep -qx arm64 && return 0
+    echo "oqc: adding arm64 to dpkg's foreign architectures (for the aarch64 test build)" >&2
+    dpkg --add-architecture arm64 || { echo "oqc: dpkg --add-architecture arm64 failed" >&2; exit 1; }
+}
+if [ "${1:-}" = --arm64 ]; then
+    missing_of libprotobuf-c-dev:arm64 libxml2-dev:arm64 libjpeg62-turbo-dev:arm64 libpng-dev:arm64
+    [ -z "$missing" ] && exit 0
+    install_missing " (arm64 multiarch)" \
+        "sudo dpkg --add-architecture arm64 && sudo apt-get update && " add_arm64
     exit 0
 fi
 # chromium renders the calibration report (tests/cli/report_render.sh), python3-onnx
@@ -43,20 +55,7 @@ pkgs="protobuf-c-compiler libprotobuf-c-dev libonnx-dev libxml2-dev libxml2-util
 libcunit1-dev libonnx-testdata graphviz clang gcc-arm-none-eabi libnewlib-arm-none-eabi
 gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user chromium python3-onnx libjpeg62-turbo-dev
 libpng-dev cmake ninja-build parallel python3-jsonschema $*"
-missing=""
-for p in $pkgs; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
-        missing="$missing $p"
-done
-[ -z "$missing" ] && exit 0
-if [ "$(id -u)" != 0 ]; then
-    echo "oqc: missing Debian packages:$missing" >&2
-    echo "oqc: install them with: sudo apt-get install$missing" >&2
-    exit 1
-fi
-echo "oqc: installing missing Debian packages:$missing" >&2
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q >&2 || { echo "oqc: apt-get update failed" >&2; exit 1; }
 # shellcheck disable=SC2086
-apt-get install -y -q --no-install-recommends $missing >&2 ||
-    { echo "oqc: apt-get install$missing failed" >&2; exit 1; }
+missing_of $pkgs
+[ -z "$missing" ] && exit 0
+install_missing "" "" :
