@@ -287,6 +287,26 @@ static void find_late_candidates(Q *q, Plan *P, const unsigned char *taken) {
     }
 }
 
+/* Step 2b, channel scales (docs/calibration.md, "Channel scales"): a tensor with channel
+ * thresholds whose producer and readers are all INT8 candidates, the readers depthwise
+ * convs (oqc_channel_scaled).  Its producer's build settles it (quantize_conv.c). */
+static void find_channel_scaled(Q *q, const Plan *P) {
+    OqcGraph *g = q->g;
+    if (q->cfg->tensor_scales)
+        return;
+    for (int t = 0; t < g->ntensors; t++) {
+        const OqcTensor *x = &g->tensors[t];
+        if (!x->quant.valid || !x->quant.nch || oqc_channel_scaled(g, t) != x->quant.nch)
+            continue;
+        int ok = P->compute[x->producer] && !P->dead[x->producer] &&
+                 P->lut_root[x->producer] < 0;
+        for (int c = 0; c < x->nconsumers && ok; c++)
+            ok = P->compute[x->consumers[c]] && !P->dead[x->consumers[c]] &&
+                 P->lut_root[x->consumers[c]] < 0;
+        q->chan[t] = (unsigned char)ok;
+    }
+}
+
 /* ----------------------------------------------------- step 3: INT8 nodes, scales */
 
 /* Table node i (the last of its cluster): the table replaces the cluster, reading its
@@ -331,6 +351,9 @@ static OqcQNode *lower_compute(Q *q, int i) {
     OqcQNode *qn = oqc_arena_alloc(g->arena, sizeof *qn);
     if (kind_of(n->op)->build(q, i, qn, why) < 0) {
         oqc_info(q->d, "quantize: '%s' (%s) stays float: %s", n->name, n->op_type, why);
+        for (int k = 0; k < n->nout; k++)   /* a float output has one scale */
+            if (n->out[k] >= 0)
+                g->tensors[n->out[k]].quant.ch_scale = NULL;
         return NULL;
     }
     for (int k = 0; k < n->nin; k++)
@@ -513,6 +536,7 @@ static void dequantize_output(Q *q, Plan *P, int t) {
     OqcTensor *x = &g->tensors[t];
     const char *orig = x->name;
     int is_out = x->is_output;
+    OQC_ASSERT(!x->quant.ch_scale);   /* its readers are INT8 (quantize_conv.c) */
     if (is_out)
         oqc_tensor_rename(g, t, oqc_arena_printf(g->arena, "%s.q8", orig));
     int f = oqc_tensor_add(g, is_out ? orig : oqc_arena_printf(g->arena, "%s.f32", orig));
@@ -634,6 +658,10 @@ int pass_quantize(OqcGraph *g, OqcDiag *d) {
     unsigned char *taken = oqc_arena_alloc(a, n1);
     find_tables(&q, &P, taken);
     find_late_candidates(&q, &P, taken);
+    q.chan = oqc_arena_alloc(a, (size_t)g->ntensors + 1);
+    for (int t = 0; t < g->ntensors; t++)   /* only the producers below set them */
+        g->tensors[t].quant.ch_scale = NULL;
+    find_channel_scaled(&q, &P);
     /* Step 3, in topological order: INT8 domains, passthrough scales, parameters. */
     for (int i = 0; i < nn; i++)
         if (!P.dead[i] && (P.lut_root[i] < 0 || P.lut_root[i] == i))
@@ -689,6 +717,18 @@ int oqc_quant_apply(OqcGraph *g, const OqcCalibEntry *e, int n, OqcDiag *d) {
             q->scale = OQC_ZERO_RANGE_SCALE;
         }
         q->method = e[i].method;
+        q->nch = 0;
+        q->ch_threshold = NULL;
+        q->ch_scale = NULL;
+        const OqcShape *sh = &g->tensors[t].shape;
+        if (e[i].nch && (sh->rank != 4 || sh->d[1] != e[i].nch))
+            return oqc_err(d, "calibration table: tensor '%s' has %d channel thresholds, but "
+                              "its shape has %lld channels", e[i].name, (int)e[i].nch,
+                           sh->rank == 4 ? (long long)sh->d[1] : 0LL);
+        if (e[i].nch) {
+            q->nch = e[i].nch;
+            q->ch_threshold = e[i].ch_threshold;
+        }
     }
     return 0;
 }

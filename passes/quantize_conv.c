@@ -16,6 +16,7 @@
  * fit. */
 #include "quantize_int.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,10 +176,11 @@ static void fc_shape(const Q *q, int i, ConvShape *s) {
 }
 
 /* The weights of s quantized per output channel k: scale sw[k], codes wq[k][0..kdim)
- * (rows of kpad), int32 biases at scale s_in * sw[k] (NULL without a bias); 0, or -1
- * with why. */
-static int conv_weights(const Q *q, const ConvShape *s, float s_in, int64_t kpad, int8_t **wq,
-                        float **sw, int32_t **bias, char *why) {
+ * (rows of kpad), int32 biases at scale s_in[k] * sw[k] (NULL without a bias); 0, or -1
+ * with why.  s_in[k]: the scale of the input output channel k reads (one per channel
+ * for a depthwise conv of a channel-scaled tensor, else the tensor's for every k). */
+static int conv_weights(const Q *q, const ConvShape *s, const float *s_in, int64_t kpad,
+                        int8_t **wq, float **sw, int32_t **bias, char *why) {
     OqcArena *a = q->g->arena;
     int32_t wmax = oqc_weight_qmax(q->cfg);
     *wq = oqc_arena_alloc(a, (size_t)(s->K * kpad) + 1);
@@ -195,27 +197,71 @@ static int conv_weights(const Q *q, const ConvShape *s, float s_in, int64_t kpad
         for (int64_t j = 0; j < s->kdim; j++)
             (*wq)[k * kpad + j] = (int8_t)oqci_round_clamp(row[j] / (*sw)[k], -wmax, wmax);
         if (*bias && oqc_quant_bias((double)s->B[s->nb == 1 ? 0 : k] * s->bscale,
-                                    (double)s_in * (*sw)[k], k, &(*bias)[k], why) < 0)
+                                    (double)s_in[k] * (*sw)[k], k, &(*bias)[k], why) < 0)
             return -1;
     }
     return 0;
 }
 
-/* Output o of node n (channels [k0, k0 + p->out_c) of the layer): its type, view, clamp
- * and requantization (M[k] = s_in * s_w[k] / s_y); 0, or -1 with why. */
-static int conv_output(Q *q, const OqcNode *n, int o, int64_t k0, float s_in, const float *sw,
+/* Node i's output tensor t at one scale per channel (ch_threshold[k] / 127 or 255):
+ * the scales, with the output clamp [*lo, *hi], when every channel's clamp is the same
+ * and every reader builds with them (each is tried); else NULL, and t keeps one scale. */
+static const float *channel_scales(Q *q, int i, int t, int32_t type, int32_t *lo,
+                                   int32_t *hi) {
+    OqcGraph *g = q->g;
+    const OqcNode *n = &g->nodes[i];
+    OqcQuant *qy = &g->tensors[t].quant;
+    float *sc = oqc_arena_alloc(g->arena, (size_t)qy->nch * sizeof *sc);
+    for (int32_t k = 0; k < qy->nch; k++) {
+        int32_t l, h;
+        float s = qy->ch_threshold[k] / (type == OQCI_U8 ? 255.0f : 127.0f);
+        sc[k] = s >= FLT_MIN && isfinite(s) ? s : OQC_ZERO_RANGE_SCALE;
+        oqc_quant_clamp_of(n->act_per_channel ? &n->act_per_channel[k] : &n->act, type,
+                           sc[k], &l, &h);
+        if (k == 0)
+            *lo = l, *hi = h;
+        else if (l != *lo || h != *hi)
+            return NULL;
+    }
+    qy->ch_scale = sc;
+    char why[OQC_WHY_SIZE];
+    for (int c = 0; c < g->tensors[t].nconsumers; c++) {
+        OqcQNode trial;
+        if (oqc_quant_build_conv(q, g->tensors[t].consumers[c], &trial, why) < 0) {
+            qy->ch_scale = NULL;
+            return NULL;
+        }
+    }
+    float mn = sc[0], mx = sc[0];
+    for (int32_t k = 1; k < qy->nch; k++)
+        mn = fminf(mn, sc[k]), mx = fmaxf(mx, sc[k]);
+    oqc_info(q->d, "quantize: '%s' runs at one scale per channel (%d channels, scales %g to "
+                   "%g; one scale would be %g)", g->tensors[t].name, (int)qy->nch,
+             (double)mn, (double)mx, (double)qy->scale);
+    return sc;
+}
+
+/* Output o of node n (node i; channels [k0, k0 + p->out_c) of the layer): its type,
+ * view, clamp and requantization (M[k] = s_in[k] * s_w[k] / s_y[k], s_y one scale or
+ * one per channel); 0, or -1 with why. */
+static int conv_output(Q *q, int i, int o, int64_t k0, const float *s_in, const float *sw,
                        OqciConv *p, char *why) {
+    const OqcNode *n = &q->g->nodes[i];
     const OqcQuant *qy = cal(q, n->out[o]);
     p->out_type = qtype(qy);
     if (n->op == OQC_OP_Conv)   /* (Gemm/MatMul: fc_shape's) */
         oqc_quant_view_of(q, n->out[o], &p->out_ctotal, &p->out_coff);
     const OqcfAct *act = n->act_per_channel ? &n->act_per_channel[k0] : &n->act;
-    oqc_quant_clamp_of(act, p->out_type, qy->scale, &p->lo, &p->hi);
+    const float *sy = n->nout == 1 && q->chan[n->out[0]] && qy->nch == p->out_c
+                          ? channel_scales(q, i, n->out[0], p->out_type, &p->lo, &p->hi)
+                          : NULL;
+    if (!sy)
+        oqc_quant_clamp_of(act, p->out_type, qy->scale, &p->lo, &p->hi);
     p->wpair16 = oqci_conv_wpair16(p);
     double *M = oqc_arena_alloc(q->g->arena, (size_t)p->out_c * sizeof *M);
     int64_t maxb = 0;
     for (int64_t k = 0; k < p->out_c; k++) {
-        M[k] = (double)s_in * sw[k] / qy->scale;
+        M[k] = (double)s_in[k] * sw[k] / (sy ? sy[k] : qy->scale);
         if (p->bias && llabs((long long)p->bias[k]) > maxb)
             maxb = llabs((long long)p->bias[k]);
     }
@@ -253,10 +299,16 @@ int oqc_quant_build_conv(Q *q, int i, OqcQNode *qn, char *why) {
     s.base.kdim = (int32_t)s.kdim;
     s.base.kpad = (int32_t)kpad;
     s.base.in_type = qtype(qx);
+    /* the input scale each output channel's products carry */
+    float *s_in = oqc_arena_alloc(a, (size_t)s.K * sizeof *s_in);
+    const float *chs = TT(q, n->in[0])->quant.ch_scale;
+    OQC_ASSERT(!chs || (s.base.group == s.C && s.K == s.C));
+    for (int64_t k = 0; k < s.K; k++)
+        s_in[k] = chs ? chs[k] : qx->scale;
     int8_t *wq;
     float *sw;
     int32_t *bias;
-    if (conv_weights(q, &s, qx->scale, kpad, &wq, &sw, &bias, why) < 0)
+    if (conv_weights(q, &s, s_in, kpad, &wq, &sw, &bias, why) < 0)
         return -1;
     /* One parameter set per output (merged convs: consecutive channel ranges). */
     qn->kind = OQC_Q_CONV;
@@ -271,7 +323,7 @@ int oqc_quant_build_conv(Q *q, int i, OqcQNode *qn, char *why) {
         p->w = wq + k0 * kpad;
         p->bias = bias ? bias + k0 : NULL;
         qn->w_scale[o] = sw + k0;
-        if (conv_output(q, n, o, k0, qx->scale, sw + k0, p, why) < 0)
+        if (conv_output(q, i, o, k0, s_in + k0, sw + k0, p, why) < 0)
             return -1;
         k0 += p->out_c;
     }
@@ -361,9 +413,12 @@ int oqc_quant_widen_conv(Q *q, int i, OqcAcc *acc) {
         return 0;
     const OqcQuant *qx = &TT(q, base_of(g, n->in[0]))->quant;
     OqciConv *p = &qn->conv[0];
+    if (TT(q, n->out[0])->quant.ch_scale)   /* its depthwise readers are INT8 */
+        return 0;
     float *sc = oqc_arena_alloc(g->arena, (size_t)p->out_c * sizeof *sc);
     for (int32_t k = 0; k < p->out_c; k++)
-        sc[k] = (float)((double)qx->scale * qn->w_scale[0][k]);
+        sc[k] = (float)((double)(qx->ch_scale ? qx->ch_scale[k] : qx->scale) *
+                        qn->w_scale[0][k]);
     *acc = (OqcAcc){.outer = p->batch, .inner = (int64_t)p->out_h * p->out_w,
                     .channels = p->out_c, .per_channel = 1, .scale = sc, .rq = p->rq,
                     .type = p->out_type, .lo = p->lo, .hi = p->hi};

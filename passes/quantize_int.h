@@ -30,6 +30,8 @@ typedef struct Q {
     const OqcQuantConfig *cfg;
     unsigned char *int8;    /* per node: runs in INT8 */
     unsigned char *qdom;    /* per tensor: holds s8/u8 (INT8 domain) */
+    unsigned char *chan;    /* per tensor of the graph before step 4: may run at one
+                               scale per channel (its producer decides, quantize_conv.c) */
     int nq[OQC_OP_COUNT];   /* INT8 nodes per op, for the statistics line */
 } Q;
 

@@ -310,23 +310,37 @@ static Onnx__ValueInfoProto *value_info(X *x, int t) {
 
 /* ---------------------------------------------------------------- quantization */
 
-/* Activation Q -> DQ pair for tensor t (its producer writes x->wr[t]). */
+/* Activation Q -> DQ pair for tensor t (its producer writes x->wr[t]); one scale and
+ * zero point per channel (axis 1) when oqc runs t at channel scales. */
 static void emit_qdq(X *x, int t) {
     const OqcQuant *q = x->aq[t];
     const char *nm = x->g->tensors[t].name;
-    uint8_t *zp = oqc_arena_alloc(x->a, 1);
-    float *sc = oqc_arena_alloc(x->a, sizeof *sc);
-    *zp = q->is_unsigned ? 0 : 128;
-    *sc = q->scale;
-    const char *s = new_init(x, oqc_arena_printf(x->a, "%s_scale", nm), OQCF_FLOAT, -1, sc);
-    const char *z = new_init(x, oqc_arena_printf(x->a, "%s_zero_point", nm), OQCF_UINT8, -1, zp);
+    int64_t n = q->ch_scale ? q->nch : 1;
+    uint8_t *zp = oqc_arena_alloc(x->a, (size_t)n);
+    float *sc = oqc_arena_alloc(x->a, (size_t)n * sizeof *sc);
+    memset(zp, q->is_unsigned ? 0 : 128, (size_t)n);
+    for (int64_t c = 0; c < n; c++)
+        sc[c] = q->ch_scale ? q->ch_scale[c] : q->scale;
+    const char *s = new_init(x, oqc_arena_printf(x->a, "%s_scale", nm), OQCF_FLOAT,
+                             q->ch_scale ? n : -1, sc);
+    const char *z = new_init(x, oqc_arena_printf(x->a, "%s_zero_point", nm), OQCF_UINT8,
+                             q->ch_scale ? n : -1, zp);
     const char *qo = fresh(x, oqc_arena_printf(x->a, "%s_QuantizeLinear_Output", nm));
     const char *qin[3] = {x->wr[t], s, z};
-    node_proto(x, "QuantizeLinear", "", oqc_arena_printf(x->a, "%s_QuantizeLinear", nm), 3,
-               qin, 1, &qo);
+    Onnx__NodeProto *qp = node_proto(x, "QuantizeLinear", "",
+                                     oqc_arena_printf(x->a, "%s_QuantizeLinear", nm), 3, qin, 1,
+                                     &qo);
     const char *dqin[3] = {qo, s, z};
-    node_proto(x, "DequantizeLinear", "", oqc_arena_printf(x->a, "%s_DequantizeLinear", nm),
-               3, dqin, 1, &x->rd[t]);
+    Onnx__NodeProto *dp = node_proto(x, "DequantizeLinear", "",
+                                     oqc_arena_printf(x->a, "%s_DequantizeLinear", nm), 3, dqin,
+                                     1, &x->rd[t]);
+    if (q->ch_scale) {
+        Onnx__AttributeProto **at = oqc_arena_alloc(x->a, 2 * sizeof *at);
+        at[0] = attr_int(x, "axis", 1);
+        at[1] = attr_int(x, "axis", 1);
+        node_attrs(qp, at, 1);
+        node_attrs(dp, at + 1, 1);
+    }
     x->st->nact++;
     x->st->nact_zp0 += q->is_unsigned;
 }
@@ -409,7 +423,8 @@ static int emit_weights(X *x, int node, const char **in, int *folded) {
         bq = oqc_arena_alloc(x->a, (size_t)K * sizeof *bq);
         bs = oqc_arena_alloc(x->a, (size_t)K * sizeof *bs);
         bz = oqc_arena_alloc(x->a, (size_t)K * sizeof *bz);
-        int r = oqc_qdq_quantize_bias(g, node, bt, qx->scale, sw, &l, bq, bs, x->d);
+        int r = oqc_qdq_quantize_bias(g, node, bt, qx->scale, qx->ch_scale, sw, &l, bq, bs,
+                                      x->d);
         if (r != 0)
             return r;
     }

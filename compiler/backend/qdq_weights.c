@@ -68,7 +68,8 @@ int oqc_qdq_quantize_weights(const OqcGraph *g, int node, int32_t wmax, const fl
 /* The int32 bias at scale s_in * sw[k] (bq, its scales bs; Gemm's beta folded in); 1 when
  * it is not one value per output channel, -1 with an error when one does not fit int32. */
 int oqc_qdq_quantize_bias(const OqcGraph *g, int node, const OqcTensor *bt, float s_in,
-                          const float *sw, const WLayout *l, int32_t *bq, float *bs, OqcDiag *d) {
+                          const float *s_in_ch, const float *sw, const WLayout *l, int32_t *bq,
+                          float *bs, OqcDiag *d) {
     const OqcNode *n = &g->nodes[node];
     int64_t nb = oqc_shape_numel(&bt->shape);
     if (nb != 1 && nb != l->K) {
@@ -78,7 +79,7 @@ int oqc_qdq_quantize_bias(const OqcGraph *g, int node, const OqcTensor *bt, floa
     }
     const float *B = bt->data;
     for (int64_t k = 0; k < l->K; k++) {
-        double sacc = (double)s_in * sw[k];
+        double sacc = (double)(s_in_ch ? s_in_ch[k] : s_in) * sw[k];
         double r = round_ha((double)B[nb == 1 ? 0 : k] * (n->op == OQC_OP_Gemm ? l->beta : 1.0f)
                             / sacc);
         if (!(fabs(r) < 2147483647.0))

@@ -18,10 +18,12 @@ WLayout oqc_qdq_weight_layout(const OqcNode *n, const OqcShape *ws);
  * it: wq in W's layout, the scales sw[K]; an error for a channel that is not finite. */
 int oqc_qdq_quantize_weights(const OqcGraph *g, int node, int32_t wmax, const float *W,
                              const WLayout *l, int8_t *wq, float *sw, OqcDiag *d);
-/* The bias bt as int32 at scale s_in * sw[k] (bq, its scales bs; Gemm's beta folded in);
- * 1 when it is not one value per output channel, -1 with an error when one does not fit
- * int32. */
+/* The bias bt as int32 at scale s_in * sw[k] (bq, its scales bs; Gemm's beta folded in),
+ * or s_in_ch[k] * sw[k] when the input runs at one scale per channel (a depthwise conv's:
+ * s_in_ch NULL otherwise); 1 when it is not one value per output channel, -1 with an
+ * error when one does not fit int32. */
 int oqc_qdq_quantize_bias(const OqcGraph *g, int node, const OqcTensor *bt, float s_in,
-                          const float *sw, const WLayout *l, int32_t *bq, float *bs, OqcDiag *d);
+                          const float *s_in_ch, const float *sw, const WLayout *l, int32_t *bq,
+                          float *bs, OqcDiag *d);
 
 #endif

@@ -25,6 +25,8 @@ typedef struct OqcHist {
     int nbins;             /* N (2048 by default) */
     uint64_t *bins;        /* counts; a value equal to amax falls in the last bin */
     uint64_t count;        /* values added */
+    int32_t nch;           /* channel scale candidates (oqc_channel_scaled): channels, */
+    float *ch_amax;        /* and each one's largest |x| (pass 1); else 0 and NULL */
 } OqcHist;
 
 /* The calibration result of one tensor. */
@@ -42,6 +44,8 @@ typedef struct OqcCalibEntry {
                               entries, NaN where not evaluated), else NULL */
     const char *op;        /* op type of the producer ("input" for graph inputs) */
     OqcShape shape;        /* tensor shape */
+    int32_t nch;           /* per-channel thresholds (docs/calibration.md, "Channel */
+    const float *ch_threshold; /* scales"): count and values; 0 and NULL for none */
 } OqcCalibEntry;
 
 /* The default method: percentile:99.99, chosen on the real networks of the development
@@ -165,6 +169,19 @@ void oqc_calib_placeholder(const OqcGraph *g, OqcArena *a, OqcCalibEntry **e, in
  * outputs of Relu, Clip with min >= 0, Sigmoid, convs with such a fused activation,
  * pooling/reshapes/concats/sums of non-negative tensors. */
 void oqc_find_unsigned(const OqcGraph *g, unsigned char *nonneg);
+/* Whether activation t may carry one scale per channel: a 4-D tensor written by a Conv
+ * (its own buffer, not a graph output) and read only as the input of depthwise Convs
+ * (one input channel per group, one output per channel), whose requantization is per
+ * channel anyway (docs/calibration.md, "Channel scales").  Returns its channel count,
+ * else 0. */
+int32_t oqc_channel_scaled(const OqcGraph *g, int t);
+/* The channel thresholds of a tensor with threshold T from its channels' amax: each
+ * channel's amax, but at least OQC_CHANNEL_FLOOR * T (a channel barely active on the
+ * calibration data must not get a range its first large value would clip) and at most T
+ * (no channel is coarser than the tensor's one scale, and the method's clipping of rare
+ * outliers holds in every channel). */
+#define OQC_CHANNEL_FLOOR 0.25f
+void oqc_channel_thresholds(float T, const float *ch_amax, int32_t nch, float *out);
 
 /* ============================================================== calib_report.c */
 

@@ -13,8 +13,10 @@
  *   preprocess SPEC              only for image data: the --preprocess spec
  *   histograms K
  *   t AMAX COUNT NAME            K times: amax as a C99 hexadecimal float (exact), the
- *   b I:C I:C ...                values added (0 in stage 1), the root tensor's name
- *                                (to the end of the line); stage 2: the non-zero bins
+ *   c N A1 ... AN                values added (0 in stage 1), the root tensor's name
+ *   b I:C I:C ...                (to the end of the line); for a channel scale
+ *                                candidate, its N channels' amax (hexadecimal floats);
+ *                                stage 2: the non-zero bins
  *   end
  *
  * Every number is checked on reading (amax finite and non-negative, bin indices
@@ -53,6 +55,12 @@ int oqc_calib_stats_write(const char *path, const OqcCalibStats *st, OqcDiag *d)
         const OqcHist *h = &st->hists[i];
         fprintf(f, "t %a %" PRIu64 " %s\n", (double)h->amax, st->stage == 2 ? h->count : 0,
                 st->names[i]);
+        if (h->nch) {
+            fprintf(f, "c %d", (int)h->nch);
+            for (int32_t c = 0; c < h->nch; c++)
+                fprintf(f, " %a", (double)h->ch_amax[c]);
+            fputc('\n', f);
+        }
         if (st->stage != 2)
             continue;
         fputc('b', f);
@@ -72,11 +80,16 @@ typedef struct Reader {
     char *line;          /* the current line (malloc'd) */
     size_t cap;          /* line's capacity */
     int lineno;          /* its number, from 1 */
+    int held;            /* 1: next_line gives the current line again */
     OqcDiag *d;          /* errors */
 } Reader;
 
 /* The next line without its newline, or NULL (an error) at the end of the file. */
 static char *next_line(Reader *r, const char *expect) {
+    if (r->held) {
+        r->held = 0;
+        return r->line;
+    }
     ssize_t n = getline(&r->line, &r->cap, r->f);
     r->lineno++;
     if (n < 0) {
@@ -110,7 +123,29 @@ static int keyed(Reader *r, const char *key, int64_t lo, int64_t hi, int64_t *v)
     return 0;
 }
 
-/* One histogram's "t" line and, in stage 2, its "b" line. */
+/* A "c N A1 ... AN" line l into h's channel amax. */
+static int read_channels(Reader *r, OqcArena *a, const char *l, OqcHist *h) {
+    char *end;
+    errno = 0;
+    long n = strtol(l + 2, &end, 10);
+    if (end == l + 2 || errno || n < 1 || n > INT32_MAX)
+        return bad(r, "expected 'c N' with N channels from 1 on");
+    h->nch = (int32_t)n;
+    h->ch_amax = oqc_arena_alloc(a, (size_t)n * sizeof *h->ch_amax);
+    const char *p = end;
+    for (long c = 0; c < n; c++) {
+        if (*p != ' ')
+            return bad(r, "fewer channel amax values than N");
+        float v = strtof(p + 1, &end);
+        if (end == p + 1 || !isfinite(v) || !(v >= 0))
+            return bad(r, "a channel amax is not a finite non-negative number");
+        h->ch_amax[c] = v;
+        p = end;
+    }
+    return *p ? bad(r, "more channel amax values than N") : 0;
+}
+
+/* One histogram's "t" line, its "c" line if any and, in stage 2, its "b" line. */
 static int read_hist(Reader *r, OqcArena *a, const OqcCalibStats *st, OqcHist *h,
                      const char **name) {
     char *l = next_line(r, "histogram (t)");
@@ -131,10 +166,18 @@ static int read_hist(Reader *r, OqcArena *a, const OqcCalibStats *st, OqcHist *h
     *name = oqc_arena_strdup(a, end + 1);
     h->nbins = st->bins;
     h->bins = oqc_arena_alloc(a, (size_t)st->bins * sizeof *h->bins);
-    if (st->stage != 2)
-        return c == 0 ? 0 : bad(r, "a stage-1 histogram holds no values (count 0)");
-    if (!(l = next_line(r, "bins (b)")))
+    if (st->stage == 1 && c != 0)
+        return bad(r, "a stage-1 histogram holds no values (count 0)");
+    if (!(l = next_line(r, st->stage == 2 ? "bins (b)" : "end")))
         return -1;
+    if (!strncmp(l, "c ", 2)) {
+        if (read_channels(r, a, l, h) < 0 || (st->stage == 2 && !(l = next_line(r, "bins (b)"))))
+            return -1;
+    } else if (st->stage == 1) {
+        r->held = 1;
+    }
+    if (st->stage == 1)
+        return 0;
     if (l[0] != 'b' || (l[1] && l[1] != ' '))
         return bad(r, "expected the bins line 'b I:C ...'");
     uint64_t sum = 0;
@@ -244,6 +287,11 @@ int oqc_calib_stats_merge(const OqcCalibStats *in, int n, OqcArena *a, OqcCalibS
         out->hists[i] = s0->hists[i];
         out->hists[i].bins = oqc_arena_alloc(a, (size_t)s0->bins * sizeof(uint64_t));
         memcpy(out->hists[i].bins, s0->hists[i].bins, (size_t)s0->bins * sizeof(uint64_t));
+        if (s0->hists[i].nch) {
+            out->hists[i].ch_amax = oqc_arena_alloc(a, (size_t)s0->hists[i].nch * sizeof(float));
+            memcpy(out->hists[i].ch_amax, s0->hists[i].ch_amax,
+                   (size_t)s0->hists[i].nch * sizeof(float));
+        }
     }
     for (int k = 1; k < n; k++) {
         const OqcCalibStats *s = &in[k];
@@ -274,6 +322,12 @@ int oqc_calib_stats_merge(const OqcCalibStats *in, int n, OqcArena *a, OqcCalibS
                 return oqc_err(d, "%s: histogram %d is of tensor '%s', but in %s of '%s': "
                                   "statistics of different models or passes", s->path, i + 1,
                                s->names[i], s0->path, s0->names[i]);
+            if (h->nch != m->nch)
+                return oqc_err(d, "%s: tensor '%s' has %d channel amax values, but %d in %s: "
+                                  "statistics of different oqc versions or models", s->path,
+                               s->names[i], (int)h->nch, (int)m->nch, s0->path);
+            for (int32_t c = 0; c < m->nch; c++)
+                m->ch_amax[c] = h->ch_amax[c] > m->ch_amax[c] ? h->ch_amax[c] : m->ch_amax[c];
             if (s->stage == 1) {
                 m->amax = h->amax > m->amax ? h->amax : m->amax;
                 continue;

@@ -82,6 +82,11 @@ static int check_entry(const char *path, const OqcCalibEntry *e, int need_method
     if (need_method && (!e->method || !nonneg_finite(e->amax)))
         return oqc_err(d, "%s: tensor '%s': %s", path, shown(e->name, nb, sizeof nb),
                        e->method ? "amax must be finite and not negative" : "no method");
+    for (int32_t c = 0; c < e->nch; c++)
+        if (!nonneg_finite(e->ch_threshold[c]))
+            return oqc_err(d, "%s: tensor '%s': channel %d's threshold %g must be finite "
+                              "and not negative", path, shown(e->name, nb, sizeof nb), (int)c,
+                           (double)e->ch_threshold[c]);
     return 0;
 }
 
@@ -348,6 +353,18 @@ static char *xml_escape(const char *s) {
     return o;
 }
 
+/* e's channel thresholds as "%.9g" numbers separated by one space; malloc'd. */
+static char *channel_list(const OqcCalibEntry *e) {
+    size_t cap = (size_t)e->nch * 17 + 1, k = 0;
+    char *o = malloc(cap);
+    if (!o)
+        oqc_panic(__FILE__, __LINE__, "out of memory");
+    o[0] = 0;
+    for (int32_t c = 0; c < e->nch; c++)
+        k += (size_t)snprintf(o + k, cap - k, c ? " %.9g" : "%.9g", (double)e->ch_threshold[c]);
+    return o;
+}
+
 int oqc_table_write_xml(const char *path, const OqcCalibEntry *e, int n, int64_t samples,
                         OqcDiag *d) {
     return oqc_table_write_xml_ex(path, e, n, samples, NULL, d);
@@ -397,6 +414,11 @@ int oqc_table_write_xml_ex(const char *path, const OqcCalibEntry *e, int n, int6
         for (int k = 0; k < 3; k++) {
             snprintf(num, sizeof num, "%.9g", (double)fl[k].v);
             bad |= xmlTextWriterWriteAttribute(w, BAD_CAST fl[k].attr, BAD_CAST num) < 0;
+        }
+        if (e[i].nch) {
+            char *list = channel_list(&e[i]);
+            bad |= xmlTextWriterWriteAttribute(w, BAD_CAST "channels", BAD_CAST list) < 0;
+            free(list);
         }
         bad |= xmlTextWriterEndElement(w) < 0;
         free(name);
@@ -520,14 +542,43 @@ static int x_float(XReader *R, xmlNodePtr n, const char *name, float *f) {
     return 0;
 }
 
+/* The optional attribute "channels": one threshold per channel, each as x_float takes
+ * it, separated by one space. */
+static int x_channels(XReader *R, xmlNodePtr n, OqcCalibEntry *e) {
+    xmlChar *x = xmlGetNoNsProp(n, BAD_CAST "channels");
+    if (!x)
+        return 0;
+    const char *v = (const char *)x;
+    int32_t cnt = 1;
+    for (const char *p = v; *p; p++)
+        cnt += *p == ' ';
+    float *t = oqc_arena_alloc(R->a, (size_t)cnt * sizeof *t);
+    const char *p = v;
+    int rc = 0;
+    for (int32_t c = 0; c < cnt && rc == 0; c++) {
+        char *end;
+        t[c] = *p >= '0' && *p <= '9' ? strtof(p, &end) : NAN;
+        if (!(*p >= '0' && *p <= '9') || (*end && *end != ' ') || !nonneg_finite(t[c]) ||
+            (*end == ' ' && c + 1 == cnt))
+            rc = xerr(R, n, "attribute 'channels': value %d is not a finite number >= 0 "
+                            "(the values are separated by one space)", (int)c + 1);
+        else
+            p = *end ? end + 1 : end;
+    }
+    xmlFree(x);
+    e->nch = cnt;
+    e->ch_threshold = t;
+    return rc;
+}
+
 static int x_tensor(XReader *R, xmlNodePtr n, OqcCalibEntry *e) {
     const char *name, *method, *uns;
-    if (x_check(R, n, "name method unsigned amax threshold scale", NULL) < 0 ||
+    if (x_check(R, n, "name method unsigned amax threshold scale channels", NULL) < 0 ||
         x_attr(R, n, "name", &name) < 0 || x_attr(R, n, "method", &method) < 0 ||
         x_attr(R, n, "unsigned", &uns) < 0 || x_unescape(R, n, "name", (char *)name) < 0 ||
         x_unescape(R, n, "method", (char *)method) < 0 ||
         x_float(R, n, "amax", &e->amax) < 0 || x_float(R, n, "threshold", &e->threshold) < 0 ||
-        x_float(R, n, "scale", &e->scale) < 0)
+        x_float(R, n, "scale", &e->scale) < 0 || x_channels(R, n, e) < 0)
         return -1;
     if (!name[0])
         return xerr(R, n, "empty tensor name");

@@ -77,6 +77,19 @@ static void accumulate(Calib *c, OqcHist *h, const float *x, int64_t n, const ch
     }
 }
 
+/* Pass 1 of a channel scale candidate: each channel's largest |x| over the batch x
+ * [batch, nch, inner] (NaN never wins; accumulate reports it). */
+static void channel_amax(OqcHist *h, const float *x, int64_t batch, int64_t inner) {
+    for (int64_t b = 0; b < batch; b++)
+        for (int32_t c = 0; c < h->nch; c++) {
+            const float *p = x + (b * h->nch + c) * inner;
+            float m = h->ch_amax[c];
+            for (int64_t i = 0; i < inner; i++)
+                m = fabsf(p[i]) > m ? fabsf(p[i]) : m;
+            h->ch_amax[c] = m;
+        }
+}
+
 static void hook(void *ctx, const OqcGraph *g, int tensor, const void *data) {
     Hook *k = ctx;
     const OqcTensor *t = &g->tensors[tensor];
@@ -85,6 +98,9 @@ static void hook(void *ctx, const OqcGraph *g, int tensor, const void *data) {
         return;
     OqcHist *h = &k->c->hists[s];
     int64_t n = oqc_shape_numel(&t->shape);
+    if (k->c->pass == 1 && h->ch_amax && t->view_base < 0 && t->shape.rank == 4 &&
+        t->shape.d[1] == h->nch)
+        channel_amax(h, data, t->shape.d[0], t->shape.d[2] * t->shape.d[3]);
     if (t->view_base < 0 || t->shape.d[0] == 1) {
         accumulate(k->c, h, data, n, t->name);
         return;
@@ -169,6 +185,42 @@ void oqc_find_unsigned(const OqcGraph *g, unsigned char *nonneg) {
         oqc_find_unsigned(g, nonneg);
 }
 
+int32_t oqc_channel_scaled(const OqcGraph *g, int t) {
+    if (t < 0 || t >= g->ntensors)
+        return 0;
+    const OqcTensor *x = &g->tensors[t];
+    if (x->dtype != OQCF_FLOAT || x->shape.rank != 4 || x->view_base >= 0 || x->is_output ||
+        x->is_input || x->is_const || x->producer < 0 || x->nconsumers < 1 ||
+        x->shape.d[1] < 1 || x->shape.d[1] > INT32_MAX)
+        return 0;
+    const OqcNode *p = &g->nodes[x->producer];
+    if (p->op != OQC_OP_Conv || p->nout != 1)
+        return 0;
+    int64_t C = x->shape.d[1];
+    for (int u = 0; u < g->ntensors; u++)
+        if (g->tensors[u].view_base == t)
+            return 0;
+    for (int c = 0; c < x->nconsumers; c++) {
+        const OqcNode *n = &g->nodes[x->consumers[c]];
+        if (n->op != OQC_OP_Conv || n->nin < 2 || n->in[0] != t || n->in[1] < 0 ||
+            oqc_attr_int(n, "group", 1) != C)
+            return 0;
+        for (int k = 1; k < n->nin; k++)
+            if (n->in[k] == t)
+                return 0;
+        const OqcShape *ws = &g->tensors[n->in[1]].shape;
+        if (ws->rank != 4 || ws->d[0] != C || ws->d[1] != 1)
+            return 0;
+    }
+    return (int32_t)C;
+}
+
+void oqc_channel_thresholds(float T, const float *ch_amax, int32_t nch, float *out) {
+    float lo = OQC_CHANNEL_FLOOR * T;
+    for (int32_t c = 0; c < nch; c++)
+        out[c] = ch_amax[c] < lo ? lo : ch_amax[c] > T ? T : ch_amax[c];
+}
+
 /* ------------------------------------------------------------------- data */
 
 /* ---------------------------------------------------------------- progress */
@@ -227,8 +279,11 @@ static int *make_slots(OqcGraph *g, const OqcGraph *ref, const int *ref_slot, Ca
         }
         slot[t] = c->nhists;
         c->names[c->nhists] = g->tensors[t].name;
-        c->hists[c->nhists].nbins = bins;
-        c->hists[c->nhists].bins = oqc_arena_alloc(a, (size_t)bins * sizeof(uint64_t));
+        OqcHist *h = &c->hists[c->nhists];
+        h->nbins = bins;
+        h->bins = oqc_arena_alloc(a, (size_t)bins * sizeof(uint64_t));
+        h->nch = oqc_channel_scaled(g, t);
+        h->ch_amax = h->nch ? oqc_arena_alloc(a, (size_t)h->nch * sizeof(float)) : NULL;
         c->nhists++;
     }
     return slot;
@@ -445,6 +500,15 @@ static int run_chunk(Run *r, const char *data, int64_t s, OqcDiag *d) {
     return 0;
 }
 
+/* Histogram h's channel amax from statistics' histogram s; statistics without them (of
+ * a tensor that is no candidate there) leave h without. */
+static void channels_from(OqcHist *h, const OqcHist *s) {
+    if (h->nch && s->nch == h->nch && s->ch_amax)
+        memcpy(h->ch_amax, s->ch_amax, (size_t)h->nch * sizeof *h->ch_amax);
+    else
+        h->nch = 0, h->ch_amax = NULL;
+}
+
 /* Pass 2 over a given range (--range): sets every histogram's amax to it, and has the
  * hooks record the largest |x| binned, which must not exceed it. */
 static void use_range(Run *r) {
@@ -452,8 +516,10 @@ static void use_range(Run *r) {
     for (int i = 0; i < r->nw; i++)
         r->ws[i].c.seen = oqc_arena_alloc(a, (size_t)(r->ws[i].c.nhists + 1) * sizeof(float));
     for (int hi = 0; hi < r->ws[0].c.nhists; hi++)
-        for (int i = 0; i < r->nw; i++)
+        for (int i = 0; i < r->nw; i++) {
             r->ws[i].c.hists[hi].amax = r->o->range->hists[hi].amax;
+            channels_from(&r->ws[i].c.hists[hi], &r->o->range->hists[hi]);
+        }
 }
 
 /* After pass 2 over a given range: an error when a tensor took values beyond it. */
@@ -468,6 +534,18 @@ static int check_range(const Run *r, OqcDiag *d) {
                                r->g->path, r->ws[0].c.names[hi], (double)r->ws[i].c.seen[hi],
                                (double)range->hists[hi].amax, range->path);
     return 0;
+}
+
+/* After pass 1: histogram hi's channel amax of every worker, the maximum of theirs. */
+static void share_channel_amax(Run *r, int hi) {
+    OqcHist *h0 = &r->ws[0].c.hists[hi];
+    for (int32_t ch = 0; ch < h0->nch; ch++) {
+        float m = 0;
+        for (int i = 0; i < r->nw; i++)
+            m = r->ws[i].c.hists[hi].ch_amax[ch] > m ? r->ws[i].c.hists[hi].ch_amax[ch] : m;
+        for (int i = 0; i < r->nw; i++)
+            r->ws[i].c.hists[hi].ch_amax[ch] = m;
+    }
 }
 
 /* After pass 1: every worker bins over the global amax (the maximum of theirs); an
@@ -485,6 +563,7 @@ static int share_amax(Run *r, OqcDiag *d) {
             m = r->ws[i].c.hists[hi].amax > m ? r->ws[i].c.hists[hi].amax : m;
         for (int i = 0; i < r->nw; i++)
             r->ws[i].c.hists[hi].amax = m;
+        share_channel_amax(r, hi);
         if (!isfinite(m))
             return oqc_err(d, "%s: an activation takes infinite values on the "
                               "calibration data", r->g->path);
@@ -544,6 +623,7 @@ static Calib merge_workers(const Run *r) {
         OqcHist *h = &c.hists[hi];
         h->amax = o->merged->hists[hi].amax;
         h->count = o->merged->hists[hi].count;
+        channels_from(h, &o->merged->hists[hi]);
         memcpy(h->bins, o->merged->hists[hi].bins, (size_t)h->nbins * sizeof *h->bins);
     }
     return c;
@@ -568,8 +648,17 @@ static int calib_root(const OqcGraph *g, const int *slot, int t) {
     return root;
 }
 
+/* Whether the imported table of o names tensor `name`. */
+static int in_table(const OqcCalibOptions *o, const char *name) {
+    for (int k = 0; k < o->ntable; k++)
+        if (!strcmp(o->table[k].name, name))
+            return 1;
+    return 0;
+}
+
 /* en's threshold and scale: the imported table's when it names the tensor (the user's
- * scale factor wins, bit for bit), else chosen from histogram h by the method. */
+ * scale factor wins, bit for bit, and so do its channel thresholds or their absence),
+ * else chosen from histogram h by the method. */
 static int choose_threshold(const OqcGraph *g, const OqcCalibOptions *o, OqcHist *h,
                             OqcCalibEntry *en, OqcDiag *d) {
     int imported = -1;
@@ -579,6 +668,8 @@ static int choose_threshold(const OqcGraph *g, const OqcCalibOptions *o, OqcHist
     if (imported >= 0) {
         en->threshold = o->table[imported].threshold;
         en->scale = o->table[imported].scale;
+        en->nch = o->table[imported].nch;   /* its channel thresholds, or none */
+        en->ch_threshold = o->table[imported].ch_threshold;
         en->amax = h->amax;
         en->method = "table";
         en->kl = NAN;
@@ -626,6 +717,13 @@ static int thresholds(OqcGraph *g, Calib *c, const int *slot, const OqcCalibOpti
         en->hist = &c->hists[s];
         if (choose_threshold(g, o, &c->hists[s], en, d) < 0)
             return -1;
+        const OqcHist *h = &c->hists[s];
+        if (root == t && h->nch && !en->nch && !in_table(o, en->name)) {
+            float *ct = oqc_arena_alloc(a, (size_t)h->nch * sizeof *ct);
+            oqc_channel_thresholds(en->threshold, h->ch_amax, h->nch, ct);
+            en->nch = h->nch;
+            en->ch_threshold = ct;
+        }
     }
     *entries = es;
     *nentries = ne;

@@ -57,9 +57,12 @@ static void hook_int8(void *ctx, const OqcGraph *g, int t, const void *data) {
         if (a)   /* the value its Dequantize gives: one float product */
             v = (float)((const int32_t *)data)[i] *
                 a->scale[a->per_channel ? (i / a->inner) % a->channels : 0];
-        else
+        else   /* a channel-scaled tensor: its channel's scale (NCHW) */
             v = (x->dtype == OQCF_INT8 ? ((const int8_t *)data)[i] : ((const uint8_t *)data)[i]) *
-                (double)x->quant.scale;
+                (double)(x->quant.ch_scale
+                             ? x->quant.ch_scale[(i / (x->shape.d[2] * x->shape.d[3])) %
+                                                 x->quant.nch]
+                             : x->quant.scale);
         double e = v - f[i];
         l->sig += (double)f[i] * f[i];
         l->err += e * e;
@@ -287,7 +290,9 @@ static void report_layers(const Eval *v) {
                 continue;
             const OqcTensor *x = &gq->tensors[t];
             const char *type = x->acc ? "s32" : x->dtype == OQCF_UINT8 ? "u8" : "s8";
-            double scale = x->acc ? x->acc->scale[0] : x->quant.scale;
+            double scale = x->acc              ? x->acc->scale[0]
+                           : x->quant.ch_scale ? x->quant.ch_scale[0]
+                                               : x->quant.scale;
             double db = sqnr_db(v->c.layers[t].sig, v->c.layers[t].err);
             fprintf(v->out, "  %-40s %-18s %-4s %-12.6g %8.2f\n", x->name, n->op_type, type,
                     scale, db);

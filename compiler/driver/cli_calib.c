@@ -299,7 +299,8 @@ int oqc_cli_calibrate(int argc, char **argv, OqcDiag *d) {
                                           "--portable-fp32",
                                           "--batch", "--min-sqnr", "--max-drop", "--val",
                                           "--val-labels", "--fp32-nodes", "--requant",
-                                          "--weight-bits", "--sensitivity", "--preprocess",
+                                          "--weight-bits", "--act-scales", "--sensitivity",
+                                          "--preprocess",
                                           "--passes", "--disable-pass", "--no-opt", "--json",
                                           "-v", "-q", "-MD", "-MF", "-MT", "--save-stats",
                                           "--range", "--merge-stats", NULL};

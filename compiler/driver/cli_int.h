@@ -42,6 +42,7 @@ typedef struct Opts {
     const char *calib[64];        /* compile/eval --calib PATH (repeatable) */
     int ncalib;                   /* number of --calib */
     const char *requant;          /* --requant float|fixed */
+    const char *act_scales;       /* --act-scales channel|tensor */
     int weight_bits;              /* --weight-bits N (2..8; 0: not given, 8) */
     const char *fp32_nodes;       /* --fp32-nodes NAME,... */
     const char *target;           /* compile --target FAMILY */

@@ -115,7 +115,8 @@ static int mix_options(const Opts *o, const char *data, const char *labels, OqcA
 OqcQuantConfig oqc_cli_quant_config(const Opts *o) {
     OqcQuantConfig cfg = {.requant = o->requant && !strcmp(o->requant, "fixed") ? OQCI_REQ_FIXED
                                                                                 : OQCI_REQ_FLOAT,
-                          .weight_bits = o->weight_bits};
+                          .weight_bits = o->weight_bits,
+                          .tensor_scales = o->act_scales && !strcmp(o->act_scales, "tensor")};
     return cfg;
 }
 

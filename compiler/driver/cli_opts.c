@@ -89,6 +89,7 @@ static const OptSpec options[] = {
     STR("--report", report),
     LIST("--calib", calib, ncalib),
     OTHER("--requant"),
+    OTHER("--act-scales"),
     INT("--weight-bits", weight_bits, 2, 8),
     STR("--precision", precision),
     STR("--name", name),
@@ -122,6 +123,11 @@ static int other_option(Opts *o, const char *name, const char *val, const char *
         if (strcmp(val, "float") && strcmp(val, "fixed"))
             return oqc_err(d, "oqc %s: --requant '%s': expected float or fixed", cmd, val);
         o->requant = val;
+    } else if (!strcmp(name, "--act-scales")) {
+        if (strcmp(val, "channel") && strcmp(val, "tensor"))
+            return oqc_err(d, "oqc %s: --act-scales '%s': expected channel or tensor", cmd,
+                           val);
+        o->act_scales = val;
     } else if (!strcmp(name, "--target")) {
         if (!oqc_target_flags(val)) {
             char names[256];

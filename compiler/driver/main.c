@@ -29,7 +29,8 @@ static int cmd_eval(int argc, char **argv, OqcDiag *d) {
                                           "--method", "--bins", "--batch", "--requant",
                                           "--sensitivity", "--min-sqnr", "--max-drop", "--val",
                                           "--val-labels", "--save-table",
-                                          "--weight-bits", "--fp32-nodes", "--save-int8", "--save-fp32",
+                                          "--weight-bits", "--act-scales", "--fp32-nodes",
+                                          "--save-int8", "--save-fp32",
                                           "--limit", "--input-shape", "--threads",
                                           "--portable-fp32", "--passes", "--disable-pass",
                                           "--no-opt", "--json", "-v", "-q", NULL};
@@ -113,8 +114,10 @@ static int compile_model(const char *cmd, Opts *o, const char *outdir, OqcEmitSt
     int int8 = !strcmp(prec, "int8");
     if (rc == 0 && !int8 &&
         (o->ncalib || o->table || o->method || o->requant || o->fp32_nodes || o->weight_bits ||
+         o->act_scales ||
          oqc_cli_wants_mixprec(o) || o->save_table))
         rc = oqc_err(d, "oqc %s: --calib, --table, --method, --requant, --weight-bits, "
+                        "--act-scales, "
                         "--fp32-nodes, --min-sqnr, --max-drop and --save-table apply to "
                         "--precision int8 only", cmd);
     if (rc == 0 && o->name)
@@ -172,7 +175,8 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"-o", "--name", "--precision", "--calib", "--table",
                                           "--target", "--preprocess", "--main",
                                           "--method", "--bins", "--batch", "--requant",
-                                          "--weight-bits", "--fp32-nodes", "--input-shape",
+                                          "--weight-bits", "--act-scales", "--fp32-nodes",
+                                          "--input-shape",
                                           "--min-sqnr", "--max-drop", "--val", "--val-labels",
                                           "--save-table", "--threads", "--portable-fp32",
                                           "--passes", "--disable-pass", "--no-opt", "--json",
@@ -202,7 +206,8 @@ static int cmd_compile(int argc, char **argv, OqcDiag *d) {
 static int cmd_bench(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"--precision", "--calib", "--table", "--target",
                                           "--preprocess", "--method", "--bins", "--batch",
-                                          "--requant", "--weight-bits", "--fp32-nodes",
+                                          "--requant", "--weight-bits", "--act-scales",
+                                          "--fp32-nodes",
                                           "--input-shape", "--threads", "--portable-fp32",
                                           "--runs", "--warmup",
                                           "--input", "--passes", "--disable-pass", "--no-opt",
@@ -247,7 +252,8 @@ static int cmd_bench(int argc, char **argv, OqcDiag *d) {
  * thresholds, pass quantize) decides; the graph after cleanup and fold-bn is written. */
 static int cmd_export_qdq(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"-o", "--calib", "--table", "--method", "--bins",
-                                          "--batch", "--weight-bits", "--fp32-nodes",
+                                          "--batch", "--weight-bits", "--act-scales",
+                                          "--fp32-nodes",
                                           "--min-sqnr", "--max-drop", "--val", "--val-labels",
                                           "--save-table", "--preprocess", "--input-shape",
                                           "--threads", "--portable-fp32", "-v", "-q", "-MD",

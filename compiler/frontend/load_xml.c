@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -36,35 +37,16 @@ typedef struct Reader {
 
 #define WS " \t\r\n" /* XML white space */
 
-/* The structure of the format: per element its attributes and its children, each
- * child name with a quantifier (* any number, ? at most one) in the order they must
- * come, or #text for text content. A summary of docs/oqc-ir.rng; what depends on
- * values (which attributes an <attr> of a given type has) is checked when reading. */
+/* The structure of the format (ir_xml.def): per element its attributes and its
+ * children. */
 static const struct XmlSpec {
     const char *el;        /* element name */
     const char *attrs;     /* allowed attributes, space-separated */
     const char *children;  /* allowed children in order */
 } xml_spec[] = {
-    {.el = "oqc-ir",
-     .attrs = "version name ir_version producer",
-     .children = "opset* tensor* input* node* output*"},
-    {.el = "opset", .attrs = "domain version", .children = ""},
-    {.el = "tensor",
-     .attrs = "name dtype shape flags summary data offset nbytes view_of view_coff",
-     .children = "dim* quant? strings?"},
-    {.el = "dim", .attrs = "axis param", .children = ""},
-    {.el = "quant", .attrs = "unsigned amax threshold scale method", .children = ""},
-    {.el = "strings", .attrs = "", .children = "s*"},
-    {.el = "s", .attrs = "", .children = "#text"},
-    {.el = "input", .attrs = "name", .children = ""},
-    {.el = "output", .attrs = "name", .children = ""},
-    {.el = "node",
-     .attrs = "op_type domain name opset act out_channels acts",
-     .children = "in* out* attr*"},
-    {.el = "in", .attrs = "name", .children = ""},
-    {.el = "out", .attrs = "name", .children = ""},
-    {.el = "attr", .attrs = "name type value summary", .children = "s* value*"},
-    {.el = "value", .attrs = "dtype shape hex", .children = "s*"},
+#define OQC_XML_EL(el, attrs, children) {el, attrs, children},
+#include "ir_xml.def"
+#undef OQC_XML_EL
 };
 
 /* Error about element n: "FILE:LINE: <elem>: message". */
@@ -320,11 +302,14 @@ static int read_value(Reader *R, xmlNodePtr n, OqcValue *v) {
     return 0;
 }
 
-/* The space-separated numbers of attribute 'value' (INTS or FLOATS). */
-static int read_list(Reader *R, xmlNodePtr n, OqcAttr *a) {
+/* The space-separated numbers of attribute `name` (INTS or FLOATS; a->n 0 when it is
+ * absent and optional). */
+static int read_list(Reader *R, xmlNodePtr n, const char *name, int required, OqcAttr *a) {
     const char *v, *p;
-    if (raw_attr(R, n, "value", REQUIRED, &v) < 0)
+    if (raw_attr(R, n, name, required, &v) < 0)
         return -1;
+    if (!v)
+        return a->n = 0;
     int cnt = 0, ints = a->type == OQC_ATTR_INTS;
     for (p = v + strspn(v, WS); *p; p += strspn(p, WS), cnt++)
         p += strcspn(p, WS);
@@ -339,8 +324,8 @@ static int read_list(Reader *R, xmlNodePtr n, OqcAttr *a) {
         size_t l = strcspn(p, WS);
         snprintf(tok, sizeof tok, "%.*s", (int)l, p);
         if (l >= sizeof tok || parse_num(tok, ints ? &a->ints[i] : NULL, ints ? NULL : &a->floats[i]))
-            return rerr(R, n, "attribute 'value': bad number '%.*s' in the %s list", (int)l, p,
-                        oqc_attr_type_name(a->type));
+            return rerr(R, n, "attribute '%s': bad number '%.*s' in the %s list", name, (int)l,
+                        p, oqc_attr_type_name(a->type));
         p += l;
     }
     return 0;
@@ -377,7 +362,7 @@ static int read_attr(Reader *R, xmlNodePtr n, OqcOp op, OqcAttr *a) {
     case OQC_ATTR_INT: return get_num(R, n, "value", &a->i, NULL);
     case OQC_ATTR_STRING: return get_str(R, n, "value", REQUIRED | NUL_OK, &a->s, &a->slen);
     case OQC_ATTR_FLOATS:
-    case OQC_ATTR_INTS: return read_list(R, n, a);
+    case OQC_ATTR_INTS: return read_list(R, n, "value", REQUIRED, a);
     case OQC_ATTR_STRINGS: a->n = (int)ns; return read_strings(R, n, ns, &a->strings);
     case OQC_ATTR_TENSOR:
     case OQC_ATTR_TENSORS:
@@ -510,6 +495,16 @@ static int read_tensor(Reader *R, xmlNodePtr n) {
             return rerr(R, c, "attribute 'unsigned' must be 0 or 1");
         q->is_unsigned = (int)u;
         q->valid = 1;
+        OqcAttr cs = {.type = OQC_ATTR_FLOATS};   /* one scale per channel, or none */
+        if (read_list(R, c, "channel-scales", OPTIONAL, &cs) < 0)
+            return -1;
+        for (int k = 0; k < cs.n; k++)
+            if (!(cs.floats[k] > 0) || !isfinite(cs.floats[k]) || t->shape.rank != 4 ||
+                cs.n != t->shape.d[1])
+                return rerr(R, c, "attribute 'channel-scales': expected one positive float "
+                                  "per channel of a 4-D tensor");
+        q->nch = cs.n;
+        q->ch_scale = cs.n ? cs.floats : NULL;
     }
     FOR_EACH_EL(c, n, "strings") {
         int64_t numel = oqc_shape_numel(&t->shape);

@@ -48,7 +48,15 @@ static void put_type(FILE *f, const OqcGraph *g, const OqcTensor *t) {
         put_name(f, g->tensors[t->view_base].name);
         fprintf(f, "+%" PRId64, t->view_coff);
     }
-    if (t->quant.valid)
+    if (t->quant.valid && t->quant.ch_scale) {   /* the range of its channel scales */
+        float mn = t->quant.ch_scale[0], mx = mn;
+        for (int32_t c = 1; c < t->quant.nch; c++)
+            mn = fminf(mn, t->quant.ch_scale[c]), mx = fmaxf(mx, t->quant.ch_scale[c]);
+        fprintf(f, "{%s channel-scales=%d:%.9g..%.9g T=%.9g amax=%.9g%s%s}",
+                t->quant.is_unsigned ? "u8" : "s8", (int)t->quant.nch, mn, mx,
+                t->quant.threshold, t->quant.amax, t->quant.method ? " method=" : "",
+                t->quant.method ? t->quant.method : "");
+    } else if (t->quant.valid)
         fprintf(f, "{%s scale=%.9g T=%.9g amax=%.9g%s%s}", t->quant.is_unsigned ? "u8" : "s8",
                 t->quant.scale, t->quant.threshold, t->quant.amax,
                 t->quant.method ? " method=" : "", t->quant.method ? t->quant.method : "");

@@ -86,6 +86,11 @@ typedef struct OqcQuant {
     float threshold;     /* saturation threshold T */
     float scale;         /* T / 127 (s8) or T / 255 (u8) */
     const char *method;  /* calibration method that chose T, or "table" */
+    int32_t nch;         /* channel thresholds from the calibration (0: none): a */
+    const float *ch_threshold; /* candidate for channel scales (oqc_channel_scaled) */
+    const float *ch_scale; /* set by pass quantize when the tensor runs at one scale per
+                              channel (ch_threshold[c] / 127 or 255) instead of scale;
+                              then only its producer and its depthwise readers see it */
 } OqcQuant;
 
 /* The scale of a tensor with no range to quantize to: an activation whose threshold is
@@ -336,6 +341,7 @@ typedef struct OqcQuantConfig {
     int requant;                  /* OQCI_REQ_FLOAT or OQCI_REQ_FIXED */
     const char *fp32_nodes;       /* comma-separated node names kept in float, or NULL */
     int weight_bits;              /* 2..8: weights in [-(2^(b-1) - 1), 2^(b-1) - 1]; 0: 8 */
+    int tensor_scales;            /* 1: one scale per tensor, channel thresholds unused */
 } OqcQuantConfig;
 
 /* The weight bits of cfg (8 when cfg is NULL or leaves them 0). */

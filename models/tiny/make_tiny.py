@@ -143,6 +143,21 @@ def _(b):
     conv_model(b, [1, 3, 6, 6], [6, 1, 3, 3], [1, 6, 4, 4], group=3)
 
 
+@model("conv_then_depthwise")
+def _(b):
+    # a 1x1 conv + Relu feeding a depthwise 3x3: its output is a channel-scale candidate
+    # (docs/calibration.md, "Channel scales"); the rows are scaled so that the channels'
+    # ranges differ by up to 200x
+    x = b.inp("x", [1, 3, 8, 8])
+    w = b.rng.standard_normal([6, 3, 1, 1]).astype(np.float32) * 0.5
+    w *= np.array([1, 0.05, 2, 0.3, 1, 0.01], np.float32).reshape(6, 1, 1, 1)
+    b.node("Conv", [x, b.init("W1", w), b.randw("B1", [6], scale=0.1)], "c")
+    b.node("Relu", ["c"], "r")
+    b.node("Conv", ["r", b.randw("W2", [6, 1, 3, 3], scale=0.3), b.randw("B2", [6], scale=0.1)],
+           "y", group=6, pads=[1, 1, 1, 1])
+    b.out("y", [1, 6, 8, 8])
+
+
 @model("conv_autopad_same_upper")
 def _(b):
     # out = ceil(7/2) = 4, total pad = (4-1)*2+4-7 = 3 -> begin 1, end 2

@@ -995,6 +995,12 @@ static void test_xml_round_trip(void) {
     in[6].amax = 1e-40f; /* subnormal */
     in[6].threshold = 1e-40f;
     in[6].scale = in[6].threshold / 127.0f;
+    /* channel thresholds (a channel-scale candidate): 9 digits, a zero, one channel */
+    const float ch1[4] = {0.123456791f, 3.0f, 0.0f, 1e-30f}, ch3[1] = {2.5f};
+    in[1].nch = 4;
+    in[1].ch_threshold = ch1;
+    in[3].nch = 1;
+    in[3].ch_threshold = ch3;
     const char *p1 = oqc_test_tmp("t1.xml"), *p2 = oqc_test_tmp("t2.xml");
     CU_ASSERT_FATAL(write_xml(p1, in, 7, 1234) == 0);
     CU_ASSERT(xmllint_ok(p1));
@@ -1011,6 +1017,9 @@ static void test_xml_round_trip(void) {
         CU_ASSERT_EQUAL(float_bits(e[i].amax), float_bits(in[i].amax));
         CU_ASSERT_EQUAL(float_bits(e[i].threshold), float_bits(in[i].threshold));
         CU_ASSERT_EQUAL(float_bits(e[i].scale), float_bits(in[i].scale));
+        CU_ASSERT_EQUAL_FATAL(e[i].nch, in[i].nch);
+        for (int32_t c = 0; c < e[i].nch; c++)
+            CU_ASSERT_EQUAL(float_bits(e[i].ch_threshold[c]), float_bits(in[i].ch_threshold[c]));
         CU_ASSERT(!e[i].hist && !e[i].divergence && isnan(e[i].kl) && e[i].shape.rank == -1);
     }
     CU_ASSERT_FATAL(write_xml(p2, e, n, s) == 0);
@@ -1019,6 +1028,7 @@ static void test_xml_round_trip(void) {
     CU_ASSERT(text && strstr(text, "name=\"tab\\x09new\\x0aline\\x0d\""));
     CU_ASSERT(text && strstr(text, "name=\"back\\\\slash\""));
     CU_ASSERT(text && strstr(text, "name=\"bad\\xffbyte\""));
+    CU_ASSERT(text && strstr(text, " channels=\"0.123456791 3 0 1e-30\""));
     CU_ASSERT(text && strstr(text, "<oqc-calib version=\"1\" samples=\"1234\">"));
     free(text);
     /* An empty table. */
@@ -1081,6 +1091,16 @@ static void test_xml_malformed(void) {
          ":3: <tensor>: empty tensor name"},
         {XT("name=\"a\\q\" method=\"max\" unsigned=\"0\" amax=\"1\" threshold=\"1\" "
             "scale=\"1\""), ":3: <tensor>: name: bad escape"},
+        {XT(GOOD_ATTRS "scale=\"0.00999999978\" channels=\"1 2 \""),
+         ":3: <tensor>: attribute 'channels': value 3 is not a finite number >= 0"},
+        {XT(GOOD_ATTRS "scale=\"0.00999999978\" channels=\"1  2\""),
+         ":3: <tensor>: attribute 'channels': value 2 is not a finite number >= 0"},
+        {XT(GOOD_ATTRS "scale=\"0.00999999978\" channels=\"1 -2\""),
+         ":3: <tensor>: attribute 'channels': value 2 is not"},
+        {XT(GOOD_ATTRS "scale=\"0.00999999978\" channels=\"\""),
+         ":3: <tensor>: attribute 'channels': value 1 is not"},
+        {XT(GOOD_ATTRS "scale=\"0.00999999978\" channels=\"1 nan\""),
+         ":3: <tensor>: attribute 'channels': value 2 is not"},
         {XHEAD "<oqc-calib version=\"1\" samples=\"1\">\n" TENSOR2 TENSOR2 "</oqc-calib>\n",
          ":4: <tensor>: tensor 'a' is listed twice (first on line 3)"},
     };
