@@ -670,6 +670,10 @@ int pass_quantize(OqcGraph *g, OqcDiag *d) {
     for (int i = 0; i < nn; i++)
         if (q.int8[i] && !P.dead[i])
             widen(&q, i, P.dead);
+    /* Step 3c: a residual Add reads its conv's int32 sums. */
+    for (int i = 0; i < nn; i++)
+        if (q.int8[i] && !P.dead[i] && !q.cfg->tensor_scales)
+            oqc_quant_fuse_residual(&q, i);
     /* Step 4: boundaries (graph outputs keep their names: the INT8 tensor is renamed
      * NAME.q8) and storage types. */
     quantize_inputs(&q, &P);

@@ -70,6 +70,94 @@ int oqc_quant_build_add(Q *q, int i, OqcQNode *qn, char *why) {
     return 0;
 }
 
+/* The clamp of a channel's sums at scale s with multiplier M (s * 256 / s_y) for the
+ * conv's activation act: the sums whose value s * acc lies in [p0, p1] (Clip), >= 0
+ * (Relu), and in any case |acc| * M <= 2^28.  Beyond that bound the Add's output
+ * saturates whatever the other input (|t_1| < 2^27, checked by the caller), so the
+ * bound changes no result, and it keeps every t_0 well below 2^30 (also with M rounded
+ * to float), where the kernel's AVX2 steps are exact. */
+static void acc_clamp(const OqcfAct *act, double s, double M, int32_t *lo, int32_t *hi) {
+    double a = floor(268435456.0 / M);
+    double l = act->kind == OQCF_ACT_RELU ? 0.0
+             : act->kind == OQCF_ACT_CLIP ? ceil((double)act->p0 / s)
+                                          : -INFINITY;
+    double h = act->kind == OQCF_ACT_CLIP ? floor((double)act->p1 / s) : INFINITY;
+    l = l < -a ? -a : l;
+    h = h > a ? a : h;
+    *lo = l <= INT32_MIN ? INT32_MIN : l >= INT32_MAX ? INT32_MAX : (int32_t)l;
+    *hi = h <= INT32_MIN ? INT32_MIN : h >= INT32_MAX ? INT32_MAX : (int32_t)h;
+    if (*hi < *lo)
+        *hi = *lo;
+}
+
+int oqc_quant_fuse_residual(Q *q, int i) {
+    OqcGraph *g = q->g;
+    OqcNode *n = &g->nodes[i];
+    OqciAdd *p = &n->q->add;
+    if (n->q->kind != OQC_Q_ADD || p->ninputs != 2 || p->in_type[0] == OQCI_S32)
+        return 0;
+    for (int k = 0; k < 2; k++) {
+        int t = n->in[k];
+        OqcTensor *x = &g->tensors[t];
+        if (x->producer < 0 || !q->int8[x->producer] || x->nconsumers != 1 || x->is_output ||
+            x->view_base >= 0 || x->acc || x->quant.ch_scale || n->in[1 - k] == t)
+            continue;
+        const OqcNode *cn = &g->nodes[x->producer];
+        OqciConv *cp = cn->q->kind == OQC_Q_CONV && cn->q->nconv == 1 && cn->nout == 1
+                           ? &cn->q->conv[0] : NULL;
+        if (!cp || cn->op != OQC_OP_Conv || cn->act_per_channel || cp->out_type == OQCI_S32 ||
+            cp->out_ctotal != cp->out_c || cp->out_coff != 0 ||
+            (cn->act.kind != OQCF_ACT_NONE && cn->act.kind != OQCF_ACT_RELU &&
+             cn->act.kind != OQCF_ACT_CLIP))
+            continue;
+        const OqcQuant *qx = &TT(q, cn->in[0])->quant, *qy = cal(q, n->out[0]);
+        int32_t K = cp->out_c;
+        float *sc = oqc_arena_alloc(g->arena, (size_t)K * sizeof *sc);
+        double *M = oqc_arena_alloc(g->arena, (size_t)K * sizeof *M);
+        int32_t *lo = oqc_arena_alloc(g->arena, (size_t)K * sizeof *lo);
+        int32_t *hi = oqc_arena_alloc(g->arena, (size_t)K * sizeof *hi);
+        const OqcQuant *qr = &TT(q, n->in[1 - k])->quant;   /* the other input */
+        if (!(255.0 * 256.0 * qr->scale / qy->scale < 134217728.0))
+            continue;
+        for (int32_t c = 0; c < K; c++) {
+            double s = (double)(qx->ch_scale ? qx->ch_scale[c] : qx->scale) *
+                       cn->q->w_scale[0][c];
+            sc[c] = (float)s;
+            M[c] = 256.0 * s / qy->scale;
+            acc_clamp(&cn->act, s, M[c], &lo[c], &hi[c]);
+        }
+        OqciRequant rq;
+        char why[OQC_WHY_SIZE];
+        if (oqc_quant_requant(q, M, K, 1, &rq, why) < 0)
+            continue;
+        if (k == 1) {   /* the sums become input 0 */
+            n->in[1] = n->in[0];
+            n->in[0] = t;
+            p->in_type[1] = p->in_type[0];
+            p->rq[1] = p->rq[0];
+        }
+        p->in_type[0] = OQCI_S32;
+        p->rq[0] = rq;
+        p->acc_channels = K;
+        p->acc_inner = (int64_t)cp->out_h * cp->out_w;
+        p->acc_lo = lo;
+        p->acc_hi = hi;
+        /* the conv writes its sums; the tensor's OqcAcc describes them (storage type,
+         * per-layer SQNR, export-qdq: no 8-bit pair between the conv and the Add) */
+        OqcAcc acc = {.outer = cp->batch, .inner = p->acc_inner, .channels = K,
+                      .per_channel = 1, .scale = sc, .rq = cp->rq, .type = cp->out_type,
+                      .lo = cp->lo, .hi = cp->hi};
+        x->acc = oqc_arena_dup(g->arena, &acc, sizeof acc);
+        cp->out_type = OQCI_S32;
+        cp->lo = INT32_MIN;
+        cp->hi = INT32_MAX;
+        oqc_info(q->d, "quantize: '%s' (%s) adds the int32 sums of '%s' (%s): no 8-bit "
+                       "rounding between them", n->name, n->op_type, cn->name, cn->op_type);
+        return 1;
+    }
+    return 0;
+}
+
 /* The full input becomes input 0 (the kernel's a; the inputs are swapped when the
  * broadcast one came first); M = s_a s_b / s_y. */
 int oqc_quant_build_mul(Q *q, int i, OqcQNode *qn, char *why) {

@@ -95,6 +95,11 @@ int oqc_quant_widen_avgpool(Q *q, int i, OqcAcc *acc);
  * Reshape, Squeeze, Unsqueeze, Identity). */
 int oqc_quant_can_add(const Q *q, int i, char *why);
 int oqc_quant_build_add(Q *q, int i, OqcQNode *qn, char *why);
+/* Step 3c: INT8 Add i of two inputs, one of them written by an INT8 Conv (one output,
+ * no concat buffer, no activation or a Relu/Clip) that nothing else reads: the conv
+ * writes its int32 sums and the Add reads them as input 0 (OqciAdd's acc_* fields), so
+ * the sum is rounded once, at the Add's output.  1 when fused, else 0. */
+int oqc_quant_fuse_residual(Q *q, int i);
 int oqc_quant_can_mul(const Q *q, int i, char *why);
 int oqc_quant_build_mul(Q *q, int i, OqcQNode *qn, char *why);
 int oqc_quant_build_clamp(Q *q, int i, OqcQNode *qn, char *why);

@@ -202,8 +202,9 @@ static void em_add(Em *m, int node, FILE *b) {
     oqc_em_use_kernel(m, m->threads > 1 ? "oqci_par.c" : "oqci_eltwise.c");
     FILE *f = oqc_em_decl(m);
     const char *rqs[OQCI_ADD_MAX];
-    for (int k = 0; k < p->ninputs; k++)
-        rqs[k] = q_requant(m, oqc_arena_printf(m->a, "_%d", k), &p->rq[k], 1);
+    for (int k = 0; k < p->ninputs; k++)   /* input 0 of a conv's sums: per channel */
+        rqs[k] = q_requant(m, oqc_arena_printf(m->a, "_%d", k), &p->rq[k],
+                           k == 0 && p->in_type[0] == OQCI_S32 ? p->acc_channels : 1);
     fprintf(f, "static const OqciAdd q%d = {.ninputs = %d, .count = %" PRId64 ", .in_type = {",
             node, p->ninputs, p->count);
     for (int k = 0; k < p->ninputs; k++)
@@ -212,7 +213,16 @@ static void em_add(Em *m, int node, FILE *b) {
             oqc_em_qtype_name(p->out_type), p->lo, p->hi);
     for (int k = 0; k < p->ninputs; k++)
         fprintf(f, "%s\n    %s", k ? "," : "", rqs[k]);
-    fputs("}};\n", f);
+    fputs("}", f);
+    if (p->in_type[0] == OQCI_S32) {   /* (the arrays in a fixed order: one per call) */
+        const char *alo =
+            p->acc_lo ? q_array(m, "_acc_lo", "int32_t", p->acc_lo, p->acc_channels, 4) : "NULL";
+        const char *ahi =
+            p->acc_hi ? q_array(m, "_acc_hi", "int32_t", p->acc_hi, p->acc_channels, 4) : "NULL";
+        fprintf(f, ",\n    .acc_channels = %d, .acc_inner = %" PRId64 ", .acc_lo = %s, "
+                   ".acc_hi = %s", p->acc_channels, p->acc_inner, alo, ahi);
+    }
+    fputs("};\n", f);
     fprintf(b, "    {\n        const void *x_[%d];\n", p->ninputs);
     for (int k = 0; k < p->ninputs; k++)
         fprintf(b, "        x_[%d] = %s;\n", k, xin(m, n, k));

@@ -370,6 +370,14 @@ typedef struct OqciAdd {
     int32_t out_type;                    /* output type */
     int32_t lo, hi;                      /* output clamp */
     OqciRequant rq[OQCI_ADD_MAX];        /* per input: M_i * 256 */
+    /* Input 0 may instead be a conv's int32 sums (in_type[0] OQCI_S32: a residual
+     * block's last conv fused into its Add, no 8-bit rounding between them): element j
+     * is of channel (acc_first + j) / acc_inner % acc_channels, rq[0] holds one
+     * multiplier per channel (s_acc[c] * 256 / s_y) and, with acc_lo, each sum is first
+     * clamped to [acc_lo[c], acc_hi[c]] (the conv's Relu or Clip). */
+    int32_t acc_channels;
+    int64_t acc_inner, acc_first;
+    const int32_t *acc_lo, *acc_hi;
 } OqciAdd;
 int oqci_add(const OqciAdd *p, const void *const *x, void *y);
 

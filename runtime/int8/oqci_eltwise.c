@@ -170,6 +170,111 @@ T_AVX512 static int64_t add_avx512(const OqciAdd *p, const void *const *x, void 
 }
 #endif
 
+#if HAVE_AVX2
+/* Elements [j, j + n) of add_acc, all of channel c, 8 at a time (returns how many): the
+ * computed t_i of add_avx2 on the clamped sums (m0 = 2 * M_0[c]) and the 8-bit input
+ * (m1 = 2 * M_1), exact when every |t_i| < 2^30 (add_acc checks the bounds). */
+T_AVX2 static int64_t add_acc_avx2(const OqciAdd *p, const int32_t *a, const uint8_t *b,
+                                   void *y, int64_t n, float m0, float m1, int32_t alo,
+                                   int32_t ahi) {
+    const __m256i r128 = _mm256_set1_epi32(128), m1i = _mm256_set1_epi32(-1);
+    const __m256i lo = _mm256_set1_epi32(p->lo), hi = _mm256_set1_epi32(p->hi);
+    const __m256i clo = _mm256_set1_epi32(alo), chi = _mm256_set1_epi32(ahi);
+    const __m256 v0 = _mm256_set1_ps(m0), v1 = _mm256_set1_ps(m1);
+    int64_t j;
+    for (j = 0; j + 8 <= n; j += 8) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(a + j)), sg, q, t;
+        __m128i bb = _mm_loadl_epi64((const __m128i *)(const void *)(b + j)), w;
+        v = _mm256_min_epi32(_mm256_max_epi32(v, clo), chi);
+        t = _mm256_cvttps_epi32(_mm256_mul_ps(_mm256_cvtepi32_ps(v), v0));
+        q = _mm256_srai_epi32(_mm256_sub_epi32(t, _mm256_cmpgt_epi32(t, m1i)), 1);
+        t = _mm256_cvttps_epi32(_mm256_mul_ps(
+            _mm256_cvtepi32_ps(p->in_type[1] == OQCI_S8 ? _mm256_cvtepi8_epi32(bb)
+                                                        : _mm256_cvtepu8_epi32(bb)), v1));
+        q = _mm256_add_epi32(q, _mm256_srai_epi32(_mm256_sub_epi32(t, _mm256_cmpgt_epi32(t, m1i)), 1));
+        /* round(s / 256) half away from zero, clamped */
+        sg = _mm256_srai_epi32(q, 31);
+        q = _mm256_srli_epi32(_mm256_add_epi32(_mm256_sub_epi32(_mm256_xor_si256(q, sg), sg), r128), 8);
+        q = _mm256_sub_epi32(_mm256_xor_si256(q, sg), sg);
+        q = _mm256_min_epi32(_mm256_max_epi32(q, lo), hi);
+        w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+        w = p->out_type == OQCI_U8 ? _mm_packus_epi16(w, w) : _mm_packs_epi16(w, w);
+        _mm_storel_epi64((__m128i *)(void *)((uint8_t *)y + j), w);
+    }
+    return j;
+}
+#endif
+
+/* Whether add_acc's AVX2 steps are exact for p: float requantization, two inputs, the
+ * sums clamped (acc_lo) to bounds whose |t_0| stays below 2^30 in every channel, the
+ * 8-bit input's |t_1| too (then every int32 sum of the two is exact). */
+static int add_acc_fast(const OqciAdd *p) {
+#ifndef OQCI_NO_FLOAT
+    int32_t c;
+    double b1 = 2.0 * 255.0 * (p->rq[1].mult ? p->rq[1].mult[0] : 0.0f);
+    if (p->ninputs != 2 || p->rq[0].mode != OQCI_REQ_FLOAT ||
+        p->rq[1].mode != OQCI_REQ_FLOAT || !p->rq[0].per_index || !p->acc_lo ||
+        !(b1 < 1073741824.0 && b1 > -1073741824.0))
+        return 0;
+    for (c = 0; c < p->acc_channels; c++) {
+        double m = 2.0 * p->rq[0].mult[c];
+        double l = (double)p->acc_lo[c] * m, h = (double)p->acc_hi[c] * m;
+        if (!(l < 1073741824.0 && l > -1073741824.0 && h < 1073741824.0 && h > -1073741824.0))
+            return 0;
+    }
+    return 1;
+#else
+    (void)p;
+    return 0;
+#endif
+}
+
+/* oqci_add with input 0 a conv's int32 sums (see OqciAdd); p checked but for them. */
+static int add_acc(const OqciAdd *p, const void *const *x, void *y) {
+    const int32_t *a = (const int32_t *)x[0];
+    int64_t j, run;
+    int32_t i, c;
+    int fast;
+    if (p->acc_channels < 1 || p->acc_inner < 1 || p->acc_first < 0 ||
+        !oqci_requant_ok(&p->rq[0], 0, p->acc_channels - 1) ||
+        (p->acc_lo == NULL) != (p->acc_hi == NULL))
+        return OQCI_EINVAL;
+    fast = add_acc_fast(p);
+    /* element j's channel: c, for `run` more elements from j on */
+    c = (int32_t)((p->acc_first / p->acc_inner) % p->acc_channels);
+    run = p->acc_inner - p->acc_first % p->acc_inner;
+    for (j = 0; j < p->count;) {
+        int64_t s, r, d = 0;
+        int32_t v = a[j];
+#if HAVE_AVX2
+        if (fast && run >= 8 && oqci_use_avx2())   /* this channel's run, 8 at a time */
+            d = add_acc_avx2(p, a + j, (const uint8_t *)x[1] + j, (uint8_t *)y + j,
+                             run < p->count - j ? run : p->count - j, 2.0f * p->rq[0].mult[c],
+                             2.0f * p->rq[1].mult[0], p->acc_lo[c], p->acc_hi[c]);
+#else
+        (void)fast;
+#endif
+        if (d == 0) {   /* one element */
+            if (p->acc_lo)
+                v = v < p->acc_lo[c] ? p->acc_lo[c] : v > p->acc_hi[c] ? p->acc_hi[c] : v;
+            s = oqci_requant(v, &p->rq[0], c, -INT32_MAX, INT32_MAX);
+            for (i = 1; i < p->ninputs; i++)
+                s += oqci_requant(oqci_load_q(x[i], p->in_type[i], j), &p->rq[i], 0,
+                                  -INT32_MAX, INT32_MAX);
+            r = s >= 0 ? (s + 128) >> 8 : -((-s + 128) >> 8);
+            oqci_store_q(y, p->out_type, j, (int32_t)(r < p->lo ? p->lo : r > p->hi ? p->hi : r));
+            d = 1;
+        }
+        j += d;
+        run -= d;
+        if (run == 0) {
+            run = p->acc_inner;
+            c = c + 1 == p->acc_channels ? 0 : c + 1;
+        }
+    }
+    return OQCI_OK;
+}
+
 int oqci_add(const OqciAdd *p, const void *const *x, void *y) {
     int64_t j;
     int32_t i;
@@ -177,9 +282,12 @@ int oqci_add(const OqciAdd *p, const void *const *x, void *y) {
         !oqci_range_ok(p->out_type, p->lo, p->hi))
         return OQCI_EINVAL;
     for (i = 0; i < p->ninputs; i++)
-        if (!x[i] || (p->in_type[i] != OQCI_S8 && p->in_type[i] != OQCI_U8) ||
+        if (!x[i] || ((p->in_type[i] != OQCI_S8 && p->in_type[i] != OQCI_U8) &&
+                      (i > 0 || p->in_type[i] != OQCI_S32)) ||
             !oqci_requant_ok(&p->rq[i], 0, 0))
             return OQCI_EINVAL;
+    if (p->in_type[0] == OQCI_S32)
+        return add_acc(p, x, y);
 #if HAVE_AVX2
     if (p->count >= ADD_MIN_COUNT && oqci_use_avx2()) {
         int32_t lut[OQCI_ADD_MAX][256];

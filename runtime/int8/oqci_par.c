@@ -114,8 +114,9 @@ static void add_task(void *arg, int i) {
     if (e1 <= e0)
         return;
     sub.count = e1 - e0;
-    for (k = 0; k < sub.ninputs; k++)   /* 8-bit inputs: byte offsets */
-        xs[k] = (const uint8_t *)j->x[k] + e0;
+    sub.acc_first += e0;
+    for (k = 0; k < sub.ninputs; k++)   /* 8-bit inputs: byte offsets; sums: 4 bytes */
+        xs[k] = (const uint8_t *)j->x[k] + e0 * (sub.in_type[k] == OQCI_S32 ? 4 : 1);
     (void)oqci_add(&sub, xs, j->y + e0 * (sub.out_type == OQCI_S32 ? 4 : 1));
 }
 

@@ -4,10 +4,12 @@
 # convs, each reading a conv's ReLU6 output):
 #   1. calibration writes channel thresholds into the XML table for exactly the tensors
 #      that run at channel scales (-v names them), each within [T/4, T];
-#   2. the emitted C gives `oqc eval`'s bits in both requantization modes, and a compile
-#      from the saved table gives the same C as one that calibrates;
+#   2. the emitted C gives `oqc eval`'s bits in both requantization modes (its residual
+#      Adds reading int32 sums too), and a compile from the saved table gives the same
+#      C as one that calibrates;
 #   3. --act-scales tensor, and a TensorRT table (which has no channel thresholds), run
-#      every tensor at one scale; the outputs of both are as close to FP32 (SQNR);
+#      every tensor at one scale (and --act-scales tensor every residual in 8 bits);
+#      the outputs of both are as close to FP32 (SQNR);
 #   4. calibration split into shards (statistics files carry each channel's amax) gives
 #      the same table bytes as one run;
 #   5. export-qdq writes per-axis QuantizeLinear/DequantizeLinear for those tensors.
@@ -70,6 +72,13 @@ done
 "$OQC" calibrate $M --data "$C" -o "$TMP/t.trt" -q >/dev/null 2>&1 &&
     "$OQC" eval $M --data "$TMP/x.npy" --table "$TMP/t.trt" -v >"$TMP/vtrt.txt" 2>&1 ||
     fail "TensorRT table: $(tail -n 2 "$TMP/vtrt.txt")"
+# The residual Adds read their projection convs' int32 sums (docs/int8.md): the 10
+# block Adds of the dump; the 11th Add is the classifier's bias (a constant input).
+nadd=$("$OQC" dump $M --after all 2>/dev/null | grep '^node   Add ' | grep -vc '(%projector')
+nfused=$(grep -c "adds the int32 sums of '/features/features\.[0-9]*/conv/conv\.2/Conv'" "$TMP/v.txt")
+[ "$nadd" = 10 ] && [ "$nfused" = 10 ] && ! grep -q "adds the int32 sums" "$TMP/vt.txt" &&
+    ok "the 10 residual Adds read their projections' int32 sums (none with --act-scales tensor)" ||
+    fail "residual Adds: $nadd in the dump, $nfused reading int32 sums"
 ! grep -q "one scale per channel" "$TMP/vt.txt" "$TMP/vtrt.txt" &&
     ok "--act-scales tensor and a TensorRT table: no tensor at channel scales" ||
     fail "channel scales with --act-scales tensor or a TensorRT table"

@@ -405,7 +405,9 @@ static void test_models_close_to_float(void) {
 /* A layer whose output only leaves the INT8 domain stores its int32 accumulators
  * (OQCI_S32) and its Dequantize scales them by s_in * s_w[k] (or s_in / window); the
  * s8/u8 requantization the layer had is kept for the integer API.  A layer some INT8
- * node reads keeps its 8-bit output. */
+ * node reads keeps its 8-bit output, but for a conv only an Add reads (wide 2): the Add
+ * reads its sums as input 0, at multipliers s_in * s_w[k] * 256 / s_y, clamped to
+ * |acc| <= 2^28 / M (passes/quantize_eltwise.c). */
 static void test_accumulator_outputs(void) {
     static const struct {
         const char *path;
@@ -416,7 +418,7 @@ static void test_accumulator_outputs(void) {
         {"models/tiny/mixed_small_cnn.onnx", OQC_OP_Gemm, 1},   /* classifier */
         {"models/tiny/globalavgpool_basic.onnx", OQC_OP_GlobalAveragePool, 1},
         {"models/tiny/pass_neg_relu_graph_output.onnx", OQC_OP_Conv, 0},   /* Relu reads it */
-        {"models/tiny/mixed_small_cnn.onnx", OQC_OP_Conv, 0},   /* the Add reads it */
+        {"models/tiny/mixed_small_cnn.onnx", OQC_OP_Conv, 2},   /* only the Add reads it */
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         OqcDiag d;
@@ -438,9 +440,9 @@ static void test_accumulator_outputs(void) {
         const OqcTensor *yt = &g->tensors[nd->out[0]];
         const OqcQuant *qx = &g->tensors[nd->in[0]].quant;
         int32_t type = nd->q->kind == OQC_Q_CONV ? nd->q->conv[0].out_type : nd->q->pool.out_type;
-        CU_ASSERT_EQUAL(type == OQCI_S32, cases[c].wide);
-        CU_ASSERT_EQUAL(yt->acc != NULL, cases[c].wide);
-        CU_ASSERT_EQUAL(yt->dtype == OQCF_INT32, cases[c].wide);
+        CU_ASSERT_EQUAL(type == OQCI_S32, cases[c].wide != 0);
+        CU_ASSERT_EQUAL(yt->acc != NULL, cases[c].wide != 0);
+        CU_ASSERT_EQUAL(yt->dtype == OQCF_INT32, cases[c].wide != 0);
         if (cases[c].wide && yt->acc) {
             const OqcAcc *a = yt->acc;
             CU_ASSERT_EQUAL(a->type, yt->quant.is_unsigned ? OQCI_U8 : OQCI_S8);
@@ -464,13 +466,30 @@ static void test_accumulator_outputs(void) {
                 CU_ASSERT_EQUAL(a->per_channel, 0);
                 CU_ASSERT(a->scale[0] == (float)((double)qx->scale / (p->in_h * p->in_w)));
             }
-            /* its Dequantize reads the accumulators */
-            int dq = 0;
+            /* its Dequantize, or the Add (input 0), reads the accumulators */
+            int dq = 0, add = 0;
+            for (int i = 0; i < g->nnodes; i++) {
+                const OqcNode *r = &g->nodes[i];
+                if (!r->q || r->q->kind != OQC_Q_ADD || r->in[0] != nd->out[0])
+                    continue;
+                const OqciAdd *ap = &r->q->add;
+                const OqcQuant *qa = &g->tensors[r->out[0]].quant;
+                add = ap->in_type[0] == OQCI_S32 && ap->acc_channels == a->channels &&
+                      ap->acc_inner == a->inner && ap->acc_lo && ap->acc_hi;
+                for (int32_t k = 0; add && k < a->channels; k++) {
+                    /* no activation: the sums are bounded only where |acc| M <= 2^28 */
+                    double M = 256.0 * (double)qx->scale * nd->q->w_scale[0][k] / qa->scale;
+                    add = ap->rq[0].mult[k] == (float)M &&
+                          ap->acc_hi[k] == (int32_t)floor(268435456.0 / M) &&
+                          ap->acc_lo[k] == -ap->acc_hi[k];
+                }
+            }
+            CU_ASSERT_EQUAL(add, cases[c].wide == 2);
             for (int i = 0; i < g->nnodes; i++)
                 if (g->nodes[i].q && g->nodes[i].q->kind == OQC_Q_DEQUANTIZE &&
                     g->nodes[i].in[0] == nd->out[0])
                     dq += g->nodes[i].q->in_type == OQCI_S32 && g->nodes[i].q->acc == a;
-            CU_ASSERT_EQUAL(dq, 1);
+            CU_ASSERT_EQUAL(dq, cases[c].wide == 1);
         }
         free(in);
         free(es);
@@ -514,7 +533,7 @@ static void check_channel_dumps(OqcGraph *g, int t) {
     CU_ASSERT_EQUAL(oqc_dump_text(g, f), 0);
     fclose(f);
     snprintf(want, sizeof want, "{u8 channel-scales=%d:%.9g..%.9g T=", (int)q->nch, mn, mx);
-    CU_ASSERT_PTR_NOT_NULL(text && strstr(text, want));
+    CU_ASSERT(text && strstr(text, want));
     free(text);
     const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     char xml[4096], data[4200], cmd[9000];
