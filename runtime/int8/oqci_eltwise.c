@@ -37,17 +37,38 @@
  * shifts), as rq8 does. */
 #define ADD_MIN_COUNT 256   /* below: the 256 requantizations per input do not pay */
 
+/* round(u / 2) half away from zero for u = trunc(2 t) (cvttps of the doubled product):
+ * t rounded half away, the steps of oqci_conv.c's rq8; exact for |t| < 2^30. */
+T_AVX2 static inline __attribute__((always_inline)) __m256i add_half8(__m256i u) {
+    return _mm256_srai_epi32(_mm256_sub_epi32(u, _mm256_cmpgt_epi32(u, _mm256_set1_epi32(-1))), 1);
+}
+
+/* 8 sums s of t_i stored at y as p's output type: round(s / 256) half away from zero
+ * (|s| <= INT32_MAX - 128), clamped to [lo, hi]. */
+T_AVX2 static inline __attribute__((always_inline)) void add_store8(const OqciAdd *p, __m256i s,
+                                                                     __m256i lo, __m256i hi,
+                                                                     uint8_t *y) {
+    __m256i sg = _mm256_srai_epi32(s, 31), q;
+    __m128i w;
+    q = _mm256_srli_epi32(_mm256_add_epi32(_mm256_sub_epi32(_mm256_xor_si256(s, sg), sg),
+                                           _mm256_set1_epi32(128)), 8);
+    q = _mm256_sub_epi32(_mm256_xor_si256(q, sg), sg);
+    q = _mm256_min_epi32(_mm256_max_epi32(q, lo), hi);
+    w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    w = p->out_type == OQCI_U8 ? _mm_packus_epi16(w, w) : _mm_packs_epi16(w, w);
+    _mm_storel_epi64((__m128i *)(void *)y, w);
+}
+
 T_AVX2 static void add_avx2(const OqciAdd *p, const void *const *x, void *y,
                             const int32_t (*lut)[256], int wide, const float *m2) {
-    const __m256i z = _mm256_setzero_si256(), r128 = _mm256_set1_epi32(128);
+    const __m256i z = _mm256_setzero_si256();
     const __m256i lo = _mm256_set1_epi32(p->lo), hi = _mm256_set1_epi32(p->hi);
     const __m128i flip = _mm_set1_epi8((char)0x80);
     int64_t j = 0;
     int32_t i;
     if (!wide)
         for (; j + 8 <= p->count; j += 8) {
-            __m256i s = z, sg, q;
-            __m128i w;
+            __m256i s = z;
             for (i = 0; i < p->ninputs; i++) {
                 __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)((const uint8_t *)x[i] + j));
                 if (m2) {   /* t_i computed: the steps of oqci_conv.c's rq8 */
@@ -55,9 +76,7 @@ T_AVX2 static void add_avx2(const OqciAdd *p, const void *const *x, void *y,
                                                                     ? _mm256_cvtepi8_epi32(b)
                                                                     : _mm256_cvtepu8_epi32(b)),
                                              _mm256_set1_ps(m2[i]));
-                    __m256i m = _mm256_cvttps_epi32(u);
-                    m = _mm256_srai_epi32(_mm256_sub_epi32(m, _mm256_cmpgt_epi32(m, _mm256_set1_epi32(-1))), 1);
-                    s = _mm256_add_epi32(s, m);
+                    s = _mm256_add_epi32(s, add_half8(_mm256_cvttps_epi32(u)));
                     continue;
                 }
                 if (p->in_type[i] == OQCI_S8)
@@ -65,14 +84,7 @@ T_AVX2 static void add_avx2(const OqciAdd *p, const void *const *x, void *y,
                 s = _mm256_add_epi32(s, _mm256_i32gather_epi32((const int *)lut[i],
                                                                 _mm256_cvtepu8_epi32(b), 4));
             }
-            /* round(s / 256) half away from zero on |s| <= INT32_MAX - 128 */
-            sg = _mm256_srai_epi32(s, 31);
-            q = _mm256_srli_epi32(_mm256_add_epi32(_mm256_sub_epi32(_mm256_xor_si256(s, sg), sg), r128), 8);
-            q = _mm256_sub_epi32(_mm256_xor_si256(q, sg), sg);
-            q = _mm256_min_epi32(_mm256_max_epi32(q, lo), hi);
-            w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-            w = p->out_type == OQCI_U8 ? _mm_packus_epi16(w, w) : _mm_packs_epi16(w, w);
-            _mm_storel_epi64((__m128i *)(void *)((uint8_t *)y + j), w);
+            add_store8(p, s, lo, hi, (uint8_t *)y + j);
         }
     for (; j < p->count; j++) {   /* (lut NULL: computed tables, the tail as portable) */
         int64_t s = 0, r;
@@ -177,29 +189,20 @@ T_AVX512 static int64_t add_avx512(const OqciAdd *p, const void *const *x, void 
 T_AVX2 static int64_t add_acc_avx2(const OqciAdd *p, const int32_t *a, const uint8_t *b,
                                    void *y, int64_t n, float m0, float m1, int32_t alo,
                                    int32_t ahi) {
-    const __m256i r128 = _mm256_set1_epi32(128), m1i = _mm256_set1_epi32(-1);
     const __m256i lo = _mm256_set1_epi32(p->lo), hi = _mm256_set1_epi32(p->hi);
     const __m256i clo = _mm256_set1_epi32(alo), chi = _mm256_set1_epi32(ahi);
     const __m256 v0 = _mm256_set1_ps(m0), v1 = _mm256_set1_ps(m1);
     int64_t j;
     for (j = 0; j + 8 <= n; j += 8) {
-        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(a + j)), sg, q, t;
-        __m128i bb = _mm_loadl_epi64((const __m128i *)(const void *)(b + j)), w;
+        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(a + j));
+        __m128i bb = _mm_loadl_epi64((const __m128i *)(const void *)(b + j));
+        __m256i t1 = p->in_type[1] == OQCI_S8 ? _mm256_cvtepi8_epi32(bb) : _mm256_cvtepu8_epi32(bb);
         v = _mm256_min_epi32(_mm256_max_epi32(v, clo), chi);
-        t = _mm256_cvttps_epi32(_mm256_mul_ps(_mm256_cvtepi32_ps(v), v0));
-        q = _mm256_srai_epi32(_mm256_sub_epi32(t, _mm256_cmpgt_epi32(t, m1i)), 1);
-        t = _mm256_cvttps_epi32(_mm256_mul_ps(
-            _mm256_cvtepi32_ps(p->in_type[1] == OQCI_S8 ? _mm256_cvtepi8_epi32(bb)
-                                                        : _mm256_cvtepu8_epi32(bb)), v1));
-        q = _mm256_add_epi32(q, _mm256_srai_epi32(_mm256_sub_epi32(t, _mm256_cmpgt_epi32(t, m1i)), 1));
-        /* round(s / 256) half away from zero, clamped */
-        sg = _mm256_srai_epi32(q, 31);
-        q = _mm256_srli_epi32(_mm256_add_epi32(_mm256_sub_epi32(_mm256_xor_si256(q, sg), sg), r128), 8);
-        q = _mm256_sub_epi32(_mm256_xor_si256(q, sg), sg);
-        q = _mm256_min_epi32(_mm256_max_epi32(q, lo), hi);
-        w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-        w = p->out_type == OQCI_U8 ? _mm_packus_epi16(w, w) : _mm_packs_epi16(w, w);
-        _mm_storel_epi64((__m128i *)(void *)((uint8_t *)y + j), w);
+        add_store8(p,
+                   _mm256_add_epi32(
+                       add_half8(_mm256_cvttps_epi32(_mm256_mul_ps(_mm256_cvtepi32_ps(v), v0))),
+                       add_half8(_mm256_cvttps_epi32(_mm256_mul_ps(_mm256_cvtepi32_ps(t1), v1)))),
+                   lo, hi, (uint8_t *)y + j);
     }
     return j;
 }

@@ -138,6 +138,21 @@ bad_lines() {
     BAD=$(grep -c '^BAD' "$TMP/res")
     OTHER=$(grep -vc "^$1\|^BAD" "$TMP/res")
 }
+# emitted_is_eval NAME MODEL DATA OPTION...: the C `oqc compile MODEL OPTION...` writes
+# (as NAME, into $TMP/c_NAME), built with tests/emit/emitted_main.c and run on DATA,
+# gives the bits `oqc eval MODEL --data DATA OPTION... --save-int8` writes: status 0
+# when it does; messages of the commands in $TMP/cc.log.
+emitted_is_eval() {
+    n=$1 m=$2 x=$3
+    shift 3
+    "$OQC" compile "$m" -o "$TMP/c_$n" --name "$n" "$@" -q >"$TMP/cc.log" 2>&1 &&
+        "$OQC" eval "$m" --data "$x" "$@" --save-int8 "$TMP/ev_$n.npy" -q >/dev/null 2>>"$TMP/cc.log" &&
+        cc_cached cc -std=c99 -O2 -Wall -Wextra -Werror -pedantic -ffp-contract=off -I "$TMP/c_$n" \
+            -DOQC_MODEL_HEADER="\"$n.h\"" -DOQC_MODEL_PREFIX="$n" tests/emit/emitted_main.c \
+            "$TMP/c_$n"/*.c -lm -o "$TMP/run_$n" 2>>"$TMP/cc.log" &&
+        "$TMP/run_$n" "$x" "$TMP/out_$n.npy" >/dev/null 2>>"$TMP/cc.log" &&
+        same_data "$TMP/out_$n.npy" "$TMP/ev_$n.npy"
+}
 # sample_data HEADER OUT: OUT is a .npy of 4 samples of the one float32 input that the
 # emitted header HEADER declares, cut from squeezenet's image data; fails (status 1)
 # when the model has another number of inputs, or a non-float or too big one.

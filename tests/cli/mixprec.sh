@@ -83,14 +83,7 @@ diff -r "$TMP/c1" "$TMP/c2" >/dev/null && ok "compile --table of the saved choic
 # The emitted C of the mixed-precision model (float layers between INT8 ones) gives
 # the bits of `oqc eval` with the same table, in both requantization modes.
 for r in float fixed; do
-    "$OQC" compile $M -o "$TMP/e_$r" --name fmix --table "$TMP/mp.xml" --requant $r -q &&
-    "$OQC" eval $M --data "$TMP/val.npy" --table "$TMP/mp.xml" --requant $r \
-        --save-int8 "$TMP/ev_$r.npy" -q >/dev/null &&
-    cc_cached cc -std=c99 -O2 -Wall -Wextra -Werror -pedantic -ffp-contract=off -I "$TMP/e_$r" \
-        -DOQC_MODEL_HEADER='"fmix.h"' -DOQC_MODEL_PREFIX=fmix tests/emit/emitted_main.c \
-        "$TMP/e_$r"/*.c -lm -o "$TMP/run_$r" 2>"$TMP/cc.log" &&
-    "$TMP/run_$r" "$TMP/val.npy" "$TMP/out_$r.npy" >/dev/null &&
-    same_data "$TMP/out_$r.npy" "$TMP/ev_$r.npy" &&
+    emitted_is_eval fmix_$r $M "$TMP/val.npy" --table "$TMP/mp.xml" --requant $r &&
         ok "emitted C with float layers ($r requantization) = oqc eval, bit for bit" ||
         fail "emitted C with float layers ($r): $(head -n 3 "$TMP/cc.log")"
 done
