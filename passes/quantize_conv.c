@@ -404,17 +404,12 @@ int oqc_quant_build_deconv(Q *q, int i, OqcQNode *qn, char *why) {
 
 /* ------------------------------------------------------- step 3b: int32 outputs */
 
-int oqc_quant_widen_conv(Q *q, int i, OqcAcc *acc) {
+void oqc_quant_conv_sums(Q *q, int i, OqcAcc *acc) {
     OqcGraph *g = q->g;
     const OqcNode *n = &g->nodes[i];
     OqcQNode *qn = n->q;
-    if (qn->nconv != 1 || n->act_per_channel ||
-        (n->act.kind != OQCF_ACT_NONE && n->act.kind != OQCF_ACT_RELU))
-        return 0;
     const OqcQuant *qx = &TT(q, base_of(g, n->in[0]))->quant;
     OqciConv *p = &qn->conv[0];
-    if (TT(q, n->out[0])->quant.ch_scale)   /* its depthwise readers are INT8 */
-        return 0;
     float *sc = oqc_arena_alloc(g->arena, (size_t)p->out_c * sizeof *sc);
     for (int32_t k = 0; k < p->out_c; k++)
         sc[k] = (float)((double)(qx->ch_scale ? qx->ch_scale[k] : qx->scale) *
@@ -425,5 +420,14 @@ int oqc_quant_widen_conv(Q *q, int i, OqcAcc *acc) {
     p->out_type = OQCI_S32;
     p->lo = n->act.kind == OQCF_ACT_RELU ? 0 : INT32_MIN;
     p->hi = INT32_MAX;
+}
+
+int oqc_quant_widen_conv(Q *q, int i, OqcAcc *acc) {
+    const OqcNode *n = &q->g->nodes[i];
+    if (n->q->nconv != 1 || n->act_per_channel ||
+        (n->act.kind != OQCF_ACT_NONE && n->act.kind != OQCF_ACT_RELU) ||
+        TT(q, n->out[0])->quant.ch_scale)   /* (channel scales: its readers are INT8) */
+        return 0;
+    oqc_quant_conv_sums(q, i, acc);
     return 1;
 }

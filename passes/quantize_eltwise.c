@@ -110,19 +110,17 @@ int oqc_quant_fuse_residual(Q *q, int i) {
             (cn->act.kind != OQCF_ACT_NONE && cn->act.kind != OQCF_ACT_RELU &&
              cn->act.kind != OQCF_ACT_CLIP))
             continue;
-        const OqcQuant *qx = &TT(q, cn->in[0])->quant, *qy = cal(q, n->out[0]);
-        int32_t K = cp->out_c;
-        float *sc = oqc_arena_alloc(g->arena, (size_t)K * sizeof *sc);
-        double *M = oqc_arena_alloc(g->arena, (size_t)K * sizeof *M);
-        int32_t *lo = oqc_arena_alloc(g->arena, (size_t)K * sizeof *lo);
-        int32_t *hi = oqc_arena_alloc(g->arena, (size_t)K * sizeof *hi);
+        const OqcQuant *qx = &TT(q, base_of(g, cn->in[0]))->quant, *qy = cal(q, n->out[0]);
         const OqcQuant *qr = &TT(q, n->in[1 - k])->quant;   /* the other input */
         if (!(255.0 * 256.0 * qr->scale / qy->scale < 134217728.0))
             continue;
+        int32_t K = cp->out_c;
+        double *M = oqc_arena_alloc(g->arena, (size_t)K * sizeof *M);
+        int32_t *lo = oqc_arena_alloc(g->arena, (size_t)K * sizeof *lo);
+        int32_t *hi = oqc_arena_alloc(g->arena, (size_t)K * sizeof *hi);
         for (int32_t c = 0; c < K; c++) {
             double s = (double)(qx->ch_scale ? qx->ch_scale[c] : qx->scale) *
                        cn->q->w_scale[0][c];
-            sc[c] = (float)s;
             M[c] = 256.0 * s / qy->scale;
             acc_clamp(&cn->act, s, M[c], &lo[c], &hi[c]);
         }
@@ -144,13 +142,9 @@ int oqc_quant_fuse_residual(Q *q, int i) {
         p->acc_hi = hi;
         /* the conv writes its sums; the tensor's OqcAcc describes them (storage type,
          * per-layer SQNR, export-qdq: no 8-bit pair between the conv and the Add) */
-        OqcAcc acc = {.outer = cp->batch, .inner = p->acc_inner, .channels = K,
-                      .per_channel = 1, .scale = sc, .rq = cp->rq, .type = cp->out_type,
-                      .lo = cp->lo, .hi = cp->hi};
+        OqcAcc acc;
+        oqc_quant_conv_sums(q, x->producer, &acc);
         x->acc = oqc_arena_dup(g->arena, &acc, sizeof acc);
-        cp->out_type = OQCI_S32;
-        cp->lo = INT32_MIN;
-        cp->hi = INT32_MAX;
         oqc_info(q->d, "quantize: '%s' (%s) adds the int32 sums of '%s' (%s): no 8-bit "
                        "rounding between them", n->name, n->op_type, cn->name, cn->op_type);
         return 1;

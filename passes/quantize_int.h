@@ -80,6 +80,11 @@ typedef struct QKind {
 int oqc_quant_can_conv(const Q *q, int i, char *why);
 int oqc_quant_build_conv(Q *q, int i, OqcQNode *qn, char *why);
 int oqc_quant_widen_conv(Q *q, int i, OqcAcc *acc);
+/* Conv node i (one parameter set) writes its int32 sums: *acc receives their scale per
+ * channel (s_in * s_w[k]) and the s8/u8 requantization the layer had, and its
+ * parameters switch to an int32 output (a Relu kept as lo = 0, a Clip left to the
+ * reader).  Step 3b's widen and step 3c's residual Adds. */
+void oqc_quant_conv_sums(Q *q, int i, OqcAcc *acc);
 int oqc_quant_can_deconv(const Q *q, int i, char *why);
 int oqc_quant_build_deconv(Q *q, int i, OqcQNode *qn, char *why);
 

@@ -77,17 +77,26 @@ static void accumulate(Calib *c, OqcHist *h, const float *x, int64_t n, const ch
     }
 }
 
-/* Pass 1 of a channel scale candidate: each channel's largest |x| over the batch x
- * [batch, nch, inner] (NaN never wins; accumulate reports it). */
-static void channel_amax(OqcHist *h, const float *x, int64_t batch, int64_t inner) {
+/* Pass 1 of a channel scale candidate, in place of accumulate's: each channel's largest
+ * |x| over the batch x [batch, nch, inner], and the tensor's, their maximum (NaN never
+ * wins; the first tensor holding one is noted, as accumulate does). */
+static void channel_amax(Calib *c, OqcHist *h, const float *x, int64_t batch, int64_t inner,
+                         const char *name) {
+    int nan = 0;
     for (int64_t b = 0; b < batch; b++)
-        for (int32_t c = 0; c < h->nch; c++) {
-            const float *p = x + (b * h->nch + c) * inner;
-            float m = h->ch_amax[c];
-            for (int64_t i = 0; i < inner; i++)
-                m = fabsf(p[i]) > m ? fabsf(p[i]) : m;
-            h->ch_amax[c] = m;
+        for (int32_t ch = 0; ch < h->nch; ch++) {
+            const float *p = x + (b * h->nch + ch) * inner;
+            float m = h->ch_amax[ch];
+            for (int64_t i = 0; i < inner; i++) {
+                float a = fabsf(p[i]);
+                m = a > m ? a : m;
+                nan |= a != a;
+            }
+            h->ch_amax[ch] = m;
+            h->amax = m > h->amax ? m : h->amax;
         }
+    if (nan && !c->nan_name)
+        c->nan_name = name;
 }
 
 static void hook(void *ctx, const OqcGraph *g, int tensor, const void *data) {
@@ -99,8 +108,10 @@ static void hook(void *ctx, const OqcGraph *g, int tensor, const void *data) {
     OqcHist *h = &k->c->hists[s];
     int64_t n = oqc_shape_numel(&t->shape);
     if (k->c->pass == 1 && h->ch_amax && t->view_base < 0 && t->shape.rank == 4 &&
-        t->shape.d[1] == h->nch)
-        channel_amax(h, data, t->shape.d[0], t->shape.d[2] * t->shape.d[3]);
+        t->shape.d[1] == h->nch) {
+        channel_amax(k->c, h, data, t->shape.d[0], t->shape.d[2] * t->shape.d[3], t->name);
+        return;
+    }
     if (t->view_base < 0 || t->shape.d[0] == 1) {
         accumulate(k->c, h, data, n, t->name);
         return;
@@ -197,9 +208,6 @@ int32_t oqc_channel_scaled(const OqcGraph *g, int t) {
     if (p->op != OQC_OP_Conv || p->nout != 1)
         return 0;
     int64_t C = x->shape.d[1];
-    for (int u = 0; u < g->ntensors; u++)
-        if (g->tensors[u].view_base == t)
-            return 0;
     for (int c = 0; c < x->nconsumers; c++) {
         const OqcNode *n = &g->nodes[x->consumers[c]];
         if (n->op != OQC_OP_Conv || n->nin < 2 || n->in[0] != t || n->in[1] < 0 ||
@@ -212,6 +220,9 @@ int32_t oqc_channel_scaled(const OqcGraph *g, int t) {
         if (ws->rank != 4 || ws->d[0] != C || ws->d[1] != 1)
             return 0;
     }
+    for (int u = 0; u < g->ntensors; u++)   /* (last: the one check over every tensor) */
+        if (g->tensors[u].view_base == t)
+            return 0;
     return (int32_t)C;
 }
 

@@ -286,15 +286,11 @@ static void w_tensor(Writer *W, int id) {
         w_fmt(W, "scale", "%.9g", (double)t->quant.scale);
         if (t->quant.method)
             w_str(W, "method", t->quant.method);
-        if (t->quant.ch_scale) {   /* "%.9g" each, one space apart */
-            char *list = malloc((size_t)t->quant.nch * 17 + 1);
-            if (!list)
-                oqc_panic(__FILE__, __LINE__, "out of memory");
-            size_t k = 0;
+        if (t->quant.ch_scale) {   /* "%.9g" each, one space apart, as FLOATS */
+            buf_clear(W);
             for (int32_t c = 0; c < t->quant.nch; c++)
-                k += (size_t)sprintf(list + k, c ? " %.9g" : "%.9g", (double)t->quant.ch_scale[c]);
-            w_attr(W, "channel-scales", list);
-            free(list);
+                buf_printf(W, "%s%.9g", c ? " " : "", (double)t->quant.ch_scale[c]);
+            w_attr(W, "channel-scales", W->buf);
         }
         w_end(W);
     }

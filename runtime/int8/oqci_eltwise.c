@@ -25,6 +25,23 @@
 #define OQCI_AVX2_SELECT
 #include "oqci.h"
 
+/* The sum of the t_i of the 8-bit inputs [from, ninputs) of an Add at element j. */
+static int64_t add_sum8(const OqciAdd *p, const void *const *x, int64_t j, int32_t from) {
+    int64_t s = 0;
+    int32_t i;
+    for (i = from; i < p->ninputs; i++)
+        s += oqci_requant(oqci_load_q(x[i], p->in_type[i], j), &p->rq[i], 0, -INT32_MAX,
+                          INT32_MAX);
+    return s;
+}
+
+/* Every oqci_add path's last step: element j of y from the sum s of its t_i,
+ * round(s / 256) half away from zero, clamped to [lo, hi]. */
+static void add_put(const OqciAdd *p, void *y, int64_t j, int64_t s) {
+    int64_t r = s >= 0 ? (s + 128) >> 8 : -((-s + 128) >> 8);
+    oqci_store_q(y, p->out_type, j, (int32_t)(r < p->lo ? p->lo : r > p->hi ? p->hi : r));
+}
+
 #if HAVE_AVX2
 /* Add with tables: t_i depends only on the byte q_i, so lut[i][b] = t_i of byte b (s8:
  * b = q + 128), computed by oqci_requant exactly as the portable loop does; the tables'
@@ -87,13 +104,13 @@ T_AVX2 static void add_avx2(const OqciAdd *p, const void *const *x, void *y,
             add_store8(p, s, lo, hi, (uint8_t *)y + j);
         }
     for (; j < p->count; j++) {   /* (lut NULL: computed tables, the tail as portable) */
-        int64_t s = 0, r;
-        for (i = 0; i < p->ninputs; i++)
-            s += lut ? lut[i][((const uint8_t *)x[i])[j] ^ (p->in_type[i] == OQCI_S8 ? 0x80 : 0)]
-                     : oqci_requant(oqci_load_q(x[i], p->in_type[i], j), &p->rq[i], 0, -INT32_MAX,
-                                    INT32_MAX);
-        r = s >= 0 ? (s + 128) >> 8 : -((-s + 128) >> 8);
-        oqci_store_q(y, p->out_type, j, (int32_t)(r < p->lo ? p->lo : r > p->hi ? p->hi : r));
+        int64_t s = 0;
+        if (!lut)
+            s = add_sum8(p, x, j, 0);
+        else
+            for (i = 0; i < p->ninputs; i++)
+                s += lut[i][((const uint8_t *)x[i])[j] ^ (p->in_type[i] == OQCI_S8 ? 0x80 : 0)];
+        add_put(p, y, j, s);
     }
 }
 #endif
@@ -208,6 +225,7 @@ T_AVX2 static int64_t add_acc_avx2(const OqciAdd *p, const int32_t *a, const uin
 }
 #endif
 
+#if HAVE_AVX2
 /* Whether add_acc's AVX2 steps are exact for p: float requantization, two inputs, the
  * sums clamped (acc_lo) to bounds whose |t_0| stays below 2^30 in every channel, the
  * 8-bit input's |t_1| too (then every int32 sum of the two is exact). */
@@ -231,41 +249,40 @@ static int add_acc_fast(const OqciAdd *p) {
     return 0;
 #endif
 }
+#endif
 
 /* oqci_add with input 0 a conv's int32 sums (see OqciAdd); p checked but for them. */
 static int add_acc(const OqciAdd *p, const void *const *x, void *y) {
     const int32_t *a = (const int32_t *)x[0];
     int64_t j, run;
-    int32_t i, c;
+    int32_t c;
+#if HAVE_AVX2
     int fast;
+#endif
     if (p->acc_channels < 1 || p->acc_inner < 1 || p->acc_first < 0 ||
         !oqci_requant_ok(&p->rq[0], 0, p->acc_channels - 1) ||
         (p->acc_lo == NULL) != (p->acc_hi == NULL))
         return OQCI_EINVAL;
-    fast = add_acc_fast(p);
+#if HAVE_AVX2
+    fast = add_acc_fast(p) && oqci_use_avx2();
+#endif
     /* element j's channel: c, for `run` more elements from j on */
     c = (int32_t)((p->acc_first / p->acc_inner) % p->acc_channels);
     run = p->acc_inner - p->acc_first % p->acc_inner;
     for (j = 0; j < p->count;) {
-        int64_t s, r, d = 0;
-        int32_t v = a[j];
+        int64_t d = 0;
 #if HAVE_AVX2
-        if (fast && run >= 8 && oqci_use_avx2())   /* this channel's run, 8 at a time */
+        if (fast && run >= 8)   /* this channel's run, 8 at a time */
             d = add_acc_avx2(p, a + j, (const uint8_t *)x[1] + j, (uint8_t *)y + j,
                              run < p->count - j ? run : p->count - j, 2.0f * p->rq[0].mult[c],
                              2.0f * p->rq[1].mult[0], p->acc_lo[c], p->acc_hi[c]);
-#else
-        (void)fast;
 #endif
         if (d == 0) {   /* one element */
+            int32_t v = a[j];
             if (p->acc_lo)
                 v = v < p->acc_lo[c] ? p->acc_lo[c] : v > p->acc_hi[c] ? p->acc_hi[c] : v;
-            s = oqci_requant(v, &p->rq[0], c, -INT32_MAX, INT32_MAX);
-            for (i = 1; i < p->ninputs; i++)
-                s += oqci_requant(oqci_load_q(x[i], p->in_type[i], j), &p->rq[i], 0,
-                                  -INT32_MAX, INT32_MAX);
-            r = s >= 0 ? (s + 128) >> 8 : -((-s + 128) >> 8);
-            oqci_store_q(y, p->out_type, j, (int32_t)(r < p->lo ? p->lo : r > p->hi ? p->hi : r));
+            add_put(p, y, j,
+                    oqci_requant(v, &p->rq[0], c, -INT32_MAX, INT32_MAX) + add_sum8(p, x, j, 1));
             d = 1;
         }
         j += d;
@@ -340,14 +357,8 @@ int oqci_add(const OqciAdd *p, const void *const *x, void *y) {
         return OQCI_OK;
     }
 #endif
-    for (j = 0; j < p->count; j++) {
-        int64_t s = 0, r;
-        for (i = 0; i < p->ninputs; i++)
-            s += oqci_requant(oqci_load_q(x[i], p->in_type[i], j), &p->rq[i], 0, -INT32_MAX,
-                              INT32_MAX);
-        r = s >= 0 ? (s + 128) >> 8 : -((-s + 128) >> 8);
-        oqci_store_q(y, p->out_type, j, (int32_t)(r < p->lo ? p->lo : r > p->hi ? p->hi : r));
-    }
+    for (j = 0; j < p->count; j++)
+        add_put(p, y, j, add_sum8(p, x, j, 0));
     return OQCI_OK;
 }
 
