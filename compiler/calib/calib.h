@@ -13,7 +13,7 @@
  * over [0, amax] with nbins equal bins, summed over every sample; a method picks the
  * saturation threshold T from it. */
 typedef enum OqcCalibMethod {
-    OQC_CALIB_ENTROPY,     /* TensorRT's KL-divergence search (default) */
+    OQC_CALIB_ENTROPY,     /* TensorRT's KL-divergence search */
     OQC_CALIB_MAX,         /* T = amax */
     OQC_CALIB_PERCENTILE,  /* T = upper edge of the bin where the CDF reaches P% */
     OQC_CALIB_MSE,         /* T minimising expected squared quantization error */
@@ -36,7 +36,7 @@ typedef struct OqcCalibEntry {
     float threshold;       /* chosen T */
     float scale;           /* T / 127, or T / 255 for an unsigned tensor */
     int is_unsigned;       /* provably non-negative: stored as u8 */
-    const char *method;    /* "entropy", "max", "percentile:99.99", "mse" or "table" */
+    const char *method;    /* "entropy", "max", "percentile:P", "mse" or "table" */
     double clipped;        /* share of values above T */
     double kl;             /* KL divergence at T (entropy only; else NaN) */
     const OqcHist *hist;   /* its histogram (NULL for imported entries) */
@@ -48,8 +48,8 @@ typedef struct OqcCalibEntry {
     const float *ch_threshold; /* scales"): count and values; 0 and NULL for none */
 } OqcCalibEntry;
 
-/* The default method: percentile:99.99, chosen on the real networks of the development
- * set (docs/calibration.md, "The default method"). */
+/* The base of the default method `auto` (tune.c): percentile:99.99, chosen on the real
+ * networks of the development set (docs/calibration.md, "The default method"). */
 #define OQC_CALIB_DEFAULT "percentile:99.99"
 #define OQC_CALIB_DEFAULT_PERCENTILE 99.99
 /* Parses "entropy", "max", "percentile:P" (0 < P <= 100) or "mse". */
@@ -140,6 +140,9 @@ typedef struct OqcCalibOptions {
     const OqcCalibStats *merged; /* stage-2 statistics: no data, thresholds from these */
     OqcCalibStats *save;         /* receives the statistics (stage 1, or 2 with range)
                                     instead of thresholds (*nentries 0) */
+    int tune;                    /* the default method (`auto`): oqc_calibrate picks
+                                    percentile:99.99 and the caller then runs
+                                    oqc_tune_percentiles (not oqc_calibrate's business) */
 } OqcCalibOptions;
 
 /* Runs the (optimised) graph over the data twice (amax, then histograms) and picks a
@@ -290,5 +293,52 @@ void oqc_sensitivity_free(OqcSensitivity *s);
  * comma list ("" when every layer may stay INT8).  Prints the choice and why. */
 int oqc_mixprec_search(OqcGraph *gf, OqcInt8Builder build, void *ctx, const OqcMixOptions *o,
                        char **fp32_nodes, OqcDiag *d);
+
+/* The measurements of the search on their own: the float outputs over o's samples
+ * computed once (oqc_mix_open), then the output figures of the INT8 lowering the builder
+ * gives with o->fp32_nodes kept float, as often as the caller changes what the builder
+ * lowers from (oqc_mix_measure). */
+typedef struct OqcMix OqcMix;
+int oqc_mix_open(OqcMix **m, OqcGraph *gf, OqcInt8Builder build, void *ctx,
+                 const OqcMixOptions *o, OqcDiag *d);
+int oqc_mix_measure(OqcMix *m, OqcMetrics *r, OqcDiag *d);
+int64_t oqc_mix_samples(const OqcMix *m);
+void oqc_mix_close(OqcMix *m);
+
+/* =================================================================== tune.c */
+
+/* The default method (`--method auto`, docs/calibration.md "The default method"):
+ * percentile thresholds with one percentile for the signed tensors and one for the
+ * unsigned ones, each chosen from OQC_TUNE_LADDER by a coordinate search from 99.99 that
+ * moves while the INT8 network's centered output SQNR on the tuning samples grows by more
+ * than OQC_TUNE_MARGIN dB. */
+#define OQC_TUNE_LADDER {99.9, 99.95, 99.98, 99.99, 99.995, 99.999, 100}
+#define OQC_TUNE_START 3           /* 99.99 */
+#define OQC_TUNE_MARGIN 0.05       /* dB */
+#define OQC_TUNE_SAMPLES 512       /* at most this many calibration samples, evenly spread */
+
+/* What the search found: the percentile of each kind (0 when the model has no such
+ * calibrated tensor), the SQNR there and at 99.99 for both, and the settings measured. */
+typedef struct OqcTuneResult {
+    double p_signed, p_unsigned;
+    double sqnr, sqnr_start;
+    int measured;
+    int64_t samples;
+} OqcTuneResult;
+
+/* Up to `want` samples spread evenly over the data files (those calibration reads:
+ * oqc_data_files of paths, images through pre) as one float32 value [S, ...in] in arena
+ * a; total is their sample count when known, else 0 (then counted first). */
+int oqc_tune_samples(const char *const *paths, int npaths, const OqcPreprocess *pre,
+                     const OqcShape *in, int64_t total, int64_t want, OqcArena *a,
+                     OqcValue *v, OqcDiag *d);
+/* Runs the search and leaves es[0..n) (the calibration's entries, which the builder
+ * lowers from) at the best setting: entries with a histogram and not imported from a
+ * table get the chosen percentile's threshold (and channel thresholds) and method
+ * "percentile:P" (strings and channel thresholds in arena a, which must live as long as
+ * es).  o carries the tuning samples and gf the float model, as for oqc_mix_open. */
+int oqc_tune_percentiles(OqcGraph *gf, OqcInt8Builder build, void *ctx, const OqcMixOptions *o,
+                         OqcCalibEntry *es, int n, OqcArena *a, OqcTuneResult *r,
+                         OqcDiag *d);
 
 #endif

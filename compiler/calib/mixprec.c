@@ -23,7 +23,7 @@
 #include <string.h>
 
 /* The float reference and the samples every measurement runs. */
-typedef struct Mix {
+typedef struct OqcMix {
     OqcGraph *gf;
     OqcInt8Builder build;
     void *ctx;
@@ -441,4 +441,33 @@ int oqc_mixprec_search(OqcGraph *gf, OqcInt8Builder build, void *ctx, const OqcM
     free(only_q);
     mix_free(&m);
     return rc;
+}
+
+int oqc_mix_open(OqcMix **out, OqcGraph *gf, OqcInt8Builder build, void *ctx,
+                 const OqcMixOptions *o, OqcDiag *d) {
+    Mix *m = malloc(sizeof *m);
+    *out = NULL;
+    if (!m)
+        return oqc_err(d, "out of memory");
+    if (mix_init(m, gf, build, ctx, o, d) < 0) {
+        mix_free(m);
+        free(m);
+        return -1;
+    }
+    *out = m;
+    return 0;
+}
+
+int oqc_mix_measure(OqcMix *m, OqcMetrics *r, OqcDiag *d) {
+    return measure(m, m->o->fp32_nodes, m->S, r, d);
+}
+
+int64_t oqc_mix_samples(const OqcMix *m) {
+    return m->S;
+}
+
+void oqc_mix_close(OqcMix *m) {
+    if (m)
+        mix_free(m);
+    free(m);
 }

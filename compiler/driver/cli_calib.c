@@ -234,6 +234,9 @@ static int calibrate(Calib *c, OqcDiag *d) {
     c->cfg = oqc_cli_quant_config(o);
     c->cfg.fp32_nodes = c->float_layers;
     c->b = (Builder){.o = o, .cfg = &c->cfg, .es = c->es, .n = c->n};
+    if (c->co.tune && c->n > 0 && !o->save_stats &&
+        oqc_cli_tune(o, &c->b, &c->co, c->es, c->n, c->samples, c->g->arena, d) < 0)
+        return -1;
     if (oqc_cli_wants_mixprec(o) &&
         oqc_cli_on_validation(o, &c->b, o->val, o->val_labels, c->g->arena, &c->float_layers,
                               NULL, d) < 0)

@@ -164,6 +164,13 @@ OqcQuantConfig oqc_cli_quant_config(const Opts *o);
  * for an unknown --method. */
 int oqc_cli_calib_options(Opts *o, const char *const *data, int ndata, OqcCalibOptions *co,
                           OqcDiag *d);
+/* cli_lower.c: the default method's choice of percentiles (tune.c) for the entries
+ * es[0..n) that b lowers from, on up to OQC_TUNE_SAMPLES of the calibration data
+ * co->data (total samples; or --val's when co has none, e.g. from merged statistics:
+ * without either, a note and nothing changes); co->method_name then says what was chosen
+ * (in arena a). */
+int oqc_cli_tune(const Opts *o, Builder *b, OqcCalibOptions *co, OqcCalibEntry *es, int n,
+                 int64_t total, OqcArena *a, OqcDiag *d);
 /* cli_lower.c: the passes run on g as o says, with -v statistics only when shown is 0
  * and without pass quantize when no_quantize (a second copy of the model). */
 int oqc_cli_reoptimize(OqcGraph *g, const Opts *o, int shown, int no_quantize, OqcDiag *d);

@@ -145,6 +145,51 @@ int oqc_cli_on_validation(const Opts *o, Builder *b, const char *data, const cha
     return rc;
 }
 
+int oqc_cli_tune(const Opts *o, Builder *b, OqcCalibOptions *co, OqcCalibEntry *es, int n,
+                 int64_t total, OqcArena *a, OqcDiag *d) {
+    const char *const *paths = co->data;
+    int npaths = co->ndata;
+    if (npaths == 0 && o->val) {   /* merged statistics: no calibration data here */
+        paths = &o->val;
+        npaths = 1;
+        total = 0;
+    }
+    if (npaths == 0) {
+        if (!o->quiet)
+            fprintf(stderr, "oqc: note: without calibration inputs the default method cannot "
+                            "choose its percentiles: percentile:99.99 for every tensor (give "
+                            "inputs with --val X.npy, or name a --method)\n");
+        return 0;
+    }
+    OqcGraph *gf = oqc_prepare(o->model, o->shapes, o->nshapes, 1, d);
+    if (!gf || oqc_cli_reoptimize(gf, o, 1, 0, d) < 0) {
+        oqc_graph_free(gf);
+        return -1;
+    }
+    OqcValue xv;
+    OqcMixOptions mo = {.data = &xv, .data_path = paths[0], .fp32_nodes = b->cfg->fp32_nodes,
+                        .threads = o->threads ? o->threads : oqc_cli_default_threads(),
+                        .quiet = 1};
+    OqcTuneResult r;
+    int rc = oqc_tune_samples(paths, npaths, co->pre, &gf->tensors[gf->inputs[0]].shape, total,
+                              OQC_TUNE_SAMPLES, gf->arena, &xv, d);
+    if (rc == 0)
+        rc = oqc_tune_percentiles(gf, build_from_entries, b, &mo, es, n, a, &r, d);
+    oqc_graph_free(gf);
+    if (rc < 0 || r.measured == 0)
+        return rc;
+    char ps[32] = "", pu[32] = "";
+    if (r.p_signed > 0)
+        snprintf(ps, sizeof ps, "signed %g", r.p_signed);
+    if (r.p_unsigned > 0)
+        snprintf(pu, sizeof pu, "%sunsigned %g", *ps ? ", " : "", r.p_unsigned);
+    co->method_name = oqc_arena_printf(a, "auto (percentile: %s%s)", ps, pu);
+    oqc_info(d, "calibration: the default method chose percentile %s%s: output SQNR %.2f dB "
+                "on %lld calibration samples (99.99 for every tensor: %.2f dB; %d settings "
+                "measured)", ps, pu, r.sqnr, (long long)r.samples, r.sqnr_start, r.measured);
+    return 0;
+}
+
 /* Runs the passes on g as o says, with -v statistics only when shown is 0 (a second
  * copy of the model: the float reference of eval, the re-batched calibration graph;
  * its statistics were shown for the first) and without pass quantize when no_quantize
@@ -177,8 +222,9 @@ int oqc_cli_calib_options(Opts *o, const char *const *data, int ndata, OqcCalibO
                             .ndata = ndata,
                             .threads = o->threads ? o->threads : oqc_cli_default_threads(),
                             .progress = !o->quiet && isatty(2),
-                            .pre = &o->pre};
-    if (!o->method)
+                            .pre = &o->pre,
+                            .tune = !o->method || !strcmp(o->method, "auto")};
+    if (co->tune)
         return 0;
     co->method_name = o->method;
     return oqc_calib_method_parse(o->method, &co->method, &co->param, d);
@@ -216,7 +262,8 @@ static int int8_thresholds(Opts *o, OqcGraph *g, OqcGraph *gb, OqcCalibOptions *
         rc = oqc_err(d, "--save-table %s: the table is XML, and tables are read as XML "
                         "exactly when their name ends in .xml",
                      o->save_table);
-    if (rc < 0 || !(oqc_cli_wants_mixprec(o) || o->save_table || keep))
+    int tune = co->tune && co->ndata > 0;
+    if (rc < 0 || !(oqc_cli_wants_mixprec(o) || o->save_table || keep || tune))
         return rc;
     /* Thresholds first; the search then lowers from them as often as it needs. */
     int64_t samples = 0;
@@ -227,6 +274,8 @@ static int int8_thresholds(Opts *o, OqcGraph *g, OqcGraph *gb, OqcCalibOptions *
         n = ntable;
     }
     Builder b = {.o = o, .cfg = cfg, .es = es, .n = n};
+    if (rc == 0 && tune && oqc_cli_tune(o, &b, co, es, n, samples, g->arena, d) < 0)
+        rc = -1;
     if (rc == 0 && oqc_cli_wants_mixprec(o) &&
         oqc_cli_on_validation(o, &b, o->val, o->val_labels, g->arena, &cfg->fp32_nodes, NULL,
                               d) < 0)

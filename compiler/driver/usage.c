@@ -59,22 +59,24 @@ const char *oqc_usage(const char *cmd) {
                "  compile --precision fp32 and int8), as decided by the code those commands\n"
                "  run; otherwise lists each node and what refuses it, and exits 1\n";
     if (!strcmp(cmd, "calibrate"))
-        return "usage: oqc calibrate MODEL --data PATH... -o TABLE [--method entropy|max|\n"
-               "                     percentile:P|mse] [--bins 2048] [--format trt|xml]\n"
+        return "usage: oqc calibrate MODEL --data PATH... -o TABLE [--method auto|entropy|\n"
+               "                     max|percentile:P|mse] [--bins 2048] [--format trt|xml]\n"
                "                     [--report FILE.html] [--table FILE] [--batch N] [--threads N] [-q]\n"
                "  runs the optimised FP32 graph over the data (a directory of .npy/.pb files,\n"
                "  or .npy files whose first axis is the sample axis; --data repeatable) and\n"
                "  writes a threshold per activation tensor: a TensorRT calibration cache (trt)\n"
                "  or XML. --table imports thresholds that override calibration for the\n"
                "  tensors it names. --report writes an HTML report with histograms. --batch N\n"
-               "  runs N samples at a time (the table does not depend on it).\n"
+               "  runs N samples at a time (the table does not depend on it). The default\n"
+               "  method, auto, picks one percentile for the signed and one for the unsigned\n"
+               "  tensors by the INT8 output SQNR on the calibration data.\n"
                "  --min-sqnr DB | --max-drop POINTS with --val X.npy [--val-labels Y.npy]:\n"
                "  keep the fewest layers float for that target (XML tables only; see below).\n"
                "  split across machines (docs/calibration.md): per shard\n"
                "    oqc calibrate MODEL --data SHARD --save-stats S.amax          (pass 1)\n"
                "    oqc calibrate MODEL --merge-stats *.amax --save-stats RANGE\n"
                "    oqc calibrate MODEL --data SHARD --range RANGE --save-stats S.hist (pass 2)\n"
-               "    oqc calibrate MODEL --merge-stats *.hist -o TABLE [--method M]\n"
+               "    oqc calibrate MODEL --merge-stats *.hist -o TABLE [--method M | --val X.npy]\n"
                "  gives the same table, byte for byte, as one run over every shard.\n";
     if (!strcmp(cmd, "compile"))
         return "usage: oqc compile MODEL -o OUTDIR [--name NAME] [--precision int8|fp32]\n"

@@ -40,12 +40,15 @@ parallel --will-cite -j2 "$OQC" calibrate $M --data {} --save-stats {.}.amax -q 
         --threads 2 --batch 7 -q &&
     ok "pass 1, merge, pass 2 under GNU parallel" || fail "sharded passes"
 
+# The default method chooses its percentiles on inputs: the merging step has none of its
+# own and takes them from --val (here all 500 samples, the inputs the single run tunes on).
 for method in default entropy max percentile:99.9 mse; do
     m=""
-    [ $method = default ] || m="--method $method"
+    v=""
+    [ $method = default ] && v="--val $D" || m="--method $method"
     for fmt in trt xml; do
         "$OQC" calibrate $M --data $D $m --format $fmt -o "$TMP/one.$method.$fmt" -q &&
-            "$OQC" calibrate $M --merge-stats "$S"/s*.hist $m --format $fmt -o "$TMP/sh.$fmt" -q &&
+            "$OQC" calibrate $M --merge-stats "$S"/s*.hist $m $v --format $fmt -o "$TMP/sh.$fmt" -q &&
             cmp -s "$TMP/one.$method.$fmt" "$TMP/sh.$fmt" &&
             ok "$method, $fmt: sharded table = single run, byte for byte" ||
             fail "$method, $fmt: sharded table differs"
@@ -53,9 +56,17 @@ for method in default entropy max percentile:99.9 mse; do
 done
 # merged in two levels (statistics of shards merged, then merged again): the same
 "$OQC" calibrate $M --merge-stats "$S/s1.hist" "$S/s2.hist" --save-stats "$S/s12.hist" -q &&
-    "$OQC" calibrate $M --merge-stats "$S/s12.hist" "$S/s3.hist" "$S/s4.hist" -o "$TMP/two.trt" -q &&
+    "$OQC" calibrate $M --merge-stats "$S/s12.hist" "$S/s3.hist" "$S/s4.hist" --val $D \
+        -o "$TMP/two.trt" -q &&
     cmp -s "$TMP/one.default.trt" "$TMP/two.trt" && ok "hierarchical merge: the same table" ||
     fail "hierarchical merge"
+# Without --val the default method says it cannot choose and stays at percentile:99.99.
+"$OQC" calibrate $M --merge-stats "$S"/s[1234].hist --format xml -o "$TMP/noval.xml" \
+    >"$TMP/noval.txt" 2>&1 && grep -q 'note: without calibration inputs' "$TMP/noval.txt" &&
+    "$OQC" calibrate $M --data $D --method percentile:99.99 --format xml -o "$TMP/p.xml" -q &&
+    cmp -s "$TMP/noval.xml" "$TMP/p.xml" &&
+    ok "merged, no --val: a note, and the table of percentile:99.99" ||
+    fail "merged without --val: $(head -n 3 "$TMP/noval.txt")"
 
 # err NAME PATTERN CMD...: exit 1, stderr matching PATTERN, and no table left
 err() {

@@ -88,7 +88,8 @@ awk -v a="$s_ch" -v b="$s_t" 'BEGIN { exit !(a != "" && b != "" && a >= b - 1.5)
     ok "output SQNR: channel scales $s_ch dB, one scale $s_t dB (at most 1.5 dB apart)" ||
     fail "output SQNR: channel scales '$s_ch' dB, more than 1.5 dB below one scale '$s_t' dB"
 
-# 4. Shards: the channel amax merges by maximum, like amax.
+# 4. Shards: the channel amax merges by maximum, like amax (the default method chooses
+#    its percentiles on --val: the same 100 samples).
 S=$TMP/sh
 mkdir "$S"
 mknpy "60, 3, 32, 32" "$C" "$S/a.npy"
@@ -99,7 +100,7 @@ tail -c +$((129 + 60 * 12288)) "$C" >"$S/rest"
     "$OQC" calibrate $M --merge-stats "$S/a.amax" "$S/b.amax" --save-stats "$S/range" -q &&
     "$OQC" calibrate $M --data "$S/a.npy" --range "$S/range" --save-stats "$S/a.hist" -q &&
     "$OQC" calibrate $M --data "$S/b.npy" --range "$S/range" --save-stats "$S/b.hist" -q &&
-    "$OQC" calibrate $M --merge-stats "$S/a.hist" "$S/b.hist" -o "$S/t.xml" -q ||
+    "$OQC" calibrate $M --merge-stats "$S/a.hist" "$S/b.hist" --val "$C" -o "$S/t.xml" -q ||
     fail "calibration in shards"
 grep -q '^c 96 ' "$S/a.amax" && cmp -s "$S/t.xml" "$TMP/t.xml" &&
     ok "2 shards (60 + 40 samples): statistics carry channel amax, the same table bytes" ||

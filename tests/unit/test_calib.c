@@ -1143,6 +1143,49 @@ static void test_xml_write_errors(void) {
     oqc_diag_free(&d);
 }
 
+/* oqc_tune_samples: every ceil(total / want)-th sample across the files, in order, counted
+ * first when the total is not given; all of them when want covers them. */
+static void write_seq(const char *path, int64_t rows, float first) {
+    float x[16];
+    for (int i = 0; i < 2 * rows; i++)
+        x[i] = first + (float)i;
+    OqcValue v = {.dtype = OQCF_FLOAT, .shape = {.rank = 2, .d = {rows, 2}}, .data = x,
+                  .nbytes = (size_t)(2 * rows) * sizeof(float)};
+    OqcDiag d;
+    oqc_diag_init(&d);
+    CU_ASSERT_EQUAL(oqc_npy_write(path, &v, &d), 0);
+    oqc_diag_free(&d);
+}
+
+static void test_tune_samples(void) {
+    const char *a_npy = oqc_test_tmp("tune_a.npy"), *b_npy = oqc_test_tmp("tune_b.npy");
+    write_seq(a_npy, 3, 0);    /* samples 0..2: (2k, 2k + 1) */
+    write_seq(b_npy, 4, 6);    /* samples 3..6 */
+    const char *paths[] = {a_npy, b_npy};
+    OqcShape in = {.rank = 2, .d = {1, 2}};
+    for (int known = 0; known < 2; known++) {
+        OqcArena *a = oqc_arena_new();
+        OqcDiag d;
+        oqc_diag_init(&d);
+        OqcValue v;
+        CU_ASSERT_EQUAL(oqc_tune_samples(paths, 2, NULL, &in, known ? 7 : 0, 3, a, &v, &d), 0);
+        CU_ASSERT_EQUAL(v.shape.rank, 3);
+        CU_ASSERT_EQUAL(v.shape.d[0], 3);   /* stride 3: samples 0, 3, 6 */
+        const float *x = v.data, want[] = {0, 1, 6, 7, 12, 13};
+        for (int i = 0; i < 6; i++)
+            CU_ASSERT_EQUAL(x[i], want[i]);
+        CU_ASSERT_EQUAL(v.nbytes, 6 * sizeof(float));
+        CU_ASSERT_EQUAL(oqc_tune_samples(paths, 2, NULL, &in, known ? 7 : 0, 512, a, &v, &d), 0);
+        CU_ASSERT_EQUAL(v.shape.d[0], 7);
+        CU_ASSERT_EQUAL(((const float *)v.data)[13], 13);
+        const char *missing[] = {oqc_test_tmp("tune_missing.npy")};
+        CU_ASSERT_EQUAL(oqc_tune_samples(missing, 1, NULL, &in, 0, 3, a, &v, &d), -1);
+        CU_ASSERT(d.buf && strstr(d.buf, "tune_missing.npy"));
+        oqc_diag_free(&d);
+        oqc_arena_free(a);
+    }
+}
+
 OQC_TEST_MAIN("calib", OQC_TEST(test_expand_worked_example), OQC_TEST(test_method_parse),
               OQC_TEST(test_hist_placement), OQC_TEST(test_hist_batch_invariance),
               OQC_TEST(test_entropy_hand_smoothing), OQC_TEST(test_entropy_hand_ties),
@@ -1155,4 +1198,4 @@ OQC_TEST_MAIN("calib", OQC_TEST(test_expand_worked_example), OQC_TEST(test_metho
               OQC_TEST(test_trt_published_example), OQC_TEST(test_trt_round_trip),
               OQC_TEST(test_trt_malformed), OQC_TEST(test_trt_write_errors),
               OQC_TEST(test_xml_round_trip), OQC_TEST(test_xml_malformed),
-              OQC_TEST(test_xml_write_errors))
+              OQC_TEST(test_xml_write_errors), OQC_TEST(test_tune_samples))
