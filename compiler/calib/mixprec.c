@@ -19,6 +19,7 @@
 #include "calib.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,35 +39,96 @@ typedef struct OqcMix {
     const char **ops;     /* their op types (malloc'd copies in names' block) */
 } Mix;
 
-/* Runs graph g over the first S samples, first output into y. */
-static int run_over(const Mix *m, OqcGraph *g, int64_t S, float *y, OqcDiag *d) {
-    OqcExec *e = oqc_exec_new(g, m->o->threads > 0 ? m->o->threads : 1, d);
-    if (!e)
-        return -1;
+/* One share of run_over: samples [k0, k1) on an executor of its own (one thread; made
+ * before the threads start: making one prepares the graph's kernels). */
+typedef struct Share {
+    const Mix *m;
+    OqcGraph *g;
+    OqcExec *e;
+    int64_t k0, k1;
+    float *y;
+    int rc;
+    OqcDiag diag;
+} Share;
+
+static void *run_share(void *arg) {
+    Share *w = arg;
+    const Mix *m = w->m;
+    OqcGraph *g = w->g;
+    OqcExec *e = w->e;
     const OqcTensor *in = &g->tensors[g->inputs[0]];
     size_t sample_bytes = (size_t)oqc_shape_numel(&in->shape) * sizeof(float);
-    int no = g->noutputs, rc = 0;
+    int no = g->noutputs;
     void **outs = calloc((size_t)no, sizeof *outs);
     float **extra = calloc((size_t)no, sizeof *extra);
     if (!outs || !extra)
-        rc = oqc_err(d, "out of memory");
-    for (int k = 1; rc == 0 && k < no; k++) {
+        w->rc = oqc_err(&w->diag, "out of memory");
+    for (int k = 1; w->rc == 0 && k < no; k++) {
         extra[k] = malloc((size_t)oqc_shape_numel(&g->tensors[g->outputs[k]].shape) *
                               sizeof(float) + 1);
         if (!extra[k])
-            rc = oqc_err(d, "out of memory");
+            w->rc = oqc_err(&w->diag, "out of memory");
         outs[k] = extra[k];
     }
-    for (int64_t s = 0; rc == 0 && s < S; s++) {
+    for (int64_t s = w->k0; w->rc == 0 && s < w->k1; s++) {
         const void *x = (const char *)m->o->data->data + (size_t)s * sample_bytes;
-        outs[0] = y + s * m->osz;
-        rc = oqc_exec_run(e, &x, outs, d);
+        outs[0] = w->y + s * m->osz;
+        w->rc = oqc_exec_run(e, &x, outs, &w->diag);
     }
     for (int k = 1; extra && k < no; k++)
         free(extra[k]);
     free(extra);
     free(outs);
-    oqc_exec_free(e);
+    return NULL;
+}
+
+#define MAX_SHARES 16
+
+/* Runs graph g over the first S samples, first output into y: the samples split into
+ * contiguous shares, one per thread (each sample's outputs do not depend on the split,
+ * and whole samples per thread beat splitting each layer of a small model). */
+static int run_over(const Mix *m, OqcGraph *g, int64_t S, float *y, OqcDiag *d) {
+    int nt = m->o->threads > 1 ? m->o->threads : 1;
+    if (nt > MAX_SHARES)
+        nt = MAX_SHARES;
+    if (nt > S)
+        nt = (int)S;
+    Share w[MAX_SHARES];
+    pthread_t tid[MAX_SHARES];
+    int started[MAX_SHARES] = {0};
+    for (int i = 0; i < nt; i++) {
+        w[i] = (Share){.m = m, .g = g, .k0 = S * i / nt, .k1 = S * (i + 1) / nt, .y = y};
+        oqc_diag_init(&w[i].diag);
+        w[i].diag.verbose = 0;
+    }
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < nt; i++)
+        if (!(w[i].e = oqc_exec_new(g, 1, d)))
+            rc = -1;
+    for (int i = 0; rc < 0 && i < nt; i++) {
+        oqc_exec_free(w[i].e);
+        oqc_diag_free(&w[i].diag);
+    }
+    if (rc < 0)
+        return -1;
+    for (int i = 1; i < nt; i++)
+        started[i] = pthread_create(&tid[i], NULL, run_share, &w[i]) == 0;
+    run_share(&w[0]);
+    for (int i = 1; i < nt; i++) {
+        if (started[i])
+            pthread_join(tid[i], NULL);
+        else
+            run_share(&w[i]);   /* no thread: run its share here */
+    }
+    for (int i = 0; i < nt; i++) {
+        const OqcDiag *wd = &w[i].diag;
+        if (rc == 0 && w[i].rc < 0)   /* its message without the final newline */
+            rc = oqc_err(d, "%.*s",
+                         (int)(wd->len && wd->buf[wd->len - 1] == '\n' ? wd->len - 1 : wd->len),
+                         wd->buf ? wd->buf : "a validation run failed");
+        oqc_exec_free(w[i].e);
+        oqc_diag_free(&w[i].diag);
+    }
     return rc;
 }
 

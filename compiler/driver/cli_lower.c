@@ -183,7 +183,7 @@ int oqc_cli_tune(const Opts *o, Builder *b, OqcCalibOptions *co, OqcCalibEntry *
         snprintf(ps, sizeof ps, "signed %g", r.p_signed);
     if (r.p_unsigned > 0)
         snprintf(pu, sizeof pu, "%sunsigned %g", *ps ? ", " : "", r.p_unsigned);
-    co->method_name = oqc_arena_printf(a, "auto (percentile: %s%s)", ps, pu);
+    co->method_name = oqc_arena_printf(a, "auto: percentile %s%s", ps, pu);
     oqc_info(d, "calibration: the default method chose percentile %s%s: output SQNR %.2f dB "
                 "on %lld calibration samples (99.99 for every tensor: %.2f dB; %d settings "
                 "measured)", ps, pu, r.sqnr, (long long)r.samples, r.sqnr_start, r.measured);
