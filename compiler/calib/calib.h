@@ -336,7 +336,8 @@ int oqc_tune_samples(const char *const *paths, int npaths, const OqcPreprocess *
  * lowers from) at the best setting: entries with a histogram and not imported from a
  * table get the chosen percentile's threshold (and channel thresholds) and method
  * "percentile:P" (strings and channel thresholds in arena a, which must live as long as
- * es).  o carries the tuning samples and gf the float model, as for oqc_mix_open. */
+ * es).  o carries the tuning samples and gf the float model, as for oqc_mix_open.  On an
+ * error the entries are as calibration left them (percentile:99.99). */
 int oqc_tune_percentiles(OqcGraph *gf, OqcInt8Builder build, void *ctx, const OqcMixOptions *o,
                          OqcCalibEntry *es, int n, OqcArena *a, OqcTuneResult *r,
                          OqcDiag *d);

@@ -86,7 +86,7 @@ int oqc_tune_percentiles(OqcGraph *gf, OqcInt8Builder build, void *ctx, const Oq
         return 0;
     OqcMix *m;
     if (oqc_mix_open(&m, gf, build, ctx, o, d) < 0)
-        return -1;
+        return -1;   /* (nothing changed yet) */
     double sq[NSTEPS][NSTEPS];
     for (int i = 0; i < NSTEPS; i++)
         for (int j = 0; j < NSTEPS; j++)
@@ -121,7 +121,11 @@ int oqc_tune_percentiles(OqcGraph *gf, OqcInt8Builder build, void *ctx, const Oq
     }
     res->samples = oqc_mix_samples(m);
     oqc_mix_close(m);
-    if (rc < 0 || apply(&t, cur[0], cur[1], d) < 0)
+    if (rc < 0) {   /* back to where calibration left them */
+        apply(&t, OQC_TUNE_START, OQC_TUNE_START, d);
+        return -1;
+    }
+    if (apply(&t, cur[0], cur[1], d) < 0)
         return -1;
     res->p_signed = active[0] ? LADDER[cur[0]] : 0;
     res->p_unsigned = active[1] ? LADDER[cur[1]] : 0;

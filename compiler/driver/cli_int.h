@@ -168,7 +168,8 @@ int oqc_cli_calib_options(Opts *o, const char *const *data, int ndata, OqcCalibO
  * es[0..n) that b lowers from, on up to OQC_TUNE_SAMPLES of the calibration data
  * co->data (total samples; or --val's when co has none, e.g. from merged statistics:
  * without either, a note and nothing changes); co->method_name then says what was chosen
- * (in arena a). */
+ * (in arena a).  A search that cannot run (e.g. a model whose output is not float) leaves
+ * the thresholds as they are with a note: 0 then too. */
 int oqc_cli_tune(const Opts *o, Builder *b, OqcCalibOptions *co, OqcCalibEntry *es, int n,
                  int64_t total, OqcArena *a, OqcDiag *d);
 /* cli_lower.c: the passes run on g as o says, with -v statistics only when shown is 0

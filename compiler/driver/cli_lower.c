@@ -161,23 +161,35 @@ int oqc_cli_tune(const Opts *o, Builder *b, OqcCalibOptions *co, OqcCalibEntry *
                             "inputs with --val X.npy, or name a --method)\n");
         return 0;
     }
-    OqcGraph *gf = oqc_prepare(o->model, o->shapes, o->nshapes, 1, d);
-    if (!gf || oqc_cli_reoptimize(gf, o, 1, 0, d) < 0) {
-        oqc_graph_free(gf);
-        return -1;
-    }
+    /* The search only improves on thresholds calibration has already chosen: when it
+     * cannot run (a model whose output is not float, an INT8 build that fails and will
+     * fail again with its own message), the thresholds stay at 99.99 with a note. */
+    OqcDiag td;
+    oqc_diag_init(&td);
+    td.verbose = d->verbose;
+    td.log = d->log;
+    OqcGraph *gf = oqc_prepare(o->model, o->shapes, o->nshapes, 1, &td);
+    int rc = gf ? oqc_cli_reoptimize(gf, o, 1, 0, &td) : -1;
+    td.verbose = d->verbose;   /* (oqc_cli_reoptimize leaves the options' -v on it) */
     OqcValue xv;
     OqcMixOptions mo = {.data = &xv, .data_path = paths[0], .fp32_nodes = b->cfg->fp32_nodes,
                         .threads = o->threads ? o->threads : oqc_cli_default_threads(),
                         .quiet = 1};
-    OqcTuneResult r;
-    int rc = oqc_tune_samples(paths, npaths, co->pre, &gf->tensors[gf->inputs[0]].shape, total,
-                              OQC_TUNE_SAMPLES, gf->arena, &xv, d);
+    OqcTuneResult r = {0};
     if (rc == 0)
-        rc = oqc_tune_percentiles(gf, build_from_entries, b, &mo, es, n, a, &r, d);
+        rc = oqc_tune_samples(paths, npaths, co->pre, &gf->tensors[gf->inputs[0]].shape,
+                              total, OQC_TUNE_SAMPLES, gf->arena, &xv, &td);
+    if (rc == 0)
+        rc = oqc_tune_percentiles(gf, build_from_entries, b, &mo, es, n, a, &r, &td);
     oqc_graph_free(gf);
+    if (rc < 0 && !o->quiet)
+        fprintf(stderr, "oqc: note: the default method cannot choose its percentiles here "
+                        "(%.*s): percentile:99.99 for every tensor\n",
+                (int)(td.len && td.buf[td.len - 1] == '\n' ? td.len - 1 : td.len),
+                td.buf ? td.buf : "");
+    oqc_diag_free(&td);
     if (rc < 0 || r.measured == 0)
-        return rc;
+        return 0;
     char ps[32] = "", pu[32] = "";
     if (r.p_signed > 0)
         snprintf(ps, sizeof ps, "signed %g", r.p_signed);

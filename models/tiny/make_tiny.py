@@ -158,6 +158,18 @@ def _(b):
     b.out("y", [1, 6, 8, 8])
 
 
+@model("conv_argmax")
+def _(b):
+    # a conv whose class index (ArgMax, int64) is the only output: nothing float to
+    # measure an INT8 build by (the default calibration method's search then stays out)
+    x = b.inp("x", [1, 3, 8, 8])
+    b.node("Conv", [x, b.randw("W", [4, 3, 3, 3], scale=0.3), b.randw("B", [4], scale=0.1)],
+           "c", pads=[1, 1, 1, 1])
+    b.node("Relu", ["c"], "r")
+    b.node("ArgMax", ["r"], "y", axis=1, keepdims=1)
+    b.out("y", [1, 1, 8, 8], I64)
+
+
 @model("conv_autopad_same_upper")
 def _(b):
     # out = ceil(7/2) = 4, total pad = (4-1)*2+4-7 = 3 -> begin 1, end 2

@@ -31,8 +31,8 @@
  * The microkernel applies the epilogue when it writes its tile: alpha, beta (on the
  * first K block only; later blocks accumulate), and on the last K block the bias and
  * the activation.  Tiles cut by the edge of C go through a tile buffer and an edge
- * store (`edge__avx2`: masked vectors; the scalar epilogue_scalar for the other
- * families and for activations indexed per column).
+ * store (`edge__avx2`: masked vectors, for the AVX2 and AVX-512 families; the scalar
+ * epilogue_scalar for the portable one and for activations indexed per column).
  *
  * Microkernels: `ukr_4x16__c` (portable, left to the compiler's vectoriser) here, and in
  * oqcf_sgemm_x86.c `ukr_6x16__avx2` (AVX2 + FMA: 12 ymm accumulators, edge `ukr_6x8__avx2`) and

@@ -230,8 +230,10 @@ AVX512 static void ukr_12x16__avx512(int64_t kc, const float *restrict a, int64_
 const Kernel oqcfk_sgemm_avx2 = {OQCF_SGEMM_GEOM_AVX2, .ukr = ukr_6x16__avx2,
                                  .half = ukr_6x8__avx2, .edge = edge__avx2,
                                  .rows = ukr_6x16r__avx2};
+/* (edge tiles through the AVX2 edge store: the same steps as epilogue_scalar, 8 lanes at
+ * a time, on any tile stride; a model whose M is below 12 rows has only edge tiles) */
 const Kernel oqcfk_sgemm_avx512 = {OQCF_SGEMM_GEOM_AVX512, .ukr = ukr_12x32__avx512,
-                                   .half = ukr_12x16__avx512};
+                                   .half = ukr_12x16__avx512, .edge = edge__avx2};
 #else
 typedef int oqcf_sgemm_x86_empty;   /* (ISO C: a translation unit declares something) */
 #endif /* OQCF_SGEMM_X86 */

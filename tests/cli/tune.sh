@@ -9,7 +9,8 @@
 #      percentile:99.99 everywhere (measured: 31.11 against 29.24 dB; 0.5 dB is the claim
 #      that the choice carries over, well inside the 1.9 dB measured);
 #   3. reproducible: the table of `calibrate` gives the same C as `compile --calib`;
-#   4. a named method is not tuned; -q prints nothing.
+#   4. a named method is not tuned; -q prints nothing;
+#   5. a model with nothing float to measure calibrates at 99.99 with a note.
 . tests/cli/lib.sh
 D=models/devset
 M=$D/mobilenetv2_cifar10_fp32.onnx
@@ -78,4 +79,16 @@ awk -v a="$a" -v p="$p" 'BEGIN { exit !(a != "" && p != "" && a >= p + 0.5) }' &
     [ ! -s "$TMP/q.txt" ] && cmp -s "$TMP/auto.xml" "$TMP/auto2.xml" &&
     ok "--method auto = the default, and -q prints nothing" ||
     fail "--method auto -q: $(head -n 3 "$TMP/q.txt")"
+
+# 5. No float output to measure (ArgMax's int64 class map): calibration still succeeds, at
+#    percentile:99.99, and says why it did not search.
+A=models/tiny/conv_argmax.onnx
+mknpy "16, 3, 8, 8" $C "$TMP/a.npy"
+"$OQC" calibrate $A --data "$TMP/a.npy" -o "$TMP/a.xml" >"$TMP/a.txt" 2>&1 &&
+    grep -q "note: the default method cannot choose its percentiles here (.*output 'y' is not float)" \
+        "$TMP/a.txt" &&
+    "$OQC" calibrate $A --data "$TMP/a.npy" -o "$TMP/a2.xml" --method percentile:99.99 -q &&
+    cmp -s "$TMP/a.xml" "$TMP/a2.xml" &&
+    ok "integer output: a note, and the table of percentile:99.99" ||
+    fail "integer output: $(head -n 3 "$TMP/a.txt")"
 finish
