@@ -165,7 +165,7 @@ static int is_layer(const OqcNode *n) {
     }
 }
 
-/* The float outputs over the samples, and the layer list from a full INT8 build. */
+/* The float outputs over the samples. */
 static int mix_init(Mix *m, OqcGraph *gf, OqcInt8Builder build, void *ctx,
                     const OqcMixOptions *o, OqcDiag *d) {
     memset(m, 0, sizeof *m);
@@ -205,9 +205,13 @@ static int mix_init(Mix *m, OqcGraph *gf, OqcInt8Builder build, void *ctx,
     m->yq = malloc((size_t)(m->S * m->osz) * sizeof(float) + 1);
     if (!m->yf || !m->yq)
         return oqc_err(d, "out of memory for %lld outputs", (long long)(m->S * m->osz));
-    if (run_over(m, gf, m->S, m->yf, d) < 0)
-        return -1;
-    OqcGraph *g = build_quiet(m, o->fp32_nodes, d);
+    return run_over(m, gf, m->S, m->yf, d);
+}
+
+/* The layer list (names, ops, nlayers) from a full INT8 build: what sensitivity analysis
+ * and the mixed-precision search choose among (oqc_mix_measure needs none). */
+static int mix_layers(Mix *m, OqcDiag *d) {
+    OqcGraph *g = build_quiet(m, m->o->fp32_nodes, d);
     if (!g)
         return -1;
     m->names = calloc((size_t)g->nnodes + 1, sizeof *m->names);
@@ -373,6 +377,8 @@ int oqc_sensitivity(OqcGraph *gf, OqcInt8Builder build, void *ctx, const OqcMixO
     memset(res, 0, sizeof *res);
     Mix m;
     int rc = mix_init(&m, gf, build, ctx, o, d);
+    if (rc == 0)
+        rc = mix_layers(&m, d);
     OqcMetrics *only_q = NULL, *only_f = NULL;
     int *ord = NULL;
     if (rc == 0)
@@ -417,6 +423,8 @@ int oqc_mixprec_search(OqcGraph *gf, OqcInt8Builder build, void *ctx, const OqcM
         return oqc_err(d, "--max-drop needs labels for the validation data (--val-labels)");
     Mix m;
     int rc = mix_init(&m, gf, build, ctx, o, d);
+    if (rc == 0)
+        rc = mix_layers(&m, d);
     FILE *out = o->quiet ? NULL : o->out ? o->out : stdout;
     OqcMetrics all, *only_q = NULL, best;
     int *ord = NULL, k = 0;
