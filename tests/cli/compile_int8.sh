@@ -36,9 +36,9 @@ build() {
 
 for r in float fixed; do
     O="$TMP/f_$r"
-    "$OQC" compile "$M" -o "$O" --name fashion --calib $D/calib_500.npy --requant $r -q &&
+    "$OQC" compile "$M" -o "$O" --name fashion --calib $D/calib_500.npy $NAMED --requant $r -q &&
         ok "compile (requant $r)" || fail "compile (requant $r)"
-    "$OQC" eval "$M" --data "$TMP/in.npy" --calib $D/calib_500.npy --requant $r \
+    "$OQC" eval "$M" --data "$TMP/in.npy" --calib $D/calib_500.npy $NAMED --requant $r \
         --save-int8 "$TMP/eval_$r.npy" -q >/dev/null || fail "eval (requant $r)"
     ccs=gcc
     [ $FULL = 1 ] && ccs="gcc clang"
@@ -75,7 +75,7 @@ tgs=""
     grep -qw avx512_vnni /proc/cpuinfo 2>/dev/null && tgs="$tgs avx512vbmi"
 [ $FULL = 1 ] && grep -qw amx_int8 /proc/cpuinfo 2>/dev/null && tgs="$tgs amx"
 for t in $tgs; do
-    "$OQC" compile "$M" -o "$TMP/tg_$t" --name fashion --calib $D/calib_500.npy --requant fixed \
+    "$OQC" compile "$M" -o "$TMP/tg_$t" --name fashion --calib $D/calib_500.npy $NAMED --requant fixed \
         --target $t -q
     tf=$(sed -n 's/^fashion_CFLAGS := //p' "$TMP/tg_$t/fashion.mk")
     cc_cached gcc $tf -Wall -Wextra -Werror -pedantic -I "$TMP/tg_$t" -DOQC_MODEL_HEADER='"fashion.h"' \
@@ -86,7 +86,7 @@ for t in $tgs; do
 done
 # --weight-bits 7: weights in [-63, 63], every conv flagged for AVX2's vpmaddubsw family
 # (wpair16 1); the emitted code built for avx2 and portable gives eval's bits.
-"$OQC" eval "$M" --data "$TMP/in.npy" --calib $D/calib_500.npy --weight-bits 7 \
+"$OQC" eval "$M" --data "$TMP/in.npy" --calib $D/calib_500.npy $NAMED --weight-bits 7 \
     --save-int8 "$TMP/eval_w7.npy" -q >"$TMP/w7.txt" || fail "eval --weight-bits 7"
 grep -q "weights: 7 bits" "$TMP/w7.txt" && ok "eval reports 7-bit weights" ||
     fail "eval --weight-bits 7: $(head -n 2 "$TMP/w7.txt")"
@@ -94,7 +94,7 @@ cmp -s "$TMP/eval_w7.npy" "$TMP/eval_float.npy" && fail "7-bit weights changed n
 tgs=portable
 [ $FULL = 1 ] && tgs="portable avx2"
 for t in $tgs; do
-    "$OQC" compile "$M" -o "$TMP/w7_$t" --name fashion --calib $D/calib_500.npy --weight-bits 7 \
+    "$OQC" compile "$M" -o "$TMP/w7_$t" --name fashion --calib $D/calib_500.npy $NAMED --weight-bits 7 \
         --target $t -q || fail "compile --weight-bits 7 --target $t"
     nconv=$(grep -c "[.]wpair16 = " "$TMP/w7_$t/fashion.c")
     nflag=$(grep -c "[.]wpair16 = 1," "$TMP/w7_$t/fashion.c")
@@ -113,11 +113,11 @@ for t in $tgs; do
         fail "--weight-bits 7 --target $t: $(head -n 3 "$TMP/cc.log")"
 done
 for b in 1 9 x 7x ""; do
-    "$OQC" compile "$M" -o "$TMP/none" --calib $D/calib_500.npy --weight-bits "$b" 2>"$TMP/err"; st=$?
+    "$OQC" compile "$M" -o "$TMP/none" --calib $D/calib_500.npy $NAMED --weight-bits "$b" 2>"$TMP/err"; st=$?
     [ "$st" = 1 ] && grep -q "weight-bits" "$TMP/err" && [ ! -e "$TMP/none" ] &&
         ok "--weight-bits '$b' refused" || fail "--weight-bits '$b': status $st"
 done
-"$OQC" compile "$M" -o "$TMP/none" --calib $D/calib_500.npy --target sse9 2>"$TMP/err"; st=$?
+"$OQC" compile "$M" -o "$TMP/none" --calib $D/calib_500.npy $NAMED --target sse9 2>"$TMP/err"; st=$?
 [ "$st" = 1 ] && grep -q "sse9" "$TMP/err" && [ ! -e "$TMP/none" ] && ok "unknown --target refused" ||
     fail "bad --target: $st"
 
@@ -181,7 +181,7 @@ else
 fi
 
 # Deterministic, no allocator, one writable object.
-"$OQC" compile "$M" -o "$TMP/again" --name fashion --calib $D/calib_500.npy --requant fixed -q
+"$OQC" compile "$M" -o "$TMP/again" --name fashion --calib $D/calib_500.npy $NAMED --requant fixed -q
 diff -r "$TMP/f_fixed" "$TMP/again" >/dev/null && ok "same inputs, byte-identical output" ||
     fail "two compiles differ"
 grep -lE '\b(malloc|calloc|realloc|free)[[:space:]]*\(' "$O"/*.c "$O"/*.h >/dev/null &&
@@ -358,6 +358,6 @@ fi
 "$OQC" compile "$M" -o "$TMP/none" --calib /nonexistent.npy 2>"$TMP/err"; st=$?
 [ "$st" = 1 ] && [ ! -e "$TMP/none" ] && ok "unreadable calibration data: nothing written" ||
     fail "bad calib: $st"
-"$OQC" compile "$M" -o "$TMP/none" --precision fp32 --calib $D/calib_500.npy 2>"$TMP/err"; st=$?
+"$OQC" compile "$M" -o "$TMP/none" --precision fp32 --calib $D/calib_500.npy $NAMED 2>"$TMP/err"; st=$?
 [ "$st" = 1 ] && ok "--calib with --precision fp32 refused" || fail "fp32 + calib: $st"
 finish

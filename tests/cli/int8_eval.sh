@@ -19,7 +19,7 @@ at_least() { awk -v d="$1" -v b="$2" 'BEGIN { exit !(d != "" && d >= -b) }'; }
 # 1. entropy (default), float requantization, -v: the pass's decisions.  Every node of
 #    the optimised graph runs in INT8 (Flatten as a view) and only the model's float
 #    interface needs a Quantize and a Dequantize.
-"$OQC" eval "$M" $EV --calib $D/calib_500.npy -v --save-int8 "$TMP/cal.npy" >"$TMP/e_float.txt" 2>&1 ||
+"$OQC" eval "$M" $EV --calib $D/calib_500.npy $NAMED -v --save-int8 "$TMP/cal.npy" >"$TMP/e_float.txt" 2>&1 ||
     fail "eval: $(tail -n 3 "$TMP/e_float.txt")"
 grep -q 'quantize: 13 nodes INT8 (Conv 7, Gemm 1, MatMul 0, MaxPool 2, AveragePool 0, GlobalAveragePool 1, Add 1, Sum 0, Mul 0, Relu 0, Clip 0, Resize 0, Transpose 0, ConvTranspose 0, tables 0 of 0 nodes, views 1), 0 float; 1 Quantize and 1 Dequantize inserted' "$TMP/e_float.txt" &&
     ok "fashion: every node INT8, one Quantize, one Dequantize" ||
@@ -33,7 +33,7 @@ grep -q '^per-layer SQNR' "$TMP/e_float.txt" && grep -q '^  logits.q8 *Gemm *s32
 #    predictions flip, net +5 right), max 0.9260 (+0.2).  Bound, one-sided: INT8 at
 #    most 0.3 points below FP32 for both methods and both requantization modes; a gain
 #    (entropy's +0.5 today) never fails, a loss of more than 3 of 1000 images does.
-"$OQC" eval "$M" $EV --calib $D/calib_500.npy --requant fixed -q >"$TMP/e_fixed.txt" 2>&1 ||
+"$OQC" eval "$M" $EV --calib $D/calib_500.npy $NAMED --requant fixed -q >"$TMP/e_fixed.txt" 2>&1 ||
     fail "eval --requant fixed: $(tail -n 3 "$TMP/e_fixed.txt")"
 "$OQC" eval "$M" $EV --calib $D/calib_500.npy --method max -q >"$TMP/max.txt" 2>&1 ||
     fail "eval --method max: $(tail -n 3 "$TMP/max.txt")"
@@ -52,7 +52,7 @@ fi
 
 # 3. A table instead of data: the XML table calibrate writes gives the INT8 outputs of
 #    calibrating inside eval, bit for bit (same thresholds, same parameters).
-"$OQC" calibrate "$M" --data $D/calib_500.npy --format xml -o "$TMP/t.xml" -q
+"$OQC" calibrate "$M" --data $D/calib_500.npy $NAMED --format xml -o "$TMP/t.xml" -q
 "$OQC" eval "$M" $EV --table "$TMP/t.xml" --save-int8 "$TMP/tab.npy" -q >/dev/null &&
     cmp -s "$TMP/tab.npy" "$TMP/cal.npy" && ok "--table (XML) gives the bits of --calib" ||
     fail "--table and --calib outputs differ"
@@ -60,7 +60,7 @@ fi
 # 4. --fp32-nodes keeps a node in float: the head conv, with a Dequantize before it and
 #    a Quantize after it.
 H=/head/head.0/Conv
-"$OQC" eval "$M" --data $D/test_1000.npy --limit 20 --calib $D/calib_500.npy --fp32-nodes "$H" -v -q \
+"$OQC" eval "$M" --data $D/test_1000.npy --limit 20 --calib $D/calib_500.npy $NAMED --fp32-nodes "$H" -v -q \
     >"$TMP/f.txt" 2>&1
 grep -q "'$H' (Conv) stays float: named in --fp32-nodes" "$TMP/f.txt" &&
     grep -q 'quantize: 12 nodes INT8.*1 float; 2 Quantize and 2 Dequantize' "$TMP/f.txt" &&
@@ -71,10 +71,10 @@ grep -q "'$H' (Conv) stays float: named in --fp32-nodes" "$TMP/f.txt" &&
 "$OQC" eval "$M" --data $D/test_1000.npy 2>"$TMP/err"; st=$?
 [ "$st" = 1 ] && grep -q -- "--calib" "$TMP/err" && ok "no thresholds: error names --calib/--table" ||
     fail "no thresholds: exit $st $(cat "$TMP/err")"
-"$OQC" eval "$M" --data $D/test_1000.npy --calib $D/calib_500.npy --fp32-nodes nosuch 2>"$TMP/err"; st=$?
+"$OQC" eval "$M" --data $D/test_1000.npy --calib $D/calib_500.npy $NAMED --fp32-nodes nosuch 2>"$TMP/err"; st=$?
 [ "$st" = 1 ] && grep -q "nosuch" "$TMP/err" && ok "unknown --fp32-nodes name" ||
     fail "unknown --fp32-nodes: exit $st $(cat "$TMP/err")"
-"$OQC" eval "$M" --data $D/test_1000.npy --calib $D/calib_500.npy --requant half 2>"$TMP/err"; st=$?
+"$OQC" eval "$M" --data $D/test_1000.npy --calib $D/calib_500.npy $NAMED --requant half 2>"$TMP/err"; st=$?
 [ "$st" = 1 ] && grep -q "half" "$TMP/err" && ok "bad --requant" || fail "bad --requant: $st"
 printf 'TRT-8601-EntropyCalibration\nnosuch: 3c88edfc\n' >"$TMP/bad.trt"
 "$OQC" eval "$M" --data $D/test_1000.npy --table "$TMP/bad.trt" 2>"$TMP/err"; st=$?

@@ -20,7 +20,7 @@ image_set "$TMP/set"
 # the folder's images in sorted path order (what oqc and the driver read)
 SORTED="$TMP/set/a_cls/photo.png $TMP/set/a_cls/sub/palette.png $TMP/set/b_cls/gray.png $TMP/set/b_cls/photo.jpg"
 
-"$OQC" compile $M --calib $D/calib_500.npy --preprocess "$P" -o "$TMP/m" --name fashion --main -q &&
+"$OQC" compile $M --calib $D/calib_500.npy $NAMED --preprocess "$P" -o "$TMP/m" --name fashion --main -q &&
     [ -f "$TMP/m/oqc_image.c" ] && [ -f "$TMP/m/oqc_image.h" ] && grep -q -- '-ljpeg -lpng' "$TMP/m/Makefile" &&
     ok "compile --main --preprocess: oqc_image.c/.h and -ljpeg -lpng in the Makefile" ||
     fail "compile --main with a spec"
@@ -32,7 +32,7 @@ for cc in gcc clang; do
 done
 
 # INT8: the folder gives oqc eval's INT8 outputs on the same folder, bit for bit
-"$OQC" eval $M --calib $D/calib_500.npy --data "$TMP/set" --preprocess "$P" --save-int8 "$TMP/e.npy" -q >/dev/null
+"$OQC" eval $M --calib $D/calib_500.npy $NAMED --data "$TMP/set" --preprocess "$P" --save-int8 "$TMP/e.npy" -q >/dev/null
 "$TMP/m/fashion_main" -o "$TMP/d.npy" "$TMP/set" >"$TMP/run.txt" && same_data "$TMP/d.npy" "$TMP/e.npy" &&
     ok "folder: outputs = oqc eval --save-int8 on the folder (4 images)" || fail "folder: $(cat "$TMP/run.txt")"
 i=0
@@ -68,7 +68,7 @@ for c in "trunc.jpg:corrupt or truncated JPEG" "trunc.png:corrupt or truncated P
 done
 # documented conversions: 16-bit and RGBA PNGs as their 8-bit RGB twin, as oqc does
 "$TMP/m/fashion_main" -o "$TMP/c.npy" $I/rgb8.png $I/rgb16.png $I/rgba.png >/dev/null &&
-    "$OQC" eval $M --calib $D/calib_500.npy --data $I/rgb8.png --preprocess "$P" --save-int8 "$TMP/c8.npy" -q >/dev/null &&
+    "$OQC" eval $M --calib $D/calib_500.npy $NAMED --data $I/rgb8.png --preprocess "$P" --save-int8 "$TMP/c8.npy" -q >/dev/null &&
     [ "$(data_of "$TMP/c.npy" | od -An -v -tx1 | tr -d ' \n' | fold -w 80 | sort -u | wc -l)" = 1 ] &&
     same_data "$TMP/c.npy" "$TMP/c8.npy" 40 && ok "16-bit and RGBA PNGs as their 8-bit twin" ||
     fail "16-bit / RGBA conversion"
@@ -90,7 +90,7 @@ make -s -C "$TMP/m" IMAGES=0 CFLAGS="$STRICT" >"$TMP/make.log" 2>&1 &&
         fail "IMAGES=0 image: $(cat "$TMP/err")"; }
 
 # no spec: no image code at all
-"$OQC" compile $M --calib $D/calib_500.npy -o "$TMP/plain" --name fashion --main -q &&
+"$OQC" compile $M --calib $D/calib_500.npy $NAMED -o "$TMP/plain" --name fashion --main -q &&
     [ ! -e "$TMP/plain/oqc_image.c" ] && ! grep -q jpeg "$TMP/plain/Makefile" &&
     make -s -C "$TMP/plain" >/dev/null 2>&1 && ok "no --preprocess: driver without image code" ||
     fail "driver without a spec"

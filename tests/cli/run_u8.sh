@@ -147,16 +147,16 @@ d="$TMP/gray"
 
 # Not emitted without --preprocess, nor when the input feeds a float node (no integer I/O);
 # the preprocessing macros are there in that case
-"$OQC" compile models/fashion/fashion_cnn.onnx --calib models/fashion/calib_500.npy -o "$TMP/nopp2" -q &&
+"$OQC" compile models/fashion/fashion_cnn.onnx --calib models/fashion/calib_500.npy $NAMED -o "$TMP/nopp2" -q &&
     ! grep -q run_u8 "$TMP/nopp2/fashion_cnn.h" && ! grep -q _PREPROCESS "$TMP/nopp2/fashion_cnn.h" &&
     ok "no --preprocess: no run_u8, no PREPROCESS macros" || fail "run_u8 without --preprocess"
 first=$("$OQC" dump models/fashion/fashion_cnn.onnx --after all | sed -n 's/^node   Conv "\([^"]*\)".*/\1/p' | head -n 1)
-"$OQC" compile models/fashion/fashion_cnn.onnx --calib models/fashion/calib_500.npy -o "$TMP/fl" -q \
+"$OQC" compile models/fashion/fashion_cnn.onnx --calib models/fashion/calib_500.npy $NAMED -o "$TMP/fl" -q \
     --preprocess 'scale=1/255,color=gray' --fp32-nodes "$first" &&
     ! grep -q run_u8 "$TMP/fl/fashion_cnn.h" && grep -q 'fashion_cnn_PP_DIV 0x1.fep+7f' "$TMP/fl/fashion_cnn.h" &&
     ok "first conv float ($first): no run_u8, PREPROCESS macros kept" || fail "float first node"
 # A spec that does not fit the input is refused, nothing written
-"$OQC" compile models/fashion/fashion_cnn.onnx --calib models/fashion/calib_500.npy -o "$TMP/bad" \
+"$OQC" compile models/fashion/fashion_cnn.onnx --calib models/fashion/calib_500.npy $NAMED -o "$TMP/bad" \
     --preprocess imagenet 2>"$TMP/err" && fail "3 channels for a 1-channel input accepted" ||
     { grep -q "gives 3 channels" "$TMP/err" && [ ! -e "$TMP/bad/fashion_cnn.c" ] &&
         ok "a spec that does not fit the input: $(cat "$TMP/err")" || fail "bad spec: $(cat "$TMP/err")"; }
@@ -165,7 +165,7 @@ first=$("$OQC" dump models/fashion/fashion_cnn.onnx --after all | sed -n 's/^nod
 # m_run_u8: no __aeabi_f*/__aeabi_d* symbol at all
 if command -v arm-none-eabi-gcc >/dev/null; then
     O="$TMP/m0"
-    "$OQC" compile models/fashion/fashion_cnn.onnx --calib models/fashion/calib_500.npy -o "$O" \
+    "$OQC" compile models/fashion/fashion_cnn.onnx --calib models/fashion/calib_500.npy $NAMED -o "$O" \
         --name m --requant fixed --target portable -q \
         --preprocess 'scale=1/255,mean=0.2860,std=0.3530,color=gray'
     A="arm-none-eabi-gcc -mcpu=cortex-m0 -mthumb -O2 -std=c99 -ffreestanding -DOQCI_NO_FLOAT -ffunction-sections -fdata-sections"
