@@ -53,6 +53,11 @@ typedef struct OqcDiag {
 
 void oqc_diag_init(OqcDiag *d);
 void oqc_diag_free(OqcDiag *d);
+/* The length of d's text without its final newline (a worker's messages, forwarded). */
+int oqc_diag_len(const OqcDiag *d);
+/* Records the text of `from` (e.g. a worker thread's own diag) as one error of d, or
+ * fallback when it has none; returns -1. */
+int oqc_err_forward(OqcDiag *d, const OqcDiag *from, const char *fallback);
 /* Records an error; always returns -1 so callers can `return oqc_err(...)`. */
 int oqc_err(OqcDiag *d, const char *fmt, ...) OQC_PRINTF(2, 3);
 int oqc_verr(OqcDiag *d, const char *fmt, va_list ap);

@@ -15,6 +15,15 @@ void oqc_diag_free(OqcDiag *d) {
     memset(d, 0, sizeof *d);
 }
 
+int oqc_diag_len(const OqcDiag *d) {
+    return (int)(d->len && d->buf[d->len - 1] == '\n' ? d->len - 1 : d->len);
+}
+
+int oqc_err_forward(OqcDiag *d, const OqcDiag *from, const char *fallback) {
+    return oqc_err(d, "%.*s", from->buf ? oqc_diag_len(from) : (int)strlen(fallback),
+                   from->buf ? from->buf : fallback);
+}
+
 static void diag_append(OqcDiag *d, const char *s, size_t n) {
     if (d->len + n + 1 > d->cap) {
         size_t cap = d->cap ? d->cap : 256;

@@ -503,10 +503,7 @@ static int run_chunk(Run *r, const char *data, int64_t s, OqcDiag *d) {
     for (int i = 0; i < used; i++) {
         const OqcDiag *wd = &r->ws[i].diag;
         if (r->ws[i].rc < 0)
-            return oqc_err(d, "%.*s",
-                           (int)(wd->len && wd->buf[wd->len - 1] == '\n' ? wd->len - 1
-                                                                         : wd->len),
-                           wd->buf ? wd->buf : "calibration failed");
+            return oqc_err_forward(d, wd, "calibration failed");
     }
     return 0;
 }

@@ -121,11 +121,8 @@ static int run_over(const Mix *m, OqcGraph *g, int64_t S, float *y, OqcDiag *d) 
             run_share(&w[i]);   /* no thread: run its share here */
     }
     for (int i = 0; i < nt; i++) {
-        const OqcDiag *wd = &w[i].diag;
-        if (rc == 0 && w[i].rc < 0)   /* its message without the final newline */
-            rc = oqc_err(d, "%.*s",
-                         (int)(wd->len && wd->buf[wd->len - 1] == '\n' ? wd->len - 1 : wd->len),
-                         wd->buf ? wd->buf : "a validation run failed");
+        if (rc == 0 && w[i].rc < 0)
+            rc = oqc_err_forward(d, &w[i].diag, "a validation run failed");
         oqc_exec_free(w[i].e);
         oqc_diag_free(&w[i].diag);
     }

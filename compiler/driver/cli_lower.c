@@ -120,6 +120,17 @@ OqcQuantConfig oqc_cli_quant_config(const Opts *o) {
     return cfg;
 }
 
+/* The float model the validation runs compare against: o->model prepared again and
+ * optimised (without -v statistics: shown for the first copy); NULL with an error. */
+static OqcGraph *float_reference(const Opts *o, OqcDiag *d) {
+    OqcGraph *gf = oqc_prepare(o->model, o->shapes, o->nshapes, 1, d);
+    if (gf && oqc_cli_reoptimize(gf, o, 1, 0, d) < 0) {
+        oqc_graph_free(gf);
+        return NULL;
+    }
+    return gf;
+}
+
 /* On the validation inputs `data` (labels may be NULL), against the float model loaded
  * here: the mixed-precision search when chosen is given (*chosen: the layers to keep
  * float, in arena a, NULL for none), else the sensitivity analysis into *sens.  The
@@ -130,9 +141,8 @@ int oqc_cli_on_validation(const Opts *o, Builder *b, const char *data, const cha
     OqcMixOptions mo;
     char *list = NULL;
     int rc = 0;
-    OqcGraph *gf = oqc_prepare(o->model, o->shapes, o->nshapes, 1, d);
-    if (!gf || oqc_cli_reoptimize(gf, o, 1, 0, d) < 0 ||
-        mix_options(o, data, labels, gf->arena, &xv, &yv, b->cfg->fp32_nodes, &mo, d) < 0)
+    OqcGraph *gf = float_reference(o, d);
+    if (!gf || mix_options(o, data, labels, gf->arena, &xv, &yv, b->cfg->fp32_nodes, &mo, d) < 0)
         rc = -1;
     else if (chosen)
         rc = oqc_mixprec_search(gf, build_from_entries, b, &mo, &list, d);
@@ -168,8 +178,8 @@ int oqc_cli_tune(const Opts *o, Builder *b, OqcCalibOptions *co, OqcCalibEntry *
     oqc_diag_init(&td);
     td.verbose = d->verbose;
     td.log = d->log;
-    OqcGraph *gf = oqc_prepare(o->model, o->shapes, o->nshapes, 1, &td);
-    int rc = gf ? oqc_cli_reoptimize(gf, o, 1, 0, &td) : -1;
+    OqcGraph *gf = float_reference(o, &td);
+    int rc = gf ? 0 : -1;
     td.verbose = d->verbose;   /* (oqc_cli_reoptimize leaves the options' -v on it) */
     OqcValue xv;
     OqcMixOptions mo = {.data = &xv, .data_path = paths[0], .fp32_nodes = b->cfg->fp32_nodes,
@@ -185,8 +195,7 @@ int oqc_cli_tune(const Opts *o, Builder *b, OqcCalibOptions *co, OqcCalibEntry *
     if (rc < 0 && !o->quiet)
         fprintf(stderr, "oqc: note: the default method cannot choose its percentiles here "
                         "(%.*s): percentile:99.99 for every tensor\n",
-                (int)(td.len && td.buf[td.len - 1] == '\n' ? td.len - 1 : td.len),
-                td.buf ? td.buf : "");
+                oqc_diag_len(&td), td.buf ? td.buf : "");
     oqc_diag_free(&td);
     if (rc < 0 || r.measured == 0)
         return 0;
