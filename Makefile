@@ -183,10 +183,12 @@ check-one: $(BUILD)/oqc $(TEST_BINS) $(TOOL_BINS)
 
 # check-models: the checks on the networks `make models` writes (models/tv/resnet18,
 # mobilenet_v2, googlenet: FP32 against PyTorch, every pass's output preservation, BN
-# folding, googlenet's merges, shapes, compiled FP32 C), which `make check` leaves out;
+# folding, googlenet's merges, shapes, compiled FP32 C; the modern networks of
+# make_modern.py: FP32 C against PyTorch, INT8 coverage, INT8 C against oqc eval),
+# which `make check` leaves out;
 # run it after `make models`: a missing network fails, it is never skipped.
 MODEL_TESTS := test_fp32_models test_passes test_pass_fold_fuse test_pass_merge_concat \
-	test_shapes compile_fp32.sh
+	test_shapes compile_fp32.sh modern_nets.sh
 check-models: $(BUILD)/oqc $(TEST_BINS) $(TOOL_BINS)
 	@BUILD=$(BUILD) OQC_TEST_MODELS=1 TESTS="$(MODEL_TESTS)" sh tests/run.sh
 
@@ -270,6 +272,7 @@ models:
 	sh scripts/install-deps.sh python3-torch python3-torchvision python3-onnx python3-numpy \
 	    libblas3 dataset-fashion-mnist
 	$(PYTHON) models/tv/make_torchvision.py --out models/tv
+	$(PYTHON) models/tv/make_modern.py --out models/tv
 
 # ---------------------------------------------------------------- install
 # make install [PREFIX=/usr/local] [DESTDIR=stage]: the files below; make uninstall
