@@ -68,6 +68,8 @@ static const QOp ops[OQC_OP_COUNT] = {
     [OQC_OP_Resize] = {.lowers = 1, .kind = OQC_Q_RESIZE},
     [OQC_OP_Upsample] = {.lowers = 1, .kind = OQC_Q_RESIZE},
     [OQC_OP_Transpose] = {.lowers = 1, .kind = OQC_Q_TRANSPOSE},
+    [OQC_OP_DepthToSpace] = {.lowers = 1, .kind = OQC_Q_TRANSPOSE},
+    [OQC_OP_SpaceToDepth] = {.lowers = 1, .kind = OQC_Q_TRANSPOSE},
     [OQC_OP_Flatten] = {.lowers = 1, .kind = OQC_Q_VIEW},
     [OQC_OP_Reshape] = {.lowers = 1, .kind = OQC_Q_VIEW},
     [OQC_OP_Squeeze] = {.lowers = 1, .kind = OQC_Q_VIEW},

@@ -256,12 +256,16 @@ int oqc_quant_build_view(Q *q, int i, OqcQNode *qn, char *why) {
 }
 
 /* OQC_Q_TRANSPOSE: a move of the codes (oqcf_transpose on one-byte elements), so the
- * output keeps the input's scale and type; the FP32 op's permutation. */
+ * output keeps the input's scale and type; the FP32 op's permutation (DepthToSpace and
+ * SpaceToDepth: of their 6-D view of the input). */
 int oqc_quant_build_transpose(Q *q, int i, OqcQNode *qn, char *why) {
     OqcGraph *g = q->g;
     const OqcNode *n = &g->nodes[i];
     (void)why;
-    oqc_transpose_perm(n, TT(q, n->in[0])->shape.rank, qn->perm);
+    if (n->op == OQC_OP_Transpose)
+        oqc_transpose_perm(n, TT(q, n->in[0])->shape.rank, qn->perm);
+    else
+        oqc_space_depth_view(n, &TT(q, n->in[0])->shape, &qn->view, qn->perm);
     const OqcQuant *qx = &TT(q, base_of(g, n->in[0]))->quant;
     g->tensors[n->out[0]].quant = *qx;
     qn->kind = OQC_Q_TRANSPOSE;

@@ -298,10 +298,14 @@ static void em_resize(Em *m, int node, FILE *b) {
     fprintf(b, "    TRY(oqci_resize(&q%d, %s, %s));\n", node, xin(m, n, 0), yout(m, n, 0));
 }
 
-/* OQC_Q_TRANSPOSE: the float op's call on one-byte elements (oqcf_transpose). */
+/* OQC_Q_TRANSPOSE: the float op's call on one-byte elements (oqcf_transpose; DepthToSpace
+ * and SpaceToDepth: that of their 6-D view). */
 static void em_transpose(Em *m, int node, FILE *b) {
     const OqcNode *n = &m->g->nodes[node];
-    oqc_em_transpose_call(m, node, n->q->perm, 1, xin(m, n, 0), yout(m, n, 0), b);
+    if (n->q->view.rank)
+        oqc_em_space_depth_call(m, node, &n->q->view, n->q->perm, 1, xin(m, n, 0), yout(m, n, 0), b);
+    else
+        oqc_em_transpose_call(m, node, n->q->perm, 1, xin(m, n, 0), yout(m, n, 0), b);
 }
 
 /* OQC_Q_QUANTIZE: oqci_quantize. */

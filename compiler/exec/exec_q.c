@@ -86,7 +86,8 @@ static int run_resize(OqcExec *e, int node) {
 
 /* OQC_Q_TRANSPOSE: the codes moved as one-byte elements. */
 static int run_transpose(OqcExec *e, int node) {
-    CHECK(oqcf_transpose(XIN(e, node, 0), SH(e, node, 0), N(e, node)->q->perm, 1,
+    const OqcQNode *q = N(e, node)->q;
+    CHECK(oqcf_transpose(XIN(e, node, 0), q->view.rank ? &q->view : SH(e, node, 0), q->perm, 1,
                          YOUT(e, node, 0)));
     return 0;
 }

@@ -370,7 +370,7 @@ typedef enum OqcQKind {
     OQC_Q_VIEW,         /* Flatten, Reshape, ...: nothing runs (a view of the input) */
     OQC_Q_RESIZE,       /* Resize / Upsample at the input's scale: nearest moves codes
                            (oqcf_resize on bytes, tables in rs), linear runs oqci_resize */
-    OQC_Q_TRANSPOSE,    /* Transpose at the input's scale: moves the codes (oqcf_transpose
+    OQC_Q_TRANSPOSE,    /* Transpose, DepthToSpace, SpaceToDepth at the input's scale: moves the codes (oqcf_transpose
                            on bytes, perm) */
     OQC_Q_QUANTIZE,     /* float -> s8/u8 at an FP32/INT8 boundary: oqci_quantize */
     OQC_Q_DEQUANTIZE,   /* s8/u8 -> float at an INT8/FP32 boundary: oqci_dequantize */
@@ -399,6 +399,8 @@ typedef struct OqcQNode {
     OqciResize resize;   /* RESIZE, linear: the integer kernel's parameters */
     OqciDeconv deconv;   /* DECONV */
     int perm[OQC_MAX_RANK];  /* TRANSPOSE: output dim j is input dim perm[j] */
+    OqcShape view;       /* TRANSPOSE: the input seen as this shape (DepthToSpace,
+                          * SpaceToDepth: their 6-D view); rank 0: its own shape */
 } OqcQNode;
 
 #endif

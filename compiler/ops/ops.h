@@ -27,6 +27,9 @@ OqcfReduceOp oqc_reduce_op(OqcOp op);
 /* Transpose node n's permutation of a rank-`rank` input (output dim j is input dim
  * perm[j]; no perm attribute: the dims reversed), 0 past rank: OQC_MAX_RANK entries. */
 void oqc_transpose_perm(const OqcNode *n, int rank, int *perm);
+/* DepthToSpace / SpaceToDepth node n on NCHW input shape xs as a transpose: the 6-D view
+ * of the input it permutes and the permutation (the FP32 and INT8 kernels both run it). */
+void oqc_space_depth_view(const OqcNode *n, const OqcShape *xs, OqcShape *view, int *perm);
 /* 1 for ops whose first output is a view of their first input. */
 int oqc_exec_is_view_op(const OqcNode *n);
 

@@ -88,6 +88,9 @@ void oqc_em_in_shapes(Em *m, int node, int nin);
  * and the oqcf_transpose call (the FP32 op and the INT8 kind, which moves codes). */
 void oqc_em_transpose_call(Em *m, int node, const int *perm, size_t esize, const char *x,
                            const char *y, FILE *b);
+/* The call of DepthToSpace/SpaceToDepth as oqcf_transpose of their 6-D view (resample.c). */
+void oqc_em_space_depth_call(Em *m, int node, const OqcShape *view, const int *perm, size_t esize,
+                             const char *x, const char *y, FILE *b);
 /* The tables of Resize plan r as constants rzi<node>_<k>, rzw<node>_<k>, rz<node>. */
 void oqc_em_resize_tables(Em *m, int node, const OqcResize *r);
 

@@ -27,33 +27,6 @@ static inline void *opt_out(OqcExec *e, int node, int k) {
     return N(e, node)->nout > k && N(e, node)->out[k] >= 0 ? YOUT(e, node, k) : NULL;
 }
 
-/* DepthToSpace / SpaceToDepth of NCHW x as a transpose of a 6-D view of x (ONNX's
- * definitions): DCR [N, b, b, C', H, W] -> [N, C', H, b, W, b]; CRD [N, C', b, b, H, W]
- * -> the same order; SpaceToDepth [N, C, H', b, W', b] -> [N, b, b, C, H', W']. */
-static inline void space_depth_view(const OqcNode *n, const OqcShape *xs, OqcShape *view, int *perm) {
-    int64_t b = oqc_attr_int(n, "blocksize", 1), N = xs->d[0], C = xs->d[1], H = xs->d[2],
-            W = xs->d[3];
-    static const int dcr[6] = {0, 3, 4, 1, 5, 2}, crd[6] = {0, 1, 4, 2, 5, 3},
-                     s2d[6] = {0, 3, 5, 1, 2, 4};
-    const int *p;
-    *view = (OqcShape){.rank = 6};
-    if (n->op == OQC_OP_SpaceToDepth) {
-        int64_t d[6] = {N, C, H / b, b, W / b, b};
-        memcpy(view->d, d, sizeof d);
-        p = s2d;
-    } else if (!strcmp(oqc_attr_string(n, "mode", "DCR"), "CRD")) {
-        int64_t d[6] = {N, C / (b * b), b, b, H, W};
-        memcpy(view->d, d, sizeof d);
-        p = crd;
-    } else {
-        int64_t d[6] = {N, b, b, C / (b * b), H, W};
-        memcpy(view->d, d, sizeof d);
-        p = dcr;
-    }
-    for (int i = 0; i < OQC_MAX_RANK; i++)
-        perm[i] = i < 6 ? p[i] : i;
-}
-
 /* ------------------------------------------------------------ preparation */
 
 #define PERR(...) oqc_err_node(d, g, node, __VA_ARGS__)
@@ -301,6 +274,7 @@ int oqc_rule_resize(Ctx *c);
 int oqc_rule_dropout(Ctx *c);
 int oqc_rule_pad(Ctx *c);
 int oqc_rule_shape(Ctx *c);
+int oqc_rule_size(Ctx *c);
 int oqc_rule_gather(Ctx *c);
 int oqc_rule_cast(Ctx *c);
 int oqc_rule_constant_of_shape(Ctx *c);

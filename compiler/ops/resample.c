@@ -123,13 +123,40 @@ int oqc_prep_tile(OqcExec *e, int node, OqcDiag *d) {
     return 0;
 }
 
+/* DepthToSpace / SpaceToDepth of NCHW x as a transpose of a 6-D view of x (ONNX's
+ * definitions): DCR [N, b, b, C', H, W] -> [N, C', H, b, W, b]; CRD [N, C', b, b, H, W]
+ * -> the same order; SpaceToDepth [N, C, H', b, W', b] -> [N, b, b, C, H', W']. */
+void oqc_space_depth_view(const OqcNode *n, const OqcShape *xs, OqcShape *view, int *perm) {
+    int64_t b = oqc_attr_int(n, "blocksize", 1), N = xs->d[0], C = xs->d[1], H = xs->d[2],
+            W = xs->d[3];
+    static const int dcr[6] = {0, 3, 4, 1, 5, 2}, crd[6] = {0, 1, 4, 2, 5, 3},
+                     s2d[6] = {0, 3, 5, 1, 2, 4};
+    const int *p;
+    *view = (OqcShape){.rank = 6};
+    if (n->op == OQC_OP_SpaceToDepth) {
+        int64_t d[6] = {N, C, H / b, b, W / b, b};
+        memcpy(view->d, d, sizeof d);
+        p = s2d;
+    } else if (!strcmp(oqc_attr_string(n, "mode", "DCR"), "CRD")) {
+        int64_t d[6] = {N, C / (b * b), b, b, H, W};
+        memcpy(view->d, d, sizeof d);
+        p = crd;
+    } else {
+        int64_t d[6] = {N, b, b, C / (b * b), H, W};
+        memcpy(view->d, d, sizeof d);
+        p = dcr;
+    }
+    for (int i = 0; i < OQC_MAX_RANK; i++)
+        perm[i] = i < 6 ? p[i] : i;
+}
+
 /* DepthToSpace, SpaceToDepth */
 int oqc_prep_depth_to_space(OqcExec *e, int node, OqcDiag *d) {
     const OqcNode *n = &e->g->nodes[node];
     ExecNode *x = &e->nodes[node];
     const OqcTensor *in0 = &e->g->tensors[n->in[0]];
     (void)d;
-    space_depth_view(n, &in0->shape, &x->view, x->perm);
+    oqc_space_depth_view(n, &in0->shape, &x->view, x->perm);
     x->run = run_space_depth;
     x->kind = EXEC_SPACE_DEPTH;
     return 0;
@@ -172,21 +199,27 @@ void oqc_em_tile(Em *m, int node, FILE *b) {
             oqcf_dtype_size(y->dtype), Y(0));
 }
 
+/* The call of DepthToSpace/SpaceToDepth node as a transpose of the 6-D view of x into y,
+ * elements of esize bytes (FP32 and INT8 alike). */
+void oqc_em_space_depth_call(Em *m, int node, const OqcShape *view, const int *perm, size_t esize,
+                             const char *x, const char *y, FILE *b) {
+    oqc_em_use_kernel(m, "oqcf_layout.c");
+    fprintf(oqc_em_decl(m), "static const OqcfShape v%d = ", node);
+    oqc_em_shape(oqc_em_decl(m), view);
+    fprintf(oqc_em_decl(m), "; /* the 6-D view of the input */\nstatic const int perm%d[%d] = {",
+            node, OQC_MAX_RANK);
+    for (int i = 0; i < OQC_MAX_RANK; i++)
+        fprintf(oqc_em_decl(m), "%s%d", i ? ", " : "", perm[i]);
+    fputs("};\n", oqc_em_decl(m));
+    fprintf(b, "    TRY(oqcf_transpose(%s, &v%d, perm%d, %zu, %s));\n", x, node, node, esize, y);
+}
+
 /* The call of EXEC_SPACE_DEPTH (run_space_depth). */
 void oqc_em_space_depth(Em *m, int node, FILE *b) {
     const OqcNode *n = &m->g->nodes[node];
     const ExecNode *x = &m->e->nodes[node];
-    const OqcTensor *in0 = &m->g->tensors[n->in[0]];
-    oqc_em_use_kernel(m, "oqcf_layout.c");
-    fprintf(oqc_em_decl(m), "static const OqcfShape v%d = ", node);
-    oqc_em_shape(oqc_em_decl(m), &x->view);
-    fprintf(oqc_em_decl(m), "; /* the 6-D view of the input */\nstatic const int perm%d[%d] = {",
-            node, OQC_MAX_RANK);
-    for (int i = 0; i < OQC_MAX_RANK; i++)
-        fprintf(oqc_em_decl(m), "%s%d", i ? ", " : "", x->perm[i]);
-    fputs("};\n", oqc_em_decl(m));
-    fprintf(b, "    TRY(oqcf_transpose(%s, &v%d, perm%d, %zu, %s));\n", X(0), node, node,
-            oqcf_dtype_size(in0->dtype), Y(0));
+    oqc_em_space_depth_call(m, node, &x->view, x->perm,
+                            oqcf_dtype_size(m->g->tensors[n->in[0]].dtype), X(0), Y(0), b);
 }
 
 /* The call of EXEC_RESIZE (run_resize). */

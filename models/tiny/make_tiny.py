@@ -442,6 +442,22 @@ def _(b):
     b.out("y", [1, 4, 3, 3])
 
 
+@model("depth_space_cnn")
+def _(b):
+    # a super-resolution tail and its inverse (INT8: DepthToSpace and SpaceToDepth move
+    # the codes at their input's scale): Conv, DepthToSpace (DCR), Conv, SpaceToDepth,
+    # Conv, Relu, DepthToSpace (CRD) as the output
+    b.inp("x", [1, 2, 4, 4])
+    c = conv3x3(b, "x", 2, 8, "c", "W", "B")
+    d = b.node("DepthToSpace", [c], "d", blocksize=2)
+    e = conv3x3(b, d, 2, 4, "e", "W2", "B2")
+    s = b.node("SpaceToDepth", [e], "s", blocksize=2)
+    f = conv3x3(b, s, 16, 8, "f", "W3", "B3")
+    r = b.node("Relu", [f], "r")
+    b.node("DepthToSpace", [r], "y", blocksize=2, mode="CRD")
+    b.out("y", [1, 2, 8, 8])
+
+
 # ------------------------------------------------------------- pass fold-patterns
 @model("pattern_hardswish")
 def _(b):

@@ -328,7 +328,7 @@ if [ "${OQC_CONFIG:-default}" = default ]; then
              pass_gemm_bn mixed_small_cnn pass_leaky pass_relu6_opset12 add_bcast_channel \
              pass_caffe2_muladd resize_linear_cnn upsample_nearest_cnn convtranspose_basic \
              convtranspose_group convtranspose_asym convtranspose_pads_outpad transpose_cnn \
-             transpose_nhwc_cnn; do
+             transpose_nhwc_cnn depth_space_cnn; do
         mf=models/tiny/$m.onnx
         nm=$((nm + 1))
         "$OQC" compile $mf --precision fp32 -o "$TMP/shape_$m" --name t -q 2>/dev/null || {
