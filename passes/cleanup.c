@@ -238,7 +238,7 @@ static int read_as_weight(const OqcGraph *g, int t) {
     return 0;
 }
 
-/* Shape of a tensor with a static shape: its output becomes an int64 constant. */
+/* Shape (or Size) of a tensor with a static shape: its output becomes an int64 constant. */
 static void fold_shape(OqcGraph *g, int node) {
     const OqcNode *n = &g->nodes[node];
     const OqcTensor *x = &g->tensors[n->in[0]];
@@ -253,8 +253,13 @@ static void fold_shape(OqcGraph *g, int node) {
     int64_t *v = oqc_arena_alloc(g->arena, (size_t)(cnt ? cnt : 1) * sizeof *v);
     for (int64_t i = 0; i < cnt; i++)
         v[i] = x->shape.d[start + i];
-    y->dtype = OQCF_INT64;
     y->shape = (OqcShape){.rank = 1, .d = {cnt}};
+    if (n->op == OQC_OP_Size) { /* one element: the product of the dims */
+        v[0] = oqc_shape_numel(&x->shape);
+        cnt = 1;
+        y->shape = (OqcShape){.rank = 0};
+    }
+    y->dtype = OQCF_INT64;
     y->is_const = 1;
     y->has_value = 0;
     y->data = v;
@@ -268,7 +273,7 @@ static int try_fold(Cleanup *c, int i) {
     const OqcNode *n = &g->nodes[i];
     if (n->op == OQC_OP_UNKNOWN || n->nout < 1)
         return 0;
-    if (n->op == OQC_OP_Shape) {
+    if (n->op == OQC_OP_Shape || n->op == OQC_OP_Size) {
         if (n->nin < 1 || n->in[0] < 0 || n->out[0] < 0 ||
             !oqc_shape_known(&g->tensors[n->in[0]].shape))
             return 0;

@@ -1,4 +1,4 @@
-/* data.c - the op family Cast, Shape, ConstantOfShape, Quantize/DequantizeLinear,
+/* data.c - the op family Cast, Shape, Size, ConstantOfShape, Quantize/DequantizeLinear,
  * Reduce*, ArgMax/ArgMin: shape rules (oqc_rule_*), FP32 preparation (oqc_prep_*), the
  * run functions the executor calls and their C emission (oqc_em_*). */
 #include <inttypes.h>
@@ -80,6 +80,23 @@ int oqc_rule_shape(Ctx *c) {
             v[i] = x->shape.d[start + i];
         y->data = v;
         y->nbytes = (size_t)n * sizeof *v;
+        y->has_value = 1;
+    }
+    return 0;
+}
+
+/* Size: the element count of a static shape, an int64 scalar computed here (as Shape's
+ * values; pass cleanup folds both into constants). */
+int oqc_rule_size(Ctx *c) {
+    const OqcTensor *x = IN(c, 0);
+    OqcShape s = {.rank = 0};
+    set_out(c, 0, OQCF_INT64, &s);
+    OqcTensor *y = OUT(c, 0);
+    if (y && oqc_shape_known(&x->shape)) {
+        int64_t *v = oqc_arena_alloc(c->g->arena, sizeof *v);
+        *v = oqc_shape_numel(&x->shape);
+        y->data = v;
+        y->nbytes = sizeof *v;
         y->has_value = 1;
     }
     return 0;
@@ -255,7 +272,7 @@ int oqc_prep_cast(OqcExec *e, int node, OqcDiag *d) {
     return 0;
 }
 
-/* Shape */
+/* Shape, Size (their values derived by shape inference) */
 int oqc_prep_shape(OqcExec *e, int node, OqcDiag *d) {
     OqcGraph *g = e->g;
     const OqcNode *n = &e->g->nodes[node];

@@ -58,6 +58,7 @@ const ShapeFn oqc_shape_fns[OQC_OP_COUNT] = {
     [OQC_OP_Reshape] = oqc_rule_reshape,
     [OQC_OP_Resize] = oqc_rule_resize,
     [OQC_OP_Shape] = oqc_rule_shape,
+    [OQC_OP_Size] = oqc_rule_size,
     [OQC_OP_Sigmoid] = shape_same,
     [OQC_OP_Slice] = oqc_rule_slice,
     [OQC_OP_Softmax] = oqc_rule_softmax,
@@ -125,6 +126,7 @@ static const PrepFn prep_fns[OQC_OP_COUNT] = {
     [OQC_OP_Gather] = oqc_prep_gather,
     [OQC_OP_Cast] = oqc_prep_cast,
     [OQC_OP_Shape] = oqc_prep_shape,
+    [OQC_OP_Size] = oqc_prep_shape,
     [OQC_OP_ConstantOfShape] = oqc_prep_constant_of_shape,
     [OQC_OP_Dropout] = oqc_prep_dropout,
     [OQC_OP_Identity] = oqc_prep_identity,
@@ -179,6 +181,11 @@ int oqc_op_prepare(OqcExec *e, int node, OqcDiag *d) {
         return PERR("has no first input");
     if ((unsigned)n->op < OQC_OP_COUNT && prep_fns[n->op])
         return prep_fns[n->op](e, node, d);
+    /* Neg of integers (an ONNX function body's shape arithmetic, e.g. LayerNormalization's
+     * -axis): oqcf_unary is float only, but shape inference derived the values, so the
+     * node runs as their copy, as Shape does. */
+    if (n->op == OQC_OP_Neg && n->nout == 1 && n->out[0] >= 0 && g->tensors[n->out[0]].has_value)
+        return oqc_prep_shape(e, node, d);
     OqcfUnaryOp u;
     float alpha, beta;
     if (oqc_unary_of(n, &u, &alpha, &beta))

@@ -40,7 +40,10 @@ static void propagate_values(Ctx *c) {
         ndata = 1;
         break;
     case OQC_OP_Gather: case OQC_OP_Add: case OQC_OP_Sub: case OQC_OP_Mul: case OQC_OP_Div:
-    case OQC_OP_Concat:
+    case OQC_OP_Concat: case OQC_OP_Neg:
+        break;
+    case OQC_OP_ConstantOfShape: /* its input is the shape (known: numel above), not data */
+        ndata = 0;
         break;
     default:
         return;
@@ -56,6 +59,29 @@ static void propagate_values(Ctx *c) {
     case OQC_OP_Cast:
         st = oqcf_cast(x->data, x->dtype, out, y->dtype, numel);
         break;
+    case OQC_OP_Neg: /* of integers: the ONNX function bodies' shape arithmetic */
+        for (int64_t i = 0; i < numel; i++) {
+            int64_t v = y->dtype == OQCF_INT64 ? ((const int64_t *)x->data)[i]
+                                               : ((const int32_t *)x->data)[i];
+            if (v == (y->dtype == OQCF_INT64 ? INT64_MIN : INT32_MIN))
+                return; /* -v overflows: left unknown */
+            if (y->dtype == OQCF_INT64)
+                ((int64_t *)out)[i] = -v;
+            else
+                ((int32_t *)out)[i] = (int32_t)-v;
+        }
+        st = OQCF_OK;
+        break;
+    case OQC_OP_ConstantOfShape: { /* the value attribute (a one-element tensor) repeated */
+        const OqcAttr *va = oqc_attr_find(n, "value");
+        if (!va || va->tensors[0].dtype != y->dtype || !va->tensors[0].data ||
+            va->tensors[0].nbytes < es)
+            return;
+        for (int64_t i = 0; i < numel; i++)
+            memcpy((char *)out + i * es, va->tensors[0].data, es);
+        st = OQCF_OK;
+        break;
+    }
     case OQC_OP_Slice: {
         int64_t sv[4][OQC_MAX_RANK];
         int cnt[4];
@@ -117,7 +143,7 @@ static void propagate_values(Ctx *c) {
  * an empty axis.  oqc refuses those here (the kernels would divide by zero or read
  * nothing) rather than produce an executor whose every run fails.  The ops for which
  * the output is well defined are kept: Concat (the other inputs), a constant Pad (the
- * constant), Shape and ConstantOfShape (their input is a shape, not data).  A node
+ * constant), Shape, Size and ConstantOfShape (their input is a shape, not data).  A node
  * whose outputs are empty too computes nothing and is fine (the executor skips it). */
 static int empty_to_nonempty(Ctx *c) {
     const OqcTensor *x = IN(c, 0);
@@ -126,7 +152,7 @@ static int empty_to_nonempty(Ctx *c) {
         oqc_shape_numel(&x->shape) != 0 || oqc_shape_numel(&y->shape) == 0)
         return 0;
     switch (c->n->op) {
-    case OQC_OP_Concat: case OQC_OP_Shape: case OQC_OP_ConstantOfShape:
+    case OQC_OP_Concat: case OQC_OP_Shape: case OQC_OP_Size: case OQC_OP_ConstantOfShape:
         return 0;
     case OQC_OP_Pad:
         if (!strcmp(oqc_attr_string(c->n, "mode", "constant"), "constant"))

@@ -191,6 +191,29 @@ def _(b):
     b.out("y", [3, 2])
 
 
+# An ONNX function body's shape arithmetic (the expanded LayerNormalization's): Size of
+# Shape(x) (the rank), Neg of an int64 axis, ConstantOfShape of their difference, Concat
+# with a Slice of the shape: the Reshape target [2, 1, 1], computed and folded; and Size
+# of x (24 elements) as a Mul's float factor through a Cast.
+# After cleanup: ReduceMean, Mul; 9 nodes folded (Shape, Size, Neg, Add, ConstantOfShape,
+# Slice, Concat; Size and Cast of x's size); the Reshape, to the shape its input has, removed.
+@model("shape_arith")
+def _(b):
+    x = b.inp("x", [2, 3, 4])
+    s = b.node("Shape", [x], "s")
+    rank = b.node("Size", [s], "rank")
+    neg = b.node("Neg", [b.i64("axis", [1])], "neg")
+    nred = b.node("Add", [rank, neg], "nred")
+    ones = b.node("ConstantOfShape", [nred], "ones",
+                  value=numpy_helper.from_array(np.array([1], np.int64)))
+    pre = b.node("Slice", [s, b.i64("z0", [0]), b.i64("z1", [1])], "pre")
+    shp = b.node("Concat", [pre, ones], "shp", axis=0)
+    r = b.node("Reshape", [b.node("ReduceMean", [x], "m", axes=[1, 2]), shp], "r")
+    n = b.node("Cast", [b.node("Size", [x], "n")], "nf", to=F)
+    b.node("Mul", [r, n], "y")
+    b.out("y", [2, 1, 1])
+
+
 # Dropout: the first one's mask is read (Cast -> Mul) so it stays; the second has a
 # named mask nobody reads, the third a constant false training_mode: both removed.
 # After cleanup: Dropout, Cast, Mul, Relu, Sigmoid, Add; 2 Dropout removed.

@@ -403,6 +403,25 @@ static void test_constant_chain(void) {
     cleaned_free(&c);
 }
 
+/* Shape arithmetic as ONNX function bodies write it: Size of a shape (the rank), Neg of
+ * an int64 axis, ConstantOfShape of a derived count; Size of the data (24) as a factor. */
+static void test_shape_arith(void) {
+    Cleaned c = clean("models/tiny/cleanup_shape_arith.onnx");
+    const OqcGraph *g = c.g;
+    CU_ASSERT_EQUAL(c.rc, 10);
+    CU_ASSERT_EQUAL(g->nnodes, 2);
+    CU_ASSERT_EQUAL(count_op(g, OQC_OP_Size), 0);
+    CU_ASSERT_EQUAL(count_op(g, OQC_OP_Neg), 0);
+    CU_ASSERT_EQUAL(count_op(g, OQC_OP_Reshape), 0);
+    int nf = oqc_tensor_find(g, "nf");
+    CU_ASSERT_FATAL(nf >= 0);
+    CU_ASSERT(g->tensors[nf].is_const && g->tensors[nf].shape.rank == 0);
+    CU_ASSERT_EQUAL(((const float *)g->tensors[nf].data)[0], 24.0f);
+    assert_stats(&c, "cleanup: removed 0 Identity, 0 Dropout, 1 no-op reshapes; folded 9 "
+                     "constant nodes; removed 0 dead nodes");
+    cleaned_free(&c);
+}
+
 static void test_dropout(void) {
     Cleaned c = clean("models/tiny/cleanup_dropout_mask.onnx");
     const OqcGraph *g = c.g;
@@ -490,6 +509,6 @@ static void test_quiet_without_verbose(void) {
 OQC_TEST_MAIN("pass-cleanup", OQC_TEST(test_pytorch_style_flatten), OQC_TEST(test_pytorch_cnn),
               OQC_TEST(test_identity_feeding_outputs), OQC_TEST(test_identity_kept),
               OQC_TEST(test_identity_of_constant_as_output), OQC_TEST(test_dead_branch),
-              OQC_TEST(test_noop_reshapes), OQC_TEST(test_constant_chain),
+              OQC_TEST(test_noop_reshapes), OQC_TEST(test_constant_chain), OQC_TEST(test_shape_arith),
               OQC_TEST(test_dropout), OQC_TEST(test_fold_size_limit),
               OQC_TEST(test_nothing_applies), OQC_TEST(test_quiet_without_verbose))
