@@ -551,6 +551,27 @@ static inline int oqci_use_avx512(void) {
 #else
 #define HAVE_AVX512 0
 #endif
+/* And AVX-512 VBMI (vpermt2b: 128-byte tables) kernels: T_AVX512VBMI and
+ * oqci_use_avx512vbmi() (with OQCI_TEST_HOOKS: when oqci_conv's family is avx512vbmi or
+ * AMX), under HAVE_AVX512. */
+#if HAVE_AVX512
+#if defined(__AVX512VBMI__) && defined(__AVX512BW__)
+#define T_AVX512VBMI
+#else
+#define T_AVX512VBMI __attribute__((target("avx2,avx512f,avx512bw,avx512vbmi")))
+#endif
+static inline int oqci_use_avx512vbmi(void) {
+#if defined(OQCI_TEST_HOOKS)
+    return oqci_isa_x86(oqci_conv_isa()) >= OQC_X86_VBMI;
+#elif defined(__AVX512VBMI__) && defined(__AVX512BW__)
+    return 1;
+#else
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vbmi");
+#endif
+}
+#endif
 #endif /* OQCI_AVX2_SELECT */
 
 #endif
