@@ -76,23 +76,33 @@ fi
 # `make models`, which needs torch.  Only the missing ones are generated (the same
 # script `make models` runs, restricted with --models) so the committed squeezenet1_1
 # files are never rewritten by a benchmark run.
+# mobilenet_v3_large and efficientnet_b0 (models/tv/make_modern.py, also `make models`):
+# the modern networks whose speed issue #26 measures, generated the same way.
 TV="resnet18 mobilenet_v2 squeezenet1_1 googlenet"
+TV_MODERN="mobilenet_v3_large efficientnet_b0"
 if [ -z "${BENCH_MODELS:-}" ]; then
     missing=
     for m in $TV; do
         [ -f "models/tv/$m.onnx" ] || missing="$missing${missing:+,}$m"
     done
-    if [ -n "$missing" ]; then
+    missing_modern=
+    for m in $TV_MODERN; do
+        [ -f "models/tv/$m.onnx" ] || missing_modern="$missing_modern${missing_modern:+,}$m"
+    done
+    if [ -n "$missing$missing_modern" ]; then
         if "$PY" -c 'import torch, torchvision' 2>/dev/null; then
-            note "generating $missing (make models; a few minutes, only the first time)"
-            "$PY" models/tv/make_torchvision.py --out models/tv --models "$missing" ||
+            note "generating $missing${missing:+${missing_modern:+,}}$missing_modern (make models; a few minutes, only the first time)"
+            [ -z "$missing" ] || "$PY" models/tv/make_torchvision.py --out models/tv --models "$missing" ||
+                note "model generation failed; the missing models are skipped"
+            [ -z "$missing_modern" ] ||
+                "$PY" models/tv/make_modern.py --out models/tv --models "$missing_modern" ||
                 note "model generation failed; the missing models are skipped"
         else
-            note "$PY cannot import torch: skipping $missing (run \`make models\` where torch is installed)"
+            note "$PY cannot import torch: skipping $missing${missing:+${missing_modern:+,}}$missing_modern (run \`make models\` where torch is installed)"
         fi
     fi
     BENCH_MODELS=
-    for m in $TV; do
+    for m in $TV $TV_MODERN; do
         [ -f "models/tv/$m.onnx" ] && BENCH_MODELS="$BENCH_MODELS models/tv/$m.onnx"
     done
     BENCH_MODELS="$BENCH_MODELS models/fashion/fashion_cnn.onnx"

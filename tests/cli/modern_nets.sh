@@ -4,8 +4,8 @@
 #   - FP32: the emitted C (gcc) on the reference input is within 1e-4 relative (max
 #     |difference| / max |reference|) of PyTorch's output.  Float32 kernels that sum in
 #     another order than PyTorch's differ by a few units of the last place per layer;
-#     over 50-300 layers that stays below 1e-5 on every one of these networks (measured:
-#     4e-7 to 7e-6), so 1e-4 leaves room for other kernels without hiding a wrong op.
+#     these untrained networks amplify that over 50-300 layers to 4e-7 .. 3.2e-5
+#     (measured; inception_v3 the largest); 1e-4, the bound, is 3x that.
 #   - INT8: every node is INT8 except the ops listed in FLOAT_OK below, each documented
 #     in docs/int8.md with the reason; the `-v` float list is printed.
 #   - INT8: the emitted C builds with gcc and clang -std=c99 -pedantic -Werror and gives
