@@ -99,11 +99,12 @@ static int pad_amounts(const OqcGraph *g, const OqcNode *n, int r, int64_t *pads
             value = cv[0];
         }
     }
-    *zero = !strcmp(oqc_attr_string(n, "mode", "constant"), "constant") && value == 0.0f;
-    if (!*zero)
-        snprintf(why, OQC_WHY_SIZE, "it pads with %s",
-                 strcmp(oqc_attr_string(n, "mode", "constant"), "constant")
-                     ? oqc_attr_string(n, "mode", "constant") : "a nonzero constant");
+    const char *mode = oqc_attr_string(n, "mode", "constant");
+    *zero = !strcmp(mode, "constant") && value == 0.0f;
+    if (strcmp(mode, "constant"))
+        why_not(why, "it pads in mode '%s'", mode);
+    else if (!*zero)
+        why_not(why, "it pads with the constant %g, not 0", (double)value);
     return 1;
 }
 
