@@ -25,17 +25,13 @@
 static int can_rewrite(OqcGraph *g, int node, int64_t *nch, double **scale,
                        double **shift, char *why) {
     const OqcNode *n = &g->nodes[node];
-    if (n->nin < 1 || n->in[0] < 0) {
-        snprintf(why, OQC_WHY_SIZE, "it has no input");
-        return 0;
-    }
+    if (n->nin < 1 || n->in[0] < 0)
+        return oqc_pass_why(why, "it has no input");
     const OqcTensor *x = &g->tensors[n->in[0]];
-    if (x->dtype != OQCF_FLOAT || x->shape.rank != 4) {
-        char sb[64];
-        snprintf(why, OQC_WHY_SIZE, "its input '%s' is not a 4-D float tensor (%s %s)",
-                 x->name, oqc_dtype_name(x->dtype), oqc_shape_str(&x->shape, sb, sizeof sb));
-        return 0;
-    }
+    char sb[64];
+    if (x->dtype != OQCF_FLOAT || x->shape.rank != 4)
+        return oqc_pass_why(why, "its input '%s' is not a 4-D float tensor (%s %s)", x->name,
+                            oqc_dtype_name(x->dtype), oqc_shape_str(&x->shape, sb, sizeof sb));
     return oqc_pass_bn_affine(g, node, nch, scale, shift, why);
 }
 

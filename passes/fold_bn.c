@@ -26,7 +26,6 @@
 #include "passes.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -46,19 +45,6 @@ typedef struct Fold {
     int nmul;             /* Mul folded */
     int nadd;             /* Add folded */
 } Fold;
-
-/* Why something cannot be folded: formatted into a buffer of WHY_SIZE bytes. */
-#define WHY_SIZE 256
-
-/* Writes the reason into why; returns 0 so checks can `return why_not(...)`. */
-static int why_not(char *why, const char *fmt, ...) OQC_PRINTF(2, 3);
-static int why_not(char *why, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, WHY_SIZE, fmt, ap);
-    va_end(ap);
-    return 0;
-}
 
 const float *oqc_pass_const_f32(const OqcGraph *g, int t) {
     if (t < 0)
@@ -83,32 +69,32 @@ static int check_producer(const Fold *f, int p, int x, int64_t nch, char *why) {
     const OqcNode *pn = &g->nodes[p];
     const OqcTensor *xt = &g->tensors[x];
     if (xt->nconsumers != 1)
-        return why_not(why, "its input '%s' has %d consumers", xt->name,
+        return oqc_pass_why(why, "its input '%s' has %d consumers", xt->name,
                        xt->nconsumers);
     if (xt->is_output)
-        return why_not(why, "its input '%s' is a graph output", xt->name);
+        return oqc_pass_why(why, "its input '%s' is a graph output", xt->name);
     if (pn->act.kind != OQCF_ACT_NONE || pn->act_per_channel)
-        return why_not(why, "%s '%s' already has a fused activation",
+        return oqc_pass_why(why, "%s '%s' already has a fused activation",
                        pn->op_type, pn->name);
     if (pn->out[0] != x)
-        return why_not(why, "'%s' is not the first output of '%s'", xt->name,
+        return oqc_pass_why(why, "'%s' is not the first output of '%s'", xt->name,
                        pn->name);
     if (xt->dtype != OQCF_FLOAT || xt->shape.rank < 2 || xt->shape.d[1] != nch)
-        return why_not(why, "its input '%s' is not a float tensor with %lld "
+        return oqc_pass_why(why, "its input '%s' is not a float tensor with %lld "
                        "channels", xt->name, (long long)nch);
     int w = pn->nin > 1 ? pn->in[1] : -1;
     if (!oqc_pass_const_f32(g, w))
-        return why_not(why, "the weight of %s '%s' is not a float constant",
+        return oqc_pass_why(why, "the weight of %s '%s' is not a float constant",
                        pn->op_type, pn->name);
     const OqcShape *ws = &g->tensors[w].shape;
     int64_t wch = pn->op == OQC_OP_Conv ? (ws->rank >= 1 ? ws->d[0] : -1)
                   : ws->rank == 2 ? ws->d[oqc_attr_int(pn, "transB", 0) ? 0 : 1] : -1;
     if (wch != nch)
-        return why_not(why, "the weight of '%s' does not have %lld output "
+        return oqc_pass_why(why, "the weight of '%s' does not have %lld output "
                        "channels", pn->name, (long long)nch);
     int b = pn->nin > 2 ? pn->in[2] : -1;
     if (b >= 0 && !oqc_pass_const_f32(g, b))
-        return why_not(why, "the %s of %s '%s' is not a float constant",
+        return oqc_pass_why(why, "the %s of %s '%s' is not a float constant",
                        pn->op == OQC_OP_Conv ? "bias" : "C", pn->op_type, pn->name);
     return 1;
 }
@@ -273,17 +259,17 @@ int oqc_pass_bn_affine(OqcGraph *g, int node, int64_t *nch, double **scale,
     int x = n->in[0];
     if (oqc_attr_int(n, "training_mode", 0) != 0 ||
         (n->opset < 7 && oqc_attr_int(n, "is_test", 1) == 0))
-        return why_not(why, "it is in training mode");
+        return oqc_pass_why(why, "it is in training mode");
     if (oqc_attr_int(n, "spatial", 1) == 0)
-        return why_not(why, "spatial=0 (per-activation statistics)");
+        return oqc_pass_why(why, "spatial=0 (per-activation statistics)");
     for (int k = 1; k < n->nout; k++)
         if (n->out[k] >= 0 &&
             (g->tensors[n->out[k]].nconsumers || g->tensors[n->out[k]].is_output))
-            return why_not(why, "its training output '%s' is used",
+            return oqc_pass_why(why, "its training output '%s' is used",
                            g->tensors[n->out[k]].name);
     const OqcShape *xs = &g->tensors[x].shape;
     if (xs->rank < 2 || xs->d[1] < 0)
-        return why_not(why, "the channel count of '%s' is unknown",
+        return oqc_pass_why(why, "the channel count of '%s' is unknown",
                        g->tensors[x].name);
     int64_t c_n = xs->d[1];
     const float *par[4];
@@ -292,13 +278,13 @@ int oqc_pass_bn_affine(OqcGraph *g, int node, int64_t *nch, double **scale,
         int t = n->nin > k + 1 ? n->in[k + 1] : -1;
         par[k] = oqc_pass_const_f32(g, t);
         if (!par[k] || oqc_shape_numel(&g->tensors[t].shape) != c_n)
-            return why_not(why, "its %s is not a float constant of %lld values",
+            return oqc_pass_why(why, "its %s is not a float constant of %lld values",
                            what[k], (long long)c_n);
     }
     double eps = oqc_attr_float(n, "epsilon", 1e-5f);
     for (int64_t c = 0; c < c_n; c++)
         if (!((double)par[3][c] + eps > 0))
-            return why_not(why, "var + epsilon is not positive for channel %lld",
+            return oqc_pass_why(why, "var + epsilon is not positive for channel %lld",
                            (long long)c);
     *nch = c_n;
     *scale = oqc_arena_alloc(g->arena, (size_t)c_n * sizeof **scale);
@@ -318,10 +304,10 @@ static int bn_map(Fold *f, int node, int *p, Affine *a, char *why) {
     int x = g->nodes[node].in[0];
     *p = g->tensors[x].producer;
     if (*p < 0)
-        return why_not(why, "its input '%s' is a graph %s", g->tensors[x].name,
+        return oqc_pass_why(why, "its input '%s' is a graph %s", g->tensors[x].name,
                        g->tensors[x].is_const ? "constant" : "input");
     if (!is_conv_or_gemm(&g->nodes[*p]))
-        return why_not(why, "its input '%s' is computed by %s '%s', not Conv or Gemm",
+        return oqc_pass_why(why, "its input '%s' is computed by %s '%s', not Conv or Gemm",
                        g->tensors[x].name, g->nodes[*p].op_type, g->nodes[*p].name);
     return oqc_pass_bn_affine(g, node, &a->nch, &a->scale, &a->shift, why) &&
            check_producer(f, *p, x, a->nch, why);
@@ -347,12 +333,12 @@ static int muladd_map(Fold *f, int node, int *p, Affine *a, char *why) {
     *p = g->tensors[x].producer;
     const OqcShape *xs = &g->tensors[x].shape, *cs = &g->tensors[c].shape;
     if (oqc_attr_find(n, "broadcast"))
-        return why_not(why, "it uses the legacy 'broadcast' attribute");
+        return oqc_pass_why(why, "it uses the legacy 'broadcast' attribute");
     if (xs->rank < 2 || !oqc_shape_known(xs))
-        return why_not(why, "the shape of '%s' is unknown", g->tensors[x].name);
+        return oqc_pass_why(why, "the shape of '%s' is unknown", g->tensors[x].name);
     const float *cv = oqc_pass_const_f32(g, c);
     if (!cv)
-        return why_not(why, "constant '%s' is not float", g->tensors[c].name);
+        return oqc_pass_why(why, "constant '%s' is not float", g->tensors[c].name);
     /* Per channel: broadcasting does not grow x, and every axis but 1 has extent 1. */
     int64_t nch = xs->d[1];
     int ok = cs->rank <= xs->rank;
@@ -362,7 +348,7 @@ static int muladd_map(Fold *f, int node, int *p, Affine *a, char *why) {
     }
     if (!ok) {
         char sb[64], xb[64];
-        return why_not(why, "constant '%s' of shape %s is not per-channel for "
+        return oqc_pass_why(why, "constant '%s' of shape %s is not per-channel for "
                        "'%s' of shape %s", g->tensors[c].name,
                        oqc_shape_str(cs, sb, sizeof sb), g->tensors[x].name,
                        oqc_shape_str(xs, xb, sizeof xb));
@@ -391,7 +377,7 @@ int pass_fold_bn(OqcGraph *g, OqcDiag *d) {
         OqcOp op = g->nodes[i].op;
         if (op != OQC_OP_BatchNormalization && op != OQC_OP_Mul && op != OQC_OP_Add)
             continue;
-        char why[WHY_SIZE];
+        char why[OQC_WHY_SIZE];
         Affine a = {0};
         int p = -1, r;
         if (op == OQC_OP_BatchNormalization) {
@@ -399,7 +385,7 @@ int pass_fold_bn(OqcGraph *g, OqcDiag *d) {
             if (g->nodes[i].nin >= 1 && g->nodes[i].in[0] >= 0)
                 r = bn_map(&f, i, &p, &a, why);
             else
-                r = why_not(why, "it has no input");
+                r = oqc_pass_why(why, "it has no input");
         } else {
             r = muladd_map(&f, i, &p, &a, why);
         }

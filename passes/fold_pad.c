@@ -36,19 +36,8 @@
 #include "passes.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-/* Writes the reason into why; returns 0 so checks can `return why_not(...)`. */
-static int why_not(char *why, const char *fmt, ...) OQC_PRINTF(2, 3);
-static int why_not(char *why, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, OQC_WHY_SIZE, fmt, ap);
-    va_end(ap);
-    return 0;
-}
 
 /* The int64/int32 values of constant 1-D input k of node into v (at most max): their
  * count, or -1 when the input is absent, not such a constant, or longer. */
@@ -74,7 +63,7 @@ static int pad_amounts(const OqcGraph *g, const OqcNode *n, int r, int64_t *pads
     if (n->opset < 11) {
         const int64_t *v;
         if (oqc_attr_ints(n, "pads", &v) != 2 * r)
-            return why_not(why, "it has no attribute 'pads' of %d values", 2 * r);
+            return oqc_pass_why(why, "it has no attribute 'pads' of %d values", 2 * r);
         memcpy(pads, v, 2 * (size_t)r * sizeof *pads);
         value = oqc_attr_float(n, "value", 0.0f);
     } else {
@@ -83,18 +72,18 @@ static int pad_amounts(const OqcGraph *g, const OqcNode *n, int r, int64_t *pads
         int has_axes = n->nin > 3 && n->in[3] >= 0;
         int na = has_axes ? const_ints(g, n, 3, ax, OQC_MAX_RANK) : r;
         if (np < 0 || na < 0 || np != 2 * na)
-            return why_not(why, "its pads%s are not constants", has_axes ? " or axes" : "");
+            return oqc_pass_why(why, "its pads%s are not constants", has_axes ? " or axes" : "");
         for (int i = 0; i < na; i++) {
             int64_t a = has_axes ? (ax[i] < 0 ? ax[i] + r : ax[i]) : i;
             if (a < 0 || a >= r)
-                return why_not(why, "its axis %" PRId64 " is out of range", ax[i]);
+                return oqc_pass_why(why, "its axis %" PRId64 " is out of range", ax[i]);
             pads[a] = raw[i];
             pads[r + a] = raw[na + i];
         }
         if (n->nin > 2 && n->in[2] >= 0) {
             const float *cv = oqc_pass_const_f32(g, n->in[2]);
             if (!cv)
-                return why_not(why, "its constant_value '%s' is not a float constant",
+                return oqc_pass_why(why, "its constant_value '%s' is not a float constant",
                                g->tensors[n->in[2]].name);
             value = cv[0];
         }
@@ -102,9 +91,9 @@ static int pad_amounts(const OqcGraph *g, const OqcNode *n, int r, int64_t *pads
     const char *mode = oqc_attr_string(n, "mode", "constant");
     *zero = !strcmp(mode, "constant") && value == 0.0f;
     if (strcmp(mode, "constant"))
-        why_not(why, "it pads in mode '%s'", mode);
+        oqc_pass_why(why, "it pads in mode '%s'", mode);
     else if (!*zero)
-        why_not(why, "it pads with the constant %g, not 0", (double)value);
+        oqc_pass_why(why, "it pads with the constant %g, not 0", (double)value);
     return 1;
 }
 
@@ -173,24 +162,24 @@ static int fold_into_reader(OqcGraph *g, int pad, const int64_t *pads, int r,
     int x = g->nodes[pad].in[0], y = g->nodes[pad].out[0];
     const OqcTensor *yt = &g->tensors[y];
     if (yt->is_output)
-        return why_not(why, "its output '%s' is a graph output", yt->name);
+        return oqc_pass_why(why, "its output '%s' is a graph output", yt->name);
     if (yt->nconsumers != 1)
-        return why_not(why, "its output '%s' has %d readers", yt->name, yt->nconsumers);
+        return oqc_pass_why(why, "its output '%s' has %d readers", yt->name, yt->nconsumers);
     int rd = yt->consumers[0];
     OqcNode *n = &g->nodes[rd];
     if (n->op != OQC_OP_Conv && n->op != OQC_OP_AveragePool && n->op != OQC_OP_MaxPool)
-        return why_not(why, "it is read by %s '%s', not Conv, AveragePool or MaxPool",
+        return oqc_pass_why(why, "it is read by %s '%s', not Conv, AveragePool or MaxPool",
                        n->op_type, n->name);
     if (n->in[0] != y)
-        return why_not(why, "%s '%s' reads it as input other than its data", n->op_type,
+        return oqc_pass_why(why, "%s '%s' reads it as input other than its data", n->op_type,
                        n->name);
     for (int i = 0; i < 2 * r; i++)
         if (pads[i] < 0 || ((i % r) < 2 && pads[i]))
-            return why_not(why, "it pads %s", pads[i] < 0 ? "by a negative amount (crops)"
+            return oqc_pass_why(why, "it pads %s", pads[i] < 0 ? "by a negative amount (crops)"
                                                           : "the batch or channel axis");
     OqcWindow w0, w1;
     if (reader_geometry(g, rd, &yt->shape, &w0) < 0 || w0.nsp != r - 2)
-        return why_not(why, "the geometry of %s '%s' is not static", n->op_type, n->name);
+        return oqc_pass_why(why, "the geometry of %s '%s' is not static", n->op_type, n->name);
     int nsp = w0.nsp;
     int64_t newp[2 * OQC_MAX_RANK];
     int own = 0;
@@ -200,14 +189,14 @@ static int fold_into_reader(OqcGraph *g, int pad, const int64_t *pads, int r,
         own |= w0.pad_begin[a] || w0.pad_end[a];
     }
     if (n->op == OQC_OP_AveragePool && !oqc_attr_int(n, "count_include_pad", 0) && own)
-        return why_not(why, "AveragePool '%s' has pads of its own and count_include_pad 0 "
+        return oqc_pass_why(why, "AveragePool '%s' has pads of its own and count_include_pad 0 "
                        "(it counts the Pad's zeros but not its own pads)", n->name);
     if (n->op == OQC_OP_MaxPool) {
         if (n->nout > 1 && n->out[1] >= 0 &&
             (g->tensors[n->out[1]].nconsumers || g->tensors[n->out[1]].is_output))
-            return why_not(why, "MaxPool '%s' has its Indices output used", n->name);
+            return oqc_pass_why(why, "MaxPool '%s' has its Indices output used", n->name);
         if (!nonneg[x])
-            return why_not(why, "MaxPool '%s' reads it and its input '%s' is not provably "
+            return oqc_pass_why(why, "MaxPool '%s' reads it and its input '%s' is not provably "
                            "non-negative (the zeros would win over negative values)",
                            n->name, g->tensors[x].name);
     }
@@ -221,13 +210,13 @@ static int fold_into_reader(OqcGraph *g, int pad, const int64_t *pads, int r,
     if (ok && n->op == OQC_OP_MaxPool && !windows_reach_input(&w1, pads + 2, pads + r + 2)) {
         n->nattr = nattr;
         n->attr = attr;
-        return why_not(why, "a window of MaxPool '%s' would see only the Pad's zeros",
+        return oqc_pass_why(why, "a window of MaxPool '%s' would see only the Pad's zeros",
                        n->name);
     }
     if (!ok) {
         n->nattr = nattr;
         n->attr = attr;
-        return why_not(why, "folded, %s '%s' would have other output extents (ceil_mode)",
+        return oqc_pass_why(why, "folded, %s '%s' would have other output extents (ceil_mode)",
                        n->op_type, n->name);
     }
     n->in[0] = x;
@@ -253,11 +242,11 @@ int pass_fold_pad(OqcGraph *g, OqcDiag *d) {
         char why[OQC_WHY_SIZE];
         int ok = r >= 1 && g->tensors[x].dtype == OQCF_FLOAT;
         if (!ok)
-            why_not(why, "its input '%s' is not a float tensor of known rank",
+            oqc_pass_why(why, "its input '%s' is not a float tensor of known rank",
                     g->tensors[x].name);
         ok = ok && pad_amounts(g, n, r, pads, &zero, why);
         if (ok && pads_nothing(pads, r) && g->tensors[y].is_output) {
-            why_not(why, "it pads nothing, but its output '%s' is a graph output",
+            oqc_pass_why(why, "it pads nothing, but its output '%s' is a graph output",
                     g->tensors[y].name);
         } else if (ok && pads_nothing(pads, r)) {
             /* the identity: its readers read x */

@@ -43,6 +43,9 @@ int pass_quantize(OqcGraph *g, OqcDiag *d);
  * bounds, LeakyRelu): 1, or 0 with the reason in why (OQC_WHY_SIZE bytes). */
 #define OQC_WHY_SIZE 256
 int oqc_pass_act_of(const OqcGraph *g, int node, OqcfAct *act, char *why);
+/* fuse_cbr.c: writes why a pass does not apply into why (OQC_WHY_SIZE bytes); returns 0,
+ * so checks can `return oqc_pass_why(why, ...)`. */
+int oqc_pass_why(char *why, const char *fmt, ...) OQC_PRINTF(2, 3);
 
 /* fold_bn.c: helpers of the passes that make constants and read BatchNormalization.
  * The float data of constant tensor t, or NULL when t is absent, not a float constant,
