@@ -70,32 +70,32 @@ static int check_producer(const Fold *f, int p, int x, int64_t nch, char *why) {
     const OqcTensor *xt = &g->tensors[x];
     if (xt->nconsumers != 1)
         return oqc_pass_why(why, "its input '%s' has %d consumers", xt->name,
-                       xt->nconsumers);
+                            xt->nconsumers);
     if (xt->is_output)
         return oqc_pass_why(why, "its input '%s' is a graph output", xt->name);
     if (pn->act.kind != OQCF_ACT_NONE || pn->act_per_channel)
         return oqc_pass_why(why, "%s '%s' already has a fused activation",
-                       pn->op_type, pn->name);
+                            pn->op_type, pn->name);
     if (pn->out[0] != x)
         return oqc_pass_why(why, "'%s' is not the first output of '%s'", xt->name,
-                       pn->name);
+                            pn->name);
     if (xt->dtype != OQCF_FLOAT || xt->shape.rank < 2 || xt->shape.d[1] != nch)
         return oqc_pass_why(why, "its input '%s' is not a float tensor with %lld "
-                       "channels", xt->name, (long long)nch);
+                            "channels", xt->name, (long long)nch);
     int w = pn->nin > 1 ? pn->in[1] : -1;
     if (!oqc_pass_const_f32(g, w))
         return oqc_pass_why(why, "the weight of %s '%s' is not a float constant",
-                       pn->op_type, pn->name);
+                            pn->op_type, pn->name);
     const OqcShape *ws = &g->tensors[w].shape;
     int64_t wch = pn->op == OQC_OP_Conv ? (ws->rank >= 1 ? ws->d[0] : -1)
                   : ws->rank == 2 ? ws->d[oqc_attr_int(pn, "transB", 0) ? 0 : 1] : -1;
     if (wch != nch)
         return oqc_pass_why(why, "the weight of '%s' does not have %lld output "
-                       "channels", pn->name, (long long)nch);
+                            "channels", pn->name, (long long)nch);
     int b = pn->nin > 2 ? pn->in[2] : -1;
     if (b >= 0 && !oqc_pass_const_f32(g, b))
         return oqc_pass_why(why, "the %s of %s '%s' is not a float constant",
-                       pn->op == OQC_OP_Conv ? "bias" : "C", pn->op_type, pn->name);
+                            pn->op == OQC_OP_Conv ? "bias" : "C", pn->op_type, pn->name);
     return 1;
 }
 
@@ -266,11 +266,11 @@ int oqc_pass_bn_affine(OqcGraph *g, int node, int64_t *nch, double **scale,
         if (n->out[k] >= 0 &&
             (g->tensors[n->out[k]].nconsumers || g->tensors[n->out[k]].is_output))
             return oqc_pass_why(why, "its training output '%s' is used",
-                           g->tensors[n->out[k]].name);
+                                g->tensors[n->out[k]].name);
     const OqcShape *xs = &g->tensors[x].shape;
     if (xs->rank < 2 || xs->d[1] < 0)
         return oqc_pass_why(why, "the channel count of '%s' is unknown",
-                       g->tensors[x].name);
+                            g->tensors[x].name);
     int64_t c_n = xs->d[1];
     const float *par[4];
     static const char *const what[4] = {"scale", "B", "mean", "var"};
@@ -279,13 +279,13 @@ int oqc_pass_bn_affine(OqcGraph *g, int node, int64_t *nch, double **scale,
         par[k] = oqc_pass_const_f32(g, t);
         if (!par[k] || oqc_shape_numel(&g->tensors[t].shape) != c_n)
             return oqc_pass_why(why, "its %s is not a float constant of %lld values",
-                           what[k], (long long)c_n);
+                                what[k], (long long)c_n);
     }
     double eps = oqc_attr_float(n, "epsilon", 1e-5f);
     for (int64_t c = 0; c < c_n; c++)
         if (!((double)par[3][c] + eps > 0))
             return oqc_pass_why(why, "var + epsilon is not positive for channel %lld",
-                           (long long)c);
+                                (long long)c);
     *nch = c_n;
     *scale = oqc_arena_alloc(g->arena, (size_t)c_n * sizeof **scale);
     *shift = oqc_arena_alloc(g->arena, (size_t)c_n * sizeof **shift);
@@ -305,10 +305,10 @@ static int bn_map(Fold *f, int node, int *p, Affine *a, char *why) {
     *p = g->tensors[x].producer;
     if (*p < 0)
         return oqc_pass_why(why, "its input '%s' is a graph %s", g->tensors[x].name,
-                       g->tensors[x].is_const ? "constant" : "input");
+                            g->tensors[x].is_const ? "constant" : "input");
     if (!is_conv_or_gemm(&g->nodes[*p]))
         return oqc_pass_why(why, "its input '%s' is computed by %s '%s', not Conv or Gemm",
-                       g->tensors[x].name, g->nodes[*p].op_type, g->nodes[*p].name);
+                            g->tensors[x].name, g->nodes[*p].op_type, g->nodes[*p].name);
     return oqc_pass_bn_affine(g, node, &a->nch, &a->scale, &a->shift, why) &&
            check_producer(f, *p, x, a->nch, why);
 }
@@ -349,9 +349,9 @@ static int muladd_map(Fold *f, int node, int *p, Affine *a, char *why) {
     if (!ok) {
         char sb[64], xb[64];
         return oqc_pass_why(why, "constant '%s' of shape %s is not per-channel for "
-                       "'%s' of shape %s", g->tensors[c].name,
-                       oqc_shape_str(cs, sb, sizeof sb), g->tensors[x].name,
-                       oqc_shape_str(xs, xb, sizeof xb));
+                            "'%s' of shape %s", g->tensors[c].name,
+                            oqc_shape_str(cs, sb, sizeof sb), g->tensors[x].name,
+                            oqc_shape_str(xs, xb, sizeof xb));
     }
     if (!check_producer(f, *p, x, nch, why))
         return 0;

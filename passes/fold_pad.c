@@ -84,7 +84,7 @@ static int pad_amounts(const OqcGraph *g, const OqcNode *n, int r, int64_t *pads
             const float *cv = oqc_pass_const_f32(g, n->in[2]);
             if (!cv)
                 return oqc_pass_why(why, "its constant_value '%s' is not a float constant",
-                               g->tensors[n->in[2]].name);
+                                    g->tensors[n->in[2]].name);
             value = cv[0];
         }
     }
@@ -169,14 +169,15 @@ static int fold_into_reader(OqcGraph *g, int pad, const int64_t *pads, int r,
     OqcNode *n = &g->nodes[rd];
     if (n->op != OQC_OP_Conv && n->op != OQC_OP_AveragePool && n->op != OQC_OP_MaxPool)
         return oqc_pass_why(why, "it is read by %s '%s', not Conv, AveragePool or MaxPool",
-                       n->op_type, n->name);
+                            n->op_type, n->name);
     if (n->in[0] != y)
         return oqc_pass_why(why, "%s '%s' reads it as input other than its data", n->op_type,
-                       n->name);
+                            n->name);
     for (int i = 0; i < 2 * r; i++)
         if (pads[i] < 0 || ((i % r) < 2 && pads[i]))
-            return oqc_pass_why(why, "it pads %s", pads[i] < 0 ? "by a negative amount (crops)"
-                                                          : "the batch or channel axis");
+            return oqc_pass_why(why, "it pads %s",
+                                pads[i] < 0 ? "by a negative amount (crops)"
+                                            : "the batch or channel axis");
     OqcWindow w0, w1;
     if (reader_geometry(g, rd, &yt->shape, &w0) < 0 || w0.nsp != r - 2)
         return oqc_pass_why(why, "the geometry of %s '%s' is not static", n->op_type, n->name);
@@ -190,15 +191,15 @@ static int fold_into_reader(OqcGraph *g, int pad, const int64_t *pads, int r,
     }
     if (n->op == OQC_OP_AveragePool && !oqc_attr_int(n, "count_include_pad", 0) && own)
         return oqc_pass_why(why, "AveragePool '%s' has pads of its own and count_include_pad 0 "
-                       "(it counts the Pad's zeros but not its own pads)", n->name);
+                            "(it counts the Pad's zeros but not its own pads)", n->name);
     if (n->op == OQC_OP_MaxPool) {
         if (n->nout > 1 && n->out[1] >= 0 &&
             (g->tensors[n->out[1]].nconsumers || g->tensors[n->out[1]].is_output))
             return oqc_pass_why(why, "MaxPool '%s' has its Indices output used", n->name);
         if (!nonneg[x])
             return oqc_pass_why(why, "MaxPool '%s' reads it and its input '%s' is not provably "
-                           "non-negative (the zeros would win over negative values)",
-                           n->name, g->tensors[x].name);
+                                "non-negative (the zeros would win over negative values)",
+                                n->name, g->tensors[x].name);
     }
     /* Rewrite, then check the folded geometry; undo when it differs. */
     int nattr = n->nattr;
@@ -211,13 +212,13 @@ static int fold_into_reader(OqcGraph *g, int pad, const int64_t *pads, int r,
         n->nattr = nattr;
         n->attr = attr;
         return oqc_pass_why(why, "a window of MaxPool '%s' would see only the Pad's zeros",
-                       n->name);
+                            n->name);
     }
     if (!ok) {
         n->nattr = nattr;
         n->attr = attr;
         return oqc_pass_why(why, "folded, %s '%s' would have other output extents (ceil_mode)",
-                       n->op_type, n->name);
+                            n->op_type, n->name);
     }
     n->in[0] = x;
     return 1;
@@ -243,11 +244,11 @@ int pass_fold_pad(OqcGraph *g, OqcDiag *d) {
         int ok = r >= 1 && g->tensors[x].dtype == OQCF_FLOAT;
         if (!ok)
             oqc_pass_why(why, "its input '%s' is not a float tensor of known rank",
-                    g->tensors[x].name);
+                         g->tensors[x].name);
         ok = ok && pad_amounts(g, n, r, pads, &zero, why);
         if (ok && pads_nothing(pads, r) && g->tensors[y].is_output) {
             oqc_pass_why(why, "it pads nothing, but its output '%s' is a graph output",
-                    g->tensors[y].name);
+                         g->tensors[y].name);
         } else if (ok && pads_nothing(pads, r)) {
             /* the identity: its readers read x */
             for (int j = 0; j < g->nnodes; j++)

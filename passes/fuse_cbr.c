@@ -83,12 +83,12 @@ static int can_fuse(const OqcGraph *g, int p, int x, char *why) {
         return oqc_pass_why(why, "its input '%s' is a graph output", xt->name);
     if (pn->act.kind != OQCF_ACT_NONE || pn->act_per_channel)
         return oqc_pass_why(why, "%s '%s' already has a fused activation", pn->op_type,
-                       pn->name);
+                            pn->name);
     if (pn->out[0] != x)
         return oqc_pass_why(why, "'%s' is not the first output of '%s'", xt->name, pn->name);
     if (xt->dtype != OQCF_FLOAT)
         return oqc_pass_why(why, "its input '%s' is %s, not f32", xt->name,
-                       oqc_dtype_name(xt->dtype));
+                            oqc_dtype_name(xt->dtype));
     return 1;
 }
 
