@@ -11,8 +11,8 @@
  * of a float island, and fuse-cbr can then fuse the Relu after it.
  *
  * The node is rewritten in place (its name and output stay: --fp32-nodes and reports
- * still find it); its training outputs, unused, are dropped. Only 4-D float inputs with
- * a known channel count (the INT8 convs are 2-D); otherwise, and for the cases fold-bn
+ * still find it); its training outputs, unused, are dropped. Only non-empty 4-D float
+ * inputs with a known channel count (the INT8 convs are 2-D); otherwise, and for the cases fold-bn
  * refuses too (training mode, spatial=0, parameters that are not constants), an -v line
  * says why and the node stays. */
 #include "passes.h"
@@ -32,6 +32,9 @@ static int can_rewrite(OqcGraph *g, int node, int64_t *nch, double **scale,
     if (x->dtype != OQCF_FLOAT || x->shape.rank != 4)
         return oqc_pass_why(why, "its input '%s' is not a 4-D float tensor (%s %s)", x->name,
                             oqc_dtype_name(x->dtype), oqc_shape_str(&x->shape, sb, sizeof sb));
+    if (oqc_shape_numel(&x->shape) == 0)   /* (a conv of group 0 would be invalid) */
+        return oqc_pass_why(why, "its input '%s' is empty (%s)", x->name,
+                            oqc_shape_str(&x->shape, sb, sizeof sb));
     return oqc_pass_bn_affine(g, node, nch, scale, shift, why);
 }
 
