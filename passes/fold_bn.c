@@ -26,7 +26,6 @@
 #include "passes.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -47,22 +46,7 @@ typedef struct Fold {
     int nadd;             /* Add folded */
 } Fold;
 
-/* Why something cannot be folded: formatted into a buffer of WHY_SIZE bytes. */
-#define WHY_SIZE 256
-
-/* Writes the reason into why; returns 0 so checks can `return why_not(...)`. */
-static int why_not(char *why, const char *fmt, ...) OQC_PRINTF(2, 3);
-static int why_not(char *why, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, WHY_SIZE, fmt, ap);
-    va_end(ap);
-    return 0;
-}
-
-/* The float data of constant tensor t, or NULL when t is absent, not a float
- * constant, or held without its values (a summary-only XML constant). */
-static const float *const_f32(const OqcGraph *g, int t) {
+const float *oqc_pass_const_f32(const OqcGraph *g, int t) {
     if (t < 0)
         return NULL;
     const OqcTensor *tt = &g->tensors[t];
@@ -85,46 +69,44 @@ static int check_producer(const Fold *f, int p, int x, int64_t nch, char *why) {
     const OqcNode *pn = &g->nodes[p];
     const OqcTensor *xt = &g->tensors[x];
     if (xt->nconsumers != 1)
-        return why_not(why, "its input '%s' has %d consumers", xt->name,
-                       xt->nconsumers);
+        return oqc_pass_why(why, "its input '%s' has %d consumers", xt->name,
+                            xt->nconsumers);
     if (xt->is_output)
-        return why_not(why, "its input '%s' is a graph output", xt->name);
+        return oqc_pass_why(why, "its input '%s' is a graph output", xt->name);
     if (pn->act.kind != OQCF_ACT_NONE || pn->act_per_channel)
-        return why_not(why, "%s '%s' already has a fused activation",
-                       pn->op_type, pn->name);
+        return oqc_pass_why(why, "%s '%s' already has a fused activation",
+                            pn->op_type, pn->name);
     if (pn->out[0] != x)
-        return why_not(why, "'%s' is not the first output of '%s'", xt->name,
-                       pn->name);
+        return oqc_pass_why(why, "'%s' is not the first output of '%s'", xt->name,
+                            pn->name);
     if (xt->dtype != OQCF_FLOAT || xt->shape.rank < 2 || xt->shape.d[1] != nch)
-        return why_not(why, "its input '%s' is not a float tensor with %lld "
-                       "channels", xt->name, (long long)nch);
+        return oqc_pass_why(why, "its input '%s' is not a float tensor with %lld "
+                            "channels", xt->name, (long long)nch);
     int w = pn->nin > 1 ? pn->in[1] : -1;
-    if (!const_f32(g, w))
-        return why_not(why, "the weight of %s '%s' is not a float constant",
-                       pn->op_type, pn->name);
+    if (!oqc_pass_const_f32(g, w))
+        return oqc_pass_why(why, "the weight of %s '%s' is not a float constant",
+                            pn->op_type, pn->name);
     const OqcShape *ws = &g->tensors[w].shape;
     int64_t wch = pn->op == OQC_OP_Conv ? (ws->rank >= 1 ? ws->d[0] : -1)
                   : ws->rank == 2 ? ws->d[oqc_attr_int(pn, "transB", 0) ? 0 : 1] : -1;
     if (wch != nch)
-        return why_not(why, "the weight of '%s' does not have %lld output "
-                       "channels", pn->name, (long long)nch);
+        return oqc_pass_why(why, "the weight of '%s' does not have %lld output "
+                            "channels", pn->name, (long long)nch);
     int b = pn->nin > 2 ? pn->in[2] : -1;
-    if (b >= 0 && !const_f32(g, b))
-        return why_not(why, "the %s of %s '%s' is not a float constant",
-                       pn->op == OQC_OP_Conv ? "bias" : "C", pn->op_type, pn->name);
+    if (b >= 0 && !oqc_pass_const_f32(g, b))
+        return oqc_pass_why(why, "the %s of %s '%s' is not a float constant",
+                            pn->op == OQC_OP_Conv ? "bias" : "C", pn->op_type, pn->name);
     return 1;
 }
 
-/* A name not yet in the graph: "<base><suffix>", or with ".1", ".2"... appended. */
-static const char *unique_name(OqcGraph *g, const char *base, const char *suffix) {
+const char *oqc_pass_unique_name(OqcGraph *g, const char *base, const char *suffix) {
     const char *name = oqc_arena_printf(g->arena, "%s%s", base, suffix);
     for (int i = 1; oqc_tensor_find(g, name) >= 0; i++)
         name = oqc_arena_printf(g->arena, "%s%s.%d", base, suffix, i);
     return name;
 }
 
-/* Adds a float constant of the given shape (values uninitialised); returns its id. */
-static int new_const(OqcGraph *g, const char *name, const OqcShape *shape) {
+int oqc_pass_new_const(OqcGraph *g, const char *name, const OqcShape *shape) {
     int t = oqc_tensor_add(g, name); /* may move g->tensors: take pointers after */
     OqcTensor *tt = &g->tensors[t];
     size_t n = (size_t)oqc_shape_numel(shape);
@@ -158,7 +140,8 @@ static float *writable_input(Fold *f, int node, int slot, const char *suffix) {
     if (t >= f->first_new)
         return g->tensors[t].data;
     OqcShape shape = g->tensors[t].shape;
-    int c = new_const(g, unique_name(g, g->nodes[node].name, suffix), &shape);
+    int c = oqc_pass_new_const(g, oqc_pass_unique_name(g, g->nodes[node].name, suffix),
+                               &shape);
     memcpy(g->tensors[c].data, g->tensors[t].data, g->tensors[c].nbytes);
     set_input(g, node, slot, c);
     return g->tensors[c].data;
@@ -182,7 +165,8 @@ static void fold_into_conv(Fold *f, int conv, const Affine *a) {
         b = writable_input(f, conv, 2, ".bias_folded");
     } else {
         OqcShape s = {.rank = 1, .d = {a->nch}};
-        int t = new_const(g, unique_name(g, g->nodes[conv].name, ".bias_folded"), &s);
+        const char *name = oqc_pass_unique_name(g, g->nodes[conv].name, ".bias_folded");
+        int t = oqc_pass_new_const(g, name, &s);
         b = g->tensors[t].data;
         memset(b, 0, g->tensors[t].nbytes);
         set_input(g, conv, 2, t);
@@ -231,7 +215,9 @@ static void fold_into_gemm(Fold *f, int gemm, const Affine *a) {
         ns = (OqcShape){.rank = 2, .d = {m, nn}};
     /* C' may differ from C in shape; a C this run made with the same shape is reused. */
     int t = c >= f->first_new && oqc_shape_equal(&cs, &ns)
-                ? c : new_const(g, unique_name(g, n->name, ".bias_folded"), &ns);
+                ? c
+                : oqc_pass_new_const(g, oqc_pass_unique_name(g, n->name, ".bias_folded"),
+                                     &ns);
     const float *src = c >= 0 ? g->tensors[c].data : NULL;
     float *dst = g->tensors[t].data;
     for (int64_t i = 0; i < (rows ? m : 1); i++) /* dst may be src: same index */
@@ -267,59 +253,64 @@ static void absorb(Fold *f, int p, int node, const Affine *a) {
     f->dead[node] = 1;
 }
 
-/* Builds the affine map of BatchNormalization `node` if it can be folded into the Conv
- * or Gemm producing its input; 1 (with *p set), 0 when it cannot (reason in why). */
-static int bn_map(Fold *f, int node, int *p, Affine *a, char *why) {
-    OqcGraph *g = f->g;
+int oqc_pass_bn_affine(OqcGraph *g, int node, int64_t *nch, double **scale,
+                       double **shift, char *why) {
     const OqcNode *n = &g->nodes[node];
     int x = n->in[0];
-    *p = g->tensors[x].producer;
-    if (*p < 0)
-        return why_not(why, "its input '%s' is a graph %s", g->tensors[x].name,
-                       g->tensors[x].is_const ? "constant" : "input");
-    if (!is_conv_or_gemm(&g->nodes[*p]))
-        return why_not(why, "its input '%s' is computed by %s '%s', not Conv or Gemm",
-                       g->tensors[x].name, g->nodes[*p].op_type, g->nodes[*p].name);
     if (oqc_attr_int(n, "training_mode", 0) != 0 ||
         (n->opset < 7 && oqc_attr_int(n, "is_test", 1) == 0))
-        return why_not(why, "it is in training mode");
+        return oqc_pass_why(why, "it is in training mode");
     if (oqc_attr_int(n, "spatial", 1) == 0)
-        return why_not(why, "spatial=0 (per-activation statistics)");
+        return oqc_pass_why(why, "spatial=0 (per-activation statistics)");
     for (int k = 1; k < n->nout; k++)
         if (n->out[k] >= 0 &&
             (g->tensors[n->out[k]].nconsumers || g->tensors[n->out[k]].is_output))
-            return why_not(why, "its training output '%s' is used",
-                           g->tensors[n->out[k]].name);
+            return oqc_pass_why(why, "its training output '%s' is used",
+                                g->tensors[n->out[k]].name);
     const OqcShape *xs = &g->tensors[x].shape;
     if (xs->rank < 2 || xs->d[1] < 0)
-        return why_not(why, "the channel count of '%s' is unknown",
-                       g->tensors[x].name);
-    int64_t nch = xs->d[1];
+        return oqc_pass_why(why, "the channel count of '%s' is unknown",
+                            g->tensors[x].name);
+    int64_t c_n = xs->d[1];
     const float *par[4];
     static const char *const what[4] = {"scale", "B", "mean", "var"};
     for (int k = 0; k < 4; k++) {
         int t = n->nin > k + 1 ? n->in[k + 1] : -1;
-        par[k] = const_f32(g, t);
-        if (!par[k] || oqc_shape_numel(&g->tensors[t].shape) != nch)
-            return why_not(why, "its %s is not a float constant of %lld values",
-                           what[k], (long long)nch);
+        par[k] = oqc_pass_const_f32(g, t);
+        if (!par[k] || oqc_shape_numel(&g->tensors[t].shape) != c_n)
+            return oqc_pass_why(why, "its %s is not a float constant of %lld values",
+                                what[k], (long long)c_n);
     }
-    if (!check_producer(f, *p, x, nch, why))
-        return 0;
     double eps = oqc_attr_float(n, "epsilon", 1e-5f);
-    for (int64_t c = 0; c < nch; c++)
+    for (int64_t c = 0; c < c_n; c++)
         if (!((double)par[3][c] + eps > 0))
-            return why_not(why, "var + epsilon is not positive for channel %lld",
-                           (long long)c);
-    a->nch = nch;
-    a->scale = oqc_arena_alloc(g->arena, (size_t)nch * sizeof *a->scale);
-    a->shift = oqc_arena_alloc(g->arena, (size_t)nch * sizeof *a->shift);
-    for (int64_t c = 0; c < nch; c++) {
+            return oqc_pass_why(why, "var + epsilon is not positive for channel %lld",
+                                (long long)c);
+    *nch = c_n;
+    *scale = oqc_arena_alloc(g->arena, (size_t)c_n * sizeof **scale);
+    *shift = oqc_arena_alloc(g->arena, (size_t)c_n * sizeof **shift);
+    for (int64_t c = 0; c < c_n; c++) {
         double s = (double)par[0][c] / sqrt((double)par[3][c] + eps);
-        a->scale[c] = s;
-        a->shift[c] = (double)par[1][c] - (double)par[2][c] * s;
+        (*scale)[c] = s;
+        (*shift)[c] = (double)par[1][c] - (double)par[2][c] * s;
     }
     return 1;
+}
+
+/* Builds the affine map of BatchNormalization `node` if it can be folded into the Conv
+ * or Gemm producing its input; 1 (with *p set), 0 when it cannot (reason in why). */
+static int bn_map(Fold *f, int node, int *p, Affine *a, char *why) {
+    OqcGraph *g = f->g;
+    int x = g->nodes[node].in[0];
+    *p = g->tensors[x].producer;
+    if (*p < 0)
+        return oqc_pass_why(why, "its input '%s' is a graph %s", g->tensors[x].name,
+                            g->tensors[x].is_const ? "constant" : "input");
+    if (!is_conv_or_gemm(&g->nodes[*p]))
+        return oqc_pass_why(why, "its input '%s' is computed by %s '%s', not Conv or Gemm",
+                            g->tensors[x].name, g->nodes[*p].op_type, g->nodes[*p].name);
+    return oqc_pass_bn_affine(g, node, &a->nch, &a->scale, &a->shift, why) &&
+           check_producer(f, *p, x, a->nch, why);
 }
 
 /* Builds the map of Mul/Add `node` by a constant after a Conv/Gemm: 1 when it folds,
@@ -342,12 +333,12 @@ static int muladd_map(Fold *f, int node, int *p, Affine *a, char *why) {
     *p = g->tensors[x].producer;
     const OqcShape *xs = &g->tensors[x].shape, *cs = &g->tensors[c].shape;
     if (oqc_attr_find(n, "broadcast"))
-        return why_not(why, "it uses the legacy 'broadcast' attribute");
+        return oqc_pass_why(why, "it uses the legacy 'broadcast' attribute");
     if (xs->rank < 2 || !oqc_shape_known(xs))
-        return why_not(why, "the shape of '%s' is unknown", g->tensors[x].name);
-    const float *cv = const_f32(g, c);
+        return oqc_pass_why(why, "the shape of '%s' is unknown", g->tensors[x].name);
+    const float *cv = oqc_pass_const_f32(g, c);
     if (!cv)
-        return why_not(why, "constant '%s' is not float", g->tensors[c].name);
+        return oqc_pass_why(why, "constant '%s' is not float", g->tensors[c].name);
     /* Per channel: broadcasting does not grow x, and every axis but 1 has extent 1. */
     int64_t nch = xs->d[1];
     int ok = cs->rank <= xs->rank;
@@ -357,10 +348,10 @@ static int muladd_map(Fold *f, int node, int *p, Affine *a, char *why) {
     }
     if (!ok) {
         char sb[64], xb[64];
-        return why_not(why, "constant '%s' of shape %s is not per-channel for "
-                       "'%s' of shape %s", g->tensors[c].name,
-                       oqc_shape_str(cs, sb, sizeof sb), g->tensors[x].name,
-                       oqc_shape_str(xs, xb, sizeof xb));
+        return oqc_pass_why(why, "constant '%s' of shape %s is not per-channel for "
+                            "'%s' of shape %s", g->tensors[c].name,
+                            oqc_shape_str(cs, sb, sizeof sb), g->tensors[x].name,
+                            oqc_shape_str(xs, xb, sizeof xb));
     }
     if (!check_producer(f, *p, x, nch, why))
         return 0;
@@ -386,7 +377,7 @@ int pass_fold_bn(OqcGraph *g, OqcDiag *d) {
         OqcOp op = g->nodes[i].op;
         if (op != OQC_OP_BatchNormalization && op != OQC_OP_Mul && op != OQC_OP_Add)
             continue;
-        char why[WHY_SIZE];
+        char why[OQC_WHY_SIZE];
         Affine a = {0};
         int p = -1, r;
         if (op == OQC_OP_BatchNormalization) {
@@ -394,7 +385,7 @@ int pass_fold_bn(OqcGraph *g, OqcDiag *d) {
             if (g->nodes[i].nin >= 1 && g->nodes[i].in[0] >= 0)
                 r = bn_map(&f, i, &p, &a, why);
             else
-                r = why_not(why, "it has no input");
+                r = oqc_pass_why(why, "it has no input");
         } else {
             r = muladd_map(&f, i, &p, &a, why);
         }

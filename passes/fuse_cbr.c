@@ -21,19 +21,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Why an activation cannot be fused: formatted into a buffer of WHY_SIZE bytes. */
-#define WHY_SIZE 256
-
-/* Writes the reason into why; returns 0 so checks can `return why_not(...)`. */
-static int why_not(char *why, const char *fmt, ...) OQC_PRINTF(2, 3);
-static int why_not(char *why, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, WHY_SIZE, fmt, ap);
-    va_end(ap);
-    return 0;
-}
-
 /* One bound of an opset >= 11 Clip from input slot k: absent gives dflt. 1 when it is
  * known (in *v), else 0 with the reason in why. */
 static int clip_bound(const OqcGraph *g, const OqcNode *n, int k, float dflt, float *v,
@@ -45,11 +32,19 @@ static int clip_bound(const OqcGraph *g, const OqcNode *n, int k, float dflt, fl
         return 1;
     const OqcTensor *tt = &g->tensors[t];
     if (!tt->is_const || !tt->data)
-        return why_not(why, "its %s '%s' is not a constant", what, tt->name);
+        return oqc_pass_why(why, "its %s '%s' is not a constant", what, tt->name);
     if (tt->dtype != OQCF_FLOAT || oqc_shape_numel(&tt->shape) != 1)
-        return why_not(why, "its %s '%s' is not a float scalar", what, tt->name);
+        return oqc_pass_why(why, "its %s '%s' is not a float scalar", what, tt->name);
     *v = *(const float *)tt->data;
     return 1;
+}
+
+int oqc_pass_why(char *why, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, OQC_WHY_SIZE, fmt, ap);
+    va_end(ap);
+    return 0;
 }
 
 int oqc_pass_act_of(const OqcGraph *g, int node, OqcfAct *act, char *why) {
@@ -73,7 +68,7 @@ int oqc_pass_act_of(const OqcGraph *g, int node, OqcfAct *act, char *why) {
         return clip_bound(g, n, 1, -INFINITY, &act->p0, why) &&
                clip_bound(g, n, 2, INFINITY, &act->p1, why);
     default:
-        return why_not(why, "%s is not an activation oqc fuses", n->op_type);
+        return oqc_pass_why(why, "%s is not an activation oqc fuses", n->op_type);
     }
 }
 
@@ -83,17 +78,17 @@ static int can_fuse(const OqcGraph *g, int p, int x, char *why) {
     const OqcNode *pn = &g->nodes[p];
     const OqcTensor *xt = &g->tensors[x];
     if (xt->nconsumers != 1)
-        return why_not(why, "its input '%s' has %d consumers", xt->name, xt->nconsumers);
+        return oqc_pass_why(why, "its input '%s' has %d consumers", xt->name, xt->nconsumers);
     if (xt->is_output)
-        return why_not(why, "its input '%s' is a graph output", xt->name);
+        return oqc_pass_why(why, "its input '%s' is a graph output", xt->name);
     if (pn->act.kind != OQCF_ACT_NONE || pn->act_per_channel)
-        return why_not(why, "%s '%s' already has a fused activation", pn->op_type,
-                       pn->name);
+        return oqc_pass_why(why, "%s '%s' already has a fused activation", pn->op_type,
+                            pn->name);
     if (pn->out[0] != x)
-        return why_not(why, "'%s' is not the first output of '%s'", xt->name, pn->name);
+        return oqc_pass_why(why, "'%s' is not the first output of '%s'", xt->name, pn->name);
     if (xt->dtype != OQCF_FLOAT)
-        return why_not(why, "its input '%s' is %s, not f32", xt->name,
-                       oqc_dtype_name(xt->dtype));
+        return oqc_pass_why(why, "its input '%s' is %s, not f32", xt->name,
+                            oqc_dtype_name(xt->dtype));
     return 1;
 }
 
@@ -113,7 +108,7 @@ int pass_fuse_cbr(OqcGraph *g, OqcDiag *d) {
             continue;
         }
         ncand++;
-        char why[WHY_SIZE];
+        char why[OQC_WHY_SIZE];
         OqcfAct act;
         if (!can_fuse(g, p, x, why) || !oqc_pass_act_of(g, i, &act, why)) {
             oqc_info(d, "fuse-cbr: '%s' (%s) not fused into %s '%s': %s", n->name,

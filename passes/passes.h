@@ -32,6 +32,8 @@ int pass_cleanup(OqcGraph *g, OqcDiag *d);
 int pass_fold_patterns(OqcGraph *g, OqcDiag *d);
 int pass_reduce_pool(OqcGraph *g, OqcDiag *d);
 int pass_fold_bn(OqcGraph *g, OqcDiag *d);
+int pass_bn_conv(OqcGraph *g, OqcDiag *d);
+int pass_fold_pad(OqcGraph *g, OqcDiag *d);
 int pass_fuse_cbr(OqcGraph *g, OqcDiag *d);
 int pass_merge_1x1(OqcGraph *g, OqcDiag *d);
 int pass_concat_elim(OqcGraph *g, OqcDiag *d);
@@ -41,6 +43,25 @@ int pass_quantize(OqcGraph *g, OqcDiag *d);
  * bounds, LeakyRelu): 1, or 0 with the reason in why (OQC_WHY_SIZE bytes). */
 #define OQC_WHY_SIZE 256
 int oqc_pass_act_of(const OqcGraph *g, int node, OqcfAct *act, char *why);
+/* fuse_cbr.c: writes why a pass does not apply into why (OQC_WHY_SIZE bytes); returns 0,
+ * so checks can `return oqc_pass_why(why, ...)`. */
+int oqc_pass_why(char *why, const char *fmt, ...) OQC_PRINTF(2, 3);
+
+/* fold_bn.c: helpers of the passes that make constants and read BatchNormalization.
+ * The float data of constant tensor t, or NULL when t is absent, not a float constant,
+ * or held without its values (a summary-only XML constant). */
+const float *oqc_pass_const_f32(const OqcGraph *g, int t);
+/* A tensor name not yet in the graph: "<base><suffix>", or with ".1", ".2"... appended. */
+const char *oqc_pass_unique_name(OqcGraph *g, const char *base, const char *suffix);
+/* Adds a float constant of the given shape (values uninitialised); returns its id. */
+int oqc_pass_new_const(OqcGraph *g, const char *name, const OqcShape *shape);
+/* The per-channel map y = x * scale[c] + shift[c] of inference BatchNormalization
+ * `node` (scale = gamma / sqrt(var + eps), shift = beta - mean * scale, in double, in
+ * the arena; *nch channels): 1, or 0 with the reason in why (OQC_WHY_SIZE bytes) when
+ * it is in training mode, per-activation, uses its training outputs, has an unknown
+ * channel count, non-constant parameters or var + eps <= 0. */
+int oqc_pass_bn_affine(OqcGraph *g, int node, int64_t *nch, double **scale,
+                       double **shift, char *why);
 
 /* The pipeline, in order; n receives the count. */
 const OqcPass *oqc_pipeline(int *n);

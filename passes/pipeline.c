@@ -3,9 +3,12 @@
  * exposes Conv -> BN -> Relu chains, and makes the constants fold-patterns matches;
  * fold-patterns before reduce-pool, whose means it may absorb; reduce-pool turns global
  * means into pooling before anything looks for pools), BN folding before fusion (the
- * fused node must carry the folded bias), fusion before merging (the merged conv
- * carries each branch's activation), merging before concat elimination (a merged conv's
- * outputs can then be written straight into the concat buffer), and quantize last: it
+ * fused node must carry the folded bias; bn-conv only takes the BNs fold-bn could not
+ * fold, and makes convs fuse-cbr then fuses with their Relu), fold-pad before fusion and
+ * merging (they then see the convs and pools with their final pads), fusion before
+ * merging (the merged conv carries each branch's activation), merging before concat
+ * elimination (a merged conv's outputs can then be written straight into the concat
+ * buffer), and quantize last: it
  * lowers the final float graph, calibrated after all the others (it does nothing without
  * a calibration, so `oqc compile` runs the list up to concat-elim, calibrates, then runs
  * quantize).
@@ -32,6 +35,15 @@ static const OqcPass pipeline[] = {
     {.name = "fold-bn",
      .fn = pass_fold_bn,
      .summary = "fold BatchNormalization (and per-channel Mul/Add) into the preceding Conv/Gemm",
+     .reinfer = 1},
+    {.name = "bn-conv",
+     .fn = pass_bn_conv,
+     .summary = "rewrite a BatchNormalization fold-bn left as a depthwise 1x1 Conv",
+     .reinfer = 1},
+    {.name = "fold-pad",
+     .fn = pass_fold_pad,
+     .summary = "fold a zero Pad of the spatial axes into the Conv/AveragePool/MaxPool "
+                "reading it; drop a Pad that pads nothing",
      .reinfer = 1},
     {.name = "fuse-cbr",
      .fn = pass_fuse_cbr,

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
-"""Small "exporter-style" ONNX models for the fold-bn and fuse-cbr passes.
+"""Small "exporter-style" ONNX models for the fold-bn, fuse-cbr, bn-conv and fold-pad
+passes.
 
-Makes models/tiny/pass_<name>.onnx, used by tests/unit/test_pass_fold_fuse.c, which
-asserts the counts given here per model (folds by fold-bn, fusions by fuse-cbr):
+Makes models/tiny/pass_<name>.onnx. tests/unit/test_pass_fold_fuse.c asserts the counts
+given here for the first group (folds by fold-bn, fusions by fuse-cbr):
 
   caffe2_muladd        opset 9, what caffe2-era exporters wrote instead of BN:
                        Conv -> Mul -> Add by [C,1,1] / [1,C,1,1] constants, a Mul
@@ -24,10 +25,37 @@ asserts the counts given here per model (folds by fold-bn, fusions by fuse-cbr):
   neg_mul_not_per_channel  Conv [1,4,4,4] -> Mul by a [4] constant (broadcast over W,
                        not channels); Conv -> Add by [1,1,4,1] (over H)   fold 0
 
+tests/unit/test_pass_bn_pad.c asserts those of the second group (bn-conv rewrites,
+fold-pad folds per reader, Pads fold-pad removes because they pad nothing, Pads left):
+
+  bn_concat            x -> BN -> two 3x3 Convs -> Concat -> BN -> Relu -> 1x1 Conv: a
+                       BN on a graph input and DenseNet's BN after a Concat
+                                                            bn-conv 2
+  neg_bn_rank2         BN on a [2, 6] input                 bn-conv 0
+  pad_avgpool          Conv+Relu read by three Pad -> AveragePool: Inception's Pad(1) ->
+                       AveragePool(k3, s1, count_include_pad 0); an asymmetric Pad ->
+                       AveragePool with pads and count_include_pad 1; DenseNet's Pad of
+                       zeros -> AveragePool with pads and count_include_pad 0; summed
+                                                            fold 2 AveragePool, remove 1
+  pad_conv             opset 18: Pad(axes [2, 3]) of the graph input -> Conv; Relu ->
+                       Pad(constant_value 0) -> Conv with auto_pad SAME_UPPER
+                                                            fold 2 Conv
+  pad_opset10          pads and value as attributes: Relu -> Pad -> MaxPool(k3, s1) ->
+                       Pad -> Conv                          fold 1 MaxPool, 1 Conv
+  neg_pad1, neg_pad2   Pads that must stay (four outputs each, the most the emitted-C
+                       test driver takes): before a MaxPool on a graph input (maybe
+                       negative); before a MaxPool whose first window sees only zeros;
+                       read by two nodes; of a nonzero constant; | reflect; of the
+                       channel axis; before an AveragePool with its own pads and
+                       count_include_pad 0; whose end pad would become an
+                       AveragePool's with ceil_mode (one output fewer)
+                                                            fold 0, remove 0, 4 + 4 stay
+
 Every model is one the FP32 executor runs (tests/unit/test_passes.c runs them all), so
 cases it cannot run - a training-mode BatchNormalization - are built in the C test.
-Every model is checked with onnx.checker.check_model and strict shape inference and is
-a few KB. Weights come from numpy RandomState seeded from the model name.
+Every model is checked with onnx.checker.check_model and strict shape inference (but
+opset 18 pad_conv: onnx 1.12 knows Pad up to opset 13, without the axes input; its
+outputs were checked against ONNX Runtime 1.x once, see the commit) and is a few KB. Weights come from numpy RandomState seeded from the model name.
 
 Re-run (deterministic, byte-identical output):
     /usr/bin/python3 models/tiny/make_pass_models.py [--out DIR]
@@ -89,6 +117,20 @@ class B:
         if bias:
             ins.append(b or self.randw(f"conv{i}.b", [cout], 0.2))
         return self.node("Conv", ins, f"conv{i}", pads=[k // 2] * 4)
+
+    def ints(self, name, vals):
+        self.inits.append(numpy_helper.from_array(np.asarray(vals, dtype=np.int64), name))
+        return name
+
+    def pad(self, x, pads, value=None, axes=None, **attrs):
+        """Pad from opset 11 on: pads (and value, axes) as constant inputs."""
+        i = len(self.nodes)
+        ins = [x, self.ints(f"pad{i}.pads", pads)]
+        if value is not None or axes is not None:
+            ins.append(self.const(f"pad{i}.value", value) if value is not None else "")
+        if axes is not None:
+            ins.append(self.ints(f"pad{i}.axes", axes))
+        return self.node("Pad", ins, f"pad{i}", **attrs)
 
     def bn(self, x, c, **attrs):
         i = len(self.nodes)
@@ -207,20 +249,104 @@ def _(b):
     b.out("y2", [1, 4, 4, 4])
 
 
+@model("bn_concat")
+def _(b):
+    x = b.inp("x", [1, 3, 6, 6])
+    n0 = b.bn(x, 3)
+    cat = b.node("Concat", [b.conv(n0, 3, 4), b.conv(n0, 3, 5)], "cat", axis=1)
+    r = b.node("Relu", [b.bn(cat, 9, epsilon=1e-3)], "r")
+    b.conv(r, 9, 4, k=1)
+    b.out(b.nodes[-1].output[0], [1, 4, 6, 6])
+
+
+@model("neg_bn_rank2")
+def _(b):
+    b.node("Identity", [b.bn(b.inp("x", [2, 6]), 6)], "y")
+    b.out("y", [2, 6])
+
+
+@model("pad_avgpool")
+def _(b):
+    x = b.inp("x", [1, 4, 8, 8])
+    r = b.node("Relu", [b.conv(x, 4, 4)], "r")
+    a1 = b.node("AveragePool", [b.pad(r, [0, 0, 1, 1, 0, 0, 1, 1])], "a1",
+                kernel_shape=[3, 3])
+    a2 = b.node("AveragePool", [b.pad(r, [0, 0, 2, 0, 0, 0, 0, 0])], "a2",
+                kernel_shape=[3, 3], pads=[0, 1, 0, 1], count_include_pad=1)
+    a3 = b.node("AveragePool", [b.pad(r, [0] * 8)], "a3", kernel_shape=[3, 3],
+                pads=[1, 1, 1, 1])
+    b.node("Add", [b.node("Add", [a1, a2], "s12"), a3], "y")
+    b.out("y", [1, 4, 8, 8])
+
+
+@model("pad_conv", opset=18)
+def _(b):
+    x = b.inp("x", [1, 3, 8, 8])
+    c1 = b.conv(b.pad(x, [1, 2, 1, 0], axes=[2, 3]), 3, 4, k=3)   # H 1 + 1, W 2 + 0
+    r = b.node("Relu", [c1], "r")                                   # [1, 4, 10, 10]
+    w = b.randw("w2", [4, 4, 3, 3], 0.3)
+    b.node("Conv", [b.pad(r, [0, 0, 0, 1, 0, 0, 1, 0], value=0.0), w], "y",
+           auto_pad="SAME_UPPER", strides=[2, 2])
+    b.out("y", [1, 4, 6, 6])
+
+
+@model("pad_opset10", opset=10)
+def _(b):
+    x = b.inp("x", [1, 3, 8, 8])
+    r = b.node("Relu", [b.conv(x, 3, 4)], "r")
+    p1 = b.node("Pad", [r], "p1", pads=[0, 0, 1, 1, 0, 0, 1, 1])
+    m = b.node("MaxPool", [p1], "m", kernel_shape=[3, 3])
+    p2 = b.node("Pad", [m], "p2", pads=[0, 0, 0, 2, 0, 0, 1, 0], mode="constant", value=0.0)
+    b.node("Conv", [p2, b.randw("w", [4, 4, 3, 3], 0.3)], "y", pads=[1, 0, 1, 0])
+    b.out("y", [1, 4, 9, 8])
+
+
+@model("neg_pad1")
+def _(b):
+    x = b.inp("x", [1, 4, 4, 4])
+    r = b.node("Relu", [x], "r")
+    z8 = [0, 0, 1, 1, 0, 0, 1, 1]
+    b.node("MaxPool", [b.pad(x, z8)], "y1", kernel_shape=[3, 3])
+    b.node("MaxPool", [b.pad(r, [0, 0, 2, 0, 0, 0, 0, 0])], "y2", kernel_shape=[2, 1])
+    shared = b.pad(r, z8)
+    b.node("Add", [b.node("AveragePool", [shared], "a3", kernel_shape=[3, 3]),
+                   b.node("Conv", [shared, b.randw("w3", [4, 4, 3, 3], 0.3)], "c3")], "y3")
+    b.node("Conv", [b.pad(r, z8, value=0.5), b.randw("w4", [4, 4, 3, 3], 0.3)], "y4")
+    for y, shape in (("y1", [1, 4, 4, 4]), ("y2", [1, 4, 5, 4]), ("y3", [1, 4, 4, 4]),
+                     ("y4", [1, 4, 4, 4])):
+        b.out(y, shape)
+
+
+@model("neg_pad2")
+def _(b):
+    r = b.node("Relu", [b.inp("x", [1, 4, 4, 4])], "r")
+    z8 = [0, 0, 1, 1, 0, 0, 1, 1]
+    b.node("Conv", [b.pad(r, z8, mode="reflect"), b.randw("w5", [4, 4, 3, 3], 0.3)], "y5")
+    b.node("Conv", [b.pad(r, [0, 1, 0, 0, 0, 1, 0, 0]), b.randw("w6", [4, 6, 1, 1], 0.3)],
+           "y6")
+    b.node("AveragePool", [b.pad(r, z8)], "y7", kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    b.node("AveragePool", [b.pad(r, [0, 0, 0, 0, 0, 0, 2, 0])], "y8", kernel_shape=[2, 2],
+           strides=[2, 2], ceil_mode=1)
+    for y, shape in (("y5", [1, 4, 4, 4]), ("y6", [1, 4, 4, 4]), ("y7", [1, 4, 6, 6]),
+                     ("y8", [1, 4, 3, 2])):
+        b.out(y, shape)
+
+
 def build(name, opset, fn):
     b = B(name)
     fn(b)
     # the oldest IR version that carries this opset, as that era's exporters wrote;
     # before IR 4 every initializer must also be listed as a graph input
-    ir = {6: 3, 9: 4, 12: 7, 13: 7}[opset]
+    ir = {6: 3, 9: 4, 10: 5, 12: 7, 13: 7, 18: 8}[opset]
     inputs = b.inputs + ([helper.make_tensor_value_info(t.name, t.data_type, t.dims)
                           for t in b.inits] if ir < 4 else [])
     g = helper.make_graph(b.nodes, name, inputs, b.outputs, b.inits)
     m = helper.make_model(g, producer_name="make_pass_models.py",
                           opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = ir
-    onnx.checker.check_model(m)
-    onnx.shape_inference.infer_shapes(m, check_type=True, strict_mode=True)
+    if opset <= onnx.defs.onnx_opset_version():  # onnx 1.12 stops at 17 (Pad-13)
+        onnx.checker.check_model(m)
+        onnx.shape_inference.infer_shapes(m, check_type=True, strict_mode=True)
     return m
 
 
