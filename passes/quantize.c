@@ -9,12 +9,14 @@
  *      Add/Sum of same-shape inputs, Mul of two activations (one may be broadcast per
  *      block, as a squeeze-excitation gate), Relu/Clip, and view ops (Flatten, Reshape, ...)
  *      whose input is INT8, Resize/Upsample whose input is INT8 (nearest, or linear over
- *      at most two axes), Transpose whose input is INT8 (a move of the codes).
+ *      at most two axes), Transpose whose input is INT8 (a move of the codes), Concat
+ *      (each input copied or requantized to the output's scale), Slice and Split
+ *      whose input is INT8 (moves of the codes).
  *      Everything else, nodes named in --fp32-nodes and nodes whose tensors lack a
  *      calibration stay float, with a -v line saying why;
  *   2. gives every INT8 tensor its storage type and scale: s8 (T/127) or u8 (T/255) as
- *      calibrated; max pooling, clamps, views, Resize and Transpose keep their input's
- *      scale (they only move, clamp or average values); the producers writing into one
+ *      calibrated; max pooling, clamps, views, Resize, Transpose, Slice and Split keep
+ *      their input's scale (they only move, clamp or average values); the producers writing into one
  *      concat buffer all use the buffer's scale, so the concat stays free (a max pool
  *      writing there requantizes);
  *   3. computes each INT8 node's kernel parameters (runtime/int8/oqci.h): per output channel
@@ -68,6 +70,9 @@ static const QOp ops[OQC_OP_COUNT] = {
     [OQC_OP_Resize] = {.lowers = 1, .kind = OQC_Q_RESIZE},
     [OQC_OP_Upsample] = {.lowers = 1, .kind = OQC_Q_RESIZE},
     [OQC_OP_Transpose] = {.lowers = 1, .kind = OQC_Q_TRANSPOSE},
+    [OQC_OP_Concat] = {.lowers = 1, .kind = OQC_Q_CONCAT},
+    [OQC_OP_Slice] = {.lowers = 1, .kind = OQC_Q_MOVE},
+    [OQC_OP_Split] = {.lowers = 1, .kind = OQC_Q_MOVE},
     [OQC_OP_Flatten] = {.lowers = 1, .kind = OQC_Q_VIEW},
     [OQC_OP_Reshape] = {.lowers = 1, .kind = OQC_Q_VIEW},
     [OQC_OP_Squeeze] = {.lowers = 1, .kind = OQC_Q_VIEW},
@@ -89,6 +94,8 @@ static const QKind kinds[OQC_Q_KIND_COUNT] = {
     [OQC_Q_CLAMP] = {.build = oqc_quant_build_clamp},
     [OQC_Q_RESIZE] = {.build = oqc_quant_build_resize},
     [OQC_Q_TRANSPOSE] = {.build = oqc_quant_build_transpose},
+    [OQC_Q_CONCAT] = {.can = oqc_quant_can_concat, .build = oqc_quant_build_concat},
+    [OQC_Q_MOVE] = {.build = oqc_quant_build_move},
     [OQC_Q_VIEW] = {.build = oqc_quant_build_view},
 };
 
@@ -161,8 +168,11 @@ static const char *float_reason(const Q *q, int i) {
         return "the INT8 backend has no kernel for this op";
     if (n->in[0] < 0 || !q->qdom[n->in[0]])
         return "its input is not INT8";
-    if (n->out[0] >= 0 && g->tensors[n->out[0]].view_base >= 0)
-        return "it writes into a concat buffer";
+    for (int k = 0; k < n->nout; k++)
+        if (n->out[k] < 0)
+            return "an output is omitted";
+        else if (g->tensors[n->out[k]].view_base >= 0)
+            return "it writes into a concat buffer";
     return "its bounds are not constants";
 }
 
@@ -391,9 +401,11 @@ static OqcQNode *lower_follower(Q *q, Plan *P, int i) {
     OqcGraph *g = q->g;
     const OqcNode *n = &g->nodes[i];
     char why[OQC_WHY_SIZE];
-    if (n->in[0] < 0 || (!q->qdom[n->in[0]] && !transposes_input(q, P, i)) ||
-        n->out[0] < 0 || g->tensors[n->out[0]].view_base >= 0)
+    if (n->in[0] < 0 || (!q->qdom[n->in[0]] && !transposes_input(q, P, i)))
         return NULL;
+    for (int k = 0; k < n->nout; k++)
+        if (n->out[k] < 0 || g->tensors[n->out[k]].view_base >= 0)
+            return NULL;
     /* a view runs nothing: --fp32-nodes leaves it a view of its input */
     if (ops[n->op].kind != OQC_Q_VIEW && in_list(q->cfg->fp32_nodes, n->name))
         return NULL;
@@ -613,7 +625,7 @@ static void report(const Q *q, const Plan *P) {
     oqc_info(q->d, "quantize: %d nodes INT8 (Conv %d, Gemm %d, MatMul %d, MaxPool %d, "
                    "AveragePool %d, GlobalAveragePool %d, Add %d, Sum %d, Mul %d, Relu %d, "
                    "Clip %d, Resize %d, Transpose %d, ConvTranspose %d, tables %d of %d nodes, "
-                   "views %d), "
+                   "views %d, Concat %d, Slice %d, Split %d), "
                    "%d float; %d Quantize and %d Dequantize inserted; requant %s",
              P->nint8, nq[OQC_OP_Conv], nq[OQC_OP_Gemm], nq[OQC_OP_MatMul], nq[OQC_OP_MaxPool],
              nq[OQC_OP_AveragePool], nq[OQC_OP_GlobalAveragePool], nq[OQC_OP_Add],
@@ -623,6 +635,7 @@ static void report(const Q *q, const Plan *P) {
              P->nlut_nodes,
              nq[OQC_OP_Flatten] + nq[OQC_OP_Reshape] + nq[OQC_OP_Squeeze] +
                  nq[OQC_OP_Unsqueeze] + nq[OQC_OP_Identity],
+             nq[OQC_OP_Concat], nq[OQC_OP_Slice], nq[OQC_OP_Split],
              P->nfloat, P->nquant, P->ndequant,
              q->cfg->requant == OQCI_REQ_FIXED ? "fixed" : "float");
 }
