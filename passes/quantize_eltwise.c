@@ -288,7 +288,9 @@ int oqc_quant_can_concat(const Q *q, int i, char *why) {
 }
 
 /* Input k: copied when it has the output's scale and type, else requantized with
- * M = s_k / s_y (oqci_requant: float32 M, or fixed point). */
+ * M = s_k / s_y (oqci_requant: float32 M, or fixed point).  Every input must be INT8
+ * already (the Concat moves codes; Quantize nodes in front of it would only add
+ * rounding to values the float Concat passes on exactly). */
 int oqc_quant_build_concat(Q *q, int i, OqcQNode *qn, char *why) {
     OqcGraph *g = q->g;
     const OqcNode *n = &g->nodes[i];
@@ -311,6 +313,9 @@ int oqc_quant_build_concat(Q *q, int i, OqcQNode *qn, char *why) {
     oqc_quant_clamp_of(NULL, p->out_type, qy->scale, &p->lo, &p->hi);
     for (int k = 0; k < n->nin; k++) {
         const OqcQuant *qx = cal(q, n->in[k]);
+        /* a float input would be rounded here only: the float Concat keeps its value */
+        if (!q->qdom[n->in[k]])
+            return FAIL("input '%s' is not INT8", TT(q, n->in[k])->name);
         if (!qx || qx->ch_scale)
             return FAIL("input '%s' has no single calibrated scale", TT(q, n->in[k])->name);
         part[k] = (OqciConcatPart){.size = TT(q, n->in[k])->shape.d[axis] * inner,

@@ -19,6 +19,8 @@ Makes, in models/move/ (or --out DIR), for each model NAME:
                 back); a 1x1 conv ends it.
   slice_steps   Conv, Relu, a Slice with negative and positive steps on three axes
                 (channels backwards by 2, rows by 2, columns backwards by 3), 1x1 conv.
+  concat_input  a Concat of the graph input and a conv's output (in INT8 it stays
+                float: its first input is not INT8).
 
 Weights come from numpy RandomState seeded from the model name (zlib.crc32), as in
 models/tiny/make_tiny.py; every model passes onnx.checker.check_model and strict shape
@@ -193,6 +195,15 @@ def _():
     # channels 5, 3, 1; rows 1, 3, 5, 7; columns 7, 4, 1
     sl = b.slice(c, "sl", [5, 1, -1], [-7, 8, -9], [1, 2, 3], [-2, 2, -3])
     return b.finish(b.conv(sl, 2, 1, "y"))
+
+
+@model("concat_input")
+def _():
+    b = B("concat_input", [1, 2, 5, 5])
+    a = b.conv("x", 3, 3, "a", pad=1, relu=True)
+    # the graph input is float where the Concat reads it: the Concat stays float
+    cat = b.concat(["x", a], "cat", 1)
+    return b.finish(b.conv(cat, 2, 1, "y"))
 
 
 def save_npy(path, a):

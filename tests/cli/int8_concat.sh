@@ -13,7 +13,8 @@
 #     output's scale) and requantized ones;
 #   - the emitted C (gcc, and clang in the default configuration, -std=c99 -pedantic
 #     -Werror) gives oqc eval's bits, in float and fixed requantization;
-#   - --fp32-nodes keeps a Concat float, and -v says so.
+#   - --fp32-nodes keeps a Concat float, and so does a float input (concat_input: the
+#     graph input), and -v says why.
 . tests/cli/lib.sh
 FULL=0
 [ "${OQC_CONFIG:-default}" = default ] && FULL=1
@@ -79,4 +80,15 @@ grep -q "'Concat_3' (Concat) stays float: named in --fp32-nodes" "$TMP/fp.txt" &
     grep -q "Concat 3, Slice 0, Split 0), 1 float" "$TMP/fp.txt" &&
     ok "--fp32-nodes keeps a Concat float, -v says why" ||
     fail "--fp32-nodes Concat_3: $(grep -E 'Concat_3|nodes INT8' "$TMP/fp.txt")"
+X=$D/concat_input_x.npy
+"$OQC" run $D/concat_input.onnx --input $X -o "$TMP/f.npy" -q || fail "concat_input: run"
+line=$("$CMP" "$TMP/f.npy" $D/concat_input_ref.npy)
+rel=$(field rel "$line")
+awk -v r="${rel:-1}" 'BEGIN { exit !(r <= 1e-5) }' &&
+    ok "concat_input: FP32 matches the numpy reference (rel $rel <= 1e-5)" || fail "concat_input FP32: $line"
+"$OQC" eval $D/concat_input.onnx --data $X --calib $X -v >"$TMP/ci.txt" 2>&1 || fail "eval concat_input"
+grep -q "'Concat_2' (Concat) stays float: input 'x' is not INT8" "$TMP/ci.txt" &&
+    grep -q "Concat 0, Slice 0, Split 0), 1 float" "$TMP/ci.txt" &&
+    ok "a Concat reading a float tensor stays float, -v says why" ||
+    fail "concat_input: $(grep -E 'Concat_2|nodes INT8' "$TMP/ci.txt")"
 finish
