@@ -625,8 +625,9 @@ static void report(const Q *q, const Plan *P) {
     oqc_info(q->d, "quantize: %d nodes INT8 (Conv %d, Gemm %d, MatMul %d, MaxPool %d, "
                    "AveragePool %d, GlobalAveragePool %d, Add %d, Sum %d, Mul %d, Relu %d, "
                    "Clip %d, Resize %d, Transpose %d, ConvTranspose %d, tables %d of %d nodes, "
-                   "views %d, Concat %d, Slice %d, Split %d), "
-                   "%d float; %d Quantize and %d Dequantize inserted; requant %s",
+                   "views %d), "
+                   "%d float; %d Quantize and %d Dequantize inserted; requant %s; "
+                   "data movement: Concat %d, Slice %d, Split %d",
              P->nint8, nq[OQC_OP_Conv], nq[OQC_OP_Gemm], nq[OQC_OP_MatMul], nq[OQC_OP_MaxPool],
              nq[OQC_OP_AveragePool], nq[OQC_OP_GlobalAveragePool], nq[OQC_OP_Add],
              nq[OQC_OP_Sum], nq[OQC_OP_Mul], nq[OQC_OP_Relu], nq[OQC_OP_Clip],
@@ -635,9 +636,9 @@ static void report(const Q *q, const Plan *P) {
              P->nlut_nodes,
              nq[OQC_OP_Flatten] + nq[OQC_OP_Reshape] + nq[OQC_OP_Squeeze] +
                  nq[OQC_OP_Unsqueeze] + nq[OQC_OP_Identity],
-             nq[OQC_OP_Concat], nq[OQC_OP_Slice], nq[OQC_OP_Split],
              P->nfloat, P->nquant, P->ndequant,
-             q->cfg->requant == OQCI_REQ_FIXED ? "fixed" : "float");
+             q->cfg->requant == OQCI_REQ_FIXED ? "fixed" : "float", nq[OQC_OP_Concat],
+             nq[OQC_OP_Slice], nq[OQC_OP_Split]);
 }
 
 int pass_quantize(OqcGraph *g, OqcDiag *d) {
