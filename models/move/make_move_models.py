@@ -38,14 +38,6 @@ from onnx import TensorProto, helper, numpy_helper
 F = TensorProto.FLOAT
 OUT = os.path.dirname(os.path.abspath(__file__))
 SAMPLES = 8
-MODELS = []  # (name, builder)
-
-
-def model(name):
-    def deco(fn):
-        MODELS.append((name, fn))
-        return fn
-    return deco
 
 
 class B:
@@ -151,8 +143,7 @@ def conv_ref(x, w, bias, group, pad, strides):
     return y
 
 
-@model("dense_block")
-def _():
+def dense_block():
     b = B("dense_block", [1, 3, 8, 8])
     a = b.conv("x", 4, 3, "a", pad=1)                  # s8: no Relu
     r = b.conv(a, 4, 3, "b", pad=1, relu=True)         # u8; read by four Concats
@@ -168,8 +159,7 @@ def _():
     return b.finish(y)
 
 
-@model("shuffle_unit")
-def _():
+def shuffle_unit():
     b = B("shuffle_unit", [1, 8, 6, 6])
     s = b.conv("x", 8, 1, "s", relu=True)
     x1 = b.slice(s, "x1", [0], [4], [1])
@@ -188,8 +178,7 @@ def _():
     return b.finish(b.conv(sh2, 4, 1, "y"))
 
 
-@model("slice_steps")
-def _():
+def slice_steps():
     b = B("slice_steps", [1, 4, 8, 8])
     c = b.conv("x", 6, 3, "c", pad=1, relu=True)
     # channels 5, 3, 1; rows 1, 3, 5, 7; columns 7, 4, 1
@@ -197,13 +186,15 @@ def _():
     return b.finish(b.conv(sl, 2, 1, "y"))
 
 
-@model("concat_input")
-def _():
+def concat_input():
     b = B("concat_input", [1, 2, 5, 5])
     a = b.conv("x", 3, 3, "a", pad=1, relu=True)
     # the graph input is float where the Concat reads it: the Concat stays float
     cat = b.concat(["x", a], "cat", 1)
     return b.finish(b.conv(cat, 2, 1, "y"))
+
+
+MODELS = [dense_block, shuffle_unit, slice_steps, concat_input]
 
 
 def save_npy(path, a):
@@ -216,7 +207,8 @@ def main():
     ap.add_argument("--out", default=OUT)
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    for name, fn in MODELS:
+    for fn in MODELS:
+        name = fn.__name__
         m, x, y = fn()
         onnx.checker.check_model(m)
         onnx.shape_inference.infer_shapes(m, strict_mode=True)
