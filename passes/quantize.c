@@ -16,9 +16,10 @@
  *      calibration stay float, with a -v line saying why;
  *   2. gives every INT8 tensor its storage type and scale: s8 (T/127) or u8 (T/255) as
  *      calibrated; max pooling, clamps, views, Resize, Transpose, Slice and Split keep
- *      their input's scale (they only move, clamp or average values); the producers writing into one
- *      concat buffer all use the buffer's scale, so the concat stays free (a max pool
- *      writing there requantizes);
+ *      their input's scale (they only move, clamp or average values); the producers
+ *      writing into one concat buffer all use the buffer's scale, so the concat stays
+ *      free (a max pool writing there requantizes); a Concat that stays a node
+ *      requantizes the inputs not at its output's scale;
  *   3. computes each INT8 node's kernel parameters (runtime/int8/oqci.h): per output channel
  *      weight scales max|W[k]|/127 (no saturation; an all-zero channel gets scale 1;
  *      /63 and so on with cfg->weight_bits 7 or fewer, then every conv has wpair16),

@@ -353,13 +353,13 @@ static inline int32_t oqc_weight_qmax(const OqcQuantConfig *cfg) {
     return (int32_t)(1 << (oqc_weight_bits(cfg) - 1)) - 1;
 }
 
+/* The most inputs an INT8 Concat takes (the FP32 executor's limit too). */
+#define OQC_CONCAT_MAX_IN 256
+
 /* What an INT8 node runs (the runtime's parameter structs, see runtime/int8/oqci.h).
  * Each kind has its test and parameters in passes/quantize_<family>.c (hooks in
  * quantize.c's kinds[] table), its run function in exec/exec_q.c and its emission in
  * backend/emit_q.c, the last two in tables indexed by kind. */
-/* The most inputs an INT8 Concat takes (the FP32 executor's limit too). */
-#define OQC_CONCAT_MAX_IN 256
-
 typedef enum OqcQKind {
     OQC_Q_CONV,         /* Conv, Gemm, MatMul: one oqci_conv per output (merged convs) */
     OQC_Q_DECONV,       /* ConvTranspose: oqci_deconv */
