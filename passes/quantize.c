@@ -9,14 +9,17 @@
  *      Add/Sum of same-shape inputs, Mul of two activations (one may be broadcast per
  *      block, as a squeeze-excitation gate), Relu/Clip, and view ops (Flatten, Reshape, ...)
  *      whose input is INT8, Resize/Upsample whose input is INT8 (nearest, or linear over
- *      at most two axes), Transpose whose input is INT8 (a move of the codes).
+ *      at most two axes), Transpose whose input is INT8 (a move of the codes), Concat
+ *      (each input copied or requantized to the output's scale), Slice and Split
+ *      whose input is INT8 (moves of the codes).
  *      Everything else, nodes named in --fp32-nodes and nodes whose tensors lack a
  *      calibration stay float, with a -v line saying why;
  *   2. gives every INT8 tensor its storage type and scale: s8 (T/127) or u8 (T/255) as
- *      calibrated; max pooling, clamps, views, Resize and Transpose keep their input's
- *      scale (they only move, clamp or average values); the producers writing into one
- *      concat buffer all use the buffer's scale, so the concat stays free (a max pool
- *      writing there requantizes);
+ *      calibrated; max pooling, clamps, views, Resize, Transpose, Slice and Split keep
+ *      their input's scale (they only move, clamp or average values); the producers
+ *      writing into one concat buffer all use the buffer's scale, so the concat stays
+ *      free (a max pool writing there requantizes); a Concat that stays a node
+ *      requantizes the inputs not at its output's scale;
  *   3. computes each INT8 node's kernel parameters (runtime/int8/oqci.h): per output channel
  *      weight scales max|W[k]|/127 (no saturation; an all-zero channel gets scale 1;
  *      /63 and so on with cfg->weight_bits 7 or fewer, then every conv has wpair16),
@@ -70,6 +73,9 @@ static const QOp ops[OQC_OP_COUNT] = {
     [OQC_OP_Transpose] = {.lowers = 1, .kind = OQC_Q_TRANSPOSE},
     [OQC_OP_DepthToSpace] = {.lowers = 1, .kind = OQC_Q_TRANSPOSE},
     [OQC_OP_SpaceToDepth] = {.lowers = 1, .kind = OQC_Q_TRANSPOSE},
+    [OQC_OP_Concat] = {.lowers = 1, .kind = OQC_Q_CONCAT},
+    [OQC_OP_Slice] = {.lowers = 1, .kind = OQC_Q_MOVE},
+    [OQC_OP_Split] = {.lowers = 1, .kind = OQC_Q_MOVE},
     [OQC_OP_Flatten] = {.lowers = 1, .kind = OQC_Q_VIEW},
     [OQC_OP_Reshape] = {.lowers = 1, .kind = OQC_Q_VIEW},
     [OQC_OP_Squeeze] = {.lowers = 1, .kind = OQC_Q_VIEW},
@@ -91,6 +97,8 @@ static const QKind kinds[OQC_Q_KIND_COUNT] = {
     [OQC_Q_CLAMP] = {.build = oqc_quant_build_clamp},
     [OQC_Q_RESIZE] = {.build = oqc_quant_build_resize},
     [OQC_Q_TRANSPOSE] = {.build = oqc_quant_build_transpose},
+    [OQC_Q_CONCAT] = {.can = oqc_quant_can_concat, .build = oqc_quant_build_concat},
+    [OQC_Q_MOVE] = {.build = oqc_quant_build_move},
     [OQC_Q_VIEW] = {.build = oqc_quant_build_view},
 };
 
@@ -163,8 +171,11 @@ static const char *float_reason(const Q *q, int i) {
         return "the INT8 backend has no kernel for this op";
     if (n->in[0] < 0 || !q->qdom[n->in[0]])
         return "its input is not INT8";
-    if (n->out[0] >= 0 && g->tensors[n->out[0]].view_base >= 0)
-        return "it writes into a concat buffer";
+    for (int k = 0; k < n->nout; k++)
+        if (n->out[k] < 0)
+            return "an output is omitted";
+        else if (g->tensors[n->out[k]].view_base >= 0)
+            return "it writes into a concat buffer";
     return "its bounds are not constants";
 }
 
@@ -393,9 +404,11 @@ static OqcQNode *lower_follower(Q *q, Plan *P, int i) {
     OqcGraph *g = q->g;
     const OqcNode *n = &g->nodes[i];
     char why[OQC_WHY_SIZE];
-    if (n->in[0] < 0 || (!q->qdom[n->in[0]] && !transposes_input(q, P, i)) ||
-        n->out[0] < 0 || g->tensors[n->out[0]].view_base >= 0)
+    if (n->in[0] < 0 || (!q->qdom[n->in[0]] && !transposes_input(q, P, i)))
         return NULL;
+    for (int k = 0; k < n->nout; k++)
+        if (n->out[k] < 0 || g->tensors[n->out[k]].view_base >= 0)
+            return NULL;
     /* a view runs nothing: --fp32-nodes leaves it a view of its input */
     if (ops[n->op].kind != OQC_Q_VIEW && in_list(q->cfg->fp32_nodes, n->name))
         return NULL;
@@ -616,7 +629,8 @@ static void report(const Q *q, const Plan *P) {
                    "AveragePool %d, GlobalAveragePool %d, Add %d, Sum %d, Mul %d, Relu %d, "
                    "Clip %d, Resize %d, Transpose %d, ConvTranspose %d, tables %d of %d nodes, "
                    "views %d), "
-                   "%d float; %d Quantize and %d Dequantize inserted; requant %s",
+                   "%d float; %d Quantize and %d Dequantize inserted; requant %s; "
+                   "data movement: Concat %d, Slice %d, Split %d",
              P->nint8, nq[OQC_OP_Conv], nq[OQC_OP_Gemm], nq[OQC_OP_MatMul], nq[OQC_OP_MaxPool],
              nq[OQC_OP_AveragePool], nq[OQC_OP_GlobalAveragePool], nq[OQC_OP_Add],
              nq[OQC_OP_Sum], nq[OQC_OP_Mul], nq[OQC_OP_Relu], nq[OQC_OP_Clip],
@@ -626,7 +640,8 @@ static void report(const Q *q, const Plan *P) {
              nq[OQC_OP_Flatten] + nq[OQC_OP_Reshape] + nq[OQC_OP_Squeeze] +
                  nq[OQC_OP_Unsqueeze] + nq[OQC_OP_Identity],
              P->nfloat, P->nquant, P->ndequant,
-             q->cfg->requant == OQCI_REQ_FIXED ? "fixed" : "float");
+             q->cfg->requant == OQCI_REQ_FIXED ? "fixed" : "float", nq[OQC_OP_Concat],
+             nq[OQC_OP_Slice], nq[OQC_OP_Split]);
 }
 
 int pass_quantize(OqcGraph *g, OqcDiag *d) {

@@ -1,9 +1,11 @@
 /* quantize_eltwise.c - pass "quantize", the element-wise and data-movement kinds:
  * OQC_Q_ADD (Add, Sum with a fused Relu/Clip: oqci_add), OQC_Q_MUL (Mul of two
  * activations: oqci_mul), and the kinds that follow their input into INT8 at its scale:
- * OQC_Q_CLAMP (Relu, Clip: oqci_clamp), OQC_Q_RESIZE (Resize, Upsample), OQC_Q_TRANSPOSE
- * and OQC_Q_VIEW (Flatten, Reshape, ...).  For each, whether a node can run in INT8
- * (step 1, ADD and MUL) and its kernel parameters (step 3); see quantize.c for the pass.
+ * OQC_Q_CLAMP (Relu, Clip: oqci_clamp), OQC_Q_RESIZE (Resize, Upsample), OQC_Q_TRANSPOSE,
+ * OQC_Q_VIEW (Flatten, Reshape, ...) and OQC_Q_MOVE (Slice, Split); and OQC_Q_CONCAT
+ * (Concat: oqci_concat, the inputs at their own scales).  For each, whether a node can
+ * run in INT8 (step 1, ADD, MUL and CONCAT) and its kernel parameters (step 3); see
+ * quantize.c for the pass.
  * Element-wise functions of one tensor are tables (quantize_lut.c). */
 #include "quantize_int.h"
 
@@ -269,6 +271,79 @@ int oqc_quant_build_transpose(Q *q, int i, OqcQNode *qn, char *why) {
     const OqcQuant *qx = &TT(q, base_of(g, n->in[0]))->quant;
     g->tensors[n->out[0]].quant = *qx;
     qn->kind = OQC_Q_TRANSPOSE;
+    qn->in_type = qn->out_type = qtype(qx);
+    return 0;
+}
+
+/* Concat: activations along one axis; each input's scale and type its own. At most
+ * OQC_CONCAT_MAX_IN inputs (the FP32 Concat's limit too). */
+int oqc_quant_can_concat(const Q *q, int i, char *why) {
+    const OqcNode *n = &q->g->nodes[i];
+    if (n->nin > OQC_CONCAT_MAX_IN)
+        return WHY("%d inputs (INT8 Concat takes at most %d)", n->nin, OQC_CONCAT_MAX_IN);
+    if (n->nout != 1 || TT(q, n->out[0])->view_base >= 0)
+        return WHY("it writes into a concat buffer");
+    for (int k = 0; k < n->nin; k++) {
+        const OqcTensor *x = n->in[k] >= 0 ? TT(q, n->in[k]) : NULL;
+        if (!x || x->is_const || x->dtype != OQCF_FLOAT || x->view_base >= 0)
+            return WHY("input %d is not a float activation", k);
+    }
+    return 1;
+}
+
+/* Input k: copied when it has the output's scale and type, else requantized with
+ * M = s_k / s_y (oqci_requant: float32 M, or fixed point).  Every input must be INT8
+ * already (the Concat moves codes; Quantize nodes in front of it would only add
+ * rounding to values the float Concat passes on exactly). */
+int oqc_quant_build_concat(Q *q, int i, OqcQNode *qn, char *why) {
+    OqcGraph *g = q->g;
+    const OqcNode *n = &g->nodes[i];
+    const OqcShape *ys = &TT(q, n->out[0])->shape;
+    const OqcQuant *qy = cal(q, n->out[0]);
+    int axis = (int)oqc_attr_int(n, "axis", 0);
+    axis += axis < 0 ? ys->rank : 0;
+    if (!qy || axis < 0 || axis >= ys->rank)
+        return FAIL("its output has no calibration or axis %d is out of range", axis);
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < ys->rank; d++)
+        if (d < axis)
+            outer *= ys->d[d];
+        else if (d > axis)
+            inner *= ys->d[d];
+    OqciConcatPart *part = oqc_arena_alloc(g->arena, (size_t)n->nin * sizeof *part);
+    OqciConcat *p = &qn->concat;
+    qn->kind = OQC_Q_CONCAT;
+    *p = (OqciConcat){.outer = outer, .ninputs = n->nin, .out_type = qtype(qy), .part = part};
+    oqc_quant_clamp_of(NULL, p->out_type, qy->scale, &p->lo, &p->hi);
+    for (int k = 0; k < n->nin; k++) {
+        const OqcQuant *qx = cal(q, n->in[k]);
+        /* a float input would be rounded here only: the float Concat keeps its value */
+        if (!q->qdom[n->in[k]])
+            return FAIL("input '%s' is not INT8", TT(q, n->in[k])->name);
+        if (!qx || qx->ch_scale)
+            return FAIL("input '%s' has no single calibrated scale", TT(q, n->in[k])->name);
+        part[k] = (OqciConcatPart){.size = TT(q, n->in[k])->shape.d[axis] * inner,
+                                   .in_type = qtype(qx)};
+        if (qx->scale == qy->scale && part[k].in_type == p->out_type)
+            continue;   /* the same codes */
+        double M = (double)qx->scale / qy->scale;
+        part[k].requant = 1;
+        if (oqc_quant_requant(q, &M, 1, 0, &part[k].rq, why) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Slice, Split: the codes moved by the FP32 op's kernel (one-byte elements); every
+ * output keeps the input's scale and type. */
+int oqc_quant_build_move(Q *q, int i, OqcQNode *qn, char *why) {
+    OqcGraph *g = q->g;
+    const OqcNode *n = &g->nodes[i];
+    (void)why;
+    const OqcQuant *qx = &TT(q, base_of(g, n->in[0]))->quant;
+    for (int k = 0; k < n->nout; k++)
+        g->tensors[n->out[k]].quant = *qx;
+    qn->kind = OQC_Q_MOVE;
     qn->in_type = qn->out_type = qtype(qx);
     return 0;
 }

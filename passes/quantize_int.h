@@ -8,7 +8,7 @@
  *   - one file per family of kinds, each kind's "can it run in INT8" test (step 1), its
  *     kernel parameters (step 3) and its int32 output (step 3b): quantize_conv.c (CONV,
  *     DECONV), quantize_pool.c (MAXPOOL, AVGPOOL), quantize_eltwise.c (ADD, MUL, CLAMP,
- *     RESIZE, VIEW), quantize_lut.c (LUT);
+ *     RESIZE, TRANSPOSE, VIEW, CONCAT, MOVE), quantize_lut.c (LUT);
  *   - quantize_params.c: the parameter pieces every kind uses (requantization, clamps,
  *     biases, channel views). */
 #ifndef OQC_QUANTIZE_INT_H
@@ -111,6 +111,12 @@ int oqc_quant_build_clamp(Q *q, int i, OqcQNode *qn, char *why);
 int oqc_quant_build_resize(Q *q, int i, OqcQNode *qn, char *why);
 int oqc_quant_build_view(Q *q, int i, OqcQNode *qn, char *why);
 int oqc_quant_build_transpose(Q *q, int i, OqcQNode *qn, char *why);
+/* CONCAT (Concat of activations along any axis: oqci_concat, each input copied or
+ * requantized to the output's calibrated scale) and MOVE (Slice, Split: the FP32 op's
+ * kernel on the codes, every output at the input's scale). */
+int oqc_quant_can_concat(const Q *q, int i, char *why);
+int oqc_quant_build_concat(Q *q, int i, OqcQNode *qn, char *why);
+int oqc_quant_build_move(Q *q, int i, OqcQNode *qn, char *why);
 
 /* quantize_lut.c: the cluster of float element-wise nodes ending at node `root` that
  * computes a function of one tensor (see quantize_lut.c): its nodes (root included, at

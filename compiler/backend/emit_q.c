@@ -308,6 +308,32 @@ static void em_transpose(Em *m, int node, FILE *b) {
         oqc_em_transpose_call(m, node, n->q->perm, 1, xin(m, n, 0), yout(m, n, 0), b);
 }
 
+/* OQC_Q_CONCAT: OqciConcatPart q<node>_parts[], OqciConcat q<node>, oqci_concat on an
+ * array of the input pointers. */
+static void em_concat(Em *m, int node, FILE *b) {
+    const OqcNode *n = &m->g->nodes[node];
+    const OqciConcat *p = &n->q->concat;
+    oqc_em_use_kernel(m, "oqci_concat.c");
+    FILE *f = oqc_em_decl(m);
+    const char **rqs = oqc_arena_alloc(m->a, (size_t)p->ninputs * sizeof *rqs);
+    for (int k = 0; k < p->ninputs; k++)   /* (the arrays first: one per requantized input) */
+        rqs[k] = p->part[k].requant
+                     ? q_requant(m, oqc_arena_printf(m->a, "_%d", k), &p->part[k].rq, 1)
+                     : Q_RQ_UNUSED;
+    fprintf(f, "static const OqciConcatPart q%d_parts[%d] = {", node, p->ninputs);
+    for (int k = 0; k < p->ninputs; k++)
+        fprintf(f, "%s\n    {.size = %" PRId64 ", .in_type = %s, .requant = %d,\n     .rq = %s}",
+                k ? "," : "", p->part[k].size, oqc_em_qtype_name(p->part[k].in_type),
+                p->part[k].requant, rqs[k]);
+    fprintf(f, "};\nstatic const OqciConcat q%d = {.outer = %" PRId64 ", .ninputs = %d, "
+               ".out_type = %s, .lo = %d, .hi = %d,\n    .part = q%d_parts};\n",
+            node, p->outer, p->ninputs, oqc_em_qtype_name(p->out_type), p->lo, p->hi, node);
+    fprintf(b, "    {\n        const void *x_[%d];\n", p->ninputs);
+    for (int k = 0; k < p->ninputs; k++)
+        fprintf(b, "        x_[%d] = %s;\n", k, xin(m, n, k));
+    fprintf(b, "        TRY(oqci_concat(&q%d, x_, %s));\n    }\n", node, yout(m, n, 0));
+}
+
 /* OQC_Q_QUANTIZE: oqci_quantize. */
 static void em_quantize(Em *m, int node, FILE *b) {
     const OqcNode *n = &m->g->nodes[node];
@@ -354,6 +380,8 @@ static void (*const emit_kind[OQC_Q_KIND_COUNT])(Em *m, int node, FILE *b) = {
     [OQC_Q_VIEW] = NULL,
     [OQC_Q_RESIZE] = em_resize,
     [OQC_Q_TRANSPOSE] = em_transpose,
+    [OQC_Q_CONCAT] = em_concat,
+    [OQC_Q_MOVE] = NULL,   /* prepared as the FP32 op: written by its family (emit_node.c) */
     [OQC_Q_QUANTIZE] = em_quantize,
     [OQC_Q_DEQUANTIZE] = em_dequantize,
 };

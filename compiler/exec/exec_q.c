@@ -92,6 +92,15 @@ static int run_transpose(OqcExec *e, int node) {
     return 0;
 }
 
+/* OQC_Q_CONCAT: oqci_concat on the inputs' codes. */
+static int run_concat(OqcExec *e, int node) {
+    const void *xs[OQC_CONCAT_MAX_IN];
+    for (int k = 0; k < N(e, node)->nin; k++)
+        xs[k] = XIN(e, node, k);
+    CHECK(oqci_concat(&N(e, node)->q->concat, xs, YOUT(e, node, 0)));
+    return 0;
+}
+
 static int run_quantize(OqcExec *e, int node) {
     const OqcQNode *q = N(e, node)->q;
     CHECK(oqci_quantize(XIN(e, node, 0), YOUT(e, node, 0), q->out_type, q->count, q->scale));
@@ -124,6 +133,8 @@ static int (*const run_kind[OQC_Q_KIND_COUNT])(OqcExec *e, int node) = {
     [OQC_Q_VIEW] = NULL,
     [OQC_Q_RESIZE] = run_resize,
     [OQC_Q_TRANSPOSE] = run_transpose,
+    [OQC_Q_CONCAT] = run_concat,
+    [OQC_Q_MOVE] = NULL,   /* prepared as the FP32 op (oqc_exec_prepare_q) */
     [OQC_Q_QUANTIZE] = run_quantize,
     [OQC_Q_DEQUANTIZE] = run_dequantize,
 };
@@ -161,6 +172,10 @@ int oqc_exec_prepare_q(OqcExec *e, int node, OqcDiag *d) {
     ExecNode *x = EN(e, node);
     if ((unsigned)kind >= OQC_Q_KIND_COUNT)
         return oqc_err_node(d, e->g, node, "internal: unknown INT8 kernel %d", (int)kind);
+    /* Slice, Split: the float op's preparation and run function, whose kernels move
+     * elements of the tensors' size (one byte here); the emitter writes the same call */
+    if (kind == OQC_Q_MOVE)
+        return oqc_op_prepare(e, node, d);
     x->run = run_kind[kind];
     x->kind = x->run ? EXEC_Q : EXEC_NONE;
     q_scratch(e, node, &x->scratch, &x->scratch_noamx);

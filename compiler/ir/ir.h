@@ -353,6 +353,9 @@ static inline int32_t oqc_weight_qmax(const OqcQuantConfig *cfg) {
     return (int32_t)(1 << (oqc_weight_bits(cfg) - 1)) - 1;
 }
 
+/* The most inputs an INT8 Concat takes (the FP32 executor's limit too). */
+#define OQC_CONCAT_MAX_IN 256
+
 /* What an INT8 node runs (the runtime's parameter structs, see runtime/int8/oqci.h).
  * Each kind has its test and parameters in passes/quantize_<family>.c (hooks in
  * quantize.c's kinds[] table), its run function in exec/exec_q.c and its emission in
@@ -370,8 +373,13 @@ typedef enum OqcQKind {
     OQC_Q_VIEW,         /* Flatten, Reshape, ...: nothing runs (a view of the input) */
     OQC_Q_RESIZE,       /* Resize / Upsample at the input's scale: nearest moves codes
                            (oqcf_resize on bytes, tables in rs), linear runs oqci_resize */
-    OQC_Q_TRANSPOSE,    /* Transpose, DepthToSpace, SpaceToDepth at the input's scale: moves the codes (oqcf_transpose
-                           on bytes, perm) */
+    OQC_Q_TRANSPOSE,    /* Transpose, DepthToSpace, SpaceToDepth at the input's scale:
+                           moves the codes (oqcf_transpose on bytes, perm, view) */
+    OQC_Q_CONCAT,       /* Concat: each input's codes copied or requantized to the
+                           output's scale (oqci_concat) */
+    OQC_Q_MOVE,         /* Slice, Split at the input's scale: the FP32 op's own kernel
+                           moves the codes as one-byte elements (the executor prepares
+                           and the emitter writes the node as the float op's) */
     OQC_Q_QUANTIZE,     /* float -> s8/u8 at an FP32/INT8 boundary: oqci_quantize */
     OQC_Q_DEQUANTIZE,   /* s8/u8 -> float at an INT8/FP32 boundary: oqci_dequantize */
     OQC_Q_KIND_COUNT    /* the number of kinds (table sizes) */
@@ -401,6 +409,8 @@ typedef struct OqcQNode {
     int perm[OQC_MAX_RANK];  /* TRANSPOSE: output dim j is input dim perm[j] */
     OqcShape view;       /* TRANSPOSE: the input seen as this shape (DepthToSpace,
                           * SpaceToDepth: their 6-D view); rank 0: its own shape */
+    OqciConcat concat;   /* CONCAT (its parts in the graph's arena; at most
+                            OQC_CONCAT_MAX_IN inputs) */
 } OqcQNode;
 
 #endif

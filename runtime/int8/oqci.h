@@ -421,6 +421,32 @@ int oqci_clamp(const void *x, int32_t in_type, void *y, int32_t out_type, int64_
  * this way; the compiler computes the 256 entries. y may equal x. */
 int oqci_lut(const void *x, void *y, int64_t count, const uint8_t *table);
 
+/* ---- Concat (oqci_concat.c) ---------------------------------------------------------- */
+
+/* Concat of 8-bit tensors along one axis, each input at its own scale and type.  With
+ * the dims before the axis flattened into `outer`, input i is outer rows of size[i]
+ * codes (its extent on the axis times the elements after it) and output row o is the
+ * inputs' rows o one after the other.  Input i's codes are copied (requant 0: its type
+ * is the output's and its scale too) or requantized to the output's scale, y =
+ * oqci_requant(q, rq, 0, lo, hi) with M = s_i / s_y (requant 1: any scales, any types;
+ * an s8 input into a u8 output clamps its negative codes to lo).  Rounding and
+ * saturation are oqci_requant's, so the code of a dequantized value requantized at
+ * s_y.  x[i] may be NULL when size[i] or outer is 0. */
+typedef struct OqciConcatPart {
+    int64_t size;                 /* codes per row: extent on the axis x inner elements */
+    int32_t in_type;              /* OQCI_S8 / OQCI_U8 */
+    int32_t requant;              /* 0: copy the codes; 1: requantize with rq */
+    OqciRequant rq;               /* one entry: s_i / s_y */
+} OqciConcatPart;
+typedef struct OqciConcat {
+    int64_t outer;                /* product of the dims before the axis */
+    int32_t ninputs;              /* >= 1 */
+    int32_t out_type;             /* OQCI_S8 / OQCI_U8 */
+    int32_t lo, hi;               /* clamp of the requantized codes */
+    const OqciConcatPart *part;   /* ninputs parts, in the output's order */
+} OqciConcat;
+int oqci_concat(const OqciConcat *p, const void *const *x, void *y);
+
 /* ---- ConvTranspose (oqci_deconv.c) ---------------------------------------------------- */
 
 /* 2-D ConvTranspose of 8-bit codes with per-output-channel int8 weights: per image,
