@@ -42,6 +42,11 @@ int pass_quantize(OqcGraph *g, OqcDiag *d);
 #define OQC_WHY_SIZE 256
 int oqc_pass_act_of(const OqcGraph *g, int node, OqcfAct *act, char *why);
 
+/* fold_matmul.c (part of pass_fold_bn): Add/Mul by per-column constants folded into the
+ * MatMul before them, on a linked graph. st: MatMuls rewritten, Mul and Add folded,
+ * MatMuls made Gemm; returns st[0]. */
+int oqc_fold_matmul(OqcGraph *g, int st[4]);
+
 /* The pipeline, in order; n receives the count. */
 const OqcPass *oqc_pipeline(int *n);
 /* Looks up a pass by name; NULL if unknown. */

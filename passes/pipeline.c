@@ -31,7 +31,8 @@ static const OqcPass pipeline[] = {
      .reinfer = 1},
     {.name = "fold-bn",
      .fn = pass_fold_bn,
-     .summary = "fold BatchNormalization (and per-channel Mul/Add) into the preceding Conv/Gemm",
+     .summary = "fold BatchNormalization (and per-channel Mul/Add) into the preceding Conv/Gemm, "
+                "and a MatMul's bias Add and scale Mul into it (as a Gemm)",
      .reinfer = 1},
     {.name = "fuse-cbr",
      .fn = pass_fuse_cbr,
