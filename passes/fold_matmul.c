@@ -1,5 +1,5 @@
-/* fold_matmul.c - part of pass "fold-bn": Add and Mul by constants along the last axis,
- * folded into the MatMul that produces their input.
+/* fold_matmul.c - part of pass "fold-bn": Add and Mul by constants along the output
+ * columns, folded into the MatMul that produces their input.
  *
  * Transformer-style blocks (ConvNeXt, ViT, MLP-Mixer) export a linear layer on a rank-3
  * or rank-4 activation as MatMul(A [..., C], B [C, K]) followed by Add(bias [K]) and
@@ -8,19 +8,21 @@
  * (a Mul by c multiplies s and t by c, an Add of c adds c to t), so column k of B is
  * multiplied by s[k] and t becomes a bias. Without an Add the MatMul keeps its form with
  * the scaled B. With one, ONNX MatMul has no bias input, so the node becomes
- *     Reshape(A, [M, C]) -> Gemm(., B', t) -> Reshape(., shape of y)
- * (M the product of A's leading dims; a 2-D A needs no Reshapes). Reshapes are views: the
- * FP32 code runs one Gemm, and INT8 one integer Gemm with an int32 bias where it used to
- * run a MatMul and float islands for the Add and the Mul.
+ *     Reshape(A, [-1, C]) -> Gemm(., B', t) -> Reshape(., [-1, y's other dims])
+ * (-1: the batch, inferred; a 2-D A needs no Reshapes). Reshapes are views: the FP32
+ * code runs one Gemm, and INT8 one integer Gemm with an int32 bias where it used to run
+ * a MatMul and float islands for the Add and the Mul. The chain may pass Transposes,
+ * which move the columns to another axis (torchvision's layer scale [C, 1, 1] after the
+ * Transpose back to NCHW); they stay, in order, after the product.
  *
  * Eligible: B a float constant of rank 2, A float of known static shape and rank >= 2,
  * each chain value read only by the next node of the chain (not a graph output), each
- * constant a float tensor whose every dimension is 1 but the last, which is 1 or K, with
- * rank at most that of y (so broadcasting grows nothing). Arithmetic in double, rounded
- * once to float; results equal the unfolded graph's up to float reassociation (a few
- * ulps of the largest value). B and the constants are never rewritten (another node may
- * read them): the folded values are new constants "<node>.weight_folded",
- * "<node>.bias_folded". */
+ * constant a float tensor whose every dimension is 1 but the one on the columns' axis,
+ * which is 1 or K, with rank at most that of y (so broadcasting grows nothing).
+ * Arithmetic in double, rounded once to float; results equal the unfolded graph's up to
+ * float reassociation (a few ulps of the largest value). B and the constants are never
+ * rewritten (another node may read them): the folded values are new constants
+ * "<node>.weight_folded", "<node>.bias_folded". */
 #include "passes.h"
 
 #include <string.h>
@@ -147,14 +149,17 @@ static int add_reshape(OqcGraph *g, const char *base, const char *suffix, int x,
     OqcShape ss = {.rank = 1, .d = {s->rank}};
     int st = new_const(g, fresh_name(g, base, oqc_arena_printf(g->arena, "%s.shape",
                                                                 suffix)), OQCF_INT64, &ss);
-    memcpy(g->tensors[st].data, s->d, (size_t)s->rank * sizeof(int64_t));
+    int64_t *dims = g->tensors[st].data;
+    memcpy(dims, s->d, (size_t)s->rank * sizeof *dims);
+    dims[0] = -1;   /* the batch, inferred (the others are the model's) */
     if (y < 0) {
         y = oqc_tensor_add(g, fresh_name(g, base, suffix));
         g->tensors[y].dtype = OQCF_FLOAT;
         g->tensors[y].shape = *s;
     }
     int in[2] = {x, st};
-    int r = oqc_node_add(g, OQC_OP_Reshape, NULL, fresh_name(g, base, suffix), 2, in, 1, &y);
+    int r = oqc_node_add(g, OQC_OP_Reshape, NULL,
+                         oqc_arena_printf(g->arena, "%s%s", base, suffix), 2, in, 1, &y);
     g->nodes[r].opset = opset;
     return y;
 }

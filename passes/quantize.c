@@ -157,6 +157,9 @@ static const char *float_reason(const Q *q, int i) {
     const OqcNode *n = &g->nodes[i];
     if (in_list(q->cfg->fp32_nodes, n->name))
         return "named in --fp32-nodes";
+    if (n->op == OQC_OP_LayerNormalization || n->op == OQC_OP_InstanceNormalization)
+        return "the INT8 backend has no kernel for this op (per-row mean and variance, "
+               "computed in float between a Dequantize and a Quantize; docs/int8.md)";
     if (!follows(n->op))
         return "the INT8 backend has no kernel for this op";
     if (n->in[0] < 0 || !q->qdom[n->in[0]])

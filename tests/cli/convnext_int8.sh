@@ -1,0 +1,86 @@
+#!/bin/sh
+# convnext_int8.sh - ConvNeXt-style blocks (models/tiny/make_convnext_models.py: three
+# blocks with GELU from Erf spelled three ways, MatMul + bias, layer scale before or
+# after the Transpose back; matmul_chains: the MatMul fold's positive and negative
+# cases):
+#   - FP32: oqc run, with the passes and without (--no-opt), within 1e-6 of the largest
+#     value of the script's float64 numpy reference (measured 2.2e-7: float32 rounding
+#     over the ~70 nodes; the folds reassociate products, a few ulps);
+#   - pass fold-bn folds every bias Add and layer-scale Mul into its MatMul (6 Gemms, no
+#     MatMul left in the blocks; in matmul_chains 1 Gemm, 1 scaled MatMul, 2 kept) and
+#     -v counts them;
+#   - INT8: every Conv, Gemm, Transpose and residual Add in INT8, each GELU one table of
+#     its 5 nodes whatever its spelling; float only the LayerNormalizations (-v says why)
+#     and the Reshape views that read them;
+#   - the emitted C (gcc and clang -std=c99 -pedantic -Werror, float and fixed
+#     requantization) gives `oqc eval`'s INT8 bits.
+. tests/cli/lib.sh
+only_config default
+FLAGS="-std=c99 -O2 -Wall -Wextra -Werror -pedantic -ffp-contract=off"
+T=models/tiny
+C=$T/convnext_block.onnx
+
+for m in convnext_block:convnext_x matmul_chains:matmul_x; do
+    n=${m%%:*}
+    for opt in "" --no-opt; do
+        # shellcheck disable=SC2086
+        "$OQC" run $T/$n.onnx --input $T/${m##*:}.npy -o "$TMP/$n.npy" -q $opt ||
+            { fail "$n $opt: run"; continue; }
+        line=$("${BUILD:-build}/tests/tools/npy_cmp" "$TMP/$n.npy" $T/${n}_ref.npy)
+        rel=$(echo "$line" | sed -n 's/.* rel=\([^ ]*\) .*/\1/p')
+        awk -v r="${rel:-1}" 'BEGIN { exit !(r <= 1e-6) }' &&
+            ok "$n ${opt:-(passes)}: FP32 within 1e-6 of the numpy reference (rel $rel)" ||
+            fail "$n $opt: $line"
+    done
+done
+
+# ops_after MODEL: the op counts of the IR after fold-bn, one line.
+ops_after() {
+    "$OQC" dump "$1" --after fold-bn | sed -n 's/^node *\([A-Za-z]*\) .*/\1/p' | sort |
+        uniq -c | tr -s ' ' | tr '\n' ';'
+}
+o=$(ops_after $C)
+[ "$o" = " 6 Add; 3 Conv; 1 Div; 3 Erf; 6 Gemm; 3 LayerNormalization; 8 Mul; 12 Reshape; 6 Transpose;" ] &&
+    ok "convnext_block: 6 MatMul + bias (+ layer scale) -> Gemm between reshapes" ||
+    fail "convnext_block after fold-bn: '$o'"
+o=$(ops_after $T/matmul_chains.onnx)
+[ "$o" = " 6 Add; 1 Gemm; 3 MatMul; 1 Relu; 2 Reshape;" ] &&
+    ok "matmul_chains: Add+Mul -> Gemm, Mul -> scaled MatMul; row-wise Add, two readers kept" ||
+    fail "matmul_chains after fold-bn: '$o'"
+"$OQC" dump $C --after fold-bn -v 2>&1 >/dev/null |
+    grep -q "; 3 Mul and 6 Add by per-column constants into 6 MatMul (6 of them now Gemm)" &&
+    ok "-v counts the MatMul folds" || fail "no -v count of the MatMul folds"
+
+mknpy "32, 1, 8, 6, 6" models/tv/squeezenet1_1_in1.npy "$TMP/in.npy"
+"$OQC" eval $C --data "$TMP/in.npy" --calib "$TMP/in.npy" $NAMED -v > "$TMP/v.txt" 2>&1 ||
+    fail "eval"
+grep -q "(Conv 3, Gemm 6, MatMul 0, .* Add 3, Sum 0, Mul 0, .* Transpose 6, ConvTranspose 0, tables 3 of 15 nodes, views 9), 6 float" "$TMP/v.txt" &&
+    ok "Convs, Gemms, Transposes, residual Adds INT8; 3 tables of 15 nodes (GELU)" ||
+    fail "statistics: $(grep 'nodes INT8' "$TMP/v.txt")"
+[ "$(grep -c "a 256-entry table of .* replaces 5 node(s)" "$TMP/v.txt")" = 3 ] &&
+    ok "each GELU spelling (torch, keras, scaled) is one table of its 5 nodes" ||
+    fail "GELU tables: $(grep 'table of' "$TMP/v.txt")"
+[ "$(grep -c "(LayerNormalization) stays float: the INT8 backend has no kernel for this op (per-row" "$TMP/v.txt")" = 3 ] &&
+    [ "$(grep -c "stays float" "$TMP/v.txt")" = 6 ] &&
+    [ "$(grep -c "(Reshape) stays float: its input is not INT8" "$TMP/v.txt")" = 3 ] &&
+    ok "float: only the 3 LayerNormalizations (-v says why) and the views reading them" ||
+    fail "float nodes: $(grep 'stays float' "$TMP/v.txt")"
+
+ccs=gcc
+command -v clang > /dev/null && ccs="gcc clang"
+for r in float fixed; do
+    "$OQC" eval $C --data "$TMP/in.npy" --calib "$TMP/in.npy" $NAMED --requant $r \
+        --save-int8 "$TMP/e_$r.npy" -q > /dev/null || fail "eval ($r)"
+    "$OQC" compile $C -o "$TMP/c_$r" --name cnx --calib "$TMP/in.npy" $NAMED --requant $r -q ||
+        fail "compile ($r)"
+    for cc in $ccs; do
+        cc_cached $cc $FLAGS -I "$TMP/c_$r" -DOQC_MODEL_HEADER='"cnx.h"' -DOQC_MODEL_PREFIX=cnx \
+            tests/emit/emitted_main.c "$TMP/c_$r"/*.c -lm -o "$TMP/run" 2> "$TMP/cc.log" ||
+            { fail "$cc, $r: build: $(head -3 "$TMP/cc.log")"; continue; }
+        "$TMP/run" "$TMP/in.npy" "$TMP/o.npy" > /dev/null &&
+            same_data "$TMP/o.npy" "$TMP/e_$r.npy" &&
+            ok "$cc, $r: 32 outputs bit-identical with oqc eval" ||
+            fail "$cc, $r: emitted C differs from oqc eval"
+    done
+done
+finish
