@@ -16,7 +16,6 @@
 #     requantization) gives `oqc eval`'s INT8 bits.
 . tests/cli/lib.sh
 only_config default
-FLAGS="-std=c99 -O2 -Wall -Wextra -Werror -pedantic -ffp-contract=off"
 T=models/tiny
 C=$T/convnext_block.onnx
 
@@ -69,18 +68,10 @@ grep -q "(Conv 3, Gemm 6, MatMul 0, .* Add 3, Sum 0, Mul 0, .* Transpose 6, Conv
 ccs=gcc
 command -v clang > /dev/null && ccs="gcc clang"
 for r in float fixed; do
-    "$OQC" eval $C --data "$TMP/in.npy" --calib "$TMP/in.npy" $NAMED --requant $r \
-        --save-int8 "$TMP/e_$r.npy" -q > /dev/null || fail "eval ($r)"
-    "$OQC" compile $C -o "$TMP/c_$r" --name cnx --calib "$TMP/in.npy" $NAMED --requant $r -q ||
-        fail "compile ($r)"
     for cc in $ccs; do
-        cc_cached $cc $FLAGS -I "$TMP/c_$r" -DOQC_MODEL_HEADER='"cnx.h"' -DOQC_MODEL_PREFIX=cnx \
-            tests/emit/emitted_main.c "$TMP/c_$r"/*.c -lm -o "$TMP/run" 2> "$TMP/cc.log" ||
-            { fail "$cc, $r: build: $(head -3 "$TMP/cc.log")"; continue; }
-        "$TMP/run" "$TMP/in.npy" "$TMP/o.npy" > /dev/null &&
-            same_data "$TMP/o.npy" "$TMP/e_$r.npy" &&
-            ok "$cc, $r: 32 outputs bit-identical with oqc eval" ||
-            fail "$cc, $r: emitted C differs from oqc eval"
+        EMIT_CC=$cc emitted_is_eval cnx_$r $C "$TMP/in.npy" --calib "$TMP/in.npy" $NAMED \
+            --requant $r && ok "$cc, $r: 32 outputs bit-identical with oqc eval" ||
+            fail "$cc, $r: emitted C differs from oqc eval: $(head -3 "$TMP/cc.log")"
     done
 done
 finish
