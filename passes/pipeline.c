@@ -21,8 +21,8 @@ static const OqcPass pipeline[] = {
      .reinfer = 1},
     {.name = "fold-patterns",
      .fn = pass_fold_patterns,
-     .summary = "fold x * HardSigmoid(x) into HardSwish and the ReduceMean form of LayerNorm "
-                "into LayerNormalization",
+     .summary = "fold x * HardSigmoid(x) into HardSwish, the ReduceMean form of LayerNorm "
+                "into LayerNormalization, the Erf form of GELU into Gelu",
      .reinfer = 1},
     {.name = "reduce-pool",
      .fn = pass_reduce_pool,

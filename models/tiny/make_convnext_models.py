@@ -18,8 +18,12 @@ Makes in models/tiny:
                        (folds: Gemm), Mul by [1, 1, 4] (folds: MatMul with scaled B),
                        Add of a [6, 1] constant (varies along rows: kept), a MatMul read
                        by an Add and a Relu (two readers: kept).
-  convnext_x.npy, matmul_x.npy            an input of each (standard normal)
-  convnext_block_ref.npy, matmul_chains_ref.npy
+  gelu_opset20.onnx    x [2, 3, 5] -> Gelu(x) + Gelu(x, approximate "tanh"): the ONNX
+                       operator (opset 20) the fold produces. Not checked by this onnx
+                       (1.12 knows opsets up to 17).
+  convnext_x.npy, matmul_x.npy, gelu_x.npy     an input of each (standard normal, x 3
+                       for gelu_x: the tails of both forms)
+  convnext_block_ref.npy, matmul_chains_ref.npy, gelu_opset20_ref.npy
                        the output of each model on that input, computed here with numpy
                        in float64 from the same float32 weights (ONNX semantics, the
                        graph as written, no folding): the reference the FP32 results
@@ -190,6 +194,21 @@ def matmul_chains(x):
     return b.build(y)
 
 
+def gelu_opset20(x):
+    nodes = [helper.make_node("Gelu", ["x"], ["e"], name="Gelu_0"),
+             helper.make_node("Gelu", ["x"], ["t"], name="Gelu_1", approximate="tanh"),
+             helper.make_node("Add", ["e", "t"], ["y"], name="Add_2")]
+    g = helper.make_graph(nodes, "gelu_opset20",
+                          [helper.make_tensor_value_info("x", F, list(x.shape))],
+                          [helper.make_tensor_value_info("y", F, list(x.shape))])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)],
+                          producer_name="oqc-make_convnext_models")
+    v = x.astype(np.float64)
+    e = 0.5 * v * (1 + erf(v / math.sqrt(2)))
+    t = 0.5 * v * (1 + np.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v ** 3)))
+    return m, e + t
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -197,8 +216,9 @@ def main():
     args = ap.parse_args()
     rng = np.random.RandomState(26)
     for name, xname, fn, shape in (("convnext_block", "convnext_x", convnext_block, [1, 8, 6, 6]),
-                                   ("matmul_chains", "matmul_x", matmul_chains, [1, 6, 8])):
-        x = rng.standard_normal(shape).astype(np.float32)
+                                   ("matmul_chains", "matmul_x", matmul_chains, [1, 6, 8]),
+                                   ("gelu_opset20", "gelu_x", gelu_opset20, [2, 3, 5])):
+        x = rng.standard_normal(shape).astype(np.float32) * (3 if name == "gelu_opset20" else 1)
         m, y = fn(x)
         onnx.save(m, os.path.join(args.out, name + ".onnx"))
         np.save(os.path.join(args.out, xname + ".npy"), x)
