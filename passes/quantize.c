@@ -63,6 +63,7 @@ static const QOp ops[OQC_OP_COUNT] = {
     [OQC_OP_Add] = {.lowers = 1, .kind = OQC_Q_ADD},
     [OQC_OP_Sum] = {.lowers = 1, .kind = OQC_Q_ADD},
     [OQC_OP_Mul] = {.lowers = 1, .kind = OQC_Q_MUL},
+    [OQC_OP_LayerNormalization] = {.lowers = 1, .kind = OQC_Q_LAYERNORM},
     [OQC_OP_Relu] = {.lowers = 1, .kind = OQC_Q_CLAMP},
     [OQC_OP_Clip] = {.lowers = 1, .kind = OQC_Q_CLAMP},
     [OQC_OP_Resize] = {.lowers = 1, .kind = OQC_Q_RESIZE},
@@ -86,6 +87,7 @@ static const QKind kinds[OQC_Q_KIND_COUNT] = {
                        .widen = oqc_quant_widen_avgpool},
     [OQC_Q_ADD] = {.can = oqc_quant_can_add, .build = oqc_quant_build_add},
     [OQC_Q_MUL] = {.can = oqc_quant_can_mul, .build = oqc_quant_build_mul},
+    [OQC_Q_LAYERNORM] = {.can = oqc_quant_can_layernorm, .build = oqc_quant_build_layernorm},
     [OQC_Q_CLAMP] = {.build = oqc_quant_build_clamp},
     [OQC_Q_RESIZE] = {.build = oqc_quant_build_resize},
     [OQC_Q_TRANSPOSE] = {.build = oqc_quant_build_transpose},
@@ -157,8 +159,8 @@ static const char *float_reason(const Q *q, int i) {
     const OqcNode *n = &g->nodes[i];
     if (in_list(q->cfg->fp32_nodes, n->name))
         return "named in --fp32-nodes";
-    if (n->op == OQC_OP_LayerNormalization || n->op == OQC_OP_InstanceNormalization)
-        return "the INT8 backend has no kernel for this op (per-row mean and variance, "
+    if (n->op == OQC_OP_InstanceNormalization)
+        return "the INT8 backend has no kernel for this op (per-channel mean and variance, "
                "computed in float between a Dequantize and a Quantize; docs/int8.md)";
     if (!follows(n->op))
         return "the INT8 backend has no kernel for this op";
@@ -615,14 +617,15 @@ static void report(const Q *q, const Plan *P) {
     const int *nq = q->nq;
     oqc_info(q->d, "quantize: %d nodes INT8 (Conv %d, Gemm %d, MatMul %d, MaxPool %d, "
                    "AveragePool %d, GlobalAveragePool %d, Add %d, Sum %d, Mul %d, Relu %d, "
-                   "Clip %d, Resize %d, Transpose %d, ConvTranspose %d, tables %d of %d nodes, "
+                   "Clip %d, Resize %d, Transpose %d, ConvTranspose %d, LayerNormalization %d, "
+                   "tables %d of %d nodes, "
                    "views %d), "
                    "%d float; %d Quantize and %d Dequantize inserted; requant %s",
              P->nint8, nq[OQC_OP_Conv], nq[OQC_OP_Gemm], nq[OQC_OP_MatMul], nq[OQC_OP_MaxPool],
              nq[OQC_OP_AveragePool], nq[OQC_OP_GlobalAveragePool], nq[OQC_OP_Add],
              nq[OQC_OP_Sum], nq[OQC_OP_Mul], nq[OQC_OP_Relu], nq[OQC_OP_Clip],
              nq[OQC_OP_Resize] + nq[OQC_OP_Upsample], nq[OQC_OP_Transpose],
-             nq[OQC_OP_ConvTranspose], P->nlut,
+             nq[OQC_OP_ConvTranspose], nq[OQC_OP_LayerNormalization], P->nlut,
              P->nlut_nodes,
              nq[OQC_OP_Flatten] + nq[OQC_OP_Reshape] + nq[OQC_OP_Squeeze] +
                  nq[OQC_OP_Unsqueeze] + nq[OQC_OP_Identity],
