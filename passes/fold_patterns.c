@@ -116,10 +116,10 @@ static int op_with_const(const OqcGraph *g, int i, OqcOp op, int t, double v) {
             (op != OQC_OP_Div && n->in[1] == t && const_near(g, n->in[0], v)));
 }
 
-/* The only reader of tensor t (not a graph output), or -1. */
+/* The only reader of tensor t (not a graph output), or -1 (also for no tensor). */
 static int sole_reader(const OqcGraph *g, int t) {
-    const OqcTensor *x = &g->tensors[t];
-    return !x->is_output && x->nconsumers == 1 ? x->consumers[0] : -1;
+    const OqcTensor *x = t >= 0 ? &g->tensors[t] : NULL;
+    return x && !x->is_output && x->nconsumers == 1 ? x->consumers[0] : -1;
 }
 
 /* The GELU pattern x * 0.5 * (1 + Erf(x / sqrt 2)) around Erf node e: its nodes into
@@ -148,7 +148,7 @@ static int gelu_of(const OqcGraph *g, int e, int *mem, int *x) {
     if (p < 0 || g->nodes[p].op != OQC_OP_Mul || g->nodes[p].nin != 2)
         return 0;
     int other = g->nodes[p].in[0] == s ? g->nodes[p].in[1] : g->nodes[p].in[0];
-    int q = sole_reader(g, g->nodes[p].out[0]), h = g->tensors[other].producer;
+    int q = sole_reader(g, g->nodes[p].out[0]), h = other >= 0 ? g->tensors[other].producer : -1;
     int v[] = {sc, e, ad, p, q};
     if (op_with_const(g, p, OQC_OP_Mul, s, 0.5)) {   /* (s * 0.5) * x */
         if (q < 0 || g->nodes[q].op != OQC_OP_Mul || g->nodes[q].nin != 2 ||

@@ -1,8 +1,8 @@
 /* oqci_eltwise.c - INT8 element-wise kernels (Add/Sum, Mul, Relu/Clip, table lookup, quantize,
- * dequantize, LayerNormalization's rows, the conversions of accumulator outputs to float or to s8/u8) and the
- * compile-time fixed-point multiplier helper, portable C99; Add/Sum and quantize also
- * have AVX2 kernels giving the same bits (add_avx2, quantize__avx2), and AVX-512 ones
- * (add_avx512, quantize__avx512).
+ * dequantize, LayerNormalization's rows, the conversions of accumulator outputs to float or
+ * to s8/u8) and the compile-time fixed-point multiplier helper, portable C99; Add/Sum and
+ * quantize also have AVX2 kernels giving the same bits (add_avx2, quantize__avx2), and
+ * AVX-512 ones (add_avx512, quantize__avx512).
  *
  * Design.  Plain loops over `count` elements; every kernel allows y to be one of its
  * inputs (element j is read before it is written).
@@ -512,7 +512,8 @@ int oqci_layernorm(const OqciLayerNorm *p, const void *x, void *y) {
                             : 0;
             int64_t t = shift_round(u * p->gamma[j], 16 + p->gamma_shift);
             int64_t c = shift_round(t + p->beta[j], 8);
-            oqci_store_q(y, p->out_type, o + j, (int32_t)(c < p->lo ? p->lo : c > p->hi ? p->hi : c));
+            c = c < p->lo ? p->lo : c > p->hi ? p->hi : c;
+            oqci_store_q(y, p->out_type, o + j, (int32_t)c);
         }
     }
     return OQCI_OK;

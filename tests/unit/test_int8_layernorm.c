@@ -10,8 +10,9 @@
  * up to 40 output steps) at most about 0.005 of a step from the exact value.  So a code
  * differs from the reference's by at most 1, and only where the exact value lies within
  * that distance of a rounding boundary: every code within 1, and at most 2% of them off
- * by one (measured 175 of 109396, 0.16%: the count is printed).  Exact cases: a constant row with eps 0 gives
- * round(beta / 2^8); y may be x (the same bytes as a separate output). */
+ * by one (measured 175 of 109396, 0.16%: the count is printed).  Exact cases: a constant
+ * row with eps 0 gives round(beta / 2^8); y may be x (the same bytes as a separate
+ * output). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
