@@ -10,7 +10,7 @@
  * up to 40 output steps) at most about 0.005 of a step from the exact value.  So a code
  * differs from the reference's by at most 1, and only where the exact value lies within
  * that distance of a rounding boundary: every code within 1, and at most 2% of them off
- * by one (measured 175 of 109396, 0.16%: the count is printed).  Exact cases: a constant
+ * by one (measured 184 of 109396, 0.17%: the count is printed).  Exact cases: a constant
  * row with eps 0 gives round(beta / 2^8); y may be x (the same bytes as a separate
  * output). */
 #include <math.h>
@@ -50,12 +50,12 @@ static void test_layernorm_random(void) {
         OqciLayerNorm p = {.rows = rows, .n = n, .in_type = rnd_int(0, 1) ? OQCI_U8 : OQCI_S8,
                            .out_type = rnd_int(0, 1) ? OQCI_U8 : OQCI_S8,
                            .eps_q = rnd_int(0, 3) ? rnd_int(0, 1 << 20) : 0,
-                           .gamma_shift = (int32_t)rnd_int(20, 24)};
+                           .gamma_shift = (int32_t)rnd_int(12, 16)};
         p.lo = p.out_type == OQCI_U8 ? 0 : -127;
         p.hi = p.out_type == OQCI_U8 ? 255 : 127;
         int32_t *g = malloc((size_t)n * sizeof *g), *b = malloc((size_t)n * sizeof *b);
         for (int64_t j = 0; j < n; j++) {   /* gamma up to +-40 steps per unit of u */
-            g[j] = (int32_t)(rnd_int(-4000, 4000) * (1 << (8 + p.gamma_shift)) / 100);
+            g[j] = (int32_t)(rnd_int(-4000, 4000) * ((int64_t)1 << (8 + p.gamma_shift)) / 100);
             b[j] = (int32_t)rnd_int(-30000, 30000);   /* +-117 steps */
         }
         p.gamma = g;
