@@ -19,6 +19,9 @@
  * created belongs to exactly one node, so a second map folding into the same node
  * (Conv -> Mul -> Add) updates it in place.
  *
+ * The same maps along the last axis after a MatMul (bias and layer scale of transformer
+ * blocks) are folded by fold_matmul.c, run at the end of this pass.
+ *
  * Where a BatchNormalization (or a Mul/Add by a constant right after a Conv/Gemm)
  * cannot be folded, an -v line says why and that part of the graph is left as it was.
  * Validation is complete before anything is changed, so a pass that folds nothing
@@ -401,10 +404,14 @@ int pass_fold_bn(OqcGraph *g, OqcDiag *d) {
         f.nmul += op == OQC_OP_Mul;
         f.nadd += op == OQC_OP_Add;
     }
-    oqc_info(d, "fold-bn: folded %d of %d BatchNormalization, %d Mul and %d Add by "
-             "per-channel constants into Conv/Gemm", f.nbn, nbn_total, f.nmul, f.nadd);
     int n = f.nbn + f.nmul + f.nadd;
     if (n)
         oqc_graph_remove_nodes(g, f.dead);
+    int mm[4];
+    n += oqc_fold_matmul(g, mm);
+    oqc_info(d, "fold-bn: folded %d of %d BatchNormalization, %d Mul and %d Add by "
+             "per-channel constants into Conv/Gemm; %d Mul and %d Add by per-column "
+             "constants into %d MatMul (%d of them now Gemm)", f.nbn, nbn_total, f.nmul,
+             f.nadd, mm[1], mm[2], mm[0], mm[3]);
     return n;
 }

@@ -13,16 +13,22 @@
  *               as many elements as the normalised dims), and every intermediate value
  *               must be read only inside the pattern. Without gamma the scale is a new
  *               constant of ones.
+ *   Gelu        x * 0.5 * (1 + Erf(x / sqrt 2)) as exporters spell it: Div by sqrt 2 or
+ *               Mul by 1 / sqrt 2 (constants within 1e-6 relative), Add of 1, and the
+ *               0.5 multiplying x, the sum or the product, operands in either order
+ *               -> Gelu(x) (ONNX opset 20, approximate "none"; oqc runs it at any
+ *               opset, as an oqcf_unary op and in INT8 as a table).
  * The folded node is the pattern's last one (it keeps its name and output); the others
  * are removed. The results equal the decomposed graph's up to float rounding (a few
  * ulps: HardSwish divides by 6 where HardSigmoid multiplies by float(1/6); the
- * normalisation's kernel sums in another order). SiLU (x * Sigmoid(x)) and GELU from
- * Erf have no ONNX operator below opset 20 that oqc runs: they stay decomposed in
- * float and become one 256-entry table in INT8 (quantize_lut.c). Channel shuffle
+ * normalisation's kernel sums in another order; Gelu multiplies by 1 / sqrt 2). SiLU
+ * (x * Sigmoid(x)) has no ONNX operator: it stays decomposed in float and becomes one
+ * 256-entry table in INT8 (quantize_lut.c). Channel shuffle
  * (Reshape, Transpose, Reshape) is already one data movement: the Reshapes are views
  * and the Transpose is one kernel call. */
 #include "passes.h"
 
+#include <math.h>
 #include <string.h>
 
 /* The producer of tensor t when it is a node of op `op`, else -1. */
@@ -93,6 +99,74 @@ static int hard_swish_of(const OqcGraph *g, int i, int *x) {
         return h;
     }
     return -1;
+}
+
+/* 1 when t is a float scalar constant within 1e-6 relative of v (exporters write sqrt 2
+ * and its inverse as float32 roundings, some with fewer digits of double ones). */
+static int const_near(const OqcGraph *g, int t, double v) {
+    float c;
+    return const_scalar(g, t, &c) && fabs((double)c - v) <= 1e-6 * fabs(v);
+}
+
+/* Binary node i (op `op`) reading tensor t and a scalar constant near v: 1. */
+static int op_with_const(const OqcGraph *g, int i, OqcOp op, int t, double v) {
+    const OqcNode *n = &g->nodes[i];
+    return n->op == op && n->nin == 2 &&
+           ((n->in[0] == t && const_near(g, n->in[1], v)) ||
+            (op != OQC_OP_Div && n->in[1] == t && const_near(g, n->in[0], v)));
+}
+
+/* The only reader of tensor t (not a graph output), or -1 (also for no tensor). */
+static int sole_reader(const OqcGraph *g, int t) {
+    const OqcTensor *x = t >= 0 ? &g->tensors[t] : NULL;
+    return x && !x->is_output && x->nconsumers == 1 ? x->consumers[0] : -1;
+}
+
+/* The GELU pattern x * 0.5 * (1 + Erf(x / sqrt 2)) around Erf node e: its nodes into
+ * mem (the root, which computes the result, last), x; the count of nodes, or 0. The
+ * scaling is Div by sqrt 2 or Mul by 1 / sqrt 2; the 0.5 multiplies x, the sum or the
+ * product (torch: (x * s) * 0.5; keras: (0.5 * x) * s; (s * 0.5) * x), operands in
+ * either order. */
+static int gelu_of(const OqcGraph *g, int e, int *mem, int *x) {
+    const OqcNode *en = &g->nodes[e];
+    int u = en->in[0], sc = u >= 0 ? g->tensors[u].producer : -1;
+    if (sc < 0 || g->nodes[sc].nin != 2 || sole_reader(g, u) != e)
+        return 0;
+    *x = g->nodes[sc].in[0];
+    if (!op_with_const(g, sc, OQC_OP_Div, *x, 1.4142135623730951) &&
+        !op_with_const(g, sc, OQC_OP_Mul, *x, 0.70710678118654752)) {
+        *x = g->nodes[sc].in[1];
+        if (!op_with_const(g, sc, OQC_OP_Mul, *x, 0.70710678118654752))
+            return 0;
+    }
+    if (*x < 0 || g->tensors[*x].dtype != OQCF_FLOAT)
+        return 0;
+    int ad = sole_reader(g, en->out[0]);
+    if (ad < 0 || !op_with_const(g, ad, OQC_OP_Add, en->out[0], 1.0))
+        return 0;
+    int s = g->nodes[ad].out[0], p = sole_reader(g, s);
+    if (p < 0 || g->nodes[p].op != OQC_OP_Mul || g->nodes[p].nin != 2)
+        return 0;
+    int other = g->nodes[p].in[0] == s ? g->nodes[p].in[1] : g->nodes[p].in[0];
+    int q = sole_reader(g, g->nodes[p].out[0]), h = other >= 0 ? g->tensors[other].producer : -1;
+    int v[] = {sc, e, ad, p, q};
+    if (op_with_const(g, p, OQC_OP_Mul, s, 0.5)) {   /* (s * 0.5) * x */
+        if (q < 0 || g->nodes[q].op != OQC_OP_Mul || g->nodes[q].nin != 2 ||
+            !((g->nodes[q].in[0] == *x && g->nodes[q].in[1] == g->nodes[p].out[0]) ||
+              (g->nodes[q].in[1] == *x && g->nodes[q].in[0] == g->nodes[p].out[0])))
+            return 0;
+    } else if (other == *x) {                        /* (x * s) * 0.5 */
+        if (q < 0 || !op_with_const(g, q, OQC_OP_Mul, g->nodes[p].out[0], 0.5))
+            return 0;
+    } else if (h >= 0 && op_with_const(g, h, OQC_OP_Mul, *x, 0.5) &&
+               sole_reader(g, other) == p) {         /* (0.5 * x) * s */
+        v[3] = h;
+        v[4] = p;
+    } else {
+        return 0;
+    }
+    memcpy(mem, v, sizeof v);
+    return 5;
 }
 
 /* The trailing axes a ReduceMean node reduces with keepdims = 1: the first of them, or -1
@@ -182,7 +256,7 @@ static int affine_operand(const OqcGraph *g, int t, OqcOp op, int64_t n, int *no
 int pass_fold_patterns(OqcGraph *g, OqcDiag *d) {
     if (oqc_graph_link(g, d) < 0)
         return -1;
-    int nn = g->nnodes, nhs = 0, nln = 0;
+    int nn = g->nnodes, nhs = 0, nln = 0, ngelu = 0;
     unsigned char *dead = oqc_arena_alloc(g->arena, (size_t)nn + 1);
     for (int i = 0; i < nn; i++) {
         if (dead[i] || g->nodes[i].op != OQC_OP_Mul)
@@ -241,12 +315,26 @@ int pass_fold_patterns(OqcGraph *g, OqcDiag *d) {
         rewrite(g, last, OQC_OP_LayerNormalization, in, beta >= 0 ? 3 : 2, a, 2);
         nln++;
     }
+    for (int i = 0; i < nn; i++) {
+        if (dead[i] || g->nodes[i].op != OQC_OP_Erf)
+            continue;
+        int mem[5], x, nm = gelu_of(g, i, mem, &x), ok = nm > 0;
+        for (int k = 0; k < nm; k++)
+            ok &= !dead[mem[k]];
+        if (!ok)
+            continue;
+        for (int k = 0; k < nm - 1; k++)
+            dead[mem[k]] = 1;
+        rewrite(g, mem[nm - 1], OQC_OP_Gelu, &x, 1, NULL, 0);
+        ngelu++;
+    }
     oqc_info(d, "fold-patterns: %d HardSwish (x * HardSigmoid(x)), %d LayerNormalization "
-             "(ReduceMean ... Div)", nhs, nln);
-    if (nhs + nln) {
+             "(ReduceMean ... Div), %d Gelu (x * 0.5 * (1 + Erf(x / sqrt 2)))", nhs, nln,
+             ngelu);
+    if (nhs + nln + ngelu) {
         unsigned char *dead_all = oqc_arena_alloc(g->arena, (size_t)g->nnodes + 1);
         memcpy(dead_all, dead, (size_t)nn);
         oqc_graph_remove_nodes(g, dead_all);
     }
-    return nhs + nln;
+    return nhs + nln + ngelu;
 }

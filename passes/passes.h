@@ -63,6 +63,11 @@ int oqc_pass_new_const(OqcGraph *g, const char *name, const OqcShape *shape);
 int oqc_pass_bn_affine(OqcGraph *g, int node, int64_t *nch, double **scale,
                        double **shift, char *why);
 
+/* fold_matmul.c (part of pass_fold_bn): Add/Mul by per-column constants folded into the
+ * MatMul before them, on a linked graph. st: MatMuls rewritten, Mul and Add folded,
+ * MatMuls made Gemm; returns st[0]. */
+int oqc_fold_matmul(OqcGraph *g, int st[4]);
+
 /* The pipeline, in order; n receives the count. */
 const OqcPass *oqc_pipeline(int *n);
 /* Looks up a pass by name; NULL if unknown. */

@@ -24,8 +24,8 @@ static const OqcPass pipeline[] = {
      .reinfer = 1},
     {.name = "fold-patterns",
      .fn = pass_fold_patterns,
-     .summary = "fold x * HardSigmoid(x) into HardSwish and the ReduceMean form of LayerNorm "
-                "into LayerNormalization",
+     .summary = "fold x * HardSigmoid(x) into HardSwish, the ReduceMean form of LayerNorm "
+                "into LayerNormalization, the Erf form of GELU into Gelu",
      .reinfer = 1},
     {.name = "reduce-pool",
      .fn = pass_reduce_pool,
@@ -34,7 +34,8 @@ static const OqcPass pipeline[] = {
      .reinfer = 1},
     {.name = "fold-bn",
      .fn = pass_fold_bn,
-     .summary = "fold BatchNormalization (and per-channel Mul/Add) into the preceding Conv/Gemm",
+     .summary = "fold BatchNormalization (and per-channel Mul/Add) into the preceding Conv/Gemm, "
+                "and a MatMul's bias Add and scale Mul into it (as a Gemm)",
      .reinfer = 1},
     {.name = "bn-conv",
      .fn = pass_bn_conv,

@@ -66,6 +66,7 @@ static const QOp ops[OQC_OP_COUNT] = {
     [OQC_OP_Add] = {.lowers = 1, .kind = OQC_Q_ADD},
     [OQC_OP_Sum] = {.lowers = 1, .kind = OQC_Q_ADD},
     [OQC_OP_Mul] = {.lowers = 1, .kind = OQC_Q_MUL},
+    [OQC_OP_LayerNormalization] = {.lowers = 1, .kind = OQC_Q_LAYERNORM},
     [OQC_OP_Relu] = {.lowers = 1, .kind = OQC_Q_CLAMP},
     [OQC_OP_Clip] = {.lowers = 1, .kind = OQC_Q_CLAMP},
     [OQC_OP_Resize] = {.lowers = 1, .kind = OQC_Q_RESIZE},
@@ -94,6 +95,7 @@ static const QKind kinds[OQC_Q_KIND_COUNT] = {
                        .widen = oqc_quant_widen_avgpool},
     [OQC_Q_ADD] = {.can = oqc_quant_can_add, .build = oqc_quant_build_add},
     [OQC_Q_MUL] = {.can = oqc_quant_can_mul, .build = oqc_quant_build_mul},
+    [OQC_Q_LAYERNORM] = {.can = oqc_quant_can_layernorm, .build = oqc_quant_build_layernorm},
     [OQC_Q_CLAMP] = {.build = oqc_quant_build_clamp},
     [OQC_Q_RESIZE] = {.build = oqc_quant_build_resize},
     [OQC_Q_TRANSPOSE] = {.build = oqc_quant_build_transpose},
@@ -167,6 +169,9 @@ static const char *float_reason(const Q *q, int i) {
     const OqcNode *n = &g->nodes[i];
     if (in_list(q->cfg->fp32_nodes, n->name))
         return "named in --fp32-nodes";
+    if (n->op == OQC_OP_InstanceNormalization)
+        return "the INT8 backend has no kernel for this op (per-channel mean and variance, "
+               "computed in float between a Dequantize and a Quantize; docs/int8.md)";
     if (!follows(n->op))
         return "the INT8 backend has no kernel for this op";
     if (n->in[0] < 0 || !q->qdom[n->in[0]])
@@ -627,7 +632,8 @@ static void report(const Q *q, const Plan *P) {
     const int *nq = q->nq;
     oqc_info(q->d, "quantize: %d nodes INT8 (Conv %d, Gemm %d, MatMul %d, MaxPool %d, "
                    "AveragePool %d, GlobalAveragePool %d, Add %d, Sum %d, Mul %d, Relu %d, "
-                   "Clip %d, Resize %d, Transpose %d, ConvTranspose %d, tables %d of %d nodes, "
+                   "Clip %d, Resize %d, Transpose %d, ConvTranspose %d, LayerNormalization %d, "
+                   "tables %d of %d nodes, "
                    "views %d), "
                    "%d float; %d Quantize and %d Dequantize inserted; requant %s; "
                    "data movement: Concat %d, Slice %d, Split %d",
@@ -635,7 +641,7 @@ static void report(const Q *q, const Plan *P) {
              nq[OQC_OP_AveragePool], nq[OQC_OP_GlobalAveragePool], nq[OQC_OP_Add],
              nq[OQC_OP_Sum], nq[OQC_OP_Mul], nq[OQC_OP_Relu], nq[OQC_OP_Clip],
              nq[OQC_OP_Resize] + nq[OQC_OP_Upsample], nq[OQC_OP_Transpose],
-             nq[OQC_OP_ConvTranspose], P->nlut,
+             nq[OQC_OP_ConvTranspose], nq[OQC_OP_LayerNormalization], P->nlut,
              P->nlut_nodes,
              nq[OQC_OP_Flatten] + nq[OQC_OP_Reshape] + nq[OQC_OP_Squeeze] +
                  nq[OQC_OP_Unsqueeze] + nq[OQC_OP_Identity],

@@ -178,6 +178,75 @@ int oqc_quant_build_mul(Q *q, int i, OqcQNode *qn, char *why) {
     return oqc_quant_requant(q, &M, 1, 0, &p->rq, why);
 }
 
+/* LayerNormalization node i: its rows (elements before its axis) and n (from it on). */
+static void ln_rows(const Q *q, int i, int64_t *rows, int64_t *n) {
+    const OqcNode *nd = &q->g->nodes[i];
+    const OqcShape *xs = &TT(q, nd->in[0])->shape;
+    int64_t axis = oqc_attr_int(nd, "axis", -1);
+    if (axis < 0)
+        axis += xs->rank;
+    *n = 1;
+    for (int k = (int)axis; k < xs->rank; k++)
+        *n *= xs->d[k];
+    *rows = *n ? oqc_shape_numel(xs) / *n : 0;
+}
+
+int oqc_quant_can_layernorm(const Q *q, int i, char *why) {
+    const OqcNode *n = &q->g->nodes[i];
+    int64_t rows, cnt;
+    for (int k = 1; k < n->nout; k++)
+        if (n->out[k] >= 0 && (TT(q, n->out[k])->nconsumers || TT(q, n->out[k])->is_output))
+            return WHY("its Mean or InvStdDev output is read");
+    if (!oqc_shape_known(&TT(q, n->in[0])->shape) || !cal(q, n->in[0]))
+        return WHY("its input has no static shape or no calibration");
+    ln_rows(q, i, &rows, &cnt);
+    if (cnt < 1 || cnt > OQCI_LN_MAX)
+        return WHY("its rows have %lld elements (1 to %d in INT8)", (long long)cnt, OQCI_LN_MAX);
+    if (!const_f32(q, n->in[1]) || (n->nin > 2 && n->in[2] >= 0 && !const_f32(q, n->in[2])))
+        return WHY("its scale or bias is not a float constant");
+    return 1;
+}
+
+/* oqci_layernorm's integers (oqci.h): eps in the units of the codes' V, gamma / s_y and
+ * beta / s_y in 2^-8 output steps, gamma with as many more fraction bits as int32 holds
+ * (a bit to spare). */
+int oqc_quant_build_layernorm(Q *q, int i, OqcQNode *qn, char *why) {
+    OqcGraph *g = q->g;
+    const OqcNode *n = &g->nodes[i];
+    const OqcQuant *qx = &TT(q, base_of(g, n->in[0]))->quant,
+                   *qy = &TT(q, base_of(g, n->out[0]))->quant;
+    const float *gm = const_f32(q, n->in[1]);
+    const float *bt = n->nin > 2 && n->in[2] >= 0 ? const_f32(q, n->in[2]) : NULL;
+    int64_t rows, cnt;
+    ln_rows(q, i, &rows, &cnt);
+    double eps = oqc_attr_float(n, "epsilon", 1e-5f), unit = 256.0 / qy->scale, gmax = 0;
+    double e = eps * (double)cnt * (double)cnt / ((double)qx->scale * qx->scale) *
+               (1 << OQCI_LN_EPS_BITS);
+    if (!(e >= 0) || e > 0x1p60)
+        return FAIL("its epsilon (%g) is negative or outweighs its input's range", eps);
+    for (int64_t j = 0; j < cnt; j++)
+        gmax = fmax(gmax, fabs(gm[j] * unit));
+    int shift = gmax > 0 ? (int)floor(log2(0x1p30 / gmax)) : 46;
+    if (!isfinite(gmax) || shift < 0)
+        return FAIL("its scale is too large for its output scale %g", (double)qy->scale);
+    shift = shift > 46 ? 46 : shift;
+    int32_t *gq = oqc_arena_alloc(g->arena, (size_t)cnt * sizeof *gq);
+    int32_t *bq = oqc_arena_alloc(g->arena, (size_t)cnt * sizeof *bq);
+    for (int64_t j = 0; j < cnt; j++) {
+        double bj = bt ? round(bt[j] * unit) : 0.0;
+        if (!(fabs(bj) <= 0x1p30))
+            return FAIL("its bias is out of range at output scale %g", (double)qy->scale);
+        gq[j] = (int32_t)round(gm[j] * unit * ldexp(1.0, shift));
+        bq[j] = (int32_t)bj;
+    }
+    qn->kind = OQC_Q_LAYERNORM;
+    qn->ln = (OqciLayerNorm){.rows = rows, .n = cnt, .in_type = qtype(qx),
+                             .out_type = qtype(qy), .eps_q = (int64_t)round(e),
+                             .gamma_shift = shift, .gamma = gq, .beta = bq};
+    oqc_quant_clamp_of(NULL, qn->ln.out_type, qy->scale, &qn->ln.lo, &qn->ln.hi);
+    return 0;
+}
+
 /* The kinds below follow their input (INT8 when it is) and keep its scale. */
 
 /* Relu/Clip: a clamp to the activation's bounds at the input's scale. */

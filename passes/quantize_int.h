@@ -7,8 +7,8 @@
  *     and oqc_quant_apply;
  *   - one file per family of kinds, each kind's "can it run in INT8" test (step 1), its
  *     kernel parameters (step 3) and its int32 output (step 3b): quantize_conv.c (CONV,
- *     DECONV), quantize_pool.c (MAXPOOL, AVGPOOL), quantize_eltwise.c (ADD, MUL, CLAMP,
- *     RESIZE, TRANSPOSE, VIEW, CONCAT, MOVE), quantize_lut.c (LUT);
+ *     DECONV), quantize_pool.c (MAXPOOL, AVGPOOL), quantize_eltwise.c (ADD, MUL,
+ *     LAYERNORM, CLAMP, RESIZE, TRANSPOSE, VIEW, CONCAT, MOVE), quantize_lut.c (LUT);
  *   - quantize_params.c: the parameter pieces every kind uses (requantization, clamps,
  *     biases, channel views). */
 #ifndef OQC_QUANTIZE_INT_H
@@ -107,6 +107,9 @@ int oqc_quant_build_add(Q *q, int i, OqcQNode *qn, char *why);
 int oqc_quant_fuse_residual(Q *q, int i);
 int oqc_quant_can_mul(const Q *q, int i, char *why);
 int oqc_quant_build_mul(Q *q, int i, OqcQNode *qn, char *why);
+/* LAYERNORM (LayerNormalization, its Mean/InvStdDev outputs unread): integers only. */
+int oqc_quant_can_layernorm(const Q *q, int i, char *why);
+int oqc_quant_build_layernorm(Q *q, int i, OqcQNode *qn, char *why);
 int oqc_quant_build_clamp(Q *q, int i, OqcQNode *qn, char *why);
 int oqc_quant_build_resize(Q *q, int i, OqcQNode *qn, char *why);
 int oqc_quant_build_view(Q *q, int i, OqcQNode *qn, char *why);

@@ -245,6 +245,21 @@ static void em_mul(Em *m, int node, FILE *b) {
             yout(m, n, 0));
 }
 
+/* OQC_Q_LAYERNORM: OqciLayerNorm q<node> (gamma and beta arrays), oqci_layernorm. */
+static void em_layernorm(Em *m, int node, FILE *b) {
+    const OqcNode *n = &m->g->nodes[node];
+    const OqciLayerNorm *p = &n->q->ln;
+    oqc_em_use_kernel(m, "oqci_eltwise.c");
+    const char *gm = q_array(m, "_gamma", "int32_t", p->gamma, p->n, 4);
+    const char *bt = q_array(m, "_beta", "int32_t", p->beta, p->n, 4);
+    fprintf(oqc_em_decl(m), "static const OqciLayerNorm q%d = {.rows = %" PRId64 ", .n = %"
+                            PRId64 ", .in_type = %s, .out_type = %s,\n    .lo = %d, .hi = %d, "
+                            ".eps_q = %" PRId64 ", .gamma_shift = %d, .gamma = %s, .beta = %s};\n",
+            node, p->rows, p->n, oqc_em_qtype_name(p->in_type), oqc_em_qtype_name(p->out_type),
+            p->lo, p->hi, p->eps_q, p->gamma_shift, gm, bt);
+    fprintf(b, "    TRY(oqci_layernorm(&q%d, %s, %s));\n", node, xin(m, n, 0), yout(m, n, 0));
+}
+
 /* OQC_Q_CLAMP: oqci_clamp. */
 static void em_clamp(Em *m, int node, FILE *b) {
     const OqcNode *n = &m->g->nodes[node];
@@ -384,6 +399,7 @@ static void (*const emit_kind[OQC_Q_KIND_COUNT])(Em *m, int node, FILE *b) = {
     [OQC_Q_MOVE] = NULL,   /* prepared as the FP32 op: written by its family (emit_node.c) */
     [OQC_Q_QUANTIZE] = em_quantize,
     [OQC_Q_DEQUANTIZE] = em_dequantize,
+    [OQC_Q_LAYERNORM] = em_layernorm,
 };
 
 void oqc_em_q(Em *m, int node, FILE *b) {

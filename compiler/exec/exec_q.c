@@ -59,6 +59,11 @@ static int run_mul(OqcExec *e, int node) {
     return 0;
 }
 
+static int run_layernorm(OqcExec *e, int node) {
+    CHECK(oqci_layernorm(&N(e, node)->q->ln, XIN(e, node, 0), YOUT(e, node, 0)));
+    return 0;
+}
+
 static int run_clamp(OqcExec *e, int node) {
     const OqcQNode *q = N(e, node)->q;
     CHECK(oqci_clamp(XIN(e, node, 0), q->in_type, YOUT(e, node, 0), q->out_type, q->count,
@@ -137,6 +142,7 @@ static int (*const run_kind[OQC_Q_KIND_COUNT])(OqcExec *e, int node) = {
     [OQC_Q_MOVE] = NULL,   /* prepared as the FP32 op (oqc_exec_prepare_q) */
     [OQC_Q_QUANTIZE] = run_quantize,
     [OQC_Q_DEQUANTIZE] = run_dequantize,
+    [OQC_Q_LAYERNORM] = run_layernorm,
 };
 
 /* The scratch bytes node's kernels need with and without AMX tiles (largest of its

@@ -382,6 +382,7 @@ typedef enum OqcQKind {
                            and the emitter writes the node as the float op's) */
     OQC_Q_QUANTIZE,     /* float -> s8/u8 at an FP32/INT8 boundary: oqci_quantize */
     OQC_Q_DEQUANTIZE,   /* s8/u8 -> float at an INT8/FP32 boundary: oqci_dequantize */
+    OQC_Q_LAYERNORM,    /* LayerNormalization: oqci_layernorm */
     OQC_Q_KIND_COUNT    /* the number of kinds (table sizes) */
 } OqcQKind;
 
@@ -395,6 +396,7 @@ typedef struct OqcQNode {
     OqciPool pool;       /* MAXPOOL, AVGPOOL */
     OqciAdd add;         /* ADD */
     OqciMul mul;         /* MUL (input 0 is its a, input 1 its b) */
+    OqciLayerNorm ln;    /* LAYERNORM */
     int32_t in_type;     /* CLAMP, DEQUANTIZE: OQCI_S8/OQCI_U8 (DEQUANTIZE: or OQCI_S32) */
     int32_t out_type;    /* CLAMP, QUANTIZE */
     int32_t lo, hi;      /* CLAMP */

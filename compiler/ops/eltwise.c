@@ -28,7 +28,8 @@ int oqc_unary_of(const OqcNode *n, OqcfUnaryOp *op, float *alpha, float *beta) {
     *alpha = oqc_attr_float(n, "alpha", n->op == OQC_OP_Selu ? 1.67326319217681884765625f
                                                              : 1.0f);
     *beta = n->op == OQC_OP_Selu ? oqc_attr_float(n, "gamma", 1.05070102214813232421875f)
-                                 : 0.0f;
+          : n->op == OQC_OP_Gelu ? !strcmp(oqc_attr_string(n, "approximate", "none"), "tanh")
+                                 : 0.0f;   /* Gelu: 1 for its tanh approximation */
     return 1;
 }
 
@@ -322,6 +323,9 @@ int oqc_prep_unary(OqcExec *e, int node, OqcDiag *d) {
     if (!is_float(in0))
         return PERR("%s on %s tensors is not supported (f32 only)", n->op_type,
                     oqc_dtype_name(in0->dtype));
+    const char *approx = oqc_attr_string(n, "approximate", "none");
+    if (n->op == OQC_OP_Gelu && strcmp(approx, "none") && strcmp(approx, "tanh"))
+        return PERR("approximate '%s' is not 'none' or 'tanh'", approx);
     x->run = run_unary;
     x->kind = EXEC_UNARY;
     return 0;

@@ -72,7 +72,11 @@ OqcfStatus oqcf_tanh(const float *x, float *y, int64_t n);
     X(THRESHOLDED_RELU, v > alpha ? v : v != v ? v : 0.0f)                                \
     /* x * max(0, min(1, x / 6 + 1 / 2)) */                                               \
     X(HARD_SWISH, v * clip1(v * (1.0f / 6.0f) + 0.5f, 0.0f, 1.0f))                       \
-    X(SIN, sinf(v))
+    X(SIN, sinf(v))                                                                       \
+    /* beta 0: x * Phi(x) = x / 2 * (1 + erf(x / sqrt 2)); 1: the tanh approximation */   \
+    X(GELU, beta == 0.0f ? 0.5f * v * (1.0f + erff(v * 0.70710678118654752f))             \
+                         : 0.5f * v * (1.0f + tanhf(0.79788456080286536f *                \
+                                                    (v + 0.044715f * v * v * v))))
 
 typedef enum OqcfUnaryOp {
 #define OQCF_UNARY_ENUM_(name, value) OQCF_UN_##name,

@@ -411,6 +411,32 @@ typedef struct OqciMul {
 } OqciMul;
 int oqci_mul(const OqciMul *p, const void *a, const void *b, void *y);
 
+/* LayerNormalization of 8-bit codes over rows of n elements, in integers only.  Per row
+ * the exact sums S1 = sum q, S2 = sum q^2 give V = n S2 - S1^2 = n^2 var(q), and the
+ * normalised value of element j is u_j = (n q_j - S1) / sqrt(V + E), E = eps n^2 / s_x^2
+ * (the compiler's eps_q = round(E * 2^OQCI_LN_EPS_BITS)).  1 / sqrt is a 64-bit integer
+ * square root of D = V * 2^OQCI_LN_EPS_BITS + eps_q scaled by 4^k into [2^60, 2^62)
+ * (31 significant bits) and one division R = 2^61 / isqrt: U_j = round(u_j * 2^16) =
+ * round((n q_j - S1) * R / 2^(42 - k)) (|n q_j - S1| <= sqrt(n V), so |u_j| <= sqrt(n)).
+ * Then y_j / s_y in units of 2^-8 of an output step is T_j = round(U_j * gamma[j] /
+ * 2^(16 + gamma_shift)), gamma[j] = round(gamma_j / s_y * 2^(8 + gamma_shift)), and the
+ * code is clamp(round((T_j + beta[j]) / 2^8), lo, hi), beta[j] = round(beta_j / s_y * 2^8).
+ * Every rounding is half away from zero; no float arithmetic, so every compiler and
+ * requantization mode gives the same bits.  A row with D = 0 (constant, eps 0) has
+ * u = 0.  n <= OQCI_LN_MAX and eps_q <= 2^60 keep every product in int64. */
+#define OQCI_LN_EPS_BITS 6
+#define OQCI_LN_MAX (1 << 20)
+typedef struct OqciLayerNorm {
+    int64_t rows, n;            /* rows x n elements, each row normalised */
+    int32_t in_type, out_type;  /* OQCI_S8 / OQCI_U8 */
+    int32_t lo, hi;             /* output clamp */
+    int64_t eps_q;              /* round(eps n^2 / s_x^2 * 2^OQCI_LN_EPS_BITS), <= 2^60 */
+    int32_t gamma_shift;        /* 0 .. 46 */
+    const int32_t *gamma;       /* n: round(gamma_j / s_y * 2^(8 + gamma_shift)) */
+    const int32_t *beta;        /* n: round(beta_j / s_y * 2^8) */
+} OqciLayerNorm;
+int oqci_layernorm(const OqciLayerNorm *p, const void *x, void *y);
+
 /* y = clamp(x, lo, hi) at the same scale (Relu, Clip; also s8 -> u8 when lo >= 0). */
 int oqci_clamp(const void *x, int32_t in_type, void *y, int32_t out_type, int64_t count,
                int32_t lo, int32_t hi);

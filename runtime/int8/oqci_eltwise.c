@@ -1,9 +1,10 @@
 /* oqci_eltwise.c - INT8 element-wise kernels (Add/Sum, Mul, Relu/Clip, table lookup, quantize,
- * dequantize, the conversions of accumulator outputs to float or to s8/u8) and the
- * compile-time fixed-point multiplier helper, portable C99; Add/Sum, Mul (float
- * requantization), table lookup and quantize also have AVX2 kernels giving the same bits
- * (add_avx2, mul_block_avx2, lut_avx2, quantize__avx2), Add/Sum and quantize AVX-512
- * ones (add_avx512, quantize__avx512), table lookup an AVX-512 VBMI one (lut_avx512vbmi).
+ * dequantize, LayerNormalization's rows, the conversions of accumulator outputs to
+ * float or to s8/u8) and the compile-time fixed-point multiplier helper, portable C99;
+ * Add/Sum, Mul (float requantization), table lookup and quantize also have AVX2 kernels
+ * giving the same bits (add_avx2, mul_block_avx2, lut_avx2, quantize__avx2), Add/Sum and
+ * quantize AVX-512 ones (add_avx512, quantize__avx512), table lookup an AVX-512 VBMI one
+ * (lut_avx512vbmi).
  *
  * Design.  Plain loops over `count` elements; every kernel allows y to be one of its
  * inputs (element j is read before it is written).
@@ -19,6 +20,8 @@
  *     quantize__avx512, and divides elsewhere).
  *   - oqci_fixed_multiplier uses only exact double operations (doublings, a
  *     truncation and a subtraction), no <math.h>.
+ *   - oqci_layernorm: integers only (exact row sums, a 64-bit integer square root and one
+ *     division per row, fixed-point products per element; see oqci.h).
  * Float operations appear only in oqci_add's and oqci_requantize_s32's float modes, the
  * quantize/dequantize functions (oqci_dequantize_s32 included) and oqci_fixed_multiplier. */
 /* AVX2 (x86-64, GNU C): compile-time with __AVX2__, run-time with OQCI_DISPATCH; HAVE_AVX2,
@@ -545,6 +548,63 @@ T_AVX512VBMI static int64_t lut_avx512vbmi(const uint8_t *x, uint8_t *y, int64_t
     return j;
 }
 #endif
+
+/* floor(sqrt(v)), bit by bit. */
+static uint64_t isqrt64(uint64_t v) {
+    uint64_t r = 0, b = (uint64_t)1 << 62;
+    while (b > v)
+        b >>= 2;
+    for (; b; b >>= 2) {
+        if (v >= r + b) {
+            v -= r + b;
+            r = (r >> 1) + b;
+        } else {
+            r >>= 1;
+        }
+    }
+    return r;
+}
+
+/* x / 2^s rounded half away from zero (s in [1, 62]). */
+static int64_t shift_round(int64_t x, int s) {
+    int64_t half = (int64_t)1 << (s - 1);
+    return x >= 0 ? (x + half) >> s : -((-x + half) >> s);
+}
+
+int oqci_layernorm(const OqciLayerNorm *p, const void *x, void *y) {
+    int64_t r, j;
+    if (!p || !x || !y || p->rows < 0 || p->n < 1 || p->n > OQCI_LN_MAX || !p->gamma ||
+        !p->beta || (p->in_type != OQCI_S8 && p->in_type != OQCI_U8) ||
+        !oqci_range_ok(p->out_type, p->lo, p->hi) || p->eps_q < 0 ||
+        p->eps_q > (int64_t)1 << 60 || p->gamma_shift < 0 || p->gamma_shift > 46)
+        return OQCI_EINVAL;
+    for (r = 0; r < p->rows; r++) {
+        int64_t s1 = 0, s2 = 0, o = r * p->n, rcp = 0;
+        uint64_t d;
+        int k = 0;
+        for (j = 0; j < p->n; j++) {
+            int64_t q = oqci_load_q(x, p->in_type, o + j);
+            s1 += q;
+            s2 += q * q;
+        }
+        d = ((uint64_t)(p->n * s2 - s1 * s1) << OQCI_LN_EPS_BITS) + (uint64_t)p->eps_q;
+        if (d) {
+            while (d << (2 * k + 2) >> (2 * k + 2) == d && (d << (2 * k + 2)) < (uint64_t)1 << 62)
+                k++;
+            rcp = (int64_t)(((uint64_t)1 << 61) / isqrt64(d << (2 * k)));
+        }
+        for (j = 0; j < p->n; j++) {
+            int64_t u = rcp ? shift_round((p->n * oqci_load_q(x, p->in_type, o + j) - s1) * rcp,
+                                          42 - k)
+                            : 0;
+            int64_t t = shift_round(u * p->gamma[j], 16 + p->gamma_shift);
+            int64_t c = shift_round(t + p->beta[j], 8);
+            c = c < p->lo ? p->lo : c > p->hi ? p->hi : c;
+            oqci_store_q(y, p->out_type, o + j, (int32_t)c);
+        }
+    }
+    return OQCI_OK;
+}
 
 int oqci_lut(const void *x, void *y, int64_t count, const uint8_t *table) {
     const uint8_t *xp = x;

@@ -100,6 +100,12 @@ def _(out):
     return conv_model(pads=[1, 1, 1, 1], group="1")
 
 
+@case("gelu_bad_approx.onnx", "Gelu (opset 20) with approximate 'erf' (only 'none' and 'tanh' exist)")
+def _(out):
+    return mk([helper.make_node("Gelu", ["x"], ["y"], approximate="erf")],
+              [vi("x", [1, 4])], [vi("y", [1, 4])], opsets=(("", 20),))
+
+
 @case("negative_dim.onnx", "graph input 'x' has dimension -3")
 def _(out):
     return mk([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [1, -3, 4])], [vi("y", [1, -3, 4])])

@@ -146,13 +146,13 @@ bad_lines() {
 # emitted_is_eval NAME MODEL DATA OPTION...: the C `oqc compile MODEL OPTION...` writes
 # (as NAME, into $TMP/c_NAME), built with tests/emit/emitted_main.c and run on DATA,
 # gives the bits `oqc eval MODEL --data DATA OPTION... --save-int8` writes: status 0
-# when it does; messages of the commands in $TMP/cc.log.
+# when it does; messages of the commands in $TMP/cc.log. The compiler: $EMIT_CC, else cc.
 emitted_is_eval() {
     n=$1 m=$2 x=$3
     shift 3
     "$OQC" compile "$m" -o "$TMP/c_$n" --name "$n" "$@" -q >"$TMP/cc.log" 2>&1 &&
         "$OQC" eval "$m" --data "$x" "$@" --save-int8 "$TMP/ev_$n.npy" -q >/dev/null 2>>"$TMP/cc.log" &&
-        cc_cached cc -std=c99 -O2 -Wall -Wextra -Werror -pedantic -ffp-contract=off -I "$TMP/c_$n" \
+        cc_cached "${EMIT_CC:-cc}" -std=c99 -O2 -Wall -Wextra -Werror -pedantic -ffp-contract=off -I "$TMP/c_$n" \
             -DOQC_MODEL_HEADER="\"$n.h\"" -DOQC_MODEL_PREFIX="$n" tests/emit/emitted_main.c \
             "$TMP/c_$n"/*.c -lm -o "$TMP/run_$n" 2>>"$TMP/cc.log" &&
         "$TMP/run_$n" "$x" "$TMP/out_$n.npy" >/dev/null 2>>"$TMP/cc.log" &&
