@@ -47,12 +47,9 @@ import os
 import sys
 import time
 
-REF_BLAS_DIR = "/usr/lib/x86_64-linux-gnu/blas"
-if os.path.exists(os.path.join(REF_BLAS_DIR, "libblas.so.3")) and os.environ.get("OQC_REF_BLAS") != "1":
-    _old = os.environ.get("LD_LIBRARY_PATH")
-    _env = dict(os.environ, OQC_REF_BLAS="1",
-                LD_LIBRARY_PATH=REF_BLAS_DIR + (":" + _old if _old else ""))
-    os.execve(sys.executable, [sys.executable, os.path.abspath(__file__)] + sys.argv[1:], _env)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ref_blas import use_reference_blas  # noqa: E402
+use_reference_blas(__file__)   # before numpy and torch are loaded
 
 import numpy as np
 import onnx
