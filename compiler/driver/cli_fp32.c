@@ -454,7 +454,7 @@ static int run_samples(OqcExec *e, const OqcGraph *g, const OqcValue *vals, int6
 int oqc_cli_run(int argc, char **argv, OqcDiag *d) {
     static const char *const allowed[] = {"-o", "--input", "--input-shape", "--threads",
                                           "--labels", "--preprocess", "--passes", "--disable-pass",
-                                          "--no-opt", "-v", "-q", NULL};
+                                          "--no-opt", "--portable-fp32", "-v", "-q", NULL};
     Opts o;
     int rc = oqc_cli_parse_opts(argc, argv, "run", allowed, &o, d);
     OqcGraph *g = NULL;

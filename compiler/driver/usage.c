@@ -144,7 +144,7 @@ const char *oqc_usage(const char *cmd) {
                "  (docs/cli.md).\n";
     if (!strcmp(cmd, "run"))
         return "usage: oqc run MODEL --input [NAME=]FILE... [-o OUT] [--input-shape NAME=DIMS]...\n"
-               "               [--threads N] [--labels Y.npy]\n"
+               "               [--threads N] [--labels Y.npy] [--portable-fp32]\n"
                "  runs MODEL in FP32 with oqc's reference executor. FILE is .npy (float32),\n"
                "  ONNX TensorProto .pb, or raw float32 (shape from the model or\n"
                "  --input-shape). A file may hold several samples (a leading sample axis,\n"

@@ -138,11 +138,74 @@ OqcfStatus oqcf_hard_sigmoid(const float *x, float *y, int64_t n, float alpha, f
     return OQCF_OK;
 }
 
+/* e^-t for 0 <= t <= 64 in double, from + - * / floor and ldexp only: t = k ln2 + r with
+ * |r| <= ln2 / 2 (ln2 in two parts, the first with 21 low zero bits so k * LN2_HI is
+ * exact), then e^-r by its Taylor series (18 terms: the rest is below 1e-19). */
+static double exp_neg(double t) {
+    const double LN2_HI = 6.93147180369123816490e-01, LN2_LO = 1.90821492927058770002e-10;
+    double k = floor(t * 1.4426950408889634 + 0.5);
+    double r = (t - k * LN2_HI) - k * LN2_LO, s = 1.0, term = 1.0;
+    for (int i = 1; i <= 18; i++) {
+        term *= -r / i;
+        s += term;
+    }
+    return ldexp(s, -(int)k);
+}
+
+/* erf of a float, computed in double from + - * / floor and ldexp only, so that every
+ * host gives the same bits (libm's erff differs in the last bit between x86-64 and
+ * aarch64 builds, which changed calibration tables with the host: docs/testing.md).
+ * |x| < 2: the Taylor series (36 terms; cancellation costs under two digits);
+ * 2 <= |x| < 6: erfc from its continued fraction x + (1/2)/(x + 1/(x + (3/2)/(...))),
+ * 40 levels evaluated from the bottom; |x| >= 6: erf is 1 in float. Relative error
+ * below 2e-15 in double, so the float result is erf correctly rounded except within
+ * that distance of a rounding tie. */
+float oqcf_erff(float xf) {
+    double x = fabs((double)xf), r;
+    if (xf != xf)
+        return xf;
+    if (x < 2.0) {
+        double x2 = x * x, term = x, s = x;   /* term: (-1)^n x^(2n+1) / n! */
+        for (int n = 1; n <= 36; n++) {
+            term *= -x2 / n;
+            s += term / (2 * n + 1);
+        }
+        r = s * 1.1283791670955126;   /* 2 / sqrt(pi) */
+    } else if (x < 6.0) {
+        double k = x;
+        for (int n = 40; n >= 1; n--)
+            k = x + (n * 0.5) / k;
+        r = 1.0 - exp_neg(x * x) * 0.5641895835477563 / k;   /* 1 / sqrt(pi) */
+    } else {
+        r = 1.0;
+    }
+    return (float)(signbit(xf) ? -r : r);
+}
+
+/* tanh of a float in double from exp_neg, the same bits on every host (libm's tanhf,
+ * like its erff, differs in the last bit between x86-64 and aarch64 builds):
+ * tanh |x| = (1 - e^-2|x|) / (1 + e^-2|x|); below 2^-12 x - x^3/3, where the
+ * subtraction would cancel; from 9.1 on it is 1 in float. */
+float oqcf_tanhf(float xf) {
+    double x = fabs((double)xf), r;
+    if (xf != xf)
+        return xf;
+    if (x < 0x1p-12) {
+        r = x - x * x * x / 3.0;
+    } else if (x < 9.1) {
+        double t = exp_neg(2.0 * x);
+        r = (1.0 - t) / (1.0 + t);
+    } else {
+        r = 1.0;
+    }
+    return (float)(signbit(xf) ? -r : r);
+}
+
 OqcfStatus oqcf_tanh(const float *x, float *y, int64_t n) {
     if (!unary_args_ok(x, y, n))
         return OQCF_EINVAL;
     for (int64_t i = 0; i < n; i++)
-        y[i] = tanhf(x[i]);
+        y[i] = oqcf_tanhf(x[i]);
     return OQCF_OK;
 }
 

@@ -45,6 +45,8 @@ OqcfStatus oqcf_sigmoid(const float *x, float *y, int64_t n);   /* 1 / (1 + e^-x
 OqcfStatus oqcf_hard_sigmoid(const float *x, float *y, int64_t n, float alpha,
                              float beta);        /* max(0, min(1, alpha * x + beta)) */
 OqcfStatus oqcf_tanh(const float *x, float *y, int64_t n);
+float oqcf_erff(float x);    /* erf, the same bits on every host (not libm's erff) */
+float oqcf_tanhf(float x);   /* tanh, likewise (not libm's tanhf) */
 
 /* The other unary float ops, by name: y = op(x), alpha and beta their attributes.
  * OQCF_UNARY_OPS(X) is their list, one X(NAME, value) each: NAME gives the enum value
@@ -56,7 +58,7 @@ OqcfStatus oqcf_tanh(const float *x, float *y, int64_t n);
     X(EXP, expf(v))                                                                       \
     X(LOG, logf(v))                                                                       \
     X(SQRT, sqrtf(v))                                                                     \
-    X(ERF, erff(v))                                                                       \
+    X(ERF, oqcf_erff(v))                                                                  \
     X(RECIPROCAL, 1.0f / v)                                                               \
     X(FLOOR, floorf(v))                                                                   \
     X(CEIL, ceilf(v))                                                                     \
@@ -74,9 +76,9 @@ OqcfStatus oqcf_tanh(const float *x, float *y, int64_t n);
     X(HARD_SWISH, v * clip1(v * (1.0f / 6.0f) + 0.5f, 0.0f, 1.0f))                       \
     X(SIN, sinf(v))                                                                       \
     /* beta 0: x * Phi(x) = x / 2 * (1 + erf(x / sqrt 2)); 1: the tanh approximation */   \
-    X(GELU, beta == 0.0f ? 0.5f * v * (1.0f + erff(v * 0.70710678118654752f))             \
-                         : 0.5f * v * (1.0f + tanhf(0.79788456080286536f *                \
-                                                    (v + 0.044715f * v * v * v))))
+    X(GELU, beta == 0.0f ? 0.5f * v * (1.0f + oqcf_erff(v * 0.70710678118654752f))        \
+                         : 0.5f * v * (1.0f + oqcf_tanhf(0.79788456080286536f *           \
+                                                         (v + 0.044715f * v * v * v))))
 
 typedef enum OqcfUnaryOp {
 #define OQCF_UNARY_ENUM_(name, value) OQCF_UN_##name,

@@ -139,6 +139,38 @@ static int same_float(float a, float b) {
     return (isnan(a) && isnan(b)) || (a == b && signbit(a) == signbit(b));
 }
 
+/* oqcf_erff and oqcf_tanhf (computed in double from exact operations, so that every host
+ * gives the same bits) against libm's double erf and tanh rounded to float, over every
+ * 997th float pattern below 8 and its negation: equal, or 1 ulp apart where the double
+ * value lies within the functions' stated error (2e-15 relative) of a float rounding
+ * tie; no more than a handful of such ties, and the special values exact. */
+static void test_erf_tanh(void) {
+    long off = 0, ulp2 = 0;
+    for (uint32_t u = 0; u < 0x41000000u; u += 997) {
+        float x;
+        memcpy(&x, &u, sizeof x);
+        for (int s = 0; s < 2; s++) {
+            float v = s ? -x : x;
+            float got[2] = { oqcf_erff(v), oqcf_tanhf(v) };
+            float want[2] = { (float)erf((double)v), (float)tanh((double)v) };
+            for (int f = 0; f < 2; f++) {
+                if (got[f] == want[f])
+                    continue;
+                off++;
+                if (nextafterf(got[f], want[f]) != want[f])
+                    ulp2++;
+            }
+        }
+    }
+    CU_ASSERT_EQUAL(ulp2, 0);
+    CU_ASSERT(off <= 8);
+    CU_ASSERT(oqcf_erff(0.0f) == 0.0f && oqcf_tanhf(0.0f) == 0.0f);
+    CU_ASSERT(signbit(oqcf_erff(-0.0f)) && signbit(oqcf_tanhf(-0.0f)));
+    CU_ASSERT(oqcf_erff(INFINITY) == 1.0f && oqcf_erff(-INFINITY) == -1.0f);
+    CU_ASSERT(oqcf_tanhf(INFINITY) == 1.0f && oqcf_tanhf(-40.0f) == -1.0f);
+    CU_ASSERT(isnan(oqcf_erff(NAN)) && isnan(oqcf_tanhf(NAN)));
+}
+
 static void test_unary_blocks(void) {
     const float sp[] = { NAN, -0.0f, 0.0f, INFINITY, -INFINITY, -3.5f, 0.25f };
     enum { L = 19 };
@@ -1220,7 +1252,7 @@ static void test_dequantize(void) {
 
 OQC_TEST_MAIN("fp32-tensor",
               OQC_TEST(test_unary_hand), OQC_TEST(test_unary_reference),
-              OQC_TEST(test_unary_blocks),
+              OQC_TEST(test_unary_blocks), OQC_TEST(test_erf_tanh),
               OQC_TEST(test_clip_typed), OQC_TEST(test_broadcast_shape),
               OQC_TEST(test_binary_random_ranks), OQC_TEST(test_binary_fast_paths),
               OQC_TEST(test_binary_int_dtypes), OQC_TEST(test_binary_int_corners),
