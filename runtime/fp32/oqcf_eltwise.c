@@ -138,7 +138,7 @@ OqcfStatus oqcf_hard_sigmoid(const float *x, float *y, int64_t n, float alpha, f
     return OQCF_OK;
 }
 
-/* e^-t for 0 <= t <= 64 in double, from + - * / floor and ldexp only: t = k ln2 + r with
+/* e^-t for 0 <= t <= 700 in double, from + - * / floor and ldexp only: t = k ln2 + r with
  * |r| <= ln2 / 2 (ln2 in two parts, the first with 21 low zero bits so k * LN2_HI is
  * exact), then e^-r by its Taylor series (18 terms: the rest is below 1e-19). */
 static double exp_neg(double t) {
@@ -199,6 +199,64 @@ float oqcf_tanhf(float xf) {
         r = 1.0;
     }
     return (float)(signbit(xf) ? -r : r);
+}
+
+/* e^x - 1 of a float in double, the same bits on every host (libm's expm1f is float code
+ * that differs between builds): the Taylor series below |x| = 0.35, where e^x - 1 would
+ * cancel; exp_neg above (its reciprocal for x > 0); -1 below -104 and infinity above 89,
+ * where float has nothing else. */
+float oqcf_expm1f(float xf) {
+    double x = xf, r;
+    if (xf != xf || xf == 0.0f)   /* NaN, and -0 keeps its sign */
+        return xf;
+    if (fabs(x) < 0.35) {
+        double term = x;
+        r = x;
+        for (int n = 2; n <= 18; n++) {
+            term *= x / n;
+            r += term;
+        }
+    } else if (x < 0.0) {
+        r = x < -104.0 ? -1.0 : exp_neg(-x) - 1.0;
+    } else {
+        r = x > 89.0 ? HUGE_VAL : 1.0 / exp_neg(x) - 1.0;
+    }
+    return (float)r;
+}
+
+/* log(1 + x) of a float in double, the same bits on every host (libm's log1pf differs
+ * between builds, as expm1f): log(1 + x) = 2 atanh(z), z = x / (2 + x), by its series
+ * when |x| < 1/4 (|z| < 1/7: 18 terms); otherwise 1 + x = m 2^e (frexp, exact) with m
+ * in [sqrt 1/2, sqrt 2), log m by the same series (|z| < 0.18) plus e ln2. */
+float oqcf_log1pf(float xf) {
+    const double LN2_HI = 6.93147180369123816490e-01, LN2_LO = 1.90821492927058770002e-10;
+    double x = xf, z, e = 0.0;
+    if (xf != xf || xf == 0.0f)   /* NaN, and -0 keeps its sign */
+        return xf;
+    if (xf < -1.0f)
+        return NAN;
+    if (xf == -1.0f)
+        return -INFINITY;
+    if (isinf(xf))
+        return xf;
+    if (fabs(x) < 0.25) {
+        z = x / (2.0 + x);
+    } else {
+        int ei;
+        double m = frexp(1.0 + x, &ei);   /* 1 + x is exact in double for a float x >= 1/4 */
+        if (m < 0.70710678118654752) {
+            m *= 2.0;
+            ei--;
+        }
+        e = ei;
+        z = (m - 1.0) / (m + 1.0);
+    }
+    double z2 = z * z, term = z, s = z;
+    for (int n = 1; n <= 18; n++) {
+        term *= z2;
+        s += term / (2 * n + 1);
+    }
+    return (float)(2.0 * s + e * LN2_LO + e * LN2_HI);
 }
 
 OqcfStatus oqcf_tanh(const float *x, float *y, int64_t n) {

@@ -47,6 +47,8 @@ OqcfStatus oqcf_hard_sigmoid(const float *x, float *y, int64_t n, float alpha,
 OqcfStatus oqcf_tanh(const float *x, float *y, int64_t n);
 float oqcf_erff(float x);    /* erf, the same bits on every host (not libm's erff) */
 float oqcf_tanhf(float x);   /* tanh, likewise (not libm's tanhf) */
+float oqcf_expm1f(float x);  /* e^x - 1, likewise (not libm's expm1f) */
+float oqcf_log1pf(float x);  /* log(1 + x), likewise (not libm's log1pf) */
 
 /* The other unary float ops, by name: y = op(x), alpha and beta their attributes.
  * OQCF_UNARY_OPS(X) is their list, one X(NAME, value) each: NAME gives the enum value
@@ -63,17 +65,17 @@ float oqcf_tanhf(float x);   /* tanh, likewise (not libm's tanhf) */
     X(FLOOR, floorf(v))                                                                   \
     X(CEIL, ceilf(v))                                                                     \
     /* -1, 0 or 1; 0, -0 and NaN kept */                                                  \
-    X(SIGN, v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : v)                                        \
+    X(SIGN, v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : v)                                       \
     X(SOFTSIGN, v / (1.0f + fabsf(v)))                                                    \
     /* log(1 + e^v) = max(v, 0) + log1p(e^-|v|): no overflow for large |v| */             \
-    X(SOFTPLUS, (v > 0.0f ? v : 0.0f) + log1pf(expf(-fabsf(v))))                          \
-    X(ELU, v < 0.0f ? alpha * expm1f(v) : v)                                              \
-    X(CELU, v < 0.0f ? alpha * expm1f(v / alpha) : v)                                     \
+    X(SOFTPLUS, (v > 0.0f ? v : 0.0f) + oqcf_log1pf(expf(-fabsf(v))))                     \
+    X(ELU, v < 0.0f ? alpha * oqcf_expm1f(v) : v)                                         \
+    X(CELU, v < 0.0f ? alpha * oqcf_expm1f(v / alpha) : v)                                \
     /* beta is Selu's gamma */                                                            \
-    X(SELU, v <= 0.0f ? beta * (alpha * expm1f(v)) : beta * v)                            \
+    X(SELU, v <= 0.0f ? beta * (alpha * oqcf_expm1f(v)) : beta * v)                       \
     X(THRESHOLDED_RELU, v > alpha ? v : v != v ? v : 0.0f)                                \
     /* x * max(0, min(1, x / 6 + 1 / 2)) */                                               \
-    X(HARD_SWISH, v * clip1(v * (1.0f / 6.0f) + 0.5f, 0.0f, 1.0f))                       \
+    X(HARD_SWISH, v * clip1(v * (1.0f / 6.0f) + 0.5f, 0.0f, 1.0f))                        \
     X(SIN, sinf(v))                                                                       \
     /* beta 0: x * Phi(x) = x / 2 * (1 + erf(x / sqrt 2)); 1: the tanh approximation */   \
     X(GELU, beta == 0.0f ? 0.5f * v * (1.0f + oqcf_erff(v * 0.70710678118654752f))        \

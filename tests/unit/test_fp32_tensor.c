@@ -139,21 +139,26 @@ static int same_float(float a, float b) {
     return (isnan(a) && isnan(b)) || (a == b && signbit(a) == signbit(b));
 }
 
-/* oqcf_erff and oqcf_tanhf (computed in double from exact operations, so that every host
- * gives the same bits) against libm's double erf and tanh rounded to float, over every
- * 997th float pattern below 8 and its negation: equal, or 1 ulp apart where the double
- * value lies within the functions' stated error (2e-15 relative) of a float rounding
- * tie; no more than a handful of such ties, and the special values exact. */
-static void test_erf_tanh(void) {
+/* oqcf_erff, oqcf_tanhf, oqcf_expm1f and oqcf_log1pf (computed in double from exact
+ * operations, so that every host gives the same bits) against libm's double functions
+ * rounded to float, over every 997th float pattern below 8 (below 88 for expm1) and its
+ * negation: equal, or 1 ulp apart where the double value lies within the functions'
+ * error (about 2e-15 relative) of a float rounding tie, so only a handful; the special
+ * values exact. */
+static void test_exact_transcendentals(void) {
     long off = 0, ulp2 = 0;
-    for (uint32_t u = 0; u < 0x41000000u; u += 997) {
+    for (uint32_t u = 0; u < 0x42b00000u; u += 997) {
         float x;
         memcpy(&x, &u, sizeof x);
         for (int s = 0; s < 2; s++) {
             float v = s ? -x : x;
-            float got[2] = { oqcf_erff(v), oqcf_tanhf(v) };
-            float want[2] = { (float)erf((double)v), (float)tanh((double)v) };
-            for (int f = 0; f < 2; f++) {
+            int small = u < 0x41000000u;   /* |v| < 8 */
+            float got[4] = { oqcf_expm1f(v), small ? oqcf_erff(v) : 0,
+                             small ? oqcf_tanhf(v) : 0, small && v > -1 ? oqcf_log1pf(v) : 0 };
+            float want[4] = { (float)expm1((double)v), small ? (float)erf((double)v) : 0,
+                              small ? (float)tanh((double)v) : 0,
+                              small && v > -1 ? (float)log1p((double)v) : 0 };
+            for (int f = 0; f < 4; f++) {
                 if (got[f] == want[f])
                     continue;
                 off++;
@@ -166,9 +171,14 @@ static void test_erf_tanh(void) {
     CU_ASSERT(off <= 8);
     CU_ASSERT(oqcf_erff(0.0f) == 0.0f && oqcf_tanhf(0.0f) == 0.0f);
     CU_ASSERT(signbit(oqcf_erff(-0.0f)) && signbit(oqcf_tanhf(-0.0f)));
+    CU_ASSERT(signbit(oqcf_expm1f(-0.0f)) && signbit(oqcf_log1pf(-0.0f)));
     CU_ASSERT(oqcf_erff(INFINITY) == 1.0f && oqcf_erff(-INFINITY) == -1.0f);
     CU_ASSERT(oqcf_tanhf(INFINITY) == 1.0f && oqcf_tanhf(-40.0f) == -1.0f);
-    CU_ASSERT(isnan(oqcf_erff(NAN)) && isnan(oqcf_tanhf(NAN)));
+    CU_ASSERT(oqcf_expm1f(-INFINITY) == -1.0f && oqcf_expm1f(100.0f) == INFINITY);
+    CU_ASSERT(oqcf_log1pf(-1.0f) == -INFINITY && isnan(oqcf_log1pf(-2.0f)));
+    CU_ASSERT(oqcf_log1pf(INFINITY) == INFINITY && oqcf_log1pf(0x1p100f) == (float)log1p(0x1p100));
+    CU_ASSERT(isnan(oqcf_erff(NAN)) && isnan(oqcf_tanhf(NAN)) && isnan(oqcf_expm1f(NAN)) &&
+              isnan(oqcf_log1pf(NAN)));
 }
 
 static void test_unary_blocks(void) {
@@ -1252,7 +1262,7 @@ static void test_dequantize(void) {
 
 OQC_TEST_MAIN("fp32-tensor",
               OQC_TEST(test_unary_hand), OQC_TEST(test_unary_reference),
-              OQC_TEST(test_unary_blocks), OQC_TEST(test_erf_tanh),
+              OQC_TEST(test_unary_blocks), OQC_TEST(test_exact_transcendentals),
               OQC_TEST(test_clip_typed), OQC_TEST(test_broadcast_shape),
               OQC_TEST(test_binary_random_ranks), OQC_TEST(test_binary_fast_paths),
               OQC_TEST(test_binary_int_dtypes), OQC_TEST(test_binary_int_corners),
