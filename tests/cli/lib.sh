@@ -34,15 +34,16 @@ check() { n=$1; shift; if "$@"; then ok "$n"; else fail "$n"; fi; }
 # never a pass, and a failure in the scripts tests/expected-to-run.txt names.
 skip() { T_SKIP=$((T_SKIP + 1)); echo "skip $*"; }
 finish() { echo "RESULT $T_NAME $T_PASS $T_FAIL $T_SKIP"; [ "$T_FAIL" = 0 ]; }
-# only_config CONFIG: the script runs only in that configuration of `make check`
-# (default, clang or san: tests/run.sh's OQC_CONFIG) and ends here, passing, in the
-# others: for checks that do not depend on how oqc was built.
+# only_config CONFIG...: the script runs only in those configurations of `make check`
+# (default, clang, san); in the others it says so and stops, passing nothing and
+# skipping nothing.
 only_config() {
-    if [ "${OQC_CONFIG:-default}" != "$1" ]; then
-        echo "runs in the $1 configuration of make check only (not a skip: it runs there)"
-        finish
-        exit $?
-    fi
+    for c in "$@"; do
+        [ "${OQC_CONFIG:-default}" = "$c" ] && return 0
+    done
+    echo "runs in the $(echo "$@" | sed 's/ / and /g') configuration of make check only (not a skip: it runs there)"
+    finish
+    exit $?
 }
 
 # .npy helpers for comparing emitted programs' outputs with oqc's.
