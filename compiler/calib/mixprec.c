@@ -156,8 +156,11 @@ static int is_layer(const OqcNode *n) {
         return 0;
     switch (n->q->kind) {
     case OQC_Q_CONV: case OQC_Q_DECONV: case OQC_Q_ADD: case OQC_Q_AVGPOOL: case OQC_Q_MAXPOOL:
+    /* the modern networks' element-wise arithmetic: each rounds its output to 8 bits */
+    case OQC_Q_MUL: case OQC_Q_LUT: case OQC_Q_LAYERNORM:
         return 1;
-    default:
+    default:   /* views, moves and clamps of codes (Concat and Resize at most requantize
+                * them once), and the Quantize/Dequantize at the float boundaries */
         return 0;
     }
 }

@@ -39,6 +39,20 @@ first_f=$(awk 'NR == 1 { print $6 }' "$TMP/rows.txt")
 ge "$first_f" "$all" && ok "sensitivity: keeping the worst layer float helps ($all -> $first_f dB)" ||
     fail "sensitivity: worst layer float gives $first_f dB, all INT8 $all dB"
 
+# The modern networks' element-wise layers are layers too: ConvNeXt's blocks
+# (models/tiny/convnext_block.onnx: 3 depthwise Conv, 6 Gemm, 3 LayerNormalization, 3
+# Gelu tables, 3 Add) on 4 inputs cut from squeezenet's image data; a layer
+# --fp32-nodes can keep float is one the search can choose.
+mknpy "4, 1, 8, 6, 6" models/tv/squeezenet1_1_in4.npy "$TMP/cx.npy"
+"$OQC" eval models/tiny/convnext_block.onnx --data "$TMP/cx.npy" --calib "$TMP/cx.npy" $NAMED \
+    --sensitivity -q >"$TMP/sensx.txt" 2>&1 || fail "convnext eval --sensitivity: $(tail -n 3 "$TMP/sensx.txt")"
+sed -n '/^  layer /,$p' "$TMP/sensx.txt" | tail -n +2 | awk '{ print $2 }' | sort | uniq -c |
+    awk '{ printf "%s %s ", $2, $1 }' >"$TMP/opsx.txt"
+grep -q "^sensitivity over 4 samples (18 INT8 layers)" "$TMP/sensx.txt" &&
+    [ "$(cat "$TMP/opsx.txt")" = "Add 3 Conv 3 Gelu 3 Gemm 6 LayerNormalization 3 " ] &&
+    ok "sensitivity: ConvNeXt's LayerNormalization and Gelu are layers ($(cat "$TMP/opsx.txt"))" ||
+    fail "convnext sensitivity: $(grep '^sensitivity' "$TMP/sensx.txt"); $(cat "$TMP/opsx.txt")"
+
 # The same table in the calibration report (calibrate --report --sensitivity --val).
 "$OQC" calibrate $M --data $D/calib_500.npy -o "$TMP/r.trt" --report "$TMP/r.html" --sensitivity \
     $VAL -q >"$TMP/rep.txt" 2>&1 || fail "calibrate --report --sensitivity: $(tail -n 3 "$TMP/rep.txt")"
