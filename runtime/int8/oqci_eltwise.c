@@ -4,7 +4,7 @@
  * Add/Sum, Mul (float requantization), table lookup and quantize also have AVX2 kernels
  * giving the same bits (add_avx2, mul_block_avx2, lut_avx2, quantize__avx2), Add/Sum and
  * quantize AVX-512 ones (add_avx512, quantize__avx512), table lookup an AVX-512 VBMI one
- * (lut_avx512vbmi).
+ * (lut_avx512vbmi), which Mul's long blocks use too (a table per block).
  *
  * Design.  Plain loops over `count` elements; every kernel allows y to be one of its
  * inputs (element j is read before it is written).
@@ -57,6 +57,7 @@ static void add_put(const OqciAdd *p, void *y, int64_t j, int64_t s) {
  * of u / 2 is (trunc(u) + 1) >> 1 for trunc(u) >= 0, trunc(u) >> 1 below (arithmetic
  * shifts), as rq8 does. */
 #define ADD_MIN_COUNT 256   /* below: the 256 requantizations per input do not pay */
+#define MUL_TABLE_MIN 512   /* oqci_mul's blocks by table from this length on */
 
 /* round(u / 2) half away from zero for u = trunc(2 t) (cvttps of the doubled product):
  * t rounded half away, the steps of oqci_conv.c's rq8; exact for |t| < 2^30. */
@@ -488,6 +489,23 @@ int oqci_mul(const OqciMul *p, const void *a, const void *b, void *y) {
     if (p->rq.mode == OQCI_REQ_FLOAT && p->inner >= 8 && oqci_use_avx2()) {
         m2 = 2.0f * p->rq.mult[0];
         fast = (double)m2 * 65025.0 < 1073741824.0 && (double)m2 * 65025.0 > -1073741824.0;
+    }
+#endif
+#if HAVE_AVX2 && HAVE_AVX512
+    /* Long blocks on an AVX-512 VBMI CPU: a block's outputs are a function of its 8-bit
+     * input alone (b's value g is fixed), so mul_block_avx2 computes it once for each of
+     * the 256 byte values (the same bits) and oqci_lut looks the block up 64 bytes per
+     * vpermt2b; one table costs about as much as 256 elements the direct way. */
+    if (fast && p->inner >= MUL_TABLE_MIN && oqci_use_avx512vbmi()) {
+        uint8_t bytes[256], table[256];
+        for (i = 0; i < 256; i++)
+            bytes[i] = (uint8_t)i;
+        for (o = 0; o < p->outer; o++) {
+            mul_block_avx2(p, bytes, oqci_load_q(b, p->b_type, o), table, 256, m2);
+            oqci_lut((const uint8_t *)a + o * p->inner, (uint8_t *)y + o * p->inner,
+                     p->inner, table);
+        }
+        return OQCI_OK;
     }
 #endif
     for (o = 0; o < p->outer; o++) {

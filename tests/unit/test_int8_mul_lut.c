@@ -3,7 +3,8 @@
  * activation function) against direct scalar references written here, on seeded random
  * data, once per kernel family this CPU runs (oqci_force_isa: the portable loops, the
  * AVX2 paths - Mul's for float requantization in blocks of 8 or more, the lookup's for
- * 32 or more elements - and the lookup's AVX-512 VBMI path, 64 or more).
+ * 32 or more elements - and the lookup's AVX-512 VBMI path, 64 or more, which Mul's
+ * float blocks of 512 or more take through a table per block).
  *
  * Tolerance: none.  The reference rounds (float)(a * g) * M half away from zero and
  * clamps (float mode), or takes the integer multiply-shift oqci_mul_shift (fixed mode,
@@ -39,11 +40,12 @@ static int32_t ref_mul1(const OqciMul *p, const Rq *r, const uint8_t *a, const u
 }
 
 /* One random case in the current family: bad counts the cases with any wrong element. */
-static void mul_case(int t, int64_t *bad, int64_t *vec_cases) {
+static void mul_case(int t, int64_t *bad, int64_t *vec_cases, int64_t *long_cases) {
     OqciMul p;
     memset(&p, 0, sizeof p);
     p.outer = rnd_int(1, 12);
-    p.inner = t % 4 == 0 ? rnd_int(0, 9) : rnd_int(8, 300);
+    /* short blocks, the vector blocks, and blocks long enough for the table (512+) */
+    p.inner = t % 4 == 0 ? rnd_int(0, 9) : t % 4 == 1 ? rnd_int(500, 1100) : rnd_int(8, 300);
     p.a_type = (int32_t)rnd_int(0, 1);
     p.b_type = (int32_t)rnd_int(0, 1);
     p.out_type = (int32_t)rnd_int(0, 1);
@@ -68,6 +70,7 @@ static void mul_case(int t, int64_t *bad, int64_t *vec_cases) {
         wrong += qget(y, p.out_type, j) != ref[j];
     *bad += wrong != 0;
     *vec_cases += mode == OQCI_REQ_FLOAT && p.inner >= 8;
+    *long_cases += mode == OQCI_REQ_FLOAT && p.inner >= 512;
     if (!inplace)
         free(y);
     free(a);
@@ -81,13 +84,14 @@ static void test_mul_random_isas(void) {
     for (int k = 0; k < nisas; k++) {
         CU_ASSERT_EQUAL_FATAL(oqci_force_isa(isas[k]), OQCI_OK);
         rnd_seed(57);
-        int64_t bad = 0, vec = 0;
+        int64_t bad = 0, vec = 0, lng = 0;
         for (int t = 0; t < 400; t++)
-            mul_case(t, &bad, &vec);
+            mul_case(t, &bad, &vec, &lng);
         CU_ASSERT_EQUAL(bad, 0);
-        CU_ASSERT(vec > 100);   /* the vector path's shapes were drawn */
-        printf("\n  oqci_mul, %s: 400 cases (%" PRId64 " with float blocks of 8 or more), "
-               "%" PRId64 " wrong", oqci_isa_name(isas[k]), vec, bad);
+        CU_ASSERT(vec > 100 && lng > 30);   /* the vector and table paths' shapes were drawn */
+        printf("\n  oqci_mul, %s: 400 cases (%" PRId64 " with float blocks of 8 or more, %"
+               PRId64 " of 512 or more), %" PRId64 " wrong", oqci_isa_name(isas[k]), vec, lng,
+               bad);
     }
     oqci_force_isa(OQCI_ISA_AUTO);
 }
