@@ -457,7 +457,8 @@ static void lower_node(Q *q, Plan *P, int i) {
 }
 
 /* Step 3b, accumulator outputs.  An INT8 node of a kind with a widen hook (Conv, Gemm,
- * MatMul with no activation or a Relu; an average pool of one window size) whose
+ * MatMul with no activation, a Relu, or a Clip, which the Dequantize then applies to the
+ * float values; an average pool of one window size) whose
  * output, directly or through views, is read only by float nodes or is a graph output
  * stores its int32 accumulators (OQCI_S32) instead of requantizing them to 8 bits.
  * The Dequantize that follows multiplies them by the accumulator's scale (s_in *

@@ -115,11 +115,14 @@ static int run_quantize(OqcExec *e, int node) {
 /* OQC_Q_DEQUANTIZE: of s8/u8 codes, or of an accumulator tensor (per channel scales). */
 static int run_dequantize(OqcExec *e, int node) {
     const OqcQNode *q = N(e, node)->q;
-    if (q->acc)
-        CHECK(oqci_dequantize_s32(XIN(e, node, 0), YOUT(e, node, 0), q->acc->outer,
-                                  q->acc->channels, q->acc->inner, q->acc->scale,
-                                  q->acc->per_channel));
-    else
+    if (q->acc) {
+        const OqcAcc *a = q->acc;
+        CHECK(oqci_dequantize_s32(XIN(e, node, 0), YOUT(e, node, 0), a->outer, a->channels,
+                                  a->inner, a->scale, a->per_channel));
+        if (a->clip)
+            CHECK(oqcf_clip(YOUT(e, node, 0), YOUT(e, node, 0),
+                            a->outer * a->channels * a->inner, a->clip_lo, a->clip_hi));
+    } else
         CHECK(oqci_dequantize(XIN(e, node, 0), q->in_type, YOUT(e, node, 0), q->count,
                               q->scale));
     return 0;

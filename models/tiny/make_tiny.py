@@ -786,6 +786,18 @@ def _(b):
     gemm_model(b, [1, 16], [10, 16], [10], [1, 10], alpha=1.0, beta=1.0, transB=1)
 
 
+@model("matmul_add_clip_out")
+def _(b):
+    # a classifier as ONNX Runtime's quantizer leaves it: MatMul, bias Add and a Clip at
+    # the recorded output range, all writing the graph output (oqc folds them into one
+    # Gemm with a fused Clip, which keeps its int32 accumulators in INT8)
+    x = b.inp("x", [1, 16])
+    m = b.node("MatMul", [x, b.randw("W", [16, 10])], "m")
+    a = b.node("Add", [m, b.randw("bias", [10], 0.3)], "a")
+    b.node("Clip", [a, b.f32("lo", -1.0), b.f32("hi", 1.5)], "y")
+    b.out("y", [1, 10])
+
+
 # -------------------------------------------------------------- MatMul
 def matmul_model(b, ashape, bshape, yshape, b_is_input=False):
     b.inp("a", ashape)
