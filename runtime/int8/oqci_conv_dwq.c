@@ -37,7 +37,7 @@ int64_t oqcik_dw3q_geo(const OqciConv *p, int32_t *bs, int32_t *rows) {
  * on a plane a quarter of their size.  Two output rows share the vpermb of the rows
  * they both read at stride 1 (4 input rows for 2 output rows).  The sums start from
  * bias + correction; the fused float requantization (rq16, as the GEMM's) on int32 sums
- * below 2^24 (dw3_all_fused) gives oqci_requant's bits.  The plane's padding is written
+ * below 2^24 (dw_all_fused) gives oqci_requant's bits.  The plane's padding is written
  * once per call, each channel its interior rows. */
 
 /* Whether channel k's sums (|sum| <= 9 x 255 x 128 + |bias| + 128 x 9 x 128: the dot
@@ -123,7 +123,7 @@ dw3q_rows4(const OqciConv *p, const uint8_t *b, int32_t bs, int32_t S, int32_t n
  * kernels, which run a small plane as one array, fill their vectors there.) */
 int oqcik_dw3q_ok(const OqciConv *p) {
     int32_t bs, rows;
-    return p->out_w >= 12 && oqcik_dw3q_geo(p, &bs, &rows) > 0 && dw3_all_fused(p);
+    return p->out_w >= 12 && oqcik_dw3q_geo(p, &bs, &rows) > 0 && dw_all_fused(p);
 }
 
 T_VBMI void oqcik_conv_dw3q__avx512vbmi(const OqciConv *p, const void *x, void *y,

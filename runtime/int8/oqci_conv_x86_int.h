@@ -190,14 +190,14 @@ static inline int dw_bias_fits(int64_t bias, int32_t taps) {
     return (bias < 0 ? -bias : bias) + (int64_t)taps * 32640 < 16777216;
 }
 
-/* The 3x3 kernels' condition on the requantization: float, and every channel's sums
- * exact from its bias (conv_dwf's fused condition for all of them). */
-static inline int dw3_all_fused(const OqciConv *p) {
+/* The whole-plane kernels' condition on the requantization: float, and every channel's
+ * sums of k_h k_w taps exact from its bias (conv_dwf's fused condition for all of them). */
+static inline int dw_all_fused(const OqciConv *p) {
     int32_t k;
     if (p->rq.mode != OQCI_REQ_FLOAT)
         return 0;
     for (k = 0; k < p->out_c; k++)
-        if (!dw_bias_fits(p->bias ? p->bias[k] : 0, 9))
+        if (!dw_bias_fits(p->bias ? p->bias[k] : 0, p->k_h * p->k_w))
             return 0;
     return 1;
 }
