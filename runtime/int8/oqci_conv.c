@@ -184,6 +184,7 @@ static size_t dw_scratch(const OqciConv *p) {
     planes = (int64_t)d.phases * d.rows * d.width;
     planes = planes > flat ? planes : flat;
     planes = planes > s2 ? planes : s2;
+    q = q > oqcik_dwkq_bytes(p) ? q : oqcik_dwkq_bytes(p);   /* (VBMI's 5x5, 7x7) */
     return ALIGN + (size_t)(planes * 4 > q ? planes * 4 : q);
 }
 /* ======================================================================================
@@ -416,6 +417,10 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {
 #if HAVE_VBMI
             if (vb && oqcik_dw3q_ok(p)) {
                 oqcik_conv_dw3q__avx512vbmi(p, x, y, scratch);
+                return OQCI_OK;
+            }
+            if (vb && oqcik_dwkq_ok(p)) {
+                oqcik_conv_dwkq__avx512vbmi(p, x, y, scratch);
                 return OQCI_OK;
             }
 #endif

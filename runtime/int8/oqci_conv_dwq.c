@@ -1,6 +1,7 @@
-/* oqci_conv_dwq.c - the avx512vbmi and AMX families' depthwise kernel of the INT8 conv,
- * oqcik_conv_dw3q__avx512vbmi: 3x3 depthwise at stride 1 or 2 on byte planes with vpermb
- * (AVX-512 VBMI, which every AMX CPU has) and vpdpbusd.  The other x86 depthwise kernels,
+/* oqci_conv_dwq.c - the avx512vbmi and AMX families' depthwise kernels of the INT8 conv,
+ * on byte planes with vpermb / vpermt2b (AVX-512 VBMI, which every AMX CPU has) and
+ * vpdpbusd: oqcik_conv_dw3q__avx512vbmi (3x3 at stride 1 or 2) and
+ * oqcik_conv_dwkq__avx512vbmi (5x5 and 7x7 at stride 1 or 2).  The other x86 depthwise kernels,
  * on float planes, are oqci_conv_dwx86.c's; integer-only builds (OQCI_NO_FLOAT) have
  * neither (their depthwise convs go through the GEMM). */
 #include "oqci_conv_x86_int.h"
@@ -24,6 +25,67 @@ int64_t oqcik_dw3q_geo(const OqciConv *p, int32_t *bs, int32_t *rows) {
     r = (int64_t)(p->out_h - 1) * p->s_h + 3;
     *rows = (int32_t)((int64_t)p->in_h + p->p_t > r ? (int64_t)p->in_h + p->p_t : r);
     return (int64_t)*bs * *rows;
+}
+
+/* ---- oqcik_conv_dwkq__avx512vbmi: 5x5 and 7x7 depthwise at stride 1 or 2 on byte planes ---
+ * The float flat kernels do one tap of 16 outputs per FMA, and this CPU class runs about
+ * one 512-bit FMA per cycle: 25 cycles per vector of a 5x5 kernel.  Here vpdpbusd does
+ * four kernel rows of one column per lane and instruction, from byte planes in which the
+ * four rows' bytes are already together, so that no shuffle is needed per output.  The
+ * input channel is first copied into s s zero-padded byte phase planes (s the stride;
+ * s8 inputs as x + 128 with padding 128, and -128 sum w joins the bias, as conv_dw3q),
+ * P[a][b][r][e] = x[s r + a - p_t][s e + b - p_l], rows S = OW + (K - 1) / s bytes
+ * apart; then into s quad planes Q[b][r][e] = the four bytes P[t % s][b][r + t / s][e],
+ * t = 0 .. 3, i.e. x[s r + t - p_t][s e + b - p_l] (4 x 16 bytes of P per vpermb).
+ * Output o = oh S + ow (the columns ow >= OW junk, never stored) sums, for each group of
+ * kernel rows 4 g .. 4 g + 3 (rows past K: weight 0) and column j, the dword at Q[j %
+ * s][oh + 4 g / s][ow + j / s] times those rows' weights of column j: one 64-byte load and
+ * one vpdpbusd per 16 outputs, 10 for a 5x5 kernel, 14 for a 7x7.  The sums are exact in
+ * int32 and below 2^24 (dw_all_fused), requantized by rqf16 from their float value (the
+ * float kernels' bits); the valid lanes compressed and stored as
+ * oqcik_conv_dws2flat__avx512vnni's. */
+#define DWKQ_MAXO 16384   /* OH S outputs at most (valid-lane masks: 2 KB of stack) */
+#define DWKQ_MAXW 4096    /* output columns at most (column masks: 1 KB) */
+
+/* Its geometry for a 5x5 or 7x7 kernel at dilation 1, strides 1 or 2, pads before in [0,
+ * K), sizes within the bounds: rows S, quad-plane rows *rq (OH + 4 (G - 1) / s, G = (K +
+ * 3) / 4 row groups), the bytes *ql of the s quad planes of a channel (and 32 entries of
+ * slack each); returns the scratch bytes, two channels' (0: not such a conv).  In every
+ * build (dw_scratch needs it). */
+static int64_t dwkq_geo(const OqciConv *p, int32_t *sr, int32_t *rq, int64_t *ql) {
+    int32_t s = p->s_h, k = p->k_h;
+    if ((k != 5 && k != 7) || p->k_w != k || p->s_w != s || s != 2 || p->d_h != 1 ||
+        p->d_w != 1 || p->p_t < 0 || p->p_t >= k || p->p_l < 0 || p->p_l >= k ||
+        p->out_w > DWKQ_MAXW || p->out_h > DWKQ_MAXO)
+        return 0;
+    *sr = p->out_w + (k - 1) / s;
+    if ((int64_t)p->out_h * *sr > DWKQ_MAXO)
+        return 0;
+    *rq = p->out_h + 4 * ((k + 3) / 4 - 1) / s;
+    *ql = round_up(((int64_t)*rq * *sr + 32) * 4, 64);
+    return 2 * s * *ql;
+}
+
+/* Stride 1 (output plane = input plane, at most DWFLAT_MASKS / K vectors): the dwords of
+ * the flat quad plane *nq (16 nv + 4 (G - 1) W + K - 1, rounded up to 16), the bytes *xl
+ * of a padded channel copy (K W + 64 before the channel, as many after the plane's
+ * reach); returns the scratch bytes: two quad planes, two copies (0: not such a conv). */
+static int64_t dwkqf_geo(const OqciConv *p, int64_t *nq, int64_t *xl) {
+    int32_t k = p->k_h;
+    int64_t hw = (int64_t)p->in_h * p->in_w, nv = (hw + 15) / 16;
+    if ((k != 5 && k != 7) || p->k_w != k || p->s_h != 1 || p->s_w != 1 || p->d_h != 1 ||
+        p->d_w != 1 || p->p_t < 0 || p->p_t >= k || p->p_l < 0 || p->p_l >= k ||
+        p->out_h != p->in_h || p->out_w != p->in_w || nv * k > DWFLAT_MASKS)
+        return 0;
+    *nq = round_up(16 * nv + 4 * ((k + 3) / 4 - 1) * (int64_t)p->in_w + k - 1, 16);
+    *xl = round_up(2 * (k * (int64_t)p->in_w + 64) + *nq, 64);
+    return 2 * (*nq * 4 + 64) + 2 * *xl;
+}
+
+int64_t oqcik_dwkq_bytes(const OqciConv *p) {
+    int32_t sr, rq;
+    int64_t ql, nq, xl;
+    return p->s_h == 1 ? dwkqf_geo(p, &nq, &xl) : dwkq_geo(p, &sr, &rq, &ql);
 }
 
 #if HAVE_VBMI && !defined(OQCI_NO_FLOAT)
@@ -226,5 +288,285 @@ T_VBMI void oqcik_conv_dw3q__avx512vbmi(const OqciConv *p, const void *x, void *
 #undef DWQ_ROW
             }
         }
+}
+int oqcik_dwkq_ok(const OqciConv *p) {
+    return oqcik_dwkq_bytes(p) > 0 && dw_all_fused(p);
+}
+
+/* Channel xs's quad planes at q (Q[ph] at q + ph ql), rows in order: per 16 columns
+ * e .. e + 15 of row r, four merge-masked loads of input row s r + t - p_t (t = 0 .. 3,
+ * none outside the input) into 128-bit lane t (s = 1: 16 bytes of columns e - p_l ..; s =
+ * 2: 32 bytes of columns 2 e - p_l .., both phases, rows t and t + 1 in one 256-bit half),
+ * the bytes outside the input masked off (cm: per 16 columns, made once per call) and
+ * flipped to the padding value, then vpermb (s = 1) or vpermt2b (s = 2, one per phase)
+ * into dwords.  A row's last 64 bytes past S are rewritten by the next row's first. */
+/* The weight quads of a K x K kernel (K = 5, 7) as vpermb index *wi and zeroing mask *wz
+ * of the channel's weights: quad i (row group g = i / K, column j = i % K) holds the
+ * weights of rows 4 g + t (0 past K) of column j at byte 4 i + t. */
+T_VBMI static inline void dwkq_wquads(int32_t K, __m512i *wi, __mmask64 *wz) {
+    uint8_t ib[64];
+    int32_t l;
+    *wz = 0;
+    for (l = 0; l < 64; l++) {
+        int32_t g = l / 4 / K, j = l / 4 % K, r = 4 * g + l % 4;
+        ib[l] = (uint8_t)(l < 8 * K && r < K ? r * K + j : 0);
+        *wz |= (__mmask64)(l < 8 * K && r < K) << l;
+    }
+    *wi = _mm512_loadu_si512((const void *)ib);
+}
+
+T_VBMI static inline __attribute__((always_inline)) void
+dwkq_fill(const OqciConv *p, const uint8_t *xs, int32_t sr, int32_t rq, int64_t ql,
+          const uint32_t *cm, __m512i flip, __m512i i0, __m512i i1, const int32_t s, uint8_t *q) {
+    const int32_t w_ = p->in_w, h_ = p->in_h;
+    int32_t r, c;
+    for (r = 0; r < rq; r++) {
+        const int32_t ih = s * r - p->p_t;
+        uint8_t *qr = q + (int64_t)r * sr * 4;
+        /* input row ih + t: all ones or none (outside the input), and its address less
+         * p_l and its lane's offset in the vector loaded */
+#define DWKQ_ROW(t)                                                                         const uint64_t m##t = ih + t >= 0 && ih + t < h_ ? ~(uint64_t)0 : 0;                     const uint8_t *a##t = xs + (m##t ? (int64_t)(ih + t) * w_ : 0) - p->p_l -                                       (s == 1 ? 16 * t : 32 * (t & 1));
+        DWKQ_ROW(0)
+        DWKQ_ROW(1)
+        DWKQ_ROW(2)
+        DWKQ_ROW(3)
+#undef DWKQ_ROW
+        for (c = 0; c < sr; c += 16, qr += 64) {
+            const uint64_t m = cm[c / 16];
+            if (s == 1) {
+                __m512i v = _mm512_maskz_loadu_epi8((__mmask64)(m & m0), a0 + c);
+                v = _mm512_mask_loadu_epi8(v, (__mmask64)((m & m1) << 16), a1 + c);
+                v = _mm512_mask_loadu_epi8(v, (__mmask64)((m & m2) << 32), a2 + c);
+                v = _mm512_mask_loadu_epi8(v, (__mmask64)((m & m3) << 48), a3 + c);
+                _mm512_storeu_si512((void *)qr, _mm512_permutexvar_epi8(i0, _mm512_xor_si512(v, flip)));
+            } else {
+                __m512i lo = _mm512_maskz_loadu_epi8((__mmask64)(m & m0), a0 + 2 * c);
+                __m512i hi = _mm512_maskz_loadu_epi8((__mmask64)(m & m2), a2 + 2 * c);
+                lo = _mm512_xor_si512(_mm512_mask_loadu_epi8(lo, (__mmask64)((m & m1) << 32), a1 + 2 * c), flip);
+                hi = _mm512_xor_si512(_mm512_mask_loadu_epi8(hi, (__mmask64)((m & m3) << 32), a3 + 2 * c), flip);
+                _mm512_storeu_si512((void *)qr, _mm512_permutex2var_epi8(lo, i0, hi));
+                _mm512_storeu_si512((void *)(qr + ql), _mm512_permutex2var_epi8(lo, i1, hi));
+            }
+        }
+    }
+}
+
+T_VBMI static inline __attribute__((always_inline)) void
+dwkq_run(const OqciConv *p, const void *x, void *y, void *scratch, const int32_t K,
+         const int32_t s) {
+    const int32_t oh_n = p->out_h, ow_n = p->out_w, kg = p->out_c / p->group;
+    const int64_t plane_in = (int64_t)p->in_h * p->in_w, opix = (int64_t)oh_n * ow_n;
+    const int u8in = p->in_type == OQCI_U8, u8out = p->out_type == OQCI_U8;
+    const __m512i flip = _mm512_set1_epi8(u8in ? 0 : (char)0x80);
+    uint8_t *qb = align_up(scratch);   /* two channels' quad planes, s ql bytes each */
+    __mmask16 mv[DWKQ_MAXO / 16];
+    uint32_t cm[DWKQ_MAXW / 16 + 1];
+    uint8_t ib[64];
+    __m512i i0, i1, wi;
+    __mmask64 wz;
+    int64_t ql, rs4, it, nit = (int64_t)p->batch * p->group, qo[16];
+    int32_t sr, rq, no, nv, v, l, i;
+    dwkq_geo(p, &sr, &rq, &ql);
+    no = oh_n * sr;
+    nv = (no + 15) / 16;
+    rs4 = 4 * (int64_t)sr;   /* Q's row stride in bytes */
+    for (v = 0; v < nv; v++) {
+        mv[v] = 0;
+        for (l = 0; l < 16; l++)
+            if (16 * v + l < no && (16 * v + l) % sr < ow_n)
+                mv[v] = (__mmask16)(mv[v] | 1u << l);
+    }
+    for (v = 0; v < sr; v += 16) {   /* the input columns of 16 quad-plane columns */
+        cm[v / 16] = 0;
+        for (l = 0; l < 16 * s; l++) {
+            int32_t iw = s * v + l - p->p_l;
+            cm[v / 16] |= (uint32_t)(iw >= 0 && iw < p->in_w) << l;
+        }
+    }
+    for (l = 0; l < 64; l++)   /* byte t of dword e: s = 1, byte e of lane t; s = 2, byte
+                                * 2 e (+ 1: i1) of row t (32 bytes each, lo then hi) */
+        ib[l] = (uint8_t)(s == 1 ? 16 * (l % 4) + l / 4 : 32 * (l % 4) + 2 * (l / 4));
+    i0 = _mm512_loadu_si512((const void *)ib);
+    i1 = _mm512_add_epi8(i0, _mm512_set1_epi8(1));
+    dwkq_wquads(K, &wi, &wz);
+    for (i = 0; i < 2 * K; i++)   /* quad (g, j): at Q[j % s] + (4 g / s) rows + j / s */
+        qo[i] = (i % K % s) * ql + (4 * (i / K) / s) * rs4 + 4 * (i % K / s);
+    /* channel it + 1's planes are made before channel it's sums, which then read planes
+     * stored long before (not just-stored bytes, which stall loads that span them) */
+    dwkq_fill(p, (const uint8_t *)x, sr, rq, ql, cm, flip, i0, i1, s, qb);
+    for (it = 0; it < nit; it++) {
+        const int64_t n = it / p->group, g = it % p->group;
+        uint8_t *qp = qb + (it & 1) * s * ql;
+        int32_t kk;
+        if (it + 1 < nit)
+            dwkq_fill(p, (const uint8_t *)x + ((it + 1) / p->group * p->in_c + (it + 1) % p->group) * plane_in,
+                      sr, rq, ql, cm, flip, i0, i1, s, qb + ((it + 1) & 1) * s * ql);
+        for (kk = 0; kk < kg; kk++) {
+            int32_t k = (int32_t)g * kg + kk;
+            const int8_t *w = p->w + (size_t)k * (size_t)p->kpad;
+            uint8_t *yk = (uint8_t *)y + (n * p->out_ctotal + p->out_coff + k) * opix;
+            int64_t at = 0;
+            __m512i wall = _mm512_maskz_permutexvar_epi8(
+                wz, wi, _mm512_maskz_loadu_epi8(((__mmask64)1 << (K * K)) - 1, w));
+            uint32_t wq[16];
+            int32_t init = p->bias ? p->bias[k] : 0;
+            RqFZ vz;
+            _mm512_storeu_si512((void *)wq, wall);
+            if (!u8in)   /* - 128 sum w: the flip's share */
+                init -= 128 * _mm512_reduce_add_epi32(
+                                  _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), wall));
+            rqfz_channel(p, k, &vz);
+            for (v = 0; v < nv; v++) {
+                const int64_t o = 64 * (int64_t)v;
+                __m512i acc0 = _mm512_set1_epi32(init), acc1 = _mm512_setzero_si512();
+#define DWKQ_T(acc, i)                                                                  \
+    acc = _mm512_dpbusd_epi32(acc, _mm512_loadu_si512((const void *)(qp + qo[i] + o)),   \
+                              _mm512_set1_epi32((int32_t)wq[i]));
+                DWKQ_T(acc0, 0) DWKQ_T(acc1, 1) DWKQ_T(acc0, 2) DWKQ_T(acc1, 3)
+                DWKQ_T(acc0, 4) DWKQ_T(acc1, 5) DWKQ_T(acc0, 6) DWKQ_T(acc1, 7)
+                DWKQ_T(acc0, 8) DWKQ_T(acc1, 9)
+                if (K == 7) {
+                    DWKQ_T(acc0, 10) DWKQ_T(acc1, 11) DWKQ_T(acc0, 12) DWKQ_T(acc1, 13)
+                }
+#undef DWKQ_T
+                dw_store_valid(rqf16(_mm512_cvtepi32_ps(_mm512_add_epi32(acc0, acc1)), &vz),
+                               mv[v], u8out, yk, &at, opix);
+            }
+        }
+    }
+}
+
+/* Stride 1: one flat quad plane over the channel's H W outputs (no junk columns), Q[u]
+ * byte t = x[u - p_l + (t - p_t) W] as a flat index into the channel (pad outside [0, H
+ * W)), so tap (4 g + t, j) of output f is byte t of Q[f + 4 g W + j]; where the column
+ * wraps (ow + j - p_l outside [0, W)) the lane's vpdpbusd is masked off (the four bytes
+ * share the column), and for s8 inputs the lane adds the flip's share of that column's
+ * taps instead (128 colsum j, which -128 sum w took off).  The channel is first copied
+ * (x ^ 0x80 for s8) into a buffer padded once per call, then per 16 dwords of Q: four
+ * loads of 16 bytes of it, vpermb.  In a pipeline, so that no load reads bytes just
+ * stored (the store would not forward: the load waits for it): channel it + 2's copy,
+ * channel it + 1's quad plane, channel it's sums. */
+T_VBMI static inline __attribute__((always_inline)) void
+dwkqf_copy(const uint8_t *xs, int32_t hw, __m512i flip, uint8_t *xc) {
+    int32_t t;
+    for (t = 0; t < hw; t += 64) {
+        __mmask64 m = hw - t >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (hw - t)) - 1;
+        _mm512_mask_storeu_epi8(xc + t, m, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, xs + t), flip));
+    }
+}
+
+T_VBMI static inline __attribute__((always_inline)) void
+dwkqf_fill(const uint8_t *xc, int32_t w_, int32_t p_t, int32_t p_l, int64_t nq, __m512i tr,
+           uint8_t *q) {
+    const uint8_t *r0 = xc - p_l - (int64_t)p_t * w_, *r1 = r0 + w_, *r2 = r1 + w_, *r3 = r2 + w_;
+    int64_t u;
+    for (u = 0; u < nq; u += 16) {
+        __m512i v = _mm512_castsi128_si512(LDU128(r0 + u));
+        v = _mm512_inserti32x4(v, LDU128(r1 + u), 1);
+        v = _mm512_inserti32x4(v, LDU128(r2 + u), 2);
+        v = _mm512_inserti32x4(v, LDU128(r3 + u), 3);
+        _mm512_storeu_si512((void *)(q + 4 * u), _mm512_permutexvar_epi8(tr, v));
+    }
+}
+
+T_VBMI static inline __attribute__((always_inline)) void
+dwkqf_run(const OqciConv *p, const void *x, void *y, void *scratch, const int32_t K) {
+    const int32_t w_ = p->in_w, hw = p->in_h * p->in_w, nv = (hw + 15) / 16;
+    const int32_t kg = p->out_c / p->group;
+    const int u8in = p->in_type == OQCI_U8, u8out = p->out_type == OQCI_U8;
+    const __m512i flip = _mm512_set1_epi8(u8in ? 0 : (char)0x80);
+    uint8_t *qb = align_up(scratch), *xb;   /* two channels' quad planes, two copies */
+    __mmask16 mk[DWFLAT_MASKS];
+    uint8_t ib[64];
+    __m512i tr, wi;
+    __mmask64 wz;
+    int64_t nq, xl, qbytes, it, nit = (int64_t)p->batch * p->group, qo[16], pre;
+    int32_t v, l, i;
+    dwkqf_geo(p, &nq, &xl);
+    qbytes = nq * 4 + 64;
+    xb = qb + 2 * qbytes;
+    pre = K * (int64_t)w_ + 64;   /* the channel's offset in its copy */
+    memset(xb, u8in ? 0 : 0x80, (size_t)(2 * xl));
+    dw_wrap_masks(w_, p->p_l, K, nv, mk);
+    for (l = 0; l < 64; l++)   /* byte t of dword e <- byte e of 128-bit lane t */
+        ib[l] = (uint8_t)(16 * (l % 4) + l / 4);
+    tr = _mm512_loadu_si512((const void *)ib);
+    dwkq_wquads(K, &wi, &wz);
+    for (i = 0; i < 2 * K; i++)   /* quad (g, j): at 4 (f + 4 g W + j) */
+        qo[i] = 4 * (4 * (int64_t)(i / K) * w_ + i % K);
+#define DWKQF_X(i) ((const uint8_t *)x + ((i) / p->group * p->in_c + (i) % p->group) * (int64_t)hw)
+    dwkqf_copy(DWKQF_X(0), hw, flip, xb + pre);
+    dwkqf_fill(xb + pre, w_, p->p_t, p->p_l, nq, tr, qb);
+    if (nit > 1)
+        dwkqf_copy(DWKQF_X(1), hw, flip, xb + xl + pre);
+    for (it = 0; it < nit; it++) {
+        const int64_t n = it / p->group, g = it % p->group;
+        const uint8_t *qp = qb + (it & 1) * qbytes;
+        int32_t kk;
+        if (it + 2 < nit)   /* (copy it + 2 and the plane of it + 1 use the other buffers) */
+            dwkqf_copy(DWKQF_X(it + 2), hw, flip, xb + (it & 1) * xl + pre);
+        if (it + 1 < nit)
+            dwkqf_fill(xb + ((it + 1) & 1) * xl + pre, w_, p->p_t, p->p_l, nq, tr,
+                       qb + ((it + 1) & 1) * qbytes);
+        for (kk = 0; kk < kg; kk++) {
+            int32_t k = (int32_t)g * kg + kk;
+            const int8_t *w = p->w + (size_t)k * (size_t)p->kpad;
+            uint8_t *yk = (uint8_t *)y + (n * p->out_ctotal + p->out_coff + k) * (int64_t)hw;
+            __m512i wall = _mm512_maskz_permutexvar_epi8(
+                wz, wi, _mm512_maskz_loadu_epi8(((__mmask64)1 << (K * K)) - 1, w));
+            uint32_t wq[16];
+            int32_t qs[16], init = p->bias ? p->bias[k] : 0;
+            __m512i cs[DWF_MAXK];
+            RqFZ vz;
+            _mm512_storeu_si512((void *)wq, wall);
+            if (!u8in) {   /* -128 sum w; the wrapped lanes add back 128 colsum j */
+                _mm512_storeu_si512((void *)qs, _mm512_dpbusd_epi32(_mm512_setzero_si512(),
+                                                                  _mm512_set1_epi8(1), wall));
+                for (i = 0; i < K; i++) {
+                    cs[i] = _mm512_set1_epi32(128 * (qs[i] + qs[K + i]));
+                    init -= 128 * (qs[i] + qs[K + i]);
+                }
+            }
+            rqfz_channel(p, k, &vz);
+            for (v = 0; v < nv; v++) {
+                const int64_t o = 64 * (int64_t)v;
+                const __mmask16 *m = mk + v * K;
+                __m512i acc0 = _mm512_set1_epi32(init), acc1 = _mm512_setzero_si512(), q;
+#define DWKQ_T(acc, i)                                                                  \
+    acc = _mm512_mask_dpbusd_epi32(acc, m[(i) % K], _mm512_loadu_si512((const void *)(qp + qo[i] + o)), \
+                                   _mm512_set1_epi32((int32_t)wq[i]));
+                DWKQ_T(acc0, 0) DWKQ_T(acc1, 1) DWKQ_T(acc0, 2) DWKQ_T(acc1, 3)
+                DWKQ_T(acc0, 4) DWKQ_T(acc1, 5) DWKQ_T(acc0, 6) DWKQ_T(acc1, 7)
+                DWKQ_T(acc0, 8) DWKQ_T(acc1, 9)
+                if (K == 7) {
+                    DWKQ_T(acc0, 10) DWKQ_T(acc1, 11) DWKQ_T(acc0, 12) DWKQ_T(acc1, 13)
+                }
+#undef DWKQ_T
+                if (!u8in)
+                    for (i = 0; i < K; i++)
+                        acc1 = _mm512_mask_add_epi32(acc1, (__mmask16)~m[i], acc1, cs[i]);
+                q = rqf16(_mm512_cvtepi32_ps(_mm512_add_epi32(acc0, acc1)), &vz);
+                if (16 * v + 16 <= hw)
+                    _mm_storeu_si128((__m128i *)(void *)(yk + 16 * v), narrow16(q, u8out));
+                else
+                    _mm512_mask_cvtepi32_storeu_epi8(yk + 16 * v,
+                                                     (__mmask16)((1u << (hw - 16 * v)) - 1), q);
+            }
+        }
+    }
+#undef DWKQF_X
+}
+
+/* The instantiations: K and the stride constants in each call of the body. */
+T_VBMI void oqcik_conv_dwkq__avx512vbmi(const OqciConv *p, const void *x, void *y,
+                                        void *scratch) {
+    if (p->k_h == 5 && p->s_h == 1)
+        dwkqf_run(p, x, y, scratch, 5);
+    else if (p->k_h == 5)
+        dwkq_run(p, x, y, scratch, 5, 2);
+    else if (p->s_h == 1)
+        dwkqf_run(p, x, y, scratch, 7);
+    else
+        dwkq_run(p, x, y, scratch, 7, 2);
 }
 #endif

@@ -480,8 +480,6 @@ static int32_t dwflat_k(const OqciConv *p) {
  * which is the right input or a zero of the padding rows, except where the column wraps
  * (ow + j - p_l outside [0, W)): there the load is masked to 0 (K masks per vector, made
  * once per call).  16 outputs per store, the last one masked. */
-#define DWFLAT_MASKS 3072   /* ceil(H W / 16) K at most (6 KB of stack): 3x3 up to 128x128 */
-
 int oqcik_dwflat_ok(const OqciConv *p) {
     int32_t k = dwflat_k(p);
     int64_t hw = (int64_t)p->in_h * p->in_w;
@@ -496,23 +494,9 @@ dwflat_run(const OqciConv *p, const void *x, void *y, void *scratch, const int32
     const int u8in = p->in_type == OQCI_U8, u8out = p->out_type == OQCI_U8;
     float *xp = (float *)(void *)align_up(scratch), *xc = xp + pre;
     __mmask16 mk[DWFLAT_MASKS];
-    __m512i col = _mm512_setzero_si512();   /* each lane's output column */
-    const __m512i step = _mm512_set1_epi32(16 % w_), wv_ = _mm512_set1_epi32(w_);
     int64_t n;
     int32_t v, l, g;
-    {
-        int32_t c[16];
-        for (l = 0; l < 16; l++)
-            c[l] = l % w_;
-        col = _mm512_loadu_si512((const void *)c);
-    }
-    for (v = 0; v < nv; v++) {   /* tap column j reads column col + j - p_l: inside? */
-        for (l = 0; l < K; l++)
-            mk[v * K + l] = _mm512_cmplt_epu32_mask(
-                _mm512_add_epi32(col, _mm512_set1_epi32(l - p->p_l)), wv_);
-        col = _mm512_add_epi32(col, step);
-        col = _mm512_mask_sub_epi32(col, _mm512_cmpge_epi32_mask(col, wv_), col, wv_);
-    }
+    dw_wrap_masks(w_, p->p_l, K, nv, mk);
     memset(xp, 0, (size_t)pre * sizeof(float));
     memset(xc + hw, 0, (size_t)((K - 1) * (w_ + 1) - pre + 32) * sizeof(float));
     for (n = 0; n < p->batch; n++)
@@ -674,26 +658,14 @@ dws2flat_run(const OqciConv *p, const void *x, void *y, void *scratch, const int
                     const int64_t o = 16 * (int64_t)v;
                     const int64_t oi[(DWF_MAXK + 1) / 2] = {o, o + sr, o + 2 * sr, o + 3 * sr};
                     __m512 s[3];
-                    __m512i q;
-                    __m128i o8;
                     s[0] = bv;
                     s[1] = s[2] = _mm512_setzero_ps();
                     /* tap (i, j): plane (i & 1, j & 1) at (i / 2) S + j / 2 */
 #define DWF_LD(i, j) _mm512_loadu_ps(pp[2 * ((i) & 1) + ((j) & 1)] + oi[(i) >> 1] + ((j) >> 1))
                     DWF_EACH(DWF_T)
 #undef DWF_LD
-                    q = rqf16(_mm512_add_ps(_mm512_add_ps(s[0], s[1]), s[2]), &vz);
-                    q = _mm512_maskz_compress_epi32(mv[v], q);
-                    l = __builtin_popcount(mv[v]);
-                    o8 = narrow16(q, u8out);
-                    if (at + 16 <= opix) {   /* bytes past l: overwritten by the next vector */
-                        _mm_storeu_si128((__m128i *)(void *)(yk + at), o8);
-                    } else {
-                        uint8_t tb[16];
-                        _mm_storeu_si128((__m128i *)(void *)tb, o8);
-                        memcpy(yk + at, tb, (size_t)l);
-                    }
-                    at += l;
+                    dw_store_valid(rqf16(_mm512_add_ps(_mm512_add_ps(s[0], s[1]), s[2]), &vz),
+                                   mv[v], u8out, yk, &at, opix);
                 }
             }
         }
