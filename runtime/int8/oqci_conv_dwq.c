@@ -47,23 +47,27 @@ int64_t oqcik_dw3q_geo(const OqciConv *p, int32_t *bs, int32_t *rows) {
 #define DWKQ_MAXO 16384   /* OH S outputs at most (valid-lane masks: 2 KB of stack) */
 #define DWKQ_MAXW 4096    /* output columns at most (column masks: 1 KB) */
 
-/* Its geometry for a 5x5 or 7x7 kernel at dilation 1, strides 1 or 2, pads before in [0,
- * K), sizes within the bounds: rows S, quad-plane rows *rq (OH + 4 (G - 1) / s, G = (K +
- * 3) / 4 row groups), the bytes *ql of the s quad planes of a channel (and 32 entries of
- * slack each); returns the scratch bytes, two channels' (0: not such a conv).  In every
- * build (dw_scratch needs it). */
-static int64_t dwkq_geo(const OqciConv *p, int32_t *sr, int32_t *rq, int64_t *ql) {
-    int32_t s = p->s_h, k = p->k_h;
-    if ((k != 5 && k != 7) || p->k_w != k || p->s_w != s || s != 2 || p->d_h != 1 ||
+/* Stride 2 (5x5 or 7x7 at dilation 1, pads before in [0, K), sizes within the bounds):
+ * rows S = OW + (K - 1) / 2, quad-plane rows *rq = OH + 2 (G - 1) (G = (K + 3) / 4 row
+ * groups), the bytes *ql of a channel's two quad planes (each with 32 entries of slack),
+ * the padded copy's rows *wx bytes apart (2 S rounded up to 32) and bytes *xl (2 *rq + 2
+ * rows); returns the scratch bytes, two quad-plane pairs and two copies (0: not such a
+ * conv).  In every build (dw_scratch needs it). */
+static int64_t dwkq_geo(const OqciConv *p, int32_t *sr, int32_t *rq, int64_t *ql, int32_t *wx,
+                        int64_t *xl) {
+    int32_t k = p->k_h;
+    if ((k != 5 && k != 7) || p->k_w != k || p->s_h != 2 || p->s_w != 2 || p->d_h != 1 ||
         p->d_w != 1 || p->p_t < 0 || p->p_t >= k || p->p_l < 0 || p->p_l >= k ||
         p->out_w > DWKQ_MAXW || p->out_h > DWKQ_MAXO)
         return 0;
-    *sr = p->out_w + (k - 1) / s;
+    *sr = p->out_w + (k - 1) / 2;
     if ((int64_t)p->out_h * *sr > DWKQ_MAXO)
         return 0;
-    *rq = p->out_h + 4 * ((k + 3) / 4 - 1) / s;
+    *rq = p->out_h + 2 * ((k + 3) / 4 - 1);
     *ql = round_up(((int64_t)*rq * *sr + 32) * 4, 64);
-    return 2 * s * *ql;
+    *wx = (int32_t)round_up(2 * (int64_t)*sr, 32);
+    *xl = round_up((2 * (int64_t)*rq + 2) * *wx + 64, 64);
+    return 4 * *ql + 2 * *xl;
 }
 
 /* Stride 1 (output plane = input plane, at most DWFLAT_MASKS / K vectors): the dwords of
@@ -83,9 +87,9 @@ static int64_t dwkqf_geo(const OqciConv *p, int64_t *nq, int64_t *xl) {
 }
 
 int64_t oqcik_dwkq_bytes(const OqciConv *p) {
-    int32_t sr, rq;
+    int32_t sr, rq, wx;
     int64_t ql, nq, xl;
-    return p->s_h == 1 ? dwkqf_geo(p, &nq, &xl) : dwkq_geo(p, &sr, &rq, &ql);
+    return p->s_h == 1 ? dwkqf_geo(p, &nq, &xl) : dwkq_geo(p, &sr, &rq, &ql, &wx, &xl);
 }
 
 #if HAVE_VBMI && !defined(OQCI_NO_FLOAT)
@@ -293,13 +297,6 @@ int oqcik_dwkq_ok(const OqciConv *p) {
     return oqcik_dwkq_bytes(p) > 0 && dw_all_fused(p);
 }
 
-/* Channel xs's quad planes at q (Q[ph] at q + ph ql), rows in order: per 16 columns
- * e .. e + 15 of row r, four merge-masked loads of input row s r + t - p_t (t = 0 .. 3,
- * none outside the input) into 128-bit lane t (s = 1: 16 bytes of columns e - p_l ..; s =
- * 2: 32 bytes of columns 2 e - p_l .., both phases, rows t and t + 1 in one 256-bit half),
- * the bytes outside the input masked off (cm: per 16 columns, made once per call) and
- * flipped to the padding value, then vpermb (s = 1) or vpermt2b (s = 2, one per phase)
- * into dwords.  A row's last 64 bytes past S are rewritten by the next row's first. */
 /* The weight quads of a K x K kernel (K = 5, 7) as vpermb index *wi and zeroing mask *wz
  * of the channel's weights: quad i (row group g = i / K, column j = i % K) holds the
  * weights of rows 4 g + t (0 past K) of column j at byte 4 i + t. */
@@ -315,58 +312,60 @@ T_VBMI static inline void dwkq_wquads(int32_t K, __m512i *wi, __mmask64 *wz) {
     *wi = _mm512_loadu_si512((const void *)ib);
 }
 
+/* Stride 2: channel xs into its padded copy xc (input row ih at row ih + p_t, column iw
+ * at iw + p_l; x ^ 0x80 for s8), the padding written once per call. */
 T_VBMI static inline __attribute__((always_inline)) void
-dwkq_fill(const OqciConv *p, const uint8_t *xs, int32_t sr, int32_t rq, int64_t ql,
-          const uint32_t *cm, __m512i flip, __m512i i0, __m512i i1, const int32_t s, uint8_t *q) {
-    const int32_t w_ = p->in_w, h_ = p->in_h;
+dwkq_copy(const OqciConv *p, const uint8_t *xs, int32_t wx, int32_t rows, __m512i flip,
+          uint8_t *xc) {
+    const int32_t len = p->in_w < wx - p->p_l ? p->in_w : wx - p->p_l;
+    int32_t ih, t;
+    for (ih = 0; ih < p->in_h && ih + p->p_t < rows; ih++) {
+        const uint8_t *src = xs + (int64_t)ih * p->in_w;
+        uint8_t *dst = xc + (int64_t)(ih + p->p_t) * wx + p->p_l;
+        for (t = 0; t < len; t += 64) {
+            __mmask64 m = len - t >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (len - t)) - 1;
+            _mm512_mask_storeu_epi8(dst + t, m, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, src + t), flip));
+        }
+    }
+}
+
+/* Stride 2: the two quad planes of a channel from its copy xc, Q[b][r][e] byte t = xc
+ * row 2 r + t, column 2 e + b: per 16 columns of row r, 32 bytes of each of the four
+ * rows (rows t and t + 1 in one register), vpermt2b per phase.  A row's last 64 bytes
+ * past S are rewritten by the next row's first. */
+T_VBMI static inline __attribute__((always_inline)) void
+dwkq_fill(const uint8_t *xc, int32_t wx, int32_t sr, int32_t rq, int64_t ql, __m512i i0,
+          __m512i i1, uint8_t *q) {
     int32_t r, c;
     for (r = 0; r < rq; r++) {
-        const int32_t ih = s * r - p->p_t;
+        const uint8_t *r0 = xc + (int64_t)2 * r * wx, *r1 = r0 + wx, *r2 = r1 + wx, *r3 = r2 + wx;
         uint8_t *qr = q + (int64_t)r * sr * 4;
-        /* input row ih + t: all ones or none (outside the input), and its address less
-         * p_l and its lane's offset in the vector loaded */
-#define DWKQ_ROW(t)                                                                         const uint64_t m##t = ih + t >= 0 && ih + t < h_ ? ~(uint64_t)0 : 0;                     const uint8_t *a##t = xs + (m##t ? (int64_t)(ih + t) * w_ : 0) - p->p_l -                                       (s == 1 ? 16 * t : 32 * (t & 1));
-        DWKQ_ROW(0)
-        DWKQ_ROW(1)
-        DWKQ_ROW(2)
-        DWKQ_ROW(3)
-#undef DWKQ_ROW
         for (c = 0; c < sr; c += 16, qr += 64) {
-            const uint64_t m = cm[c / 16];
-            if (s == 1) {
-                __m512i v = _mm512_maskz_loadu_epi8((__mmask64)(m & m0), a0 + c);
-                v = _mm512_mask_loadu_epi8(v, (__mmask64)((m & m1) << 16), a1 + c);
-                v = _mm512_mask_loadu_epi8(v, (__mmask64)((m & m2) << 32), a2 + c);
-                v = _mm512_mask_loadu_epi8(v, (__mmask64)((m & m3) << 48), a3 + c);
-                _mm512_storeu_si512((void *)qr, _mm512_permutexvar_epi8(i0, _mm512_xor_si512(v, flip)));
-            } else {
-                __m512i lo = _mm512_maskz_loadu_epi8((__mmask64)(m & m0), a0 + 2 * c);
-                __m512i hi = _mm512_maskz_loadu_epi8((__mmask64)(m & m2), a2 + 2 * c);
-                lo = _mm512_xor_si512(_mm512_mask_loadu_epi8(lo, (__mmask64)((m & m1) << 32), a1 + 2 * c), flip);
-                hi = _mm512_xor_si512(_mm512_mask_loadu_epi8(hi, (__mmask64)((m & m3) << 32), a3 + 2 * c), flip);
-                _mm512_storeu_si512((void *)qr, _mm512_permutex2var_epi8(lo, i0, hi));
-                _mm512_storeu_si512((void *)(qr + ql), _mm512_permutex2var_epi8(lo, i1, hi));
-            }
+            __m512i lo = _mm512_inserti64x4(_mm512_castsi256_si512(LDU256(r0 + 2 * c)), LDU256(r1 + 2 * c), 1);
+            __m512i hi = _mm512_inserti64x4(_mm512_castsi256_si512(LDU256(r2 + 2 * c)), LDU256(r3 + 2 * c), 1);
+            _mm512_storeu_si512((void *)qr, _mm512_permutex2var_epi8(lo, i0, hi));
+            _mm512_storeu_si512((void *)(qr + ql), _mm512_permutex2var_epi8(lo, i1, hi));
         }
     }
 }
 
 T_VBMI static inline __attribute__((always_inline)) void
-dwkq_run(const OqciConv *p, const void *x, void *y, void *scratch, const int32_t K,
-         const int32_t s) {
+dwkq_run(const OqciConv *p, const void *x, void *y, void *scratch, const int32_t K) {
+    const int32_t s = 2;
     const int32_t oh_n = p->out_h, ow_n = p->out_w, kg = p->out_c / p->group;
     const int64_t plane_in = (int64_t)p->in_h * p->in_w, opix = (int64_t)oh_n * ow_n;
     const int u8in = p->in_type == OQCI_U8, u8out = p->out_type == OQCI_U8;
     const __m512i flip = _mm512_set1_epi8(u8in ? 0 : (char)0x80);
-    uint8_t *qb = align_up(scratch);   /* two channels' quad planes, s ql bytes each */
+    uint8_t *qb = align_up(scratch), *xb;   /* two channels' quad planes (s ql bytes), copies */
     __mmask16 mv[DWKQ_MAXO / 16];
-    uint32_t cm[DWKQ_MAXW / 16 + 1];
     uint8_t ib[64];
     __m512i i0, i1, wi;
     __mmask64 wz;
-    int64_t ql, rs4, it, nit = (int64_t)p->batch * p->group, qo[16];
-    int32_t sr, rq, no, nv, v, l, i;
-    dwkq_geo(p, &sr, &rq, &ql);
+    int64_t ql, xl, rs4, it, nit = (int64_t)p->batch * p->group, qo[16];
+    int32_t sr, rq, wx, no, nv, v, l, i;
+    dwkq_geo(p, &sr, &rq, &ql, &wx, &xl);
+    xb = qb + 2 * s * ql;
+    memset(xb, u8in ? 0 : 0x80, (size_t)(2 * xl));   /* the copies' padding, once */
     no = oh_n * sr;
     nv = (no + 15) / 16;
     rs4 = 4 * (int64_t)sr;   /* Q's row stride in bytes */
@@ -376,31 +375,28 @@ dwkq_run(const OqciConv *p, const void *x, void *y, void *scratch, const int32_t
             if (16 * v + l < no && (16 * v + l) % sr < ow_n)
                 mv[v] = (__mmask16)(mv[v] | 1u << l);
     }
-    for (v = 0; v < sr; v += 16) {   /* the input columns of 16 quad-plane columns */
-        cm[v / 16] = 0;
-        for (l = 0; l < 16 * s; l++) {
-            int32_t iw = s * v + l - p->p_l;
-            cm[v / 16] |= (uint32_t)(iw >= 0 && iw < p->in_w) << l;
-        }
-    }
-    for (l = 0; l < 64; l++)   /* byte t of dword e: s = 1, byte e of lane t; s = 2, byte
-                                * 2 e (+ 1: i1) of row t (32 bytes each, lo then hi) */
-        ib[l] = (uint8_t)(s == 1 ? 16 * (l % 4) + l / 4 : 32 * (l % 4) + 2 * (l / 4));
+    for (l = 0; l < 64; l++)   /* byte t of dword e: byte 2 e (+ 1: i1) of row t (32 bytes
+                                * each, lo then hi) */
+        ib[l] = (uint8_t)(32 * (l % 4) + 2 * (l / 4));
     i0 = _mm512_loadu_si512((const void *)ib);
     i1 = _mm512_add_epi8(i0, _mm512_set1_epi8(1));
     dwkq_wquads(K, &wi, &wz);
     for (i = 0; i < 2 * K; i++)   /* quad (g, j): at Q[j % s] + (4 g / s) rows + j / s */
         qo[i] = (i % K % s) * ql + (4 * (i / K) / s) * rs4 + 4 * (i % K / s);
-    /* channel it + 1's planes are made before channel it's sums, which then read planes
-     * stored long before (not just-stored bytes, which stall loads that span them) */
-    dwkq_fill(p, (const uint8_t *)x, sr, rq, ql, cm, flip, i0, i1, s, qb);
+    /* the pipeline of dwkqf_run: copy it + 2, planes it + 1, sums it */
+#define DWKQ_X(i) ((const uint8_t *)x + ((i) / p->group * p->in_c + (i) % p->group) * plane_in)
+    dwkq_copy(p, DWKQ_X(0), wx, 2 * rq + 2, flip, xb);
+    dwkq_fill(xb, wx, sr, rq, ql, i0, i1, qb);
+    if (nit > 1)
+        dwkq_copy(p, DWKQ_X(1), wx, 2 * rq + 2, flip, xb + xl);
     for (it = 0; it < nit; it++) {
         const int64_t n = it / p->group, g = it % p->group;
         uint8_t *qp = qb + (it & 1) * s * ql;
         int32_t kk;
+        if (it + 2 < nit)
+            dwkq_copy(p, DWKQ_X(it + 2), wx, 2 * rq + 2, flip, xb + (it & 1) * xl);
         if (it + 1 < nit)
-            dwkq_fill(p, (const uint8_t *)x + ((it + 1) / p->group * p->in_c + (it + 1) % p->group) * plane_in,
-                      sr, rq, ql, cm, flip, i0, i1, s, qb + ((it + 1) & 1) * s * ql);
+            dwkq_fill(xb + ((it + 1) & 1) * xl, wx, sr, rq, ql, i0, i1, qb + ((it + 1) & 1) * s * ql);
         for (kk = 0; kk < kg; kk++) {
             int32_t k = (int32_t)g * kg + kk;
             const int8_t *w = p->w + (size_t)k * (size_t)p->kpad;
@@ -434,6 +430,7 @@ dwkq_run(const OqciConv *p, const void *x, void *y, void *scratch, const int32_t
             }
         }
     }
+#undef DWKQ_X
 }
 
 /* Stride 1: one flat quad plane over the channel's H W outputs (no junk columns), Q[u]
@@ -563,10 +560,10 @@ T_VBMI void oqcik_conv_dwkq__avx512vbmi(const OqciConv *p, const void *x, void *
     if (p->k_h == 5 && p->s_h == 1)
         dwkqf_run(p, x, y, scratch, 5);
     else if (p->k_h == 5)
-        dwkq_run(p, x, y, scratch, 5, 2);
+        dwkq_run(p, x, y, scratch, 5);
     else if (p->s_h == 1)
         dwkqf_run(p, x, y, scratch, 7);
     else
-        dwkq_run(p, x, y, scratch, 7, 2);
+        dwkq_run(p, x, y, scratch, 7);
 }
 #endif
