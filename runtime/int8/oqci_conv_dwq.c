@@ -312,6 +312,27 @@ T_VBMI static inline void dwkq_wquads(int32_t K, __m512i *wi, __mmask64 *wz) {
     *wi = _mm512_loadu_si512((const void *)ib);
 }
 
+/* The sums of the 16 outputs at byte offset o of a channel's quad planes qp: init plus,
+ * for each quad i (2 K of them, K = 5, 7), vpdpbusd of its dwords at qp + qo[i] + o with
+ * its weights wq[i], lanes masked by m[i % K] (m null: none masked), in two chains. */
+T_VBMI static inline __attribute__((always_inline)) __m512i
+dwkq_dot(const uint8_t *qp, const int64_t *qo, const uint32_t *wq, const __mmask16 *m,
+         int64_t o, int32_t init, const int32_t K) {
+    __m512i acc0 = _mm512_set1_epi32(init), acc1 = _mm512_setzero_si512();
+#define DWKQ_T(acc, i)                                                                  \
+    acc = _mm512_mask_dpbusd_epi32(acc, m ? m[(i) % K] : (__mmask16)0xFFFF,              \
+                                   _mm512_loadu_si512((const void *)(qp + qo[i] + o)),  \
+                                   _mm512_set1_epi32((int32_t)wq[i]));
+    DWKQ_T(acc0, 0) DWKQ_T(acc1, 1) DWKQ_T(acc0, 2) DWKQ_T(acc1, 3)
+    DWKQ_T(acc0, 4) DWKQ_T(acc1, 5) DWKQ_T(acc0, 6) DWKQ_T(acc1, 7)
+    DWKQ_T(acc0, 8) DWKQ_T(acc1, 9)
+    if (K == 7) {
+        DWKQ_T(acc0, 10) DWKQ_T(acc1, 11) DWKQ_T(acc0, 12) DWKQ_T(acc1, 13)
+    }
+#undef DWKQ_T
+    return _mm512_add_epi32(acc0, acc1);
+}
+
 /* Stride 2: channel xs into its padded copy xc (input row ih at row ih + p_t, column iw
  * at iw + p_l; x ^ 0x80 for s8), the padding written once per call. */
 T_VBMI static inline __attribute__((always_inline)) void
@@ -413,20 +434,8 @@ dwkq_run(const OqciConv *p, const void *x, void *y, void *scratch, const int32_t
                                   _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), wall));
             rqfz_channel(p, k, &vz);
             for (v = 0; v < nv; v++) {
-                const int64_t o = 64 * (int64_t)v;
-                __m512i acc0 = _mm512_set1_epi32(init), acc1 = _mm512_setzero_si512();
-#define DWKQ_T(acc, i)                                                                  \
-    acc = _mm512_dpbusd_epi32(acc, _mm512_loadu_si512((const void *)(qp + qo[i] + o)),   \
-                              _mm512_set1_epi32((int32_t)wq[i]));
-                DWKQ_T(acc0, 0) DWKQ_T(acc1, 1) DWKQ_T(acc0, 2) DWKQ_T(acc1, 3)
-                DWKQ_T(acc0, 4) DWKQ_T(acc1, 5) DWKQ_T(acc0, 6) DWKQ_T(acc1, 7)
-                DWKQ_T(acc0, 8) DWKQ_T(acc1, 9)
-                if (K == 7) {
-                    DWKQ_T(acc0, 10) DWKQ_T(acc1, 11) DWKQ_T(acc0, 12) DWKQ_T(acc1, 13)
-                }
-#undef DWKQ_T
-                dw_store_valid(rqf16(_mm512_cvtepi32_ps(_mm512_add_epi32(acc0, acc1)), &vz),
-                               mv[v], u8out, yk, &at, opix);
+                __m512i q = dwkq_dot(qp, qo, wq, NULL, 64 * (int64_t)v, init, K);
+                dw_store_valid(rqf16(_mm512_cvtepi32_ps(q), &vz), mv[v], u8out, yk, &at, opix);
             }
         }
     }
@@ -526,23 +535,12 @@ dwkqf_run(const OqciConv *p, const void *x, void *y, void *scratch, const int32_
             }
             rqfz_channel(p, k, &vz);
             for (v = 0; v < nv; v++) {
-                const int64_t o = 64 * (int64_t)v;
                 const __mmask16 *m = mk + v * K;
-                __m512i acc0 = _mm512_set1_epi32(init), acc1 = _mm512_setzero_si512(), q;
-#define DWKQ_T(acc, i)                                                                  \
-    acc = _mm512_mask_dpbusd_epi32(acc, m[(i) % K], _mm512_loadu_si512((const void *)(qp + qo[i] + o)), \
-                                   _mm512_set1_epi32((int32_t)wq[i]));
-                DWKQ_T(acc0, 0) DWKQ_T(acc1, 1) DWKQ_T(acc0, 2) DWKQ_T(acc1, 3)
-                DWKQ_T(acc0, 4) DWKQ_T(acc1, 5) DWKQ_T(acc0, 6) DWKQ_T(acc1, 7)
-                DWKQ_T(acc0, 8) DWKQ_T(acc1, 9)
-                if (K == 7) {
-                    DWKQ_T(acc0, 10) DWKQ_T(acc1, 11) DWKQ_T(acc0, 12) DWKQ_T(acc1, 13)
-                }
-#undef DWKQ_T
+                __m512i q = dwkq_dot(qp, qo, wq, m, 64 * (int64_t)v, init, K);
                 if (!u8in)
                     for (i = 0; i < K; i++)
-                        acc1 = _mm512_mask_add_epi32(acc1, (__mmask16)~m[i], acc1, cs[i]);
-                q = rqf16(_mm512_cvtepi32_ps(_mm512_add_epi32(acc0, acc1)), &vz);
+                        q = _mm512_mask_add_epi32(q, (__mmask16)~m[i], q, cs[i]);
+                q = rqf16(_mm512_cvtepi32_ps(q), &vz);
                 if (16 * v + 16 <= hw)
                     _mm_storeu_si128((__m128i *)(void *)(yk + 16 * v), narrow16(q, u8out));
                 else
