@@ -73,7 +73,8 @@ static int64_t dwkq_geo(const OqciConv *p, int32_t *sr, int32_t *rq, int64_t *ql
 /* Stride 1 (output plane = input plane, at most DWFLAT_MASKS / K vectors): the dwords of
  * the flat quad plane *nq (16 nv + 4 (G - 1) W + K - 1, rounded up to 16), the bytes *xl
  * of a padded channel copy (K W + 64 before the channel, as many after the plane's
- * reach); returns the scratch bytes: two quad planes, two copies (0: not such a conv). */
+ * reach); returns the scratch bytes: two quad planes, two copies and the lanes' column
+ * classes (16 nv bytes) (0: not such a conv). */
 static int64_t dwkqf_geo(const OqciConv *p, int64_t *nq, int64_t *xl) {
     int32_t k = p->k_h;
     int64_t hw = (int64_t)p->in_h * p->in_w, nv = (hw + 15) / 16;
@@ -83,7 +84,7 @@ static int64_t dwkqf_geo(const OqciConv *p, int64_t *nq, int64_t *xl) {
         return 0;
     *nq = round_up(16 * nv + 4 * ((k + 3) / 4 - 1) * (int64_t)p->in_w + k - 1, 16);
     *xl = round_up(2 * (k * (int64_t)p->in_w + 64) + *nq, 64);
-    return 2 * (*nq * 4 + 64) + 2 * *xl;
+    return 2 * (*nq * 4 + 64) + 2 * *xl + 16 * nv;
 }
 
 int64_t oqcik_dwkq_bytes(const OqciConv *p) {
@@ -312,13 +313,13 @@ T_VBMI static inline void dwkq_wquads(int32_t K, __m512i *wi, __mmask64 *wz) {
     *wi = _mm512_loadu_si512((const void *)ib);
 }
 
-/* The sums of the 16 outputs at byte offset o of a channel's quad planes qp: init plus,
+/* The sums of the 16 outputs at byte offset o of a channel's quad planes qp: acc plus,
  * for each quad i (2 K of them, K = 5, 7), vpdpbusd of its dwords at qp + qo[i] + o with
  * its weights wq[i], lanes masked by m[i % K] (m null: none masked), in two chains. */
 T_VBMI static inline __attribute__((always_inline)) __m512i
 dwkq_dot(const uint8_t *qp, const int64_t *qo, const uint32_t *wq, const __mmask16 *m,
-         int64_t o, int32_t init, const int32_t K) {
-    __m512i acc0 = _mm512_set1_epi32(init), acc1 = _mm512_setzero_si512();
+         int64_t o, __m512i acc, const int32_t K) {
+    __m512i acc0 = acc, acc1 = _mm512_setzero_si512();
 #define DWKQ_T(acc, i)                                                                  \
     acc = _mm512_mask_dpbusd_epi32(acc, m ? m[(i) % K] : (__mmask16)0xFFFF,              \
                                    _mm512_loadu_si512((const void *)(qp + qo[i] + o)),  \
@@ -434,7 +435,7 @@ dwkq_run(const OqciConv *p, const void *x, void *y, void *scratch, const int32_t
                                   _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), wall));
             rqfz_channel(p, k, &vz);
             for (v = 0; v < nv; v++) {
-                __m512i q = dwkq_dot(qp, qo, wq, NULL, 64 * (int64_t)v, init, K);
+                __m512i q = dwkq_dot(qp, qo, wq, NULL, 64 * (int64_t)v, _mm512_set1_epi32(init), K);
                 dw_store_valid(rqf16(_mm512_cvtepi32_ps(q), &vz), mv[v], u8out, yk, &at, opix);
             }
         }
@@ -447,7 +448,11 @@ dwkq_run(const OqciConv *p, const void *x, void *y, void *scratch, const int32_t
  * W)), so tap (4 g + t, j) of output f is byte t of Q[f + 4 g W + j]; where the column
  * wraps (ow + j - p_l outside [0, W)) the lane's vpdpbusd is masked off (the four bytes
  * share the column), and for s8 inputs the lane adds the flip's share of that column's
- * taps instead (128 colsum j, which -128 sum w took off).  The channel is first copied
+ * taps instead (128 colsum j, which -128 sum w took off): its sums start from entry
+ * cls[f] of a per-channel table, the bias less 128 sum w plus the shares of the columns
+ * wrapped at each class of output columns (the column itself on planes up to 16 wide,
+ * else interior, or one of the K - 1 edge columns), one vpermd per vector.  The channel
+ * is first copied
  * (x ^ 0x80 for s8) into a buffer padded once per call, then per 16 dwords of Q: four
  * loads of 16 bytes of it, vpermb.  In a pipeline, so that no load reads bytes just
  * stored (the store would not forward: the load waits for it): channel it + 2's copy,
@@ -481,8 +486,8 @@ dwkqf_run(const OqciConv *p, const void *x, void *y, void *scratch, const int32_
     const int32_t kg = p->out_c / p->group;
     const int u8in = p->in_type == OQCI_U8, u8out = p->out_type == OQCI_U8;
     const __m512i flip = _mm512_set1_epi8(u8in ? 0 : (char)0x80);
-    uint8_t *qb = align_up(scratch), *xb;   /* two channels' quad planes, two copies */
-    __mmask16 mk[DWFLAT_MASKS];
+    uint8_t *qb = align_up(scratch), *xb, *cls;   /* two quad planes, two copies, classes */
+    __mmask16 mk[DWFLAT_MASKS], cw[DWF_MAXK];   /* cw[j]: the classes whose tap j wraps */
     uint8_t ib[64];
     __m512i tr, wi;
     __mmask64 wz;
@@ -491,9 +496,21 @@ dwkqf_run(const OqciConv *p, const void *x, void *y, void *scratch, const int32_
     dwkqf_geo(p, &nq, &xl);
     qbytes = nq * 4 + 64;
     xb = qb + 2 * qbytes;
+    cls = xb + 2 * xl;
     pre = K * (int64_t)w_ + 64;   /* the channel's offset in its copy */
     memset(xb, u8in ? 0 : 0x80, (size_t)(2 * xl));
     dw_wrap_masks(w_, p->p_l, K, nv, mk);
+    for (i = 0; i < K; i++)
+        cw[i] = 0;
+    for (l = 0; l < 16; l++) {   /* class l's column c: l; or interior (0), c + 1, ... */
+        int32_t c = w_ <= 16 ? l : l == 0 ? p->p_l : l <= p->p_l ? l - 1 : w_ - l + p->p_l;
+        for (i = 0; i < K && (w_ <= 16 ? l < w_ : l < K); i++)
+            cw[i] = (__mmask16)(cw[i] | (c + i - p->p_l < 0 || c + i - p->p_l >= w_) << l);
+    }
+    for (i = 0; i < 16 * nv; i++) {
+        int32_t c = i % w_;
+        cls[i] = (uint8_t)(w_ <= 16 ? c : c < p->p_l ? c + 1 : c >= w_ - (K - 1 - p->p_l) ? w_ - c + p->p_l : 0);
+    }
     for (l = 0; l < 64; l++)   /* byte t of dword e <- byte e of 128-bit lane t */
         ib[l] = (uint8_t)(16 * (l % 4) + l / 4);
     tr = _mm512_loadu_si512((const void *)ib);
@@ -521,25 +538,24 @@ dwkqf_run(const OqciConv *p, const void *x, void *y, void *scratch, const int32_
             __m512i wall = _mm512_maskz_permutexvar_epi8(
                 wz, wi, _mm512_maskz_loadu_epi8(((__mmask64)1 << (K * K)) - 1, w));
             uint32_t wq[16];
-            int32_t qs[16], init = p->bias ? p->bias[k] : 0;
-            __m512i cs[DWF_MAXK];
+            int32_t qs[16], sw = 0;
+            __m512i ct = _mm512_set1_epi32(p->bias ? p->bias[k] : 0);   /* per class */
             RqFZ vz;
             _mm512_storeu_si512((void *)wq, wall);
             if (!u8in) {   /* -128 sum w; the wrapped lanes add back 128 colsum j */
                 _mm512_storeu_si512((void *)qs, _mm512_dpbusd_epi32(_mm512_setzero_si512(),
                                                                   _mm512_set1_epi8(1), wall));
                 for (i = 0; i < K; i++) {
-                    cs[i] = _mm512_set1_epi32(128 * (qs[i] + qs[K + i]));
-                    init -= 128 * (qs[i] + qs[K + i]);
+                    ct = _mm512_mask_add_epi32(ct, cw[i], ct, _mm512_set1_epi32(128 * (qs[i] + qs[K + i])));
+                    sw += qs[i] + qs[K + i];
                 }
+                ct = _mm512_sub_epi32(ct, _mm512_set1_epi32(128 * sw));
             }
             rqfz_channel(p, k, &vz);
             for (v = 0; v < nv; v++) {
                 const __mmask16 *m = mk + v * K;
-                __m512i q = dwkq_dot(qp, qo, wq, m, 64 * (int64_t)v, init, K);
-                if (!u8in)
-                    for (i = 0; i < K; i++)
-                        q = _mm512_mask_add_epi32(q, (__mmask16)~m[i], q, cs[i]);
+                __m512i q = dwkq_dot(qp, qo, wq, m, 64 * (int64_t)v,
+                                     _mm512_permutexvar_epi32(_mm512_cvtepu8_epi32(LDU128(cls + 16 * v)), ct), K);
                 q = rqf16(_mm512_cvtepi32_ps(q), &vz);
                 if (16 * v + 16 <= hw)
                     _mm_storeu_si128((__m128i *)(void *)(yk + 16 * v), narrow16(q, u8out));
