@@ -2,10 +2,11 @@
  * group, oqci_conv chooses among them): float planes with AVX2 FMA or AVX-512 rows
  * (oqcik_conv_dwf__avx2) and whole small planes of 3x3, 5x5 and 7x7 kernels with AVX-512
  * (oqcik_conv_dwflat__avx512vnni at stride 1, oqcik_conv_dws2flat__avx512vnni at stride
- * 2); the AMX family's byte planes
- * are oqci_conv_dwq.c's.  Integer-only builds
- * (OQCI_NO_FLOAT) have none: their depthwise convs go through the GEMM, as do those
- * with accumulator outputs (OQCI_S32) in every build: 8-bit outputs only here.
+ * 2); the byte-plane kernels of the avx512vbmi and AMX families (3x3, and 5x5 and 7x7 at
+ * strides 1 and 2, which those CPUs run there instead) are oqci_conv_dwq.c's.
+ * Integer-only builds (OQCI_NO_FLOAT) have none: their depthwise convs go through the
+ * GEMM, as do those with accumulator outputs (OQCI_S32) in every build: 8-bit outputs
+ * only here.
  *   - Depthwise (one input channel per group, any multiplier, at most DW_MAX_TAPS
  *     taps): direct kernels on a copy of the channel's plane in the scratch, zero-padded
  *     and split by stride phase so every tap of a run of outputs is a contiguous run of
