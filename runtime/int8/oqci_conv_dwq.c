@@ -30,22 +30,27 @@ int64_t oqcik_dw3q_geo(const OqciConv *p, int32_t *bs, int32_t *rows) {
 /* ---- oqcik_conv_dwkq__avx512vbmi: 5x5 and 7x7 depthwise at stride 1 or 2 on byte planes ---
  * The float flat kernels do one tap of 16 outputs per FMA, and this CPU class runs about
  * one 512-bit FMA per cycle: 25 cycles per vector of a 5x5 kernel.  Here vpdpbusd does
- * four kernel rows of one column per lane and instruction, from byte planes in which the
- * four rows' bytes are already together, so that no shuffle is needed per output.  The
- * input channel is first copied into s s zero-padded byte phase planes (s the stride;
- * s8 inputs as x + 128 with padding 128, and -128 sum w joins the bias, as conv_dw3q),
- * P[a][b][r][e] = x[s r + a - p_t][s e + b - p_l], rows S = OW + (K - 1) / s bytes
- * apart; then into s quad planes Q[b][r][e] = the four bytes P[t % s][b][r + t / s][e],
- * t = 0 .. 3, i.e. x[s r + t - p_t][s e + b - p_l] (4 x 16 bytes of P per vpermb).
- * Output o = oh S + ow (the columns ow >= OW junk, never stored) sums, for each group of
- * kernel rows 4 g .. 4 g + 3 (rows past K: weight 0) and column j, the dword at Q[j %
- * s][oh + 4 g / s][ow + j / s] times those rows' weights of column j: one 64-byte load and
- * one vpdpbusd per 16 outputs, 10 for a 5x5 kernel, 14 for a 7x7.  The sums are exact in
- * int32 and below 2^24 (dw_all_fused), requantized by rqf16 from their float value (the
- * float kernels' bits); the valid lanes compressed and stored as
- * oqcik_conv_dws2flat__avx512vnni's. */
+ * four kernel rows of one column per lane and instruction, from "quad planes" whose
+ * dwords already hold those four rows' bytes, so that no shuffle is needed per output:
+ * for each group of kernel rows 4 g .. 4 g + 3 (rows past K: weight 0) and column j,
+ * one 64-byte load and one vpdpbusd per 16 outputs, 10 for a 5x5 kernel, 14 for a 7x7.
+ * s8 inputs are summed as x + 128 (padding 128), and -128 sum w joins the bias (as
+ * conv_dw3q).  The sums are exact in int32 and below 2^24 (dw_all_fused), requantized
+ * by rqf16 from their float value: the float kernels' bits.
+ *   - Stride 1, output plane = input plane: one flat quad plane over the channel's H W
+ *     outputs (dwkqf_run, below).
+ *   - Stride 2: two quad planes Q[b][r][e] (b the column phase) whose dword holds input
+ *     rows 2 r + t - p_t, t = 0 .. 3, at column 2 e + b - p_l, rows S = OW + (K - 1) / 2
+ *     apart; output o = oh S + ow (the columns ow >= OW junk) reads group g, column j at
+ *     Q[j % 2][oh + 2 g][ow + j / 2]; the valid lanes are compressed and stored as
+ *     oqcik_conv_dws2flat__avx512vnni's (dw_store_valid).  The quad planes are made from
+ *     a padded copy of the channel, 32 bytes of four rows and two vpermt2b per 16
+ *     columns.
+ * Both make a channel's planes in a pipeline (copy channel it + 2, quad planes of it +
+ * 1, sums of it): the masked loads of a plane made straight from the input, or loads of
+ * bytes just stored (the store does not forward: the load waits for it), cost about 30
+ * cycles per 64 bytes. */
 #define DWKQ_MAXO 16384   /* OH S outputs at most (valid-lane masks: 2 KB of stack) */
-#define DWKQ_MAXW 4096    /* output columns at most (column masks: 1 KB) */
 
 /* Stride 2 (5x5 or 7x7 at dilation 1, pads before in [0, K), sizes within the bounds):
  * rows S = OW + (K - 1) / 2, quad-plane rows *rq = OH + 2 (G - 1) (G = (K + 3) / 4 row
@@ -58,7 +63,7 @@ static int64_t dwkq_geo(const OqciConv *p, int32_t *sr, int32_t *rq, int64_t *ql
     int32_t k = p->k_h;
     if ((k != 5 && k != 7) || p->k_w != k || p->s_h != 2 || p->s_w != 2 || p->d_h != 1 ||
         p->d_w != 1 || p->p_t < 0 || p->p_t >= k || p->p_l < 0 || p->p_l >= k ||
-        p->out_w > DWKQ_MAXW || p->out_h > DWKQ_MAXO)
+        p->out_w > DWKQ_MAXO || p->out_h > DWKQ_MAXO)
         return 0;
     *sr = p->out_w + (k - 1) / 2;
     if ((int64_t)p->out_h * *sr > DWKQ_MAXO)
@@ -294,6 +299,8 @@ T_VBMI void oqcik_conv_dw3q__avx512vbmi(const OqciConv *p, const void *x, void *
             }
         }
 }
+
+/* (The 5x5 and 7x7 ones here rather than on the float flat planes: see above.) */
 int oqcik_dwkq_ok(const OqciConv *p) {
     return oqcik_dwkq_bytes(p) > 0 && dw_all_fused(p);
 }
@@ -320,10 +327,10 @@ T_VBMI static inline __attribute__((always_inline)) __m512i
 dwkq_dot(const uint8_t *qp, const int64_t *qo, const uint32_t *wq, const __mmask16 *m,
          int64_t o, __m512i acc, const int32_t K) {
     __m512i acc0 = acc, acc1 = _mm512_setzero_si512();
-#define DWKQ_T(acc, i)                                                                  \
-    acc = _mm512_mask_dpbusd_epi32(acc, m ? m[(i) % K] : (__mmask16)0xFFFF,              \
-                                   _mm512_loadu_si512((const void *)(qp + qo[i] + o)),  \
-                                   _mm512_set1_epi32((int32_t)wq[i]));
+#define DWKQ_T(a, i)                                                                    \
+    a = _mm512_mask_dpbusd_epi32(a, m ? m[(i) % K] : (__mmask16)0xFFFF,                  \
+                                 _mm512_loadu_si512((const void *)(qp + qo[i] + o)),    \
+                                 _mm512_set1_epi32((int32_t)wq[i]));
     DWKQ_T(acc0, 0) DWKQ_T(acc1, 1) DWKQ_T(acc0, 2) DWKQ_T(acc1, 3)
     DWKQ_T(acc0, 4) DWKQ_T(acc1, 5) DWKQ_T(acc0, 6) DWKQ_T(acc1, 7)
     DWKQ_T(acc0, 8) DWKQ_T(acc1, 9)

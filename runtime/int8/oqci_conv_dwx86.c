@@ -468,9 +468,7 @@ T_AVX2 static void dw_store__avx2(const OqciConv *p, const int32_t *t, int32_t n
 static int32_t dwflat_k(const OqciConv *p) {
     int32_t k = p->k_h;
     return (k == 3 || k == 5 || k == 7) && p->k_w == k && p->d_h == 1 && p->d_w == 1 &&
-                   p->p_t >= 0 && p->p_t < k && p->p_l >= 0 && p->p_l < k
-               ? k
-               : 0;
+           p->p_t >= 0 && p->p_t < k && p->p_l >= 0 && p->p_l < k ? k : 0;
 }
 
 /* ---- oqcik_conv_dwflat__avx512vnni: stride 1, output plane = input plane --------------
@@ -675,22 +673,16 @@ dws2flat_run(const OqciConv *p, const void *x, void *y, void *scratch, const int
 /* The instantiations: K a constant in each call of the bodies. */
 T_AVX512VNNI void oqcik_conv_dwflat__avx512vnni(const OqciConv *p, const void *x, void *y,
                                                 void *scratch) {
-    if (p->k_h == 3)
-        dwflat_run(p, x, y, scratch, 3);
-    else if (p->k_h == 5)
-        dwflat_run(p, x, y, scratch, 5);
-    else
-        dwflat_run(p, x, y, scratch, 7);
+    p->k_h == 3   ? dwflat_run(p, x, y, scratch, 3)
+    : p->k_h == 5 ? dwflat_run(p, x, y, scratch, 5)
+                  : dwflat_run(p, x, y, scratch, 7);
 }
 
 T_AVX512VNNI void oqcik_conv_dws2flat__avx512vnni(const OqciConv *p, const void *x, void *y,
                                                   void *scratch) {
-    if (p->k_h == 3)
-        dws2flat_run(p, x, y, scratch, 3);
-    else if (p->k_h == 5)
-        dws2flat_run(p, x, y, scratch, 5);
-    else
-        dws2flat_run(p, x, y, scratch, 7);
+    p->k_h == 3   ? dws2flat_run(p, x, y, scratch, 3)
+    : p->k_h == 5 ? dws2flat_run(p, x, y, scratch, 5)
+                  : dws2flat_run(p, x, y, scratch, 7);
 }
 #undef DWF_T
 #undef DWF_W
