@@ -177,13 +177,14 @@ static size_t dw_scratch(const OqciConv *p) {
     DwGeo d;
     int32_t qbs, qrows;
     int64_t q = oqcik_dw3q_geo(p, &qbs, &qrows);
-    /* AVX-512's flat 3x3 planes: W + 1 zeros, the plane, W + 33 zeros */
-    int64_t flat = 2 * (int64_t)p->in_w + 34 + (int64_t)p->in_h * p->in_w, planes;
-    int64_t s2 = p->s_h == 2 && p->s_w == 2 ? dw3s2_floats(p) : 0;
+    /* AVX-512's flat K x K planes: the plane and (K - 1) (W + 1) + 32 zeros */
+    int64_t flat = ((int64_t)p->k_h - 1) * (p->in_w + 1) + 32 + (int64_t)p->in_h * p->in_w, planes;
+    int64_t s2 = p->s_h == 2 && p->s_w == 2 ? dws2_floats(p) : 0;
     dw_geo(p, &d);
     planes = (int64_t)d.phases * d.rows * d.width;
     planes = planes > flat ? planes : flat;
     planes = planes > s2 ? planes : s2;
+    q = q > oqcik_dwkq_bytes(p) ? q : oqcik_dwkq_bytes(p);   /* (VBMI's 5x5, 7x7) */
     return ALIGN + (size_t)(planes * 4 > q ? planes * 4 : q);
 }
 /* ======================================================================================
@@ -418,14 +419,18 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {
                 oqcik_conv_dw3q__avx512vbmi(p, x, y, scratch);
                 return OQCI_OK;
             }
-#endif
-#if HAVE_DWZ
-            if (z && oqcik_dw3flat_ok(p)) {
-                oqcik_conv_dw3flat__avx512vnni(p, x, y, scratch);
+            if (vb && oqcik_dwkq_ok(p)) {
+                oqcik_conv_dwkq__avx512vbmi(p, x, y, scratch);
                 return OQCI_OK;
             }
-            if (z && oqcik_dw3s2flat_ok(p)) {
-                oqcik_conv_dw3s2flat__avx512vnni(p, x, y, scratch);
+#endif
+#if HAVE_DWZ
+            if (z && oqcik_dwflat_ok(p)) {
+                oqcik_conv_dwflat__avx512vnni(p, x, y, scratch);
+                return OQCI_OK;
+            }
+            if (z && oqcik_dws2flat_ok(p)) {
+                oqcik_conv_dws2flat__avx512vnni(p, x, y, scratch);
                 return OQCI_OK;
             }
 #endif

@@ -1,10 +1,12 @@
 /* oqci_conv_dwx86.c - the x86 depthwise kernels of the INT8 conv (one input channel per
  * group, oqci_conv chooses among them): float planes with AVX2 FMA or AVX-512 rows
- * (oqcik_conv_dwf__avx2) and whole small planes with AVX-512 (oqcik_conv_dw3flat__avx512vnni
- * at stride 1, oqcik_conv_dw3s2flat__avx512vnni at stride 2); the AMX family's byte planes
- * are oqci_conv_dwq.c's.  Integer-only builds
- * (OQCI_NO_FLOAT) have none: their depthwise convs go through the GEMM, as do those
- * with accumulator outputs (OQCI_S32) in every build: 8-bit outputs only here.
+ * (oqcik_conv_dwf__avx2) and whole small planes of 3x3, 5x5 and 7x7 kernels with AVX-512
+ * (oqcik_conv_dwflat__avx512vnni at stride 1, oqcik_conv_dws2flat__avx512vnni at stride
+ * 2); the byte-plane kernels of the avx512vbmi and AMX families (3x3, and 5x5 and 7x7 at
+ * strides 1 and 2, which those CPUs run there instead) are oqci_conv_dwq.c's.
+ * Integer-only builds (OQCI_NO_FLOAT) have none: their depthwise convs go through the
+ * GEMM, as do those with accumulator outputs (OQCI_S32) in every build: 8-bit outputs
+ * only here.
  *   - Depthwise (one input channel per group, any multiplier, at most DW_MAX_TAPS
  *     taps): direct kernels on a copy of the channel's plane in the scratch, zero-padded
  *     and split by stride phase so every tap of a run of outputs is a contiguous run of
@@ -14,9 +16,10 @@
  *     loaded vector serving every row whose window holds it (q8dw_4x8x9f__avx2), other
  *     rows and kernels one row (q8dw_16x9f__avx2, q8dw_16xNf__avx2); with AVX-512, 3x3
  *     kernels take 16 outputs per vector (q8dw_4x16x9f__avx512vnni, q8dw_16x9f__avx512vnni)
- *     and 3x3 / stride 1 / pad 1 ones on planes up to 128x128 run on the whole plane as a
- *     flat array (oqcik_conv_dw3flat__avx512vnni), 3x3 / stride 2 / pad 1 ones on four phase
- *     planes (oqcik_conv_dw3s2flat__avx512vnni).  With float
+ *     and K x K ones (K = 3, 5, 7, dilation 1) at stride 1 with "same" output size on
+ *     small planes (3x3 up to 128x128) run on the whole plane as a flat array
+ *     (oqcik_conv_dwflat__avx512vnni), at stride 2 on four phase planes
+ *     (oqcik_conv_dws2flat__avx512vnni): one always_inline body of K each.  With float
  *     requantization and a bias small enough to keep the sums below 2^24, the sums
  *     start from the bias and are requantized in float directly.  On Arm the plane holds
  *     int16 and q8dw_1xN__c is the plain-C loop over taps.  Whole output rows are
@@ -360,7 +363,7 @@ T_AVX512VNNI static void q8dw_16x9f__avx512vnni(const float *base, const int64_t
 #undef L
 }
 #undef DWZ_OUT
-/* (DW_W9Z kept for the flat kernels below) */
+#undef DW_W9Z
 #endif
 #undef DW_4X8
 #undef LX
@@ -432,47 +435,69 @@ T_AVX2 static void dw_store__avx2(const OqciConv *p, const int32_t *t, int32_t n
 }
 
 #if HAVE_DWZ
-/* ---- oqcik_conv_dw3flat__avx512vnni: 3x3 / stride 1 / pad 1 depthwise on small planes -------
- * On planes of at most DWFLAT_MAX outputs (all of MobileNet-v2's stride-1 ones: on 7x7
- * and 14x14 planes the row kernels' per-row set-up costs more than the sums, and
- * larger ones keep the saving of that set-up).  The output plane equals the
- * input plane here, so it is computed as one flat array: the input channel as floats
- * after W + 1 zeros (the row above the image and the left pad of its first row) and
- * before as many plus a vector's; output i sums tap (di, dj) from flat index
- * i + di W + dj, which is the right input or a zero of the padding rows, except where the
- * column wraps (dj = -1 at column 0, +1 at column W - 1): there the load is masked to 0
- * (per-vector masks built once per call).  Sums start from the bias and are exact
- * (conv_dwf's fused condition, checked for every channel by the caller), requantized by
- * rqf16 and narrowed with vpmovsdb / vpmovusdb, 16 outputs per store (the last one
- * masked). */
-#define DWFLAT_MAX 16384   /* (the masks: 4 KB of stack) */
+/* ---- the flat kernels: K x K depthwise (K = 3, 5, 7) on whole small planes -----------
+ * On small planes (MobileNet's and EfficientNet's 7x7 to 56x56) the row kernels' per-row
+ * set-up costs more than the sums.  These run each channel as whole flat arrays, 16
+ * outputs per vector, K K loads and FMAs per vector (the taps unrolled by DWF_EACH, K K
+ * weight vectors, in registers up to K = 5), the partial sums of kernel rows i, i + 3,
+ * i + 6 in s[i % 3] (sums of integers below 2^24 in any order: exact), requantized by
+ * rqf16.  Both need conv_dwf's fused condition for every channel (dw_all_fused); each
+ * kernel's body is one always_inline function of K, instantiated for 3, 5 and 7. */
 
-int oqcik_dw3flat_ok(const OqciConv *p) {
-    return p->k_h == 3 && p->k_w == 3 && p->s_h == 1 && p->s_w == 1 && p->d_h == 1 &&
-           p->d_w == 1 && p->p_t == 1 && p->p_l == 1 && p->out_h == p->in_h &&
-           p->out_w == p->in_w && (int64_t)p->in_h * p->in_w >= 16 &&
-           (int64_t)p->in_h * p->in_w <= DWFLAT_MAX && dw3_all_fused(p);
+/* T(i, j) for the K K taps (i, j) of the kernel, rows in order; K a constant (the other
+ * branches are dropped). */
+#define DWF_R3(T, i) T(i, 0) T(i, 1) T(i, 2)
+#define DWF_R5(T, i) DWF_R3(T, i) T(i, 3) T(i, 4)
+#define DWF_R7(T, i) DWF_R5(T, i) T(i, 5) T(i, 6)
+#define DWF_EACH(T)                                                                     \
+    if (K == 3) {                                                                       \
+        DWF_R3(T, 0) DWF_R3(T, 1) DWF_R3(T, 2)                                          \
+    } else if (K == 5) {                                                                \
+        DWF_R5(T, 0) DWF_R5(T, 1) DWF_R5(T, 2) DWF_R5(T, 3) DWF_R5(T, 4)                \
+    } else {                                                                            \
+        DWF_R7(T, 0) DWF_R7(T, 1) DWF_R7(T, 2) DWF_R7(T, 3) DWF_R7(T, 4) DWF_R7(T, 5)   \
+        DWF_R7(T, 6)                                                                    \
+    }
+/* Channel weight (i, j) broadcast into wv; tap (i, j) (its input vector DWF_LD(i, j),
+ * defined by each kernel) added to s[i % 3]. */
+#define DWF_W(i, j) wv[(i) * K + (j)] = _mm512_set1_ps((float)w[(i) * K + (j)]);
+#define DWF_T(i, j) s[(i) % 3] = _mm512_fmadd_ps(DWF_LD(i, j), wv[(i) * K + (j)], s[(i) % 3]);
+
+/* The flat kernels' K: 3, 5 or 7 for a square kernel at dilation 1 with pads before
+ * in [0, K), else 0. */
+static int32_t dwflat_k(const OqciConv *p) {
+    int32_t k = p->k_h;
+    return (k == 3 || k == 5 || k == 7) && p->k_w == k && p->d_h == 1 && p->d_w == 1 &&
+           p->p_t >= 0 && p->p_t < k && p->p_l >= 0 && p->p_l < k ? k : 0;
 }
 
-T_AVX512VNNI void oqcik_conv_dw3flat__avx512vnni(const OqciConv *p, const void *x, void *y,
-                                                 void *scratch) {
+/* ---- oqcik_conv_dwflat__avx512vnni: stride 1, output plane = input plane --------------
+ * The output plane equals the input plane, so it is computed as one flat array: the
+ * input channel as floats after p_t W + p_l zeros (the rows above the image and the
+ * left pad of its first row) and before (K - 1 - p_t) W + K - 1 - p_l plus two vectors'
+ * (the rows below); output i sums tap (i', j) from flat index i + (i' - p_t) W + j - p_l,
+ * which is the right input or a zero of the padding rows, except where the column wraps
+ * (ow + j - p_l outside [0, W)): there the load is masked to 0 (K masks per vector, made
+ * once per call).  16 outputs per store, the last one masked. */
+int oqcik_dwflat_ok(const OqciConv *p) {
+    int32_t k = dwflat_k(p);
+    int64_t hw = (int64_t)p->in_h * p->in_w;
+    return k && p->s_h == 1 && p->s_w == 1 && p->out_h == p->in_h && p->out_w == p->in_w &&
+           hw >= 16 && (hw + 15) / 16 * k <= DWFLAT_MASKS && dw_all_fused(p);
+}
+
+T_AVX512VNNI static inline __attribute__((always_inline)) void
+dwflat_run(const OqciConv *p, const void *x, void *y, void *scratch, const int32_t K) {
     const int32_t w_ = p->in_w, hw = p->in_h * p->in_w, nv = (hw + 15) / 16;
-    const int32_t pre = w_ + 1, kg = p->out_c / p->group;
+    const int32_t pre = p->p_t * w_ + p->p_l, kg = p->out_c / p->group;
     const int u8in = p->in_type == OQCI_U8, u8out = p->out_type == OQCI_U8;
     float *xp = (float *)(void *)align_up(scratch), *xc = xp + pre;
-    __mmask16 ml[DWFLAT_MAX / 16], mr[DWFLAT_MAX / 16];
+    __mmask16 mk[DWFLAT_MASKS];
     int64_t n;
     int32_t v, l, g;
-    for (v = 0; v < nv; v++) {
-        ml[v] = mr[v] = 0;
-        for (l = 0; l < 16; l++) {
-            int32_t ow = (16 * v + l) % w_;
-            ml[v] = (__mmask16)(ml[v] | (ow != 0) << l);
-            mr[v] = (__mmask16)(mr[v] | (ow != w_ - 1) << l);
-        }
-    }
+    dw_wrap_masks(w_, p->p_l, K, nv, mk);
     memset(xp, 0, (size_t)pre * sizeof(float));
-    memset(xc + hw, 0, (size_t)(pre + 32) * sizeof(float));
+    memset(xc + hw, 0, (size_t)((K - 1) * (w_ + 1) - pre + 32) * sizeof(float));
     for (n = 0; n < p->batch; n++)
         for (g = 0; g < p->group; g++) {
             const uint8_t *xs = (const uint8_t *)x + (n * p->in_c + g) * (int64_t)hw;
@@ -491,28 +516,27 @@ T_AVX512VNNI void oqcik_conv_dw3flat__avx512vnni(const OqciConv *p, const void *
                 int32_t k = g * kg + kk;
                 const int8_t *w = p->w + (size_t)k * (size_t)p->kpad;
                 uint8_t *yk = (uint8_t *)y + (n * p->out_ctotal + p->out_coff + k) * (int64_t)hw;
-                DW_W9Z(w);
                 const __m512 bv = _mm512_set1_ps((float)(p->bias ? p->bias[k] : 0));
+                __m512 wv[DWF_MAXK * DWF_MAXK];
+                const float *rp[DWF_MAXK];   /* tap row i of output 0 (the 16 v + j added) */
                 RqFZ vz;
+                DWF_EACH(DWF_W)
+                for (l = 0; l < K; l++)
+                    rp[l] = xp + (int64_t)l * w_;
                 rqfz_channel(p, k, &vz);
                 for (v = 0; v < nv; v++) {
-                    const float *c = xc + 16 * v;
-                    __m512 s0 = bv, s1, s2;
+                    const int64_t e = 16 * (int64_t)v;
+                    const __mmask16 *m = mk + v * K;
+                    __m512 s[3];
                     __m512i q;
-                    __m128i o;
-                    s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(ml[v], c - w_ - 1), w00, s0);
-                    s0 = _mm512_fmadd_ps(_mm512_loadu_ps(c - w_), w01, s0);
-                    s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mr[v], c - w_ + 1), w02, s0);
-                    s1 = _mm512_mul_ps(_mm512_maskz_loadu_ps(ml[v], c - 1), w10);
-                    s1 = _mm512_fmadd_ps(_mm512_loadu_ps(c), w11, s1);
-                    s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mr[v], c + 1), w12, s1);
-                    s2 = _mm512_mul_ps(_mm512_maskz_loadu_ps(ml[v], c + w_ - 1), w20);
-                    s2 = _mm512_fmadd_ps(_mm512_loadu_ps(c + w_), w21, s2);
-                    s2 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mr[v], c + w_ + 1), w22, s2);
-                    q = rqf16(_mm512_add_ps(_mm512_add_ps(s0, s1), s2), &vz);
-                    o = narrow16(q, u8out);
+                    s[0] = bv;
+                    s[1] = s[2] = _mm512_setzero_ps();
+#define DWF_LD(i, j) _mm512_maskz_loadu_ps(m[j], rp[i] + e + (j))
+                    DWF_EACH(DWF_T)
+#undef DWF_LD
+                    q = rqf16(_mm512_add_ps(_mm512_add_ps(s[0], s[1]), s[2]), &vz);
                     if (16 * v + 16 <= hw)
-                        _mm_storeu_si128((__m128i *)(void *)(yk + 16 * v), o);
+                        _mm_storeu_si128((__m128i *)(void *)(yk + 16 * v), narrow16(q, u8out));
                     else
                         _mm512_mask_cvtepi32_storeu_epi8(yk + 16 * v,
                                                          (__mmask16)((1u << (hw - 16 * v)) - 1), q);
@@ -521,55 +545,54 @@ T_AVX512VNNI void oqcik_conv_dw3flat__avx512vnni(const OqciConv *p, const void *
         }
 }
 
-/* ---- oqcik_conv_dw3s2flat__avx512vnni: 3x3 / stride 2 / pad 1 depthwise -------------------
+/* ---- oqcik_conv_dws2flat__avx512vnni: stride 2 --------------------------------------------
  * The row kernels spend most of a stride-2 depthwise conv on per-row set-up (14x14 ->
  * 7x7: ~500 cycles per channel for 49 outputs).  Here the input channel is split once
- * into four phase planes, P[a][b][r][c] = x[2 r + a - 1][2 c + b - 1] (0 outside the
- * input), r in [0, OH], c in [0, OW], rows S = OW + 1 apart; output (oh, ow) is then
- * sum over taps (i, j) of w[i][j] P[i & 1][j & 1][oh + i / 2][ow + j / 2], i.e. with
+ * into four phase planes, P[a][b][r][c] = x[2 r + a - p_t][2 c + b - p_l] (0 outside the
+ * input), r in [0, OH + h), c in [0, S), S = OW + h, h = (K - 1) / 2; output (oh, ow) is
+ * then sum over taps (i, j) of w[i][j] P[i & 1][j & 1][oh + i / 2][ow + j / 2], i.e. with
  * o = oh S + ow, flat offset (i / 2) S + j / 2 in plane (i & 1, j & 1): whole planes as
- * flat arrays with no masks, one junk output per row (ow = OW, never stored).  The
- * valid lanes of each vector are compressed (vpcompressd) and stored contiguously (16
- * bytes, the ones past the valid lanes rewritten by the next vector; the plane's end
- * through a copy).
- * The planes' padding is zeroed once per call; each channel writes only the input's
- * part (deinterleaved by vpermt2ps).  Same exactness and fused condition as the
- * stride-1 flat kernel. */
+ * flat arrays with no masks, h junk outputs per row (ow >= OW, never stored).  The valid
+ * lanes of each vector are compressed (vpcompressd) and stored contiguously (16 bytes,
+ * the ones past the valid lanes rewritten by the next vector; the plane's end through a
+ * copy).  The planes' padding is zeroed once per call; each channel writes only the
+ * input's part (deinterleaved by vpermt2ps). */
 #define DWS2_MAX 16384   /* OH S outputs at most (the masks: 2 KB of stack) */
 #define DWS2_MAXW 2048   /* input columns at most (chunk masks: 1 KB) */
 
-int oqcik_dw3s2flat_ok(const OqciConv *p) {
-    return p->k_h == 3 && p->k_w == 3 && p->s_h == 2 && p->s_w == 2 && p->d_h == 1 &&
-           p->d_w == 1 && p->p_t == 1 && p->p_l == 1 && p->in_w <= DWS2_MAXW &&
-           (int64_t)p->out_h * (p->out_w + 1) <= DWS2_MAX && dw3_all_fused(p);
+int oqcik_dws2flat_ok(const OqciConv *p) {
+    int32_t k = dwflat_k(p);
+    return k && p->s_h == 2 && p->s_w == 2 && p->in_w <= DWS2_MAXW &&
+           (int64_t)p->out_h * (p->out_w + (k - 1) / 2) <= DWS2_MAX && dw_all_fused(p);
 }
 
 /* A 32-input chunk of an input row: its load mask and the store masks of its evens
- * (ev[c + e] = x[t + 2 e]) and odds (od[c + e + 1] = x[t + 2 e + 1]) inside the
- * rows (c + e < S, c + e + 1 < S); the same for every row, made once per call. */
+ * (x[t + 2 e] at column t / 2 + ce + e of its phase row) and odds (x[t + 2 e + 1] at
+ * t / 2 + co + e) inside the rows (columns below S); the same for every row, made once
+ * per call. */
 typedef struct Dws2Chunk {
     __mmask64 ld;
     __mmask16 ev, od;
 } Dws2Chunk;
 
-static void dw3s2_chunks(int32_t in_w, int32_t sr, Dws2Chunk *ch) {
+static void dws2_chunks(int32_t in_w, int32_t sr, int32_t ce, int32_t co, Dws2Chunk *ch) {
     int32_t t;
     for (t = 0; t < in_w; t += 32) {
         int32_t n = in_w - t < 32 ? in_w - t : 32, c = t / 2;
         int32_t ne = (n + 1) / 2, no = n / 2;
         Dws2Chunk *k = &ch[t / 32];
-        ne = ne > sr - c ? sr - c : ne;
-        no = no > sr - c - 1 ? sr - c - 1 : no;
+        ne = ne > sr - c - ce ? sr - c - ce : ne;
+        no = no > sr - c - co ? sr - c - co : no;
         k->ld = n >= 32 ? (__mmask64)0xFFFFFFFFu : ((__mmask64)1 << n) - 1;
         k->ev = (__mmask16)(ne > 0 ? (1u << ne) - 1 : 0);
         k->od = (__mmask16)(no > 0 ? (1u << no) - 1 : 0);
     }
 }
 
-/* Input row xr into phase rows ev (b = 1) and od (b = 0), chunk by chunk: two float
- * vectors of 16 inputs, deinterleaved by vpermt2ps. */
+/* Input row xr into phase rows ev and od (their columns ce and co already added), chunk
+ * by chunk: two float vectors of 16 inputs, deinterleaved by vpermt2ps. */
 T_AVX512VNNI static inline __attribute__((always_inline)) void
-dw3s2_row(const uint8_t *xr, int32_t in_w, const Dws2Chunk *ch, int u8, float *ev, float *od) {
+dws2_row(const uint8_t *xr, int32_t in_w, const Dws2Chunk *ch, int u8, float *ev, float *od) {
     const __m512i ie = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     const __m512i io = _mm512_add_epi32(ie, _mm512_set1_epi32(1));
     int32_t t;
@@ -579,18 +602,22 @@ dw3s2_row(const uint8_t *xr, int32_t in_w, const Dws2Chunk *ch, int u8, float *e
         __m512 f0 = _mm512_cvtepi32_ps(u8 ? _mm512_cvtepu8_epi32(b0) : _mm512_cvtepi8_epi32(b0));
         __m512 f1 = _mm512_cvtepi32_ps(u8 ? _mm512_cvtepu8_epi32(b1) : _mm512_cvtepi8_epi32(b1));
         _mm512_mask_storeu_ps(ev + t / 2, ch->ev, _mm512_permutex2var_ps(f0, ie, f1));
-        _mm512_mask_storeu_ps(od + t / 2 + 1, ch->od, _mm512_permutex2var_ps(f0, io, f1));
+        _mm512_mask_storeu_ps(od + t / 2, ch->od, _mm512_permutex2var_ps(f0, io, f1));
     }
 }
 
-T_AVX512VNNI void oqcik_conv_dw3s2flat__avx512vnni(const OqciConv *p, const void *x, void *y,
-                                                   void *scratch) {
-    const int32_t oh_n = p->out_h, ow_n = p->out_w, sr = ow_n + 1, kg = p->out_c / p->group;
-    const int32_t no = oh_n * sr, nv = (no + 15) / 16;
-    const int64_t pl = ((int64_t)oh_n + 1) * sr, plane_in = (int64_t)p->in_h * p->in_w;
+T_AVX512VNNI static inline __attribute__((always_inline)) void
+dws2flat_run(const OqciConv *p, const void *x, void *y, void *scratch, const int32_t K) {
+    const int32_t h = (K - 1) / 2, oh_n = p->out_h, ow_n = p->out_w, sr = ow_n + h;
+    const int32_t kg = p->out_c / p->group, no = oh_n * sr, nv = (no + 15) / 16;
+    const int32_t pt = p->p_t, pl_ = p->p_l;
+    const int64_t pl = ((int64_t)oh_n + h) * sr, plane_in = (int64_t)p->in_h * p->in_w;
     const int u8in = p->in_type == OQCI_U8, u8out = p->out_type == OQCI_U8;
     const int64_t opix = (int64_t)oh_n * ow_n;
     float *ph = (float *)(void *)align_up(scratch);   /* P[a][b] at ph + (2 a + b) pl */
+    /* x[., iw] of even iw - t (t even) is at column (iw + p_l) / 2 = t / 2 + e + p_l / 2
+     * of phase b = p_l & 1; odd ones at t / 2 + e + (p_l + 1) / 2 of the other phase */
+    const int32_t be = pl_ & 1, ce = pl_ >> 1, co = (pl_ + 1) >> 1;
     __mmask16 mv[DWS2_MAX / 16];
     Dws2Chunk ch[DWS2_MAXW / 32];
     int64_t n;
@@ -601,62 +628,68 @@ T_AVX512VNNI void oqcik_conv_dw3s2flat__avx512vnni(const OqciConv *p, const void
             if (16 * v + l < no && (16 * v + l) % sr < ow_n)
                 mv[v] = (__mmask16)(mv[v] | 1u << l);
     }
-    dw3s2_chunks(p->in_w, sr, ch);
-    memset(ph, 0, (size_t)dw3s2_floats(p) * sizeof(float));   /* (dw_scratch has it) */
+    dws2_chunks(p->in_w, sr, ce, co, ch);
+    memset(ph, 0, (size_t)dws2_floats(p) * sizeof(float));   /* (dw_scratch has it) */
     for (n = 0; n < p->batch; n++)
         for (g = 0; g < p->group; g++) {
             const uint8_t *xs = (const uint8_t *)x + (n * p->in_c + g) * plane_in;
             int32_t kk;
-            for (ih = 0; ih < p->in_h; ih++) {   /* input row ih = 2 r + a - 1 */
-                int32_t a = (ih + 1) & 1, r = (ih + 1) >> 1;
-                if (r > oh_n)
+            for (ih = 0; ih < p->in_h; ih++) {   /* input row ih = 2 r + a - p_t */
+                int32_t a = (ih + pt) & 1, r = (ih + pt) >> 1;
+                float *row = ph + 2 * a * pl + (int64_t)r * sr;
+                if (r >= oh_n + h)
                     break;
-                dw3s2_row(xs + (int64_t)ih * p->in_w, p->in_w, ch, u8in,
-                          ph + (2 * a + 1) * pl + (int64_t)r * sr,
-                          ph + (2 * a) * pl + (int64_t)r * sr);
+                dws2_row(xs + (int64_t)ih * p->in_w, p->in_w, ch, u8in, row + be * pl + ce,
+                         row + (1 - be) * pl + co);
             }
             for (kk = 0; kk < kg; kk++) {
                 int32_t k = g * kg + kk;
                 const int8_t *w = p->w + (size_t)k * (size_t)p->kpad;
                 uint8_t *yk = (uint8_t *)y + (n * p->out_ctotal + p->out_coff + k) * opix;
-                DW_W9Z(w);
                 const __m512 bv = _mm512_set1_ps((float)(p->bias ? p->bias[k] : 0));
-                /* tap (i, j) reads plane (i & 1, j & 1) at (i / 2) S + j / 2 */
-                const float *p00 = ph, *p01 = ph + pl, *p10 = ph + 2 * pl, *p11 = ph + 3 * pl;
+                __m512 wv[DWF_MAXK * DWF_MAXK];
+                const float *pp[4] = {ph, ph + pl, ph + 2 * pl, ph + 3 * pl};
                 int64_t at = 0;
                 RqFZ vz;
+                DWF_EACH(DWF_W)
                 rqfz_channel(p, k, &vz);
                 for (v = 0; v < nv; v++) {
-                    const int32_t o = 16 * v;
-                    __m512 s0, s1, s2;
-                    __m512i q;
-                    __m128i o8;
-                    s0 = _mm512_fmadd_ps(_mm512_loadu_ps(p00 + o), w00, bv);            /* 0,0 */
-                    s0 = _mm512_fmadd_ps(_mm512_loadu_ps(p01 + o), w01, s0);            /* 0,1 */
-                    s0 = _mm512_fmadd_ps(_mm512_loadu_ps(p00 + o + 1), w02, s0);        /* 0,2 */
-                    s1 = _mm512_mul_ps(_mm512_loadu_ps(p10 + o), w10);                  /* 1,0 */
-                    s1 = _mm512_fmadd_ps(_mm512_loadu_ps(p11 + o), w11, s1);            /* 1,1 */
-                    s1 = _mm512_fmadd_ps(_mm512_loadu_ps(p10 + o + 1), w12, s1);        /* 1,2 */
-                    s2 = _mm512_mul_ps(_mm512_loadu_ps(p00 + o + sr), w20);             /* 2,0 */
-                    s2 = _mm512_fmadd_ps(_mm512_loadu_ps(p01 + o + sr), w21, s2);       /* 2,1 */
-                    s2 = _mm512_fmadd_ps(_mm512_loadu_ps(p00 + o + sr + 1), w22, s2);   /* 2,2 */
-                    q = rqf16(_mm512_add_ps(_mm512_add_ps(s0, s1), s2), &vz);
-                    q = _mm512_maskz_compress_epi32(mv[v], q);
-                    l = __builtin_popcount(mv[v]);
-                    o8 = narrow16(q, u8out);
-                    if (at + 16 <= opix) {   /* bytes past l: overwritten by the next vector */
-                        _mm_storeu_si128((__m128i *)(void *)(yk + at), o8);
-                    } else {
-                        uint8_t tb[16];
-                        _mm_storeu_si128((__m128i *)(void *)tb, o8);
-                        memcpy(yk + at, tb, (size_t)l);
-                    }
-                    at += l;
+                    const int64_t o = 16 * (int64_t)v;
+                    const int64_t oi[(DWF_MAXK + 1) / 2] = {o, o + sr, o + 2 * sr, o + 3 * sr};
+                    __m512 s[3];
+                    s[0] = bv;
+                    s[1] = s[2] = _mm512_setzero_ps();
+                    /* tap (i, j): plane (i & 1, j & 1) at (i / 2) S + j / 2 */
+#define DWF_LD(i, j) _mm512_loadu_ps(pp[2 * ((i) & 1) + ((j) & 1)] + oi[(i) >> 1] + ((j) >> 1))
+                    DWF_EACH(DWF_T)
+#undef DWF_LD
+                    dw_store_valid(rqf16(_mm512_add_ps(_mm512_add_ps(s[0], s[1]), s[2]), &vz),
+                                   mv[v], u8out, yk, &at, opix);
                 }
             }
         }
 }
-#undef DW_W9Z
+
+/* The instantiations: K a constant in each call of the bodies. */
+T_AVX512VNNI void oqcik_conv_dwflat__avx512vnni(const OqciConv *p, const void *x, void *y,
+                                                void *scratch) {
+    p->k_h == 3   ? dwflat_run(p, x, y, scratch, 3)
+    : p->k_h == 5 ? dwflat_run(p, x, y, scratch, 5)
+                  : dwflat_run(p, x, y, scratch, 7);
+}
+
+T_AVX512VNNI void oqcik_conv_dws2flat__avx512vnni(const OqciConv *p, const void *x, void *y,
+                                                  void *scratch) {
+    p->k_h == 3   ? dws2flat_run(p, x, y, scratch, 3)
+    : p->k_h == 5 ? dws2flat_run(p, x, y, scratch, 5)
+                  : dws2flat_run(p, x, y, scratch, 7);
+}
+#undef DWF_T
+#undef DWF_W
+#undef DWF_EACH
+#undef DWF_R7
+#undef DWF_R5
+#undef DWF_R3
 #endif
 
 /* One input channel per group (any multiplier), float planes: whole output rows into

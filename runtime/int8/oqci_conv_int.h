@@ -20,11 +20,12 @@
  *                        oqcik_fused_rq, oqcik_store_runs; and oqcik_im2col
  *   oqci_conv_avx512_ukr.c  oqcik_q8conv_8x32c4__avx512vnni and its fused epilogues
  *                        (_rq, _rqt, _rqw), oqcik_gemv4__avx512vnni
- *   oqci_conv_dwx86.c    oqcik_conv_dwf__avx2, oqcik_conv_dw3flat__avx512vnni,
- *                        oqcik_conv_dw3s2flat__avx512vnni and their conditions
- *                        oqcik_dw3flat_ok, oqcik_dw3s2flat_ok
- *   oqci_conv_dwq.c      oqcik_conv_dw3q__avx512vbmi and its condition oqcik_dw3q_ok;
- *                        oqcik_dw3q_geo
+ *   oqci_conv_dwx86.c    oqcik_conv_dwf__avx2, oqcik_conv_dwflat__avx512vnni,
+ *                        oqcik_conv_dws2flat__avx512vnni and their conditions
+ *                        oqcik_dwflat_ok, oqcik_dws2flat_ok
+ *   oqci_conv_dwq.c      oqcik_conv_dw3q__avx512vbmi, oqcik_conv_dwkq__avx512vbmi and
+ *                        their conditions oqcik_dw3q_ok, oqcik_dwkq_ok; oqcik_dw3q_geo,
+ *                        oqcik_dwkq_bytes
  *   oqci_conv_amxt.c     oqcik_conv_amxt (its condition amxt_fits, below)
  *   oqci_conv_neon.c     oqcik_family_neondot, oqcik_conv_dw__neondot
  * The GEMM driver knows no ISA: what differs between families (kernels, packers, tails,
@@ -51,6 +52,9 @@
 #define GEMV_MAX_PIX 8      /* fewer pixels per group than this: dot-product path */
 #define DW_MAX_TAPS 64      /* larger depthwise kernels go through the GEMM */
 #define DW_VEC 16           /* outputs per depthwise step (the plane's column rounding) */
+#define DWF_MAXK 7          /* depthwise: the largest K x K of the AVX-512 flat kernels */
+#define DWFLAT_MASKS 3072   /* their column-wrap masks at stride 1: ceil(H W / 16) K at most
+                             * (6 KB of stack; 3x3 up to 128x128) */
 #define DW_BUF 1024         /* depthwise: sums of output rows computed per store */
 #define ALIGN 64
 #define BAND_MAX 65536      /* SIMD GEMM: largest band of padded input rows (bytes) */
@@ -278,11 +282,11 @@ static inline void dw_geo(const OqciConv *p, DwGeo *d) {
     d->taps = p->k_h * p->k_w;
 }
 
-/* AVX-512's stride-2 phase planes (oqcik_conv_dw3s2flat__avx512vnni): four of (OH + 1) rows
- * of S = OW + 1, a row and a vector of slack. */
-static inline int64_t dw3s2_floats(const OqciConv *p) {
-    int64_t sr = (int64_t)p->out_w + 1;
-    return 4 * ((int64_t)p->out_h + 1) * sr + sr + 32;
+/* AVX-512's stride-2 phase planes (oqcik_conv_dws2flat__avx512vnni, K x K kernels): four
+ * of OH + (K - 1) / 2 rows of S = OW + (K - 1) / 2, a row and a vector of slack. */
+static inline int64_t dws2_floats(const OqciConv *p) {
+    int64_t sr = (int64_t)p->out_w + (p->k_w - 1) / 2;
+    return 4 * ((int64_t)p->out_h + (p->k_h - 1) / 2) * sr + sr + 32;
 }
 
 #if HAVE_NEONDOT || !defined(OQCI_NO_FLOAT)
@@ -620,6 +624,7 @@ static inline const int8_t **gemm_wtab(const OqciConv *p, void *scratch, size_t 
 
 void oqcik_im2col(const OqciConv *p, const uint8_t *xg, int64_t p0, int64_t nr, uint8_t *s);
 int64_t oqcik_dw3q_geo(const OqciConv *p, int32_t *bs, int32_t *rows);
+int64_t oqcik_dwkq_bytes(const OqciConv *p);
 
 #if HAVE_SIMD
 /* ---- oqci_conv_gemm.c -------------------------------------------------------------- */
@@ -657,10 +662,10 @@ void oqcik_conv_gemv_avx2(const OqciConv *p, const void *x, void *y, void *scrat
 
 void oqcik_conv_dwf__avx2(const OqciConv *p, const void *x, void *y, void *scratch, int z);
 #if HAVE_DWZ
-int oqcik_dw3flat_ok(const OqciConv *p);
-void oqcik_conv_dw3flat__avx512vnni(const OqciConv *p, const void *x, void *y, void *scratch);
-int oqcik_dw3s2flat_ok(const OqciConv *p);
-void oqcik_conv_dw3s2flat__avx512vnni(const OqciConv *p, const void *x, void *y,
+int oqcik_dwflat_ok(const OqciConv *p);
+void oqcik_conv_dwflat__avx512vnni(const OqciConv *p, const void *x, void *y, void *scratch);
+int oqcik_dws2flat_ok(const OqciConv *p);
+void oqcik_conv_dws2flat__avx512vnni(const OqciConv *p, const void *x, void *y,
                                       void *scratch);
 #endif
 #endif
@@ -669,6 +674,8 @@ void oqcik_conv_dw3s2flat__avx512vnni(const OqciConv *p, const void *x, void *y,
 /* ---- oqci_conv_dwq.c --------------------------------------------------------------- */
 
 int oqcik_dw3q_ok(const OqciConv *p);
+int oqcik_dwkq_ok(const OqciConv *p);
+void oqcik_conv_dwkq__avx512vbmi(const OqciConv *p, const void *x, void *y, void *scratch);
 void oqcik_conv_dw3q__avx512vbmi(const OqciConv *p, const void *x, void *y, void *scratch);
 #endif
 

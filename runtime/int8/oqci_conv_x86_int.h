@@ -190,14 +190,14 @@ static inline int dw_bias_fits(int64_t bias, int32_t taps) {
     return (bias < 0 ? -bias : bias) + (int64_t)taps * 32640 < 16777216;
 }
 
-/* The 3x3 kernels' condition on the requantization: float, and every channel's sums
- * exact from its bias (conv_dwf's fused condition for all of them). */
-static inline int dw3_all_fused(const OqciConv *p) {
+/* The whole-plane kernels' condition on the requantization: float, and every channel's
+ * sums of k_h k_w taps exact from its bias (conv_dwf's fused condition for all of them). */
+static inline int dw_all_fused(const OqciConv *p) {
     int32_t k;
     if (p->rq.mode != OQCI_REQ_FLOAT)
         return 0;
     for (k = 0; k < p->out_c; k++)
-        if (!dw_bias_fits(p->bias ? p->bias[k] : 0, 9))
+        if (!dw_bias_fits(p->bias ? p->bias[k] : 0, p->k_h * p->k_w))
             return 0;
     return 1;
 }
@@ -229,6 +229,40 @@ T_AVX512VNNI static inline __attribute__((always_inline)) void rqfz_channel(cons
 /* 16 int32 results inside the output type as its bytes (nothing saturates). */
 T_AVX512VNNI static inline __attribute__((always_inline)) __m128i narrow16(__m512i q, int u8) {
     return u8 ? _mm512_cvtusepi32_epi8(q) : _mm512_cvtsepi32_epi8(q);
+}
+
+/* The column-wrap masks of a flat stride-1 K x K depthwise plane W wide: mk[v K + j], bit
+ * l set when output 16 v + l's tap column j reads column ow + j - p_l inside [0, W). */
+T_AVX512VNNI static inline __attribute__((always_inline)) void
+dw_wrap_masks(int32_t w_, int32_t p_l, int32_t K, int32_t nv, __mmask16 *mk) {
+    const __m512i step = _mm512_set1_epi32(16 % w_), wv = _mm512_set1_epi32(w_);
+    __m512i col;   /* each lane's output column */
+    int32_t c[16], v, l;
+    for (l = 0; l < 16; l++)
+        c[l] = l % w_;
+    col = _mm512_loadu_si512((const void *)c);
+    for (v = 0; v < nv; v++) {
+        for (l = 0; l < K; l++)
+            mk[v * K + l] = _mm512_cmplt_epu32_mask(
+                _mm512_add_epi32(col, _mm512_set1_epi32(l - p_l)), wv);
+        col = _mm512_add_epi32(col, step);
+        col = _mm512_mask_sub_epi32(col, _mm512_cmpge_epi32_mask(col, wv), col, wv);
+    }
+}
+
+/* The lanes of q (16 int32 results inside the output type) whose bits are set in m, as
+ * out_type bytes at yk + *at, in order (*at advanced past them): 16 bytes stored where
+ * they end inside the opix bytes of the plane (those past the valid ones rewritten by
+ * the next call), else only the valid ones (a masked store). */
+T_AVX512VNNI static inline __attribute__((always_inline)) void
+dw_store_valid(__m512i q, __mmask16 m, int u8, uint8_t *yk, int64_t *at, int64_t opix) {
+    __m128i o8 = narrow16(_mm512_maskz_compress_epi32(m, q), u8);
+    int l = __builtin_popcount(m);
+    if (*at + 16 <= opix)
+        _mm_storeu_si128((__m128i *)(void *)(yk + *at), o8);
+    else
+        _mm512_mask_storeu_epi8(yk + *at, ((__mmask64)1 << l) - 1, _mm512_castsi128_si512(o8));
+    *at += l;
 }
 
 /* rqf16 of 64 int32 sums (v0 .. v3 with multipliers 2 M m0 .. m3) narrowed to out_type
