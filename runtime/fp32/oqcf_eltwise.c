@@ -138,11 +138,13 @@ OqcfStatus oqcf_hard_sigmoid(const float *x, float *y, int64_t n, float alpha, f
     return OQCF_OK;
 }
 
+/* ln 2 in two parts, the first with 21 low zero bits, so that k * LN2_HI is exact for
+ * every |k| < 2^21 (exp_neg, oqcf_log1pf) */
+static const double LN2_HI = 6.93147180369123816490e-01, LN2_LO = 1.90821492927058770002e-10;
+
 /* e^-t for 0 <= t <= 700 in double, from + - * / floor and ldexp only: t = k ln2 + r with
- * |r| <= ln2 / 2 (ln2 in two parts, the first with 21 low zero bits so k * LN2_HI is
- * exact), then e^-r by its Taylor series (18 terms: the rest is below 1e-19). */
+ * |r| <= ln2 / 2, then e^-r by its Taylor series (18 terms: the rest is below 1e-19). */
 static double exp_neg(double t) {
-    const double LN2_HI = 6.93147180369123816490e-01, LN2_LO = 1.90821492927058770002e-10;
     double k = floor(t * 1.4426950408889634 + 0.5);
     double r = (t - k * LN2_HI) - k * LN2_LO, s = 1.0, term = 1.0;
     for (int i = 1; i <= 18; i++) {
@@ -155,7 +157,9 @@ static double exp_neg(double t) {
 /* erf of a float, computed in double from + - * / floor and ldexp only, so that every
  * host gives the same bits (libm's erff differs in the last bit between x86-64 and
  * aarch64 builds, which changed calibration tables with the host: docs/testing.md).
- * |x| < 2: the Taylor series (36 terms; cancellation costs under two digits);
+ * |x| < 2: the Taylor series (at most 36 terms, cancellation costing under two digits;
+ * it stops once the terms, past their peak and decreasing, are below half a unit of
+ * the sum's last place, where adding them could no longer change it);
  * 2 <= |x| < 6: erfc from its continued fraction x + (1/2)/(x + 1/(x + (3/2)/(...))),
  * 40 levels evaluated from the bottom; |x| >= 6: erf is 1 in float. Relative error
  * below 2e-15 in double, so the float result is erf correctly rounded except within
@@ -168,6 +172,8 @@ float oqcf_erff(float xf) {
         double x2 = x * x, term = x, s = x;   /* term: (-1)^n x^(2n+1) / n! */
         for (int n = 1; n <= 36; n++) {
             term *= -x2 / n;
+            if (n > x2 && fabs(term) < s * 0x1p-54)
+                break;
             s += term / (2 * n + 1);
         }
         r = s * 1.1283791670955126;   /* 2 / sqrt(pi) */
@@ -229,7 +235,6 @@ float oqcf_expm1f(float xf) {
  * when |x| < 1/4 (|z| < 1/7: 18 terms); otherwise 1 + x = m 2^e (frexp, exact) with m
  * in [sqrt 1/2, sqrt 2), log m by the same series (|z| < 0.18) plus e ln2. */
 float oqcf_log1pf(float xf) {
-    const double LN2_HI = 6.93147180369123816490e-01, LN2_LO = 1.90821492927058770002e-10;
     double x = xf, z, e = 0.0;
     if (xf != xf || xf == 0.0f)   /* NaN, and -0 keeps its sign */
         return xf;
