@@ -417,11 +417,8 @@ void oqc_quant_conv_sums(Q *q, int i, OqcAcc *acc) {
     *acc = (OqcAcc){.outer = p->batch, .inner = (int64_t)p->out_h * p->out_w,
                     .channels = p->out_c, .per_channel = 1, .scale = sc, .rq = p->rq,
                     .type = p->out_type, .lo = p->lo, .hi = p->hi};
-    if (n->act.kind == OQCF_ACT_CLIP) {
-        acc->clip = 1;
-        acc->clip_lo = n->act.p0;
-        acc->clip_hi = n->act.p1;
-    }
+    if (n->act.kind == OQCF_ACT_CLIP)
+        acc->act = n->act;
     p->out_type = OQCI_S32;
     p->lo = n->act.kind == OQCF_ACT_RELU ? 0 : INT32_MIN;
     p->hi = INT32_MAX;

@@ -377,12 +377,12 @@ static void em_dequantize(Em *m, int node, FILE *b) {
     const char *sc = q_array(m, "_s", "float", a->scale, a->per_channel ? a->channels : 1, 4);
     fprintf(b, "    TRY(oqci_dequantize_s32(%s, %s, %" PRId64 ", %d, %" PRId64 ", %s, %d));\n",
             xin(m, n, 0), yout(m, n, 0), a->outer, a->channels, a->inner, sc, a->per_channel);
-    if (a->clip) {   /* the layer's Clip, on the float values */
+    if (a->act.kind == OQCF_ACT_CLIP) {   /* the layer's Clip, on the float values */
         char lo[48], hi[48];
         oqc_em_use_kernel(m, "oqcf_eltwise.c");
         fprintf(b, "    TRY(oqcf_clip(%s, %s, %" PRId64 ", %s, %s));\n", yout(m, n, 0),
                 yout(m, n, 0), a->outer * a->channels * a->inner,
-                oqc_em_flit(lo, sizeof lo, a->clip_lo), oqc_em_flit(hi, sizeof hi, a->clip_hi));
+                oqc_em_flit(lo, sizeof lo, a->act.p0), oqc_em_flit(hi, sizeof hi, a->act.p1));
     }
     if (m->pre && oqc_em_q_boundary(m, node))
         fprintf(oqc_em_decl(m), "static const OqciRequant q%d_rq = %s;\n", node,

@@ -119,9 +119,9 @@ static int run_dequantize(OqcExec *e, int node) {
         const OqcAcc *a = q->acc;
         CHECK(oqci_dequantize_s32(XIN(e, node, 0), YOUT(e, node, 0), a->outer, a->channels,
                                   a->inner, a->scale, a->per_channel));
-        if (a->clip)
+        if (a->act.kind == OQCF_ACT_CLIP)
             CHECK(oqcf_clip(YOUT(e, node, 0), YOUT(e, node, 0),
-                            a->outer * a->channels * a->inner, a->clip_lo, a->clip_hi));
+                            a->outer * a->channels * a->inner, a->act.p0, a->act.p1));
     } else
         CHECK(oqci_dequantize(XIN(e, node, 0), q->in_type, YOUT(e, node, 0), q->count,
                               q->scale));

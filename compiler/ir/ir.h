@@ -110,10 +110,8 @@ typedef struct OqcAcc {
     const float *scale;       /* float value = q * scale[c] (s_in * s_w[k]; s_in / window) */
     OqciRequant rq;           /* s8/u8 value = oqci_requant(q, rq, c, lo, hi) */
     int32_t type, lo, hi;     /* OQCI_S8/OQCI_U8 at the tensor's quant.scale, clamp */
-    int32_t clip;             /* 1: the float value is clamped to [clip_lo, clip_hi] (the
-                               * layer's fused Clip, which one int32 range cannot apply
-                               * to channels at different scales) */
-    float clip_lo, clip_hi;
+    OqcfAct act;              /* NONE, or the layer's fused Clip on the float values (one
+                               * int32 range cannot clip channels at different scales) */
 } OqcAcc;
 
 /* A tensor: graph input, constant, or a value produced by a node. */

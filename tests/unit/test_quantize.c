@@ -468,7 +468,8 @@ static void test_accumulator_outputs(void) {
                      * clamps to the Clip's codes; the outputs within the Clip's range,
                      * and finer than the 8-bit steps */
                     float s8 = yt->quant.scale;
-                    CU_ASSERT(a->clip && a->clip_lo == -1.0f && a->clip_hi == 1.5f);
+                    CU_ASSERT(a->act.kind == OQCF_ACT_CLIP && a->act.p0 == -1.0f &&
+                              a->act.p1 == 1.5f);
                     CU_ASSERT_EQUAL(a->lo, oqci_round_clamp(-1.0f / s8, -127, 127));
                     CU_ASSERT_EQUAL(a->hi, oqci_round_clamp(1.5f / s8, -127, 127));
                     int inside = 1, fine = 0;
@@ -479,7 +480,7 @@ static void test_accumulator_outputs(void) {
                     }
                     CU_ASSERT(inside && fine > osz / 4);
                 } else {
-                    CU_ASSERT(!a->clip);
+                    CU_ASSERT(a->act.kind == OQCF_ACT_NONE);
                     CU_ASSERT_EQUAL(a->lo, a->type == OQCI_U8 ? 0 : -127);
                     CU_ASSERT_EQUAL(a->hi, a->type == OQCI_U8 ? 255 : 127);
                 }
