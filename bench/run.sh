@@ -106,6 +106,15 @@ if [ -z "${BENCH_MODELS:-}" ]; then
         [ -f "models/tv/$m.onnx" ] && BENCH_MODELS="$BENCH_MODELS models/tv/$m.onnx"
     done
     BENCH_MODELS="$BENCH_MODELS models/fashion/fashion_cnn.onnx"
+else
+    # Models the user named must exist: a typo (or a models/tv network not yet made)
+    # would otherwise give empty tables and a zero exit.
+    for m in $BENCH_MODELS; do
+        if [ ! -f "$m" ]; then
+            note "BENCH_MODELS names $m, which does not exist (models/tv/*: \`make models\` makes them)"
+            exit 1
+        fi
+    done
 fi
 
 # ---------------------------------------------------------------- ONNX Runtime
