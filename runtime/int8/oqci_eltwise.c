@@ -2,9 +2,10 @@
  * dequantize, LayerNormalization's rows, the conversions of accumulator outputs to
  * float or to s8/u8) and the compile-time fixed-point multiplier helper, portable C99;
  * Add/Sum, Mul (float requantization), table lookup and quantize also have AVX2 kernels
- * giving the same bits (add_avx2, mul_block_avx2, lut_avx2, quantize__avx2), Add/Sum and
- * quantize AVX-512 ones (add_avx512, quantize__avx512), table lookup an AVX-512 VBMI one
- * (lut_avx512vbmi), which Mul's long blocks use too (a table per block).
+ * giving the same bits (add_avx2, add_acc_avx2, mul_block_avx2, lut_avx2, quantize__avx2),
+ * Add/Sum, Mul and quantize AVX-512 ones (add_avx512, add_acc_avx512, mul_block_avx512,
+ * quantize__avx512), table lookup an AVX-512 VBMI one (lut_avx512vbmi), which Mul's long
+ * blocks use too (a table per block).
  *
  * Design.  Plain loops over `count` elements; every kernel allows y to be one of its
  * inputs (element j is read before it is written).
@@ -230,6 +231,45 @@ T_AVX2 static int64_t add_acc_avx2(const OqciAdd *p, const int32_t *a, const uin
 }
 #endif
 
+#if HAVE_AVX512
+/* add_acc_avx2's steps 16 elements at a time, the run's last (n mod 16) ones under a
+ * mask, so the whole run [j, j + n) of channel c (returns n).  The same bits: t_0 from
+ * the clamped sums rounded as add_t16 rounds a signed input, t_1 by add_t16's steps on
+ * the masked bytes, the sum by add_q16. */
+T_AVX512 static int64_t add_acc_avx512(const OqciAdd *p, const int32_t *a, const uint8_t *b,
+                                       void *y, int64_t n, float m0, float m1, int32_t alo,
+                                       int32_t ahi) {
+    const __m512i lo = _mm512_set1_epi32(p->lo), hi = _mm512_set1_epi32(p->hi);
+    const __m512i clo = _mm512_set1_epi32(alo), chi = _mm512_set1_epi32(ahi);
+    const __m512i one = _mm512_set1_epi32(1), mone = _mm512_set1_epi32(-1);
+    const __m512 v0 = _mm512_set1_ps(m0), v1 = _mm512_set1_ps(m1);
+    const int u1 = p->in_type[1] == OQCI_U8, pos1 = u1 && m1 >= 0.0f;
+    const int nonneg = p->lo >= 0, u8out = p->out_type == OQCI_U8;
+    int64_t j;
+    for (j = 0; j < n; j += 16) {
+        __mmask16 k = n - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - j)) - 1u);
+        __m512i v = _mm512_maskz_loadu_epi32(k, a + j);
+        __m128i bb = _mm512_castsi512_si128(_mm512_maskz_loadu_epi8((__mmask64)k, b + j));
+        __m512i t0, t1, q;
+        v = _mm512_min_epi32(_mm512_max_epi32(v, clo), chi);
+        t0 = _mm512_cvttps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(v), v0));
+        t0 = _mm512_srai_epi32(
+            _mm512_mask_add_epi32(t0, _mm512_cmpgt_epi32_mask(t0, mone), t0, one), 1);
+        t1 = _mm512_cvttps_epi32(_mm512_mul_ps(
+            _mm512_cvtepi32_ps(u1 ? _mm512_cvtepu8_epi32(bb) : _mm512_cvtepi8_epi32(bb)), v1));
+        t1 = pos1 ? _mm512_add_epi32(t1, one)
+                  : _mm512_mask_add_epi32(t1, _mm512_cmpgt_epi32_mask(t1, mone), t1, one);
+        t1 = _mm512_srai_epi32(t1, 1);
+        q = add_q16(_mm512_add_epi32(t0, t1), nonneg, lo, hi);
+        if (u8out)
+            _mm512_mask_cvtusepi32_storeu_epi8((uint8_t *)y + j, k, q);
+        else
+            _mm512_mask_cvtsepi32_storeu_epi8((uint8_t *)y + j, k, q);
+    }
+    return n;
+}
+#endif
+
 #if HAVE_AVX2
 /* Whether add_acc's AVX2 steps are exact for p: float requantization, two inputs, the
  * sums clamped (acc_lo) to bounds whose |t_0| stays below 2^30 in every channel, the
@@ -264,6 +304,9 @@ static int add_acc(const OqciAdd *p, const void *const *x, void *y) {
 #if HAVE_AVX2
     int fast;
 #endif
+#if HAVE_AVX512
+    int fast512;
+#endif
     if (p->acc_channels < 1 || p->acc_inner < 1 || p->acc_first < 0 ||
         !oqci_requant_ok(&p->rq[0], 0, p->acc_channels - 1) ||
         (p->acc_lo == NULL) != (p->acc_hi == NULL))
@@ -271,11 +314,22 @@ static int add_acc(const OqciAdd *p, const void *const *x, void *y) {
 #if HAVE_AVX2
     fast = add_acc_fast(p) && oqci_use_avx2();
 #endif
+#if HAVE_AVX512
+    fast512 = fast && oqci_use_avx512();
+#endif
     /* element j's channel: c, for `run` more elements from j on */
     c = (int32_t)((p->acc_first / p->acc_inner) % p->acc_channels);
     run = p->acc_inner - p->acc_first % p->acc_inner;
     for (j = 0; j < p->count;) {
         int64_t d = 0;
+#if HAVE_AVX512
+        if (fast512)   /* the rest of this channel's run */
+            d = add_acc_avx512(p, a + j, (const uint8_t *)x[1] + j, (uint8_t *)y + j,
+                               run < p->count - j ? run : p->count - j,
+                               2.0f * p->rq[0].mult[c], 2.0f * p->rq[1].mult[0], p->acc_lo[c],
+                               p->acc_hi[c]);
+        else
+#endif
 #if HAVE_AVX2
         if (fast && run >= 8)   /* this channel's run, 8 at a time */
             d = add_acc_avx2(p, a + j, (const uint8_t *)x[1] + j, (uint8_t *)y + j,
@@ -473,11 +527,43 @@ T_AVX2 static int64_t mul_block_avx2(const OqciMul *p, const uint8_t *a, int32_t
 }
 #endif
 
+#if HAVE_AVX512
+/* mul_block_avx2's steps 16 elements at a time, the block's last (n mod 16) under a
+ * mask, so the whole block (returns n): the same bits while |a * g * 2M| < 2^30.  The
+ * short blocks of squeeze-excitation on 14x14 and 7x7 maps (196, 49 elements) are
+ * below MUL_TABLE_MIN, where a table does not pay. */
+T_AVX512 static int64_t mul_block_avx512(const OqciMul *p, const uint8_t *a, int32_t g,
+                                         uint8_t *y, int64_t n, float m2) {
+    const __m512i gv = _mm512_set1_epi32(g), one = _mm512_set1_epi32(1);
+    const __m512i mone = _mm512_set1_epi32(-1);
+    const __m512i lo = _mm512_set1_epi32(p->lo), hi = _mm512_set1_epi32(p->hi);
+    const __m512 mv = _mm512_set1_ps(m2);
+    const int s8 = p->a_type == OQCI_S8, u8out = p->out_type == OQCI_U8;
+    int64_t j;
+    for (j = 0; j < n; j += 16) {
+        __mmask16 k = n - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - j)) - 1u);
+        __m128i aa = _mm512_castsi512_si128(_mm512_maskz_loadu_epi8((__mmask64)k, a + j));
+        __m512i q = s8 ? _mm512_cvtepi8_epi32(aa) : _mm512_cvtepu8_epi32(aa);
+        q = _mm512_cvttps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_mullo_epi32(q, gv)), mv));
+        q = _mm512_srai_epi32(_mm512_mask_add_epi32(q, _mm512_cmpgt_epi32_mask(q, mone), q, one), 1);
+        q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
+        if (u8out)
+            _mm512_mask_cvtusepi32_storeu_epi8(y + j, k, q);
+        else
+            _mm512_mask_cvtsepi32_storeu_epi8(y + j, k, q);
+    }
+    return n;
+}
+#endif
+
 int oqci_mul(const OqciMul *p, const void *a, const void *b, void *y) {
     int64_t o, i;
 #if HAVE_AVX2
     float m2 = 0.0f;
     int fast = 0;
+#endif
+#if HAVE_AVX512
+    int use512;
 #endif
     if (!p || !a || !b || !y || p->outer < 0 || p->inner < 0 ||
         (p->a_type != OQCI_S8 && p->a_type != OQCI_U8) ||
@@ -508,9 +594,18 @@ int oqci_mul(const OqciMul *p, const void *a, const void *b, void *y) {
         return OQCI_OK;
     }
 #endif
+#if HAVE_AVX512
+    use512 = fast && oqci_use_avx512();
+#endif
     for (o = 0; o < p->outer; o++) {
         int32_t g = oqci_load_q(b, p->b_type, o);
         i = 0;
+#if HAVE_AVX512
+        if (fast && use512)
+            i = mul_block_avx512(p, (const uint8_t *)a + o * p->inner, g,
+                                 (uint8_t *)y + o * p->inner, p->inner, m2);
+        else
+#endif
 #if HAVE_AVX2
         if (fast)
             i = mul_block_avx2(p, (const uint8_t *)a + o * p->inner, g,

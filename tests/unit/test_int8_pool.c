@@ -382,77 +382,85 @@ static int32_t ref_add1(const OqciAdd *p, const uint8_t *const *x, int64_t j) {
  * inner % channels, the sum clamped to [acc_lo[c], acc_hi[c]] (or not), requantized
  * with multiplier c, plus the 8-bit input, the int64 sum divided by 256 as ref_add1
  * does.  Both modes, random shapes and offsets (the thread split's acc_first), and the
- * split itself (oqci_add_par over a reverse-order parallel-for) gives the same bytes. */
+ * split itself (oqci_add_par over a reverse-order parallel-for) gives the same bytes;
+ * in every kernel family this CPU runs (the AVX2 runs of 8, the AVX-512 masked runs). */
 static void test_add_acc(void) {
-    rnd_seed(43);
-    int64_t bad = 0, badpar = 0, clamped = 0, split = 0;
-    for (int t = 0; t < 200; t++) {
-        OqciAdd p;
-        memset(&p, 0, sizeof p);
-        p.ninputs = 2;
-        p.acc_channels = (int32_t)rnd_int(1, 9);
-        p.acc_inner = rnd_int(1, 40);
-        p.acc_first = t % 3 ? 0 : rnd_int(0, 200);
-        p.count = rnd_int(0, 3) * p.acc_channels * p.acc_inner + rnd_int(0, 50);
-        if (t % 40 == 7)   /* big enough for oqci_add_par to split it */
-            p.count = 2 * (int64_t)OQCI_PAR_MIN_BYTES + rnd_int(0, 999);
-        p.out_type = (int32_t)rnd_int(0, 1);
-        rnd_clamp(p.out_type, &p.lo, &p.hi);
-        int mode = (int)rnd_int(0, 1);
-        double M0[9], M1 = 256.0 * (0.05 + (rnd_f() + 1) / 2);
-        int32_t lo[9], hi[9];
-        for (int c = 0; c < p.acc_channels; c++) {
-            M0[c] = 256.0 * (0.001 + 0.01 * (rnd_f() + 1));
-            lo[c] = t % 2 ? -(int32_t)rnd_int(0, 3000) : 0;
-            hi[c] = (int32_t)rnd_int(0, 4000);
-        }
-        Rq r0 = rq_make(mode, 1, p.acc_channels, M0), r1 = rq_make(mode, 0, 1, &M1);
-        p.in_type[0] = OQCI_S32;
-        p.in_type[1] = (int32_t)rnd_int(0, 1);
-        p.rq[0] = r0.rq;
-        p.rq[1] = r1.rq;
-        if (t % 4) {
-            p.acc_lo = lo;
-            p.acc_hi = hi;
-        }
-        int64_t n = p.count ? p.count : 1;
-        int32_t *acc = malloc((size_t)n * sizeof *acc);
-        for (int64_t j = 0; j < p.count; j++)
-            acc[j] = (int32_t)rnd_int(-6000, 6000);
-        uint8_t *x1 = rnd_q(p.count, p.in_type[1]);
-        uint8_t *y = malloc((size_t)n), *y2 = malloc((size_t)n);
-        const void *xs[2] = {acc, x1};
-        CU_ASSERT_EQUAL(oqci_add(&p, xs, y), OQCI_OK);
-        int64_t b = 0;
-        for (int64_t j = 0; j < p.count; j++) {
-            int32_t c = (int32_t)((p.acc_first + j) / p.acc_inner % p.acc_channels), v = acc[j];
-            if (p.acc_lo && (v < lo[c] || v > hi[c])) {
-                v = v < lo[c] ? lo[c] : hi[c];
-                clamped++;
+    find_isas();
+    for (int k = 0; k < nisas; k++) {
+        CU_ASSERT_EQUAL_FATAL(oqci_force_isa(isas[k]), OQCI_OK);
+        rnd_seed(43);
+        int64_t bad = 0, badpar = 0, clamped = 0, split = 0;
+        for (int t = 0; t < 200; t++) {
+            OqciAdd p;
+            memset(&p, 0, sizeof p);
+            p.ninputs = 2;
+            p.acc_channels = (int32_t)rnd_int(1, 9);
+            p.acc_inner = rnd_int(1, 40);
+            p.acc_first = t % 3 ? 0 : rnd_int(0, 200);
+            p.count = rnd_int(0, 3) * p.acc_channels * p.acc_inner + rnd_int(0, 50);
+            if (t % 40 == 7)   /* big enough for oqci_add_par to split it */
+                p.count = 2 * (int64_t)OQCI_PAR_MIN_BYTES + rnd_int(0, 999);
+            p.out_type = (int32_t)rnd_int(0, 1);
+            rnd_clamp(p.out_type, &p.lo, &p.hi);
+            int mode = (int)rnd_int(0, 1);
+            double M0[9], M1 = 256.0 * (0.05 + (rnd_f() + 1) / 2);
+            int32_t lo[9], hi[9];
+            for (int c = 0; c < p.acc_channels; c++) {
+                M0[c] = 256.0 * (0.001 + 0.01 * (rnd_f() + 1));
+                lo[c] = t % 2 ? -(int32_t)rnd_int(0, 3000) : 0;
+                hi[c] = (int32_t)rnd_int(0, 4000);
             }
-            int64_t s = (int64_t)oqci_requant(v, &p.rq[0], c, -INT32_MAX, INT32_MAX) +
-                        oqci_requant(qget(x1, p.in_type[1], j), &p.rq[1], 0, -INT32_MAX,
-                                     INT32_MAX);
-            double rr = floor(fabs((double)s / 256.0) + 0.5);
-            int64_t want = s < 0 ? -(int64_t)rr : (int64_t)rr;
-            want = want < p.lo ? p.lo : want > p.hi ? p.hi : want;
-            b += qget(y, p.out_type, j) != want;
+            Rq r0 = rq_make(mode, 1, p.acc_channels, M0), r1 = rq_make(mode, 0, 1, &M1);
+            p.in_type[0] = OQCI_S32;
+            p.in_type[1] = (int32_t)rnd_int(0, 1);
+            p.rq[0] = r0.rq;
+            p.rq[1] = r1.rq;
+            if (t % 4) {
+                p.acc_lo = lo;
+                p.acc_hi = hi;
+            }
+            int64_t n = p.count ? p.count : 1;
+            int32_t *acc = malloc((size_t)n * sizeof *acc);
+            for (int64_t j = 0; j < p.count; j++)
+                acc[j] = (int32_t)rnd_int(-6000, 6000);
+            uint8_t *x1 = rnd_q(p.count, p.in_type[1]);
+            uint8_t *y = malloc((size_t)n), *y2 = malloc((size_t)n);
+            const void *xs[2] = {acc, x1};
+            CU_ASSERT_EQUAL(oqci_add(&p, xs, y), OQCI_OK);
+            int64_t b = 0;
+            for (int64_t j = 0; j < p.count; j++) {
+                int32_t c = (int32_t)((p.acc_first + j) / p.acc_inner % p.acc_channels), v = acc[j];
+                if (p.acc_lo && (v < lo[c] || v > hi[c])) {
+                    v = v < lo[c] ? lo[c] : hi[c];
+                    clamped++;
+                }
+                int64_t s = (int64_t)oqci_requant(v, &p.rq[0], c, -INT32_MAX, INT32_MAX) +
+                            oqci_requant(qget(x1, p.in_type[1], j), &p.rq[1], 0, -INT32_MAX,
+                                         INT32_MAX);
+                double rr = floor(fabs((double)s / 256.0) + 0.5);
+                int64_t want = s < 0 ? -(int64_t)rr : (int64_t)rr;
+                want = want < p.lo ? p.lo : want > p.hi ? p.hi : want;
+                b += qget(y, p.out_type, j) != want;
+            }
+            bad += b != 0;
+            CU_ASSERT_EQUAL(oqci_add_par(&p, xs, y2, 3, reverse_for, NULL), OQCI_OK);
+            split += p.count >= 2 * (int64_t)OQCI_PAR_MIN_BYTES;
+            badpar += p.count && memcmp(y, y2, (size_t)p.count) != 0;
+            free(acc);
+            free(x1);
+            free(y);
+            free(y2);
+            rq_free(&r0);
+            rq_free(&r1);
         }
-        bad += b != 0;
-        CU_ASSERT_EQUAL(oqci_add_par(&p, xs, y2, 3, reverse_for, NULL), OQCI_OK);
-        split += p.count >= 2 * (int64_t)OQCI_PAR_MIN_BYTES;
-        badpar += p.count && memcmp(y, y2, (size_t)p.count) != 0;
-        free(acc);
-        free(x1);
-        free(y);
-        free(y2);
-        rq_free(&r0);
-        rq_free(&r1);
+        CU_ASSERT_EQUAL(bad, 0);
+        CU_ASSERT_EQUAL(badpar, 0);
+        CU_ASSERT(clamped > 100);   /* the clamps were exercised */
+        CU_ASSERT(split >= 5);      /* and the split, with its acc_first offsets */
+        printf("\n  oqci_add with int32 sums, %s: 200 cases, %lld wrong",
+               oqci_isa_name(isas[k]), (long long)bad);
     }
-    CU_ASSERT_EQUAL(bad, 0);
-    CU_ASSERT_EQUAL(badpar, 0);
-    CU_ASSERT(clamped > 100);   /* the clamps were exercised */
-    CU_ASSERT(split >= 5);      /* and the split, with its acc_first offsets */
+    oqci_force_isa(OQCI_ISA_AUTO);
     /* bad parameters: S32 on input 1, no channels, one of the two clamps */
     OqciAdd e;
     memset(&e, 0, sizeof e);
