@@ -257,7 +257,8 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch);
  * with exactly the arithmetic of one call, so the bits do not depend on the split:
  * runs of 8 output channels (of a conv with one group), whole groups (grouped and
  * depthwise convs of one image) or whole images (grouped convs of several), at most
- * nthreads parts and none of fewer than OQCI_PAR_MIN_MACS multiply-adds (about 5 to 25
+ * nthreads parts and none of fewer than OQCI_PAR_MIN_MACS multiply-adds (depthwise
+ * convs: OQCI_PAR_MIN_MACS / OQCI_PAR_DW_DIV; about 5 to 25
  * us of work on one core, against about a microsecond to hand a task to a waiting
  * thread).  Each part is an oqci_conv call of its own, on its own slice of the scratch
  * (so each repeats the packing of the input panels it reads).  The scratch is sized for
@@ -268,6 +269,11 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch);
 typedef void (*OqciParallelFor)(void *ctx, void (*task)(void *arg, int i), void *arg, int n);
 #ifndef OQCI_PAR_MIN_MACS
 #define OQCI_PAR_MIN_MACS 1048576
+#endif
+/* Depthwise convs split from OQCI_PAR_MIN_MACS / OQCI_PAR_DW_DIV multiply-adds on (they
+ * read their producer's channel parts; see par_split in oqci_conv.c). */
+#ifndef OQCI_PAR_DW_DIV
+#define OQCI_PAR_DW_DIV 8
 #endif
 /* Parts oqci_conv_par makes of p for nthreads threads (1: it runs oqci_conv). */
 int oqci_conv_parts(const OqciConv *p, int nthreads);

@@ -1370,8 +1370,9 @@ static void test_conv_scratch_size(void) {
  * compares every output element, and checks the channels outside a view stay untouched)
  * with a scratch of exactly oqci_conv_par_scratch bytes; and the split is the documented
  * one: every shape below but the last has at least 3 units (runs of 8 channels, single
- * channels, groups, images) and 3 x OQCI_PAR_MIN_MACS multiply-adds, so it makes as many
- * parts as threads; the last is too small to share. */
+ * channels, groups, images) and 3 x OQCI_PAR_MIN_MACS multiply-adds (a depthwise conv:
+ * 3 x OQCI_PAR_MIN_MACS / OQCI_PAR_DW_DIV; the second-to-last only that), so it makes as
+ * many parts as threads; the last is too small to share. */
 static void test_conv_threads(void) {
     static const int shapes[][16] = {
         /* N, C, K, g, H, W, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr */
@@ -1384,6 +1385,7 @@ static void test_conv_threads(void) {
         {1, 2048, 1600, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},   /* fully connected */
         {4, 1024, 800, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* 4 rows */
         {1, 128, 48, 1, 28, 28, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* 1x1 */
+        {1, 96, 96, 96, 28, 28, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    /* depthwise, < MIN_MACS */
         {1, 4, 4, 1, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},         /* too small: one part */
     };
     const size_t nshapes = sizeof shapes / sizeof shapes[0];
@@ -1403,7 +1405,9 @@ static void test_conv_threads(void) {
             }
             CU_ASSERT_EQUAL(oqci_conv_parts(&p, 1), 1);
             int64_t macs = (int64_t)p.batch * p.out_c * p.out_h * p.out_w * p.kdim;
-            CU_ASSERT(si + 1 == nshapes || macs >= 3 * (int64_t)OQCI_PAR_MIN_MACS);
+            int64_t least = v[3] == v[1] ? OQCI_PAR_MIN_MACS / OQCI_PAR_DW_DIV : OQCI_PAR_MIN_MACS;
+            CU_ASSERT(si + 1 == nshapes || macs >= 3 * least);
+            CU_ASSERT(si + 2 != nshapes || macs < OQCI_PAR_MIN_MACS);
             CU_ASSERT_EQUAL(oqci_conv_parts(&p, t), si + 1 < nshapes ? t : 1);
             conv_threads = t;
             par_for = t == 2 ? reverse_for : oqcf_threads_run;
