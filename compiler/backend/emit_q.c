@@ -230,19 +230,19 @@ static void em_add(Em *m, int node, FILE *b) {
             yout(m, n, 0), par_args(m));
 }
 
-/* OQC_Q_MUL: OqciMul q<node>, oqci_mul. */
+/* OQC_Q_MUL: OqciMul q<node>, oqci_mul (oqci_mul_par with threads). */
 static void em_mul(Em *m, int node, FILE *b) {
     const OqcNode *n = &m->g->nodes[node];
     const OqciMul *p = &n->q->mul;
-    oqc_em_use_kernel(m, "oqci_eltwise.c");
+    oqc_em_use_kernel(m, m->threads > 1 ? "oqci_par.c" : "oqci_eltwise.c");
     const char *rq = q_requant(m, "", &p->rq, 1);
     fprintf(oqc_em_decl(m), "static const OqciMul q%d = {.outer = %" PRId64 ", .inner = %" PRId64
                             ", .a_type = %s, .b_type = %s,\n    .out_type = %s, .lo = %d, "
                             ".hi = %d, .rq = %s};\n", node, p->outer, p->inner,
             oqc_em_qtype_name(p->a_type), oqc_em_qtype_name(p->b_type),
             oqc_em_qtype_name(p->out_type), p->lo, p->hi, rq);
-    fprintf(b, "    TRY(oqci_mul(&q%d, %s, %s, %s));\n", node, xin(m, n, 0), xin(m, n, 1),
-            yout(m, n, 0));
+    fprintf(b, "    TRY(oqci_mul%s(&q%d, %s, %s, %s%s));\n", par_name(m), node, xin(m, n, 0),
+            xin(m, n, 1), yout(m, n, 0), par_args(m));
 }
 
 /* OQC_Q_LAYERNORM: OqciLayerNorm q<node> (gamma and beta arrays), oqci_layernorm. */
@@ -270,13 +270,14 @@ static void em_clamp(Em *m, int node, FILE *b) {
             q->count, q->lo, q->hi);
 }
 
-/* OQC_Q_LUT: oqci_lut with its 256-byte table. */
+/* OQC_Q_LUT: oqci_lut (oqci_lut_par with threads) with its 256-byte table. */
 static void em_lut(Em *m, int node, FILE *b) {
     const OqcNode *n = &m->g->nodes[node];
     const OqcQNode *q = n->q;
-    oqc_em_use_kernel(m, "oqci_eltwise.c");
-    fprintf(b, "    TRY(oqci_lut(%s, %s, %" PRId64 ", %s));\n", xin(m, n, 0), yout(m, n, 0),
-            q->count, q_array(m, "_lut", "uint8_t", q->table, 256, 1));
+    oqc_em_use_kernel(m, m->threads > 1 ? "oqci_par.c" : "oqci_eltwise.c");
+    fprintf(b, "    TRY(oqci_lut%s(%s, %s, %" PRId64 ", %s%s));\n", par_name(m), xin(m, n, 0),
+            yout(m, n, 0), q->count, q_array(m, "_lut", "uint8_t", q->table, 256, 1),
+            par_args(m));
 }
 
 /* OQC_Q_RESIZE: nearest moves codes with the float kernel's tables (oqcf_resize on

@@ -55,7 +55,8 @@ static int run_add(OqcExec *e, int node) {
 }
 
 static int run_mul(OqcExec *e, int node) {
-    CHECK(oqci_mul(&N(e, node)->q->mul, XIN(e, node, 0), XIN(e, node, 1), YOUT(e, node, 0)));
+    CHECK(oqci_mul_par(&N(e, node)->q->mul, XIN(e, node, 0), XIN(e, node, 1), YOUT(e, node, 0),
+                       PAR_ARGS(e)));
     return 0;
 }
 
@@ -73,7 +74,7 @@ static int run_clamp(OqcExec *e, int node) {
 
 static int run_lut(OqcExec *e, int node) {
     const OqcQNode *q = N(e, node)->q;
-    CHECK(oqci_lut(XIN(e, node, 0), YOUT(e, node, 0), q->count, q->table));
+    CHECK(oqci_lut_par(XIN(e, node, 0), YOUT(e, node, 0), q->count, q->table, PAR_ARGS(e)));
     return 0;
 }
 

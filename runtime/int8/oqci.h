@@ -387,21 +387,6 @@ typedef struct OqciAdd {
 } OqciAdd;
 int oqci_add(const OqciAdd *p, const void *const *x, void *y);
 
-/* Threads for pooling and sums (oqci_par.c), as oqci_conv_par: a pool is split into
- * runs of channels (one image) or of images, a sum into ranges of elements (multiples of
- * 64), at most nthreads parts and none reading fewer than OQCI_PAR_MIN_BYTES input bytes
- * (a few microseconds of work); run NULL or one part: the plain call on the calling
- * thread.  Every output depends on its own channel or element only, so the result is
- * the plain call's, bit for bit.  No scratch. */
-#ifndef OQCI_PAR_MIN_BYTES
-#define OQCI_PAR_MIN_BYTES 65536
-#endif
-int oqci_maxpool_par(const OqciPool *p, const void *x, void *y, int nthreads,
-                     OqciParallelFor run, void *ctx);
-int oqci_avgpool_par(const OqciPool *p, const void *x, void *y, int nthreads,
-                     OqciParallelFor run, void *ctx);
-int oqci_add_par(const OqciAdd *p, const void *const *x, void *y, int nthreads,
-                 OqciParallelFor run, void *ctx);
 
 /* Product of two 8-bit tensors, the second broadcast along the first's inner elements:
  * a holds outer x inner elements, b outer (one per block of inner: a squeeze-excitation
@@ -452,6 +437,27 @@ int oqci_clamp(const void *x, int32_t in_type, void *y, int32_t out_type, int64_
  * element-wise function of one 8-bit tensor (Sigmoid, Tanh, HardSwish, SiLU, ...) runs
  * this way; the compiler computes the 256 entries. y may equal x. */
 int oqci_lut(const void *x, void *y, int64_t count, const uint8_t *table);
+
+/* Threads for pooling, sums, products and tables (oqci_par.c), as oqci_conv_par: a pool
+ * is split into runs of channels (one image) or of images, a sum and a table lookup into
+ * ranges of elements (multiples of 64), a product into runs of its blocks; at most
+ * nthreads parts and none reading fewer than OQCI_PAR_MIN_BYTES input bytes (a few
+ * microseconds of work); run NULL or one part: the plain call on the calling thread.
+ * Every output depends on its own channel, block or element only, so the result is the
+ * plain call's, bit for bit.  No scratch. */
+#ifndef OQCI_PAR_MIN_BYTES
+#define OQCI_PAR_MIN_BYTES 65536
+#endif
+int oqci_maxpool_par(const OqciPool *p, const void *x, void *y, int nthreads,
+                     OqciParallelFor run, void *ctx);
+int oqci_avgpool_par(const OqciPool *p, const void *x, void *y, int nthreads,
+                     OqciParallelFor run, void *ctx);
+int oqci_add_par(const OqciAdd *p, const void *const *x, void *y, int nthreads,
+                 OqciParallelFor run, void *ctx);
+int oqci_mul_par(const OqciMul *p, const void *a, const void *b, void *y, int nthreads,
+                 OqciParallelFor run, void *ctx);
+int oqci_lut_par(const void *x, void *y, int64_t count, const uint8_t *table, int nthreads,
+                 OqciParallelFor run, void *ctx);
 
 /* ---- Concat (oqci_concat.c) ---------------------------------------------------------- */
 

@@ -1,9 +1,10 @@
-/* oqci_par.c - INT8 pooling and sums split over threads (oqci.h, "Threads for pooling and
- * sums"): oqci_maxpool_par, oqci_avgpool_par and oqci_add_par run the plain kernels of
- * oqci_pool.c and oqci_eltwise.c on disjoint parts of the output through the caller's
- * parallel-for.  A pool of one image splits by runs of channels (the output channel view
- * moves with them), a pool of several by images, a sum by ranges of elements (multiples
- * of 64).  Each output depends on its own channel or element only, so the bits are the
+/* oqci_par.c - INT8 pooling, sums, products and table lookups split over threads (oqci.h,
+ * "Threads for pooling, sums, products and tables"): oqci_maxpool_par, oqci_avgpool_par, oqci_add_par,
+ * oqci_mul_par and oqci_lut_par run the plain kernels of oqci_pool.c and oqci_eltwise.c
+ * on disjoint parts of the output through the caller's parallel-for.  A pool of one
+ * image splits by runs of channels (the output channel view moves with them), a pool of
+ * several by images, a sum and a table lookup by ranges of elements (multiples of 64), a
+ * product by runs of its blocks.  Each output depends on its own channel or element only, so the bits are the
  * plain call's.  With one part the plain call runs (and checks the parameters);
  * before a split they are checked by the plain kernel on zero images (zero elements),
  * which reads and writes nothing, so the tasks cannot fail. */
@@ -139,3 +140,83 @@ int oqci_add_par(const OqciAdd *p, const void *const *x, void *y, int nthreads,
     run(ctx, add_task, &j, j.n);
     return OQCI_OK;
 }
+
+/* ---- products and tables ------------------------------------------------------------- */
+
+/* A Mul splits by runs of blocks (a squeeze-excitation Mul: channels; each block's
+ * outputs depend on that block and its gate only, and the table oqci_mul may build for
+ * a long block is per block), a table lookup by ranges of elements (multiples of 64). */
+typedef struct EltJob {
+    const OqciMul *p;       /* Mul: p; table lookup: NULL */
+    const uint8_t *a, *b;
+    uint8_t *y;
+    const uint8_t *table;
+    int64_t units;          /* blocks, or elements */
+    int n;
+} EltJob;
+
+/* The first unit of part i of j's n (elements: multiples of 64). */
+static int64_t elt_bound(const EltJob *j, int i) {
+    int64_t e = i >= j->n ? j->units : j->units * i / j->n;
+    if (!j->p && i < j->n)
+        e = (e + 63) / 64 * 64;
+    return e < j->units ? e : j->units;
+}
+
+static void elt_task(void *arg, int i) {
+    const EltJob *j = arg;
+    int64_t u0 = elt_bound(j, i), u1 = elt_bound(j, i + 1);
+    if (u1 <= u0)
+        return;
+    if (j->p) {
+        OqciMul sub = *j->p;
+        sub.outer = u1 - u0;
+        (void)oqci_mul(&sub, j->a + u0 * sub.inner, j->b + u0, j->y + u0 * sub.inner);
+    } else {
+        (void)oqci_lut(j->a + u0, j->y + u0, u1 - u0, j->table);
+    }
+}
+
+int oqci_mul_par(const OqciMul *p, const void *a, const void *b, void *y, int nthreads,
+                 OqciParallelFor run, void *ctx) {
+    EltJob j;
+    OqciMul none;
+    if (!p || p->outer < 0 || p->inner < 0)
+        return OQCI_EINVAL;
+    j.n = nparts(nthreads, p->outer, (uint64_t)p->outer * (uint64_t)p->inner);
+    if (!run || j.n < 2)
+        return oqci_mul(p, a, b, y);
+    none = *p;
+    none.outer = 0;
+    if (oqci_mul(&none, a, b, y) != OQCI_OK)
+        return OQCI_EINVAL;
+    j.p = p;
+    j.a = (const uint8_t *)a;
+    j.b = (const uint8_t *)b;
+    j.y = (uint8_t *)y;
+    j.table = NULL;
+    j.units = p->outer;
+    run(ctx, elt_task, &j, j.n);
+    return OQCI_OK;
+}
+
+int oqci_lut_par(const void *x, void *y, int64_t count, const uint8_t *table, int nthreads,
+                 OqciParallelFor run, void *ctx) {
+    EltJob j;
+    if (count < 0)
+        return OQCI_EINVAL;
+    j.n = nparts(nthreads, count, (uint64_t)count);
+    if (!run || j.n < 2)
+        return oqci_lut(x, y, count, table);
+    if (oqci_lut(x, y, 0, table) != OQCI_OK)
+        return OQCI_EINVAL;
+    j.p = NULL;
+    j.a = (const uint8_t *)x;
+    j.b = NULL;
+    j.y = (uint8_t *)y;
+    j.table = table;
+    j.units = count;
+    run(ctx, elt_task, &j, j.n);
+    return OQCI_OK;
+}
+

@@ -10,6 +10,8 @@
 #     in reverse order, and the layers really split into N tasks; Fashion's INT8 convs are
 #     below the INT8 split's minimum work, OQCI_PAR_MIN_MACS; squeezenet's INT8 max pools
 #     split too, OQCI_PAR_MIN_BYTES; the split itself: test_int8_pool's test_par_split);
+#     models/tiny se_block and lut_cnn INT8 (squeeze-excitation Muls, tables) likewise,
+#     built with the split minimums at 64 so their small tensors split;
 #   - the one-thread output holds no thread code: no source mentions pthread, and the
 #     objects of a -DOQCI_NO_DISPATCH build (a microcontroller's) reference no pthread
 #     symbol, where the two-thread ones do;
@@ -138,6 +140,29 @@ if [ "${OQC_CONFIG:-default}" = default ]; then
             cmp -s "$TMP/out_s_int8_1.npy" "$TMP/out_fam_$name.npy" &&
             ok "squeezenet1_1 int8, family $name, 3 threads: outputs as one thread's" ||
             fail "squeezenet1_1 int8, family $name, 3 threads: $(head -n 3 "$TMP/cc.log")"
+    done
+
+    # Squeeze-excitation Muls and table lookups (models/tiny se_block, lut_cnn: SiLU,
+    # HardSwish, GELU, Elu, Tanh), 3 threads: oqci_mul_par and oqci_lut_par in the
+    # emitted code, and with the split minimums at 64 (-DOQCI_PAR_MIN_BYTES=64, so these
+    # small tensors split too) on the driver's reverse-order parallel-for, the outputs of
+    # one thread.
+    for tm in se_block:6 lut_cnn:8; do
+        mdl=${tm%%:*} hw=${tm#*:}
+        mknpy "16, 3, $hw, $hw" $D/test_1000.npy "$TMP/in_$mdl.npy"
+        compile "${mdl}_1" models/tiny/$mdl.onnx 1 --calib "$TMP/in_$mdl.npy" &&
+            compile "${mdl}_3" models/tiny/$mdl.onnx 3 --calib "$TMP/in_$mdl.npy" ||
+            { fail "$mdl compile: $(cat "$TMP/err")"; continue; }
+        build "$TMP/run_${mdl}_1" "$TMP/${mdl}_1" &&
+            "$TMP/run_${mdl}_1" "$TMP/in_$mdl.npy" "$TMP/out_${mdl}_1.npy" >/dev/null &&
+            build "$TMP/run_${mdl}_3" "$TMP/${mdl}_3" -DOQC_TEST_PARALLEL -DOQCI_PAR_MIN_BYTES=64 \
+                -DOQCI_PAR_MIN_MACS=64 ||
+            { fail "$mdl: build or run: $(head -n 5 "$TMP/cc.log")"; continue; }
+        want="oqci_mul_par("
+        [ $mdl = lut_cnn ] && want="oqci_lut_par("
+        grep -qF "$want" "$TMP/${mdl}_3/m.c" && ! grep -qF "$want" "$TMP/${mdl}_1/m.c" ||
+            fail "$mdl: no $want in the 3-thread output (or one in the 1-thread one)"
+        par_check "$mdl int8" "$TMP/run_${mdl}_3" "$TMP/in_$mdl.npy" "$TMP/out_${mdl}_1.npy"
     done
 
     # One thread: no thread code at all (a microcontroller's build); two: pthreads.

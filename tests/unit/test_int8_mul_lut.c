@@ -152,5 +152,67 @@ static void test_lut_isas(void) {
     CU_ASSERT_EQUAL(oqci_lut(x, y, 4, NULL), OQCI_EINVAL);
 }
 
+/* oqci_mul_par and oqci_lut_par (threads, oqci_par.c) give the plain calls' bytes for
+ * 2 and 3 threads (tasks run in reverse order on the caller), in place too; large
+ * tensors really split (into as many parts as threads: each reads at least
+ * OQCI_PAR_MIN_BYTES), small ones run as one plain call.  Exact: no tolerance. */
+static void test_mul_lut_par(void) {
+    rnd_seed(59);
+    int64_t bad = 0, split = 0, calls0 = reverse_calls;
+    static uint8_t table[256];
+    for (int b = 0; b < 256; b++)
+        table[b] = (uint8_t)rnd_int(0, 255);
+    for (int t = 0; t < 24; t++) {
+        int th = 2 + t % 2, big = t % 4 != 3;
+        OqciMul p;
+        memset(&p, 0, sizeof p);
+        p.outer = big ? rnd_int(100, 200) : rnd_int(1, 4);   /* big: >= 3 x 65536 bytes */
+        p.inner = big ? (t % 3 ? rnd_int(2000, 4000) : 1) : rnd_int(1, 50);
+        if (big && p.inner == 1)
+            p.outer = rnd_int(200000, 300000);
+        p.a_type = (int32_t)rnd_int(0, 1);
+        p.b_type = (int32_t)rnd_int(0, 1);
+        p.out_type = p.a_type;
+        rnd_clamp(p.out_type, &p.lo, &p.hi);
+        double M = 0.0005 + 0.02 * (rnd_f() + 1);
+        Rq r = rq_make(t % 5 == 2 ? OQCI_REQ_FIXED : OQCI_REQ_FLOAT, 0, 1, &M);
+        p.rq = r.rq;
+        int64_t n = p.outer * p.inner;
+        uint8_t *a = rnd_q(n, p.a_type), *g = rnd_q(p.outer, p.b_type);
+        uint8_t *want = malloc((size_t)n), *y = malloc((size_t)n);
+        CU_ASSERT_EQUAL(oqci_mul(&p, a, g, want), OQCI_OK);
+        int64_t before = reverse_tasks;
+        if (t % 6 == 5) {   /* in place */
+            memcpy(y, a, (size_t)n);
+            CU_ASSERT_EQUAL(oqci_mul_par(&p, y, g, y, th, reverse_for, NULL), OQCI_OK);
+        } else {
+            CU_ASSERT_EQUAL(oqci_mul_par(&p, a, g, y, th, reverse_for, NULL), OQCI_OK);
+        }
+        bad += memcmp(y, want, (size_t)n) != 0;
+        split += big && reverse_tasks - before == th;
+        CU_ASSERT(big || reverse_tasks == before);
+        /* the table lookup on the same bytes */
+        for (int64_t j = 0; j < n; j++)
+            want[j] = table[a[j]];
+        before = reverse_tasks;
+        CU_ASSERT_EQUAL(oqci_lut_par(a, y, n, table, th, reverse_for, NULL), OQCI_OK);
+        bad += memcmp(y, want, (size_t)n) != 0;
+        split += big && reverse_tasks - before == th;
+        free(a);
+        free(g);
+        free(want);
+        free(y);
+        rq_free(&r);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(split, 2 * 18);   /* every big case, Mul and table, in th parts */
+    CU_ASSERT(reverse_calls > calls0);
+    OqciMul e;
+    memset(&e, 0, sizeof e);
+    e.outer = -1;
+    CU_ASSERT_EQUAL(oqci_mul_par(&e, table, table, table, 2, reverse_for, NULL), OQCI_EINVAL);
+    CU_ASSERT_EQUAL(oqci_lut_par(table, table, -1, table, 2, reverse_for, NULL), OQCI_EINVAL);
+}
+
 OQC_TEST_MAIN("int8-mul-lut", OQC_TEST(test_mul_random_isas), OQC_TEST(test_mul_examples),
-              OQC_TEST(test_lut_isas))
+              OQC_TEST(test_lut_isas), OQC_TEST(test_mul_lut_par))
