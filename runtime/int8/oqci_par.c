@@ -125,9 +125,13 @@ int oqci_add_par(const OqciAdd *p, const void *const *x, void *y, int nthreads,
                  OqciParallelFor run, void *ctx) {
     AddJob j;
     OqciAdd none;
-    if (!p)
+    uint64_t width = 0;   /* input bytes per element: a conv's int32 sums count 4 */
+    int32_t k;
+    if (!p || p->ninputs < 0 || p->ninputs > OQCI_ADD_MAX)
         return OQCI_EINVAL;
-    j.n = nparts(nthreads, p->count, (uint64_t)p->count * (uint64_t)p->ninputs);
+    for (k = 0; k < p->ninputs; k++)
+        width += p->in_type[k] == OQCI_S32 ? 4u : 1u;
+    j.n = nparts(nthreads, p->count, (uint64_t)p->count * width);
     if (!run || j.n < 2)
         return oqci_add(p, x, y);
     none = *p;
