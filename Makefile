@@ -60,11 +60,13 @@ CFLAGS_tests_unit_test_api := -DOQC_VERSION='"$(VERSION)"'
 # time, plus oqci_force_isa() for tests and benchmarks (the emitted copies have neither).
 # The same flags for every file of it (runtime/int8/oqci_conv*.c: one file per kernel family,
 # which must agree on the families compiled in; a mismatch fails at link time).
-# Pooling and Add have AVX2 kernels chosen the same way (they follow oqci_force_isa()).
+# Pooling, Add, Mul and table lookup have AVX2 kernels chosen the same way (they follow
+# oqci_force_isa()).
 OQCI_CONV_CFLAGS := -DOQCI_DISPATCH -DOQCI_TEST_HOOKS
 $(foreach f,$(basename $(wildcard runtime/int8/oqci_conv*.c)),$(eval CFLAGS_$(subst /,_,$(f)) := $(OQCI_CONV_CFLAGS)))
 CFLAGS_runtime_int8_oqci_pool := -DOQCI_DISPATCH -DOQCI_TEST_HOOKS
 CFLAGS_runtime_int8_oqci_eltwise := -DOQCI_DISPATCH -DOQCI_TEST_HOOKS
+CFLAGS_runtime_int8_oqci_mul := -DOQCI_DISPATCH -DOQCI_TEST_HOOKS
 LDLIBS_ALL := -lprotobuf-c $(XML_LIBS) -ljpeg -lpng -lm -pthread $(LDLIBS)
 LDFLAGS_ALL := $(SANFLAGS) $(LDFLAGS)
 

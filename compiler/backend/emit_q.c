@@ -234,7 +234,7 @@ static void em_add(Em *m, int node, FILE *b) {
 static void em_mul(Em *m, int node, FILE *b) {
     const OqcNode *n = &m->g->nodes[node];
     const OqciMul *p = &n->q->mul;
-    oqc_em_use_kernel(m, m->threads > 1 ? "oqci_par.c" : "oqci_eltwise.c");
+    oqc_em_use_kernel(m, m->threads > 1 ? "oqci_par.c" : "oqci_mul.c");
     const char *rq = q_requant(m, "", &p->rq, 1);
     fprintf(oqc_em_decl(m), "static const OqciMul q%d = {.outer = %" PRId64 ", .inner = %" PRId64
                             ", .a_type = %s, .b_type = %s,\n    .out_type = %s, .lo = %d, "
@@ -274,7 +274,7 @@ static void em_clamp(Em *m, int node, FILE *b) {
 static void em_lut(Em *m, int node, FILE *b) {
     const OqcNode *n = &m->g->nodes[node];
     const OqcQNode *q = n->q;
-    oqc_em_use_kernel(m, m->threads > 1 ? "oqci_par.c" : "oqci_eltwise.c");
+    oqc_em_use_kernel(m, m->threads > 1 ? "oqci_par.c" : "oqci_mul.c");
     fprintf(b, "    TRY(oqci_lut%s(%s, %s, %" PRId64 ", %s%s));\n", par_name(m), xin(m, n, 0),
             yout(m, n, 0), q->count, q_array(m, "_lut", "uint8_t", q->table, 256, 1),
             par_args(m));

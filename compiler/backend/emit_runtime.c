@@ -22,7 +22,7 @@ static const char *const runtime_needs[][RUNTIME_NEEDS] = {
     {"oqcf_norm.c", "oqcf_sgemm.c", "oqcf_serial.c"},    /* oqcf_sgemm_isa() picks paths */
     {"oqcf_pooling.c", "oqcf_sgemm.c", "oqcf_serial.c"}, /* likewise */
     {"oqcf_sgemm.c", "oqcf_sgemm_x86.c", "oqcf_serial.c"},
-    {"oqci_par.c", "oqci_pool.c", "oqci_eltwise.c"},     /* splits their kernels' calls */
+    {"oqci_par.c", "oqci_pool.c", "oqci_eltwise.c", "oqci_mul.c"}, /* splits their calls */
 };
 
 /* The ISA table's rows: name, --target flags (NULL: no target), INT8 conv files. */

@@ -362,7 +362,7 @@ typedef struct OqciPool {
 int oqci_maxpool(const OqciPool *p, const void *x, void *y);
 int oqci_avgpool(const OqciPool *p, const void *x, void *y);
 
-/* ---- element-wise (oqci_eltwise.c) -------------------------------------------------- */
+/* ---- element-wise (oqci_eltwise.c; Mul and table lookup: oqci_mul.c) ------------------ */
 
 /* Sum of n same-shape inputs, each requantized to the output scale with 8 extra
  * fractional bits: t_i = round(q_i * M_i * 256) (rq[i], one multiplier each), then
@@ -562,7 +562,7 @@ int oqci_requantize_s32(const int32_t *x, void *y, int32_t out_type, int64_t out
  * Returns OQCI_EINVAL for M >= 2^30, negative or not finite. */
 int oqci_fixed_multiplier(double M, int32_t *m, int8_t *shift);
 
-/* ---- internal: the AVX2 selection of oqci_pool.c and oqci_eltwise.c ----------------
+/* ---- internal: the AVX2 selection of oqci_pool.c, oqci_eltwise.c and oqci_mul.c -----
  * Only for runtime files that define OQCI_AVX2_SELECT before including this header:
  * HAVE_AVX2 (x86-64 GNU C with __AVX2__, or OQCI_DISPATCH for run-time selection),
  * T_AVX2 (the target attribute of AVX2 functions) and oqci_use_avx2(): 1 when the AVX2
@@ -588,6 +588,12 @@ static int oqci_use_avx2(void) {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2");
 #endif
+}
+/* round(u / 2) half away from zero for u = trunc(2 t) (cvttps of the doubled float
+ * product): t rounded half away, the steps of oqci_conv.c's rq8; exact for |t| < 2^30.
+ * The AVX2 float requantization of oqci_add and oqci_mul. */
+T_AVX2 static inline __attribute__((always_inline)) __m256i oqci_half8(__m256i u) {
+    return _mm256_srai_epi32(_mm256_sub_epi32(u, _mm256_cmpgt_epi32(u, _mm256_set1_epi32(-1))), 1);
 }
 #else
 #define HAVE_AVX2 0

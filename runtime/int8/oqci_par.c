@@ -1,10 +1,11 @@
-/* oqci_par.c - INT8 pooling, sums, products and table lookups split over threads (oqci.h,
- * "Threads for pooling, sums, products and tables"): oqci_maxpool_par, oqci_avgpool_par, oqci_add_par,
- * oqci_mul_par and oqci_lut_par run the plain kernels of oqci_pool.c and oqci_eltwise.c
- * on disjoint parts of the output through the caller's parallel-for.  A pool of one
- * image splits by runs of channels (the output channel view moves with them), a pool of
- * several by images, a sum and a table lookup by ranges of elements (multiples of 64), a
- * product by runs of its blocks.  Each output depends on its own channel or element only, so the bits are the
+/* oqci_par.c - INT8 pooling, sums, products and table lookups split over threads
+ * (oqci.h, "Threads for pooling, sums, products and tables"): oqci_maxpool_par,
+ * oqci_avgpool_par, oqci_add_par, oqci_mul_par and oqci_lut_par run the plain kernels of
+ * oqci_pool.c, oqci_eltwise.c and oqci_mul.c on disjoint parts of the output through
+ * the caller's parallel-for.  A pool of one image splits by runs of channels (the
+ * output channel view moves with them), a pool of several by images, a sum and a table
+ * lookup by ranges of elements (multiples of 64), a product by runs of its blocks.
+ * Each output depends on its own channel, block or element only, so the bits are the
  * plain call's.  With one part the plain call runs (and checks the parameters);
  * before a split they are checked by the plain kernel on zero images (zero elements),
  * which reads and writes nothing, so the tasks cannot fail. */
