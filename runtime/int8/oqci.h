@@ -618,6 +618,12 @@ static inline int oqci_use_avx512(void) {
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
 #endif
 }
+/* oqci_half8 on 16 lanes: round(u / 2) half away from zero for u = trunc(2 t). */
+T_AVX512 static inline __attribute__((always_inline)) __m512i oqci_half16(__m512i u) {
+    const __m512i one = _mm512_set1_epi32(1);
+    return _mm512_srai_epi32(
+        _mm512_mask_add_epi32(u, _mm512_cmpgt_epi32_mask(u, _mm512_set1_epi32(-1)), u, one), 1);
+}
 #else
 #define HAVE_AVX512 0
 #endif

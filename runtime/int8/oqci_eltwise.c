@@ -119,18 +119,17 @@ T_AVX2 static void add_avx2(const OqciAdd *p, const void *const *x, void *y,
  * no sign test; and with lo >= 0 (a fused Relu, or u8 outputs) the division's rounding
  * needs no sign either: for s >= 0, (s + 128) >> 8 is round(s / 256), and for s < 0 both
  * it (an arithmetic shift: at most 0) and round(s / 256) (at most 0) clamp to lo.
- * add_t16: one input's t_i on 16 bytes at src (u8: the input type; pos: u8 with
+ * add_t16: one input's t_i on 16 bytes b (u8: the input type; pos: u8 with
  * 2 M_i = m2 >= 0); add_q16: the clamped round(s / 256) of the sums. */
-T_AVX512 static inline __attribute__((always_inline)) __m512i add_t16(const uint8_t *src, int u8,
-                                                                       int pos, __m512 m2) {
-    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)src);
+T_AVX512 static inline __attribute__((always_inline)) __m512i add_t16(__m128i b, int u8, int pos,
+                                                                       __m512 m2) {
     __m512i m = _mm512_cvttps_epi32(
         _mm512_mul_ps(_mm512_cvtepi32_ps(u8 ? _mm512_cvtepu8_epi32(b) : _mm512_cvtepi8_epi32(b)), m2));
-    m = pos ? _mm512_add_epi32(m, _mm512_set1_epi32(1))
-            : _mm512_mask_add_epi32(m, _mm512_cmpgt_epi32_mask(m, _mm512_set1_epi32(-1)), m,
-                                    _mm512_set1_epi32(1));
-    return _mm512_srai_epi32(m, 1);
+    return pos ? _mm512_srai_epi32(_mm512_add_epi32(m, _mm512_set1_epi32(1)), 1) : oqci_half16(m);
 }
+
+/* 16 bytes at src */
+#define LOAD16(src) _mm_loadu_si128((const __m128i *)(const void *)(src))
 
 T_AVX512 static inline __attribute__((always_inline)) __m512i add_q16(__m512i s, int nonneg,
                                                                        __m512i lo, __m512i hi) {
@@ -169,10 +168,11 @@ add_avx512_body(const OqciAdd *p, const void *const *x, void *y, const float *m2
     for (; j + 16 <= count; j += 16) {
         __m512i s = _mm512_setzero_si512(), q;
         if (n2) {
-            s = _mm512_add_epi32(add_t16(a + j, u0, u0, ma), add_t16(b + j, u1, u1, mb));
+            s = _mm512_add_epi32(add_t16(LOAD16(a + j), u0, u0, ma),
+                                 add_t16(LOAD16(b + j), u1, u1, mb));
         } else {
             for (i = 0; i < ninputs; i++)
-                s = _mm512_add_epi32(s, add_t16((const uint8_t *)x[i] + j, u8[i], pos[i],
+                s = _mm512_add_epi32(s, add_t16(LOAD16((const uint8_t *)x[i] + j), u8[i], pos[i],
                                                 _mm512_set1_ps(m2[i])));
         }
         q = add_q16(s, nonneg, lo, hi);
@@ -225,14 +225,13 @@ T_AVX2 static int64_t add_acc_avx2(const OqciAdd *p, const int32_t *a, const uin
 #if HAVE_AVX512
 /* add_acc_avx2's steps 16 elements at a time, the run's last (n mod 16) ones under a
  * mask, so the whole run [j, j + n) of channel c (returns n).  The same bits: t_0 from
- * the clamped sums rounded as add_t16 rounds a signed input, t_1 by add_t16's steps on
- * the masked bytes, the sum by add_q16. */
+ * the clamped sums rounded by oqci_half16, t_1 by add_t16 on the masked bytes, the sum
+ * by add_q16. */
 T_AVX512 static int64_t add_acc_avx512(const OqciAdd *p, const int32_t *a, const uint8_t *b,
                                        void *y, int64_t n, float m0, float m1, int32_t alo,
                                        int32_t ahi) {
     const __m512i lo = _mm512_set1_epi32(p->lo), hi = _mm512_set1_epi32(p->hi);
     const __m512i clo = _mm512_set1_epi32(alo), chi = _mm512_set1_epi32(ahi);
-    const __m512i one = _mm512_set1_epi32(1), mone = _mm512_set1_epi32(-1);
     const __m512 v0 = _mm512_set1_ps(m0), v1 = _mm512_set1_ps(m1);
     const int u1 = p->in_type[1] == OQCI_U8, pos1 = u1 && m1 >= 0.0f;
     const int nonneg = p->lo >= 0, u8out = p->out_type == OQCI_U8;
@@ -241,17 +240,10 @@ T_AVX512 static int64_t add_acc_avx512(const OqciAdd *p, const int32_t *a, const
         __mmask16 k = n - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - j)) - 1u);
         __m512i v = _mm512_maskz_loadu_epi32(k, a + j);
         __m128i bb = _mm512_castsi512_si128(_mm512_maskz_loadu_epi8((__mmask64)k, b + j));
-        __m512i t0, t1, q;
+        __m512i t0, q;
         v = _mm512_min_epi32(_mm512_max_epi32(v, clo), chi);
-        t0 = _mm512_cvttps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(v), v0));
-        t0 = _mm512_srai_epi32(
-            _mm512_mask_add_epi32(t0, _mm512_cmpgt_epi32_mask(t0, mone), t0, one), 1);
-        t1 = _mm512_cvttps_epi32(_mm512_mul_ps(
-            _mm512_cvtepi32_ps(u1 ? _mm512_cvtepu8_epi32(bb) : _mm512_cvtepi8_epi32(bb)), v1));
-        t1 = pos1 ? _mm512_add_epi32(t1, one)
-                  : _mm512_mask_add_epi32(t1, _mm512_cmpgt_epi32_mask(t1, mone), t1, one);
-        t1 = _mm512_srai_epi32(t1, 1);
-        q = add_q16(_mm512_add_epi32(t0, t1), nonneg, lo, hi);
+        t0 = oqci_half16(_mm512_cvttps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(v), v0)));
+        q = add_q16(_mm512_add_epi32(t0, add_t16(bb, u1, pos1, v1)), nonneg, lo, hi);
         if (u8out)
             _mm512_mask_cvtusepi32_storeu_epi8((uint8_t *)y + j, k, q);
         else

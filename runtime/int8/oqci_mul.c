@@ -44,8 +44,7 @@ T_AVX2 static int64_t mul_block_avx2(const OqciMul *p, const uint8_t *a, int32_t
  * below MUL_TABLE_MIN, where a table does not pay. */
 T_AVX512 static int64_t mul_block_avx512(const OqciMul *p, const uint8_t *a, int32_t g,
                                          uint8_t *y, int64_t n, float m2) {
-    const __m512i gv = _mm512_set1_epi32(g), one = _mm512_set1_epi32(1);
-    const __m512i mone = _mm512_set1_epi32(-1);
+    const __m512i gv = _mm512_set1_epi32(g);
     const __m512i lo = _mm512_set1_epi32(p->lo), hi = _mm512_set1_epi32(p->hi);
     const __m512 mv = _mm512_set1_ps(m2);
     const int s8 = p->a_type == OQCI_S8, u8out = p->out_type == OQCI_U8;
@@ -55,8 +54,7 @@ T_AVX512 static int64_t mul_block_avx512(const OqciMul *p, const uint8_t *a, int
         __m128i aa = _mm512_castsi512_si128(_mm512_maskz_loadu_epi8((__mmask64)k, a + j));
         __m512i q = s8 ? _mm512_cvtepi8_epi32(aa) : _mm512_cvtepu8_epi32(aa);
         q = _mm512_cvttps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_mullo_epi32(q, gv)), mv));
-        q = _mm512_mask_add_epi32(q, _mm512_cmpgt_epi32_mask(q, mone), q, one);
-        q = _mm512_srai_epi32(q, 1);
+        q = oqci_half16(q);
         q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
         if (u8out)
             _mm512_mask_cvtusepi32_storeu_epi8(y + j, k, q);
