@@ -178,6 +178,17 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 <= 0)
 cell() { if [ -n "$1" ]; then echo "$1 ($2)"; else echo "-"; fi; }
 # the smaller of two numbers, either of which may be empty
 lesser() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "") print b; else if (b == "" || a + 0 <= b + 0) print a; else print b }'; }
+# ort_best_log T: the latency log of model $name's faster ORT INT8 run at T threads, the
+# exact export ($ORT_REF) or the 8-bit-residual one
+ort_best_log() {
+    a=$I8/${name}_lat_$ORT_REF.log b=$I8/${name}_lat_ort_qdq_t.log
+    mb=$(field "$b" "$1" median_ms)
+    if [ -n "$mb" ] && [ "$(lesser "$(field "$a" "$1" median_ms)" "$mb")" = "$mb" ]; then
+        echo "$b"
+    else
+        echo "$a"
+    fi
+}
 rcell() { if [ "$1" != - ]; then echo "$1 ($2)"; else echo "-"; fi; }
 
 slow=
@@ -431,12 +442,8 @@ for m in $BENCH_MODELS; do
     t2=$(field "$I8/${name}_lat_c_int8t2.log" 2 median_ms); t2m=$(field "$I8/${name}_lat_c_int8t2.log" 2 min_ms)
     f2=$(field "$I8/${name}_lat_c_fp32t2.log" 2 median_ms); f2m=$(field "$I8/${name}_lat_c_fp32t2.log" 2 min_ms)
     # ORT: the faster of the exact export and the 8-bit-residual one, per thread count
-    r1=$(field "$I8/${name}_lat_$ORT_REF.log" 1 median_ms); r1m=$(field "$I8/${name}_lat_$ORT_REF.log" 1 min_ms)
-    r2=$(field "$I8/${name}_lat_$ORT_REF.log" 2 median_ms); r2m=$(field "$I8/${name}_lat_$ORT_REF.log" 2 min_ms)
-    x=$(field "$I8/${name}_lat_ort_qdq_t.log" 1 median_ms)
-    [ "$(lesser "$r1" "$x")" = "$x" ] && [ -n "$x" ] && { r1=$x; r1m=$(field "$I8/${name}_lat_ort_qdq_t.log" 1 min_ms); }
-    x=$(field "$I8/${name}_lat_ort_qdq_t.log" 2 median_ms)
-    [ "$(lesser "$r2" "$x")" = "$x" ] && [ -n "$x" ] && { r2=$x; r2m=$(field "$I8/${name}_lat_ort_qdq_t.log" 2 min_ms); }
+    l1=$(ort_best_log 1); r1=$(field "$l1" 1 median_ms); r1m=$(field "$l1" 1 min_ms)
+    l2=$(ort_best_log 2); r2=$(field "$l2" 2 median_ms); r2m=$(field "$l2" 2 min_ms)
     g1=$(field "$I8/${name}_lat_ort_fp32.log" 1 median_ms)
     g2=$(field "$I8/${name}_lat_ort_fp32.log" 2 median_ms); g2m=$(field "$I8/${name}_lat_ort_fp32.log" 2 min_ms)
     throws="$throws| $name | $(cell "$t1" "$(field "$I8/${name}_lat_c_int8.log" 1 min_ms)") | $(cell "$t2" "$t2m") | $(ratio "$t1" "$t2") | $(cell "$r1" "$r1m") | $(cell "$r2" "$r2m") | $(ratio "$r1" "$r2") | $(ratio "$t1" "$r1") | $(ratio "$t2" "$r2") | $(cell "$md_c_fp32" "$(field "$I8/${name}_lat_c_fp32.log" 1 min_ms)") | $(cell "$f2" "$f2m") | $(cell "$g1" "$(field "$I8/${name}_lat_ort_fp32.log" 1 min_ms)") | $(cell "$g2" "$g2m") |
