@@ -54,7 +54,7 @@
 
 /* Requantization modes. */
 #define OQCI_REQ_FLOAT 0   /* y = round(float(acc) * mult[i]) in float32 */
-#define OQCI_REQ_FIXED 1   /* y = round(acc * m[i] * 2^-shift[i]), int64 product */
+#define OQCI_REQ_FIXED 1   /* the same y in integers: oqci_mul_shift(acc, m[i], shift[i]) */
 
 /* Largest reduction depth whose int32 sum cannot overflow with u8 x s8 operands:
  * 65536 * 255 * 127 = 2 122 383 360 < 2^31.  Deeper reductions are summed in chunks
@@ -92,17 +92,62 @@ static inline int32_t oqci_round_clamp(float t, int32_t lo, int32_t hi) {
     return i;
 }
 
-/* round(x * m * 2^-shift) half away from zero, saturated to int32.  m < 2^31 and
- * |x| <= 2^31 keep the product below 2^62; shift in [1, 62]. */
+/* v (< 2^63) rounded to 24 significant bits, ties to even: the rounding of float32
+ * arithmetic (round to nearest even) applied to an integer.  Integers only. */
+static inline uint64_t oqci_round24(uint64_t v) {
+    uint64_t t = v >> 24, low, half;   /* t < 2^39 */
+    int n = 0;                         /* the bit length of t: of v, minus 24 */
+    if (t >> 16) {
+        t >>= 16;
+        n = 16;
+    }
+    if (t >> 16) {
+        t >>= 16;
+        n += 16;
+    }
+    if (t >> 8) {
+        t >>= 8;
+        n += 8;
+    }
+    if (t >> 4) {
+        t >>= 4;
+        n += 4;
+    }
+    if (t >> 2) {
+        t >>= 2;
+        n += 2;
+    }
+    if (t >> 1) {
+        t >>= 1;
+        n++;
+    }
+    n += (int)t;
+    if (n == 0)
+        return v;
+    half = (uint64_t)1 << (n - 1);
+    low = v & ((half << 1) - 1);
+    v -= low;
+    if (low > half || (low == half && ((v >> n) & 1)))
+        v += half << 1;
+    return v;
+}
+
+/* Fixed-point requantization, integers only: round(float32(float32(x) * M) ) half away
+ * from zero, saturated to int32, for M = m * 2^-shift, m < 2^31, shift in [1, 62].
+ * With m of at most 24 significant bits (oqci_fixed_multiplier's, so that M is a
+ * float32 exactly) this is bit for bit what float requantization computes with that M,
+ * (float)x * M rounded by oqci_round_clamp: float32(x) is x rounded to 24 bits, the
+ * float32 product (of magnitude in [2^-32, 2^61]: always a normal float) is the exact
+ * product |x'| m rounded to 24 bits, both ties to even, and rounding to nearest even
+ * is symmetric, so magnitudes suffice.  Integer-only builds (OQCI_NO_FLOAT) thus give
+ * the float build's bits. */
 static inline int32_t oqci_mul_shift(int32_t x, int32_t m, int shift) {
-    int64_t p = (int64_t)x * (int64_t)m;
-    int64_t half = (int64_t)1 << (shift - 1);
-    int64_t r = p >= 0 ? (p + half) >> shift : -((-p + half) >> shift);
-    if (r > INT32_MAX)
-        return INT32_MAX;
-    if (r < INT32_MIN)
-        return INT32_MIN;
-    return (int32_t)r;
+    uint64_t a = x < 0 ? (uint64_t)0 - (uint64_t)(int64_t)x : (uint64_t)x;   /* <= 2^31 */
+    uint64_t p = oqci_round24(oqci_round24(a) * (uint64_t)m);                  /* <= 2^62 */
+    uint64_t r = (p + ((uint64_t)1 << (shift - 1))) >> shift;
+    if (r > (uint64_t)INT32_MAX)
+        return x < 0 ? INT32_MIN : INT32_MAX;
+    return x < 0 ? -(int32_t)r : (int32_t)r;
 }
 
 /* Element i of an s8 or u8 tensor x (storage type t). */
@@ -557,9 +602,11 @@ int oqci_requantize_s32(const int32_t *x, void *y, int32_t out_type, int64_t out
 /* ---- compile-time helpers (oqci_eltwise.c; the emitted code does not call them) ---- */
 
 /* The fixed-point form of multiplier M >= 0: m in [2^30, 2^31) and shift in [1, 62]
- * with m * 2^-shift = M rounded to 31 significant bits (m = round(M * 2^shift), half
- * away from zero); M below 2^-32 gives m = 0, shift 1 (everything rounds to zero).
- * Returns OQCI_EINVAL for M >= 2^30, negative or not finite. */
+ * with m * 2^-shift exactly (float)M, the multiplier float requantization uses (m has
+ * at most 24 significant bits, its low 7 are zero), so that oqci_mul_shift gives float
+ * requantization's bits; (float)M below 2^-32 gives m = 0, shift 1 (float mode rounds
+ * every product to zero then too: |(float)acc| <= 2^31).  Returns OQCI_EINVAL for
+ * (float)M >= 2^30, M negative or not finite. */
 int oqci_fixed_multiplier(double M, int32_t *m, int8_t *shift);
 
 /* ---- internal: the AVX2 selection of oqci_pool.c, oqci_eltwise.c and oqci_mul.c -----

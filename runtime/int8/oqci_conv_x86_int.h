@@ -6,7 +6,9 @@
  * and narrow16.  All static inline, most always_inline: they are the inner steps of the
  * microkernels' epilogues, which inline them; rqv_make and rq32 are static and stay
  * out of line (NOINLINE: inlined into a caller, RqV's fixed-point fields, unused in
- * float mode, make gcc 12 warn them maybe uninitialized). */
+ * float mode, make gcc 12 warn them maybe uninitialized).  Fixed requantization gives
+ * float requantization's bits by definition (oqci_mul_shift), so with a float unit rq8
+ * takes the float steps in both modes. */
 #ifndef OQCI_CONV_X86_INT_H
 #define OQCI_CONV_X86_INT_H
 
@@ -31,12 +33,10 @@ typedef struct RqV {
     int sat;              /* the bias addition may overflow int32: saturate it */
     __m256i add;          /* sat: the correction; else correction + bias (mod 2^32) */
     __m256i bias;         /* sat: the bias */
-    __m256 mult2;         /* float: 2 M (see rq8) */
-    __m256 lo2, hi2;      /* float: 2 lo, 2 hi */
-    __m256i m;            /* fixed: multiplier (low 32 bits of each 64-bit lane) */
-    __m256i half;         /* fixed: 2^(shift - 1) per 64-bit lane */
-    __m128i shift;        /* fixed: shift count */
-    __m256i lo64, hi64;   /* fixed: lo, hi per 64-bit lane */
+    __m256 mult2;         /* 2 M (see rq8); fixed mode too, M = m 2^-shift (a float32) */
+    __m256 lo2, hi2;      /* 2 lo, 2 hi */
+    int32_t m;            /* fixed, integer-only builds: multiplier, */
+    int32_t shift, lo, hi; /* shift and clamp (oqci_mul_shift lane by lane) */
 } RqV;
 
 /* Channel k's constants: correction corr (mod 2^32), its bias unless bias_done. */
@@ -49,30 +49,27 @@ T_AVX2 static NOINLINE void rqv_make(const OqciConv *p, int32_t k, int32_t corr,
     v->sat = bias_may_overflow(p, b);
     v->add = _mm256_set1_epi32(v->sat ? corr : (int32_t)((uint32_t)corr + (uint32_t)b));
     v->bias = _mm256_set1_epi32((int32_t)b);
-#ifndef OQCI_NO_FLOAT
-    if (!v->fixed) {
-        v->mult2 = _mm256_set1_ps(rq_mult2(r->mult[i]));
-        v->lo2 = _mm256_set1_ps(2.0f * (float)p->lo);
-        v->hi2 = _mm256_set1_ps(2.0f * (float)p->hi);
-        return;
+    if (v->fixed) {
+        v->m = r->m[i];
+        v->shift = r->shift[i];
+        v->lo = p->lo;
+        v->hi = p->hi;
     }
+#ifndef OQCI_NO_FLOAT
+    if (v->fixed) {
+        /* 2 M = m 2^(1 - shift) exactly: m has 24 significant bits (oqci_fixed_multiplier;
+         * any other m in fixed mode is not a float32 M and must not be rounded here), and
+         * 2^(1 - shift), shift in [1, 62], is a normal float built from its bits. */
+        uint32_t e = (uint32_t)(128 - r->shift[i]) << 23;
+        float pw;
+        memcpy(&pw, &e, sizeof pw);
+        v->mult2 = _mm256_set1_ps((float)r->m[i] * pw);
+    } else {
+        v->mult2 = _mm256_set1_ps(rq_mult2(r->mult[i]));
+    }
+    v->lo2 = _mm256_set1_ps(2.0f * (float)p->lo);
+    v->hi2 = _mm256_set1_ps(2.0f * (float)p->hi);
 #endif
-    v->m = _mm256_set1_epi64x(r->m[i]);
-    v->half = _mm256_set1_epi64x((int64_t)1 << (r->shift[i] - 1));
-    v->shift = _mm_cvtsi32_si128(r->shift[i]);
-    v->lo64 = _mm256_set1_epi64x(p->lo);
-    v->hi64 = _mm256_set1_epi64x(p->hi);
-}
-
-/* round(p * 2^-shift) half away from zero on four int64 products, clamped to [lo, hi]
- * (saturating to int32 first changes nothing: lo and hi are int32). */
-T_AVX2 static inline __m256i mul_shift64(__m256i prod, const RqV *v) {
-    __m256i s = _mm256_cmpgt_epi64(_mm256_setzero_si256(), prod);
-    __m256i a = _mm256_sub_epi64(_mm256_xor_si256(prod, s), s);
-    __m256i q = _mm256_srl_epi64(_mm256_add_epi64(a, v->half), v->shift);
-    __m256i r = _mm256_sub_epi64(_mm256_xor_si256(q, s), s);
-    r = _mm256_blendv_epi8(r, v->hi64, _mm256_cmpgt_epi64(r, v->hi64));
-    return _mm256_blendv_epi8(r, v->lo64, _mm256_cmpgt_epi64(v->lo64, r));
 }
 
 /* a + b saturated to int32 (exactly sat32((int64)a + b)). */
@@ -92,24 +89,32 @@ T_AVX2 static inline __attribute__((always_inline)) __m256i rq8(__m256i acc, con
     if (v->sat)
         acc = add_sat32(acc, v->bias);
 #ifndef OQCI_NO_FLOAT
-    if (!v->fixed) {
+    {
         /* oqci_round_clamp((float)acc * M, lo, hi), from u = 2 t computed as acc * (2 M):
          * scaling by 2 commutes with the product's rounding (both results are then
          * clamped or round to 0 where it may not: overflow, subnormals).  c = u clamped
          * to [2 lo, 2 hi] (NaN: maxps returns its second operand, 2 lo) is 2 clamp(t), so
          * with m = trunc(c) (|c| <= 510, exact) round-half-away(clamp(t)) is
-         * (m + 1) >> 1 for m >= 0 and m >> 1 for m < 0 (arithmetic shifts). */
+         * (m + 1) >> 1 for m >= 0 and m >> 1 for m < 0 (arithmetic shifts).  Fixed mode
+         * defines the same bits (oqci_mul_shift), so it takes these steps too. */
         __m256 u = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), v->mult2);
         __m256i m = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(u, v->lo2), v->hi2));
         __m256i ge0 = _mm256_cmpgt_epi32(m, _mm256_set1_epi32(-1));
         return _mm256_srai_epi32(_mm256_sub_epi32(m, ge0), 1);
     }
-#endif
-    {
-        __m256i ev = mul_shift64(_mm256_mul_epi32(acc, v->m), v);
-        __m256i od = mul_shift64(_mm256_mul_epi32(_mm256_srli_epi64(acc, 32), v->m), v);
-        return _mm256_blend_epi32(ev, _mm256_slli_epi64(od, 32), 0xAA);
+#else
+    {   /* integer-only builds: oqci_mul_shift lane by lane (a chip without an FPU has no
+         * AVX2; this serves the x86 build of such code, as its tests run it) */
+        int32_t a[8];
+        int j;
+        STU256(a, acc);
+        for (j = 0; j < 8; j++) {
+            int32_t q = oqci_mul_shift(a[j], v->m, v->shift);
+            a[j] = q < v->lo ? v->lo : q > v->hi ? v->hi : q;
+        }
+        return LDU256(a);
     }
+#endif
 }
 
 /* Four vectors of 8 int32 results in [lo, hi] as 32 out_type bytes in order (r0's 8,

@@ -607,18 +607,20 @@ int oqci_requantize_s32(const int32_t *x, void *y, int32_t out_type, int64_t out
     return OQCI_OK;
 }
 
-/* M is scaled by exact doublings into [2^30, 2^31) (shift = number of doublings, at
- * most 62 for M >= 2^-32), then rounded half away from zero; a rounding up to 2^31 is
- * renormalised to m = 2^30 with one doubling less, which fails only for M within 1/4 of
- * 2^30 (shift would be 0). */
+/* F = (float)M is scaled by exact doublings into [2^30, 2^31) (shift = number of
+ * doublings, at most 62 for F >= 2^-32); F has 24 significant bits, so the result is an
+ * integer: m * 2^-shift = F exactly.  Fails for F >= 2^30 (shift would be 0). */
 int oqci_fixed_multiplier(double M, int32_t *m, int8_t *shift) {
     const double two30 = 1073741824.0, two_m32 = 1.0 / 4294967296.0;
-    double v = M;
+    double v;
     int64_t i;
     int s = 0;
-    if (!m || !shift || !(M >= 0.0) || !(M < two30))   /* negative, NaN, >= 2^30, inf */
+    if (!m || !shift || !(M >= 0.0) || !(M < 2.0 * two30))   /* negative, NaN, inf, huge */
         return OQCI_EINVAL;
-    if (M < two_m32) {
+    v = (double)(float)M;   /* exact: a float32 is a double */
+    if (!(v < two30))
+        return OQCI_EINVAL;
+    if (v < two_m32) {
         *m = 0;
         *shift = 1;
         return OQCI_OK;
@@ -627,15 +629,7 @@ int oqci_fixed_multiplier(double M, int32_t *m, int8_t *shift) {
         v *= 2.0;
         s++;
     }
-    i = (int64_t)v;
-    if (v - (double)i >= 0.5)
-        i++;
-    if (i == ((int64_t)1 << 31)) {
-        i >>= 1;
-        s--;
-    }
-    if (s < 1)
-        return OQCI_EINVAL;
+    i = (int64_t)v;   /* exact: v is an integer */
     *m = (int32_t)i;
     *shift = (int8_t)s;
     return OQCI_OK;
