@@ -68,7 +68,7 @@ typedef struct OqciRequant {
     int32_t mode;            /* OQCI_REQ_FLOAT or OQCI_REQ_FIXED */
     int32_t per_index;       /* 0: element 0 for every index; 1: element i for index i */
     const float *mult;       /* float mode: M (float32) */
-    const int32_t *m;        /* fixed mode: multiplier, 0 or in [2^30, 2^31) */
+    const int32_t *m;        /* fixed mode: multiplier, 0 or in [2^30, 2^31), low 7 bits 0 */
     const int8_t *shift;     /* fixed mode: right shift, in [1, 62] */
 } OqciRequant;
 
@@ -169,8 +169,10 @@ static inline void oqci_store_q(void *y, int32_t t, int64_t i, int32_t q) {
 /* Parameter checks every kernel makes (returning OQCI_EINVAL when they fail). */
 
 /* r usable for entries first..last: pointers present, shifts in [1, 62] (any other
- * shift is undefined behaviour in oqci_mul_shift); float mode refused with
- * OQCI_NO_FLOAT. */
+ * shift is undefined behaviour in oqci_mul_shift), fixed multipliers m >= 0 with their
+ * low 7 bits zero (oqci_fixed_multiplier's: a float32 M, which the x86 epilogues
+ * compute with in float; another m would give other bits there than oqci_requant);
+ * float mode refused with OQCI_NO_FLOAT. */
 static inline int oqci_requant_ok(const OqciRequant *r, int64_t first, int64_t last) {
     int64_t i;
     if (r->mode == OQCI_REQ_FLOAT) {
@@ -184,8 +186,8 @@ static inline int oqci_requant_ok(const OqciRequant *r, int64_t first, int64_t l
         return 0;
     if (!r->per_index)
         first = last = 0;
-    for (i = first; i <= last; i++)
-        if (r->shift[i] < 1 || r->shift[i] > 62)
+    for (i = first; i <= last; i++)   /* (m: a float32's 24 significant bits, or 0) */
+        if (r->shift[i] < 1 || r->shift[i] > 62 || r->m[i] < 0 || (r->m[i] & 127) != 0)
             return 0;
     return 1;
 }

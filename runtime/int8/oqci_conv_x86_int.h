@@ -57,9 +57,9 @@ T_AVX2 static NOINLINE void rqv_make(const OqciConv *p, int32_t k, int32_t corr,
     }
 #ifndef OQCI_NO_FLOAT
     if (v->fixed) {
-        /* 2 M = m 2^(1 - shift) exactly: m has 24 significant bits (oqci_fixed_multiplier;
-         * any other m in fixed mode is not a float32 M and must not be rounded here), and
-         * 2^(1 - shift), shift in [1, 62], is a normal float built from its bits. */
+        /* 2 M = m 2^(1 - shift) exactly: m has 24 significant bits (oqci_requant_ok
+         * refuses any other), and 2^(1 - shift), shift in [1, 62], is a normal float
+         * built from its bits. */
         uint32_t e = (uint32_t)(128 - r->shift[i]) << 23;
         float pw;
         memcpy(&pw, &e, sizeof pw);

@@ -1072,13 +1072,14 @@ static void test_conv_wpair16(void) {
  * per multiplier: float M = 0.5 and 0.25 (accumulators at exact halves: rounding away
  * from zero), 1/3, 3 (clamped), 0, a subnormal, 2e38 (2 M overflows float: see rq8),
  * FLT_MAX, +inf (acc 0 gives NaN, so lo), NaN, -0.5; fixed m = 2^30 with shift 31
- * (halves), shift 1 (saturating), shift 62, m = 0.  Channel 3's bias saturates; from
+ * (halves), shift 1 (saturating), shift 62, m = 0, sqrt(2) 2^30 to 24 significant bits
+ * (fixed multipliers are float32s, oqci_requant_ok).  Channel 3's bias saturates; from
  * channel 4 on the bias is 0, and the zero input rows 0-2 give acc = 0 there (0 * 2e38
  * must stay 0, not become 0 * inf).  Compared with ref_conv (oqci_requant) exactly. */
 static void test_conv_requant_edges(void) {
     static const float fm[] = {0.5f, 0.25f, 1.0f / 3.0f, 3.0f, 0.0f, 1e-40f, 2e38f,
                                3.40282347e38f, INFINITY, NAN, -0.5f};
-    static const int32_t xm[] = {1 << 30, 1 << 30, 1 << 30, 0, 1518500250};
+    static const int32_t xm[] = {1 << 30, 1 << 30, 1 << 30, 0, 1518500224};
     static const int8_t xs[] = {31, 1, 62, 40, 45};
     const int nf = (int)(sizeof fm / sizeof fm[0]), nx = (int)(sizeof xm / sizeof xm[0]);
     rnd_seed(24);
@@ -1447,7 +1448,7 @@ static void test_conv_threads(void) {
 
 static void test_conv_einval(void) {
     int8_t w[8] = {1, 2, 3, 0, 4, 5, 6, 0};
-    int32_t m = 1 << 30;
+    int32_t m = 1 << 30, m_odd = (1 << 30) + 64, m_neg = -(1 << 30);
     int8_t sh = 40, bad_sh = 0;
     float f = 0.5f;
     uint8_t x[6] = {1, 2, 3, 4, 5, 6}, y[8], s[64];
@@ -1499,6 +1500,8 @@ static void test_conv_einval(void) {
     BAD((p.out_type = OQCI_U8, p.lo = -1));
     BAD(p.hi = 128);
     BAD(p.rq.shift = &bad_sh);                     /* shift outside [1, 62] */
+    BAD(p.rq.m = &m_odd);                          /* not a float32 M: low 7 bits set */
+    BAD(p.rq.m = &m_neg);
     BAD(p.rq.m = NULL);
     BAD(p.rq.mode = 5);
     BAD(p.rq.mode = OQCI_REQ_FLOAT);               /* mult NULL */
