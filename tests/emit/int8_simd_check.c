@@ -170,7 +170,7 @@ static int make_case(Case *c, int kind, int in_type, int mode, int s32) {
             c->mult[k] = (float)((0.5 + (rnd() % 1000) / 1000.0) * 60.0 / (sq * typ) *
                                  (kind ? 0.05 : 1.0));
         }
-        c->m[k] = (int32_t)(0x40000000u + (rnd() >> 2));
+        c->m[k] = (int32_t)((0x40000000u + (rnd() >> 2)) & ~127u);   /* (a float32's bits) */
         c->shift[k] = (int8_t)rnd_int(24, 40);
     }
     p->w = c->w;
