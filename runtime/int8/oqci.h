@@ -302,8 +302,10 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch);
 
 /* Threads (oqci_conv.c).  A conv is split into parts that compute disjoint outputs
  * with exactly the arithmetic of one call, so the bits do not depend on the split:
- * runs of 8 output channels (of a conv with one group), whole groups (grouped and
- * depthwise convs of one image) or whole images (grouped convs of several), at most
+ * runs of 8 output channels (of a conv with one group), output rows (of a conv with one
+ * group and fewer than OQCI_PAR_ROW_MAXC output channels, over at least 4 rows per
+ * thread), whole groups (grouped and depthwise convs of one image) or whole images
+ * (grouped convs of several), at most
  * nthreads parts and none of fewer than OQCI_PAR_MIN_MACS multiply-adds (depthwise
  * convs: OQCI_PAR_MIN_MACS / OQCI_PAR_DW_DIV; about 5 to 25
  * us of work on one core, against about a microsecond to hand a task to a waiting
@@ -321,6 +323,11 @@ typedef void (*OqciParallelFor)(void *ctx, void (*task)(void *arg, int i), void 
  * read their producer's channel parts; see par_split in oqci_conv.c). */
 #ifndef OQCI_PAR_DW_DIV
 #define OQCI_PAR_DW_DIV 8
+#endif
+/* Convs of one group with fewer output channels than this split by output rows
+ * (see par_split). */
+#ifndef OQCI_PAR_ROW_MAXC
+#define OQCI_PAR_ROW_MAXC 64
 #endif
 /* Parts oqci_conv_par makes of p for nthreads threads (1: it runs oqci_conv). */
 int oqci_conv_parts(const OqciConv *p, int nthreads);

@@ -142,15 +142,17 @@ static void dot_rows(const uint8_t *a, int32_t in_type, const int8_t *w, int32_t
     }
 }
 
-static void conv_portable(const OqciConv *p, const void *x, void *y, void *scratch) {
+static void conv_portable(const OqciConv *p, const void *x, void *y, void *scratch, int64_t q0,
+                          int64_t q1) {
     int64_t pix = (int64_t)p->out_h * p->out_w, plane = (int64_t)p->in_h * p->in_w, n, p0;
     int32_t cg = p->in_c / p->group, kg = p->out_c / p->group, g;
     int32_t rows = pix < CONV_ROWS ? (int32_t)pix : CONV_ROWS;
-    for (n = 0; n < p->batch; n++)
+    for (n = q0 / pix; n < p->batch && n * pix < q1; n++)   /* (pixels [q0, q1) of all) */
         for (g = 0; g < p->group; g++) {
             const uint8_t *xg = (const uint8_t *)x + (n * p->in_c + (int64_t)g * cg) * plane;
-            for (p0 = 0; p0 < pix; p0 += rows) {
-                int64_t nr = pix - p0 < rows ? pix - p0 : rows, r;
+            int64_t end = q1 - n * pix < pix ? q1 - n * pix : pix;
+            for (p0 = q0 > n * pix ? q0 - n * pix : 0; p0 < end; p0 += rows) {
+                int64_t nr = end - p0 < rows ? end - p0 : rows, r;
                 int32_t kk;
                 oqcik_im2col(p, xg, p0, nr, (uint8_t *)scratch);
                 for (kk = 0; kk < kg; kk += 4) {
@@ -398,6 +400,29 @@ static int cfg_check(void) {
            OQCIK_CFG(amxt) | OQCIK_CFG(avx512) | OQCIK_CFG(avx512_ukr) | OQCIK_CFG(neon);
 }
 
+#if HAVE_AVX2
+/* The GEMM family oqci_conv runs a conv of more than a few pixels with at x86 level
+ * `level` (those AMX's tiles do not take first). */
+static const Family *x86_family(const OqciConv *p, int isa, int level) {
+    const Family *f = p->wpair16 ? &oqcik_family_avx2n : &oqcik_family_avx2;
+#if HAVE_AVXVNNI
+    if (isa == OQCI_ISA_AVXVNNI)
+        f = &oqcik_family_avxvnni;
+#endif
+#if HAVE_AVX512VNNI
+    if (level >= OQC_X86_AVX512)
+        f = &oqcik_family_avx512vnni;
+#endif
+#if HAVE_VBMI
+    if (level >= OQC_X86_VBMI)   /* (the AMX CPUs have it) */
+        f = &oqcik_family_avx512vbmi;
+#endif
+    (void)isa;
+    (void)level;
+    return f;
+}
+#endif
+
 int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {
     int isa;
     if (!conv_ok(p) || !x || !y || !scratch)
@@ -411,7 +436,6 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {
         /* AVX-512 kernels; with VBMI (the AMX CPUs have it) */
         int z = level >= OQC_X86_AVX512;
         int vb = level >= OQC_X86_VBMI;
-        const Family *f = p->wpair16 ? &oqcik_family_avx2n : &oqcik_family_avx2;
 #ifndef OQCI_NO_FLOAT   /* (integer-only builds: depthwise goes through the GEMM) */
         if (is_dw(p)) {
 #if HAVE_VBMI
@@ -442,14 +466,6 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {
             oqcik_conv_gemv_avx2(p, x, y, scratch, z);
             return OQCI_OK;
         }
-#if HAVE_AVXVNNI
-        if (isa == OQCI_ISA_AVXVNNI)
-            f = &oqcik_family_avxvnni;
-#endif
-#if HAVE_AVX512VNNI
-        if (z)
-            f = &oqcik_family_avx512vnni;
-#endif
 #if HAVE_AMX && HAVE_DWZ
         if (isa == OQCI_ISA_AMX && amxt_fits(p) && oqcik_conv_amxt(p, x, y, scratch))
             return OQCI_OK;
@@ -460,12 +476,9 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {
             return OQCI_OK;
         }
 #endif
-#if HAVE_VBMI
-        if (vb)   /* (and the layers AMX does not take) */
-            f = &oqcik_family_avx512vbmi;
-#endif
         (void)vb;
-        oqcik_conv_gemm(p, f, x, y, scratch);
+        (void)z;
+        oqcik_conv_gemm(p, x86_family(p, isa, level), x, y, scratch);
         return OQCI_OK;
     }
 #endif
@@ -478,7 +491,7 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {
         return OQCI_OK;
     }
 #endif
-    conv_portable(p, x, y, scratch);
+    conv_portable(p, x, y, scratch, 0, (int64_t)p->batch * p->out_h * p->out_w);
     return OQCI_OK;
 }
 
@@ -486,15 +499,54 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch) {
  * Threads: parts over disjoint outputs (see oqci.h).
  * ==================================================================================== */
 
+/* Output rows [r0, r1) of batch * out_h of a conv of one group that is not depthwise
+ * (par_split's row parts): oqci_conv's outputs there, by the GEMM driver of the family
+ * oqci_conv runs p with (on an AMX CPU, the VBMI family instead of the tiles: the same
+ * bits), or by the portable loops. */
+static void conv_rows(const OqciConv *p, const void *x, void *y, void *scratch, int64_t r0,
+                      int64_t r1) {
+    int isa = oqci_conv_isa();
+    (void)isa;
+#if HAVE_AVX2
+    if (oqci_isa_x86(isa) >= OQC_X86_AVX2) {
+        oqcik_conv_gemm_rows(p, x86_family(p, isa, oqci_isa_x86(isa)), x, y, scratch, r0, r1);
+        return;
+    }
+#endif
+#if HAVE_NEONDOT
+    if (isa == OQCI_ISA_NEONDOT) {
+        oqcik_conv_gemm_rows(p, &oqcik_family_neondot, x, y, scratch, r0, r1);
+        return;
+    }
+#endif
+    conv_portable(p, x, y, scratch, r0 * p->out_w, r1 * p->out_w);
+}
+
+/* Whether p may be split by output rows for nthreads (par_split's condition but for
+ * OQCI_PAR_ROW_MAXC, which the build that sized the scratch may have had otherwise). */
+static int row_split_ok(const OqciConv *p, int nthreads) {
+    int64_t rows = (int64_t)p->batch * p->out_h;
+    return p->group == 1 && !is_dw(p) && rows >= 4 * (int64_t)nthreads && p->out_w >= 8 &&
+           rows <= INT32_MAX;
+}
+
 /* How p is split for nthreads: into *units units of the kind *by (0: runs of 8 output
  * channels, or single ones where there are fewer than 8 per thread; 1: groups; 2:
- * images), of which each part takes a contiguous range; returns the number of parts
- * (with min_macs 0: as many as threads and units allow). */
+ * images; 3: output rows), of which each part takes a contiguous range; returns the
+ * number of parts (with min_macs 0: as many as threads and units allow).  The choice
+ * depends on p alone, not on the CPU: the compiler sizes the scratch with it. */
 static int par_split(const OqciConv *p, int nthreads, int64_t min_macs, int32_t *units,
                      int *by) {
     int64_t macs = (int64_t)p->batch * p->out_c * p->out_h * p->out_w * p->kdim, cap;
     int n = nthreads;
-    if (p->group == 1) {
+    /* Few output channels over many pixels (a MobileNet's stem and projections): split
+     * by channels, every part would pack all of the input's panels for a few tiles of
+     * channels (packing is most of a thin conv's work) and the parts would be uneven
+     * (24 channels: 8 and 16); rows share nothing but the weights. */
+    if (row_split_ok(p, nthreads) && p->out_c < OQCI_PAR_ROW_MAXC) {
+        *by = 3;
+        *units = (int32_t)((int64_t)p->batch * p->out_h);
+    } else if (p->group == 1) {
         *by = 0;
         *units = p->out_c >= 8 * nthreads ? (p->out_c + 7) / 8 : p->out_c;
     } else if (p->batch == 1) {
@@ -520,14 +572,21 @@ static int par_split(const OqciConv *p, int nthreads, int64_t min_macs, int32_t 
     return n < 1 ? 1 : n;
 }
 
-/* Part i of n of p: *sub, and the byte offsets of its input and output. */
+/* Part i of n of p: *sub, and the byte offsets of its input and output; rows [*r0,
+ * *r1) of it for row parts (by 3), else *r0 = -1 (all of sub). */
 static void part(const OqciConv *p, int by, int32_t units, int n, int i, OqciConv *sub,
-                 size_t *xo, size_t *yo) {
+                 size_t *xo, size_t *yo, int64_t *r0, int64_t *r1) {
     int32_t u0 = (int32_t)((int64_t)units * i / n), u1 = (int32_t)((int64_t)units * (i + 1) / n);
     int32_t k0, k1;
     size_t plane = (size_t)p->in_h * (size_t)p->in_w;
     *sub = *p;
     *xo = *yo = 0;
+    *r0 = *r1 = -1;
+    if (by == 3) {   /* the whole conv, rows [u0, u1) */
+        *r0 = u0;
+        *r1 = u1;
+        return;
+    }
     if (by == 2) {   /* images [u0, u1) */
         size_t pix = (size_t)p->out_h * (size_t)p->out_w;
         sub->batch = u1 - u0;
@@ -583,7 +642,8 @@ static size_t par_stride(const OqciConv *p, int nthreads, int n, int amx) {
     for (i = 0; i < n; i++) {
         OqciConv sub;
         size_t si;
-        part(p, by, units, n, i, &sub, &xo, &yo);
+        int64_t r0, r1;
+        part(p, by, units, n, i, &sub, &xo, &yo, &r0, &r1);
         si = (size_t)round_up((int64_t)conv_scratch(&sub, amx), ALIGN);
         if (si > s)
             s = si;
@@ -599,6 +659,12 @@ static size_t par_scratch(const OqciConv *p, int nthreads, int amx) {
     for (n = 2; n <= most; n++)
         if (par_stride(p, nthreads, n, amx) * (size_t)n > s)
             s = par_stride(p, nthreads, n, amx) * (size_t)n;
+    /* row parts (each the whole conv's scratch) with any OQCI_PAR_ROW_MAXC */
+    if (nthreads > 1 && row_split_ok(p, nthreads)) {
+        size_t r = (size_t)round_up((int64_t)conv_scratch(p, amx), ALIGN) * (size_t)nthreads;
+        if (r > s)
+            s = r;
+    }
     return s;
 }
 
@@ -624,8 +690,12 @@ static void par_task(void *arg, int i) {
     const ParJob *j = arg;
     OqciConv sub;
     size_t xo, yo;
-    part(j->p, j->by, j->units, j->n, i, &sub, &xo, &yo);
-    (void)oqci_conv(&sub, j->x + xo, j->y + yo, j->scratch + (size_t)i * j->stride);
+    int64_t r0, r1;
+    part(j->p, j->by, j->units, j->n, i, &sub, &xo, &yo, &r0, &r1);
+    if (r0 >= 0)
+        conv_rows(&sub, j->x, j->y, j->scratch + (size_t)i * j->stride, r0, r1);
+    else
+        (void)oqci_conv(&sub, j->x + xo, j->y + yo, j->scratch + (size_t)i * j->stride);
 }
 
 int oqci_conv_par(const OqciConv *p, const void *x, void *y, void *scratch, int nthreads,
@@ -643,7 +713,8 @@ int oqci_conv_par(const OqciConv *p, const void *x, void *y, void *scratch, int 
     for (i = 0; i < j.n; i++) {   /* (valid by construction; checked, as every call is) */
         OqciConv sub;
         size_t xo, yo;
-        part(p, j.by, j.units, j.n, i, &sub, &xo, &yo);
+        int64_t r0, r1;
+        part(p, j.by, j.units, j.n, i, &sub, &xo, &yo, &r0, &r1);
         if (!conv_ok(&sub))
             return OQCI_EINVAL;
     }

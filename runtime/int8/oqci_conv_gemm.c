@@ -498,6 +498,7 @@ typedef struct GemmRun {
     int64_t bP0[AMX_BATCH_MAX];       /* their first positions */
     int32_t bnp[AMX_BATCH_MAX];       /* and pixels */
     int nbatch, nb;
+    int64_t P_first, P_end;           /* the call's positions (oqcik_conv_gemm_rows) */
 } GemmRun;
 
 /* The call's geometry, packing mode, band, corrections, fused epilogue constants and
@@ -594,7 +595,7 @@ static void gemm_block(GemmRun *R, int32_t g, int64_t P0, int32_t np, const Seg 
     const OqciConv *p = R->p;
     const Family *f = R->f;
     int32_t kg = R->kg, k, kk;
-    if (R->nblk > 1 || P0 == 0)
+    if (R->nblk > 1 || P0 == R->P_first)   /* (a group's first panel) */
         for (k = 0; k < kg + TILE_MR; k++)   /* (any tile's mr rows) */
             R->wtab[k] = p->w + (size_t)(g * kg + (k < kg ? k : kg - 1)) * (size_t)p->kpad +
                          (size_t)q0 * 4;
@@ -614,7 +615,7 @@ static void gemm_block(GemmRun *R, int32_t g, int64_t P0, int32_t np, const Seg 
     if (f->tiles) {   /* (one block) the batch, when full or at the group's end */
         R->bP0[R->nb] = P0;
         R->bnp[R->nb++] = np;
-        if (R->nb == R->nbatch || P0 + np >= (int64_t)p->batch * R->ge.gpix) {
+        if (R->nb == R->nbatch || P0 + np >= R->P_end) {
             f->tiles(p, f, &R->ge, R->bpanel, R->bP0, R->bnp, R->nb, bq, g,
                      R->fused ? R->pre : NULL, R->i16, R->work, R->y);
             R->nb = 0;
@@ -676,12 +677,12 @@ static void gemm_store_sums(GemmRun *R, int32_t g, const Seg *segs, int nseg, in
     }
 }
 
-/* The panel of group g at position P0: its runs, the band holding its input rows
- * (refilled only when it does not), every K block; returns its positions. */
-static int32_t gemm_panel(GemmRun *R, int32_t g, int64_t P0) {
+/* The panel of group g at position P0: its
+ * runs, the band holding its input rows (refilled only when it does not), every K
+ * block; returns its positions (total: where the call's positions end). */
+static int32_t gemm_panel(GemmRun *R, int32_t g, int64_t P0, int64_t total) {
     const OqciConv *p = R->p;
     const Geo *ge = &R->ge;
-    int64_t total = (int64_t)p->batch * ge->gpix;
     Seg segs[TILE_NR], gseg, *ps = segs;
     int32_t q0, np = panel_np(ge, P0, total, R->f->nr);
     int nseg = oqcik_make_segs(ge, P0, np, segs), npk = nseg;
@@ -721,16 +722,29 @@ static int32_t gemm_panel(GemmRun *R, int32_t g, int64_t P0) {
     return np;
 }
 
-void oqcik_conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
-                     void *scratch) {
+/* The position of output row r (of batch * out_h: image r / out_h, row r % out_h) at
+ * column 0; batch * out_h gives the end of the positions. */
+static int64_t row_pos(const OqciConv *p, const Geo *ge, int64_t r) {
+    int64_t n = r / p->out_h, oh = r % p->out_h;
+    return n * ge->gpix + oh * (ge->out_w == p->out_w ? ge->gcols : p->out_w);
+}
+
+void oqcik_conv_gemm_rows(const OqciConv *p, const Family *f, const void *x, void *y,
+                          void *scratch, int64_t r0, int64_t r1) {
     GemmRun R;
     int32_t g;
-    int64_t P0, total;
+    int64_t P0, P1;
     gemm_setup(&R, p, f, x, y, scratch);
-    total = (int64_t)p->batch * R.ge.gpix;
+    R.P_first = row_pos(p, &R.ge, r0);
+    R.P_end = P1 = row_pos(p, &R.ge, r1);
     for (g = 0; g < p->group; g++)
-        for (P0 = 0; P0 < total;)
-            P0 += gemm_panel(&R, g, P0);
+        for (P0 = R.P_first; P0 < P1;)
+            P0 += gemm_panel(&R, g, P0, P1);
+}
+
+void oqcik_conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
+                     void *scratch) {
+    oqcik_conv_gemm_rows(p, f, x, y, scratch, 0, (int64_t)p->batch * p->out_h);
 }
 
 #endif /* HAVE_SIMD */

@@ -638,6 +638,10 @@ void oqcik_fused_rq(const OqciConv *p, const Family *f, int32_t nq, const uint8_
                     void *y);
 void oqcik_conv_gemm(const OqciConv *p, const Family *f, const void *x, void *y,
                      void *scratch);
+/* The outputs of rows [r0, r1) of batch * out_h (image r / out_h, row r % out_h) only,
+ * exactly as oqcik_conv_gemm computes them (a part of oqci_conv_par's row split). */
+void oqcik_conv_gemm_rows(const OqciConv *p, const Family *f, const void *x, void *y,
+                          void *scratch, int64_t r0, int64_t r1);
 #endif
 
 #if HAVE_AVX2

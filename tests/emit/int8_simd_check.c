@@ -15,7 +15,8 @@
  * output views, u8 and s8
  * inputs, both requantization modes, values at the ends of their ranges, a reduction
  * deeper than OQCI_KCHUNK; one case in five with accumulator outputs, OQCI_S32, whose
- * rq holds null pointers) and the outputs are compared byte for byte.  Prints one line
+ * rq holds null pointers) and the outputs are compared byte for byte; the odd cases run
+ * in the non-portable families as oqci_conv_par's parts for 3 threads.  Prints one line
  * per family and exits 1 on any difference, 2 on a usage or family error. */
 #ifndef OQCI_TEST_HOOKS
 #define OQCI_TEST_HOOKS 1   /* oqci_force_isa() (liboqc defines it too) */
@@ -199,13 +200,26 @@ static void free_case(Case *c) {
     free(c->shift);
 }
 
-/* Output of family isa (0: AUTO) into a fresh buffer; NULL on a kernel error or a write
- * past the scratch this build needs (oqci_conv_scratch_noamx without the AMX family:
- * 64 guard bytes after it must stay as they were). */
-static uint8_t *run(const Case *c, int isa) {
+/* A parallel-for that runs the tasks one after another, last first (any order must give
+ * the same bits). */
+static void reverse_for(void *ctx, void (*task)(void *arg, int i), void *arg, int n) {
+    int i;
+    (void)ctx;
+    for (i = n - 1; i >= 0; i--)
+        task(arg, i);
+}
+
+/* Output of family isa (0: AUTO) into a fresh buffer, by oqci_conv or, with threads > 1,
+ * by oqci_conv_par's parts (reverse_for); NULL on a kernel error or a write past the
+ * scratch this build needs (oqci_conv_scratch_noamx without the AMX family: 64 guard
+ * bytes after it must stay as they were). */
+static uint8_t *run(const Case *c, int isa, int threads) {
     uint8_t *y = malloc(c->ny ? c->ny : 1);
-    size_t need = oqci_conv_amx_build() ? oqci_conv_scratch(&c->p)
-                                        : oqci_conv_scratch_noamx(&c->p), i;
+    size_t need = threads > 1 ? (oqci_conv_amx_build() ? oqci_conv_par_scratch(&c->p, threads)
+                                                       : oqci_conv_par_scratch_noamx(&c->p, threads))
+                  : oqci_conv_amx_build() ? oqci_conv_scratch(&c->p)
+                                          : oqci_conv_scratch_noamx(&c->p),
+           i;
     unsigned char *s = malloc(need + 64);
     int st;
     memset(y, 0x5A, c->ny);
@@ -215,7 +229,8 @@ static uint8_t *run(const Case *c, int isa) {
         free(s);
         return NULL;
     }
-    st = oqci_conv(&c->p, c->x, y, s);
+    st = threads > 1 ? oqci_conv_par(&c->p, c->x, y, s, threads, reverse_for, NULL)
+                     : oqci_conv(&c->p, c->x, y, s);
     oqci_force_isa(OQCI_ISA_AUTO);
     for (i = 0; i < 64; i++)
         if (s[need + i] != 0xC3) {
@@ -234,7 +249,7 @@ static uint8_t *run(const Case *c, int isa) {
 
 int main(int argc, char **argv) {
     int ncases = argc > 2 ? atoi(argv[2]) : 400, t, isa, fails = 0;
-    int64_t cases[OQCI_ISA_COUNT] = {0}, bad[OQCI_ISA_COUNT] = {0};
+    int64_t cases[OQCI_ISA_COUNT] = {0}, bad[OQCI_ISA_COUNT] = {0}, split = 0;
     if (argc < 2) {
         fprintf(stderr, "usage: %s FAMILY [CASES]\n", argv[0]);
         return 2;
@@ -263,7 +278,7 @@ int main(int argc, char **argv) {
         if (!make_case(&c, kind, t % 2 ? OQCI_U8 : OQCI_S8,
                        (t / 2) % 2 ? OQCI_REQ_FIXED : OQCI_REQ_FLOAT, s32))
             continue;
-        ref = run(&c, OQCI_ISA_PORTABLE);
+        ref = run(&c, OQCI_ISA_PORTABLE, 1);
         if (!ref) {
             fprintf(stderr, "int8_simd_check: portable kernel failed on case %d\n", t);
             return 2;
@@ -272,7 +287,7 @@ int main(int argc, char **argv) {
             uint8_t *y;
             if (!oqci_isa_available(isa))
                 continue;
-            y = run(&c, isa);
+            y = run(&c, isa, t % 2 ? 3 : 1);   /* (odd cases: in parts, see below) */
             cases[isa]++;
             if (!y || memcmp(y, ref, c.ny) != 0) {
                 if (bad[isa]++ < 5)
@@ -285,9 +300,14 @@ int main(int argc, char **argv) {
             free(y);
         }
         cases[OQCI_ISA_PORTABLE]++;
+        split += t % 2 && oqci_conv_parts(&c.p, 3) > 1;
         free(ref);
         free_case(&c);
     }
+    /* Built with a small OQCI_PAR_MIN_MACS (int8_simd_arm.sh: 64), the odd cases split
+     * into parts (by channel runs, rows, groups, images) that the families run in turn. */
+    printf("int8_simd_check: %lld cases run in 2 or 3 parts (oqci_conv_par)\n",
+           (long long)split);
     for (isa = OQCI_ISA_PORTABLE; isa < OQCI_ISA_COUNT; isa++) {
         if (!oqci_isa_available(isa))
             continue;

@@ -1401,8 +1401,11 @@ static void test_conv_scratch_size(void) {
 static void test_conv_threads(void) {
     static const int shapes[][16] = {
         /* N, C, K, g, H, W, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr */
-        {1, 32, 40, 1, 20, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},     /* runs of 8 channels */
-        {1, 64, 5, 1, 48, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* 5 single channels */
+        {1, 32, 72, 1, 20, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},     /* runs of 8 channels */
+        {1, 64, 5, 1, 48, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* rows: 5 channels */
+        {1, 3, 32, 1, 128, 128, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},    /* rows: a stem, /2 */
+        {1, 144, 24, 1, 56, 56, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* rows: 1x1 (flat) */
+        {2, 64, 16, 1, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},     /* rows over 2 images */
         {1, 64, 64, 64, 80, 80, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    /* depthwise: groups */
         {1, 64, 128, 64, 112, 112, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}, /* depthwise /2, x2 */
         {1, 64, 64, 4, 24, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},     /* 4 groups */
@@ -1424,7 +1427,7 @@ static void test_conv_threads(void) {
             OqciConv p;
             conv_geo(&p, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10],
                      v[11], v[12], v[13], v[14], v[15]);
-            if (si == 0 || si == 2) {   /* output views */
+            if (si == 0 || si == 2 || si == 4 || si == 5) {   /* output views */
                 p.out_coff = 3;
                 p.out_ctotal = p.out_c + 5;
             }
@@ -1437,7 +1440,7 @@ static void test_conv_threads(void) {
             conv_threads = t;
             par_for = t == 2 ? reverse_for : oqcf_threads_run;
             par_ctx = t == 2 ? NULL : th;
-            int s32 = si == 7 || si == 6 ? 1 + (int)si % 3 : 0;   /* accumulator outputs */
+            int s32 = si == 10 || si == 9 || si == 3 ? 1 + (int)si % 3 : 0;   /* accumulator outputs */
             bad += conv_data_run(&p, (int)(si + (size_t)t) % 2, 0, 1, (int)si % 2, s32) != 0;
         }
     conv_threads = 0;
