@@ -220,6 +220,23 @@ static inline int32_t oqci_requant(int32_t acc, const OqciRequant *r, int64_t i,
     }
 }
 
+#ifndef OQCI_NO_FLOAT
+/* Entry i's multiplier M as a float32, in either mode: fixed mode's m 2^-shift is one
+ * exactly (oqci_requant_ok: 24 significant bits), and the float steps give both modes'
+ * bits, so the kernels' float fast paths serve fixed mode too.  (float)m is exact;
+ * 2^-shift (shift in [1, 62]) is built from exact float halvings. */
+static inline float oqci_rq_mult(const OqciRequant *r, int64_t i) {
+    int64_t k = r->per_index ? i : 0;
+    float pw = 1.0f;
+    int s;
+    if (r->mode == OQCI_REQ_FLOAT)
+        return r->mult[k];
+    for (s = r->shift[k]; s >= 30; s -= 30)
+        pw *= 1.0f / 1073741824.0f;
+    return (float)r->m[k] * (pw / (float)((int32_t)1 << s));
+}
+#endif
+
 /* The DP4A primitive: acc + a[0]*b[0] + a[1]*b[1] + a[2]*b[2] + a[3]*b[3], activations
  * a (u8 or s8) times weights b (s8), exact in int32 (the caller bounds the depth). */
 static inline int32_t oqci_dp4a_u8s8(int32_t acc, const uint8_t *a, const int8_t *b) {

@@ -118,7 +118,7 @@ int64_t oqcik_dwkq_bytes(const OqciConv *p) {
 static int dw3q_i16_ok(const OqciConv *p, int32_t k) {
     int64_t b = p->bias ? p->bias[k] : 0;
     return rq_i16_chan(9.0 * 32640.0 + (double)(b < 0 ? -b : b) + 147456.0,
-                       rq_mult2(p->rq.mult[p->rq.per_index ? k : 0]));
+                       rq_mult2(oqci_rq_mult(&p->rq, k)));
 }
 
 /* Channel k of oqcik_conv_dw3q__avx512vbmi with its epilogue in int16 lanes (rq64, as
@@ -135,7 +135,7 @@ dw3q_rows4(const OqciConv *p, const uint8_t *b, int32_t bs, int32_t S, int32_t n
            __mmask16 tmask, __m512i idx, const __m512i *wq, __m512i addv, int32_t k, int u8out,
            uint8_t *yk) {
     const __mmask64 qm = (__mmask64)0x7777777777777777ull;
-    const __m512 m2 = _mm512_set1_ps(rq_mult2(p->rq.mult[p->rq.per_index ? k : 0]));
+    const __m512 m2 = _mm512_set1_ps(rq_mult2(oqci_rq_mult(&p->rq, k)));
     const __m512 zf = _mm512_setzero_ps();
     const __m512i lo2w = _mm512_set1_epi16((short)(2 * p->lo));
     const __m512i hi2w = _mm512_set1_epi16((short)(2 * p->hi));

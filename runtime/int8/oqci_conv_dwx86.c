@@ -745,7 +745,7 @@ T_AVX2F void oqcik_conv_dwf__avx2(const OqciConv *p, const void *x, void *y, voi
                 RqV v;
                 int fused;
                 rqv_make(p, k, 0, 0, &v);
-                fused = !v.fixed && dw_bias_fits(bias, d.taps);
+                fused = dw_bias_fits(bias, d.taps);   /* (either mode: rqv_make) */
                 for (t = 0; t + 8 <= d.taps; t += 8)
                     _mm256_storeu_ps(wf + t, cvt8f(_mm_loadl_epi64((const __m128i *)(const void *)(w + t)), 0));
                 for (; t < d.taps; t++)

@@ -563,7 +563,7 @@ static void gemm_setup(GemmRun *R, const OqciConv *p, const Family *f, const voi
      * overflow (rq_pre checks every channel), and one block or
      * (ukr_rq_acc) the last of several whose int32 sums are exact */
     if (f->ukr_rq && (R->nblk == 1 || (f->ukr_rq_acc && !R->deep)) &&
-        p->out_type != OQCI_S32 && p->rq.mode == OQCI_REQ_FLOAT) {
+        p->out_type != OQCI_S32 && RQ_FLOAT_OK) {
         R->pre = (RqPre *)(void *)(R->panel + panel_bytes + cbuf_bytes + R->band_bytes +
                                    (size_t)p->out_c * 4);
         R->i16 = rq_pre(p, R->corr, f->rq_biased, R->pre);

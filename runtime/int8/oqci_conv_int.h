@@ -202,6 +202,14 @@ typedef struct RqPre {
  * layers more than the stem gains.  Its scratch: two panels (kpad / 4 quads of 32 pixels), two slots
  * of step sums (32 x 32 int32), then per channel a row of 16 copies of its sums' start
  * and its RqPre. */
+/* 1 where the float fast paths may run: builds with float, in both requantization modes
+ * (fixed mode's multipliers are float32s giving the same bits: oqci_rq_mult). */
+#ifndef OQCI_NO_FLOAT
+#define RQ_FLOAT_OK 1
+#else
+#define RQ_FLOAT_OK 0
+#endif
+
 #define AMXT_MAXK 64
 #define AMXT_PANEL (AMXT_MAXK / 4 * 128)
 #define AMXT_SLOT (32 * TILE_NR * 4)
@@ -210,8 +218,7 @@ static inline int amxt_fits(const OqciConv *p) {
                  p->p_l == 0 && (int64_t)(p->out_h - 1) * p->s_h < p->in_h &&
                  (int64_t)(p->out_w - 1) * p->s_w < p->in_w;
     return (is_flat(p) || inside) && p->kpad > 16 && p->kpad <= AMXT_MAXK &&
-           p->out_c / p->group >= 16 && p->out_type != OQCI_S32 &&
-           p->rq.mode == OQCI_REQ_FLOAT;
+           p->out_c / p->group >= 16 && p->out_type != OQCI_S32 && RQ_FLOAT_OK;
 }
 static inline size_t amxt_scratch(const OqciConv *p) {
     return ALIGN + 2 * AMXT_PANEL + 2 * AMXT_SLOT + (size_t)p->out_c * (64 + sizeof(RqPre));
@@ -515,7 +522,11 @@ static inline int rq_pre(const OqciConv *p, const int32_t *corr, int biased, RqP
         if (bias_may_overflow(p, b))
             return -1;
         pre[k].add = (int32_t)((uint32_t)(corr ? corr[k] : 0) + (uint32_t)b);
-        pre[k].m2 = rq_mult2(p->rq.mult[p->rq.per_index ? k : 0]);
+#ifndef OQCI_NO_FLOAT
+        pre[k].m2 = rq_mult2(oqci_rq_mult(&p->rq, k));
+#else
+        pre[k].m2 = 0.0f;   /* (never used: no fused epilogue without float, RQ_FLOAT_OK) */
+#endif
         pre[k].c2 = 0.0f;
     }
     mode = rq_mode(p, pre, biased);

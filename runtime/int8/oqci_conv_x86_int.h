@@ -56,17 +56,7 @@ T_AVX2 static NOINLINE void rqv_make(const OqciConv *p, int32_t k, int32_t corr,
         v->hi = p->hi;
     }
 #ifndef OQCI_NO_FLOAT
-    if (v->fixed) {
-        /* 2 M = m 2^(1 - shift) exactly: m has 24 significant bits (oqci_requant_ok
-         * refuses any other), and 2^(1 - shift), shift in [1, 62], is a normal float
-         * built from its bits. */
-        uint32_t e = (uint32_t)(128 - r->shift[i]) << 23;
-        float pw;
-        memcpy(&pw, &e, sizeof pw);
-        v->mult2 = _mm256_set1_ps((float)r->m[i] * pw);
-    } else {
-        v->mult2 = _mm256_set1_ps(rq_mult2(r->mult[i]));
-    }
+    v->mult2 = _mm256_set1_ps(rq_mult2(oqci_rq_mult(r, i)));   /* (fixed mode too) */
     v->lo2 = _mm256_set1_ps(2.0f * (float)p->lo);
     v->hi2 = _mm256_set1_ps(2.0f * (float)p->hi);
 #endif
@@ -199,7 +189,7 @@ static inline int dw_bias_fits(int64_t bias, int32_t taps) {
  * sums of k_h k_w taps exact from its bias (conv_dwf's fused condition for all of them). */
 static inline int dw_all_fused(const OqciConv *p) {
     int32_t k;
-    if (p->rq.mode != OQCI_REQ_FLOAT)
+    if (!RQ_FLOAT_OK)
         return 0;
     for (k = 0; k < p->out_c; k++)
         if (!dw_bias_fits(p->bias ? p->bias[k] : 0, p->k_h * p->k_w))
@@ -226,7 +216,7 @@ T_AVX512VNNI static inline __attribute__((always_inline)) __m512i rqf16(__m512 s
 /* Channel k's float requantization constants (rqfz_make's, from p). */
 T_AVX512VNNI static inline __attribute__((always_inline)) void rqfz_channel(const OqciConv *p,
                                                                               int32_t k, RqFZ *z) {
-    z->mult2 = _mm512_set1_ps(rq_mult2(p->rq.mult[p->rq.per_index ? k : 0]));
+    z->mult2 = _mm512_set1_ps(rq_mult2(oqci_rq_mult(&p->rq, k)));
     z->lo2 = _mm512_set1_ps(2.0f * (float)p->lo);
     z->hi2 = _mm512_set1_ps(2.0f * (float)p->hi);
 }

@@ -254,19 +254,28 @@ T_AVX512 static int64_t add_acc_avx512(const OqciAdd *p, const int32_t *a, const
 #endif
 
 #if HAVE_AVX2
+/* 2 M of entry i of r for add_acc's vector steps (either mode: oqci_rq_mult); without
+ * float they never run (add_acc_fast is 0), so nothing is computed. */
+#ifndef OQCI_NO_FLOAT
+#define ACC_M2(r, i) (2.0f * oqci_rq_mult((r), (i)))
+#else
+#define ACC_M2(r, i) 0.0f
+#endif
+
 /* Whether add_acc's AVX2 steps are exact for p: float requantization, two inputs, the
  * sums clamped (acc_lo) to bounds whose |t_0| stays below 2^30 in every channel, the
  * 8-bit input's |t_1| too (then every int32 sum of the two is exact). */
 static int add_acc_fast(const OqciAdd *p) {
 #ifndef OQCI_NO_FLOAT
     int32_t c;
-    double b1 = 2.0 * 255.0 * (p->rq[1].mult ? p->rq[1].mult[0] : 0.0f);
-    if (p->ninputs != 2 || p->rq[0].mode != OQCI_REQ_FLOAT ||
-        p->rq[1].mode != OQCI_REQ_FLOAT || !p->rq[0].per_index || !p->acc_lo ||
-        !(b1 < 1073741824.0 && b1 > -1073741824.0))
+    double b1;
+    if (p->ninputs != 2 || !p->rq[0].per_index || !p->acc_lo)
+        return 0;
+    b1 = 2.0 * 255.0 * oqci_rq_mult(&p->rq[1], 0);   /* (either mode: oqci_rq_mult) */
+    if (!(b1 < 1073741824.0 && b1 > -1073741824.0))
         return 0;
     for (c = 0; c < p->acc_channels; c++) {
-        double m = 2.0 * p->rq[0].mult[c];
+        double m = 2.0 * oqci_rq_mult(&p->rq[0], c);
         double l = (double)p->acc_lo[c] * m, h = (double)p->acc_hi[c] * m;
         if (!(l < 1073741824.0 && l > -1073741824.0 && h < 1073741824.0 && h > -1073741824.0))
             return 0;
@@ -309,15 +318,16 @@ static int add_acc(const OqciAdd *p, const void *const *x, void *y) {
         if (fast512)   /* the rest of this channel's run */
             d = add_acc_avx512(p, a + j, (const uint8_t *)x[1] + j, (uint8_t *)y + j,
                                run < p->count - j ? run : p->count - j,
-                               2.0f * p->rq[0].mult[c], 2.0f * p->rq[1].mult[0], p->acc_lo[c],
+                               ACC_M2(&p->rq[0], c), ACC_M2(&p->rq[1], 0), p->acc_lo[c],
                                p->acc_hi[c]);
         else
 #endif
 #if HAVE_AVX2
         if (fast && run >= 8)   /* this channel's run, 8 at a time */
             d = add_acc_avx2(p, a + j, (const uint8_t *)x[1] + j, (uint8_t *)y + j,
-                             run < p->count - j ? run : p->count - j, 2.0f * p->rq[0].mult[c],
-                             2.0f * p->rq[1].mult[0], p->acc_lo[c], p->acc_hi[c]);
+                             run < p->count - j ? run : p->count - j,
+                             ACC_M2(&p->rq[0], c), ACC_M2(&p->rq[1], 0), p->acc_lo[c],
+                             p->acc_hi[c]);
 #endif
         if (d == 0) {   /* one element */
             int32_t v = a[j];
@@ -365,8 +375,8 @@ int oqci_add(const OqciAdd *p, const void *const *x, void *y) {
             big = (t1 < 0 ? -t1 : t1) > big ? (t1 < 0 ? -t1 : t1) : big;
             bound += big;
 #ifndef OQCI_NO_FLOAT
-            calc = calc && p->rq[i].mode == OQCI_REQ_FLOAT && big < (1 << 30);
-            m2[i] = calc ? 2.0f * p->rq[i].mult[0] : 0.0f;
+            calc = calc && big < (1 << 30);   /* (either mode: oqci_rq_mult) */
+            m2[i] = calc ? 2.0f * oqci_rq_mult(&p->rq[i], 0) : 0.0f;
 #else
             calc = 0;
 #endif

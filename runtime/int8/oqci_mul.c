@@ -81,8 +81,8 @@ int oqci_mul(const OqciMul *p, const void *a, const void *b, void *y) {
         return OQCI_EINVAL;
 #if HAVE_AVX2 && !defined(OQCI_NO_FLOAT)
     /* the vector steps are exact while |a * g * 2M| < 2^30; |a * g| <= 255 * 255 */
-    if (p->rq.mode == OQCI_REQ_FLOAT && p->inner >= 8 && oqci_use_avx2()) {
-        m2 = 2.0f * p->rq.mult[0];
+    if (p->inner >= 8 && oqci_use_avx2()) {   /* (either mode: oqci_rq_mult) */
+        m2 = 2.0f * oqci_rq_mult(&p->rq, 0);
         fast = (double)m2 * 65025.0 < 1073741824.0 && (double)m2 * 65025.0 > -1073741824.0;
     }
 #endif
