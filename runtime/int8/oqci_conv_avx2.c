@@ -358,7 +358,6 @@ T_AVX2 static void q8conv_2x28c4__avx2(int32_t nq, const void *panel, const int8
  * float and the bias addition cannot overflow), as rqv_make sets them, from c. */
 T_AVX2 static inline __attribute__((always_inline)) void rqv_float(const OqciConv *p,
                                                                      const RqPre *c, RqV *v) {
-    v->fixed = 0;
     v->sat = 0;
     v->add = _mm256_set1_epi32(c->add);
     v->mult2 = _mm256_set1_ps(c->m2);

@@ -677,9 +677,9 @@ static void gemm_store_sums(GemmRun *R, int32_t g, const Seg *segs, int nseg, in
     }
 }
 
-/* The panel of group g at position P0: its
- * runs, the band holding its input rows (refilled only when it does not), every K
- * block; returns its positions (total: where the call's positions end). */
+/* The panel of group g at position P0: its runs, the band holding its input rows
+ * (refilled only when it does not), every K block; returns its positions (total: where
+ * the call's positions end). */
 static int32_t gemm_panel(GemmRun *R, int32_t g, int64_t P0, int64_t total) {
     const OqciConv *p = R->p;
     const Geo *ge = &R->ge;

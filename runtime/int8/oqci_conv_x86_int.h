@@ -5,8 +5,8 @@
  * pack32 and rq32 (32 outputs as bytes), and with AVX-512 RqFZ, rqf16 (16 lanes, float)
  * and narrow16.  All static inline, most always_inline: they are the inner steps of the
  * microkernels' epilogues, which inline them; rqv_make and rq32 are static and stay
- * out of line (NOINLINE: inlined into a caller, RqV's fixed-point fields, unused in
- * float mode, make gcc 12 warn them maybe uninitialized).  Fixed requantization gives
+ * out of line (NOINLINE: inlined into a caller, the RqV fields a build leaves unset
+ * make gcc 12 warn them maybe uninitialized).  Fixed requantization gives
  * float requantization's bits by definition (oqci_mul_shift), so with a float unit rq8
  * takes the float steps in both modes. */
 #ifndef OQCI_CONV_X86_INT_H
@@ -29,13 +29,12 @@
 
 /* One output channel's epilogue constants (see bias_may_overflow), broadcast. */
 typedef struct RqV {
-    int fixed;            /* OQCI_REQ_FIXED */
     int sat;              /* the bias addition may overflow int32: saturate it */
     __m256i add;          /* sat: the correction; else correction + bias (mod 2^32) */
     __m256i bias;         /* sat: the bias */
     __m256 mult2;         /* 2 M (see rq8); fixed mode too, M = m 2^-shift (a float32) */
     __m256 lo2, hi2;      /* 2 lo, 2 hi */
-    int32_t m;            /* fixed, integer-only builds: multiplier, */
+    int32_t m;            /* integer-only builds (fixed mode only): multiplier, */
     int32_t shift, lo, hi; /* shift and clamp (oqci_mul_shift lane by lane) */
 } RqV;
 
@@ -45,20 +44,18 @@ T_AVX2 static NOINLINE void rqv_make(const OqciConv *p, int32_t k, int32_t corr,
     const OqciRequant *r = &p->rq;
     int32_t i = r->per_index ? k : 0;
     int64_t b = !bias_done && p->bias ? p->bias[k] : 0;
-    v->fixed = r->mode == OQCI_REQ_FIXED;
     v->sat = bias_may_overflow(p, b);
     v->add = _mm256_set1_epi32(v->sat ? corr : (int32_t)((uint32_t)corr + (uint32_t)b));
     v->bias = _mm256_set1_epi32((int32_t)b);
-    if (v->fixed) {
-        v->m = r->m[i];
-        v->shift = r->shift[i];
-        v->lo = p->lo;
-        v->hi = p->hi;
-    }
 #ifndef OQCI_NO_FLOAT
     v->mult2 = _mm256_set1_ps(rq_mult2(oqci_rq_mult(r, i)));   /* (fixed mode too) */
     v->lo2 = _mm256_set1_ps(2.0f * (float)p->lo);
     v->hi2 = _mm256_set1_ps(2.0f * (float)p->hi);
+#else
+    v->m = r->m[i];   /* (fixed mode: float mode is refused without float) */
+    v->shift = r->shift[i];
+    v->lo = p->lo;
+    v->hi = p->hi;
 #endif
 }
 

@@ -262,7 +262,7 @@ T_AVX512 static int64_t add_acc_avx512(const OqciAdd *p, const int32_t *a, const
 #define ACC_M2(r, i) 0.0f
 #endif
 
-/* Whether add_acc's AVX2 steps are exact for p: float requantization, two inputs, the
+/* Whether add_acc's AVX2 steps are exact for p: a float unit (either mode), two inputs, the
  * sums clamped (acc_lo) to bounds whose |t_0| stays below 2^30 in every channel, the
  * 8-bit input's |t_1| too (then every int32 sum of the two is exact). */
 static int add_acc_fast(const OqciAdd *p) {
@@ -295,6 +295,7 @@ static int add_acc(const OqciAdd *p, const void *const *x, void *y) {
     int32_t c;
 #if HAVE_AVX2
     int fast;
+    float m1;   /* 2 M of the 8-bit input, for the vector steps */
 #endif
 #if HAVE_AVX512
     int fast512;
@@ -305,6 +306,7 @@ static int add_acc(const OqciAdd *p, const void *const *x, void *y) {
         return OQCI_EINVAL;
 #if HAVE_AVX2
     fast = add_acc_fast(p) && oqci_use_avx2();
+    m1 = fast ? ACC_M2(&p->rq[1], 0) : 0.0f;
 #endif
 #if HAVE_AVX512
     fast512 = fast && oqci_use_avx512();
@@ -318,16 +320,14 @@ static int add_acc(const OqciAdd *p, const void *const *x, void *y) {
         if (fast512)   /* the rest of this channel's run */
             d = add_acc_avx512(p, a + j, (const uint8_t *)x[1] + j, (uint8_t *)y + j,
                                run < p->count - j ? run : p->count - j,
-                               ACC_M2(&p->rq[0], c), ACC_M2(&p->rq[1], 0), p->acc_lo[c],
-                               p->acc_hi[c]);
+                               ACC_M2(&p->rq[0], c), m1, p->acc_lo[c], p->acc_hi[c]);
         else
 #endif
 #if HAVE_AVX2
         if (fast && run >= 8)   /* this channel's run, 8 at a time */
             d = add_acc_avx2(p, a + j, (const uint8_t *)x[1] + j, (uint8_t *)y + j,
                              run < p->count - j ? run : p->count - j,
-                             ACC_M2(&p->rq[0], c), ACC_M2(&p->rq[1], 0), p->acc_lo[c],
-                             p->acc_hi[c]);
+                             ACC_M2(&p->rq[0], c), m1, p->acc_lo[c], p->acc_hi[c]);
 #endif
         if (d == 0) {   /* one element */
             int32_t v = a[j];
