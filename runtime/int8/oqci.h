@@ -132,7 +132,7 @@ static inline uint64_t oqci_round24(uint64_t v) {
     return v;
 }
 
-/* Fixed-point requantization, integers only: round(float32(float32(x) * M) ) half away
+/* Fixed-point requantization, integers only: round(float32(float32(x) * M)) half away
  * from zero, saturated to int32, for M = m * 2^-shift, m < 2^31, shift in [1, 62].
  * With m of at most 24 significant bits (oqci_fixed_multiplier's, so that M is a
  * float32 exactly) this is bit for bit what float requantization computes with that M,

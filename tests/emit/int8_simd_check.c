@@ -211,14 +211,13 @@ static void reverse_for(void *ctx, void (*task)(void *arg, int i), void *arg, in
 
 /* Output of family isa (0: AUTO) into a fresh buffer, by oqci_conv or, with threads > 1,
  * by oqci_conv_par's parts (reverse_for); NULL on a kernel error or a write past the
- * scratch this build needs (oqci_conv_scratch_noamx without the AMX family: 64 guard
- * bytes after it must stay as they were). */
+ * scratch this build needs (oqci_conv_par_scratch_noamx without the AMX family, which
+ * for one thread is oqci_conv_scratch_noamx: 64 guard bytes after it must stay as they
+ * were). */
 static uint8_t *run(const Case *c, int isa, int threads) {
     uint8_t *y = malloc(c->ny ? c->ny : 1);
-    size_t need = threads > 1 ? (oqci_conv_amx_build() ? oqci_conv_par_scratch(&c->p, threads)
-                                                       : oqci_conv_par_scratch_noamx(&c->p, threads))
-                  : oqci_conv_amx_build() ? oqci_conv_scratch(&c->p)
-                                          : oqci_conv_scratch_noamx(&c->p),
+    size_t need = oqci_conv_amx_build() ? oqci_conv_par_scratch(&c->p, threads)
+                                        : oqci_conv_par_scratch_noamx(&c->p, threads),
            i;
     unsigned char *s = malloc(need + 64);
     int st;
