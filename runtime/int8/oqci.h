@@ -341,6 +341,11 @@ typedef void (*OqciParallelFor)(void *ctx, void (*task)(void *arg, int i), void 
 #ifndef OQCI_PAR_DW_DIV
 #define OQCI_PAR_DW_DIV 8
 #endif
+/* What a depthwise channel costs besides its multiply-adds, in multiply-adds, when
+ * par_split weighs a depthwise conv against OQCI_PAR_MIN_MACS / OQCI_PAR_DW_DIV. */
+#ifndef OQCI_PAR_DW_CH_MACS
+#define OQCI_PAR_DW_CH_MACS 1024
+#endif
 /* Convs of one group with fewer output channels than this split by output rows
  * (see par_split). */
 #ifndef OQCI_PAR_ROW_MAXC
@@ -512,12 +517,12 @@ int oqci_lut(const void *x, void *y, int64_t count, const uint8_t *table);
 /* Threads for pooling, sums, products and tables (oqci_par.c), as oqci_conv_par: a pool
  * is split into runs of channels (one image) or of images, a sum and a table lookup into
  * ranges of elements (multiples of 64), a product into runs of its blocks; at most
- * nthreads parts and none reading fewer than OQCI_PAR_MIN_BYTES input bytes (a few
- * microseconds of work); run NULL or one part: the plain call on the calling thread.
+ * nthreads parts and none reading fewer than OQCI_PAR_MIN_BYTES input bytes (one or
+ * two microseconds of work); run NULL or one part: the plain call on the calling thread.
  * Every output depends on its own channel, block or element only, so the result is the
  * plain call's, bit for bit.  No scratch. */
 #ifndef OQCI_PAR_MIN_BYTES
-#define OQCI_PAR_MIN_BYTES 65536
+#define OQCI_PAR_MIN_BYTES 16384
 #endif
 int oqci_maxpool_par(const OqciPool *p, const void *x, void *y, int nthreads,
                      OqciParallelFor run, void *ctx);

@@ -1396,8 +1396,9 @@ static void test_conv_scratch_size(void) {
  * with a scratch of exactly oqci_conv_par_scratch bytes; and the split is the documented
  * one: every shape below but the last has at least 3 units (runs of 8 channels, single
  * channels, groups, images) and 3 x OQCI_PAR_MIN_MACS multiply-adds (a depthwise conv:
- * 3 x OQCI_PAR_MIN_MACS / OQCI_PAR_DW_DIV; the second-to-last only that), so it makes as
- * many parts as threads; the last is too small to share. */
+ * 3 x OQCI_PAR_MIN_MACS / OQCI_PAR_DW_DIV counting OQCI_PAR_DW_CH_MACS a channel: the
+ * 576-channel one only so, the second-to-last only that), so it makes as many parts as
+ * threads; the last is too small to share. */
 static void test_conv_threads(void) {
     static const int shapes[][16] = {
         /* N, C, K, g, H, W, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr */
@@ -1413,6 +1414,7 @@ static void test_conv_threads(void) {
         {1, 2048, 1600, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},   /* fully connected */
         {4, 1024, 800, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* 4 rows */
         {1, 128, 48, 1, 28, 28, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* 1x1 */
+        {1, 576, 576, 576, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}, /* depthwise: its channels */
         {1, 96, 96, 96, 28, 28, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    /* depthwise, < MIN_MACS */
         {1, 4, 4, 1, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},         /* too small: one part */
     };
@@ -1434,7 +1436,9 @@ static void test_conv_threads(void) {
             CU_ASSERT_EQUAL(oqci_conv_parts(&p, 1), 1);
             int64_t macs = (int64_t)p.batch * p.out_c * p.out_h * p.out_w * p.kdim;
             int64_t least = v[3] == v[1] ? OQCI_PAR_MIN_MACS / OQCI_PAR_DW_DIV : OQCI_PAR_MIN_MACS;
-            CU_ASSERT(si + 1 == nshapes || macs >= 3 * least);
+            int64_t work = macs + (v[3] == v[1] ? (int64_t)p.batch * p.out_c * OQCI_PAR_DW_CH_MACS : 0);
+            CU_ASSERT(si + 1 == nshapes || work >= 3 * least);
+            CU_ASSERT(v[1] != 576 || macs < 2 * least);   /* splits for its channels only */
             CU_ASSERT(si + 2 != nshapes || macs < OQCI_PAR_MIN_MACS);
             CU_ASSERT_EQUAL(oqci_conv_parts(&p, t), si + 1 < nshapes ? t : 1);
             conv_threads = t;
