@@ -736,7 +736,9 @@ void oqcik_conv_gemm_rows(const OqciConv *p, const Family *f, const void *x, voi
     int64_t P0, P1;
     gemm_setup(&R, p, f, x, y, scratch);
     R.P_first = row_pos(p, &R.ge, r0);
-    R.P_end = P1 = row_pos(p, &R.ge, r1);
+    /* after row r1 - 1's last output, not at row r1: on a grid a row ends in dropped
+     * positions, and a last panel of nothing else has no runs to store */
+    R.P_end = P1 = r1 > r0 ? row_pos(p, &R.ge, r1 - 1) + p->out_w : R.P_first;
     for (g = 0; g < p->group; g++)
         for (P0 = R.P_first; P0 < P1;)
             P0 += gemm_panel(&R, g, P0, P1);

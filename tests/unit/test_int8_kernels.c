@@ -1414,6 +1414,9 @@ static void test_conv_threads(void) {
         {1, 2048, 1600, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},   /* fully connected */
         {4, 1024, 800, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* 4 rows */
         {1, 128, 48, 1, 28, 28, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* 1x1 */
+        {1, 16, 48, 1, 55, 55, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},     /* rows on a grid (a */
+        /* part of 3 whose last panel held only a row's dropped positions once stored
+         * through runs it did not have: wrong outputs in the row before the next part) */
         {1, 576, 576, 576, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}, /* depthwise: its channels */
         {1, 96, 96, 96, 28, 28, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    /* depthwise, < MIN_MACS */
         {1, 4, 4, 1, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},         /* too small: one part */
