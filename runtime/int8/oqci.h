@@ -320,8 +320,8 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch);
 /* Threads (oqci_conv.c).  A conv is split into parts that compute disjoint outputs
  * with exactly the arithmetic of one call, so the bits do not depend on the split:
  * runs of 8 output channels (of a conv with one group), output rows (of a conv with one
- * group and fewer than OQCI_PAR_ROW_MAXC output channels, over at least 4 rows per
- * thread), whole groups (grouped and depthwise convs of one image) or whole images
+ * group, a kernel wider than 1x1 or fewer than OQCI_PAR_ROW_MAXC output channels, over
+ * at least 4 rows per thread and 8 columns), whole groups (grouped and depthwise convs of one image) or whole images
  * (grouped convs of several), at most
  * nthreads parts and none of fewer than OQCI_PAR_MIN_MACS multiply-adds (depthwise
  * convs: OQCI_PAR_MIN_MACS / OQCI_PAR_DW_DIV; about 5 to 25
@@ -346,7 +346,7 @@ typedef void (*OqciParallelFor)(void *ctx, void (*task)(void *arg, int i), void 
 #ifndef OQCI_PAR_DW_CH_MACS
 #define OQCI_PAR_DW_CH_MACS 1024
 #endif
-/* Convs of one group with fewer output channels than this split by output rows
+/* 1x1 convs of one group with fewer output channels than this split by output rows
  * (see par_split). */
 #ifndef OQCI_PAR_ROW_MAXC
 #define OQCI_PAR_ROW_MAXC 64

@@ -542,8 +542,14 @@ static int par_split(const OqciConv *p, int nthreads, int64_t min_macs, int32_t 
     /* Few output channels over many pixels (a MobileNet's stem and projections): split
      * by channels, every part would pack all of the input's panels for a few tiles of
      * channels (packing is most of a thin conv's work) and the parts would be uneven
-     * (24 channels: 8 and 16); rows share nothing but the weights. */
-    if (row_split_ok(p, nthreads) && p->out_c < OQCI_PAR_ROW_MAXC) {
+     * (24 channels: 8 and 16); rows share nothing but the weights.  Kernels wider than
+     * 1x1 too: their packing unfolds every input byte k_h * k_w times (a ResNet's 3x3
+     * convs at 2 threads on a 2-core Zen 4: resnet18 5.76 -> 5.55 ms, googlenet 4.76
+     * -> 4.63).  1x1 convs of many channels stay split by channels: a MobileNet's
+     * expansions feed a depthwise conv, whose parts then read the channels their own
+     * core wrote (by rows: mobilenet_v2 1.64 -> 1.68 ms). */
+    if (row_split_ok(p, nthreads) &&
+        (p->out_c < OQCI_PAR_ROW_MAXC || (int64_t)p->k_h * p->k_w > 1)) {
         *by = 3;
         *units = (int32_t)((int64_t)p->batch * p->out_h);
     } else if (p->group == 1) {

@@ -1402,7 +1402,7 @@ static void test_conv_scratch_size(void) {
 static void test_conv_threads(void) {
     static const int shapes[][16] = {
         /* N, C, K, g, H, W, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr */
-        {1, 32, 72, 1, 20, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},     /* runs of 8 channels */
+        {1, 64, 72, 1, 30, 30, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     /* runs of 8 channels */
         {1, 64, 5, 1, 48, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* rows: 5 channels */
         {1, 3, 32, 1, 128, 128, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},    /* rows: a stem, /2 */
         {1, 144, 24, 1, 56, 56, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* rows: 1x1 (flat) */
@@ -1414,6 +1414,7 @@ static void test_conv_threads(void) {
         {1, 2048, 1600, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},   /* fully connected */
         {4, 1024, 800, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* 4 rows */
         {1, 128, 48, 1, 28, 28, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* 1x1 */
+        {1, 256, 72, 1, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* 3x3, 7 rows: channels */
         {1, 16, 48, 1, 55, 55, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},     /* rows on a grid (a */
         /* part of 3 whose last panel held only a row's dropped positions once stored
          * through runs it did not have: wrong outputs in the row before the next part) */
