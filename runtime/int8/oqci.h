@@ -341,6 +341,11 @@ typedef void (*OqciParallelFor)(void *ctx, void (*task)(void *arg, int i), void 
 #ifndef OQCI_PAR_DW_DIV
 #define OQCI_PAR_DW_DIV 8
 #endif
+/* Convs of fewer than 8 pixels (the dot-product path) split from OQCI_PAR_MIN_MACS /
+ * OQCI_PAR_GEMV_DIV multiply-adds on (each weight byte serves a few of them). */
+#ifndef OQCI_PAR_GEMV_DIV
+#define OQCI_PAR_GEMV_DIV 16
+#endif
 /* What a depthwise channel costs besides its multiply-adds, in multiply-adds, when
  * par_split weighs a depthwise conv against OQCI_PAR_MIN_MACS / OQCI_PAR_DW_DIV. */
 #ifndef OQCI_PAR_DW_CH_MACS

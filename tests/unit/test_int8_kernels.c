@@ -1397,8 +1397,9 @@ static void test_conv_scratch_size(void) {
  * one: every shape below but the last has at least 3 units (runs of 8 channels, single
  * channels, groups, images) and 3 x OQCI_PAR_MIN_MACS multiply-adds (a depthwise conv:
  * 3 x OQCI_PAR_MIN_MACS / OQCI_PAR_DW_DIV counting OQCI_PAR_DW_CH_MACS a channel: the
- * 576-channel one only so, the second-to-last only that), so it makes as many parts as
- * threads; the last is too small to share. */
+ * 576-channel one only so, the second-to-last only that; a conv of 1 to 7 pixels: 3 x
+ * OQCI_PAR_MIN_MACS / OQCI_PAR_GEMV_DIV, the 512 x 1000 one only that), so it makes as
+ * many parts as threads; the last is too small to share. */
 static void test_conv_threads(void) {
     static const int shapes[][16] = {
         /* N, C, K, g, H, W, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr */
@@ -1413,6 +1414,7 @@ static void test_conv_threads(void) {
         {3, 32, 64, 2, 20, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},     /* grouped, 3 images */
         {1, 2048, 1600, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},   /* fully connected */
         {4, 1024, 800, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* 4 rows */
+        {1, 512, 1000, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* classifier < MIN_MACS */
         {1, 128, 48, 1, 28, 28, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* 1x1 */
         {1, 256, 72, 1, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* 3x3, 7 rows: channels */
         {1, 16, 48, 1, 55, 55, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},     /* rows on a grid (a */
@@ -1439,10 +1441,13 @@ static void test_conv_threads(void) {
             }
             CU_ASSERT_EQUAL(oqci_conv_parts(&p, 1), 1);
             int64_t macs = (int64_t)p.batch * p.out_c * p.out_h * p.out_w * p.kdim;
-            int64_t least = v[3] == v[1] ? OQCI_PAR_MIN_MACS / OQCI_PAR_DW_DIV : OQCI_PAR_MIN_MACS;
+            int64_t least = v[3] == v[1]                 ? OQCI_PAR_MIN_MACS / OQCI_PAR_DW_DIV
+                            : v[0] * v[4] * v[5] < 8 ? OQCI_PAR_MIN_MACS / OQCI_PAR_GEMV_DIV
+                                                     : OQCI_PAR_MIN_MACS;
             int64_t work = macs + (v[3] == v[1] ? (int64_t)p.batch * p.out_c * OQCI_PAR_DW_CH_MACS : 0);
             CU_ASSERT(si + 1 == nshapes || work >= 3 * least);
             CU_ASSERT(v[1] != 576 || macs < 2 * least);   /* splits for its channels only */
+            CU_ASSERT(v[1] != 512 || macs < OQCI_PAR_MIN_MACS);   /* for its few pixels only */
             CU_ASSERT(si + 2 != nshapes || macs < OQCI_PAR_MIN_MACS);
             CU_ASSERT_EQUAL(oqci_conv_parts(&p, t), si + 1 < nshapes ? t : 1);
             conv_threads = t;
