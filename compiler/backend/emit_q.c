@@ -350,15 +350,15 @@ static void em_concat(Em *m, int node, FILE *b) {
     fprintf(b, "        TRY(oqci_concat(&q%d, x_, %s));\n    }\n", node, yout(m, n, 0));
 }
 
-/* OQC_Q_QUANTIZE: oqci_quantize. */
+/* OQC_Q_QUANTIZE: oqci_quantize (oqci_quantize_par with threads). */
 static void em_quantize(Em *m, int node, FILE *b) {
     const OqcNode *n = &m->g->nodes[node];
     const OqcQNode *q = n->q;
     char sb[48];
-    oqc_em_use_kernel(m, "oqci_eltwise.c");
-    fprintf(b, "    TRY(oqci_quantize(%s, %s, %s, %" PRId64 ", %s));\n", xin(m, n, 0),
-            yout(m, n, 0), oqc_em_qtype_name(q->out_type), q->count,
-            oqc_em_flit(sb, sizeof sb, q->scale));
+    oqc_em_use_kernel(m, m->threads > 1 ? "oqci_par.c" : "oqci_eltwise.c");
+    fprintf(b, "    TRY(oqci_quantize%s(%s, %s, %s, %" PRId64 ", %s%s));\n", par_name(m),
+            xin(m, n, 0), yout(m, n, 0), oqc_em_qtype_name(q->out_type), q->count,
+            oqc_em_flit(sb, sizeof sb, q->scale), par_args(m));
 }
 
 /* OQC_Q_DEQUANTIZE: oqci_dequantize, or oqci_dequantize_s32 of an accumulator tensor

@@ -1,10 +1,11 @@
-/* oqci_par.c - INT8 pooling, sums, products and table lookups split over threads
- * (oqci.h, "Threads for pooling, sums, products and tables"): oqci_maxpool_par,
- * oqci_avgpool_par, oqci_add_par, oqci_mul_par and oqci_lut_par run the plain kernels of
- * oqci_pool.c, oqci_eltwise.c and oqci_mul.c on disjoint parts of the output through
- * the caller's parallel-for.  A pool of one image splits by runs of channels (the
- * output channel view moves with them), a pool of several by images, a sum and a table
- * lookup by ranges of elements (multiples of 64), a product by runs of its blocks.
+/* oqci_par.c - INT8 pooling, sums, products, table lookups and quantization split over
+ * threads (oqci.h, "Threads for pooling, sums, products, tables and quantization"):
+ * oqci_maxpool_par, oqci_avgpool_par, oqci_add_par, oqci_mul_par, oqci_lut_par and
+ * oqci_quantize_par run the plain kernels of oqci_pool.c, oqci_eltwise.c and oqci_mul.c
+ * on disjoint parts of the output through the caller's parallel-for.  A pool of one
+ * image splits by runs of channels (the output channel view moves with them), a pool of
+ * several by images, a sum, a table lookup and a quantization by ranges of elements
+ * (multiples of 64), a product by runs of its blocks.
  * Each output depends on its own channel, block or element only, so the bits are the
  * plain call's.  With one part the plain call runs (and checks the parameters);
  * before a split they are checked by the plain kernel on zero images (zero elements),
@@ -225,3 +226,46 @@ int oqci_lut_par(const void *x, void *y, int64_t count, const uint8_t *table, in
     return OQCI_OK;
 }
 
+
+/* ---- quantization -------------------------------------------------------------------- */
+
+typedef struct QuantJob {
+    const float *x;
+    uint8_t *y;
+    int64_t count;
+    float scale;
+    int32_t out_type;
+    int n;
+} QuantJob;
+
+/* The first element of part i of j's n: multiples of 64. */
+static int64_t quant_bound(const QuantJob *j, int i) {
+    int64_t e = i >= j->n ? j->count : (j->count * i / j->n + 63) / 64 * 64;
+    return e < j->count ? e : j->count;
+}
+
+static void quant_task(void *arg, int i) {
+    const QuantJob *j = arg;
+    int64_t e0 = quant_bound(j, i), e1 = quant_bound(j, i + 1);
+    if (e1 > e0)
+        (void)oqci_quantize(j->x + e0, j->y + e0, j->out_type, e1 - e0, j->scale);
+}
+
+int oqci_quantize_par(const float *x, void *y, int32_t out_type, int64_t count, float scale,
+                      int nthreads, OqciParallelFor run, void *ctx) {
+    QuantJob j;
+    if (count < 0)
+        return OQCI_EINVAL;
+    j.n = nparts(nthreads, count, (uint64_t)count * sizeof(float));
+    if (!run || j.n < 2)
+        return oqci_quantize(x, y, out_type, count, scale);
+    if (oqci_quantize(x, y, out_type, 0, scale) != OQCI_OK)
+        return OQCI_EINVAL;
+    j.x = x;
+    j.y = (uint8_t *)y;
+    j.count = count;
+    j.scale = scale;
+    j.out_type = out_type;
+    run(ctx, quant_task, &j, j.n);
+    return OQCI_OK;
+}

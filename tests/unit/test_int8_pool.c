@@ -1096,10 +1096,10 @@ static void test_quantize_isas(void) {
 
 /* ---- threads ------------------------------------------------------------------------ */
 
-/* oqci_maxpool_par, oqci_avgpool_par, oqci_add_par with 2 threads (tasks in reverse on the
+/* oqci_maxpool_par, oqci_avgpool_par, oqci_add_par, oqci_quantize_par with 2 threads (tasks in reverse on the
  * caller) and 3 (oqcf_threads.c's pool): exactly the plain call's bytes, the channels
  * outside an output view untouched; the split is the documented one: a pool of one
- * image by channels, of several by images, a sum by element ranges, each part reading
+ * image by channels, of several by images, a sum and a quantization by element ranges, each part reading
  * at least OQCI_PAR_MIN_BYTES (the last shapes are too small to share: one call, no
  * task). */
 static void test_par_split(void) {
@@ -1214,6 +1214,36 @@ static void test_par_split(void) {
             free(xs[i]);
             rq_free(&r[i]);
         }
+    }
+    /* quantization: a 224x224 image's 3 planes, an odd count, too small */
+    static const int64_t qcounts[] = {3 * 224 * 224, 20011, 1000};
+    for (size_t ci = 0; ci < 3; ci++) {
+        int64_t n = qcounts[ci];
+        int32_t type = (int32_t)(ci % 2);
+        float scale = 0.0208f, *x = malloc(sizeof(float) * (size_t)n);
+        for (int64_t i = 0; i < n; i++)
+            x[i] = (rnd_f() - (type == OQCI_U8 ? 0.0f : 0.5f)) * 6.0f;
+        uint8_t *y1 = malloc((size_t)n + 1), *y2 = malloc((size_t)n + 1);
+        CU_ASSERT_EQUAL(oqci_quantize(x, y1, type, n, scale), OQCI_OK);
+        int64_t before = reverse_calls;
+        for (int t = 2; t <= 3; t++) {
+            memset(y2, 0x5A, (size_t)n + 1);
+            CU_ASSERT_EQUAL(oqci_quantize_par(x, y2, type, n, scale, t,
+                                              t == 2 ? reverse_for : oqcf_threads_run,
+                                              t == 2 ? NULL : (void *)th), OQCI_OK);
+            if ((memcmp(y1, y2, (size_t)n) || y2[n] != 0x5A) && bad++ < 9)
+                printf("\n  quantize count %lld, %d threads: bytes differ", (long long)n, t);
+        }
+        CU_ASSERT_EQUAL(reverse_calls - before,
+                        n * 4 >= 2 * (int64_t)OQCI_PAR_MIN_BYTES ? 1 : 0);
+        /* a bad scale is refused before any split */
+        CU_ASSERT_EQUAL(oqci_quantize_par(x, y2, type, n, 0.0f, 2, reverse_for, NULL),
+                        OQCI_EINVAL);
+        CU_ASSERT_EQUAL(reverse_calls - before,
+                        n * 4 >= 2 * (int64_t)OQCI_PAR_MIN_BYTES ? 1 : 0);
+        free(x);
+        free(y1);
+        free(y2);
     }
     CU_ASSERT_EQUAL(bad, 0);
     CU_ASSERT(reverse_tasks >= 2 * reverse_calls);
