@@ -354,7 +354,7 @@ typedef void (*OqciParallelFor)(void *ctx, void (*task)(void *arg, int i), void 
 /* 1x1 convs of one group with fewer output channels than this split by output rows
  * (see par_split). */
 #ifndef OQCI_PAR_ROW_MAXC
-#define OQCI_PAR_ROW_MAXC 64
+#define OQCI_PAR_ROW_MAXC 128
 #endif
 /* Parts oqci_conv_par makes of p for nthreads threads (1: it runs oqci_conv). */
 int oqci_conv_parts(const OqciConv *p, int nthreads);

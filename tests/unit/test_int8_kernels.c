@@ -1403,7 +1403,7 @@ static void test_conv_scratch_size(void) {
 static void test_conv_threads(void) {
     static const int shapes[][16] = {
         /* N, C, K, g, H, W, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr */
-        {1, 64, 72, 1, 30, 30, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     /* runs of 8 channels */
+        {1, 64, 160, 1, 30, 30, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* runs of 8 channels */
         {1, 64, 5, 1, 48, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* rows: 5 channels */
         {1, 3, 32, 1, 128, 128, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},    /* rows: a stem, /2 */
         {1, 144, 24, 1, 56, 56, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    /* rows: 1x1 (flat) */
