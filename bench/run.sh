@@ -404,7 +404,7 @@ for m in $BENCH_MODELS; do
                 note "ort_check_fused.js failed on ${name}_$v.onnx: $(tail -n 1 "$I8/${name}_${v}_check.err")"
         done
     fi
-    for e in c_int8 c_int8w7 c_fp32 c_int8t2 c_fp32t2 ort_fp32 ort_qdq ort_qdq_u8w ort_qdq_w7; do
+    for e in c_int8 c_int8w7 c_fp32 c_int8t2 c_fp32t2 ort_fp32 ort_qdq ort_qdq_u8w ort_qdq_w7 ort_qdq_t; do
         : >"$I8/${name}_lat_$e.log"
     done
     r=0
