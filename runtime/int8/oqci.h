@@ -321,10 +321,11 @@ int oqci_conv(const OqciConv *p, const void *x, void *y, void *scratch);
  * with exactly the arithmetic of one call, so the bits do not depend on the split:
  * runs of 8 output channels (of a conv with one group), output rows (of a conv with one
  * group, a kernel wider than 1x1 or fewer than OQCI_PAR_ROW_MAXC output channels, over
- * at least 4 rows per thread and 8 columns), whole groups (grouped and depthwise convs of one image) or whole images
- * (grouped convs of several), at most
- * nthreads parts and none of fewer than OQCI_PAR_MIN_MACS multiply-adds (depthwise
- * convs: OQCI_PAR_MIN_MACS / OQCI_PAR_DW_DIV; about 5 to 25
+ * at least 4 rows per thread and 8 columns), whole groups (grouped and depthwise convs
+ * of one image) or whole images (grouped convs of several), at most nthreads parts and
+ * none of fewer than OQCI_PAR_MIN_MACS multiply-adds (depthwise convs:
+ * OQCI_PAR_MIN_MACS / OQCI_PAR_DW_DIV, counting OQCI_PAR_DW_CH_MACS a channel; convs of
+ * fewer than 8 pixels: OQCI_PAR_MIN_MACS / OQCI_PAR_GEMV_DIV; about 5 to 25
  * us of work on one core, against about a microsecond to hand a task to a waiting
  * thread).  Each part is an oqci_conv call of its own, on its own slice of the scratch
  * (so each repeats the packing of the input panels it reads).  The scratch is sized for
@@ -522,9 +523,8 @@ int oqci_lut(const void *x, void *y, int64_t count, const uint8_t *table);
 /* Threads for pooling, sums, products, tables and quantization (oqci_par.c), as
  * oqci_conv_par: a pool is split into runs of channels (one image) or of images, a sum, a
  * table lookup and a quantization into ranges of elements (multiples of 64), a product
- * into runs of its blocks; at most
- * nthreads parts and none reading fewer than OQCI_PAR_MIN_BYTES input bytes (one or
- * two microseconds of work); run NULL or one part: the plain call on the calling thread.
+ * into runs of its blocks; at most nthreads parts and none reading fewer than
+ * OQCI_PAR_MIN_BYTES input bytes (one or two microseconds of work); run NULL or one part: the plain call on the calling thread.
  * Every output depends on its own channel, block or element only, so the result is the
  * plain call's, bit for bit.  No scratch. */
 #ifndef OQCI_PAR_MIN_BYTES

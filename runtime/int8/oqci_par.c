@@ -24,6 +24,13 @@ static int nparts(int nthreads, int64_t units, uint64_t bytes) {
     return (int)(n > cap ? cap : n);
 }
 
+/* The first element of part i of n over count elements (a sum, a table lookup, a
+ * quantization): multiples of 64, count for i >= n. */
+static int64_t elems_bound(int64_t count, int n, int i) {
+    int64_t e = i >= n ? count : (count * i / n + 63) / 64 * 64;
+    return e < count ? e : count;
+}
+
 /* ---- pooling ------------------------------------------------------------------------- */
 
 typedef struct PoolJob {
@@ -102,17 +109,12 @@ typedef struct AddJob {
     int n;
 } AddJob;
 
-/* The first element of part i of n (n: the count): multiples of 64. */
-static int64_t add_bound(const AddJob *j, int i) {
-    int64_t e = i >= j->n ? j->p->count : (j->p->count * i / j->n + 63) / 64 * 64;
-    return e < j->p->count ? e : j->p->count;
-}
-
 static void add_task(void *arg, int i) {
     const AddJob *j = arg;
     OqciAdd sub = *j->p;
     const void *xs[OQCI_ADD_MAX];
-    int64_t e0 = add_bound(j, i), e1 = add_bound(j, i + 1);
+    int64_t e0 = elems_bound(j->p->count, j->n, i);
+    int64_t e1 = elems_bound(j->p->count, j->n, i + 1);
     int32_t k;
     if (e1 <= e0)
         return;
@@ -163,10 +165,9 @@ typedef struct EltJob {
 
 /* The first unit of part i of j's n (elements: multiples of 64). */
 static int64_t elt_bound(const EltJob *j, int i) {
-    int64_t e = i >= j->n ? j->units : j->units * i / j->n;
-    if (!j->p && i < j->n)
-        e = (e + 63) / 64 * 64;
-    return e < j->units ? e : j->units;
+    if (!j->p)
+        return elems_bound(j->units, j->n, i);
+    return i >= j->n ? j->units : j->units * i / j->n;
 }
 
 static void elt_task(void *arg, int i) {
@@ -226,7 +227,6 @@ int oqci_lut_par(const void *x, void *y, int64_t count, const uint8_t *table, in
     return OQCI_OK;
 }
 
-
 /* ---- quantization -------------------------------------------------------------------- */
 
 typedef struct QuantJob {
@@ -238,15 +238,9 @@ typedef struct QuantJob {
     int n;
 } QuantJob;
 
-/* The first element of part i of j's n: multiples of 64. */
-static int64_t quant_bound(const QuantJob *j, int i) {
-    int64_t e = i >= j->n ? j->count : (j->count * i / j->n + 63) / 64 * 64;
-    return e < j->count ? e : j->count;
-}
-
 static void quant_task(void *arg, int i) {
     const QuantJob *j = arg;
-    int64_t e0 = quant_bound(j, i), e1 = quant_bound(j, i + 1);
+    int64_t e0 = elems_bound(j->count, j->n, i), e1 = elems_bound(j->count, j->n, i + 1);
     if (e1 > e0)
         (void)oqci_quantize(j->x + e0, j->y + e0, j->out_type, e1 - e0, j->scale);
 }
