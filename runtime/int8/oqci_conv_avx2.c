@@ -679,10 +679,9 @@ T_AVX2 static void q8gemv_4x16__avx2(const uint8_t *a, int u8, const int8_t *con
  * AVX-512 VNNI's dot products, oqcik_gemv4__avx512vnni). */
 void oqcik_conv_gemv_avx2(const OqciConv *p, const void *x, void *y, void *scratch, int z) {
     int64_t pix = (int64_t)p->out_h * p->out_w, plane = (int64_t)p->in_h * p->in_w, n, q;
-    int32_t cg = p->in_c / p->group, kg = p->out_c / p->group, g;
+    int32_t cg = p->in_c / p->group, g;
     uint8_t *row = (uint8_t *)scratch;
-    void (*dot)(const uint8_t *, int, const int8_t *const *, int32_t, int32_t *) =
-        q8gemv_4x16__avx2;
+    Dot4Fn dot = q8gemv_4x16__avx2;
 #if HAVE_AVX512VNNI && !OQCI_EMU_VNNI
     if (z)
         dot = oqcik_gemv4__avx512vnni;
@@ -692,29 +691,8 @@ void oqcik_conv_gemv_avx2(const OqciConv *p, const void *x, void *y, void *scrat
         for (g = 0; g < p->group; g++) {
             const uint8_t *xg = (const uint8_t *)x + (n * p->in_c + (int64_t)g * cg) * plane;
             for (q = 0; q < pix; q++) {
-                int32_t kk;
                 oqcik_im2col(p, xg, q, 1, row);
-                for (kk = 0; kk < kg; kk += 4) {
-                    int32_t nk = kg - kk < 4 ? kg - kk : 4, r, off;
-                    int32_t k = g * kg + kk;
-                    int64_t acc[4] = {0, 0, 0, 0};
-                    const int8_t *w[4];
-                    for (off = 0; off < p->kpad; off += OQCI_KCHUNK) {
-                        int32_t len = p->kpad - off < OQCI_KCHUNK ? p->kpad - off : OQCI_KCHUNK;
-                        int32_t s[4];
-                        for (r = 0; r < 4; r++)
-                            w[r] = p->w + (size_t)(k + (r < nk ? r : nk - 1)) * (size_t)p->kpad +
-                                   off;
-                        dot(row + off, p->in_type == OQCI_U8, w, len, s);
-                        for (r = 0; r < 4; r++)
-                            acc[r] += s[r];
-                    }
-                    for (r = 0; r < nk; r++) {
-                        int64_t v = acc[r] + (p->bias ? p->bias[k + r] : 0);
-                        put_q(p, y, (n * p->out_ctotal + p->out_coff + k + r) * pix + q,
-                              rq1(p, sat32(v), k + r));
-                    }
-                }
+                oqcik_gemv_pixel(p, dot, row, n, g, q, y);
             }
         }
 }

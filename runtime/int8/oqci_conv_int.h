@@ -50,6 +50,7 @@
 /* A family's quads per K block: as many as fill the panel bytes of KBLOCK int16 x 28 */
 #define KBQ(nr, esize) (KBLOCK * PANEL_BYTES_PER_K / (4 * (nr) * (esize)))
 #define GEMV_MAX_PIX 8      /* fewer pixels per group than this: dot-product path */
+#define DOT_LAST_MINK 512   /* reductions from which a panel's last pixel may be a dot product */
 #define DW_MAX_TAPS 64      /* larger depthwise kernels go through the GEMM */
 #define DW_VEC 16           /* outputs per depthwise step (the plane's column rounding) */
 #define DWF_MAXK 7          /* depthwise: the largest K x K of the AVX-512 flat kernels */
@@ -544,6 +545,11 @@ static inline int rq_pre(const OqciConv *p, const int32_t *corr, int biased, RqP
  * first nk rows are stored (t may hold no more: oqcik_conv_gemm's K-block buffer has
  * round_up(kg, TILE_MR) rows, which an mr of 3 does not divide); np: the panel's
  * meaningful pixels (a microkernel may skip vectors holding none). */
+/* acc[r] = the dot product of len bytes (a multiple of 4, at most OQCI_KCHUNK) of a (u8 or,
+ * with u8 0, s8) with weight row w[r], r < 4: a pixel's im2col row against four channels. */
+typedef void (*Dot4Fn)(const uint8_t *a, int u8, const int8_t *const *w, int32_t len,
+                       int32_t acc[4]);
+
 typedef void (*UkrFn)(int32_t nq, const void *panel, const int8_t *const *w, int32_t *t,
                       int acc, int32_t np, int32_t nk);
 
@@ -619,6 +625,9 @@ typedef struct Family {
     /* the sum of n weight bytes (weight_corr, once per channel and call), or NULL: a
      * plain C loop */
     int64_t (*wsum)(const int8_t *w, int32_t n);
+    /* or NULL: dot products over the reduction (Dot4Fn), which compute a panel's last
+     * pixel when it is one past a multiple of 8 (see gemm_panel) */
+    Dot4Fn dot4;
 } Family;
 /* oqcik_conv_gemm's weight row pointers (wtab) in its scratch: after the aligned panel block,
  * the K-block buffer and the band (bytes as gemm_scratch gives them) and the per-channel
@@ -640,6 +649,10 @@ int64_t oqcik_dwkq_bytes(const OqciConv *p);
 #if HAVE_SIMD
 /* ---- oqci_conv_gemm.c -------------------------------------------------------------- */
 
+/* Output pixel q of image n, every channel of group g, from the pixel's im2col row (kpad
+ * bytes) by dot, four channels at a time: the few-pixel path's and a panel's last pixel. */
+void oqcik_gemv_pixel(const OqciConv *p, Dot4Fn dot, const uint8_t *row, int64_t n, int32_t g,
+                      int64_t q, void *y);
 int oqcik_make_segs(const Geo *g, int64_t P0, int32_t np, Seg *s);
 void oqcik_store_runs(const OqciConv *p, const uint8_t *q, int32_t k, const Seg *segs,
                       int nseg, void *y);

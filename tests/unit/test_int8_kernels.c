@@ -922,7 +922,15 @@ static const int simd_shapes[][16] = {
     {1, 3, 8, 1, 17, 30, 5, 3, 2, 2, 2, 1, 2, 1, 2, 1},      /* taps: 5x3, row dilation 2 */
     {1, 3, 8, 1, 12, 30, 3, 3, 2, 2, 1, 1, 0, 0, -3, -4},    /* taps: rows and columns unread */
     {1, 5, 40, 1, 6, 200, 3, 3, 1, 2, 1, 1, 4, 5, 4, 5},     /* taps: padding wider than the
-                                                             * kernel (windows of zeros) */
+                                                             * kernel (windows of zeros) */    /* a panel's last pixel by dot products (gemm_panel: 17 = 16 + 1, K >= 512) */
+    {1, 64, 20, 1, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* 3x3, 49 = 32 + 16 + 1: the
+                                                             * padded corner */
+    {1, 600, 13, 1, 9, 9, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     /* flat, 81 = 64 + 16 + 1 */
+    {1, 130, 10, 1, 15, 15, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},   /* 225 = 7 x 32 + 1: dot alone */
+    {3, 520, 6, 1, 3, 9, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},      /* 3 images of 27: 81 */
+    {1, 64, 12, 1, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},    /* 3x3/2 to 7x7 */
+    {1, 60, 8, 1, 7, 7, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2},       /* dilated 2 */
+    {1, 128, 16, 2, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},     /* 2 groups */
 };
 
 /* Exact, every family: shapes aimed at each SIMD path (simd_shapes), each with u8 and s8
