@@ -675,6 +675,34 @@ T_AVX2 static void q8gemv_4x16__avx2(const uint8_t *a, int u8, const int8_t *con
                         : oqci_dp4a_s8s8(acc[r], (const int8_t *)a + t, w[r] + t);
 }
 
+/* Output pixel q of image n, every channel of group g, from its im2col row by dot, four
+ * channels at a time. */
+static void gemv_pixel(const OqciConv *p, Dot4Fn dot, const uint8_t *row, int64_t n, int32_t g,
+                       int64_t q, void *y) {
+    int64_t pix = (int64_t)p->out_h * p->out_w;
+    int32_t kg = p->out_c / p->group, kk;
+    for (kk = 0; kk < kg; kk += 4) {
+        int32_t nk = kg - kk < 4 ? kg - kk : 4, r, off;
+        int32_t k = g * kg + kk;
+        int64_t acc[4] = {0, 0, 0, 0};
+        const int8_t *w[4];
+        for (off = 0; off < p->kpad; off += OQCI_KCHUNK) {
+            int32_t len = p->kpad - off < OQCI_KCHUNK ? p->kpad - off : OQCI_KCHUNK;
+            int32_t s[4];
+            for (r = 0; r < 4; r++)
+                w[r] = p->w + (size_t)(k + (r < nk ? r : nk - 1)) * (size_t)p->kpad + off;
+            dot(row + off, p->in_type == OQCI_U8, w, len, s);
+            for (r = 0; r < 4; r++)
+                acc[r] += s[r];
+        }
+        for (r = 0; r < nk; r++) {
+            int64_t v = acc[r] + (p->bias ? p->bias[k + r] : 0);
+            put_q(p, y, (n * p->out_ctotal + p->out_coff + k + r) * pix + q,
+                  rq1(p, sat32(v), k + r));
+        }
+    }
+}
+
 /* Each output pixel's im2col row (scratch) against 4 weight rows at a time (z: with
  * AVX-512 VNNI's dot products, oqcik_gemv4__avx512vnni). */
 void oqcik_conv_gemv_avx2(const OqciConv *p, const void *x, void *y, void *scratch, int z) {
@@ -692,9 +720,17 @@ void oqcik_conv_gemv_avx2(const OqciConv *p, const void *x, void *y, void *scrat
             const uint8_t *xg = (const uint8_t *)x + (n * p->in_c + (int64_t)g * cg) * plane;
             for (q = 0; q < pix; q++) {
                 oqcik_im2col(p, xg, q, 1, row);
-                oqcik_gemv_pixel(p, dot, row, n, g, q, y);
+                gemv_pixel(p, dot, row, n, g, q, y);
             }
         }
 }
+
+#if HAVE_AVX512VNNI && !OQCI_EMU_VNNI
+/* Family.pixel of the AVX-512 families (gemm_panel's lone last pixel). */
+void oqcik_gemv_pixel__avx512vnni(const OqciConv *p, const uint8_t *row, int64_t n, int32_t g,
+                                  int64_t q, void *y) {
+    gemv_pixel(p, oqcik_gemv4__avx512vnni, row, n, g, q, y);
+}
+#endif
 
 #endif /* HAVE_AVX2 */

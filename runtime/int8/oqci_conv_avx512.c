@@ -139,7 +139,7 @@ T_AVX512VNNI static void store_runs__avx512vnni(const OqciConv *p, const uint8_t
     .ukr = oqcik_q8conv_8x32c4__avx512vnni, .store = oqcik_store_tile__avx2,                \
     .ukr_rq = UKR_RQ_AVX512VNNI, .ukr_rq_acc = UKR_RQ_ACC_AVX512VNNI,                       \
     .ukr_rq_wide = UKR_RQ_WIDE_AVX512VNNI, .rq_biased = 1, .grid = GRID_BY_WORK_PACKED,     \
-    .wsum = oqcik_wsum__avx2, .dot4 = oqcik_gemv4__avx512vnni
+    .wsum = oqcik_wsum__avx2, .pixel = oqcik_gemv_pixel__avx512vnni
 
 const Family oqcik_family_avx512vnni = {
     .isa = OQCI_ISA_AVX512VNNI,

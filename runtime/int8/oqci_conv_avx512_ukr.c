@@ -364,7 +364,7 @@ T_AVX512VNNI void oqcik_q8conv_8x32c4_rq__avx512vnni(int32_t nq, const void *pan
 #undef ZROWS
 
 /* ---- oqcik_gemv4__avx512vnni: oqcik_conv_gemv_avx2's dot products (few pixels) -------
- * (and Family.dot4 of the AVX-512 families: a panel's lone last pixel, gemm_panel).
+ * (and so a panel's lone last pixel: oqcik_gemv_pixel__avx512vnni, gemm_panel).
  * The fully connected layers are bound by reading their weights once: 64 weight bytes
  * per row per vpdpbusd (the AVX2 kernel's 16-bit copies take 4 operations per 16), the
  * last partial 64 by masked loads (zero weights: nothing added).  s8 inputs go in as

@@ -76,32 +76,6 @@ void oqcik_im2col(const OqciConv *p, const uint8_t *xg, int64_t p0, int64_t nr, 
  * SIMD families: shared pieces (plain C).
  * ==================================================================================== */
 
-void oqcik_gemv_pixel(const OqciConv *p, Dot4Fn dot, const uint8_t *row, int64_t n, int32_t g,
-                      int64_t q, void *y) {
-    int64_t pix = (int64_t)p->out_h * p->out_w;
-    int32_t kg = p->out_c / p->group, kk;
-    for (kk = 0; kk < kg; kk += 4) {
-        int32_t nk = kg - kk < 4 ? kg - kk : 4, r, off;
-        int32_t k = g * kg + kk;
-        int64_t acc[4] = {0, 0, 0, 0};
-        const int8_t *w[4];
-        for (off = 0; off < p->kpad; off += OQCI_KCHUNK) {
-            int32_t len = p->kpad - off < OQCI_KCHUNK ? p->kpad - off : OQCI_KCHUNK;
-            int32_t s[4];
-            for (r = 0; r < 4; r++)
-                w[r] = p->w + (size_t)(k + (r < nk ? r : nk - 1)) * (size_t)p->kpad + off;
-            dot(row + off, p->in_type == OQCI_U8, w, len, s);
-            for (r = 0; r < 4; r++)
-                acc[r] += s[r];
-        }
-        for (r = 0; r < nk; r++) {
-            int64_t v = acc[r] + (p->bias ? p->bias[k + r] : 0);
-            put_q(p, y, (n * p->out_ctotal + p->out_coff + k + r) * pix + q,
-                  rq1(p, sat32(v), k + r));
-        }
-    }
-}
-
 /* Convs whose panels of outputs taps packing can make (Family.pack_taps, see Taps):
  * kernels at least 3 wide (so a quad's four elements lie in at most two kernel rows),
  * 16 outputs' inputs inside a 64-byte window of a row, reductions up to TAPS_MAXQ quads,
@@ -705,20 +679,16 @@ static void gemm_store_sums(GemmRun *R, int32_t g, const Seg *segs, int nseg, in
     }
 }
 
-/* Whether a panel of np pixels computes its last one by dot products (dot_pixel): when
- * it would otherwise take an 8-pixel body for that one column, the last 17 of a 7x7
- * plane's 49 pixels (32 + 16 + 1; 9x9, 15x15 and 55x55 planes end so too).  Then it
- * pays: one Zen 4 core, int8_conv_bench, GMAC/s without and with: 3x3 512 -> 512 on 7x7
- * 179 -> 193 (8x6, 48 pixels: 201), 3x3 256 -> 512 stride 2 to 7x7 161 -> 172, 1x1 832 ->
- * 384 185 -> 192, 1x1 512 -> 512 180 -> 186.  The pixel's dot products read every weight
- * once more and each channel's sum is reduced and requantized alone (about 30 cycles),
- * so short reductions gain nothing (1x1 320 -> 1280: 174 either way); nor does a 9-pixel
- * panel (13x13: 169 = 5 x 32 + 9), whose 8-pixel body costs about what the 16-pixel one
- * did (1x1 256 -> 256 195 -> 188).  Not for grid panels (positions that are not
- * outputs), tile families (whose batches hold whole panels), or a reduction longer than
- * the panel's scratch, which holds the pixel's im2col row. */
+/* Whether a panel of np pixels computes its last one by dot products (dot_pixel): where
+ * that pixel would otherwise take an 8-pixel body alone (np one past a multiple of 16:
+ * the last 17 of a 7x7 plane's 49) and the reduction is long enough for the dot
+ * products, which read every weight once more and reduce and requantize each channel
+ * alone, to cost less than the body (docs/compile.md; a 9-pixel tail's 8-pixel body costs
+ * about what a 16-pixel one does, so np % 8 == 1 would not pay).  Not for grid panels
+ * (positions that are not outputs), tile families (whose batches hold whole panels), or
+ * a reduction longer than the panel's scratch, which holds the pixel's im2col row. */
 static int dot_last(const GemmRun *R, int32_t np) {
-    return np % 16 == 1 && R->p->kpad >= DOT_LAST_MINK && R->f->dot4 && !R->f->tiles &&
+    return np % 16 == 1 && R->p->kpad >= DOT_LAST_MINK && R->f->pixel && !R->f->tiles &&
            !R->ge.grid && R->panel_bytes >= (size_t)R->p->kpad;
 }
 
@@ -729,7 +699,7 @@ static void dot_pixel(GemmRun *R, int32_t g, int64_t P) {
     int64_t n = P / R->ge.gpix, q = P % R->ge.gpix;
     const uint8_t *xg = R->x + (n * p->in_c + (int64_t)g * R->ge.cg) * R->ge.plane;
     oqcik_im2col(p, xg, q, 1, R->panel);
-    oqcik_gemv_pixel(p, R->f->dot4, R->panel, n, g, q, R->y);
+    R->f->pixel(p, R->panel, n, g, q, R->y);
 }
 
 /* The panel of group g at position P0: its runs, the band holding its input rows

@@ -549,6 +549,10 @@ static inline int rq_pre(const OqciConv *p, const int32_t *corr, int biased, RqP
  * with u8 0, s8) with weight row w[r], r < 4: a pixel's im2col row against four channels. */
 typedef void (*Dot4Fn)(const uint8_t *a, int u8, const int8_t *const *w, int32_t len,
                        int32_t acc[4]);
+/* Output pixel q of image n, every channel of group g, from the pixel's im2col row (kpad
+ * bytes), by dot products. */
+typedef void (*PixelFn)(const OqciConv *p, const uint8_t *row, int64_t n, int32_t g, int64_t q,
+                        void *y);
 
 typedef void (*UkrFn)(int32_t nq, const void *panel, const int8_t *const *w, int32_t *t,
                       int acc, int32_t np, int32_t nk);
@@ -625,9 +629,9 @@ typedef struct Family {
     /* the sum of n weight bytes (weight_corr, once per channel and call), or NULL: a
      * plain C loop */
     int64_t (*wsum)(const int8_t *w, int32_t n);
-    /* or NULL: dot products over the reduction (Dot4Fn), which compute a panel's last
-     * pixel when it is one past a multiple of 8 (see gemm_panel) */
-    Dot4Fn dot4;
+    /* or NULL: one pixel by dot products over the reduction, for a panel's lone last
+     * pixel (gemm_panel) */
+    PixelFn pixel;
 } Family;
 /* oqcik_conv_gemm's weight row pointers (wtab) in its scratch: after the aligned panel block,
  * the K-block buffer and the band (bytes as gemm_scratch gives them) and the per-channel
@@ -649,10 +653,6 @@ int64_t oqcik_dwkq_bytes(const OqciConv *p);
 #if HAVE_SIMD
 /* ---- oqci_conv_gemm.c -------------------------------------------------------------- */
 
-/* Output pixel q of image n, every channel of group g, from the pixel's im2col row (kpad
- * bytes) by dot, four channels at a time: the few-pixel path's and a panel's last pixel. */
-void oqcik_gemv_pixel(const OqciConv *p, Dot4Fn dot, const uint8_t *row, int64_t n, int32_t g,
-                      int64_t q, void *y);
 int oqcik_make_segs(const Geo *g, int64_t P0, int32_t np, Seg *s);
 void oqcik_store_runs(const OqciConv *p, const uint8_t *q, int32_t k, const Seg *segs,
                       int nseg, void *y);
@@ -720,6 +720,8 @@ void oqcik_q8conv_8x32c4__avx512vnni(int32_t nq, const void *panel, const int8_t
                                      int32_t *t, int acc, int32_t np, int32_t nk);
 void oqcik_gemv4__avx512vnni(const uint8_t *a, int u8, const int8_t *const *w, int32_t len,
                              int32_t acc[4]);
+void oqcik_gemv_pixel__avx512vnni(const OqciConv *p, const uint8_t *row, int64_t n, int32_t g,
+                                  int64_t q, void *y);
 #ifndef OQCI_NO_FLOAT
 void oqcik_q8conv_8x32c4_rq__avx512vnni(int32_t nq, const void *panel, const int8_t *const *w,
                                         const OqciConv *p, int32_t nk, const RqPre *pre,
