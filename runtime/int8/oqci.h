@@ -524,7 +524,8 @@ int oqci_lut(const void *x, void *y, int64_t count, const uint8_t *table);
  * oqci_conv_par: a pool is split into runs of channels (one image) or of images, a sum, a
  * table lookup and a quantization into ranges of elements (multiples of 64), a product
  * into runs of its blocks; at most nthreads parts and none reading fewer than
- * OQCI_PAR_MIN_BYTES input bytes (one or two microseconds of work); run NULL or one part: the plain call on the calling thread.
+ * OQCI_PAR_MIN_BYTES input bytes (one or two microseconds of work); run NULL or one
+ * part: the plain call on the calling thread.
  * Every output depends on its own channel, block or element only, so the result is the
  * plain call's, bit for bit.  No scratch. */
 #ifndef OQCI_PAR_MIN_BYTES

@@ -477,7 +477,8 @@ typedef struct GemmRun {
     void *y;
     Geo ge;
     uint8_t *panel;                   /* the packed panel (f->tiles: the batch's first) */
-    size_t panel_bytes;               /* its scratch */
+    int dot1;                         /* a panel's lone last pixel may be a dot product
+                                       * (dot_last) */
     size_t band_bytes;                /* the band's scratch (gemm_scratch), or 0 */
     Band band;
     int64_t band_n, band_r0, band_r1, band_g;   /* what the band holds: image, rows, group */
@@ -536,7 +537,6 @@ static void gemm_setup(GemmRun *R, const OqciConv *p, const Family *f, const voi
         taps_setup(p, &R->ge, p->in_type == f->flip, &R->tt);
     }
     gemm_scratch(p, HAVE_AMX, &panel_bytes, &cbuf_bytes, &R->band_bytes);
-    R->panel_bytes = panel_bytes;
     R->c32 = (int32_t *)(void *)(R->panel + panel_bytes);
     R->c64 = (int64_t *)(void *)R->c32;
     R->band.buf = R->panel + panel_bytes + cbuf_bytes;
@@ -586,6 +586,8 @@ static void gemm_setup(GemmRun *R, const OqciConv *p, const Family *f, const voi
             R->bpanel[k] = k ? R->work + AMX_PANELS_OFF + (size_t)(k - 1) * apb : R->panel;
     }
     R->bsize = (R->nq + R->nblk - 1) / R->nblk;   /* balanced blocks */
+    R->dot1 = p->kpad >= DOT_LAST_MINK && f->pixel && !f->tiles && !R->ge.grid &&
+              panel_bytes >= (size_t)p->kpad;
 }
 
 /* Packs quads q0 .. q0 + bq - 1 of the panel at P0 (np positions, runs segs; packed as
@@ -688,8 +690,7 @@ static void gemm_store_sums(GemmRun *R, int32_t g, const Seg *segs, int nseg, in
  * (positions that are not outputs), tile families (whose batches hold whole panels), or
  * a reduction longer than the panel's scratch, which holds the pixel's im2col row. */
 static int dot_last(const GemmRun *R, int32_t np) {
-    return np % 16 == 1 && R->p->kpad >= DOT_LAST_MINK && R->f->pixel && !R->f->tiles &&
-           !R->ge.grid && R->panel_bytes >= (size_t)R->p->kpad;
+    return np % 16 == 1 && R->dot1;   /* (the conditions on the conv: gemm_setup) */
 }
 
 /* Output position P (n gpix + pixel, not a grid) of group g by dot products: its im2col

@@ -539,12 +539,6 @@ static inline int rq_pre(const OqciConv *p, const int32_t *corr, int biased, RqP
     return mode;
 }
 
-/* Computes sums over nq quads of an nr-pixel panel for mr weight rows (w[r] at the
- * block's first reduction element; rows beyond the group's channels repeat a valid one)
- * into rows of t (stride TILE_NR), or adds them to t (acc: the next K block).  Only the
- * first nk rows are stored (t may hold no more: oqcik_conv_gemm's K-block buffer has
- * round_up(kg, TILE_MR) rows, which an mr of 3 does not divide); np: the panel's
- * meaningful pixels (a microkernel may skip vectors holding none). */
 /* acc[r] = the dot product of len bytes (a multiple of 4, at most OQCI_KCHUNK) of a (u8 or,
  * with u8 0, s8) with weight row w[r], r < 4: a pixel's im2col row against four channels. */
 typedef void (*Dot4Fn)(const uint8_t *a, int u8, const int8_t *const *w, int32_t len,
@@ -554,6 +548,12 @@ typedef void (*Dot4Fn)(const uint8_t *a, int u8, const int8_t *const *w, int32_t
 typedef void (*PixelFn)(const OqciConv *p, const uint8_t *row, int64_t n, int32_t g, int64_t q,
                         void *y);
 
+/* Computes sums over nq quads of an nr-pixel panel for mr weight rows (w[r] at the
+ * block's first reduction element; rows beyond the group's channels repeat a valid one)
+ * into rows of t (stride TILE_NR), or adds them to t (acc: the next K block).  Only the
+ * first nk rows are stored (t may hold no more: oqcik_conv_gemm's K-block buffer has
+ * round_up(kg, TILE_MR) rows, which an mr of 3 does not divide); np: the panel's
+ * meaningful pixels (a microkernel may skip vectors holding none). */
 typedef void (*UkrFn)(int32_t nq, const void *panel, const int8_t *const *w, int32_t *t,
                       int acc, int32_t np, int32_t nk);
 

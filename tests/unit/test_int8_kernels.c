@@ -922,7 +922,8 @@ static const int simd_shapes[][16] = {
     {1, 3, 8, 1, 17, 30, 5, 3, 2, 2, 2, 1, 2, 1, 2, 1},      /* taps: 5x3, row dilation 2 */
     {1, 3, 8, 1, 12, 30, 3, 3, 2, 2, 1, 1, 0, 0, -3, -4},    /* taps: rows and columns unread */
     {1, 5, 40, 1, 6, 200, 3, 3, 1, 2, 1, 1, 4, 5, 4, 5},     /* taps: padding wider than the
-                                                             * kernel (windows of zeros) */    /* a panel's last pixel by dot products (gemm_panel: 17 = 16 + 1, K >= 512) */
+                                                             * kernel (windows of zeros) */
+    /* a panel's last pixel by dot products (gemm_panel: 17 = 16 + 1, K >= 512) */
     {1, 64, 20, 1, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      /* 3x3, 49 = 32 + 16 + 1: the
                                                              * padded corner */
     {1, 600, 13, 1, 9, 9, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     /* flat, 81 = 64 + 16 + 1 */

@@ -1096,12 +1096,12 @@ static void test_quantize_isas(void) {
 
 /* ---- threads ------------------------------------------------------------------------ */
 
-/* oqci_maxpool_par, oqci_avgpool_par, oqci_add_par, oqci_quantize_par with 2 threads (tasks in reverse on the
- * caller) and 3 (oqcf_threads.c's pool): exactly the plain call's bytes, the channels
- * outside an output view untouched; the split is the documented one: a pool of one
- * image by channels, of several by images, a sum and a quantization by element ranges, each part reading
- * at least OQCI_PAR_MIN_BYTES (the last shapes are too small to share: one call, no
- * task). */
+/* oqci_maxpool_par, oqci_avgpool_par, oqci_add_par, oqci_quantize_par with 2 threads
+ * (tasks in reverse on the caller) and 3 (oqcf_threads.c's pool): exactly the plain
+ * call's bytes, the channels outside an output view untouched; the split is the
+ * documented one: a pool of one image by channels, of several by images, a sum and a
+ * quantization by element ranges, each part reading at least OQCI_PAR_MIN_BYTES (the
+ * last shapes are too small to share: one call, no task). */
 static void test_par_split(void) {
     static const int pools[][9] = {
         /* N, C, H, W, k, s, pad, avg, ctotal-extra (view) */
