@@ -8,16 +8,19 @@
 #      the portable one; built with no -m flag and -DOQCI_NO_DISPATCH it must choose the
 #      portable family, and with no flag at all (run-time selection, oqci.h's default)
 #      the CPU's best.
-#   2. x86 VNNI: this CPU may lack AVX-512 VNNI and AVX-VNNI, so the files are compiled
-#      with -mavx512f -mavx512bw -mavx512vnni -mavxvnni (strict C99, gcc and clang) and
-#      the objects must hold vpdpbusd on zmm (AVX-512) and VEX-encoded on ymm (AVX-VNNI);
-#      (with OQCI_TEST_HOOKS, which keeps every compiled family reachable), with
-#      -mavxvnni alone, and with OQCI_DISPATCH and no -m flag (liboqc's build: AVX2 and
-#      AVX-512 VNNI kernels, AMX, and AVX-VNNI with gcc).  Their logic (u8 panels, s8 inputs
-#      packed + 128 and corrected, their tiles) runs here with OQCI_TEST_EMULATE_VNNI:
-#      vpdpbusd ymm emulated exactly with AVX2, a plain-C stand-in for the AVX-512
-#      microkernel.  When the CPU has them, the real program is also run; likewise
-#      with the AMX-INT8 flags (the object must hold tdpbssd, tdpbsud, tileloadd).
+#   2. x86 VNNI: this CPU may lack AVX-512 VNNI, VBMI, AVX-VNNI and AMX, so the files
+#      are compiled (strict C99, gcc and clang; with OQCI_TEST_HOOKS, which keeps every
+#      compiled family reachable) once with all their flags, -mavx512f -mavx512bw
+#      -mavx512vnni -mavx512vbmi -mavxvnni -mamx-tile -mamx-int8 (a Sapphire Rapids),
+#      and those objects must hold each family's instructions: vpdpbusd on zmm (AVX-512)
+#      and VEX-encoded on ymm (AVX-VNNI), vpermt2b (VBMI), tdpbssd, tdpbsud, tileloadd
+#      (AMX); also with -mavxvnni alone (AVX-VNNI without AVX-512), and the
+#      no-flag build of part 1 (OQCI_DISPATCH, as oqci.h defines it there: liboqc's
+#      build) must hold the AVX2 and AVX-512 VNNI kernels, AMX, and AVX-VNNI with gcc.
+#      Their logic (u8 panels, s8 inputs packed + 128 and corrected, their tiles) runs
+#      here with OQCI_TEST_EMULATE_VNNI: vpdpbusd ymm emulated exactly with AVX2, a
+#      plain-C stand-in for the AVX-512 microkernel.  When the CPU has them, the real
+#      programs are also built with each family's own flags and run.
 #   3. Arm dot product: with aarch64-linux-gnu-gcc and qemu-aarch64 (Debian packages
 #      gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, qemu-user; skipped when absent),
 #      built -static with -march=armv8.2-a+dotprod (strict C99; the objects hold sdot)
@@ -26,7 +29,8 @@
 #      family, and with no flag at all (run-time selection by HWCAP) neondot under
 #      -cpu max and portable under -cpu cortex-a53.
 # Each program run takes well under a second natively, a few seconds under qemu; the
-# whole script ~25 s (mostly compiling).
+# whole script ~80 s alone on one core of the CI machine, almost all of it compiling the
+# conv files (18 times: each compile is one configuration of families no other one has).
 . tests/cli/lib.sh
 # These compile the runtime sources with the system's compilers: the same whichever
 # configuration `make check` is testing, so they run in one only, the sanitizer one
@@ -135,24 +139,31 @@ if [ "$X86" = 1 ]; then
                 "$TMP/dflt.$cc" 'vpdpbusd.*zmm'
             check_run "$cc, no flag: the CPU's best family chosen at run time" \
                 "$(best_x86 $cc)" 300 "$TMP/dflt.$cc"
+            eval "dflt_$cc=\"\$TMP/dflt.\$cc\""
         else
             fail "$cc plain build: $(head -n 5 "$TMP/err")"
         fi
     done
 
     # ---- 2. x86 VNNI: compile checks (and runs on a CPU that has it) -------------------
-    VNNI="-mavx512f -mavx512bw -mavx512vnni -mavxvnni"
+    # every flag of the VNNI, VBMI and AMX families at once: one compile (a Sapphire
+    # Rapids'), checked for each family's instructions
+    ALLX86="-mavx512f -mavx512bw -mavx512vnni -mavx512vbmi -mavxvnni -mamx-tile -mamx-int8"
     for cc in gcc clang; do
         command -v "$cc" >/dev/null 2>&1 || continue
         # with the hooks every compiled family stays reachable (oqci_force_isa)
-        if conv_objs "vnni.$cc" $cc $C99 $VNNI -DOQCI_TEST_HOOKS; then
-            ok "$cc $VNNI: oqci_conv*.c compile (strict C99)"
+        if conv_objs "all.$cc" $cc $C99 $ALLX86 -DOQCI_TEST_HOOKS; then
+            ok "$cc $ALLX86: oqci_conv*.c compile (strict C99)"
             has_insn "$cc: AVX-512 VNNI kernel (vpdpbusd zmm)" objdump "$objs" \
                 'vpdpbusd.*zmm'
             has_insn "$cc: AVX-VNNI kernel ({vex} vpdpbusd ymm)" objdump "$objs" \
                 'vex.*vpdpbusd.*ymm'
+            has_insn "$cc: VBMI packers (vpermt2b)" objdump "$objs" 'vpermt2b.*zmm'
+            for pat in tdpbssd tdpbsud tileloadd; do
+                has_insn "$cc: AMX kernels ($pat)" objdump "$objs" "$pat"
+            done
         else
-            fail "$cc $VNNI: $(head -n 5 "$TMP/err")"
+            fail "$cc $ALLX86: $(head -n 5 "$TMP/err")"
         fi
         if conv_objs "avxvnni.$cc" $cc $C99 -mavxvnni; then
             has_insn "$cc -mavxvnni: oqci_conv*.c compile, AVX-VNNI kernel" objdump \
@@ -160,17 +171,22 @@ if [ "$X86" = 1 ]; then
         else
             fail "$cc -mavxvnni: $(head -n 5 "$TMP/err")"
         fi
-        if conv_objs "disp.$cc" $cc $C99 -DOQCI_DISPATCH -DOQCI_TEST_HOOKS; then
-            ok "$cc -DOQCI_DISPATCH (no -m flag): oqci_conv*.c compile (strict C99)"
-            pats="vpmaddwd.*ymm vpdpbusd.*zmm"
+        # The no-flag program of part 1 is a dispatch build: oqci.h defines
+        # OQCI_DISPATCH there (GNU C on x86-64 without -mavx2), so its conv code is
+        # liboqc's -DOQCI_DISPATCH build (the same preprocessed text, but for the hooks'
+        # OQCI_PAR_MIN_MACS): its families are checked on it.
+        eval "objs=\"\${dflt_$cc:-}\""
+        if [ -n "$objs" ] && $cc $C99 $HOOKS -dM -E runtime/int8/oqci_conv.c 2>"$TMP/err" |
+            grep -q '^#define OQCI_DISPATCH 1$'; then
+            ok "$cc, no -m flag: OQCI_DISPATCH (as -DOQCI_DISPATCH), oqci_conv*.c compile (strict C99)"
+            pats="vpmaddwd.*ymm vpdpbusd.*zmm tdpbsud"
             # AVX-VNNI is chosen at run time only by gcc (see OQCI_CC_AVXVNNI)
             [ "$cc" = gcc ] && pats="$pats vex.*vpdpbusd.*ymm"
             for pat in $pats; do
                 has_insn "$cc dispatch build: $pat" objdump "$objs" "$pat"
             done
-            eval "disp_$cc=\"\$objs\""
         else
-            fail "$cc -DOQCI_DISPATCH: $(head -n 5 "$TMP/err")"
+            fail "$cc, no -m flag: no dispatch build ($(head -n 3 "$TMP/err"))"
         fi
     done
     # Their logic on this CPU: OQCI_TEST_EMULATE_VNNI emulates vpdpbusd ymm with AVX2 (the
@@ -194,36 +210,16 @@ if [ "$X86" = 1 ]; then
         skip "CPU lacks AVX-512 VNNI (compile-checked only)"
     fi
     # AVX-512 VBMI from the flags (Ice Lake, Zen 4): the avx512vbmi family chosen at
-    # compile time, its byte permutes in the objects, run where the CPU has it
+    # compile time, run where the CPU has it (its byte permutes: the objects above)
     VBMI="-mavx512f -mavx512bw -mavx512vnni -mavx512vbmi"
-    for cc in gcc clang; do
-        command -v "$cc" >/dev/null 2>&1 || continue
-        if conv_objs "vbmi.$cc" $cc $C99 $VBMI -DOQCI_TEST_HOOKS; then
-            has_insn "$cc $VBMI: VBMI packers (vpermt2b)" objdump "$objs" 'vpermt2b.*zmm'
-        else
-            fail "$cc $VBMI: $(head -n 5 "$TMP/err")"
-        fi
-    done
     if grep -qw avx512vbmi /proc/cpuinfo && grep -qw avx512_vnni /proc/cpuinfo &&
         gcc $C99 $VBMI $HOOKS $SRC -o "$TMP/vbmi" 2>/dev/null; then
         check_run "gcc AVX-512 VBMI (and VNNI), bit-exact with portable" avx512vbmi 600 "$TMP/vbmi"
     else
         skip "CPU lacks AVX-512 VBMI (compile-checked only)"
     fi
-    # AMX: compiled (gcc and clang, strict C99) with its flags, and run where the CPU has it
+    # AMX: run where the CPU has it (compiled above)
     AMX="-mavx512f -mavx512bw -mavx512vnni -mavx512vbmi -mamx-tile -mamx-int8"
-    for cc in gcc clang; do
-        command -v "$cc" >/dev/null 2>&1 || continue
-        if conv_objs "amx.$cc" $cc $C99 $AMX -DOQCI_TEST_HOOKS; then
-            for pat in tdpbssd tdpbsud tileloadd; do
-                has_insn "$cc $AMX: AMX kernels ($pat)" objdump "$objs" "$pat"
-            done
-        else
-            fail "$cc $AMX: $(head -n 5 "$TMP/err")"
-        fi
-        eval "objs=\"\$disp_$cc\""
-        has_insn "$cc dispatch build: AMX kernels (tdpbsud)" objdump "$objs" tdpbsud
-    done
     if grep -qw amx_int8 /proc/cpuinfo && grep -qw amx_tile /proc/cpuinfo &&
         grep -qw avx512_vnni /proc/cpuinfo &&
         gcc $C99 $AMX $HOOKS $SRC -o "$TMP/amx" 2>/dev/null; then
