@@ -166,11 +166,13 @@ if [ "${OQC_CONFIG:-default}" = default ]; then
     done
 
     # One thread: no thread code at all (a microcontroller's build); two: pthreads.
+    # (through the object cache: the runtime copies the two outputs share, and those
+    # the portable family's build above compiled, compile once)
     for prec in int8 fp32; do
         for t in 1 2; do
             mkdir -p "$TMP/obj_${prec}_$t"
             for c in "$TMP/f_${prec}_$t"/*.c; do
-                gcc $FLAGS -DOQCI_NO_DISPATCH -c "$c" -o "$TMP/obj_${prec}_$t/$(basename "$c" .c).o" ||
+                cc_cached gcc $FLAGS -DOQCI_NO_DISPATCH -c "$c" -o "$TMP/obj_${prec}_$t/$(basename "$c" .c).o" ||
                     fail "fashion $prec --threads $t: $c does not build"
             done
         done

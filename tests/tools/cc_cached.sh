@@ -19,16 +19,19 @@
 # differ); the compiler's messages are kept with it and printed again; a failed compile
 # is not kept.  Arguments must hold no blanks.  Objects are stored under a unique name
 # and then renamed, so several configurations may fill the cache at once.
+# With -c (one source, -o OBJECT) it compiles only, as `CC -c`: the object is the cached
+# one, the same whether a test asked for the object or for a program built from it.
 set -u
 here=$(cd "$(dirname "$0")/../.." && pwd)
 cache=${OQC_OBJCACHE:-$here/build/objcache}
 tmpd=${OQC_CC_TMP:-}
 cc=$1
 shift
-fl="" kfl="" src="" lk="" out=a.out
+fl="" kfl="" src="" lk="" out=a.out conly=0
 while [ $# -gt 0 ]; do
     case $1 in
         -o) out=$2; shift ;;
+        -c) conly=1 ;;
         -I) fl="$fl -I $2"; shift ;;
         -I* | -D* | -U*) fl="$fl $1" ;;
         *.c) src="$src $1" ;;
@@ -37,6 +40,7 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
+case $conly$src in 1" "*" "*) echo "cc_cached.sh: -c takes one source" >&2; exit 2 ;; esac
 work=$(mktemp -d) || exit 1
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$cache" || exit 1
@@ -63,6 +67,10 @@ for c in $src; do
         cat "$work/msg" >&2
         cp "$work/msg" "$cache/$key.msg.$$" && mv -f "$cache/$key.msg.$$" "$cache/$key.msg" &&
             cp "$work/new.o" "$cache/$key.o.$$" && mv -f "$cache/$key.o.$$" "$o" || exit 1
+    fi
+    if [ $conly = 1 ]; then
+        cp "$o" "$out.$$" && mv -f "$out.$$" "$out"
+        exit
     fi
     cp "$o" "$work/$i.o" && objs="$objs $work/$i.o"
 done
