@@ -175,7 +175,7 @@ cc_cached gcc $FLAGS -I "$O" "$TMP/int8io.c" "$O"/*.c -lm -o "$TMP/int8io" 2>"$T
     fail "integer I/O: $(head -n 3 "$TMP/cc.log")"
 
 # Sanitizers (one build, the fixed model).
-if cc_cached gcc $FLAGS -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I "$O" \
+if cc_cached gcc $SAN_CFLAGS -I "$O" \
         -DOQC_MODEL_HEADER='"fashion.h"' -DOQC_MODEL_PREFIX=fashion $DRIVER "$O"/*.c -lm \
         -o "$TMP/run_san" 2>"$TMP/cc.log"; then
     "$TMP/run_san" "$TMP/in.npy" "$TMP/out_san.npy" 10 >/dev/null 2>"$TMP/san.log" &&

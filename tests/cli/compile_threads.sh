@@ -214,8 +214,13 @@ if [ "${OQC_CONFIG:-default}" = san ]; then
             "$TMP/run1" "$in" "$TMP/out1.npy" >/dev/null ||
             fail "$mdl, 1 thread: $(head -n 5 "$TMP/cc.log")"
         for san in address,undefined thread; do
-            build "$TMP/run_$san" "$TMP/${mdl}3" -O1 -g -fsanitize=$san -fno-sanitize-recover=all \
-                $(wo "$TMP/${mdl}3") &&
+            # (ASan + UBSan: lib.sh's SAN_CFLAGS, whose runtime objects compile_int8.sh
+            # and run_u8.sh share through the object cache)
+            sfl="$FLAGS -O1 -g -fsanitize=thread -fno-sanitize-recover=all"
+            [ $san = thread ] || sfl=$SAN_CFLAGS
+            # shellcheck disable=SC2046
+            cc_cached gcc $sfl -I "$TMP/${mdl}3" -DOQC_MODEL_HEADER='"m.h"' -DOQC_MODEL_PREFIX=m \
+                $DRIVER "$TMP/${mdl}3"/*.c $(wo "$TMP/${mdl}3") -lm -o "$TMP/run_$san" 2>"$TMP/cc.log" &&
                 "$TMP/run_$san" "$in" "$TMP/out_$san.npy" >/dev/null 2>"$TMP/san.log" &&
                 cmp -s "$TMP/out1.npy" "$TMP/out_$san.npy" &&
                 ok "$mdl $args, 3 threads, -fsanitize=$san: clean, outputs as one thread's" ||

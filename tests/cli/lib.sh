@@ -20,6 +20,12 @@ trap 'rm -rf "$TMP"' EXIT
 # cc_cached CC ARG...: `CC ARG...` through the object cache of tests/tools/cc_cached.sh
 # (the runtime copies emitted next to every model compile once per make check).
 cc_cached() { OQC_CC_TMP=$TMP sh tests/tools/cc_cached.sh "$@"; }
+# SAN_CFLAGS: the flags of the emitted code's ASan + UBSan builds (compile_int8.sh,
+# run_u8.sh, compile_threads.sh): one set, so that the runtime copies their models share
+# (the INT8 conv library above all: ~40 s of instrumented compiling) compile once per
+# make check through the object cache.  C11 and -pthread for the threaded outputs' pool
+# (strict C99 is what each script's plain builds check); -O1, as ASan advises.
+SAN_CFLAGS="-std=c11 -O1 -g -Wall -Wextra -Werror -pedantic -ffp-contract=off -pthread -fsanitize=address,undefined -fno-sanitize-recover=all"
 # NAMED: the calibration method of tests whose subject is not the method.  The default
 # (auto) measures 5 to 10 INT8 settings on the calibration data (tests/cli/tune.sh and
 # devset.sh test it), which over these scripts' many calibrations of the same model adds

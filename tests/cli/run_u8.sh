@@ -117,7 +117,7 @@ u8_case rgb-fixed "$TMP/rgb.xml" 1x3x8x8 'resize=8,crop=8,scale=1/255,mean=0.5,s
 
 # Under AddressSanitizer + UBSan (the arena of exactly m_ARENA_BYTES): no overrun
 d="$TMP/rgb-nhwc"
-if cc_cached gcc $FLAGS -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -DOQC_TEST_U8 -I "$d" \
+if cc_cached gcc $SAN_CFLAGS -DOQC_TEST_U8 -I "$d" \
         -DOQC_MODEL_HEADER='"m.h"' -DOQC_MODEL_PREFIX=m tests/emit/emitted_main.c "$d"/*.c -lm \
         -o "$d/run_san" 2>"$TMP/cc.log"; then
     "$d/run_san" "$d/x.npy" "$d/out.npy" "$d/px.npy" "$d/out_u8.npy" >/dev/null 2>"$TMP/err" &&
