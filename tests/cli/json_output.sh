@@ -91,7 +91,12 @@ else
 fi
 over_models one "$TMP/models"
 mv "$TMP/res" "$TMP/resm"
-# bench: builds and runs the code (seconds each): a few models
+# bench: builds and runs the code (seconds each): a few models.  It builds with $CC:
+# here through the object cache (tests/tools/cc_cached.sh, as json_bench.sh), so the
+# runtime copies the benched models share compile once (the documents, not the
+# figures measured, are what this checks).
+CC="sh $(pwd)/tests/tools/cc_cached.sh ${CC:-cc}"
+export CC OQC_CC_TMP="$TMP"
 W=b
 {
     run fashion_int8 bench "$FM" --calib "$FC" --runs 3 --warmup 1
