@@ -29,11 +29,15 @@ D=models/fashion
 S=models/tv/squeezenet1_1
 mknpy "100, 1, 28, 28" $D/test_1000.npy "$TMP/in.npy"
 
-# build OUT DIR [FLAGS...]: the driver linked with the emitted model `m` in DIR.
+# build [-F BASE] OUT DIR [FLAGS...]: the driver linked with the emitted model `m` in DIR,
+# compiled with BASE (default $FLAGS) and FLAGS.
 build() {
+    bf=$FLAGS
+    [ "$1" = -F ] && { bf=$2; shift 2; }
     out=$1 dir=$2
     shift 2
-    cc_cached gcc $FLAGS "$@" -I "$dir" -DOQC_MODEL_HEADER='"m.h"' -DOQC_MODEL_PREFIX=m \
+    # shellcheck disable=SC2086
+    cc_cached gcc $bf "$@" -I "$dir" -DOQC_MODEL_HEADER='"m.h"' -DOQC_MODEL_PREFIX=m \
         $DRIVER "$dir"/*.c -lm -o "$out" 2>"$TMP/cc.log"
 }
 
@@ -216,11 +220,10 @@ if [ "${OQC_CONFIG:-default}" = san ]; then
         for san in address,undefined thread; do
             # (ASan + UBSan: lib.sh's SAN_CFLAGS, whose runtime objects compile_int8.sh
             # and run_u8.sh share through the object cache)
-            sfl="$FLAGS -O1 -g -fsanitize=thread -fno-sanitize-recover=all"
-            [ $san = thread ] || sfl=$SAN_CFLAGS
+            sfl=$SAN_CFLAGS
+            [ $san = thread ] && sfl="$FLAGS -O1 -g -fsanitize=thread -fno-sanitize-recover=all"
             # shellcheck disable=SC2046
-            cc_cached gcc $sfl -I "$TMP/${mdl}3" -DOQC_MODEL_HEADER='"m.h"' -DOQC_MODEL_PREFIX=m \
-                $DRIVER "$TMP/${mdl}3"/*.c $(wo "$TMP/${mdl}3") -lm -o "$TMP/run_$san" 2>"$TMP/cc.log" &&
+            build -F "$sfl" "$TMP/run_$san" "$TMP/${mdl}3" $(wo "$TMP/${mdl}3") &&
                 "$TMP/run_$san" "$in" "$TMP/out_$san.npy" >/dev/null 2>"$TMP/san.log" &&
                 cmp -s "$TMP/out1.npy" "$TMP/out_$san.npy" &&
                 ok "$mdl $args, 3 threads, -fsanitize=$san: clean, outputs as one thread's" ||
